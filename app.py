@@ -14,15 +14,20 @@ from dataclasses import fields  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
-from planner import calibration, charts, prices, share, uncertainty, validation  # noqa: E402
-from planner.catalog import PRICE_TIERS, load_catalog  # noqa: E402
-from planner.estimate import estimate_all, estimate_gpu  # noqa: E402
-from planner.models import DecoderProfile, load_models, parse_model_text  # noqa: E402
-from planner.precisions import load_rules  # noqa: E402
-from planner.presets import load_all as load_all_presets  # noqa: E402
-from planner.runtimes import load_runtimes  # noqa: E402
-from planner.schema import DataFileError, UnknownNameError  # noqa: E402
-from planner.workloads import OPTIMIZERS  # noqa: E402
+from planner.tools import calibration
+from planner.views import charts
+from planner.tools import prices
+from planner.views import share
+from planner.tools import uncertainty
+from planner.tools import validation  # noqa: E402
+from planner.inputs.catalog import PRICE_TIERS, load_catalog  # noqa: E402
+from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
+from planner.inputs.models import DecoderProfile, load_models, parse_model_text  # noqa: E402
+from planner.inputs.precisions import load_rules  # noqa: E402
+from planner.views.presets import load_all as load_all_presets  # noqa: E402
+from planner.inputs.runtimes import load_runtimes  # noqa: E402
+from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
+from planner.engine.workloads import OPTIMIZERS  # noqa: E402
 
 
 st.set_page_config(page_title="GPU cost & throughput planner", page_icon=":material/calculate:", layout="wide")
@@ -788,7 +793,7 @@ def main(inputs: share.Inputs) -> None:
 
 
 def _bands(rows, cal_ests) -> dict:
-    """GPU id -> (low_s, high_s): the 80 % range from validation residuals (planner.uncertainty)."""
+    """GPU id -> (low_s, high_s): the 80 % range from validation residuals (planner.tools.uncertainty)."""
     out = {}
     for e in rows:
         try:

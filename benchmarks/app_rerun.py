@@ -47,7 +47,7 @@ def measure(tab: str, reruns: int) -> tuple[list[float], list[float]]:
 
 
 def main(reruns: int = 20) -> None:
-    from planner.catalog import load_catalog
+    from planner.inputs.catalog import load_catalog
 
     print(f"rerun after an input change, full catalog ({len(load_catalog().gpus)} GPUs), {reruns} reruns per tab")
     print(f"{'open tab':16} {'script median':>14} {'script p90':>11} {'AppTest wall median':>20}")

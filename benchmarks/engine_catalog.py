@@ -12,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.catalog import load_catalog  # noqa: E402
-from planner.estimate import Plan, estimate_all  # noqa: E402
-from planner.models import load_models  # noqa: E402
-from planner.precisions import load_rules  # noqa: E402
-from planner.workloads import Generate  # noqa: E402
+from planner.inputs.catalog import load_catalog  # noqa: E402
+from planner.engine.estimate import Plan, estimate_all  # noqa: E402
+from planner.inputs.models import load_models  # noqa: E402
+from planner.inputs.precisions import load_rules  # noqa: E402
+from planner.engine.workloads import Generate  # noqa: E402
 
 
 def sweep(catalog, model, precisions) -> int:

@@ -7,12 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from planner.catalog import PRICE_TIERS, load_catalog
-from planner.estimate import Plan, estimate_all
-from planner.models import load_model_file, load_models
-from planner.report import csv_text, estimate_row, flat_row, text_table
-from planner.schema import DataFileError, UnknownNameError
-from planner.workloads import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.catalog import PRICE_TIERS, load_catalog
+from planner.engine.estimate import Plan, estimate_all
+from planner.inputs.models import load_model_file, load_models
+from planner.views.report import csv_text, estimate_row, flat_row, text_table
+from planner.base.schema import DataFileError, UnknownNameError
+from planner.engine.workloads import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 
 
 def _batch(text: str) -> int | None:
@@ -94,7 +94,7 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
     adjust = None
     if a.calibration:
-        from planner.calibration import load_calibration  # issue 4
+        from planner.tools.calibration import load_calibration  # issue 4
         adjust = load_calibration(a.calibration).adjust
     results = estimate_all(plan, gpu_names=a.gpu, adjust=adjust)
     print(emit([estimate_row(e) for e in results], a.format, [flat_row(e) for e in results]))
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("--format", choices=("table", "json", "csv"), default="table")
         p.set_defaults(func=func)
-    for module in ("planner.prices", "planner.validation", "planner.calibration"):  # subcommands owned by their modules
+    for module in ("planner.tools.prices", "planner.tools.validation", "planner.tools.calibration"):  # subcommands owned by their modules
         try:
             __import__(module, fromlist=["add_cli"]).add_cli(sub)
         except (ImportError, AttributeError):

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner import prices, share
-from planner.catalog import load_catalog
-from planner.presets import load_presets
+from planner.tools import prices
+from planner.views import share
+from planner.inputs.catalog import load_catalog
+from planner.views.presets import load_presets
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from planner.models import DecoderProfile
+from planner.inputs.models import DecoderProfile
 
 ROPE_BASE = 10000.0
 

@@ -1,6 +1,6 @@
 """Workload benchmarks: a real decoder (planner.bench.model) running a planner workload at a batch and precision.
 
-Kinds, and the planner workload each one is estimated as (planner.calibration.point_plan):
+Kinds, and the planner workload each one is estimated as (planner.tools.calibration.point_plan):
 - decode:  one generation step of `batch` sequences at KV position `position` (the new token attends position + 1
            keys; the cache was filled by an untimed prefill)        -> the decode phase of Generate(batch, position, 2)
 - forward: one forward pass over `batch` x `seq` tokens              -> Infer(batch, seq)
@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from planner.bench.micro import DTYPES
 from planner.bench.model import build, new_caches
 from planner.bench.timing import measure, synchronize
-from planner.calibration import KINDS
-from planner.models import DecoderProfile
+from planner.tools.calibration import KINDS
+from planner.inputs.models import DecoderProfile
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import csv
 import io
 from urllib.parse import parse_qs, urlsplit
 
-from planner.catalog import load_catalog
+from planner.inputs.catalog import load_catalog
 
 DESKTOP = {"width": 1440, "height": 900}
 LAPTOP = {"width": 1280, "height": 800}

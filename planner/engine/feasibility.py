@@ -1,0 +1,64 @@
+"""Feasibility of a job on a GPU, with every reason: hardware precision support, attention backend,
+PyTorch build requirements, memory (with the numbers), context length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.inputs.catalog import GPU
+from planner.engine.memory import MemoryBreakdown
+from planner.inputs.models import DecoderProfile, ModelProfile
+from planner.inputs.precisions import PrecisionRules, sm_label
+from planner.engine.workloads import Generate, Setup, Workload
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str  # 'oom', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price', 'parallelism'
+    blocking: bool
+    text: str
+
+
+def _sm_ok(gpu: GPU, need: tuple[int, int] | None) -> bool:
+    if need is None or gpu.compute_capability is None:  # AMD: decided by the catalog's rates alone
+        return True
+    return gpu.compute_capability >= need
+
+
+def support_reasons(gpu: GPU, s: Setup, rules: PrecisionRules) -> list[Reason]:
+    """What the GPU's hardware and software stack cannot do for this setup (and notes it needs)."""
+    out: list[Reason] = []
+    p = s.precision
+    if gpu.peak_tflops(p.compute_path) is None or not _sm_ok(gpu, p.min_sm):
+        need = f"needs {sm_label(p.min_sm)}+" if p.min_sm else "is not supported"
+        out.append(Reason("precision", True, f"{p.id} {need}; {gpu.name} is {gpu.sm} ({gpu.architecture})"
+                          if gpu.compute_capability else f"{p.id}: {gpu.name} has no {p.compute_path} path in the catalog"))
+    if not _sm_ok(gpu, s.kv_dtype.min_sm):
+        out.append(Reason("kv_dtype", True, f"{s.kv_dtype.id} KV cache needs {sm_label(s.kv_dtype.min_sm)}+; "
+                          f"{gpu.name} is {gpu.sm}"))
+    if not _sm_ok(gpu, s.attention.min_sm):
+        out.append(Reason("attention", True, f"{s.attention.id} needs {sm_label(s.attention.min_sm)}+; "
+                          f"{gpu.name} is {gpu.sm}: use sdpa (memory-efficient kernel) instead"))
+    for rule in rules.builds:
+        if rule.applies(gpu.compute_capability):
+            out.append(Reason("pytorch_build", False, rule.text))
+    return out
+
+
+def memory_reason(gpu: GPU, mem: MemoryBreakdown, batch: int, n_gpus: int) -> Reason | None:
+    has = gpu.vram_capacity_gb
+    if mem.total_gb <= has:
+        return None
+    parts = ", ".join(f"{i.name} {i.gb:.2f}" for i in mem.items if i.gb >= 0.005)
+    per = " per GPU" if n_gpus > 1 else ""
+    return Reason("oom", True, f"needs {mem.total_gb:.1f} GB{per} at batch {batch}, has {has:.1f} GB "
+                  f"({gpu.vram_gb:g} GiB; {mem.total_gb - has:.1f} GB short; {parts} GB)")
+
+
+def context_reason(m: ModelProfile, w: Workload) -> Reason | None:
+    if not isinstance(m, DecoderProfile):
+        return None
+    length = w.prompt_tokens + w.gen_tokens if isinstance(w, Generate) else w.input_size
+    if length > m.context:
+        return Reason("context", False, f"{length} tokens exceed {m.name}'s trained context of {m.context}")
+    return None

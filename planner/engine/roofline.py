@@ -1,0 +1,154 @@
+"""Roofline timing: each op group takes max(FLOPs / achieved peak, bytes / achieved bandwidth); a step adds
+kernel-launch overhead and collective time. Decode sums the steps over KV positions exactly (closed form)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.inputs.catalog import GPU
+from planner.inputs.runtimes import Efficiency
+from planner.engine.workloads import OpGroup, Phase
+
+COLLECTIVE_LATENCY_S = 10e-6  # per all-reduce call: NCCL small-message latency order (nccl-tests, ~10 us)
+
+
+@dataclass(frozen=True)
+class GroupTime:
+    """One op group summed over a phase's steps (one pass)."""
+
+    name: str
+    formula: str
+    compute_path: str
+    flops: float
+    bytes: float
+    peak_tflops: float
+    achieved_tflops: float
+    achieved_gbps: float
+    compute_s: float  # sum over steps of FLOPs / achieved peak
+    memory_s: float  # sum over steps of bytes / achieved bandwidth
+    time_s: float  # sum over steps of max(compute, memory)
+    compute_bound_s: float  # part of time_s spent in steps where compute is the limit
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_bound_s > self.time_s / 2 else "memory"
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    name: str
+    steps: int
+    passes: float
+    groups: tuple[GroupTime, ...]
+    kernels_per_step: float
+    overhead_s: float  # per pass
+    comm_s: float  # per pass
+
+    @property
+    def pass_s(self) -> float:
+        return sum(g.time_s for g in self.groups) + self.overhead_s + self.comm_s
+
+    @property
+    def total_s(self) -> float:
+        return self.pass_s * self.passes
+
+    def split(self) -> dict[str, float]:
+        """Seconds over all passes by limit: compute-bound, memory-bound, overhead, communication."""
+        cb = sum(g.compute_bound_s for g in self.groups)
+        mb = sum(g.time_s for g in self.groups) - cb
+        return {"compute": cb * self.passes, "memory": mb * self.passes,
+                "overhead": self.overhead_s * self.passes, "communication": self.comm_s * self.passes}
+
+
+def _sum_affine(a: float, b: float, p0: int, n: int) -> float:
+    """Sum of a + b*p for p = p0 .. p0+n-1."""
+    return n * a + b * (n * p0 + n * (n - 1) / 2)
+
+
+def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) -> tuple[float, float]:
+    """Sum over p = p0..p0+n-1 of max(c0 + c1 p, m0 + m1 p); returns (total, part where compute wins)."""
+    if n <= 0:
+        return 0.0, 0.0
+    d0, d1 = c0 - m0, c1 - m1  # compute minus memory: affine, so it changes sign at most once
+    first, last = d0 + d1 * p0, d0 + d1 * (p0 + n - 1)
+    if first >= 0 and last >= 0:
+        s = _sum_affine(c0, c1, p0, n)
+        return s, s
+    if first < 0 and last < 0:
+        return _sum_affine(m0, m1, p0, n), 0.0
+    cross = -d0 / d1  # p where both are equal; a tie counts as compute-bound
+    if d1 > 0:  # memory wins before the crossing (p < cross), compute from it on
+        k = max(0, min(n, math.ceil(cross) - p0))
+        mem, comp = _sum_affine(m0, m1, p0, k), _sum_affine(c0, c1, p0 + k, n - k)
+    else:  # compute wins up to the crossing (p <= cross), memory after it
+        k = max(0, min(n, math.floor(cross) - p0 + 1))
+        comp, mem = _sum_affine(c0, c1, p0, k), _sum_affine(m0, m1, p0 + k, n - k)
+    return mem + comp, comp
+
+
+def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
+    """(peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
+    peak = gpu.peak_tflops(g.compute_path) or 0.0
+    return peak, peak * 1e12 * eff.compute_efficiency, gpu.mem_bw_gbps * 1e9 * eff.mem_bw_efficiency
+
+
+def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
+    """Compute and memory seconds of one step as affine functions of p: (c0, c1, m0, m1)."""
+    c0, c1 = (g.flops / flops_s, g.flops_per_pos / flops_s) if flops_s else (0.0, 0.0)
+    return c0, c1, g.bytes / bw, g.bytes_per_pos / bw
+
+
+def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> GroupTime:
+    peak, flops_s, bw = _rates(g, gpu, eff)
+    c0, c1, m0, m1 = _terms(g, flops_s, bw)
+    total, comp = sum_max_affine(c0, c1, m0, m1, p0, steps)
+    return GroupTime(g.name, g.formula, g.compute_path,
+                     _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
+                     peak, flops_s / 1e12, bw / 1e9, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
+                     total, comp)
+
+
+def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
+    """(kernels per step, launch overhead per pass, collective seconds per pass)."""
+    kernels = ph.kernels * eff.kernels_per_layer_factor
+    overhead = ph.steps * kernels * eff.launch_overhead_us * 1e-6
+    comm = 0.0
+    if ph.comm_calls:
+        link = (gpu.interconnect_unidir_gbps or 0.0) * 1e9
+        comm = ph.steps * (ph.comm_bytes / link + ph.comm_calls * COLLECTIVE_LATENCY_S) if link else float("inf")
+    return kernels, overhead, comm
+
+
+def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
+    groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
+    return PhaseTime(ph.name, ph.steps, ph.passes, groups, *_overhead_comm(ph, gpu, eff))
+
+
+def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
+    """time_phase(...).total_s without building the explanation (used by the batch search)."""
+    total = 0.0
+    bw = gpu.mem_bw_gbps * 1e9 * eff.mem_bw_efficiency
+    for g in ph.groups:
+        flops_s = (gpu.peak_tflops(g.compute_path) or 0.0) * 1e12 * eff.compute_efficiency
+        if g.flops_per_pos or g.bytes_per_pos:
+            total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
+        else:  # position-independent: every step costs the same
+            total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
+    _, overhead, comm = _overhead_comm(ph, gpu, eff)
+    return (total + overhead + comm) * ph.passes
+
+
+def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:
+    """Arithmetic intensity (FLOP/byte) where the compute roof meets the bandwidth roof."""
+    peak = gpu.peak_tflops(path)
+    if not peak:
+        return None
+    ce, me = (eff.compute_efficiency, eff.mem_bw_efficiency) if eff else (1.0, 1.0)
+    return peak * 1e12 * ce / (gpu.mem_bw_gbps * 1e9 * me)
+
+
+def attainable_tflops(gpu: GPU, path: str, intensity: float) -> float:
+    """Datasheet roofline: min(peak, intensity x bandwidth), in TFLOPS."""
+    peak = gpu.peak_tflops(path) or 0.0
+    return min(peak, intensity * gpu.mem_bw_gbps / 1e3)

@@ -1,0 +1,189 @@
+"""GPU catalog: specs (dense peak rates, VRAM, bandwidth) and RunPod prices, from data/gpus.yaml."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+from planner import DATA_DIR
+from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, normalize_name, suggest, unique_ids
+
+GPUS_FILE = DATA_DIR / "gpus.yaml"
+COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+PRICE_TIERS = ("secure", "community", "spot")
+MARKETS = ("datacenter", "workstation", "consumer")
+_PEAK_FIELD = {p: ("int8_tops" if p == "int8" else f"{p}_tflops") for p in COMPUTE_PATHS}
+
+
+@dataclass(frozen=True)
+class PriceQuote:
+    """A price per GPU-hour with where and when it was read."""
+
+    usd_hr: float
+    date: date
+    source: str
+
+
+@dataclass(frozen=True)
+class RunPodListing:
+    gpu_type_ids: tuple[str, ...]
+    secure: PriceQuote | None
+    community: PriceQuote | None
+    spot: PriceQuote | None
+
+    def tier(self, name: str) -> PriceQuote | None:
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU model. Peak rates are dense (no 2:4 sparsity); None = no hardware path."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    architecture: str
+    compute_capability: tuple[int, int] | None
+    gfx_target: str | None
+    market: str
+    vram_gb: float
+    memory_type: str
+    mem_bw_gbps: float
+    fp32_tflops: float
+    tf32_tflops: float | None
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    tdp_w: float | None
+    pcie_gen: int | None
+    pcie_unidir_gbps: float | None
+    nvlink_unidir_gbps: float | None
+    runpod: RunPodListing | None
+    source: str
+    notes: str
+
+    def peak_tflops(self, path: str) -> float | None:
+        """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
+        return getattr(self, _PEAK_FIELD[path])
+
+    @property
+    def vram_capacity_gb(self) -> float:
+        """Memory in decimal GB (1e9 B): GPU memory is marketed in GiB, so '24 GB' holds 24 x 2**30 bytes."""
+        return self.vram_gb * 2**30 / 1e9
+
+    @property
+    def memory_class(self) -> str:
+        """'hbm' or 'gddr': the two classes whose achievable bandwidth fractions differ."""
+        return "hbm" if self.memory_type.upper().startswith("HBM") else "gddr"
+
+    @property
+    def sm(self) -> str:
+        """Compute capability as 'SM90' ('-' for AMD)."""
+        return "SM%d%d" % self.compute_capability if self.compute_capability else "-"
+
+    @property
+    def interconnect_unidir_gbps(self) -> float | None:
+        """Fastest GPU-to-GPU link, one direction: NVLink if present, else PCIe."""
+        return self.nvlink_unidir_gbps or self.pcie_unidir_gbps
+
+    def price(self, tier: str) -> PriceQuote | None:
+        return self.runpod.tier(tier) if self.runpod else None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpus: tuple[GPU, ...]
+    path: str
+
+    def get(self, name: str) -> GPU:
+        """Find a GPU by id, name or alias, ignoring case, spaces, hyphens and underscores."""
+        key = normalize_name(name)
+        for gpu in self.gpus:
+            if key in _names_of(gpu):
+                return gpu
+        raise UnknownNameError("GPU", name, suggest(name, [n for g in self.gpus for n in (g.id, g.name, *g.aliases)]))
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(g.id for g in self.gpus)
+
+
+def _names_of(gpu: GPU) -> set[str]:
+    return {normalize_name(n) for n in (gpu.id, gpu.name, *gpu.aliases)}
+
+
+def _quote(rec: Record, tier: str) -> PriceQuote | None:
+    q = rec.child(tier, required=False)
+    if q is None:
+        return None
+    q.check_keys(("usd_hr", "date", "source"))
+    return PriceQuote(q.number("usd_hr", lo=0.01, hi=200), q.day("date"), q.text("source"))
+
+
+def _runpod(rec: Record) -> RunPodListing | None:
+    rp = rec.child("runpod", required=False)
+    if rp is None:
+        return None
+    rp.check_keys(("gpu_type_ids", *PRICE_TIERS))
+    return RunPodListing(rp.strings("gpu_type_ids"), *(_quote(rp, t) for t in PRICE_TIERS))
+
+
+def _compute_capability(rec: Record) -> tuple[int, int] | None:
+    cc = rec.raw("compute_capability", required=rec.data.get("vendor") == "NVIDIA")
+    if cc is None:
+        return None
+    m = re.fullmatch(r"(\d{1,2})\.(\d)", str(cc))
+    if not m:
+        raise rec.fail("compute_capability", f"expected 'major.minor' like '8.6', got {cc!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def parse_gpu(rec: Record) -> GPU:
+    rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
+                    "market", "vram_gb", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
+                    "interconnect", "runpod", "source", "notes"))
+    gpu_id = rec.text("id")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", gpu_id):
+        raise rec.fail("id", f"expected a slug of a-z, 0-9 and '-', got {gpu_id!r}")
+    tf = rec.child("dense_tflops")
+    tf.check_keys(COMPUTE_PATHS)
+    rates = {p: tf.number(p, required=(p == "fp32"), lo=0.1, hi=20000) for p in COMPUTE_PATHS}
+    ic = rec.child("interconnect", required=False) or Record(rec.path, rec.label, {})
+    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps"))
+    return GPU(
+        id=gpu_id, name=rec.text("name"), aliases=rec.strings("aliases", required=False),
+        vendor=rec.text("vendor", choices=("NVIDIA", "AMD")), architecture=rec.text("architecture"),
+        compute_capability=_compute_capability(rec), gfx_target=rec.text("gfx_target", required=False),
+        market=rec.text("market", choices=MARKETS), vram_gb=rec.number("vram_gb", lo=1, hi=2000),
+        memory_type=rec.text("memory_type"), mem_bw_gbps=rec.number("mem_bw_gbps", lo=10, hi=50000),
+        fp32_tflops=rates["fp32"], tf32_tflops=rates["tf32"], fp16_tflops=rates["fp16"],
+        bf16_tflops=rates["bf16"], fp8_tflops=rates["fp8"], int8_tops=rates["int8"],
+        tdp_w=rec.number("tdp_w", required=False, lo=1, hi=5000),
+        pcie_gen=ic.number("pcie_gen", required=False, lo=1, hi=7, integer=True),
+        pcie_unidir_gbps=ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000),
+        nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
+        runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
+    )
+
+
+def _check_names_unique(path: str, gpus: list[GPU]) -> None:
+    owner: dict[str, str] = {}
+    for gpu in gpus:
+        for name in _names_of(gpu):
+            if owner.setdefault(name, gpu.id) != gpu.id:
+                raise DataFileError(path, f"'{gpu.id}'", "aliases",
+                                    f"name '{name}' is also a name of '{owner[name]}'")
+
+
+@lru_cache(maxsize=8)
+def load_catalog(path: str | Path = GPUS_FILE) -> Catalog:
+    """Load and validate the GPU catalog (cached per path; the result is immutable)."""
+    records = load_yaml(path, "gpus", dated=True)
+    gpus = [parse_gpu(Record.of(path, i, r)) for i, r in enumerate(records)]
+    unique_ids(path, (g.id for g in gpus))
+    _check_names_unique(str(path), gpus)
+    return Catalog(tuple(gpus), str(path))

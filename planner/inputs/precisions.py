@@ -1,0 +1,132 @@
+"""Precisions, KV-cache dtypes, attention backends and PyTorch build rules (data/precisions.yaml)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from planner import DATA_DIR
+from planner.inputs.catalog import COMPUTE_PATHS
+from planner.base.schema import Record, UnknownNameError, load_sections, suggest, unique_ids
+
+PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
+
+
+def parse_sm(text: str | None, rec: Record, field: str) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    m = re.fullmatch(r"(\d{1,2})\.(\d)", str(text))
+    if not m:
+        raise rec.fail(field, f"expected 'major.minor' like '8.0', got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def sm_label(sm: tuple[int, int]) -> str:
+    return "SM%d%d" % sm
+
+
+@dataclass(frozen=True)
+class Precision:
+    id: str
+    compute_path: str
+    weight_bytes: float
+    act_bytes: float
+    min_sm: tuple[int, int] | None
+    note: str
+    source: str
+
+
+@dataclass(frozen=True)
+class KVDtype:
+    id: str
+    bytes: float
+    min_sm: tuple[int, int] | None
+    source: str
+
+
+@dataclass(frozen=True)
+class AttentionBackend:
+    id: str
+    name: str
+    min_sm: tuple[int, int] | None
+    scores_materialized: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class BuildRule:
+    """A PyTorch build requirement for GPUs whose compute capability lies in [min_sm, max_sm]."""
+
+    min_sm: tuple[int, int]
+    max_sm: tuple[int, int]
+    text: str
+    source: str
+
+    def applies(self, sm: tuple[int, int] | None) -> bool:
+        return sm is not None and self.min_sm <= sm <= self.max_sm
+
+
+@dataclass(frozen=True)
+class PrecisionRules:
+    precisions: tuple[Precision, ...]
+    kv_dtypes: tuple[KVDtype, ...]
+    attention_backends: tuple[AttentionBackend, ...]
+    builds: tuple[BuildRule, ...]
+
+    def _find(self, items, kind: str, name: str):
+        for item in items:
+            if item.id == name.lower():
+                return item
+        raise UnknownNameError(kind, name, suggest(name, [i.id for i in items]))
+
+    def precision(self, name: str) -> Precision:
+        return self._find(self.precisions, "precision", name)
+
+    def kv_dtype(self, name: str) -> KVDtype:
+        return self._find(self.kv_dtypes, "KV-cache dtype", name)
+
+    def attention(self, name: str) -> AttentionBackend:
+        return self._find(self.attention_backends, "attention backend", name)
+
+    def default_kv_dtype(self, precision: Precision) -> KVDtype:
+        """The KV cache is kept in the activation dtype unless chosen otherwise."""
+        if precision.act_bytes == 4:
+            return self.kv_dtype("fp32")
+        return self.kv_dtype("bf16" if precision.id == "bf16" else "fp16")
+
+
+@lru_cache(maxsize=4)
+def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
+    doc = load_sections(path, ("precisions", "kv_dtypes", "attention_backends", "pytorch_builds"), dated=True)
+    records = doc["precisions"]
+    precisions = []
+    for i, raw in enumerate(records):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "note", "source"))
+        precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
+                                    rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
+                                    parse_sm(rec.raw("min_sm", False), rec, "min_sm"), rec.text("note"),
+                                    rec.text("source")))
+    unique_ids(path, (p.id for p in precisions))
+    kvs = []
+    for i, raw in enumerate(doc["kv_dtypes"]):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "bytes", "min_sm", "source"))
+        kvs.append(KVDtype(rec.text("id"), rec.number("bytes", lo=0.25, hi=8),
+                           parse_sm(rec.raw("min_sm", False), rec, "min_sm"), rec.text("source")))
+    backends = []
+    for i, raw in enumerate(doc["attention_backends"]):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "name", "min_sm", "scores_materialized", "source"))
+        backends.append(AttentionBackend(rec.text("id"), rec.text("name"),
+                                         parse_sm(rec.raw("min_sm", False), rec, "min_sm"),
+                                         rec.flag("scores_materialized"), rec.text("source")))
+    builds = []
+    for i, raw in enumerate(doc["pytorch_builds"]):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("min_sm", "max_sm", "text", "source"))
+        builds.append(BuildRule(parse_sm(rec.text("min_sm"), rec, "min_sm"), parse_sm(rec.text("max_sm"), rec, "max_sm"),
+                                rec.text("text"), rec.text("source")))
+    return PrecisionRules(tuple(precisions), tuple(kvs), tuple(backends), tuple(builds))

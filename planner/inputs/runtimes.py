@@ -1,0 +1,83 @@
+"""Runtime (framework) efficiency profiles from data/runtimes.yaml: fractions of peak a stack reaches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from planner import DATA_DIR
+from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, unique_ids
+
+RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
+MEMORY_CLASSES = ("hbm", "gddr")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions and overheads for one GPU under one runtime.
+
+    mem_bw_efficiency: achieved / datasheet DRAM bandwidth in memory-bound kernels.
+    compute_efficiency: achieved / dense peak in matrix multiplies.
+    launch_overhead_us: time added per kernel launch.
+    kernels_per_layer_factor: kernels launched per layer relative to a fused block.
+    source: where the numbers come from ('prior: ...' or 'calibrated: ...').
+    """
+
+    mem_bw_efficiency: float
+    compute_efficiency: float
+    launch_overhead_us: float
+    kernels_per_layer_factor: float
+    cuda_context_gb: float
+    source: str
+
+
+@dataclass(frozen=True)
+class RuntimeProfile:
+    id: str
+    name: str
+    mem_bw_efficiency: tuple[tuple[str, float], ...]
+    compute_efficiency: tuple[tuple[str, float], ...]
+    launch_overhead_us: float
+    kernels_per_layer_factor: float
+    cuda_context_gb: float
+    source: str
+
+    @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
+    def efficiency(self, memory_class: str) -> Efficiency:
+        return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
+                          self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
+                          f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)")
+
+
+def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
+    sub = rec.child(field)
+    sub.check_keys(MEMORY_CLASSES)
+    return tuple((c, sub.number(c, lo=0.01, hi=1.0)) for c in MEMORY_CLASSES)
+
+
+@dataclass(frozen=True)
+class Runtimes:
+    runtimes: tuple[RuntimeProfile, ...]
+
+    def get(self, name: str) -> RuntimeProfile:
+        for r in self.runtimes:
+            if r.id == name.lower():
+                return r
+        raise UnknownNameError("runtime", name, suggest(name, [r.id for r in self.runtimes]))
+
+
+@lru_cache(maxsize=4)
+def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
+    out = []
+    for i, raw in enumerate(load_yaml(path, "runtimes", dated=True)):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
+                        "kernels_per_layer_factor", "cuda_context_gb", "source"))
+        out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
+                                  _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
+                                  rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
+                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source")))
+    unique_ids(path, (r.id for r in out))
+    return Runtimes(tuple(out))
+

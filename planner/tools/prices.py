@@ -1,0 +1,485 @@
+"""GPU prices ($/GPU-hour): live from RunPod's GraphQL API, falling back to the committed snapshot.
+
+The snapshot is, per GPU and tier, the newer of data/gpus.yaml's `runpod` prices and the files in
+data/prices/*.yaml that `python -m planner prices --refresh` writes. `fetch_live` never raises: any
+failure (no network, timeout, HTTP error, refused key, malformed answer, absurd values) returns the
+snapshot with `ok=False` and a one-line reason for the page. The API key travels only in an
+`Authorization: Bearer` header; it is never put in a URL, stored, logged or echoed in a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import threading
+import time
+from functools import lru_cache
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+import yaml
+
+from planner import DATA_DIR
+from planner.inputs.catalog import GPU, PRICE_TIERS, Catalog, load_catalog
+from planner.engine.cost import Price, snapshot_prices
+from planner.base.schema import DataFileError, Record, check_number, load_yaml, normalize_name, suggest, unique_ids
+
+RUNPOD_GRAPHQL_URL = "https://api.runpod.io/graphql"
+PRICES_DIR = DATA_DIR / "prices"
+API_KEY_ENV = "RUNPOD_API_KEY"
+MIN_USD_HR, MAX_USD_HR = 0.01, 200.0  # same bounds as data/gpus.yaml; outside = placeholder or error
+CUSTOM_MAX_USD_HR = 1000.0
+FAILURE_TTL_S = 60.0  # a failed fetch is retried after this long, not on every page rerun
+
+# runpod_api.md §1a; lowestPrice is left out: list prices per tier are what the planner ranks by.
+GPU_TYPES_QUERY = ("query GpuTypes { gpuTypes { id displayName memoryInGb secureCloud communityCloud "
+                   "securePrice communityPrice secureSpotPrice communitySpotPrice } }")
+# tier -> (cloud flag, on-demand price field); spot is the lower of the offered clouds' spot fields.
+_ON_DEMAND = {"secure": ("secureCloud", "securePrice"), "community": ("communityCloud", "communityPrice")}
+_SPOT = (("secureCloud", "secureSpotPrice"), ("communityCloud", "communitySpotPrice"))
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices in use for every catalog GPU, with where and when they come from.
+
+    prices: gpu_id -> tier ('secure', 'community', 'spot') -> Price (origin 'snapshot'|'live'|'custom') or None.
+    source: 'snapshot', 'live' or 'live (partial)'; as_of: ISO date or UTC timestamp; message: one line for
+    the page; unmapped: RunPod gpu type ids that match no catalog GPU; ok: False when a fetch fell back.
+    Treat the mappings as read-only (tables are cached and shared).
+    """
+
+    prices: Mapping[str, Mapping[str, Price | None]]
+    source: str
+    as_of: str
+    message: str
+    unmapped: tuple[str, ...]
+    ok: bool
+
+
+# ---------------------------------------------------------------- snapshot
+
+
+def _snapshot_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+
+
+def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, dict[str, dict[str, float]]]:
+    """Validate one data/prices file; return (date, source, {gpu_id: {tier: usd_hr}}). Raises DataFileError."""
+    records = load_yaml(path, "prices")
+    head = Record(str(path), "header", yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    head.check_keys(("schema_version", "date", "fetched_at", "source", "prices"))
+    day = head.day("date")
+    day = day.date() if isinstance(day, datetime) else day
+    source = head.text("source")
+    head.text("fetched_at", required=False)
+    ids = set(catalog.ids())
+    out: dict[str, dict[str, float]] = {}
+    for i, raw in enumerate(records):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "runpod_gpu_type_ids", *PRICE_TIERS))
+        gpu_id = rec.text("id")
+        if gpu_id not in ids:
+            near = suggest(gpu_id, ids)
+            raise rec.fail("id", "not a GPU id in data/gpus.yaml" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+        rec.strings("runpod_gpu_type_ids", required=False)
+        out[gpu_id] = {t: v for t in PRICE_TIERS
+                       if (v := rec.number(t, required=False, lo=MIN_USD_HR, hi=MAX_USD_HR)) is not None}
+    unique_ids(path, (r.get("id") for r in records))
+    return day, source, out
+
+
+def _newest_date(prices: Mapping[str, Mapping[str, Price | None]]) -> str:
+    days = [p.date for tiers in prices.values() for p in tiers.values() if p is not None and p.date]
+    return max(days).isoformat() if days else "unknown date"
+
+
+def _table(prices: dict[str, dict[str, Price | None]]) -> PriceTable:
+    as_of = _newest_date(prices)
+    return PriceTable(prices, "snapshot", as_of, f"prices from the snapshot of {as_of}", (), True)
+
+
+def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None = None) -> PriceTable:
+    """The committed snapshot: per GPU and tier, the newer of data/gpus.yaml and data/prices/*.yaml.
+
+    On equal dates a price file wins over gpus.yaml (it is the dedicated record). Raises DataFileError
+    for a malformed price file. Cached until a snapshot file is added, removed or changed.
+    """
+    catalog = catalog or load_catalog()
+    folder = Path(directory) if directory is not None else PRICES_DIR
+    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in _snapshot_files(folder))
+    return _snapshot_cached(catalog, str(folder), stamp)
+
+
+@lru_cache(maxsize=8)
+def _snapshot_cached(catalog: Catalog, directory: str, _stamp: tuple) -> PriceTable:
+    prices = {g.id: snapshot_prices(g) for g in catalog.gpus}
+    for path in _snapshot_files(Path(directory)):
+        day, source, table = load_snapshot_file(path, catalog)
+        for gpu_id, tiers in table.items():
+            for tier, usd_hr in tiers.items():
+                old = prices[gpu_id].get(tier)
+                if old is None or old.date is None or day >= old.date:
+                    prices[gpu_id][tier] = Price(usd_hr, day, f"{source} (snapshot {path.name})", "snapshot")
+    return _table(prices)
+
+
+# ---------------------------------------------------------------- secrets
+
+
+def api_key_from_env() -> str | None:
+    """The RunPod API key from $RUNPOD_API_KEY (None when unset or blank); the app passes st.secrets itself."""
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    return key or None
+
+
+def _scrub(text: str, api_key: str | None) -> str:
+    """One line of text with the key (and any api_key=... query value) masked."""
+    text = re.sub(r"(?i)(api[_-]?key=)[^&\s'\"]+", r"\1***", str(text))
+    if api_key:
+        text = text.replace(api_key, "***")
+    return " ".join(text.split())
+
+
+def _public_url(url: str) -> str:
+    """The URL without user info, query or fragment: safe to show and to store as a source."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _key_hash(api_key: str | None) -> str:
+    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:16] if api_key else ""
+
+
+# ---------------------------------------------------------------- live fetch
+
+_CACHE: dict[tuple[str, str, str], tuple[datetime, float, PriceTable]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget cached live tables (a 'refresh prices' button calls this)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+class _FetchError(Exception):
+    """A failed fetch; the text is safe to show (no key, no URL query)."""
+
+
+def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff_s: float) -> Any:
+    """POST the gpuTypes query; return the decoded JSON. Retries timeouts, connection errors and 5xx/429."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    where = _public_url(url)
+    problem = "no attempt made"
+    for attempt in range(max(0, int(retries)) + 1):
+        if attempt:
+            time.sleep(backoff_s * 2 ** (attempt - 1))
+        tries = f" ({attempt + 1} attempts)" if attempt else ""
+        try:
+            # exception texts from requests carry the URL, so only our own wording leaves this function
+            resp = requests.post(url, json={"query": GPU_TYPES_QUERY}, headers=headers, timeout=timeout_s)
+        except requests.Timeout:
+            problem = f"RunPod API timed out after {timeout_s:g} s{tries}"
+            continue
+        except requests.ConnectionError:
+            problem = f"could not connect to {where} (no network, or the server is down){tries}"
+            continue
+        except requests.RequestException as exc:
+            raise _FetchError(f"request to {where} failed ({type(exc).__name__})") from None
+        if resp.status_code in (401, 403):
+            if api_key:
+                raise _FetchError(f"RunPod refused the API key (HTTP {resp.status_code}); check {API_KEY_ENV}")
+            raise _FetchError(f"RunPod API needs an API key (HTTP {resp.status_code}); set {API_KEY_ENV}")
+        if resp.status_code == 429 or resp.status_code >= 500:
+            problem = f"RunPod API answered HTTP {resp.status_code}{tries}"
+            continue
+        if resp.status_code != 200:
+            raise _FetchError(f"RunPod API answered HTTP {resp.status_code}")
+        try:
+            return resp.json()
+        except ValueError:
+            raise _FetchError("RunPod API answered with malformed JSON") from None
+    raise _FetchError(problem)
+
+
+def _usd_hr(value: Any) -> float | None:
+    """A valid $/h (a number within MIN_USD_HR..MAX_USD_HR), else None."""
+    try:
+        return check_number(value, MIN_USD_HR, MAX_USD_HR, False, ValueError)
+    except ValueError:
+        return None
+
+
+def _catalog_index(catalog: Catalog) -> tuple[dict[str, GPU], dict[str, GPU]]:
+    by_type_id = {normalize_name(t): g for g in catalog.gpus if g.runpod for t in g.runpod.gpu_type_ids}
+    by_name = {normalize_name(n): g for g in catalog.gpus for n in (g.id, g.name, *g.aliases)}
+    return by_type_id, by_name
+
+
+def _short(items: list[str], n: int = 5) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+@dataclass
+class _Parsed:
+    live: dict[str, dict[str, float]]      # gpu_id -> tier -> usd_hr (cheapest RunPod type per GPU)
+    unmapped: list[str]
+    rejected: list[str]                    # 'gpu tier (value)'
+    malformed: int                         # elements or fields of the wrong type
+    n_types: int
+    error: str = ""                        # a GraphQL error sent alongside data
+
+
+def parse_gpu_types(doc: Any, catalog: Catalog) -> _Parsed:
+    """Read `{"data": {"gpuTypes": [...]}}`; a broken element or field skips only itself. Raises _FetchError."""
+    if not isinstance(doc, dict):
+        raise _FetchError("RunPod API answered with JSON that is not an object")
+    data = doc.get("data")
+    types = data.get("gpuTypes") if isinstance(data, dict) else None
+    errors = doc.get("errors")
+    error = ""
+    if errors:
+        first = errors[0] if isinstance(errors, list) and errors else errors
+        error = str(first.get("message", first) if isinstance(first, dict) else first)[:200]
+    if not isinstance(types, list):
+        if error:
+            raise _FetchError(f"RunPod API returned an error: {error}")
+        raise _FetchError("RunPod API answer has no data.gpuTypes list")
+    by_type_id, by_name = _catalog_index(catalog)
+    out = _Parsed({}, [], [], 0, len(types), error)
+    for el in types:
+        rid = el.get("id") if isinstance(el, dict) else None
+        if not isinstance(rid, str) or not rid.strip():
+            out.malformed += 1
+            continue
+        gpu = by_type_id.get(normalize_name(rid)) or by_name.get(normalize_name(rid))
+        if gpu is None:
+            out.unmapped.append(rid)
+            continue
+        flags = {f: el.get(f) for f in ("secureCloud", "communityCloud")}
+        if all(v is None for v in flags.values()) or any(v is not None and not isinstance(v, bool)
+                                                         for v in flags.values()):
+            out.malformed += 1
+        offered = {f for f, v in flags.items() if v is True}  # a false flag's price is a placeholder (§3.2)
+        found: dict[str, float] = {}
+        for tier, (flag, field) in _ON_DEMAND.items():
+            if flag in offered and el.get(field) is not None:
+                value = _usd_hr(el[field])
+                if value is None:
+                    out.rejected.append(f"{gpu.id} {tier} ({str(el[field])[:20]})")
+                else:
+                    found[tier] = value
+        spots = []
+        for flag, field in _SPOT:
+            if flag in offered and el.get(field) is not None:
+                value = _usd_hr(el[field])
+                if value is None:
+                    out.rejected.append(f"{gpu.id} spot ({str(el[field])[:20]})")
+                else:
+                    spots.append(value)
+        if spots:
+            found["spot"] = min(spots)
+        tiers = out.live.setdefault(gpu.id, {})
+        for tier, value in found.items():
+            tiers[tier] = min(value, tiers.get(tier, value))
+    out.live = {g: t for g, t in out.live.items() if t}
+    return out
+
+
+def _live_table(base: PriceTable, parsed: _Parsed, url: str, stamp: datetime) -> PriceTable:
+    when = stamp.strftime("%Y-%m-%d %H:%M UTC")
+    source = f"RunPod GraphQL API gpuTypes ({_public_url(url)}), fetched {when}"
+    prices = {g: dict(t) for g, t in base.prices.items()}
+    for gpu_id, tiers in parsed.live.items():
+        for tier, usd_hr in tiers.items():
+            prices.setdefault(gpu_id, {})[tier] = Price(usd_hr, stamp.date(), source, "live")
+    unmapped = tuple(dict.fromkeys(parsed.unmapped))
+    detail = f"{len(parsed.live)} GPUs"
+    if unmapped:
+        detail += f"; {len(unmapped)} RunPod types not in the catalog: {_short(list(unmapped))}"
+    notes = ""
+    if parsed.rejected:
+        notes += f"; kept the snapshot for rejected prices: {_short(parsed.rejected)}"
+    if parsed.malformed:
+        notes += f"; skipped {parsed.malformed} malformed part(s) of the answer"
+    if parsed.error:
+        notes += f"; RunPod also reported an error: {parsed.error}"
+    partial = bool(parsed.rejected or parsed.malformed or parsed.error)
+    return PriceTable(prices, "live (partial)" if partial else "live", stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      f"live RunPod prices fetched {when} ({detail}){notes}", unmapped, True)
+
+
+def _fallback(base: PriceTable, reason: str, api_key: str | None) -> PriceTable:
+    return replace(base, source="snapshot", ok=False, unmapped=(),
+                   message=_scrub(f"prices from the snapshot of {base.as_of}: {reason}", api_key))
+
+
+def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, retries: int,
+           backoff_s: float, stamp: datetime) -> PriceTable:
+    try:
+        base = snapshot_table(catalog)
+        base_note = ""
+    except DataFileError as exc:  # a broken price file must not take the prices down
+        base = _table({g.id: snapshot_prices(g) for g in catalog.gpus})
+        base_note = f" (ignored data/prices: {exc})"
+    if api_key is not None and not re.fullmatch(r"[\x21-\x7e]+", api_key):
+        return _fallback(base, "the API key contains spaces or characters that cannot be sent; check "
+                               f"{API_KEY_ENV}" + base_note, api_key)
+    try:
+        parsed = parse_gpu_types(_post(url, api_key, timeout_s, retries, backoff_s), catalog)
+    except _FetchError as exc:
+        return _fallback(base, str(exc) + base_note, api_key)
+    if not parsed.live:
+        if parsed.rejected:
+            reason = f"no usable price in the RunPod answer (rejected: {_short(parsed.rejected)})"
+        elif parsed.n_types == 0:
+            reason = "RunPod API returned no GPU types"
+        else:
+            reason = f"none of the {parsed.n_types} RunPod GPU types had a usable price for a catalog GPU"
+        return _fallback(base, reason + base_note, api_key)
+    table = _live_table(base, parsed, url, stamp)
+    return replace(table, message=_scrub(table.message + base_note, api_key))
+
+
+def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, url: str = RUNPOD_GRAPHQL_URL,
+               timeout_s: float = 10.0, retries: int = 2, backoff_s: float = 0.5, ttl_s: float = 3600.0,
+               now: datetime | None = None) -> PriceTable:
+    """Current RunPod prices over the snapshot; NEVER raises (falls back to the snapshot with the reason).
+
+    Without a key the query is sent anonymously (RunPod's catalog reads work without one in practice,
+    runpod_api.md TL;DR). A tier counts only when its cloud flag is true; each value must be a number
+    in [0.01, 200] $/h, else that tier keeps the snapshot and the message names it. Results are cached
+    per (url, key hash) for ttl_s seconds (failures for at most FAILURE_TTL_S). `now` (UTC) stamps the fetch.
+    """
+    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
+    try:
+        catalog = catalog or load_catalog()
+        cache_key = (url, _key_hash(api_key), catalog.path)
+        with _CACHE_LOCK:
+            hit = _CACHE.get(cache_key)
+        if hit and 0 <= (stamp - hit[0]).total_seconds() < hit[1]:
+            return hit[2]
+        table = _fetch(catalog, api_key, url, timeout_s, retries, backoff_s, stamp)
+        if ttl_s > 0:
+            with _CACHE_LOCK:
+                _CACHE[cache_key] = (stamp, ttl_s if table.ok else min(ttl_s, FAILURE_TTL_S), table)
+        return table
+    except Exception as exc:  # the contract: the page always gets a table, never a traceback
+        reason = _scrub(f"unexpected error ({type(exc).__name__}: {exc})", api_key)
+        try:
+            return _fallback(snapshot_table(catalog), reason, api_key)
+        except Exception:
+            return PriceTable({}, "snapshot", "unknown date", f"no prices available: {reason}", (), False)
+
+
+# ---------------------------------------------------------------- custom prices and snapshots
+
+
+def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceTable:
+    """Apply user-typed $/GPU-hour (origin 'custom', every tier); ValueError naming the GPU if not 0 < x < 1000."""
+    if not custom_usd_hr:
+        return table
+    prices = {g: dict(t) for g, t in table.prices.items()}
+    today = datetime.now(timezone.utc).date()
+    for gpu_id, value in custom_usd_hr.items():
+        if gpu_id not in prices:
+            near = suggest(str(gpu_id), prices)
+            raise ValueError(f"custom price for unknown GPU '{gpu_id}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
+        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        if bad or not 0 < value < CUSTOM_MAX_USD_HR:
+            raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour above 0 and below "
+                             f"{CUSTOM_MAX_USD_HR:g}, got {value!r}")
+        price = Price(float(value), today, "entered by you", "custom")
+        prices[gpu_id] = {t: price for t in PRICE_TIERS}
+    names = ", ".join(custom_usd_hr)
+    return replace(table, prices=prices, message=f"{table.message}; your own $/h for {names}")
+
+
+def write_snapshot(table: PriceTable, directory: str | Path = PRICES_DIR) -> Path:
+    """Write the table's live prices to DIR/runpod-YYYY-MM-DD.yaml (same day: overwritten); return the path.
+
+    Only origin 'live' tiers are written (kept-snapshot and custom tiers are not re-dated). ValueError for a
+    fallback table or one without live prices.
+    """
+    live = {g: {t: p for t, p in tiers.items() if p is not None and p.origin == "live"}
+            for g, tiers in table.prices.items()}
+    live = {g: t for g, t in live.items() if t}
+    if not table.ok or not live:
+        raise ValueError(f"refusing to write a snapshot without live prices ({table.message})")
+    sources = sorted({p.source for t in live.values() for p in t.values()})
+    day = min(p.date for t in live.values() for p in t.values())
+    doc = {"schema_version": 1, "date": day, "fetched_at": table.as_of, "source": "; ".join(sources),
+           "prices": [{"id": g, **{t: (tiers[t].usd_hr if t in tiers else None) for t in PRICE_TIERS}}
+                      for g, tiers in sorted(live.items())]}
+    header = ("# RunPod $/GPU-hour per tier, written by `python -m planner prices --refresh`.\n"
+              "# null = not in this fetch (the older snapshot stays in use). Schema: docs/SCHEMAS.md.\n")
+    path = Path(directory) / f"runpod-{day.isoformat()}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _rows(table: PriceTable) -> list[dict]:
+    rows = []
+    for gpu_id, tiers in table.prices.items():
+        row: dict[str, Any] = {"gpu": gpu_id}
+        for t in PRICE_TIERS:
+            p = tiers.get(t)
+            row[f"{t}_usd_hr"] = p.usd_hr if p else None
+            row[f"{t}_from"] = f"{p.origin} {p.date}" if p else None
+        rows.append(row)
+    return rows
+
+
+def cmd_prices(a: argparse.Namespace) -> int:
+    from planner.cli import emit  # late: planner.cli imports this module's add_cli
+
+    catalog = load_catalog()
+    if a.refresh or a.live:
+        table = fetch_live(catalog, api_key=api_key_from_env(), url=a.url, timeout_s=a.timeout, ttl_s=0)
+    else:
+        table = snapshot_table(catalog)
+    if a.refresh:
+        if not table.ok:
+            print(f"error: could not refresh prices, no snapshot written: {table.message}", file=sys.stderr)
+            return 2
+        path = write_snapshot(table, a.out)
+        print(f"wrote {path} ({table.message})", file=sys.stderr)
+    if a.format == "json":
+        print(json.dumps({"source": table.source, "as_of": table.as_of, "message": table.message, "ok": table.ok,
+                          "unmapped": list(table.unmapped), "prices": _rows(table)}, indent=2, default=str))
+    else:
+        print(table.message)
+        print(emit(_rows(table), "table"))
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """`python -m planner prices [--live | --refresh [--out DIR]] [--url URL] [--format table|json]`."""
+    p = subparsers.add_parser("prices", help="show the GPU prices in use; --refresh fetches RunPod and writes a snapshot")
+    p.add_argument("--refresh", action="store_true",
+                   help=f"fetch live prices and write a snapshot file (key from ${API_KEY_ENV}, optional)")
+    p.add_argument("--live", action="store_true", help="show live prices (snapshot on failure) without writing")
+    p.add_argument("--url", default=RUNPOD_GRAPHQL_URL, help="GraphQL endpoint (default: RunPod's)")
+    p.add_argument("--out", default=str(PRICES_DIR), help="directory for --refresh (default: data/prices)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_prices)

@@ -1,0 +1,501 @@
+"""Validation against published measurements (validation/measurements.yaml).
+
+Each row is rebuilt as a planner Plan, estimated with the engine, and compared with the measured figure:
+error_pct = (predicted - measured) / measured x 100, on the row's own metric. Rows are split once and for all
+by a hash of their id: a third (sha256(id) mod 3 == 0) may be used to tune runtime efficiencies, the rest
+are only ever reported on ('test'). Rows the engine cannot represent are 'excluded', with the reason.
+
+Mapping of rows to plans (documented in validation/README.md):
+- decode: Generate(batch, max(1, prompt_tokens), gen_tokens) at a fixed batch; predicted = generated tokens / s
+  over the batch, prefill included (as TensorRT-LLM's and gpt-fast's figures are).
+- prefill: Generate(batch, prompt_tokens, 1): the prefill pass alone, logits for the last token only (as
+  llama-bench ppN and TensorRT-LLM first-token latency compute them); predicted = prompt tokens / s, or the
+  pass's seconds for step_seconds rows.
+- train: Train(global batch, seq_len, 1 epoch, adamw) over `gpus` GPUs, data parallel, with the stated
+  micro-batch (plan batch) and gradient accumulation: exactly one optimizer step.
+- quantized rows whose bits per weight differ from the preset's (Q4_K_M 4.8-4.9, q4f16 4.5, int4 g32 5.0
+  against the int4 preset's 4.125) run with a derived precision that is the preset with the row's bytes per
+  weight, passed to the engine through estimate_gpu's `rules`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import statistics
+from dataclasses import dataclass, replace
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from planner import ROOT_DIR
+from planner.inputs.catalog import GPU, Catalog, load_catalog
+from planner.engine.estimate import Estimate, Plan, check_plan, estimate_gpu
+from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
+from planner.inputs.precisions import PrecisionRules, load_rules
+from planner.inputs.runtimes import MEMORY_CLASSES, Efficiency, load_runtimes
+from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
+from planner.tools.uncertainty import REGIMES, UNCERTAINTY_FILE, quantile, regime_of, write_uncertainty
+from planner.engine.workloads import Generate, Train
+
+VALIDATION_DIR = ROOT_DIR / "validation"
+MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
+MODELS_EXTRA_FILE = VALIDATION_DIR / "models_extra.yaml"
+
+# Framework named in a row -> runtime profile in data/runtimes.yaml.
+FRAMEWORK_RUNTIME = {
+    "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
+    "torch-compile": "torch-compile", "nanogpt": "torch-compile", "vllm": "vllm", "tensorrt-llm": "tensorrt-llm",
+    "mlc-llm": "mlc-llm", "llm.c": "llm.c", "llm-foundry": "llm-foundry",
+}
+ROW_REGIMES = ("decode", "prefill", "train")
+METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
+ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
+              "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing")
+SPLITS = ("tune", "test", "excluded")
+FSDP_FRAMEWORKS = ("llm-foundry",)  # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls)
+TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
+TARGET_APE = {"decode": 15.0, "prefill/compute": 20.0, "train": 20.0}  # issue #6 targets, median |error| %
+BITS_TOLERANCE = 0.05  # a row's bits/weight within this of the preset's use the preset itself
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement (see validation/README.md for the fields)."""
+
+    id: str
+    gpu: str
+    gpus: int
+    model: str
+    regime: str
+    framework: str
+    precision: str
+    weight_bits: float
+    batch: int
+    prompt_tokens: int
+    gen_tokens: int
+    seq_len: int | None
+    metric: str
+    value: float
+    source: str
+    conditions: str
+    attention: str = "sdpa"
+    kv_dtype: str | None = None
+    micro_batch: int | None = None
+    grad_accum: int = 1
+    checkpointing: bool = False
+
+
+@dataclass(frozen=True)
+class RowResult:
+    row_id: str
+    gpu_id: str
+    gpu_class: str
+    model_id: str
+    regime: str  # 'decode' | 'prefill/compute' | 'train' (uncertainty.regime_of of the estimate)
+    framework: str
+    runtime: str
+    precision: str
+    batch: int
+    metric: str
+    measured: float
+    predicted: float | None
+    error_pct: float | None  # signed: (predicted - measured) / measured x 100
+    split: str  # 'tune' | 'test' | 'excluded'
+    note: str
+    source: str
+
+    @property
+    def ape(self) -> float | None:
+        return None if self.error_pct is None else abs(self.error_pct)
+
+    @property
+    def seconds_ratio(self) -> float | None:
+        """Measured seconds / predicted seconds (> 1: the job took longer than estimated)."""
+        if not self.predicted or not self.measured:
+            return None
+        r = self.predicted / self.measured
+        return 1.0 / r if self.metric == "step_seconds" else r
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    rows: tuple[RowResult, ...]
+    measurements: str = str(MEASUREMENTS_FILE)
+
+    def scored(self, split: str = "test") -> list[RowResult]:
+        """Rows with a prediction in `split` ('tune', 'test' or 'all' = both)."""
+        keep = ("tune", "test") if split == "all" else (split,)
+        return [r for r in self.rows if r.split in keep and r.error_pct is not None]
+
+    def summary(self, split: str = "test") -> list[dict]:
+        """n, median and 90th-percentile absolute % error: all rows, per regime, per GPU class, per cell."""
+        rows = self.scored(split)
+        groups: list[tuple[str, str, list[RowResult]]] = [("all", "all", rows)]
+        groups += [("regime", g, [r for r in rows if r.regime == g]) for g in REGIMES]
+        groups += [("gpu_class", c, [r for r in rows if r.gpu_class == c]) for c in MEMORY_CLASSES]
+        groups += [("regime x gpu_class", f"{g}/{c}", [r for r in rows if r.regime == g and r.gpu_class == c])
+                   for g in REGIMES for c in MEMORY_CLASSES]
+        out = []
+        for kind, key, rs in groups:
+            apes = [r.ape for r in rs]
+            med = round(statistics.median(apes), 1) if apes else None
+            target = TARGET_APE.get(key) if kind == "regime" else None
+            out.append({"split": split, "group": kind, "key": key, "n": len(rs), "median_ape": med,
+                        "p90_ape": round(quantile(apes, 0.9), 1) if apes else None,
+                        "median_speed_bias_pct": round(statistics.median(100 * (r.seconds_ratio - 1)
+                                                                         for r in rs), 1) if rs else None,
+                        "target_median_ape": target,
+                        "meets_target": (med < target) if (target is not None and med is not None) else None})
+        return out
+
+
+# ---------------------------------------------------------------- loading
+
+def split_of(row_id: str) -> str:
+    """'tune' for the third of ids whose sha256 is divisible by 3, else 'test' (fixed, independent of results)."""
+    return "tune" if int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % TUNE_MODULUS == 0 else "test"
+
+
+@lru_cache(maxsize=2)
+def validation_models(extra: str | Path = MODELS_EXTRA_FILE) -> ModelCatalog:
+    """The planner's model presets plus validation/models_extra.yaml."""
+    return load_models(tuple(MODEL_FILES) + (Path(extra),))
+
+
+def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: PrecisionRules) -> Measurement:
+    rec.check_keys(ROW_FIELDS)
+    regime = rec.text("regime", choices=ROW_REGIMES)
+    for field, lookup in (("gpu", catalog.get), ("model", models.get)):
+        try:
+            lookup(rec.text(field))
+        except UnknownNameError as exc:
+            raise rec.fail(field, str(exc)) from None
+    for field, lookup, default in (("precision", rules.precision, None), ("kv_dtype", rules.kv_dtype, None),
+                                   ("attention", rules.attention, "sdpa")):
+        value = rec.text(field, required=field == "precision") or default
+        if value is not None:
+            try:
+                lookup(value)
+            except UnknownNameError as exc:
+                raise rec.fail(field, str(exc)) from None
+    m = Measurement(
+        id=rec.text("id"), gpu=rec.text("gpu"), gpus=rec.number("gpus", lo=1, hi=4096, integer=True),
+        model=rec.text("model"), regime=regime, framework=rec.text("framework", choices=tuple(FRAMEWORK_RUNTIME)),
+        precision=rec.text("precision"), weight_bits=rec.number("weight_bits", lo=1, hi=32),
+        batch=rec.number("batch", lo=1, hi=10**6, integer=True),
+        prompt_tokens=rec.number("prompt_tokens", lo=0, hi=10**7, integer=True),
+        gen_tokens=rec.number("gen_tokens", lo=0, hi=10**7, integer=True),
+        seq_len=rec.number("seq_len", required=regime == "train", lo=1, hi=10**7, integer=True),
+        metric=rec.text("metric", choices=METRICS), value=rec.number("value", lo=1e-9, hi=1e12),
+        source=rec.text("source"), conditions=rec.text("conditions"),
+        attention=rec.text("attention", required=False) or "sdpa", kv_dtype=rec.text("kv_dtype", required=False),
+        micro_batch=rec.number("micro_batch", required=False, lo=1, hi=10**6, integer=True),
+        grad_accum=rec.number("grad_accum", required=False, lo=1, hi=10**4, integer=True) or 1,
+        checkpointing=rec.flag("checkpointing", default=False),
+    )
+    if regime == "decode" and m.gen_tokens < 1:
+        raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
+    if regime == "prefill" and m.prompt_tokens < 1:
+        raise rec.fail("prompt_tokens", "a prefill row needs prompt_tokens >= 1")
+    if regime == "train":
+        micro = m.micro_batch or math.ceil(m.batch / m.gpus)
+        if micro * m.grad_accum * m.gpus != m.batch:
+            raise rec.fail("micro_batch", f"micro_batch {micro} x grad_accum {m.grad_accum} x gpus {m.gpus} "
+                                          f"!= batch {m.batch} (sequences per optimizer step)")
+    elif m.micro_batch is not None:
+        raise rec.fail("micro_batch", "only train rows have a micro-batch")
+    return m
+
+
+def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | Path = MODELS_EXTRA_FILE
+                      ) -> tuple[Measurement, ...]:
+    """Load and check every row; a malformed row raises DataFileError naming file, row and field."""
+    catalog, models, rules = load_catalog(), validation_models(extra_models), load_rules()
+    rows = tuple(_parse_row(Record.of(path, i, raw), catalog, models, rules)
+                 for i, raw in enumerate(load_yaml(path, "rows")))
+    unique_ids(path, (r.id for r in rows))
+    return rows
+
+
+# ---------------------------------------------------------------- rows -> plans -> results
+
+def precision_for(row: Measurement, rules: PrecisionRules) -> tuple[str, PrecisionRules, str]:
+    """(precision id, rules holding it, note): the preset, or the preset at the row's bits per weight."""
+    preset = rules.precision(row.precision)
+    if abs(preset.weight_bytes * 8 - row.weight_bits) <= BITS_TOLERANCE:
+        return preset.id, rules, ""
+    derived = replace(preset, id=f"{preset.id}@{row.weight_bits:g}b", weight_bytes=row.weight_bits / 8,
+                      note=f"{preset.id} at {row.weight_bits:g} bits per weight (validation row)")
+    note = f"{preset.id} preset run at the row's {row.weight_bits:g} bits/weight (preset: {preset.weight_bytes * 8:g})"
+    return derived.id, replace(rules, precisions=rules.precisions + (derived,)), note
+
+
+def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> tuple[Plan, PrecisionRules, str]:
+    """The Plan that reproduces a row (see the module docstring), the rules it needs and a mapping note."""
+    model = models.get(row.model)
+    precision, rules, note = precision_for(row, rules)
+    if row.regime == "train":
+        sharding = "fsdp" if row.framework in FSDP_FRAMEWORKS and row.gpus > 1 else "ddp"
+        workload = Train(row.batch, row.seq_len, 1.0, "adamw", row.checkpointing, row.grad_accum, sharding)
+        batch = row.micro_batch or math.ceil(row.batch / row.gpus)
+    elif row.regime == "prefill":
+        workload, batch = Generate(row.batch, row.prompt_tokens, 1), row.batch
+    else:
+        workload, batch = Generate(row.batch, max(1, row.prompt_tokens), row.gen_tokens), row.batch
+    plan = Plan(model, workload, precision, row.kv_dtype, row.attention, FRAMEWORK_RUNTIME[row.framework],
+                batch, row.gpus)
+    return plan, rules, note
+
+
+def predicted_value(row: Measurement, e: Estimate) -> float | None:
+    """The estimate in the row's metric."""
+    if not e.feasible or not e.seconds:
+        return None
+    if row.metric == "step_seconds":
+        return e.seconds
+    if row.metric == "samples_per_s":
+        return e.items_per_s
+    if row.regime == "prefill":
+        return row.batch * row.prompt_tokens / e.seconds
+    return e.tokens_per_s
+
+
+def exclusion(row: Measurement, e: Estimate) -> str | None:
+    """Why a row cannot be scored against the engine as it stands (None: it can)."""
+    if row.framework == "llama.cpp" and row.gpus > 1:
+        return ("llama.cpp layer split: layers run on one GPU after another (neither tensor nor data parallel); "
+                "not modelled")
+    if row.regime != "train" and row.gpus > 1 and e.parallelism != "tensor":
+        return (f"source runs tensor parallel over {row.gpus} GPUs; the engine splits a model only when its "
+                f"weights don't fit one GPU (it chose {e.parallelism} parallel)")
+    if row.framework == "llama.cpp" and row.precision == "fp16" and row.regime == "prefill" \
+            and e.gpu.market == "consumer":
+        return ("llama.cpp's F16 GEMMs accumulate in fp16 (cuBLAS CUBLAS_COMPUTE_16F in ggml_cuda_op_mul_mat_cublas), "
+                "which GeForce cards run at twice the catalog's fp16 rate (fp32 accumulate); the engine has no such "
+                "path (the RTX 4080 pp512 row implies 109 TFLOPS, above the catalog's 97.5)")
+    if not e.feasible:
+        text = "; ".join(r.text for r in e.reasons if r.blocking)
+        return f"infeasible in the engine: {text}"
+    return None
+
+
+def _row_regime(row: Measurement) -> str:
+    return {"decode": "decode", "prefill": "prefill/compute", "train": "train"}[row.regime]
+
+
+def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
+                 adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> tuple[RowResult, Estimate]:
+    """Estimate one row with the engine and compare (split from the id; 'excluded' with a reason)."""
+    catalog, models = catalog or load_catalog(), models or validation_models()
+    gpu = catalog.get(row.gpu)
+    plan, rules, note = plan_for(row, models, load_rules())
+    check_plan(plan)
+    e = estimate_gpu(plan, gpu, rules, adjust=adjust)
+    why = exclusion(row, e)
+    predicted = predicted_value(row, e)  # shown for excluded rows too when the engine gives one; never scored
+    error = None if predicted is None else (predicted - row.value) / row.value * 100.0
+    notes = [n for n in (why, note) if n]
+    result = RowResult(row.id, gpu.id, gpu.memory_class, row.model, regime_of(e) if e.feasible else _row_regime(row),
+                       row.framework, plan.runtime, plan.precision, row.batch, row.metric, row.value, predicted,
+                       error, "excluded" if why else split_of(row.id), "; ".join(notes), row.source)
+    return result, e
+
+
+def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
+                   adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> ValidationReport:
+    """Estimate every row of `measurements` and compare with the measured value."""
+    rows = load_measurements(measurements)
+    catalog, models = load_catalog(), validation_models()
+    return ValidationReport(tuple(evaluate_row(r, catalog, models, adjust)[0] for r in rows), str(measurements))
+
+
+# ---------------------------------------------------------------- tuning (tune split only)
+
+TUNABLE = ("mem_bw_efficiency.hbm", "mem_bw_efficiency.gddr", "compute_efficiency.hbm", "compute_efficiency.gddr",
+           "launch_overhead_us")
+GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
+         "compute_efficiency": [round(0.15 + 0.01 * i, 2) for i in range(86)],  # 0.15 .. 1.00
+         "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)]}  # 0 .. 20 us
+MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows can move it
+
+
+def _params_of(runtime_id: str) -> dict[str, float]:
+    r = load_runtimes().get(runtime_id)
+    p = {f"mem_bw_efficiency.{c}": v for c, v in r.mem_bw_efficiency}
+    p |= {f"compute_efficiency.{c}": v for c, v in r.compute_efficiency}
+    p["launch_overhead_us"] = r.launch_overhead_us
+    return p
+
+
+def _adjust_for(runtime_id: str, params: dict[str, float]) -> Callable[[GPU, Efficiency], Efficiency]:
+    def adjust(gpu: GPU, eff: Efficiency) -> Efficiency:
+        c = gpu.memory_class
+        return replace(eff, mem_bw_efficiency=params[f"mem_bw_efficiency.{c}"],
+                       compute_efficiency=params[f"compute_efficiency.{c}"],
+                       launch_overhead_us=params["launch_overhead_us"],
+                       source=f"trial values for {runtime_id} (validation tuning)")
+    return adjust
+
+
+def _loss(rows: list[Measurement], runtime_id: str, params: dict[str, float], catalog, models) -> float:
+    """Mean |log(predicted / measured)| over the rows (symmetric in over- and under-estimates)."""
+    adjust = _adjust_for(runtime_id, params)
+    total = 0.0
+    for row in rows:
+        res, _ = evaluate_row(row, catalog, models, adjust)
+        total += abs(math.log(res.predicted / res.measured)) if res.predicted else 10.0
+    return total / len(rows)
+
+
+def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3) -> tuple[dict[str, float], dict]:
+    """Coordinate search over TUNABLE on `rows` (tune split, scored rows of this runtime).
+
+    Each sweep sets each parameter in turn to the grid value with the lowest loss, the others held; a tie
+    (the loss doesn't depend on it) keeps the prior value. A parameter no two rows can move stays at its prior.
+    Returns (params, info) with the rows used and the loss before and after.
+    """
+    catalog, models = load_catalog(), validation_models()
+    prior = _params_of(runtime_id)
+    params = dict(prior)
+    movable = []
+    for name in TUNABLE:
+        kind = name.split(".")[0]
+        moved = 0
+        for row in rows:
+            probe = [dict(params, **{name: v}) for v in (GRIDS[kind][0], GRIDS[kind][-1])]
+            a, b = (_loss([row], runtime_id, p, catalog, models) for p in probe)
+            moved += abs(a - b) > 1e-3
+        if moved >= MIN_TUNE_ROWS:
+            movable.append(name)
+    before = _loss(rows, runtime_id, params, catalog, models) if rows else None
+    for _ in range(sweeps if movable else 0):
+        for name in movable:
+            kind = name.split(".")[0]
+            best_v, best = params[name], _loss(rows, runtime_id, params, catalog, models)
+            for v in GRIDS[kind]:
+                trial = _loss(rows, runtime_id, dict(params, **{name: v}), catalog, models)
+                closer = abs(v - prior[name]) < abs(best_v - prior[name])
+                if trial < best - 1e-9 or (abs(trial - best) <= 1e-9 and closer):
+                    best_v, best = v, trial
+            params[name] = best_v
+    after = _loss(rows, runtime_id, params, catalog, models) if rows else None
+    return params, {"rows": [r.id for r in rows], "tuned": movable, "loss_before": before, "loss_after": after,
+                    "prior": prior}
+
+
+def tune_all(measurements: str | Path = MEASUREMENTS_FILE) -> dict[str, tuple[dict[str, float], dict]]:
+    """Tune every runtime on its scored tune-split rows (test rows are never read)."""
+    rows = load_measurements(measurements)
+    catalog, models = load_catalog(), validation_models()
+    by_runtime: dict[str, list[Measurement]] = {}
+    for row in rows:
+        if split_of(row.id) != "tune":
+            continue
+        res, _ = evaluate_row(row, catalog, models)
+        if res.split == "tune":
+            by_runtime.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
+    return {rt: tune_runtime(rt, rs) for rt, rs in sorted(by_runtime.items())}
+
+
+# ---------------------------------------------------------------- chart and CLI
+
+def speed(value: float, metric: str) -> float:
+    """A figure as a speed (bigger = faster): step_seconds become steps per second."""
+    return 1.0 / value if metric == "step_seconds" else value
+
+
+def validation_chart(report: ValidationReport):
+    """Measured vs predicted speed, log-log, with y = x and +-20 % lines, coloured by regime."""
+    import altair as alt
+
+    data = [{"row": r.row_id, "gpu": r.gpu_id, "gpu_class": r.gpu_class, "regime": r.regime, "split": r.split,
+             "framework": r.framework, "metric": r.metric, "measured_speed": speed(r.measured, r.metric),
+             "predicted_speed": speed(r.predicted, r.metric), "error_pct": round(r.error_pct, 1)}
+            for r in report.rows if r.predicted]
+    lo = min(min(d["measured_speed"], d["predicted_speed"]) for d in data) / 1.5
+    hi = max(max(d["measured_speed"], d["predicted_speed"]) for d in data) * 1.5
+    lines = [{"x": x, "y": x * f, "line": name} for name, f in (("y = x", 1.0), ("+20 %", 1.2), ("-20 %", 0.8))
+             for x in (lo, hi)]
+    scale = alt.Scale(type="log", domain=[lo, hi])
+    guide = alt.Chart(alt.Data(values=lines)).mark_line(strokeDash=[4, 4], color="gray").encode(
+        x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale), detail="line:N")
+    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=60).encode(
+        x=alt.X("measured_speed:Q", scale=scale, title="measured (tokens/s, samples/s, or steps/s for step-time rows)"),
+        y=alt.Y("predicted_speed:Q", scale=scale, title="planner estimate (same unit)"),
+        color=alt.Color("regime:N", title="regime"),
+        shape=alt.Shape("split:N", title="split"),
+        tooltip=["row:N", "gpu:N", "framework:N", "metric:N", "measured_speed:Q", "predicted_speed:Q",
+                 "error_pct:Q", "split:N"])
+    return (guide + points).properties(title="Planner estimate vs published measurement", width=520, height=420)
+
+
+def _fmt(x: float | None, nd: int = 1) -> str | None:
+    return None if x is None else (f"{x:.{nd}f}" if abs(x) < 1e5 else f"{x:.4g}")
+
+
+def row_dicts(report: ValidationReport) -> list[dict]:
+    return [{"row": r.row_id, "split": r.split, "regime": r.regime, "gpu": r.gpu_id, "class": r.gpu_class,
+             "runtime": r.runtime, "precision": r.precision, "batch": r.batch, "metric": r.metric,
+             "measured": r.measured, "predicted": None if r.predicted is None else round(r.predicted, 4),
+             "error_pct": None if r.error_pct is None else round(r.error_pct, 1), "note": r.note} for r in report.rows]
+
+
+def summary_text(report: ValidationReport) -> str:
+    from planner.views.report import text_table as _table
+
+    lines = []
+    for split in ("test", "tune"):
+        rows = [{k: d[k] for k in ("group", "key", "n", "median_ape", "p90_ape", "median_speed_bias_pct",
+                                   "target_median_ape", "meets_target")}
+                for d in report.summary(split) if d["n"]]
+        lines += [f"\n{split} split: absolute % error (median, p90) of rows "
+                  + ("never used for tuning" if split == "test" else "used to tune data/runtimes.yaml"), _table(rows)]
+    n_ex = sum(r.split == "excluded" for r in report.rows)
+    lines.append(f"\nsplit: tune = rows whose sha256(id) mod {TUNE_MODULUS} == 0, test = the rest; "
+                 f"{n_ex} rows excluded (reason in 'note').")
+    return "\n".join(lines)
+
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    from planner.views.report import csv_text as _csv, text_table as _table
+
+    if a.tune:
+        result = tune_all(a.measurements)
+        print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
+        return 0
+    report = run_validation(a.measurements)
+    rows = row_dicts(report)
+    if a.format == "json":
+        print(json.dumps({"rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
+    elif a.format == "csv":
+        print(_csv(rows), end="")
+    else:
+        shown = [{**d, "measured": _fmt(d["measured"], 4), "predicted": _fmt(d["predicted"], 4),
+                  "note": (d["note"] or "")[:60]} for d in rows]
+        print(_table(shown))
+        print(summary_text(report))
+    if a.plot:
+        validation_chart(report).save(a.plot)
+        print(f"\nplot written to {a.plot}")
+    if a.write_uncertainty:
+        path = write_uncertainty(report, a.uncertainty_file, measurements=a.measurements, today=date.today())
+        print(f"\nuncertainty bands written to {path}")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("validate", help="compare estimates with published measurements (validation/)")
+    p.add_argument("--measurements", default=str(MEASUREMENTS_FILE), help="measurements YAML (default: validation/)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--plot", default=None, metavar="PATH.html", help="write the measured-vs-predicted chart")
+    p.add_argument("--write-uncertainty", action="store_true",
+                   help="write the uncertainty bands (data/uncertainty.yaml) from the test-split residuals")
+    p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
+    p.add_argument("--tune", action="store_true",
+                   help="search runtime efficiencies on the tune split and print them (writes nothing)")
+    p.set_defaults(func=cmd_validate)

@@ -1,0 +1,348 @@
+"""Altair charts of a ranking: cost vs time with the Pareto front, roofline, batch-size sweep, memory.
+
+Each chart has a pure data builder (estimates -> pandas DataFrame, testable by value) and a chart
+builder (DataFrame -> Altair chart, testable through `to_dict()`). Axis titles carry units; titles
+name where the numbers come from. No streamlit here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Iterable, Mapping, Sequence
+
+import altair as alt
+import pandas as pd
+
+from planner.inputs.catalog import GPU
+from planner.engine.cost import Price
+from planner.engine.estimate import Estimate, EfficiencyAdjust, Plan, estimate_gpu
+from planner.engine.roofline import attainable_tflops, ridge_point
+
+ESTIMATE_SOURCE = "planner estimate (roofline model, data/gpus.yaml datasheet peaks, data/runtimes.yaml efficiencies)"
+MEMORY_ORDER = ("weights", "gradients", "optimizer", "kv_cache", "activations", "cuda_context")
+
+
+def _title(text: str, *subtitle: str) -> alt.TitleParams:
+    return alt.TitleParams(text, subtitle=list(subtitle), anchor="start", subtitleColor="#666")
+
+
+# Streamlit sizes charts with Vega-Lite's autosize "fit": a chart's height includes its title, axes and
+# legends, so the heights below leave about 110 px for those around the plot.
+
+# ---------------------------------------------------------------- Pareto front and best value
+
+
+def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
+    """Keys of the (key, seconds, cost) points no other point beats on both time and cost, fastest first.
+
+    A point is dominated when another is no slower and no dearer, and strictly better in one of the two
+    (of two identical points, the first by key is kept).
+    """
+    pts = sorted((s, c, k) for k, s, c in points if s is not None and c is not None)
+    front, best_cost = [], math.inf
+    for s, c, k in pts:  # by time, then cost: a point is on the front iff it is cheaper than every faster one
+        if c < best_cost:
+            front.append(k)
+            best_cost = c
+    return front
+
+
+def best_value(points: Iterable[tuple[str, float, float]]) -> str | None:
+    """The balance between the fastest and the cheapest: the point that minimises
+    (seconds / fastest seconds) x (cost / cheapest cost), i.e. seconds x cost. Always on the Pareto front."""
+    pts = [(k, s, c) for k, s, c in points if s is not None and c is not None and s > 0 and c > 0]
+    if not pts:
+        return None
+    return min(pts, key=lambda p: (p[1] * p[2], p[1], p[0]))[0]
+
+
+# ---------------------------------------------------------------- cost vs time
+
+
+def short_name(name: str) -> str:
+    """'NVIDIA GeForce RTX 4090 24GB' -> 'RTX 4090 24GB' (chart labels, call-outs)."""
+    return name.replace("NVIDIA ", "").replace("GeForce ", "").replace("Tesla ", "")
+
+
+def time_unit(seconds: Iterable[float | None]) -> tuple[str, float]:
+    """(unit, seconds per unit) a person would read the typical (median) duration in: s, min, h or days."""
+    ok = sorted(s for s in seconds if s)
+    mid = ok[len(ok) // 2] if ok else 1.0
+    for unit, div, limit in (("s", 1.0, 120), ("min", 60.0, 7200), ("h", 3600.0, 172800)):
+        if mid < limit:
+            return unit, div
+    return "days", 86400.0
+
+
+def cost_time_data(estimates: Iterable[Estimate], calibrated: Mapping[str, Estimate] | None = None,
+                   unit: tuple[str, float] = ("s", 1.0)) -> pd.DataFrame:
+    """One row per feasible, priced GPU (and per calibrated estimate): time in `unit`, cost, on_front."""
+    rows = []
+    for kind, ests in (("analytic", list(estimates)), ("calibrated", list((calibrated or {}).values()))):
+        for e in ests:
+            cost = e.cost()
+            if e.feasible and e.seconds and cost is not None:
+                rows.append({"gpu_id": e.gpu.id, "gpu": e.gpu.name, "label": short_name(e.gpu.name), "estimate": kind,
+                             "seconds": e.seconds, "time": e.seconds / unit[1], "cost_usd": cost,
+                             "usd_hr": e.price.usd_hr if e.price else None})
+    df = pd.DataFrame(rows, columns=["gpu_id", "gpu", "label", "estimate", "seconds", "time", "cost_usd", "usd_hr"])
+    df["on_front"] = False
+    for kind in ("analytic", "calibrated"):
+        part = df[df.estimate == kind]
+        front = set(pareto_front(zip(part.gpu_id, part.seconds, part.cost_usd)))
+        df.loc[(df.estimate == kind) & df.gpu_id.isin(front), "on_front"] = True
+    return df
+
+
+def _log_domain(values: pd.Series) -> list[float]:
+    return [float(values.min()) / 1.3, float(values.max()) * 1.3]
+
+
+def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> alt.LayerChart:
+    """Job cost vs job time for every GPU (log-log), the Pareto front joined by a line and labelled."""
+    x = alt.X("time:Q", scale=alt.Scale(type="log", domain=_log_domain(df.time), nice=False),
+              title=f"Time for the whole job ({unit}, log scale)")
+    y = alt.Y("cost_usd:Q", scale=alt.Scale(type="log", domain=_log_domain(df.cost_usd), nice=False),
+              title=f"Cost of the job ($, RunPod {tier}, log scale)")
+    tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("estimate:N"),
+           alt.Tooltip("time:Q", title=unit, format=".3g"), alt.Tooltip("cost_usd:Q", title="$", format=",.3g"),
+           alt.Tooltip("usd_hr:Q", title="$/GPU-h", format=".3g"), alt.Tooltip("on_front:N", title="Pareto front")]
+    enc = dict(x=x, y=y, tooltip=tip, color=alt.Color(
+        "on_front:N", title="On the Pareto front", scale=alt.Scale(domain=[True, False], range=["#d62728", "#9e9e9e"])))
+    if (df.estimate == "calibrated").any():  # analytic and calibrated side by side
+        enc["shape"] = alt.Shape("estimate:N", title="Estimate",
+                                 scale=alt.Scale(domain=["analytic", "calibrated"], range=["circle", "diamond"]))
+    points = alt.Chart(df).mark_point(size=70, filled=True, opacity=0.85).encode(**enc)
+    front = df[df.on_front]
+    line = alt.Chart(front).mark_line(color="#d62728", strokeDash=[4, 3]).encode(
+        x="time:Q", y="cost_usd:Q", detail="estimate:N", order="time:Q")
+    labels = alt.Chart(front[front.estimate == "analytic"]).mark_text(align="left", dx=7, dy=-7, fontSize=11).encode(
+        x="time:Q", y="cost_usd:Q", text="label:N")
+    return alt.layer(points, line, labels).properties(
+        height=480, title=_title("Cost vs time: every GPU that can run the job",
+                                 "Red: the Pareto front (nothing else is both faster and cheaper). "
+                                 "Down-left is better.",
+                                 f"Source: {ESTIMATE_SOURCE}; prices per GPU-hour x GPUs x hours."))
+
+
+# ---------------------------------------------------------------- roofline
+
+
+def work_totals(e: Estimate) -> tuple[float, float]:
+    """(FLOPs, bytes) the whole job moves on one GPU, summed over phases and op groups."""
+    flops = sum(g.flops * ph.passes for ph in e.phases for g in ph.groups)
+    nbytes = sum(g.bytes * ph.passes for ph in e.phases for g in ph.groups)
+    return flops, nbytes
+
+
+def roofline_data(estimates: Sequence[Estimate]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ceilings, points): each GPU's datasheet roofline for the plan's compute path (three corners: low
+    intensity, ridge, high intensity) and the job's operating point (FLOPs / bytes, average TFLOPS)."""
+    ceilings, points = [], []
+    for e in estimates:
+        if not e.feasible or not e.seconds:
+            continue
+        path = e.setup.precision.compute_path
+        flops, nbytes = work_totals(e)
+        if not flops or not nbytes:
+            continue
+        intensity = flops / nbytes
+        points.append({"gpu": e.gpu.name, "intensity": intensity, "tflops": flops / e.seconds / 1e12,
+                       "bound": e.bound, "path": path})
+    lo = min([0.1] + [p["intensity"] / 3 for p in points])
+    hi = max([1e4] + [p["intensity"] * 3 for p in points])
+    for e in estimates:
+        path = e.setup.precision.compute_path
+        ridge = ridge_point(e.gpu, path)
+        if ridge is None or not any(p["gpu"] == e.gpu.name for p in points):
+            continue
+        for x in sorted({lo, min(max(ridge, lo), hi), hi}):
+            ceilings.append({"gpu": e.gpu.name, "intensity": x, "tflops": attainable_tflops(e.gpu, path, x),
+                             "peak_tflops": e.gpu.peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps, "path": path})
+    return pd.DataFrame(ceilings), pd.DataFrame(points)
+
+
+def roofline_chart(ceilings: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
+    """Attainable TFLOPS vs arithmetic intensity (log-log), one ceiling per GPU, the job's point on each."""
+    path = points.path.iloc[0] if len(points) else "-"
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
+              title="Arithmetic intensity (FLOP per byte of DRAM traffic, log)")
+    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title=f"Attainable TFLOPS ({path}, dense, log)")
+    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=280))
+    roof = alt.Chart(ceilings).mark_line(strokeWidth=2).encode(
+        x=x, y=y, color=color, tooltip=[alt.Tooltip("gpu:N", title="GPU"),
+                                        alt.Tooltip("peak_tflops:Q", title="peak TFLOPS", format=".4g"),
+                                        alt.Tooltip("mem_bw_gbps:Q", title="bandwidth GB/s", format=",.0f")])
+    dots = alt.Chart(points).mark_point(size=110, filled=True, stroke="black", strokeWidth=1).encode(
+        x=x, y=y, color=color, shape=alt.Shape("bound:N", title="Limited by"),
+        tooltip=[alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"),
+                 alt.Tooltip("tflops:Q", title="average TFLOPS", format=".3g"),
+                 alt.Tooltip("bound:N", title="limited by")])
+    return alt.layer(roof, dots).properties(
+        height=480, title=_title("Roofline: where the job sits on each GPU",
+                                 "Lines: min(peak TFLOPS, intensity x bandwidth). Points: the job's FLOPs / bytes "
+                                 "and its average TFLOPS over the whole run. Left of a line's bend = memory-bound; "
+                                 "right = compute-bound.",
+                                 "Source: ceilings from data/gpus.yaml datasheet peaks; points from the "
+                                 f"{ESTIMATE_SOURCE}."))
+
+
+# ---------------------------------------------------------------- batch-size sweep
+
+
+def batch_grid(max_batch: int, limit: int, extra: Iterable[int] = ()) -> list[int]:
+    """Batches to try: powers of two up to one step past the largest that fits (to show where memory runs
+    out), the largest that fits, and `extra`; never above `limit` (the items there are to batch)."""
+    top = max(1, max_batch)
+    grid, b = set(), 1
+    while b <= min(limit, 2 * top):
+        grid.add(b)
+        b *= 2
+    grid.update(x for x in (min(top, limit), top + 1, *extra) if 1 <= x <= limit)
+    return sorted(grid)
+
+
+def batch_sweep(plan: Plan, gpus: Iterable[GPU], prices: Mapping[str, Mapping[str, Price | None]] | None = None,
+                adjust: EfficiencyAdjust | None = None) -> pd.DataFrame:
+    """Throughput, cost, bound and memory for each GPU at each batch of `batch_grid` (the plan's batch
+    replaced); rows past the memory limit are kept with feasible False."""
+    rows = []
+    for gpu in gpus:
+        price_map = (prices or {}).get(gpu.id)
+        auto = estimate_gpu(replace(plan, batch=None), gpu, prices=price_map, adjust=adjust)
+        shards = 1 if auto.parallelism == "tensor" else plan.gpus  # data parallel: each GPU batches its share
+        limit = max(1, math.ceil(plan.workload.items / shards))
+        for b in batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else []):
+            e = estimate_gpu(replace(plan, batch=b), gpu, prices=price_map, adjust=adjust)
+            rows.append({"gpu": gpu.name, "gpu_id": gpu.id, "batch": b, "feasible": e.feasible,
+                         "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
+                         "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
+                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_capacity_gb, "max_batch": auto.max_batch})
+    return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
+                                       "seconds", "bound", "memory_gb", "vram_gb", "max_batch"])
+
+
+def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
+    """One quantity (throughput or job cost) vs batch size per GPU: the shape says what limits the steps
+    (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory."""
+    ok = df[df.feasible & df[y].notna()]
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="Batch size (per GPU, log2)")
+    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=280))
+    tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("batch:Q"), alt.Tooltip("bound:N", title="limited by"),
+           alt.Tooltip(f"{y}:Q", title=y_title, format=",.4g"),
+           alt.Tooltip("memory_gb:Q", title="memory GB", format=".3g"),
+           alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")]
+    limits = df.drop_duplicates("gpu")[["gpu", "max_batch"]]
+    rule = alt.Chart(limits[limits.max_batch >= 1]).mark_rule(strokeDash=[5, 4]).encode(
+        x="max_batch:Q", color=color, tooltip=[alt.Tooltip("gpu:N", title="GPU"),
+                                               alt.Tooltip("max_batch:Q", title="largest batch that fits")])
+    line = alt.Chart(ok).mark_line(opacity=0.5).encode(
+        x=x, y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log"), title=f"{y_title} (log)"), color=color)
+    pts = alt.Chart(ok).mark_point(size=70, filled=True).encode(
+        x=x, y=f"{y}:Q", color=color, shape=alt.Shape("bound:N", title="Limited by"), tooltip=tip)
+    return alt.layer(line, pts, rule).properties(
+        height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
+                                 "Dashed line: the largest batch that fits in VRAM; beyond it, out of memory. "
+                                 "Shape: what limits the steps at that batch.", f"Source: {ESTIMATE_SOURCE}."))
+
+
+# ---------------------------------------------------------------- memory
+
+
+def memory_data(estimates: Iterable[Estimate]) -> pd.DataFrame:
+    """Memory per GPU and consumer (decimal GB) at each estimate's batch, with the VRAM capacity (decimal GB)."""
+    rows = []
+    for e in estimates:
+        for item in e.memory.items:
+            rows.append({"gpu": e.gpu.name, "item": item.name.replace("_", " "), "gb": item.gb, "formula": item.formula,
+                         "order": MEMORY_ORDER.index(item.name) if item.name in MEMORY_ORDER else len(MEMORY_ORDER),
+                         "vram_gb": e.gpu.vram_capacity_gb, "batch": e.batch})
+    return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "batch"])
+
+
+def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Stacked memory per GPU (GB) with a black tick at its VRAM."""
+    label = df.assign(label=df.gpu.map(short_name) + " · batch " + df.batch.astype(str))
+    y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
+    bars = alt.Chart(label).mark_bar().encode(
+        x=alt.X("sum(gb):Q", title="Memory per GPU (GB, decimal)"), y=y,
+        color=alt.Color("item:N", title="Used by", sort=[m.replace("_", " ") for m in MEMORY_ORDER]),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("item:N", title="used by"),
+                 alt.Tooltip("gb:Q", title="GB", format=".3g"), alt.Tooltip("formula:N")])
+    vram = alt.Chart(label.drop_duplicates("label")).mark_tick(color="black", thickness=3, size=22).encode(
+        x="vram_gb:Q", y=y, tooltip=[alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")])
+    n = label.label.nunique()
+    return alt.layer(bars, vram).properties(
+        height=int(110 + 34 * n), title=_title("Memory breakdown at the batch each GPU runs",
+                                              "Black tick: the GPU's VRAM in decimal GB (data/gpus.yaml GiB x "
+                                              "1.074). Bars past it do not fit.",
+                                              "Source: planner memory model (planner/memory.py formulas; hover "
+                                              "for each)."))
+
+
+# ---------------------------------------------------------------- step time of one estimate
+
+
+def time_split_data(e: Estimate) -> pd.DataFrame:
+    """Seconds of the job by phase and by what limits them (compute, memory, launch overhead, communication)."""
+    rows = [{"phase": ph.name, "limit": k, "seconds": v} for ph in e.phases for k, v in ph.split().items() if v > 0]
+    return pd.DataFrame(rows, columns=["phase", "limit", "seconds"])
+
+
+def time_split_chart(df: pd.DataFrame) -> alt.Chart:
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("sum(seconds):Q", title="Seconds of the whole job"),
+        y=alt.Y("phase:N", title=None, sort=None),
+        color=alt.Color("limit:N", title="Limited by",
+                        scale=alt.Scale(domain=["memory", "compute", "overhead", "communication"],
+                                        range=["#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c"])),
+        tooltip=["phase:N", "limit:N", alt.Tooltip("seconds:Q", format=",.4g")],
+    ).properties(height=int(110 + 40 * df.phase.nunique()),
+                 title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
+
+
+def rate_column(plan_job: str, is_decoder: bool) -> tuple[str, str]:
+    """(column, title) for throughput: tokens/s for decoders, else samples/s."""
+    if is_decoder:
+        return "tokens_per_s", "Throughput (" + ("generated tokens/s" if plan_job == "generate" else "tokens/s") + ")"
+    return "items_per_s", "Throughput (samples/s)"
+
+
+
+# ---------------------------------------------------------------- calibration points
+
+
+def calibration_data(points: Iterable[Mapping]) -> pd.DataFrame:
+    """Long form of calibration point rows (measured_s, analytic_s, calibrated_s): one row per point and estimate."""
+    rows = []
+    for p in points:
+        for kind in ("analytic", "calibrated"):
+            if p.get("measured_s") and p.get(f"{kind}_s"):
+                rows.append({"point": f"{p['model']} {p['workload']} batch {p['batch']}", "estimate": kind,
+                             "measured_s": p["measured_s"], "predicted_s": p[f"{kind}_s"],
+                             "error_pct": 100 * (p[f"{kind}_s"] / p["measured_s"] - 1)})
+    return pd.DataFrame(rows, columns=["point", "estimate", "measured_s", "predicted_s", "error_pct"])
+
+
+def calibration_chart(df: pd.DataFrame) -> alt.LayerChart:
+    """Predicted vs measured seconds of each benchmark point, analytic and calibrated, with the y = x line."""
+    lo = float(min(df.measured_s.min(), df.predicted_s.min())) / 1.5
+    hi = float(max(df.measured_s.max(), df.predicted_s.max())) * 1.5
+    scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    diag = alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(color="gray", strokeDash=[4, 4]).encode(
+        x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
+    pts = alt.Chart(df).mark_point(size=80, filled=True).encode(
+        x=alt.X("measured_s:Q", scale=scale, title="Measured on your device (s, log)"),
+        y=alt.Y("predicted_s:Q", scale=scale, title="Planner estimate (s, log)"),
+        color=alt.Color("estimate:N", title="Estimate", scale=alt.Scale(domain=["analytic", "calibrated"],
+                                                                        range=["#9e9e9e", "#d62728"])),
+        tooltip=["point:N", "estimate:N", alt.Tooltip("measured_s:Q", format=".3g"),
+                 alt.Tooltip("predicted_s:Q", format=".3g"),
+                 alt.Tooltip("error_pct:Q", title="error %", format="+.0f")])
+    return alt.layer(diag, pts).properties(
+        height=380, title=_title("Your benchmark: estimate vs measurement",
+                                 "On the dashed line the estimate equals the measurement. Grey: datasheet priors; "
+                                 "red: with your calibration.",
+                                 "Source: your bench result file (python -m planner.bench)."))

@@ -1,0 +1,99 @@
+"""Estimates as plain rows (dicts) for JSON/CSV/table output, shared by the CLI and the app's exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from planner.inputs.catalog import PRICE_TIERS
+from planner.engine.estimate import Estimate
+from planner.tools.uncertainty import band
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def _sig(x: float | None, digits: int = 4) -> float | None:
+    """Round to significant digits: job costs range from $0.0001 to $10,000."""
+    return None if x is None else float(f"{x:.{digits}g}")
+
+
+def estimate_row(e: Estimate) -> dict:
+    """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`)."""
+    split: dict[str, float] = {}
+    for ph in e.phases:
+        for k, v in ph.split().items():
+            split[k] = split.get(k, 0.0) + v
+    return {
+        "gpu_id": e.gpu.id,
+        "gpu_name": e.gpu.name,
+        "feasible": e.feasible,
+        "reasons": [{"code": r.code, "blocking": r.blocking, "text": r.text} for r in e.reasons],
+        "batch": e.batch,
+        "max_batch": e.max_batch,
+        "gpus": e.plan.gpus,
+        "parallelism": e.parallelism,
+        "seconds": _r(e.seconds, 3),
+        "seconds_range": [_r(x, 3) for x in band(e)] if e.feasible else None,
+        "bound": e.bound,
+        "step_time_breakdown_s": {k: _r(v, 4) for k, v in split.items()},
+        "phases": [{
+            "name": ph.name, "steps_per_pass": ph.steps, "passes": ph.passes, "seconds": _r(ph.total_s, 4),
+            "kernels_per_step": _r(ph.kernels_per_step, 1), "launch_overhead_s": _r(ph.overhead_s * ph.passes, 4),
+            "communication_s": _r(ph.comm_s * ph.passes, 4),
+            "groups": [{"name": g.name, "bound": g.bound, "compute_path": g.compute_path, "flops": g.flops * ph.passes,
+                        "bytes": g.bytes * ph.passes, "achieved_tflops": _r(g.achieved_tflops, 2),
+                        "achieved_gbps": _r(g.achieved_gbps, 1), "compute_s": _r(g.compute_s * ph.passes, 4),
+                        "memory_s": _r(g.memory_s * ph.passes, 4), "seconds": _r(g.time_s * ph.passes, 4),
+                        "formula": g.formula} for g in ph.groups],
+        } for ph in e.phases],
+        "items_per_s": _r(e.items_per_s, 3),
+        "tokens_per_s": _r(e.tokens_per_s, 1),
+        "price_tier": e.plan.price_tier,
+        "usd_per_hr": {t: (_r(p.usd_hr, 4) if p else None) for t, p in e.prices.items()},
+        "price_date": {t: (p.date.isoformat() if p and p.date else None) for t, p in e.prices.items()},
+        "price_origin": {t: (p.origin if p else None) for t, p in e.prices.items()},
+        "cost_usd": {t: _sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
+        "cost_per_1m_usd": {t: _sig(e.cost_per_million(t)) for t in PRICE_TIERS},
+        "memory_gb": {k: _r(v, 4) for k, v in e.memory.as_dict().items()},
+        "vram_gb": e.gpu.vram_gb,
+        "efficiency": {"mem_bw": e.efficiency.mem_bw_efficiency, "compute": e.efficiency.compute_efficiency,
+                       "launch_overhead_us": e.efficiency.launch_overhead_us, "source": e.efficiency.source},
+    }
+
+
+def flat_row(e: Estimate) -> dict:
+    """A one-level row for CSV and tables."""
+    tier = e.plan.price_tier
+    price = e.price
+    low, high = band(e) or (None, None)
+    return {
+        "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
+        "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2), "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
+        "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
+        f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
+        "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": e.gpu.vram_gb,
+        "reasons": "; ".join(r.text for r in e.reasons),
+    }
+
+
+def csv_text(rows: list[dict]) -> str:
+    """Rows as CSV; the columns are every key in order of first appearance."""
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return buf.getvalue()
+
+
+def text_table(rows: list[dict]) -> str:
+    """Rows as an aligned plain-text table (cells cut at 60 characters)."""
+    if not rows:
+        return "(no rows)"
+    cols = list(rows[0])
+    cells = [[("" if r[c] is None else str(r[c])) for c in cols] for r in rows]
+    widths = [min(60, max(len(c), *(len(x[i]) for x in cells))) for i, c in enumerate(cols)]
+    line = lambda vals: "  ".join(v[:w].ljust(w) for v, w in zip(vals, widths))  # noqa: E731
+    return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(x) for x in cells])

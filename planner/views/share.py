@@ -1,0 +1,627 @@
+"""Shareable links and exports: every planner input as URL query parameters, read back defensively.
+
+A link is the whole plan. `decode(params)` never raises: an unknown parameter or an invalid value
+becomes one warning naming the parameter, and only that value falls back to its default.
+`encode(inputs)` always writes the plan itself (model, job and its sizes, precision, runtime, GPUs,
+price tier), so a link keeps meaning the same plan when defaults change; view options (filters,
+the explained GPU) are written only when they differ from their defaults. The exports carry the
+inputs, the link and the catalog and price dates. Pure: no streamlit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import math
+import zlib
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from urllib.parse import urlencode
+
+from planner.inputs.catalog import PRICE_TIERS, load_catalog
+from planner.engine.estimate import Estimate, Plan
+from planner.inputs.models import DecoderProfile, ModelProfile, load_models, parse_decoder, parse_model_text
+from planner.inputs.precisions import load_rules
+from planner.views.report import csv_text, estimate_row, flat_row
+from planner.inputs.runtimes import load_runtimes
+from planner.base.schema import DataFileError, Record, suggest
+from planner.engine.workloads import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+
+CUSTOM = "custom"  # the model id of a model edited in the page or uploaded
+JOBS = ("generate", "infer", "train")
+VENDORS = ("all", "NVIDIA", "AMD")
+PRICE_SOURCES = ("snapshot", "live")
+CUSTOM_MAX_USD_HR = 1000.0  # same bound as planner.tools.prices.with_custom
+MAX_CMP = 6  # GPUs compared in the batch-size chart
+
+
+@dataclass(frozen=True)
+class ArchField:
+    """One decoder architecture field as a link parameter (m_*) and a record field of models.yaml."""
+
+    param: str
+    name: str
+    kind: str  # 'int', 'text', 'bool' or a '|'-separated choice
+    lo: int = 1
+    hi: int = 10**7
+
+
+ARCH_FIELDS = (
+    ArchField("m_name", "name", "text"),
+    ArchField("m_layers", "layers", "int", 1, 1000),
+    ArchField("m_hidden", "hidden", "int", 1, 10**6),
+    ArchField("m_heads", "heads", "int", 1, 4096),
+    ArchField("m_kv", "kv_heads", "int", 1, 4096),
+    ArchField("m_hd", "head_dim", "int", 1, 4096),
+    ArchField("m_ffn", "ffn", "int", 1, 10**7),
+    ArchField("m_act", "ffn_kind", "swiglu|gelu"),
+    ArchField("m_vocab", "vocab", "int", 1, 10**7),
+    ArchField("m_ctx", "context", "int", 1, 10**8),
+    ArchField("m_tied", "tied_embeddings", "bool"),
+    ArchField("m_norm", "norm", "rmsnorm|layernorm"),
+    ArchField("m_pos", "learned_pos_emb", "bool"),
+    ArchField("m_bias", "bias", "bool"),
+)
+ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
+SPEC_PARAM = "m_spec"  # a non-decoder (generic) profile travels as its compressed YAML text
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything on the page that decides what is shown. `arch` (decoder fields) or `spec` (a generic
+    profile's YAML) describe the model when model == 'custom'. batch None = auto; kv 'auto' = the
+    activation dtype; maxusd 0 = no limit; gpu '' = the top of the ranking; cmp () = the top three."""
+
+    model: str = "cfdna-gen"
+    arch: tuple[tuple[str, Any], ...] = ()
+    spec: str = ""
+    job: str = "generate"
+    seqs: int = 1_000_000
+    prompt: int = 1
+    gen: int = 165
+    samples: int = 10_000
+    size: int = 256
+    epochs: float = 1.0
+    opt: str = "adamw"
+    ckpt: bool = False
+    accum: int = 1
+    shard: str = "ddp"
+    batch: int | None = None
+    prec: str = "bf16"
+    kv: str = "auto"
+    attn: str = "sdpa"
+    rt: str = "pytorch-eager"
+    gpus: int = 1
+    tier: str = "secure"
+    psrc: str = "snapshot"
+    myprice: tuple[tuple[str, float], ...] = ()
+    cal: str = ""
+    vendor: str = "all"
+    minvram: float = 0.0
+    maxusd: float = 0.0
+    feasible: bool = False
+    priced: bool = False
+    gpu: str = ""
+    cmp: tuple[str, ...] = ()
+
+    @property
+    def custom_prices(self) -> dict[str, float]:
+        return dict(self.myprice)
+
+
+DEFAULTS = Inputs()
+JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"),
+              "train": ("samples", "size", "epochs", "opt", "ckpt", "accum", "shard")}
+VIEW_FIELDS = ("psrc", "myprice", "cal", "vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp")
+KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}
+
+
+@dataclass(frozen=True)
+class LinkWarning:
+    param: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"Link parameter '{self.param}': {self.text}"
+
+
+# ---------------------------------------------------------------- value parsers (raise ValueError(problem))
+
+
+def _number(text: str, lo: float, hi: float, integer: bool) -> float | int:
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    try:
+        value = float(cleaned)
+    except ValueError:
+        raise ValueError(f"expected a number, got '{text}'") from None
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got '{text}'")
+    if integer and value != int(value):
+        raise ValueError(f"expected a whole number, got '{text}'")
+    if not lo <= value <= hi:
+        raise ValueError(f"must be between {lo:g} and {hi:g}, got '{text}'")
+    return int(value) if integer else value
+
+
+def _int(lo: float, hi: float) -> Callable[[str], int]:
+    return lambda t: _number(t, lo, hi, True)
+
+
+def _float(lo: float, hi: float) -> Callable[[str], float]:
+    return lambda t: float(_number(t, lo, hi, False))
+
+
+def _bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected 1 or 0, got '{text}'")
+
+
+def _choice(options: Callable[[], Sequence[str]], case: bool = False) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        opts = list(options())
+        for o in opts:
+            if text == o or (not case and text.strip().lower() == o.lower()):
+                return o
+        near = suggest(text, opts)
+        listed = ", ".join(opts[:8]) + (", ..." if len(opts) > 8 else "")
+        hint = f"; did you mean {', '.join(near)}?" if near else f"; expected one of {listed}"
+        raise ValueError(f"unknown value '{text}'{hint}")
+    return parse
+
+
+def _batch(text: str) -> int | None:
+    return None if text.strip().lower() in ("auto", "") else _number(text, 1, 10**7, True)
+
+
+def gpu_ids() -> tuple[str, ...]:
+    return load_catalog().ids()
+
+
+def model_ids() -> tuple[str, ...]:
+    return tuple(m.id for m in load_models().models)
+
+
+def _gpu_list(text: str) -> tuple[tuple[str, ...], list[str]]:
+    """Comma-separated GPU ids: (the valid ones, problems with the others)."""
+    ok, bad = [], []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        try:
+            gid = _choice(gpu_ids)(item)
+            if gid not in ok:
+                ok.append(gid)
+        except ValueError as exc:
+            bad.append(str(exc))
+    if len(ok) > MAX_CMP:
+        bad.append(f"at most {MAX_CMP} GPUs; kept the first {MAX_CMP}")
+        ok = ok[:MAX_CMP]
+    return tuple(ok), bad
+
+
+def _prices(text: str) -> tuple[tuple[tuple[str, float], ...], list[str]]:
+    """'gpu-id:usd,gpu-id:usd' -> ((gpu_id, usd_hr), ...) sorted by id, and problems with bad entries."""
+    out: dict[str, float] = {}
+    bad = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        gid, sep, usd = item.partition(":")
+        try:
+            if not sep:
+                raise ValueError(f"'{item}' is not gpu-id:dollars-per-hour")
+            gid = _choice(gpu_ids)(gid)
+            value = _number(usd, 0, CUSTOM_MAX_USD_HR, False)
+            if value <= 0 or value >= CUSTOM_MAX_USD_HR:
+                raise ValueError(f"$/h must be above 0 and below {CUSTOM_MAX_USD_HR:g}, got '{usd}'")
+            out[gid] = float(value)
+        except ValueError as exc:
+            bad.append(str(exc))
+    return tuple(sorted(out.items())), bad
+
+
+def _runtimes() -> list[str]:
+    return [r.id for r in load_runtimes().runtimes]
+
+
+def _precisions() -> list[str]:
+    return [p.id for p in load_rules().precisions]
+
+
+def _kv_dtypes() -> list[str]:
+    return ["auto"] + [k.id for k in load_rules().kv_dtypes]
+
+
+def _attention() -> list[str]:
+    return [a.id for a in load_rules().attention_backends]
+
+
+SCALARS: dict[str, Callable[[str], Any]] = {
+    "job": _choice(lambda: JOBS),
+    "seqs": _int(1, 10**12), "prompt": _int(1, 10**7), "gen": _int(1, 10**7),
+    "samples": _int(1, 10**12), "size": _int(1, 10**7), "epochs": _float(0.001, 10**5),
+    "opt": _choice(lambda: sorted(OPTIMIZERS)), "ckpt": _bool, "accum": _int(1, 10**5),
+    "shard": _choice(lambda: SHARDINGS),
+    "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _choice(_attention),
+    "rt": _choice(_runtimes), "gpus": _int(1, 1024), "tier": _choice(lambda: PRICE_TIERS),
+    "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
+    "minvram": _float(0, 2000), "maxusd": _float(0, CUSTOM_MAX_USD_HR),
+    "feasible": _bool, "priced": _bool, "gpu": _choice(gpu_ids),
+}
+
+
+# ---------------------------------------------------------------- custom models
+
+
+def arch_of(m: DecoderProfile) -> dict[str, Any]:
+    """A decoder profile's architecture fields (ARCH_FIELDS names), to edit or put in a link."""
+    return {f.name: getattr(m, f.name) for f in ARCH_FIELDS}
+
+
+def arch_items(arch: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Architecture fields in ARCH_FIELDS order (the form Inputs.arch holds)."""
+    return tuple((f.name, arch[f.name]) for f in ARCH_FIELDS if f.name in arch)
+
+
+def default_arch() -> dict[str, Any]:
+    base = load_models().get(DEFAULTS.model)
+    return arch_of(base) | {"name": "Custom model"}
+
+
+def custom_decoder(arch: Mapping[str, Any], source: str = "custom model edited in the planner") -> DecoderProfile:
+    """Validate architecture fields with the core's model parser (raises DataFileError naming the field)."""
+    data = {"id": CUSTOM, "kind": "decoder", "source": source, **dict(arch)}
+    return parse_decoder(Record("custom model", f"'{data.get('name', CUSTOM)}'", data))
+
+
+def pack_spec(text: str) -> str:
+    """YAML text -> a URL-safe compressed blob (for uploaded generic profiles)."""
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+
+
+def unpack_spec(blob: str) -> str:
+    """Inverse of pack_spec; ValueError when the blob is damaged."""
+    try:
+        raw = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4))
+        return zlib.decompress(raw).decode("utf-8")
+    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError):
+        raise ValueError("the model description in the link is damaged (was it cut short?)") from None
+
+
+def spec_model(text: str) -> ModelProfile:
+    """A model profile from YAML text (uploaded or from a link); DataFileError when invalid."""
+    return parse_model_text(text, "model.yaml", "uploaded model profile")
+
+
+def resolve_model(inputs: Inputs) -> ModelProfile:
+    """The model the inputs name (a preset, or the custom one); raises DataFileError/UnknownNameError."""
+    if inputs.model != CUSTOM:
+        return load_models().get(inputs.model)
+    if inputs.spec:
+        return spec_model(inputs.spec)
+    return custom_decoder(dict(inputs.arch) or default_arch())
+
+
+def default_size(m: ModelProfile) -> int:
+    """Infer/train input size when none is given: a decoder's context, a generic profile's default L."""
+    return m.context if isinstance(m, DecoderProfile) else m.default_input_size
+
+
+# ---------------------------------------------------------------- decode / encode
+
+
+def _one(value: str | Sequence[str]) -> str:
+    """A query value (string or list of repeats): the last one, as dict access to st.query_params does."""
+    if isinstance(value, str):
+        return value
+    values = list(value)
+    return str(values[-1]) if values else ""
+
+
+def _derive(arch: dict[str, Any], given: Iterable[str]) -> dict[str, Any]:
+    """Fill the fields a link may leave out: kv_heads = heads (multi-head attention), head_dim = hidden / heads
+    (left out when it doesn't divide, so the core's message asks for it)."""
+    out = dict(arch)
+    if "kv_heads" not in given:
+        out["kv_heads"] = out["heads"]
+    if "head_dim" not in given:
+        out.pop("head_dim", None)
+        if out["hidden"] % out["heads"] == 0:
+            out["head_dim"] = out["hidden"] // out["heads"]
+    return out
+
+
+def _decode_arch(raw: Mapping[str, str], warn: Callable[[str, str], None]) -> tuple[tuple[str, Any], ...] | None:
+    """Custom decoder fields from m_* params; None when they can't make a valid model."""
+    base = default_arch()
+    arch = dict(base)
+    given: set[str] = set()
+    for f in ARCH_FIELDS:
+        if f.param not in raw:
+            continue
+        text = raw[f.param]
+        try:
+            if f.kind == "int":
+                arch[f.name] = _number(text, f.lo, f.hi, True)
+            elif f.kind == "bool":
+                arch[f.name] = _bool(text)
+            elif f.kind == "text":
+                if not text.strip():
+                    raise ValueError("expected a name")
+                arch[f.name] = text.strip()[:80]
+            else:
+                arch[f.name] = _choice(lambda f=f: f.kind.split("|"))(text)
+            given.add(f.name)
+        except ValueError as exc:
+            warn(f.param, f"{exc}; using {'the default' if f.name in ('kv_heads', 'head_dim') else repr(base[f.name])}")
+    for _ in ARCH_FIELDS:  # each round drops the one given value the core objects to
+        full = _derive(arch, given)
+        try:
+            custom_decoder(full)
+            return arch_items(full)
+        except DataFileError as exc:
+            if exc.field not in given:
+                break
+            given.discard(exc.field)
+            arch[exc.field] = base[exc.field]
+            warn(ARCH_PARAM.get(exc.field, exc.field), f"{exc.problem}; using the default")
+    return None
+
+
+def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[LinkWarning]]:
+    """Inputs from query parameters, and one warning per parameter that was unknown or invalid."""
+    raw = {str(k): _one(v) for k, v in params.items()}
+    warnings: list[LinkWarning] = []
+    warn = lambda p, t: warnings.append(LinkWarning(p, t))  # noqa: E731
+    for key in raw:
+        if key not in KNOWN_PARAMS:
+            near = suggest(key, sorted(KNOWN_PARAMS))
+            warn(key, "unknown parameter, ignored" + (f" (did you mean '{near[0]}'?)" if near else ""))
+    values: dict[str, Any] = {}
+    model = DEFAULTS.model
+    if "model" in raw:
+        try:
+            model = _choice(lambda: model_ids() + (CUSTOM,))(raw["model"])
+        except ValueError as exc:
+            warn("model", f"{exc}; using {DEFAULTS.model}")
+    if model == CUSTOM:
+        if SPEC_PARAM in raw:
+            try:
+                text = unpack_spec(raw[SPEC_PARAM])
+                spec_model(text)
+                values["spec"] = text
+            except (ValueError, DataFileError) as exc:
+                warn(SPEC_PARAM, f"{exc}; using {DEFAULTS.model}")
+                model = DEFAULTS.model
+        else:
+            arch = _decode_arch(raw, warn)
+            if arch is None:
+                warn("model", f"the custom architecture in the link is not a valid model; using {DEFAULTS.model}")
+                model = DEFAULTS.model
+            else:
+                values["arch"] = arch
+    values["model"] = model
+    profile = resolve_model(Inputs(**values))
+    values["size"] = default_size(profile)
+    for name, parse in SCALARS.items():
+        if name in raw:
+            try:
+                values[name] = parse(raw[name])
+            except ValueError as exc:
+                warn(name, f"{exc}; using {_shown(name, values.get(name, getattr(DEFAULTS, name)))}")
+    if values.get("job", DEFAULTS.job) == "generate" and not isinstance(profile, DecoderProfile):
+        if "job" in raw:
+            warn("job", f"generate needs a decoder model; {profile.name} is a generic profile: using infer")
+        values["job"] = "infer"
+    if "cmp" in raw:
+        values["cmp"], bad = _gpu_list(raw["cmp"])
+        for problem in bad:
+            warn("cmp", f"{problem}; left out")
+    if "myprice" in raw:
+        values["myprice"], bad = _prices(raw["myprice"])
+        for problem in bad:
+            warn("myprice", f"{problem}; left out")
+    if raw.get("cal"):
+        problem = calibration_problem(raw["cal"])
+        if problem:
+            warn("cal", f"{problem}; the plan uses the analytic estimate")
+        else:
+            values["cal"] = raw["cal"]
+    return Inputs(**values), warnings
+
+
+def _shown(name: str, value: Any) -> str:
+    """A fallback value as a warning shows it."""
+    if name == "batch" and value is None:
+        return "auto"
+    if name == "gpu" and not value:
+        return "the top of the ranking"
+    return _text(value)
+
+
+def calibration_problem(text: str) -> str | None:
+    """Why a calibration string from a link can't be used (None when it can)."""
+    try:
+        from planner.tools.calibration import Calibration, CalibrationError
+    except ImportError:
+        return "calibration is not available in this version of the planner"
+    try:
+        Calibration.from_query(text)
+    except CalibrationError as exc:
+        return str(exc)
+    except Exception as exc:  # a damaged string must not take the page down
+        return f"could not be read ({type(exc).__name__})"
+    return None
+
+
+def _num(x: float | int) -> str:
+    """Shortest text that reads back as the same number (1000000, 0.44, 2.5)."""
+    if isinstance(x, bool):
+        return "1" if x else "0"
+    if isinstance(x, int) or float(x).is_integer():
+        return str(int(x))
+    return repr(float(x))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (bool, int, float)):
+        return _num(value)
+    return str(value)
+
+
+def encode(inputs: Inputs) -> dict[str, str]:
+    """Query parameters for the inputs, in a stable, readable order."""
+    out = {"model": inputs.model}
+    if inputs.model == CUSTOM:
+        if inputs.spec:
+            out[SPEC_PARAM] = pack_spec(inputs.spec)
+        else:
+            arch = dict(inputs.arch) or default_arch()
+            out.update({ARCH_PARAM[k]: _text(v) for k, v in arch.items() if k in ARCH_PARAM})
+    out["job"] = inputs.job
+    for name in JOB_FIELDS[inputs.job]:
+        out[name] = _text(getattr(inputs, name))
+    out["batch"] = "auto" if inputs.batch is None else str(inputs.batch)
+    out["prec"] = inputs.prec
+    if inputs.job == "generate" and inputs.kv != DEFAULTS.kv:
+        out["kv"] = inputs.kv
+    out.update(attn=inputs.attn, rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier)
+    for name in VIEW_FIELDS:
+        value = getattr(inputs, name)
+        if value == getattr(DEFAULTS, name):
+            continue
+        if name == "myprice":
+            out[name] = ",".join(f"{g}:{_num(v)}" for g, v in value)
+        elif name == "cmp":
+            out[name] = ",".join(value)
+        else:
+            out[name] = _text(value)
+    return out
+
+
+def query_string(inputs: Inputs) -> str:
+    return urlencode(encode(inputs))
+
+
+def link(base_url: str | None, inputs: Inputs) -> str:
+    """The shareable URL: the app's address plus the query string."""
+    base = (base_url or "http://localhost:8501/").split("?")[0]
+    return f"{base}?{query_string(inputs)}"
+
+
+# ---------------------------------------------------------------- plans and words
+
+
+def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
+    """The core Plan the inputs describe (check_plan in estimate_all validates it further)."""
+    if inputs.job == "generate":
+        workload = Generate(inputs.seqs, inputs.prompt, inputs.gen)
+    elif inputs.job == "infer":
+        workload = Infer(inputs.samples, inputs.size)
+    else:
+        workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum, inputs.shard)
+    kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
+    return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier)
+
+
+def fmt_count(n: float) -> str:
+    """Three significant figures with a k/M/B/T suffix: 132192000 -> '132M', 25.37 -> '25.4'."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+def fmt_seconds(s: float | None) -> str:
+    """A duration in the unit a person would use: '42 s', '18.3 min', '5.2 h', '3.1 days'."""
+    if s is None or not math.isfinite(s):
+        return "-"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    if s < 120:
+        return f"{s:.3g} s"
+    if s < 7200:
+        return f"{s / 60:.3g} min"
+    if s < 172800:
+        return f"{s / 3600:.3g} h"
+    return f"{s / 86400:.3g} days"
+
+
+def fmt_usd(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"${x:,.2f}" if x >= 0.995 else f"${x:.3g}"
+
+
+def size_name(model: ModelProfile) -> str:
+    return "tokens" if isinstance(model, DecoderProfile) else model.input_size_name
+
+
+def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
+    """The plan in one plain sentence (page header, exports)."""
+    if inputs.job == "generate":
+        job = (f"Generate {inputs.seqs:,} sequences of {inputs.gen:,} new tokens "
+               f"(prompt {inputs.prompt:,} token{'s' if inputs.prompt != 1 else ''})")
+    elif inputs.job == "infer":
+        job = f"Run inference on {inputs.samples:,} samples of {inputs.size:,} {size_name(model)}"
+    else:
+        job = (f"Train on {inputs.samples:,} samples of {inputs.size:,} {size_name(model)} for "
+               f"{_num(inputs.epochs)} epoch{'s' if inputs.epochs != 1 else ''} ({inputs.opt}"
+               f"{', activation checkpointing' if inputs.ckpt else ''}"
+               f"{f', gradient accumulation {inputs.accum}' if inputs.accum > 1 else ''}"
+               f"{', FSDP-sharded over the GPUs' if inputs.shard == 'fsdp' and inputs.gpus > 1 else ''})")
+    runtime = load_runtimes().get(inputs.rt).name
+    batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"
+    gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"
+    return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {inputs.prec}, "
+            f"{runtime}, {inputs.attn} attention, {batch}, {gpus}, RunPod {inputs.tier} prices.")
+
+
+# ---------------------------------------------------------------- exports
+
+
+@dataclass(frozen=True)
+class ExportContext:
+    """What an export says about where its numbers come from."""
+
+    link: str
+    catalog_path: str
+    price_source: str
+    price_as_of: str
+    extra_columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gpu_id -> column -> value
+
+
+def _header(inputs: Inputs, ctx: ExportContext, model: ModelProfile) -> dict[str, Any]:
+    return {"plan": plan_sentence(inputs, model), "link": ctx.link, "inputs": encode(inputs),
+            "catalog": ctx.catalog_path, "price_source": ctx.price_source, "prices_as_of": ctx.price_as_of}
+
+
+def export_json(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate], ctx: ExportContext) -> str:
+    """The ranking as JSON: the inputs and their link, catalog and price dates, then one row per GPU."""
+    rows = []
+    for e in estimates:
+        row = estimate_row(e)
+        row.update(ctx.extra_columns.get(e.gpu.id, {}))
+        rows.append(row)
+    return json.dumps({**_header(inputs, ctx, model), "ranking": rows}, indent=2, default=str)
+
+
+def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate], ctx: ExportContext) -> str:
+    """The ranking as CSV, preceded by '# key: value' lines with the inputs, link and dates
+    (pandas: read_csv(..., comment='#'))."""
+    buf = io.StringIO()
+    for key, value in _header(inputs, ctx, model).items():
+        text = urlencode(value) if isinstance(value, dict) else str(value)
+        buf.write(f"# {key}: {text}\n")
+    rows = []
+    for e in estimates:
+        row = flat_row(e)
+        price = e.price
+        row["price_date"] = price.date.isoformat() if price and price.date else None
+        row["price_origin"] = price.origin if price else None
+        row["price_source"] = price.source if price else None
+        row.update(ctx.extra_columns.get(e.gpu.id, {}))
+        rows.append(row)
+    return buf.getvalue() + csv_text(rows)

@@ -1,0 +1,23 @@
+"""Data-file validation helpers and name matching."""
+
+import pytest
+
+from planner.base.schema import DataFileError, Record, UnknownNameError, normalize_name, suggest
+
+
+def test_names_match_across_case_spaces_and_punctuation():
+    assert normalize_name("NVIDIA GeForce RTX-4090") == normalize_name("nvidia geforce rtx 4090")
+    assert suggest("rtx 4900", ["rtx-4090", "rtx-3090", "h100-sxm"])[0] == "rtx-4090"
+
+
+def test_record_number_checks_name_the_field():
+    rec = Record("f.yaml", "'x'", {"a": float("nan"), "b": -1, "c": True, "d": 3.5})
+    for field, needle in (("a", "finite"), ("b", ">= 0"), ("c", "number"), ("d", "whole")):
+        with pytest.raises(DataFileError) as err:
+            rec.number(field, lo=0, integer=(field == "d"))
+        assert f"f.yaml: record 'x', field '{field}'" in str(err.value) and needle in str(err.value)
+
+
+def test_unknown_name_error_reads_as_a_sentence():
+    err = UnknownNameError("GPU", "rtx-4900", ["rtx-4090"])
+    assert str(err) == "unknown GPU 'rtx-4900'; did you mean rtx-4090?"

@@ -1,0 +1,56 @@
+"""Roofline timing: physics of memory- and compute-bound steps, exact sum over KV positions."""
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.inputs.catalog import load_catalog
+from planner.engine.roofline import attainable_tflops, ridge_point, sum_max_affine, time_group
+from planner.inputs.runtimes import Efficiency
+from planner.engine.workloads import OpGroup
+
+IDEAL = Efficiency(1.0, 1.0, 0.0, 1.0, 0.0, "ideal")
+
+
+@given(st.floats(0, 5), st.floats(0, 1), st.floats(0, 5), st.floats(0, 1), st.integers(0, 300), st.integers(0, 300))
+@settings(max_examples=300, deadline=None)
+def test_closed_form_sum_equals_the_step_by_step_sum(c0, c1, m0, m1, p0, n):
+    steps = [(c0 + c1 * p, m0 + m1 * p) for p in range(p0, p0 + n)]
+    total, compute_part = sum_max_affine(c0, c1, m0, m1, p0, n)
+    assert total == pytest.approx(sum(max(c, m) for c, m in steps), rel=1e-9, abs=1e-9)
+    # steps where compute and memory tie (within rounding) may count on either side
+    tie = lambda c, m: abs(c - m) <= 1e-9 * max(c, m, 1e-12)  # noqa: E731
+    surely = sum(c for c, m in steps if c > m and not tie(c, m))
+    maybe = sum(c for c, m in steps if c > m or tie(c, m))
+    assert surely - 1e-9 <= compute_part <= maybe + 1e-9
+
+
+def test_memory_bound_group_time_is_bytes_over_bandwidth():
+    gpu = load_catalog().get("h100-sxm")
+    g = OpGroup("weights", flops=1e9, bytes=3.35e9, compute_path="bf16", formula="")
+    t = time_group(g, gpu, IDEAL, 0, 1)
+    assert t.time_s == pytest.approx(3.35e9 / 3350e9)  # 1 ms at 3.35 TB/s
+    assert t.bound == "memory"
+
+
+def test_compute_bound_group_time_is_flops_over_peak():
+    gpu = load_catalog().get("a100-sxm-80gb")
+    g = OpGroup("gemm", flops=312e12, bytes=1e6, compute_path="bf16", formula="")
+    assert time_group(g, gpu, IDEAL, 0, 1).time_s == pytest.approx(1.0)  # 312 TFLOP at 312 TFLOPS
+
+
+def test_ridge_point_of_a100_bf16():
+    # 312e12 FLOP/s / 2039e9 B/s = 153 FLOP/byte (datasheet roofline)
+    assert ridge_point(load_catalog().get("a100-sxm-80gb"), "bf16") == pytest.approx(312e12 / 2039e9)
+    assert attainable_tflops(load_catalog().get("a100-sxm-80gb"), "bf16", 1.0) == pytest.approx(2.039)
+
+
+@given(st.floats(100, 10000), st.floats(1.01, 4))
+@settings(max_examples=50, deadline=None)
+def test_more_bandwidth_is_never_slower(bw, factor):
+    gpu = replace(load_catalog().get("rtx-4090"), mem_bw_gbps=bw)
+    faster = replace(gpu, mem_bw_gbps=bw * factor)
+    g = OpGroup("attention", 1e9, 1e8, "fp16", "", flops_per_pos=1e6, bytes_per_pos=1e7)
+    assert time_group(g, faster, IDEAL, 1, 100).time_s <= time_group(g, gpu, IDEAL, 1, 100).time_s

@@ -1,0 +1,131 @@
+"""GPU catalog: loading, aliases, validation errors naming file/record/field."""
+
+import textwrap
+
+import pytest
+
+from planner.inputs.catalog import COMPUTE_PATHS, load_catalog
+from planner.base.schema import DataFileError, UnknownNameError
+
+REQUIRED = ["h200-sxm", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb", "a100-pcie-80gb", "a100-sxm-40gb",
+            "a100-pcie-40gb", "l40s", "l40", "l4", "a40", "a10", "rtx-6000-ada", "rtx-a6000", "rtx-a5000", "rtx-a4500",
+            "rtx-a4000", "rtx-4000-ada", "rtx-2000-ada", "rtx-5090", "rtx-4090", "rtx-4080", "rtx-4070-ti-super",
+            "rtx-3090", "rtx-3090-ti", "v100-sxm2-16gb", "v100-sxm2-32gb", "t4", "b200", "mi300x"]
+
+
+def test_catalog_has_every_required_gpu_and_at_least_30():
+    cat = load_catalog()
+    assert len(cat.gpus) >= 30
+    for gpu_id in REQUIRED:
+        assert cat.get(gpu_id).id == gpu_id
+
+
+@pytest.mark.parametrize("name", ["RTX 4090", "rtx-4090", "NVIDIA GeForce RTX 4090", "rtx_4090"])
+def test_aliases_find_the_same_gpu(name):
+    assert load_catalog().get(name).id == "rtx-4090"
+
+
+def test_unknown_gpu_suggests_close_names():
+    with pytest.raises(UnknownNameError) as err:
+        load_catalog().get("rtx 4900")
+    assert "did you mean" in str(err.value) and "rtx-4090" in str(err.value)
+
+
+def test_every_record_has_source_and_dated_prices():
+    for gpu in load_catalog().gpus:
+        assert gpu.source.strip()
+        if gpu.runpod:
+            for tier in ("secure", "community", "spot"):
+                quote = gpu.price(tier)
+                if quote:
+                    assert quote.source.strip() and quote.date.year >= 2025 and quote.usd_hr > 0
+
+
+def test_dense_not_sparse_figures_for_datacenter_gpus():
+    # NVIDIA H100 SXM datasheet: BF16 1,979 TFLOPS "with sparsity", half of it dense (989.5).
+    # A100: 312 dense BF16 (624 with sparsity). A tensor rate above 2x the sparse-half would mean a sparse figure slipped in.
+    cat = load_catalog()
+    assert cat.get("h100-sxm").bf16_tflops == pytest.approx(989, rel=0.01)
+    assert cat.get("a100-sxm-80gb").bf16_tflops == pytest.approx(312, rel=0.01)
+
+
+def test_hardware_paths_missing_where_the_silicon_lacks_them():
+    cat = load_catalog()
+    assert cat.get("v100-sxm2-16gb").bf16_tflops is None  # Volta: no bf16 tensor cores
+    assert cat.get("t4").bf16_tflops is None  # Turing: no bf16
+    assert cat.get("a100-sxm-80gb").fp8_tflops is None  # Ampere: no fp8
+
+
+def _write(tmp_path, body: str):
+    path = tmp_path / "gpus.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+GOOD = """\
+schema_version: 1
+read_on: 2026-11-20
+gpus:
+  - id: toy
+    name: Toy GPU
+    vendor: NVIDIA
+    architecture: Ampere
+    compute_capability: "8.6"
+    market: consumer
+    vram_gb: 24
+    memory_type: GDDR6X
+    mem_bw_gbps: 936
+    dense_tflops: {fp32: 35.6, fp16: 71}
+    source: test
+"""
+
+
+def test_a_well_formed_file_loads(tmp_path):
+    cat = load_catalog(_write(tmp_path, GOOD))
+    assert cat.get("toy").mem_bw_gbps == 936 and cat.get("toy").bf16_tflops is None
+
+
+@pytest.mark.parametrize("bad, field", [
+    (GOOD.replace("mem_bw_gbps: 936", "mem_bw_gbps: fast"), "mem_bw_gbps"),
+    (GOOD.replace("vram_gb: 24", "vram_gb: -24"), "vram_gb"),
+    (GOOD.replace('compute_capability: "8.6"', "compute_capability: eight"), "compute_capability"),
+    (GOOD.replace("fp16: 71", "fp61: 71"), "fp61"),
+    (GOOD.replace("market: consumer", "market: gaming"), "market"),
+    (GOOD.replace("    source: test\n", ""), "source"),
+])
+def test_malformed_file_names_file_record_and_field(tmp_path, bad, field):
+    path = _write(tmp_path, bad)
+    with pytest.raises(DataFileError) as err:
+        load_catalog(path)
+    msg = str(err.value)
+    assert str(path) in msg and "'toy'" in msg and f"'{field}'" in msg
+
+
+def test_unknown_field_suggests_the_right_one(tmp_path):
+    path = _write(tmp_path, GOOD.replace("vram_gb: 24", "vram_gbs: 24"))
+    with pytest.raises(DataFileError, match="did you mean 'vram_gb'"):
+        load_catalog(path)
+
+
+def test_a_file_without_its_read_on_date_is_rejected(tmp_path):
+    path = _write(tmp_path, GOOD.replace("read_on: 2026-11-20\n", ""))
+    with pytest.raises(DataFileError, match="'read_on': missing"):
+        load_catalog(path)
+
+
+def test_not_yaml_is_reported_with_a_line(tmp_path):
+    path = _write(tmp_path, "schema_version: 1\ngpus: [\n  {id: x\n")
+    with pytest.raises(DataFileError, match="not valid YAML"):
+        load_catalog(path)
+
+
+def test_duplicate_alias_across_gpus_is_rejected(tmp_path):
+    two = GOOD + GOOD.split("gpus:\n", 1)[1].replace("id: toy", "id: toy2").replace("Toy GPU", "Toy GPU two") \
+        .replace("    source: test", "    aliases: [toy]\n    source: test")
+    with pytest.raises(DataFileError, match="also a name of 'toy'"):
+        load_catalog(_write(tmp_path, two))
+
+
+def test_peak_paths_cover_all_compute_paths():
+    gpu = load_catalog().get("h100-sxm")
+    assert [gpu.peak_tflops(p) is not None for p in COMPUTE_PATHS] == [True] * 6

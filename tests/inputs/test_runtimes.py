@@ -1,0 +1,30 @@
+"""Runtime efficiency profiles: every profile is a fraction of peak, with a source."""
+
+import pytest
+
+from planner.inputs.runtimes import MEMORY_CLASSES, load_runtimes
+from planner.base.schema import DataFileError
+
+
+def test_every_profile_is_a_fraction_of_peak_with_a_source():
+    for r in load_runtimes().runtimes:
+        for cls in MEMORY_CLASSES:
+            eff = r.efficiency(cls)
+            assert 0 < eff.mem_bw_efficiency <= 1 and 0 < eff.compute_efficiency <= 1
+        assert r.source.strip()
+
+
+def test_compile_launches_cheaper_than_eager():
+    rts = load_runtimes()
+    eager, compiled = rts.get("pytorch-eager").efficiency("hbm"), rts.get("torch-compile").efficiency("hbm")
+    assert compiled.launch_overhead_us * compiled.kernels_per_layer_factor < \
+        eager.launch_overhead_us * eager.kernels_per_layer_factor
+
+
+def test_efficiency_above_one_is_rejected(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n    mem_bw_efficiency: {hbm: 1.2, gddr: 0.8}\n"
+                    "    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n    launch_overhead_us: 1\n"
+                    "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+    with pytest.raises(DataFileError, match="'x'.mem_bw_efficiency.*'hbm'"):
+        load_runtimes(path)

@@ -1,0 +1,146 @@
+"""Local benchmark: the torch model matches its profile, the KV cache is right, the CLI writes a valid result, and a
+calibration fitted on one model predicts another model measured on this machine's CPU within 15 %.
+
+The quick run uses one torch thread and process CPU time (--threads 1 --clock cpu): this 2-core machine is shared,
+and wall time with two threads mostly measures who else is running.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from planner.bench.env import pick_device
+from planner.bench.micro import copy_bandwidth, launch_overhead, matmul_tflops
+from planner.bench.model import build, new_caches
+from planner.bench.run import TINY_GPT, TINY_LLAMA
+from planner.bench.timing import measure
+from planner.bench.workload import Point, run_points
+from planner.tools.calibration import CalibrationError, fit, parse_result, predict_seconds
+from planner.inputs.models import DecoderProfile, load_models
+
+ROOT = Path(__file__).resolve().parents[2]
+HELD_OUT_TOLERANCE = 0.15
+
+GQA = DecoderProfile(id="t-gqa", name="t-gqa", layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=96,
+                     ffn_kind="swiglu", vocab=50, context=32, tied_embeddings=False, norm="rmsnorm",
+                     learned_pos_emb=False, bias=False, source="test")
+GPT = DecoderProfile(id="t-gpt", name="t-gpt", layers=2, hidden=48, heads=3, kv_heads=3, head_dim=16, ffn=192,
+                     ffn_kind="gelu", vocab=40, context=32, tied_embeddings=True, norm="layernorm",
+                     learned_pos_emb=True, bias=True, source="test")
+
+
+@pytest.mark.parametrize("profile", [*(load_models().get(m) for m in ("cfdna-gen", "gpt2-124m", "llama-3-8b")), GQA, GPT])
+def test_torch_model_has_exactly_the_profiles_parameters(profile):
+    model = build(profile, "meta", torch.float32)  # shapes only: an 8B model costs no memory
+    assert sum(p.numel() for p in model.parameters()) == profile.params
+
+
+@pytest.mark.parametrize("profile", [GQA, GPT])
+def test_decode_with_kv_cache_equals_the_full_forward_pass(profile):
+    model = build(profile, "cpu", torch.float32).eval()
+    tokens = torch.randint(0, profile.vocab, (3, 12), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        full = model(tokens)[:, -1]
+        caches = new_caches(profile, 3, 12, "cpu", torch.float32)
+        model(tokens[:, :11], caches, 0)
+        step = model(tokens[:, 11:], caches, 11)[:, -1]
+    assert torch.allclose(full, step, atol=1e-5, rtol=1e-4)
+
+
+def test_device_choice_is_checked():
+    assert pick_device("auto") in ("cuda", "mps", "cpu")
+    assert pick_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="tpu"):
+        pick_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            pick_device("cuda")
+
+
+def test_micro_benchmarks_report_their_definitions():
+    bw = copy_bandwidth("cpu", 8, 0.02)
+    assert bw["bytes_moved"] == 2 * 8 * 2**20  # read + write of 8 MiB
+    assert bw["gbps"] == pytest.approx(bw["bytes_moved"] / bw["timing"]["median_s"] / 1e9)
+    mm = matmul_tflops("cpu", "fp32", 128, 0.02)
+    assert mm["tflops"] == pytest.approx(2 * 128**3 / mm["timing"]["median_s"] / 1e12)
+    lo = launch_overhead("cpu", 0.02, ops=50)
+    assert 0.01 < lo["us_per_op"] < 1000 and lo["us_per_op"] == pytest.approx(lo["timing"]["median_s"] / 50 * 1e6)
+
+
+def test_cpu_clock_needs_one_thread():
+    if torch.get_num_threads() == 1:
+        pytest.skip("torch already runs one thread")
+    with pytest.raises(ValueError, match="one torch thread"):
+        measure(lambda: None, "cpu", 0.01, clock="cpu")
+
+
+def test_a_point_that_cannot_run_is_recorded_not_fatal():
+    rows = run_points([Point(GQA, "decode", 10**8, position=16), Point(GQA, "forward", 2, seq=8)], "cpu", 0.05, rounds=1)
+    assert rows[0]["status"] == "unavailable" and rows[0]["reason"]
+    assert rows[1]["status"] == "ok" and rows[1]["measured_s"] > 0
+    with pytest.raises(ValueError, match="position"):
+        run_points([Point(GQA, "decode", 1, position=40)], "cpu", 0.05)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "quick.json"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "planner.bench", "--quick", "--threads", "1", "--clock", "cpu",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc, time.perf_counter() - t0
+
+
+def test_quick_cli_writes_a_result_the_planner_accepts(quick_run):
+    out, proc, seconds = quick_run
+    assert "timing round" in proc.stderr and "fitted:" in proc.stderr  # progress on the long steps
+    result = parse_result(out.read_bytes(), out.name)
+    env = result["environment"]
+    for key in ("device_name", "memory_gb", "torch_version", "cuda_version", "cpu_model", "cpu_threads", "date"):
+        assert key in env
+    assert env["torch_threads"] == 1 and env["clock"] == "cpu" and env["device_type"] == "cpu"
+    assert result["torch_compile"].startswith("skipped")  # --quick skips torch.compile, with the reason
+    assert {w["workload"] for w in result["workloads"]} == {"decode", "forward", "train"}
+    assert all(w["status"] == "ok" and w["measured_s"] > 0 for w in result["workloads"])
+    print(f"\n--quick (1 thread, CPU clock) took {seconds:.1f} s wall including Python start-up")
+
+
+def test_calibration_from_one_model_predicts_another_model_within_15_percent(quick_run):
+    """Fit on every point of the LLaMA-style model; predict the GPT-style model's decode step and forward pass
+    (another architecture: GELU, LayerNorm, biases, learned positions, another vocabulary and depth)."""
+    out, _, _ = quick_run
+    result = parse_result(out.read_bytes(), out.name)
+    train = [w for w in result["workloads"] if w["model"]["id"] == TINY_LLAMA.id]
+    held = [w for w in result["workloads"] if w["model"]["id"] == TINY_GPT.id]
+    assert len(train) >= 5 and len(held) == 2
+    cal = fit(result, points=train)
+    dev = cal.measured_gpu()
+    lines, errors = [], []
+    for w in held:
+        size = w.get("position") or w["seq"]
+        pred = predict_seconds(w["workload"], TINY_GPT, w["batch"], size, w["precision"], dev, cal.adjust)
+        errors.append(pred / w["measured_s"] - 1)
+        lines.append(f"{TINY_GPT.id} {w['workload']} b{w['batch']}: measured {w['measured_s'] * 1e3:.2f} ms, "
+                     f"calibrated {pred * 1e3:.2f} ms ({100 * errors[-1]:+.1f} %)")
+    # another batch and position of the fitted model, refitted without it (reported; CPU decode grows faster with
+    # batch than the roofline's max(compute, memory) allows, so decode interpolation carries that bias)
+    inside = [w for w in train if not (w["workload"] == "decode" and w["batch"] == 4)]
+    other = next(w for w in train if w["workload"] == "decode" and w["batch"] == 4)
+    cal_b = fit(result, points=inside)
+    pred = predict_seconds("decode", TINY_LLAMA, 4, other["position"], other["precision"], cal_b.measured_gpu(), cal_b.adjust)
+    lines.append(f"{TINY_LLAMA.id} decode b4 pos {other['position']} (held out of its own fit): measured "
+                 f"{other['measured_s'] * 1e3:.2f} ms, calibrated {pred * 1e3:.2f} ms ({100 * (pred / other['measured_s'] - 1):+.1f} %)")
+    report = "\n".join(lines)
+    print("\n" + report)
+    assert all(abs(e) <= HELD_OUT_TOLERANCE for e in errors), report
+
+
+def test_fit_needs_measured_points(quick_run):
+    result = parse_result(quick_run[0].read_bytes(), "quick.json")
+    with pytest.raises(CalibrationError, match="no workload points"):
+        fit(result, points=[])

@@ -1,0 +1,490 @@
+"""Live prices against a real HTTP server on 127.0.0.1 that answers like RunPod's GraphQL API (and fails like it).
+
+Expected numbers come from the fake server's payload (element shapes from shared/reference/runpod_api.md §2-3).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import date, datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.tools import prices as P
+from planner.inputs.catalog import load_catalog
+from planner.base.schema import DataFileError
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "rpa_TESTKEY_7f3c9e1d2b"
+NOW = datetime(2026, 11, 20, 14, 2, 5, tzinfo=timezone.utc)
+FAST = dict(timeout_s=2.0, retries=0, backoff_s=0.0, now=NOW)
+
+# Realistic gpuTypes elements (runpod_api.md §2), prices chosen to differ from the snapshot.
+H100_SXM = {"id": "NVIDIA H100 80GB HBM3", "displayName": "H100 SXM", "memoryInGb": 80, "maxGpuCount": 8,
+            "secureCloud": True, "communityCloud": True, "securePrice": 3.79, "communityPrice": 2.49,
+            "communitySpotPrice": 1.65, "secureSpotPrice": 1.95, "clusterPrice": 3.588, "oneWeekPrice": None,
+            "oneMonthPrice": None, "threeMonthPrice": 2.811, "sixMonthPrice": 2.601}
+A100_PCIE = {"maxGpuCount": 8, "id": "NVIDIA A100 80GB PCIe", "displayName": "A100 80GB", "manufacturer": "Nvidia",
+             "memoryInGb": 80, "cudaCores": 0, "secureCloud": True, "communityCloud": True, "securePrice": 1.89,
+             "communityPrice": 1.59, "oneMonthPrice": None, "threeMonthPrice": None, "oneWeekPrice": None,
+             "communitySpotPrice": 0.89, "secureSpotPrice": None,
+             "lowestPrice": {"minimumBidPrice": 0.89, "uninterruptablePrice": 1.59}}
+# communityCloud false with a placeholder communityPrice 0.5 (the B200 case in §3.2)
+B200 = {"id": "NVIDIA B200", "displayName": "B200", "memoryInGb": 180, "secureCloud": True, "communityCloud": False,
+        "securePrice": 5.99, "communityPrice": 0.5, "secureSpotPrice": 3.59, "communitySpotPrice": None}
+# secureCloud false with securePrice 0 (the RTX 3070 case in §3.2)
+RTX_3070 = {"id": "NVIDIA GeForce RTX 3070", "displayName": "RTX 3070", "memoryInGb": 8, "secureCloud": False,
+            "communityCloud": True, "securePrice": 0, "communityPrice": 0.15, "secureSpotPrice": 0,
+            "communitySpotPrice": 0.08}
+# not in gpu_type_ids, but an alias of a100-sxm-40gb (second try)
+A100_SXM_40 = {"id": "NVIDIA A100-SXM4-40GB", "displayName": "A100 SXM 40GB", "memoryInGb": 40, "secureCloud": False,
+               "communityCloud": True, "securePrice": None, "communityPrice": 1.05, "secureSpotPrice": None,
+               "communitySpotPrice": None}
+RTX_3060 = {"id": "NVIDIA GeForce RTX 3060", "displayName": "RTX 3060", "memoryInGb": 12, "secureCloud": False,
+            "communityCloud": True, "securePrice": 0.0, "communityPrice": 0.12, "secureSpotPrice": None,
+            "communitySpotPrice": 0.06}
+
+
+def answer(*elements) -> dict:
+    return {"data": {"gpuTypes": list(elements)}}
+
+
+GOOD = answer(H100_SXM, A100_PCIE, B200, RTX_3070, A100_SXM_40, RTX_3060)
+
+
+class FakeRunPod:
+    """A GraphQL-like server on 127.0.0.1; `script` is a list of (status, body, delay_s), the last one repeats."""
+
+    def __init__(self, *script):
+        self.script = list(script)
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                status, payload, delay = fake.script.pop(0) if len(fake.script) > 1 else fake.script[0]
+                if delay:
+                    time.sleep(delay)
+                if callable(payload):
+                    payload = payload(self)
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (timeout test)
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/graphql"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(*script):
+        servers.append(FakeRunPod(*script))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # a CI proxy must not intercept the local server
+    P.clear_cache()
+    yield
+    P.clear_cache()
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def snapshot(catalog):
+    return P.snapshot_table(catalog)
+
+
+def closed_port_url() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/graphql"
+
+
+def assert_fell_back(table, snapshot, *fragments):
+    assert table.ok is False and table.source == "snapshot"
+    assert table.message.startswith(f"prices from the snapshot of {snapshot.as_of}: ")
+    for f in fragments:
+        assert f in table.message, table.message
+    assert table.prices == snapshot.prices
+
+
+def price(table, gpu, tier):
+    return table.prices[gpu][tier]
+
+
+# ---------------------------------------------------------------- good answers
+
+
+def test_good_answer_updates_prices_with_origin_and_date(serve, catalog, snapshot):
+    api = serve((200, GOOD, 0))
+    t = P.fetch_live(catalog, api_key=KEY, url=api.url, **FAST)
+    assert t.ok and t.source == "live"
+    assert t.as_of == "2026-11-20T14:02:05Z"
+    assert t.message.startswith("live RunPod prices fetched 2026-11-20 14:02 UTC")
+    for tier, usd in (("secure", 3.79), ("community", 2.49), ("spot", 1.65)):  # spot: min(1.95, 1.65)
+        p = price(t, "h100-sxm", tier)
+        assert (p.usd_hr, p.origin, p.date) == (usd, "live", date(2026, 11, 20))
+        assert "127.0.0.1" in p.source and "2026-11-20 14:02 UTC" in p.source
+    assert price(t, "a100-pcie-80gb", "spot").usd_hr == 0.89        # secureSpotPrice is null
+    assert price(t, "a100-sxm-40gb", "community").usd_hr == 1.05     # matched through an alias
+    # a GPU absent from the answer keeps its snapshot
+    assert price(t, "rtx-4090", "secure") == price(snapshot, "rtx-4090", "secure")
+
+
+def test_tier_whose_cloud_flag_is_false_keeps_the_snapshot(serve, catalog, snapshot):
+    api = serve((200, GOOD, 0))
+    t = P.fetch_live(catalog, url=api.url, **FAST)
+    assert price(t, "b200", "secure").usd_hr == 5.99
+    assert price(t, "b200", "spot").usd_hr == 3.59
+    assert price(t, "b200", "community") == price(snapshot, "b200", "community")   # not the placeholder 0.5
+    assert price(t, "rtx-3070", "community").usd_hr == 0.15
+    assert price(t, "rtx-3070", "spot").usd_hr == 0.08               # secureSpotPrice 0 ignored: secure not offered
+    assert price(t, "rtx-3070", "secure") == price(snapshot, "rtx-3070", "secure")
+    assert "rejected" not in t.message and t.source == "live"
+
+
+def test_request_shape_key_in_bearer_header_only(serve, catalog):
+    api = serve((200, GOOD, 0))
+    P.fetch_live(catalog, api_key=KEY, url=api.url, **FAST)
+    req = api.requests[0]
+    assert req["path"] == "/graphql"                                   # nothing in the query string
+    assert req["headers"]["Authorization"] == f"Bearer {KEY}"
+    query = json.loads(req["body"])["query"]
+    for field in ("gpuTypes", "secureCloud", "communityCloud", "securePrice", "communityPrice",
+                  "secureSpotPrice", "communitySpotPrice"):
+        assert field in query
+
+
+def test_without_a_key_the_query_goes_anonymously(serve, catalog):
+    api = serve((200, GOOD, 0))
+    t = P.fetch_live(catalog, api_key=None, url=api.url, **FAST)
+    assert t.ok
+    assert "Authorization" not in api.requests[0]["headers"]
+
+
+def test_unmapped_ids_are_reported(serve, catalog):
+    api = serve((200, GOOD, 0))
+    t = P.fetch_live(catalog, url=api.url, **FAST)
+    assert t.unmapped == ("NVIDIA GeForce RTX 3060",)
+    assert "1 RunPod types not in the catalog: NVIDIA GeForce RTX 3060" in t.message
+    # 5 catalog GPUs updated: h100-sxm, a100-pcie-80gb, b200, rtx-3070, a100-sxm-40gb
+    assert "(5 GPUs;" in t.message
+
+
+# ---------------------------------------------------------------- faults
+
+
+def test_timeout_falls_back(serve, catalog, snapshot):
+    api = serve((200, GOOD, 1.0))
+    t = P.fetch_live(catalog, url=api.url, **{**FAST, "timeout_s": 0.1})
+    assert_fell_back(t, snapshot, "RunPod API timed out after 0.1 s")
+
+
+def test_http_500_then_success_retries(serve, catalog):
+    api = serve((500, b"oops", 0), (502, b"bad gateway", 0), (200, GOOD, 0))
+    t = P.fetch_live(catalog, url=api.url, **{**FAST, "retries": 2, "backoff_s": 0.01})
+    assert t.ok and price(t, "h100-sxm", "secure").usd_hr == 3.79
+    assert len(api.requests) == 3
+
+
+def test_http_500_every_time_falls_back_after_retries(serve, catalog, snapshot):
+    api = serve((500, b"oops", 0))
+    t = P.fetch_live(catalog, url=api.url, **{**FAST, "retries": 1, "backoff_s": 0.01})
+    assert_fell_back(t, snapshot, "HTTP 500", "2 attempts")
+    assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_key_is_named_but_never_shown(serve, catalog, snapshot, status):
+    api = serve((status, {"errors": [{"message": "Unauthorized"}]}, 0))
+    t = P.fetch_live(catalog, api_key=KEY, url=api.url, **{**FAST, "retries": 2})
+    assert_fell_back(t, snapshot, "refused the API key", f"HTTP {status}")
+    assert KEY not in t.message and KEY not in repr(t)
+    assert len(api.requests) == 1                                      # a refused key is not retried
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"<html>502 Bad Gateway</html>",
+                                  b'{"data": {"gpuTypes": [{"id": "NVIDIA H100 80GB HBM3", "secur'])
+def test_malformed_json_falls_back(serve, catalog, snapshot, body):
+    api = serve((200, body, 0))
+    t = P.fetch_live(catalog, url=api.url, **FAST)
+    assert_fell_back(t, snapshot, "malformed JSON")
+
+
+@pytest.mark.parametrize("doc, fragment", [
+    ({"errors": [{"message": "Something went wrong. Please try again later."}]}, "Something went wrong"),
+    ({"data": {"gpuTypes": None}}, "no data.gpuTypes list"),
+    ([1, 2, 3], "not an object"),
+    (answer(), "no GPU types"),
+])
+def test_graphql_errors_and_wrong_shapes_fall_back(serve, catalog, snapshot, doc, fragment):
+    api = serve((200, doc, 0))
+    assert_fell_back(P.fetch_live(catalog, url=api.url, **FAST), snapshot, fragment)
+
+
+def test_partial_answer_updates_only_the_good_parts(serve, catalog, snapshot):
+    h100_pcie = {"id": "NVIDIA H100 PCIe", "displayName": "H100 PCIe", "secureCloud": True, "communityCloud": True,
+                 "securePrice": "2.49", "communityPrice": 1.79, "secureSpotPrice": None, "communitySpotPrice": None}
+    doc = answer(H100_SXM, "garbage", {"id": 42, "securePrice": 1.0}, None, h100_pcie,
+                 {"id": "NVIDIA L40S", "securePrice": 0.9})               # flags missing: nothing usable
+    api = serve((200, doc, 0))
+    t = P.fetch_live(catalog, url=api.url, **FAST)
+    assert t.ok and t.source == "live (partial)"
+    assert price(t, "h100-sxm", "secure").usd_hr == 3.79
+    assert price(t, "h100-pcie", "community").usd_hr == 1.79
+    assert price(t, "h100-pcie", "secure") == price(snapshot, "h100-pcie", "secure")  # "2.49" is not a number
+    assert price(t, "l40s", "secure") == price(snapshot, "l40s", "secure")
+    assert "h100-pcie secure" in t.message and "skipped 4 malformed" in t.message
+
+
+def test_graphql_error_alongside_data_is_partial(serve, catalog):
+    api = serve((200, {"data": {"gpuTypes": [H100_SXM]}, "errors": [{"message": "lowestPrice unavailable"}]}, 0))
+    t = P.fetch_live(catalog, url=api.url, **FAST)
+    assert t.ok and t.source == "live (partial)" and "lowestPrice unavailable" in t.message
+    assert price(t, "h100-sxm", "community").usd_hr == 2.49
+
+
+def test_zero_and_absurd_prices_are_rejected(serve, catalog, snapshot):
+    l40s = {"id": "NVIDIA L40S", "displayName": "L40S", "secureCloud": True, "communityCloud": True,
+            "securePrice": 0.99, "communityPrice": 99999, "secureSpotPrice": float("nan"), "communitySpotPrice": None}
+    doc = answer({**H100_SXM, "securePrice": 0}, l40s)
+    api = serve((200, json.dumps(doc).encode(), 0))                    # NaN is sent as a bare NaN token
+    t = P.fetch_live(catalog, url=api.url, **FAST)
+    assert t.ok and t.source == "live (partial)"
+    assert price(t, "h100-sxm", "secure") == price(snapshot, "h100-sxm", "secure")
+    assert price(t, "h100-sxm", "community").usd_hr == 2.49
+    assert price(t, "l40s", "community") == price(snapshot, "l40s", "community")
+    assert price(t, "l40s", "spot") == price(snapshot, "l40s", "spot")
+    assert price(t, "l40s", "secure").usd_hr == 0.99
+    for fragment in ("h100-sxm secure (0)", "l40s community (99999)", "l40s spot (nan)"):
+        assert fragment in t.message
+
+
+def test_only_rejected_prices_fall_back(serve, catalog, snapshot):
+    doc = answer({**H100_SXM, "securePrice": 0, "communityPrice": -1, "secureSpotPrice": 500,
+                  "communitySpotPrice": True})
+    api = serve((200, doc, 0))
+    assert_fell_back(P.fetch_live(catalog, url=api.url, **FAST), snapshot, "no usable price", "h100-sxm secure")
+
+
+def test_connection_refused_falls_back(catalog, snapshot):
+    t = P.fetch_live(catalog, url=closed_port_url(), **{**FAST, "retries": 1, "backoff_s": 0.01})
+    assert_fell_back(t, snapshot, "could not connect to http://127.0.0.1:", "2 attempts")
+
+
+def test_key_echoed_by_the_server_is_scrubbed(serve, catalog):
+    echo = lambda h: {"errors": [{"message": f"bad token {h.headers['Authorization']}"}]}
+    api = serve((200, echo, 0))
+    t = P.fetch_live(catalog, api_key=KEY, url=api.url, **FAST)
+    assert not t.ok and "bad token Bearer ***" in t.message
+    assert KEY not in t.message and KEY not in repr(t)
+
+
+def test_key_in_a_hand_made_url_is_not_shown(serve, catalog):
+    api = serve((500, b"x", 0))
+    t = P.fetch_live(catalog, api_key=KEY, url=f"{api.url}?api_key={KEY}", **FAST)
+    assert not t.ok and KEY not in t.message and KEY not in repr(t)
+
+
+def test_key_with_a_newline_is_refused_without_echo(serve, catalog):
+    api = serve((200, GOOD, 0))
+    t = P.fetch_live(catalog, api_key=KEY + "\n", url=api.url, **FAST)
+    assert not t.ok and "API key" in t.message and KEY not in t.message
+    assert api.requests == []
+
+
+# ---------------------------------------------------------------- cache
+
+
+def test_ttl_cache_serves_repeat_calls_without_a_request(serve, catalog):
+    api = serve((200, GOOD, 0))
+    kw = dict(url=api.url, timeout_s=2.0, retries=0, ttl_s=60.0)
+    first = P.fetch_live(catalog, api_key=KEY, now=NOW, **kw)
+    again = P.fetch_live(catalog, api_key=KEY, now=NOW + timedelta(seconds=59), **kw)
+    assert again == first and len(api.requests) == 1
+    P.fetch_live(catalog, api_key="another-key", now=NOW + timedelta(seconds=59), **kw)   # per key
+    assert len(api.requests) == 2
+    later = P.fetch_live(catalog, api_key=KEY, now=NOW + timedelta(seconds=61), **kw)     # expired
+    assert len(api.requests) == 3 and later.as_of == "2026-11-20T14:03:06Z"
+
+
+def test_failures_are_cached_briefly(serve, catalog):
+    api = serve((500, b"x", 0))
+    kw = dict(url=api.url, timeout_s=2.0, retries=0, ttl_s=3600.0)
+    P.fetch_live(catalog, now=NOW, **kw)
+    P.fetch_live(catalog, now=NOW + timedelta(seconds=P.FAILURE_TTL_S - 1), **kw)
+    assert len(api.requests) == 1
+    P.fetch_live(catalog, now=NOW + timedelta(seconds=P.FAILURE_TTL_S + 1), **kw)
+    assert len(api.requests) == 2
+
+
+# ---------------------------------------------------------------- custom prices, snapshots, key
+
+
+def test_with_custom_applies_to_every_tier(snapshot):
+    t = P.with_custom(snapshot, {"rtx-4090": 0.55})
+    for tier in ("secure", "community", "spot"):
+        p = price(t, "rtx-4090", tier)
+        assert (p.usd_hr, p.origin, p.source) == (0.55, "custom", "entered by you")
+    assert price(t, "h100-sxm", "secure") == price(snapshot, "h100-sxm", "secure")
+    assert price(snapshot, "rtx-4090", "secure").origin == "snapshot"     # the input table is untouched
+
+
+@pytest.mark.parametrize("value", [0, -1.0, 1000, 1e6, math.nan, math.inf, "0.5", True])
+def test_with_custom_rejects_bad_values_naming_the_gpu(snapshot, value):
+    with pytest.raises(ValueError, match="rtx-4090"):
+        P.with_custom(snapshot, {"rtx-4090": value})
+
+
+def test_with_custom_unknown_gpu_suggests(snapshot):
+    with pytest.raises(ValueError, match="rtx-4090"):
+        P.with_custom(snapshot, {"rtx-4909": 1.0})
+
+
+def test_write_snapshot_round_trip(serve, catalog, snapshot, tmp_path):
+    api = serve((200, GOOD, 0))
+    live = P.fetch_live(catalog, api_key=KEY, url=api.url, **FAST)
+    path = P.write_snapshot(live, tmp_path)
+    assert path.parent == tmp_path and path.name == "runpod-2026-11-20.yaml"
+    text = path.read_text()
+    assert KEY not in text
+    doc = yaml.safe_load(text)
+    assert doc["schema_version"] == 1 and doc["date"] == date(2026, 11, 20) and "127.0.0.1" in doc["source"]
+    back = P.snapshot_table(catalog, directory=tmp_path)
+    assert back.ok and back.as_of == "2026-11-20"
+    for gpu, tier, usd in (("h100-sxm", "secure", 3.79), ("h100-sxm", "spot", 1.65), ("b200", "secure", 5.99)):
+        p = price(back, gpu, tier)
+        assert (p.usd_hr, p.origin, p.date) == (usd, "snapshot", date(2026, 11, 20))
+    # a tier the fetch did not cover keeps the older committed price
+    assert price(back, "b200", "community") == price(snapshot, "b200", "community")
+
+
+def test_write_snapshot_refuses_a_fallback(catalog, snapshot, tmp_path):
+    t = P.fetch_live(catalog, url=closed_port_url(), **FAST)
+    with pytest.raises(ValueError, match="refusing"):
+        P.write_snapshot(t, tmp_path)
+    with pytest.raises(ValueError):
+        P.write_snapshot(snapshot, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_older_snapshot_file_does_not_override_newer_catalog_price(catalog, snapshot, tmp_path):
+    (tmp_path / "runpod-2020-01-01.yaml").write_text(
+        "schema_version: 1\ndate: 2020-01-01\nsource: old test file\nprices:\n"
+        "- id: h100-sxm\n  secure: 9.99\n  community: null\n  spot: null\n"
+        "- id: t4\n  secure: 0.31\n  community: null\n  spot: null\n")
+    t = P.snapshot_table(catalog, directory=tmp_path)
+    assert price(t, "h100-sxm", "secure") == price(snapshot, "h100-sxm", "secure")
+    assert price(t, "t4", "secure").usd_hr == 0.31        # no catalog price: the file fills it in
+    assert price(t, "t4", "secure").date == date(2020, 1, 1)
+
+
+@pytest.mark.parametrize("body, record, field", [
+    ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secure: abc\n", "'h100-sxm'", "secure"),
+    ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secure: 0\n", "'h100-sxm'", "secure"),
+    ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxn\n  secure: 3.0\n", "'h100-sxn'", "id"),
+    ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secur: 3.0\n", "'h100-sxm'", "secur"),
+    ("schema_version: 1\nsource: s\nprices:\n- id: h100-sxm\n  secure: 3.0\n", "header", "date"),
+    ("schema_version: 2\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n", "-", "schema_version"),
+])
+def test_bad_snapshot_files_name_file_record_field(catalog, tmp_path, body, record, field):
+    path = tmp_path / "runpod-bad.yaml"
+    path.write_text(body)
+    with pytest.raises(DataFileError) as err:
+        P.snapshot_table(catalog, directory=tmp_path)
+    assert (err.value.path, err.value.record, err.value.field) == (str(path), record, field)
+
+
+def test_api_key_from_env(monkeypatch):
+    monkeypatch.setenv("RUNPOD_API_KEY", f"  {KEY}\n")
+    assert P.api_key_from_env() == KEY
+    monkeypatch.setenv("RUNPOD_API_KEY", "  ")
+    assert P.api_key_from_env() is None
+    monkeypatch.delenv("RUNPOD_API_KEY")
+    assert P.api_key_from_env() is None
+
+
+# ---------------------------------------------------------------- command line
+
+
+def run_cli(*args, key=KEY):
+    env = {**os.environ, "RUNPOD_API_KEY": key}
+    return subprocess.run([sys.executable, "-m", "planner", "prices", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_refresh_writes_a_snapshot(serve, tmp_path):
+    api = serve((200, GOOD, 0))
+    before = datetime.now(timezone.utc).date()
+    r = run_cli("--refresh", "--url", api.url, "--out", str(tmp_path), "--format", "json")
+    after = datetime.now(timezone.utc).date()
+    assert r.returncode == 0, r.stderr
+    files = list(tmp_path.glob("*.yaml"))
+    assert len(files) == 1
+    doc = yaml.safe_load(files[0].read_text())
+    assert doc["date"] in (before, after) and "127.0.0.1" in doc["source"]
+    rows = {row["id"]: row for row in doc["prices"]}
+    assert (rows["h100-sxm"]["secure"], rows["h100-sxm"]["community"], rows["h100-sxm"]["spot"]) == (3.79, 2.49, 1.65)
+    shown = json.loads(r.stdout)
+    assert shown["source"] == "live" and shown["ok"] is True
+    assert api.requests[0]["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert KEY not in r.stdout + r.stderr + files[0].read_text()
+
+
+def test_cli_refresh_failure_exits_2_and_writes_nothing(serve, tmp_path):
+    api = serve((401, {"errors": [{"message": "Unauthorized"}]}, 0))
+    r = run_cli("--refresh", "--url", api.url, "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert "no snapshot written" in r.stderr and "refused the API key" in r.stderr
+    assert KEY not in r.stdout + r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_shows_the_snapshot_offline(snapshot):
+    r = run_cli("--format", "json")
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    assert shown["source"] == "snapshot" and shown["as_of"] == snapshot.as_of
+    row = next(x for x in shown["prices"] if x["gpu"] == "h100-sxm")
+    assert row["secure_usd_hr"] == price(snapshot, "h100-sxm", "secure").usd_hr

@@ -1,0 +1,226 @@
+"""Validation against published measurements: loading, the row -> plan -> error route, the split, the summary, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.cli import main
+from planner.engine.estimate import Plan, estimate_all
+from planner.inputs.models import load_models
+from planner.base.schema import DataFileError
+from planner.tools.uncertainty import load_uncertainty
+from planner.tools.validation import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements, run_validation,
+                                split_of, validation_chart)
+from planner.engine.workloads import Generate, Train
+
+BASE_ROW = {
+    "id": "hand-llama3-8b-f16-rtx4090-tg512", "gpu": "rtx-4090", "gpus": 1, "model": "llama-3-8b", "regime": "decode",
+    "framework": "llama.cpp", "precision": "fp16", "weight_bits": 16, "batch": 1, "prompt_tokens": 0, "gen_tokens": 512,
+    "seq_len": None, "metric": "tokens_per_s", "value": 50.0, "source": "hand-made test row", "conditions": "none",
+}
+TRAIN_ROW = {
+    "id": "hand-gpt2-a100-x8", "gpu": "a100-sxm-80gb", "gpus": 8, "model": "gpt2-124m", "regime": "train",
+    "framework": "llm.c", "precision": "bf16", "weight_bits": 16, "batch": 512, "prompt_tokens": 0, "gen_tokens": 0,
+    "seq_len": 1024, "micro_batch": 32, "grad_accum": 2, "metric": "step_seconds", "value": 0.25,
+    "source": "hand-made test row", "conditions": "none",
+}
+
+
+def write_rows(tmp_path: Path, rows: list[dict], name: str = "m.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": rows}, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def report() -> ValidationReport:
+    return run_validation()
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = main(["validate", *args])
+    return rc, buf.getvalue()
+
+
+# ---------------------------------------------------------------- the published data set
+
+def test_every_published_row_loads_and_is_usable(report):
+    rows = load_measurements()
+    assert len(rows) == 101 and len({r.id for r in rows}) == 101
+    assert len(report.rows) == 101
+    for r in report.rows:
+        assert r.split in ("tune", "test", "excluded")
+        if r.split == "excluded":
+            assert r.note, f"{r.row_id} is excluded without a reason"
+        else:
+            assert r.predicted and r.predicted > 0 and r.error_pct is not None, r.row_id
+
+
+def test_layer_split_rows_are_excluded_with_the_reason(report):
+    by_id = {r.row_id: r for r in report.rows}
+    for rid in ("xd-llama3-70b-q4km-rtx3090x2-tg512", "xd-llama3-70b-q4km-rtx4090x2-tg512"):
+        assert by_id[rid].split == "excluded" and "layer split" in by_id[rid].note
+
+
+# ---------------------------------------------------------------- malformed rows name file, row and field
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"value": None}, "value", "missing"),
+    ({"gpu": "rtx-4909"}, "gpu", "did you mean"),
+    ({"metric": "tokens"}, "metric", "expected one of"),
+    ({"vlaue": 3}, "vlaue", "did you mean 'value'"),
+    ({"gen_tokens": 0}, "gen_tokens", "decode row needs"),
+    ({"precision": "fp12"}, "precision", "unknown precision"),
+])
+def test_malformed_row_names_file_row_and_field(tmp_path, change, field, words):
+    path = write_rows(tmp_path, [{**BASE_ROW, **change}])
+    with pytest.raises(DataFileError) as err:
+        load_measurements(path)
+    assert err.value.path == str(path) and err.value.field == field
+    assert BASE_ROW["id"] in err.value.record and words in str(err.value)
+
+
+def test_train_row_whose_batches_dont_multiply_out_is_rejected(tmp_path):
+    path = write_rows(tmp_path, [{**TRAIN_ROW, "micro_batch": 30}])  # 30 x 2 x 8 = 480, not 512
+    with pytest.raises(DataFileError, match="micro_batch 30 x grad_accum 2 x gpus 8 != batch 512"):
+        load_measurements(path)
+
+
+def test_duplicate_ids_are_rejected(tmp_path):
+    path = write_rows(tmp_path, [BASE_ROW, BASE_ROW])
+    with pytest.raises(DataFileError, match="duplicate id"):
+        load_measurements(path)
+
+
+# ---------------------------------------------------------------- error = (pred - meas) / meas, from the engine
+
+def test_error_matches_the_planners_own_estimate_on_a_hand_made_file(tmp_path):
+    prefill = {**BASE_ROW, "id": "hand-llama3-8b-f16-rtx6000ada-pp512", "gpu": "rtx-6000-ada", "regime": "prefill",
+               "prompt_tokens": 512, "gen_tokens": 0, "value": 6000.0}
+    path = write_rows(tmp_path, [BASE_ROW, TRAIN_ROW, prefill])
+    got = {r.row_id: r for r in run_validation(path).rows}
+
+    # Route 2: plans written out by hand from the rows and estimated with the public estimate_all.
+    models = load_models()
+    decode_plan = Plan(models.get("llama-3-8b"), Generate(1, 1, 512), "fp16", runtime="llama.cpp", batch=1)
+    e = estimate_all(decode_plan, gpu_names=["rtx-4090"])[0]
+    predicted = 1 * 512 / e.seconds  # generated tokens / s
+    assert got[BASE_ROW["id"]].predicted == pytest.approx(predicted, rel=1e-9)
+    assert got[BASE_ROW["id"]].error_pct == pytest.approx((predicted - 50.0) / 50.0 * 100, rel=1e-9)
+
+    train_plan = Plan(models.get("gpt2-124m"), Train(512, 1024, 1.0, "adamw", False, 2), "bf16", runtime="llm.c",
+                      batch=32, gpus=8)
+    e = estimate_all(train_plan, gpu_names=["a100-sxm-80gb"])[0]
+    assert e.parallelism == "data"
+    assert got[TRAIN_ROW["id"]].predicted == pytest.approx(e.seconds, rel=1e-9)  # one optimizer step
+    assert got[TRAIN_ROW["id"]].error_pct == pytest.approx((e.seconds - 0.25) / 0.25 * 100, rel=1e-9)
+
+    prefill_plan = Plan(models.get("llama-3-8b"), Generate(1, 512, 1), "fp16", runtime="llama.cpp", batch=1)
+    e = estimate_all(prefill_plan, gpu_names=["rtx-6000-ada"])[0]
+    assert got[prefill["id"]].predicted == pytest.approx(512 / e.seconds, rel=1e-9)  # prompt tokens / s
+
+
+def test_quantized_row_runs_at_its_own_bits_per_weight(tmp_path):
+    """A 4.9-bit row must be slower than the 4.125-bit int4 preset in memory-bound decode, by at most 4.9/4.125."""
+    q4 = {**BASE_ROW, "id": "hand-q4", "precision": "int4", "weight_bits": 4.9}
+    res = run_validation(write_rows(tmp_path, [q4])).rows[0]
+    assert res.precision == "int4@4.9b" and "4.9 bits" in res.note
+    preset = estimate_all(Plan(load_models().get("llama-3-8b"), Generate(1, 1, 512), "int4", runtime="llama.cpp",
+                               batch=1), gpu_names=["rtx-4090"])[0]
+    assert preset.tokens_per_s / 4.9 * 4.125 < res.predicted < preset.tokens_per_s
+
+
+# ---------------------------------------------------------------- the split
+
+def test_split_is_a_fixed_hash_of_the_id_and_tune_test_are_disjoint(report):
+    for rid in ("a", "xd-llama3-8b-f16-a100sxm80-tg512", "mpt-1b-h100sxm-x8-seq2048-gbs112"):
+        expected = "tune" if int(hashlib.sha256(rid.encode()).hexdigest(), 16) % 3 == 0 else "test"
+        assert split_of(rid) == expected == split_of(rid)
+    tune = {r.row_id for r in report.rows if r.split == "tune"}
+    test = {r.row_id for r in report.rows if r.split == "test"}
+    assert tune and test and not tune & test
+    for r in report.rows:  # a scored row's split is its id's, whatever its values
+        if r.split != "excluded":
+            assert r.split == split_of(r.row_id)
+    share = sum(split_of(r.row_id) == "tune" for r in report.rows) / len(report.rows)
+    assert 0.2 < share < 0.45  # about a third
+
+
+def test_split_does_not_depend_on_the_measured_value(tmp_path):
+    a = run_validation(write_rows(tmp_path, [BASE_ROW], "a.yaml")).rows[0]
+    b = run_validation(write_rows(tmp_path, [{**BASE_ROW, "value": 5000.0}], "b.yaml")).rows[0]
+    assert a.split == b.split == split_of(BASE_ROW["id"])
+
+
+# ---------------------------------------------------------------- summary
+
+def _row(rid: str, err: float, split: str, regime: str = "decode", cls: str = "gddr") -> RowResult:
+    return RowResult(rid, "rtx-4090", cls, "m", regime, "llama.cpp", "llama.cpp", "fp16", 1, "tokens_per_s", 100.0,
+                     100.0 * (1 + err / 100), err, split, "", "src")
+
+
+def test_summary_median_and_p90_use_only_the_asked_split():
+    rows = [_row(f"r{i}", e, "test") for i, e in enumerate([10, -20, 30, 40, -50])]
+    rows += [_row("big", 1000, "tune"), _row("ex", 500, "excluded")]
+    summary = ValidationReport(tuple(rows)).summary("test")
+    overall = next(s for s in summary if s["group"] == "all")
+    # |errors| 10, 20, 30, 40, 50: median 30; p90 at position 0.9 x 4 = 3.6 -> 40 + 0.6 x 10 = 46
+    assert overall["n"] == 5 and overall["median_ape"] == 30.0 and overall["p90_ape"] == 46.0
+    decode = next(s for s in summary if s["group"] == "regime" and s["key"] == "decode")
+    assert decode["target_median_ape"] == 15.0 and decode["meets_target"] is False
+    tune = next(s for s in ValidationReport(tuple(rows)).summary("tune") if s["group"] == "all")
+    assert tune["n"] == 1 and tune["median_ape"] == 1000.0
+
+
+# ---------------------------------------------------------------- chart and CLI
+
+def test_chart_is_log_log_with_the_identity_line(report):
+    spec = validation_chart(report).to_dict()
+    layers = spec["layer"]
+    assert any(l["encoding"]["x"]["scale"]["type"] == "log" for l in layers)
+    points = next(l for l in layers if l["encoding"].get("color"))
+    assert points["encoding"]["color"]["field"] == "regime"
+    line = next(l for l in layers if not l["encoding"].get("color"))
+    ys = [(v["x"], v["y"]) for v in line["data"]["values"] if v["line"] == "y = x"]
+    assert ys and all(math.isclose(x, y) for x, y in ys)
+
+
+def test_cli_prints_rows_and_median_p90_summary():
+    rc, out = run_cli()
+    assert rc == 0
+    assert "median_ape" in out and "p90_ape" in out and "test split" in out and "tune split" in out
+    assert "xd-llama3-8b-f16-a100sxm80-tg512" in out and "sha256(id) mod 3" in out
+
+
+def test_cli_json_plot_and_uncertainty_file(tmp_path):
+    rc, out = run_cli("--format", "json")
+    doc = json.loads(out)
+    assert rc == 0 and len(doc["rows"]) == 101
+    assert {s["split"] for s in doc["summary"]} == {"test", "tune"}
+    plot, unc = tmp_path / "v.html", tmp_path / "u.yaml"
+    rc, out = run_cli("--format", "csv", "--plot", str(plot), "--write-uncertainty", "--uncertainty-file", str(unc))
+    assert rc == 0 and out.startswith("row,split,regime")
+    assert plot.read_text().lstrip().lower().startswith("<!doctype html>")
+    table = load_uncertainty(unc)
+    assert len(table.cells) == 6 and "test" in table.split
+
+
+def test_cli_reports_a_malformed_file_without_a_traceback(tmp_path, capsys):
+    path = write_rows(tmp_path, [{**BASE_ROW, "gpus": 0}])
+    assert main(["validate", "--measurements", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "gpus" in err and "Traceback" not in err
+
+
+def test_default_file_is_the_published_one():
+    assert MEASUREMENTS_FILE.name == "measurements.yaml" and MEASUREMENTS_FILE.parent.name == "validation"

@@ -1,0 +1,161 @@
+"""Chart data and specs: Pareto front by hand, roofline physics, batch sweep, memory sums, units on every axis."""
+
+import math
+
+import pytest
+
+from planner.views import charts
+from planner.inputs.catalog import load_catalog
+from planner.engine.estimate import Plan, estimate_all, estimate_gpu
+from planner.inputs.models import load_models
+from planner.engine.workloads import Generate, Train
+
+CATALOG = load_catalog()
+
+
+def _plan(model="cfdna-gen", workload=Generate(2**16, 1, 64), precision="fp16", **kw):
+    return Plan(load_models().get(model), workload, precision, **kw)
+
+
+@pytest.fixture(scope="module")
+def ranking():
+    return estimate_all(_plan(price_tier="community"))
+
+
+def _layers(spec):
+    return spec.get("layer") or [spec]
+
+
+def _axis_titles(spec):
+    out = []
+    for layer in _layers(spec):
+        for ch in ("x", "y"):
+            enc = layer.get("encoding", {}).get(ch, {})
+            if "title" in enc:
+                out.append(enc["title"])
+    return out
+
+
+def test_pareto_front_by_hand():
+    pts = [("a", 1, 10), ("b", 2, 5), ("c", 3, 6), ("d", 4, 1), ("e", 5, 1), ("f", 2, 5)]
+    # c is beaten by b (faster and cheaper), e by d (faster, same cost); f ties b exactly and b comes first
+    assert charts.pareto_front(pts) == ["a", "b", "d"]
+    assert charts.pareto_front([]) == [] and charts.pareto_front([("x", 3, None)]) == []
+
+
+def test_best_value_minimises_time_times_cost():
+    pts = [("fast", 1, 10), ("middle", 2, 3), ("cheap", 10, 1)]  # products 10, 6, 10
+    assert charts.best_value(pts) == "middle"
+    assert charts.best_value([]) is None
+
+
+def test_cost_time_data_marks_exactly_the_front(ranking):
+    df = charts.cost_time_data(ranking, unit=("min", 60.0))
+    assert len(df) == sum(1 for e in ranking if e.feasible and e.cost() is not None)
+    front = set(charts.pareto_front(zip(df.gpu_id, df.seconds, df.cost_usd)))
+    assert set(df[df.on_front].gpu_id) == front and front
+    for _, r in df.iterrows():  # nothing off the front may beat a front point on both axes
+        if r.on_front:
+            assert not ((df.seconds < r.seconds) & (df.cost_usd < r.cost_usd)).any()
+    assert (df.time * 60).tolist() == pytest.approx(df.seconds.tolist())
+
+
+def test_cost_time_chart_labels_units_and_source(ranking):
+    spec = charts.cost_time_chart(charts.cost_time_data(ranking, unit=("min", 60.0)), "community", "min").to_dict()
+    titles = _axis_titles(spec)
+    assert "Time for the whole job (min, log scale)" in titles
+    assert any(t.startswith("Cost of the job ($, RunPod community") for t in titles)
+    assert any("Source:" in s for s in spec["title"]["subtitle"])
+    assert "shape" not in _layers(spec)[0]["encoding"]  # no calibration, no analytic/calibrated legend
+
+
+def test_roofline_ceilings_are_datasheet_physics_and_points_sit_under_them(ranking):
+    chosen = [e for e in ranking if e.feasible][:4]
+    ceilings, points = charts.roofline_data(chosen)
+    assert set(points.gpu) == {e.gpu.name for e in chosen}
+    for e in chosen:
+        gpu, path = e.gpu, e.setup.precision.compute_path
+        c = ceilings[ceilings.gpu == gpu.name].sort_values("intensity")
+        low, high = c.iloc[0], c.iloc[-1]
+        assert low.tflops / low.intensity == pytest.approx(gpu.mem_bw_gbps / 1000)  # slope: bandwidth (TB/s)
+        assert high.tflops == pytest.approx(gpu.peak_tflops(path))  # flat roof: the dense peak
+        p = points[points.gpu == gpu.name].iloc[0]
+        roof = min(gpu.peak_tflops(path), p.intensity * gpu.mem_bw_gbps / 1000)
+        assert 0 < p.tflops <= roof  # nothing runs above its roofline
+        flops, nbytes = charts.work_totals(e)
+        assert p.intensity == pytest.approx(flops / nbytes)
+
+
+def test_roofline_chart_spec_names_axes():
+    e = estimate_gpu(_plan(), CATALOG.get("rtx-4090"))
+    spec = charts.roofline_chart(*charts.roofline_data([e])).to_dict()
+    titles = _axis_titles(spec)
+    assert any("FLOP per byte" in t for t in titles) and any("TFLOPS (fp16" in t for t in titles)
+
+
+@pytest.mark.parametrize("max_batch, limit, extra, expected", [
+    (5, 100, [], [1, 2, 4, 5, 6, 8]),        # powers of two up to 2 x 5, the largest fit and one past it
+    (0, 100, [], [1, 2]),                    # nothing fits: still show batch 1 (and 2) as out of memory
+    (64, 10, [3], [1, 2, 3, 4, 8, 10]),       # never above the items there are; the user's batch included
+])
+def test_batch_grid(max_batch, limit, extra, expected):
+    assert charts.batch_grid(max_batch, limit, extra) == expected
+
+
+def test_batch_sweep_memory_limit_and_throughput():
+    plan = _plan(workload=Generate(2**16, 1, 64))
+    gpu = CATALOG.get("rtx-3090")
+    df = charts.batch_sweep(plan, [gpu])
+    fit = df.max_batch.iloc[0]
+    assert (df[df.batch <= fit].feasible).all() and not (df[df.batch > fit].feasible).any()
+    assert (df[df.feasible].memory_gb <= gpu.vram_capacity_gb).all()
+    assert (df[~df.feasible].memory_gb > gpu.vram_capacity_gb).all()
+    # powers of two divide 2**16 sequences exactly: per-item time never rises with the batch (roofline max(a + bB))
+    pow2 = df[df.feasible & df.batch.map(lambda b: b & (b - 1) == 0)].sort_values("batch")
+    assert (pow2.items_per_s.diff().dropna() >= -1e-9 * pow2.items_per_s.max()).all()
+    for _, r in df[df.feasible].iterrows():
+        assert r.items_per_s == pytest.approx(2**16 / r.seconds)
+
+
+def test_batch_chart_marks_the_memory_limit():
+    df = charts.batch_sweep(_plan(), [CATALOG.get("rtx-4090"), CATALOG.get("a100-sxm-80gb")])
+    spec = charts.batch_chart(df, "tokens_per_s", "Throughput (generated tokens/s)").to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert marks == ["line", "point", "rule"]
+    assert "Batch size (per GPU, log2)" in _axis_titles(spec)
+
+
+def test_memory_data_sums_to_each_estimate(ranking):
+    chosen = ranking[:3]
+    df = charts.memory_data(chosen)
+    for e in chosen:
+        assert df[df.gpu == e.gpu.name].gb.sum() == pytest.approx(e.memory.total_gb)
+        assert df[df.gpu == e.gpu.name].vram_gb.iloc[0] == pytest.approx(e.gpu.vram_gb * 2**30 / 1e9)
+    spec = charts.memory_chart(df).to_dict()
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "tick"]
+
+
+def test_time_split_adds_up_to_the_job_time():
+    e = estimate_gpu(_plan(model="gpt2-124m", workload=Train(1000, 256, 1.0), precision="bf16"),
+                     CATALOG.get("a100-sxm-80gb"))
+    df = charts.time_split_data(e)
+    assert df.seconds.sum() == pytest.approx(e.seconds)
+    assert set(df.limit) <= {"compute", "memory", "overhead", "communication"}
+
+
+def test_calibration_chart_from_points():
+    points = [{"model": "m", "workload": "decode", "batch": 1, "measured_s": 0.1, "analytic_s": 0.01,
+               "calibrated_s": 0.11}]
+    df = charts.calibration_data(points)
+    assert list(df.estimate) == ["analytic", "calibrated"]
+    assert df.error_pct.tolist() == pytest.approx([-90.0, 10.0])
+    spec = charts.calibration_chart(df).to_dict()
+    assert "Measured on your device (s, log)" in _axis_titles(spec)
+
+
+def test_time_unit_follows_the_median():
+    assert charts.time_unit([30, 40, 50]) == ("s", 1.0)
+    assert charts.time_unit([30, 4000, 5000]) == ("min", 60.0)
+    assert charts.time_unit([None, 9000, 90000]) == ("h", 3600.0)
+    assert charts.time_unit([3e5]) == ("days", 86400.0)
+    assert math.isclose(charts.time_unit([])[1], 1.0)

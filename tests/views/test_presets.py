@@ -1,0 +1,99 @@
+"""Seed-question presets: one per question, each a valid link, each answering what its seed asks."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from planner.views import share
+from planner.inputs.catalog import load_catalog
+from planner.engine.estimate import estimate_all
+from planner.views.presets import PRESETS_FILE, load_all, load_presets, parse_link
+from planner.base.schema import DataFileError
+
+SEED_README = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "README.md"
+PRESETS = {p.id: p for p in load_presets()}
+
+
+def _ranking(preset_id):
+    p = PRESETS[preset_id]
+    return {e.gpu.id: e for e in estimate_all(share.to_plan(p.inputs, share.resolve_model(p.inputs)))}
+
+
+def test_every_seed_document_has_a_preset_named_for_its_question():
+    seeds = {p.seed for p in PRESETS.values()}
+    if SEED_README.exists():  # ../shared sits beside the project on developer machines and CI
+        listed = set(re.findall(r"\| (\d{3}_[0-9a-f]{16}\.txt) \|", SEED_README.read_text()))
+        assert listed and listed <= seeds
+    assert len(seeds) == 5
+    for p in PRESETS.values():
+        assert p.question.endswith("?") and len(p.question) < 140  # a question, short enough for a button
+
+
+def test_each_preset_is_a_link_that_round_trips():
+    for p in PRESETS.values():
+        inputs, warnings = share.decode(parse_link(p.link))
+        assert warnings == [] and inputs == p.inputs
+        again, warnings = share.decode(share.encode(p.inputs))
+        assert warnings == [] and again == p.inputs
+        assert p.inputs.gpu in load_catalog().ids() + ("",)  # the GPU its question names ('' = which one?)
+
+
+def test_cfdna_preset_ranks_rentable_gpus_for_a_million_sequences():
+    p = PRESETS["cfdna-1m-runpod"]
+    assert (p.inputs.seqs, p.inputs.prec, p.inputs.rt, p.inputs.priced) == (1_000_000, "fp16", "torch-compile", True)
+    ranked = _ranking(p.id)
+    rentable = [e for e in ranked.values() if e.feasible and e.cost() is not None]
+    assert len(rentable) >= 10
+    # generation is bandwidth-bound here: the seed's central claim, which the estimate must reproduce
+    assert all(e.bound == "memory" for e in (ranked["rtx-4090"], ranked["rtx-3090"], ranked["h100-sxm"]))
+
+
+def test_sea_preset_runs_on_three_a5000():
+    p = PRESETS["sea-3x-a5000"]
+    e = _ranking(p.id)["rtx-a5000"]
+    assert p.inputs.gpus == 3 and p.inputs.batch == 1 and e.feasible
+    assert e.memory.total_gb <= e.gpu.vram_capacity_gb
+    assert any("data parallel" in r.text for r in e.reasons)
+
+
+def test_betarho_presets_fit_their_gpus():
+    reduced = _ranking("betarho-reduced-4070ti-super")["rtx-4070-ti-super"]
+    assert reduced.feasible and reduced.batch >= 1 and PRESETS["betarho-reduced-4070ti-super"].inputs.ckpt
+    full = _ranking("betarho-full-a100-40gb")["a100-sxm-40gb"]
+    assert full.feasible and full.batch == 16  # the seed's A100 config: batch 16 at 500 nt
+
+
+def test_rtx_5090_preset_carries_the_pytorch_build_requirement():
+    e = _ranking("llm-7b-fp16-rtx-5090")["rtx-5090"]
+    assert e.feasible and any(r.code == "pytorch_build" and "2.7" in r.text for r in e.reasons)
+    assert e.tokens_per_s and e.plan.workload.gen_tokens == 100
+
+
+def test_neuromanifold_preset_splits_gpus_at_sm80():
+    ranked = _ranking("neuromanifold-attention-1024")
+    for e in ranked.values():
+        if e.gpu.compute_capability is None:
+            continue
+        blocked = any(r.code == "attention" and r.blocking for r in e.reasons)
+        assert blocked == (e.gpu.compute_capability < (8, 0)), e.gpu.id
+
+
+def test_a_broken_preset_is_named_and_the_rest_still_load(tmp_path):
+    text = PRESETS_FILE.read_text()
+    broken = text.replace("model=cfdna-gen&job=generate", "model=cfdna-gen&job=generate&kv=fp4", 1)
+    assert broken != text
+    path = tmp_path / "presets.yaml"
+    path.write_text(broken)
+    good, bad = load_all(path)
+    assert len(good) == len(PRESETS) - 1 and len(bad) == 1
+    assert bad[0].record == "'cfdna-1m-runpod'" and bad[0].field == "link" and "'kv'" in str(bad[0])
+    with pytest.raises(DataFileError, match="kv"):
+        load_presets(path)
+
+
+def test_unknown_preset_field_is_refused(tmp_path):
+    path = tmp_path / "presets.yaml"
+    path.write_text(PRESETS_FILE.read_text().replace("    seed: 003", "    sede: 003", 1))
+    _, bad = load_all(path)
+    assert bad and bad[0].field == "sede" and "did you mean 'seed'" in str(bad[0])

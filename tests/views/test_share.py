@@ -1,0 +1,235 @@
+"""Share links: encode/decode round trips, every bad value named and replaced alone, exports carry their context."""
+
+import csv
+import io
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.views import share
+from planner.inputs.catalog import load_catalog
+from planner.engine.estimate import estimate_all
+from planner.inputs.models import DecoderProfile, load_models
+from planner.views.share import DEFAULTS, Inputs, decode, encode
+from planner.engine.workloads import Generate, Infer, Train
+
+GPU_IDS = list(load_catalog().ids())
+DECODERS = [m.id for m in load_models().models if isinstance(m, DecoderProfile)]
+
+GENERIC_YAML = """
+id: tiny-generic
+name: Tiny generic
+kind: generic
+input_size_name: num_vars
+default_input_size: 100
+constants: {d: 8}
+params: "4 * d * d"
+fwd_flops_per_sample: "2 * 4 * d * d * L"
+activation_elems_per_sample: "4 * d * L"
+peak_inference_elems_per_sample: "2 * d * L"
+activation_traffic_elems_per_sample: "8 * d * L"
+kernels_per_forward: 10
+derivation: "four d x d matrices applied to L positions"
+source: "test fixture"
+"""
+
+
+def _warned(warnings, param):
+    return [w for w in warnings if w.param == param]
+
+
+def test_empty_link_is_the_default_plan():
+    inputs, warnings = decode({})
+    assert warnings == [] and inputs == DEFAULTS
+    assert inputs.size == load_models().get(DEFAULTS.model).context  # infer/train size defaults to the context
+
+
+def test_encode_writes_the_plan_and_only_changed_view_options():
+    params = encode(DEFAULTS)
+    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier"} <= set(params)
+    view = {"vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp", "psrc", "myprice", "cal"}
+    assert not set(params) & view
+    assert "samples" not in params and "epochs" not in params  # other jobs' fields stay out of the link
+    filtered = Inputs(vendor="AMD", minvram=80.0)
+    assert encode(filtered)["vendor"] == "AMD" and encode(filtered)["minvram"] == "80"
+
+
+inputs_strategy = st.builds(
+    Inputs,
+    model=st.sampled_from(DECODERS),
+    job=st.sampled_from(share.JOBS),
+    seqs=st.integers(1, 10**9), prompt=st.integers(1, 4096), gen=st.integers(1, 4096),
+    samples=st.integers(1, 10**9), size=st.integers(1, 10**5),
+    epochs=st.sampled_from([0.5, 1.0, 3.0, 12.25]), opt=st.sampled_from(["adam", "adamw", "sgd"]),
+    ckpt=st.booleans(), accum=st.integers(1, 64), batch=st.none() | st.integers(1, 4096),
+    prec=st.sampled_from(["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]),
+    kv=st.sampled_from(["auto", "fp16", "fp8"]), attn=st.sampled_from(["sdpa", "flash-attn-2", "manual"]),
+    rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
+    tier=st.sampled_from(["secure", "community", "spot"]), psrc=st.sampled_from(share.PRICE_SOURCES),
+    myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
+                     max_size=3, unique_by=lambda t: t[0]).map(lambda xs: tuple(sorted(xs))),
+    vendor=st.sampled_from(share.VENDORS), minvram=st.sampled_from([0.0, 16.0, 80.0]),
+    maxusd=st.sampled_from([0.0, 0.5, 2.25]), feasible=st.booleans(), priced=st.booleans(),
+    gpu=st.sampled_from([""] + GPU_IDS[:5]),
+    cmp=st.lists(st.sampled_from(GPU_IDS), max_size=share.MAX_CMP, unique=True).map(tuple),
+)
+
+
+def _relevant(i: Inputs) -> Inputs:
+    """What a link keeps: fields of other jobs fall back to their defaults (kv only matters for generate)."""
+    keep = set(share.JOB_FIELDS[i.job])
+    values = {f: (getattr(i, f) if f in keep else getattr(DEFAULTS, f)) for f in
+              ("seqs", "prompt", "gen", "samples", "size", "epochs", "opt", "ckpt", "accum")}
+    if "size" not in keep:
+        values["size"] = load_models().get(i.model).context
+    kv = i.kv if i.job == "generate" else DEFAULTS.kv
+    return share.Inputs(**{**i.__dict__, **values, "kv": kv})
+
+
+@settings(max_examples=60, deadline=None)
+@given(inputs_strategy)
+def test_decode_inverts_encode(inputs):
+    back, warnings = decode(encode(inputs))
+    assert warnings == []
+    assert back == _relevant(inputs)
+
+
+def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
+    query = share.query_string(Inputs(model="llama-3-8b", prec="fp16", cmp=("rtx-4090", "h100-sxm")))
+    back, warnings = decode(parse_qs(query))
+    assert warnings == [] and back.model == "llama-3-8b" and back.cmp == ("rtx-4090", "h100-sxm")
+    last, _ = decode({"prec": ["fp32", "fp16"]})  # a repeated key: the last one, like st.query_params[key]
+    assert last.prec == "fp16"
+
+
+@pytest.mark.parametrize("param, bad", [
+    ("model", "llama-9"), ("job", "dance"), ("seqs", "many"), ("seqs", "0"), ("prompt", "-3"), ("gen", "1.5"),
+    ("samples", "nan"), ("size", "1e99"), ("epochs", "0"), ("opt", "adagrad"), ("ckpt", "maybe"), ("accum", "x"),
+    ("batch", "big"), ("prec", "bf17"), ("kv", "fp4"), ("attn", "flash3"), ("rt", "jax"), ("gpus", "0"),
+    ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Intel"), ("minvram", "-1"), ("maxusd", "inf"),
+    ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"),
+])
+def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
+    good = {"model": "llama-2-7b", "job": "train", "samples": "5000", "prec": "fp16", "tier": "community"}
+    good[param] = bad
+    inputs, warnings = decode(good)
+    assert [w.param for w in warnings] == [param], [str(w) for w in warnings]
+    text = str(warnings[0])
+    assert f"'{param}'" in text and bad.split(".")[0] in text  # names the parameter and echoes the value
+    assert getattr(inputs, param) == getattr(DEFAULTS, param) or param == "size"  # that value alone falls back
+    kept = {k: v for k, v in good.items() if k != param}
+    assert inputs.model == kept.get("model", DEFAULTS.model) and inputs.prec == kept.get("prec", DEFAULTS.prec)
+    assert inputs.tier == kept.get("tier", DEFAULTS.tier)
+
+
+def test_unknown_parameter_is_named_with_a_suggestion():
+    inputs, warnings = decode({"precc": "fp16", "utm_source": "mail"})
+    assert inputs == DEFAULTS
+    texts = {w.param: str(w) for w in warnings}
+    assert set(texts) == {"precc", "utm_source"}
+    assert "did you mean 'prec'" in texts["precc"] and "unknown parameter" in texts["utm_source"]
+
+
+def test_bad_entries_in_lists_are_dropped_one_by_one():
+    inputs, warnings = decode({"cmp": "rtx-4090,rtx-9999,h100-sxm", "myprice": "rtx-4090:0.3,a40:free,h100-sxm:-2"})
+    assert inputs.cmp == ("rtx-4090", "h100-sxm")
+    assert inputs.myprice == (("rtx-4090", 0.3),)
+    assert [w.param for w in warnings] == ["cmp", "myprice", "myprice"]
+    many = ",".join(GPU_IDS[: share.MAX_CMP + 2])
+    capped, warnings = decode({"cmp": many})
+    assert len(capped.cmp) == share.MAX_CMP and "at most" in str(warnings[0])
+
+
+def test_custom_decoder_from_link_builds_the_model_it_describes():
+    link = {"model": "custom", "m_name": "tiny", "m_layers": "1", "m_hidden": "4", "m_heads": "2", "m_ffn": "8",
+            "m_act": "swiglu", "m_vocab": "10", "m_ctx": "16", "m_tied": "1", "m_norm": "rmsnorm"}
+    inputs, warnings = decode(link)
+    assert warnings == []
+    m = share.resolve_model(inputs)
+    # by hand: Q, K, V, O 4 x 4x4 = 64; SwiGLU 3 x 4x8 = 96; two RMSNorm weights 8; tied embedding 10x4 = 40;
+    # final norm 4: 212 parameters; kv_heads defaults to heads, head_dim to hidden / heads
+    assert (m.params, m.kv_heads, m.head_dim, m.name) == (212, 2, 2, "tiny")
+    again, _ = decode(encode(inputs))
+    assert share.resolve_model(again) == m
+
+
+def test_invalid_custom_architecture_names_the_field_and_falls_back():
+    inputs, warnings = decode({"model": "custom", "m_hidden": "1024", "m_heads": "8", "m_kv": "3"})
+    assert [w.param for w in warnings] == ["m_kv"] and "multiple of kv_heads" in str(warnings[0])
+    assert dict(inputs.arch)["kv_heads"] == 8  # back to multi-head attention, the rest kept
+    broken, warnings = decode({"model": "custom", "m_hidden": "1000", "m_heads": "7"})
+    assert broken.model == DEFAULTS.model and {"m_heads", "model"} <= {w.param for w in warnings}
+
+
+def test_generic_profile_travels_packed_and_refuses_generate():
+    inputs = Inputs(model="custom", spec=GENERIC_YAML, job="infer", size=100)
+    params = encode(inputs)
+    assert "m_spec" in params and "m_layers" not in params
+    back, warnings = decode(params)
+    assert warnings == [] and back.spec == GENERIC_YAML and share.resolve_model(back).params == 4 * 8 * 8
+    gen, warnings = decode({**params, "job": "generate"})
+    assert gen.job == "infer" and [w.param for w in warnings] == ["job"]
+    cut, warnings = decode({**params, "m_spec": params["m_spec"][:20]})
+    assert cut.model == DEFAULTS.model and [w.param for w in warnings] == ["m_spec"]
+
+
+def test_bad_calibration_text_is_named():
+    inputs, warnings = decode({"cal": "v=1;dev=nothing"})
+    assert inputs.cal == "" and [w.param for w in warnings] == ["cal"]
+
+
+def test_to_plan_maps_each_job():
+    m = load_models().get("gpt2-124m")
+    gen = share.to_plan(Inputs(model=m.id, job="generate", seqs=7, prompt=3, gen=9, kv="fp8", batch=4, gpus=2), m)
+    assert gen.workload == Generate(7, 3, 9) and gen.kv_dtype == "fp8" and gen.batch == 4 and gen.gpus == 2
+    inf = share.to_plan(Inputs(model=m.id, job="infer", samples=11, size=128, kv="fp8"), m)
+    assert inf.workload == Infer(11, 128) and inf.kv_dtype is None  # a KV dtype only matters for generation
+    tr = share.to_plan(Inputs(model=m.id, job="train", samples=5, size=64, epochs=2.0, opt="sgd", ckpt=True,
+                              accum=4, rt="torch-compile"), m)
+    assert tr.workload == Train(5, 64, 2.0, "sgd", True, 4) and tr.runtime == "torch-compile"
+
+
+def test_fsdp_training_travels_in_the_link():
+    m = load_models().get("llama-2-7b")
+    inputs = Inputs(model=m.id, job="train", samples=512, size=2048, gpus=8, shard="fsdp", ckpt=True)
+    back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
+    assert not warnings and back.shard == "fsdp"
+    plan = share.to_plan(back, m)
+    assert plan.workload.sharding == "fsdp" and plan.gpus == 8
+    e = estimate_all(plan, gpu_names=["h100-sxm"])[0]
+    assert e.parallelism == "fsdp" and e.feasible
+
+
+def test_link_replaces_any_query_on_the_base_url():
+    url = share.link("http://host:8501/app?old=1", Inputs(prec="fp16"))
+    parts = urlsplit(url)
+    assert parts.path == "/app" and parse_qs(parts.query)["prec"] == ["fp16"] and "old" not in parts.query
+
+
+@pytest.mark.parametrize("seconds, text", [(0.0042, "4.2 ms"), (42, "42 s"), (1100, "18.3 min"), (18720, "5.2 h"),
+                                           (267840, "3.1 days"), (None, "-")])
+def test_durations_read_in_a_human_unit(seconds, text):
+    assert share.fmt_seconds(seconds) == text
+
+
+def test_exports_carry_inputs_link_and_dates():
+    inputs = Inputs(tier="community", gen=20, seqs=1000)
+    model = share.resolve_model(inputs)
+    ests = estimate_all(share.to_plan(inputs, model), gpu_names=["rtx-4090", "t4", "h100-sxm"])
+    ctx = share.ExportContext("http://x/?" + share.query_string(inputs), "data/gpus.yaml", "snapshot", "2026-11-09",
+                              {"rtx-4090": {"seconds_low": 1.0}})
+    doc = json.loads(share.export_json(inputs, model, ests, ctx))
+    assert doc["inputs"] == encode(inputs) and doc["link"] == ctx.link and doc["prices_as_of"] == "2026-11-09"
+    assert [r["gpu_id"] for r in doc["ranking"]] == [e.gpu.id for e in ests]
+    assert next(r for r in doc["ranking"] if r["gpu_id"] == "rtx-4090")["seconds_low"] == 1.0
+    text = share.export_csv(inputs, model, ests, ctx)
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    assert any(line.startswith("# link: http://x/?") for line in comments)
+    assert any("tier=community" in line for line in comments if line.startswith("# inputs:"))
+    rows = list(csv.DictReader(io.StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#")))))
+    assert [r["gpu_id"] for r in rows] == [e.gpu.id for e in ests]
+    priced = [r for r in rows if r["usd_per_hr"]]
+    assert priced and all(r["price_date"] and r["price_origin"] == "snapshot" for r in priced)
