@@ -27,7 +27,7 @@ from planner.inputs.precisions import load_rules  # noqa: E402
 from planner.views.presets import load_all as load_all_presets  # noqa: E402
 from planner.inputs.runtimes import load_runtimes  # noqa: E402
 from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
-from planner.engine.workloads import OPTIMIZERS  # noqa: E402
+from planner.inputs.jobs import OPTIMIZERS  # noqa: E402
 
 
 st.set_page_config(page_title="GPU cost & throughput planner", page_icon=":material/calculate:", layout="wide")

@@ -12,28 +12,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.inputs.catalog import load_catalog  # noqa: E402
-from planner.engine.estimate import Plan, estimate_all  # noqa: E402
+from planner.engine.estimate import estimate_all  # noqa: E402
+from planner.engine.plan import Plan  # noqa: E402
+from planner.inputs.facts import load_facts  # noqa: E402
+from planner.inputs.jobs import Generate  # noqa: E402
 from planner.inputs.models import load_models  # noqa: E402
-from planner.inputs.precisions import load_rules  # noqa: E402
-from planner.engine.workloads import Generate  # noqa: E402
 
 
-def sweep(catalog, model, precisions) -> int:
+def sweep(facts, model, precisions) -> int:
     n = 0
     for p in precisions:
-        n += len(estimate_all(Plan(model, Generate(1_000_000, 1, 165), p, batch=None, price_tier="community"), catalog))
+        n += len(estimate_all(Plan(model, Generate(1_000_000, 1, 165), p, batch=None, price_tier="community"), facts))
     return n
 
 
 def main(repeats: int = 30) -> None:
-    catalog, model = load_catalog(), load_models().get("cfdna-gen")
-    precisions = [p.id for p in load_rules().precisions]
-    estimates = sweep(catalog, model, precisions)  # warm-up
+    facts, model = load_facts(), load_models().get("cfdna-gen")
+    catalog = facts.catalog
+    precisions = [p.id for p in facts.rules.precisions]
+    estimates = sweep(facts, model, precisions)  # warm-up
     times, cpu = [], []
     for _ in range(repeats):
         t0, c0 = time.perf_counter(), time.process_time()
-        sweep(catalog, model, precisions)
+        sweep(facts, model, precisions)
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     print(f"{len(catalog.gpus)} GPUs x {len(precisions)} precisions = {estimates} estimates, batch=auto")

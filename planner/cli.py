@@ -1,18 +1,27 @@
-"""Command line: `python -m planner estimate|gpus|models|prices|validate`."""
+"""Command line: `python -m planner estimate|gpus|models|prices|validate|calibration` (an entry point: it may
+import from every layer; nothing imports it)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from datetime import date
 from pathlib import Path
 
-from planner.inputs.catalog import PRICE_TIERS, load_catalog
-from planner.engine.estimate import Plan, estimate_all
-from planner.inputs.models import load_model_file, load_models
-from planner.views.report import csv_text, estimate_row, flat_row, text_table
 from planner.base.schema import DataFileError, UnknownNameError
-from planner.engine.workloads import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.engine.estimate import estimate_all
+from planner.engine.plan import Plan
+from planner.inputs.catalog import PRICE_TIERS
+from planner.inputs.facts import load_facts
+from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.models import ModelProfile, load_model_file, load_models
+from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
+from planner.tools import calibration, live_prices, validation
+from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
+from planner.views.charts import validation_chart
+from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
+                                  validation_summary_text)
 
 
 def _batch(text: str) -> int | None:
@@ -63,7 +72,7 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", default=None, help="a benchmark result file from `python -m planner.bench`")
 
 
-def resolve_model(name: str):
+def resolve_model(name: str) -> ModelProfile:
     path = Path(name)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         return load_model_file(path)
@@ -72,8 +81,7 @@ def resolve_model(name: str):
 
 def plan_from_args(a: argparse.Namespace) -> Plan:
     model = resolve_model(a.model)
-    default_size = getattr(model, "context", None) or getattr(model, "default_input_size", 1)
-    size = a.input_size or default_size
+    size = a.input_size or model.default_input_size
     if a.workload == "generate":
         workload = Generate(a.sequences, a.prompt_tokens, a.gen_tokens)
     elif a.workload == "infer":
@@ -84,59 +92,161 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
     return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier)
 
 
-def emit(rows: list[dict], fmt: str, flat: list[dict] | None = None) -> str:
-    if fmt == "json":
-        return json.dumps(rows, indent=2, default=str)
-    return csv_text(flat or rows) if fmt == "csv" else text_table(flat or rows)
+# ---------------------------------------------------------------- estimate, gpus, models
 
 
 def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
-    adjust = None
-    if a.calibration:
-        from planner.tools.calibration import load_calibration  # issue 4
-        adjust = load_calibration(a.calibration).adjust
-    results = estimate_all(plan, gpu_names=a.gpu, adjust=adjust)
+    adjust = calibration.load_calibration(a.calibration).adjust if a.calibration else None
+    results = estimate_all(plan, load_facts(), gpu_names=a.gpu, adjust=adjust)
     print(emit([estimate_row(e) for e in results], a.format, [flat_row(e) for e in results]))
     return 0
 
 
 def cmd_gpus(a: argparse.Namespace) -> int:
     rows = []
-    for g in load_catalog().gpus:
-        rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "sm": g.sm, "vram_gb": g.vram_gb,
-                     "mem_bw_gbps": g.mem_bw_gbps, "fp32": g.fp32_tflops, "tf32": g.tf32_tflops,
-                     "fp16": g.fp16_tflops, "bf16": g.bf16_tflops, "fp8": g.fp8_tflops, "int8": g.int8_tops,
+    for g in load_facts().catalog.gpus:
+        rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "sm": g.sm, "vram_gib": g.vram_gib,
+                     "vram_gb": round(g.vram_gb, 2), "mem_bw_gbps": g.mem_bw_gbps, "fp32": g.fp32_tflops,
+                     "tf32": g.tf32_tflops, "fp16": g.fp16_tflops, "bf16": g.bf16_tflops, "fp8": g.fp8_tflops,
+                     "int8": g.int8_tops,
                      **{f"{t}_usd_hr": (g.price(t).usd_hr if g.price(t) else None) for t in PRICE_TIERS}})
     print(emit(rows, a.format))
     return 0
 
 
 def cmd_models(a: argparse.Namespace) -> int:
-    rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params,
-             "layers": getattr(m, "layers", None), "hidden": getattr(m, "hidden", None),
-             "context": getattr(m, "context", None) or getattr(m, "default_input_size", None)}
+    rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params, **m.listing()}
             for m in load_models().models]
     print(emit(rows, a.format))
     return 0
 
 
+# ---------------------------------------------------------------- prices
+
+
+def cmd_prices(a: argparse.Namespace) -> int:
+    catalog = load_facts().catalog
+    if a.refresh or a.live:
+        table = live_prices.fetch_live(catalog, api_key=live_prices.api_key_from_env(), url=a.url,
+                                       timeout_s=a.timeout, ttl_s=0)
+    else:
+        table = snapshot_table(catalog)
+    if a.refresh:
+        if not table.ok:
+            print(f"error: could not refresh prices, no snapshot written: {table.message}", file=sys.stderr)
+            return 2
+        path = live_prices.write_snapshot(table, a.out)
+        print(f"wrote {path} ({table.message})", file=sys.stderr)
+    if a.format == "json":
+        print(json.dumps({"source": table.source, "as_of": table.as_of, "message": table.message, "ok": table.ok,
+                          "unmapped": list(table.unmapped), "prices": price_rows(table)}, indent=2, default=str))
+    else:
+        print(table.message)
+        print(emit(price_rows(table), "table"))
+    return 0
+
+
+# ---------------------------------------------------------------- validate
+
+
+def _fmt(x: float | None, nd: int = 1) -> str | None:
+    return None if x is None else (f"{x:.{nd}f}" if abs(x) < 1e5 else f"{x:.4g}")
+
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    if a.tune:
+        result = validation.tune_all(a.measurements)
+        print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
+        return 0
+    report = validation.run_validation(a.measurements)
+    rows = validation_rows(report)
+    if a.format == "json":
+        print(json.dumps({"rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
+    elif a.format == "csv":
+        print(csv_text(rows), end="")
+    else:
+        shown = [{**d, "measured": _fmt(d["measured"], 4), "predicted": _fmt(d["predicted"], 4),
+                  "note": (d["note"] or "")[:60]} for d in rows]
+        print(text_table(shown))
+        print(validation_summary_text(report))
+    if a.plot:
+        validation_chart(report).save(a.plot)
+        print(f"\nplot written to {a.plot}")
+    if a.write_uncertainty:
+        path = write_uncertainty(report, validation.SPLIT_RULE, a.uncertainty_file, measurements=a.measurements,
+                                 today=date.today())
+        print(f"\nuncertainty bands written to {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- calibration
+
+
+def _sig(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.4g}")
+
+
+def cmd_calibration(a: argparse.Namespace) -> int:
+    path = Path(a.file)
+    result = calibration.parse_result(path.read_bytes(), path.name)
+    cal = calibration.fit(result)
+    points = calibration.point_table(result, cal)
+    gpus = calibration.side_by_side(plan_from_args(a), cal, gpu_names=a.gpu)
+    if a.format == "table":  # the figures that matter, rounded; json/csv carry every field
+        points = [{"point": r["label"], "measured_s": _sig(r["measured_s"]), "analytic_s": _sig(r["analytic_s"]),
+                   "calibrated_s": _sig(r["calibrated_s"]), "error_pct": round(r["calibrated_error_pct"], 1)}
+                  for r in points]
+        gpus = [{"gpu": r["gpu_id"], "analytic_s": _sig(r["analytic_s"]), "calibrated_s": _sig(r["calibrated_s"]),
+                 "change_pct": None if r["change_pct"] is None else round(r["change_pct"], 1),
+                 "efficiency": r["efficiency_source"]} for r in gpus]
+        print(f"calibration: {cal.to_query()}\n")
+    print(emit(points, a.format))
+    print()
+    print(emit(gpus, a.format))
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+
+def _formatted(sub, name: str, func, text: str, formats=("table", "json", "csv")) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=text)
+    p.add_argument("--format", choices=formats, default="table")
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m planner", description="Rank GPUs by time, cost and feasibility.")
     sub = parser.add_subparsers(dest="command", required=True)
-    est = sub.add_parser("estimate", help="estimate a job on every GPU (or --gpu ...)")
-    add_plan_args(est)
-    est.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    est.set_defaults(func=cmd_estimate)
-    for name, func, text in (("gpus", cmd_gpus, "list the GPU catalog"), ("models", cmd_models, "list model presets")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-        p.set_defaults(func=func)
-    for module in ("planner.tools.prices", "planner.tools.validation", "planner.tools.calibration"):  # subcommands owned by their modules
-        try:
-            __import__(module, fromlist=["add_cli"]).add_cli(sub)
-        except (ImportError, AttributeError):
-            pass
+    add_plan_args(_formatted(sub, "estimate", cmd_estimate, "estimate a job on every GPU (or --gpu ...)"))
+    _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog")
+    _formatted(sub, "models", cmd_models, "list model presets")
+
+    p = _formatted(sub, "prices", cmd_prices, "show the GPU prices in use; --refresh fetches RunPod and writes a "
+                   "snapshot", ("table", "json"))
+    p.add_argument("--refresh", action="store_true",
+                   help=f"fetch live prices and write a snapshot file (key from ${live_prices.API_KEY_ENV}, optional)")
+    p.add_argument("--live", action="store_true", help="show live prices (snapshot on failure) without writing")
+    p.add_argument("--url", default=live_prices.RUNPOD_GRAPHQL_URL, help="GraphQL endpoint (default: RunPod's)")
+    p.add_argument("--out", default=str(PRICES_DIR), help="directory for --refresh (default: data/prices)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+
+    p = _formatted(sub, "validate", cmd_validate, "compare estimates with published measurements (validation/)")
+    p.add_argument("--measurements", default=str(validation.MEASUREMENTS_FILE),
+                   help="measurements YAML (default: validation/)")
+    p.add_argument("--plot", default=None, metavar="PATH.html", help="write the measured-vs-predicted chart")
+    p.add_argument("--write-uncertainty", action="store_true",
+                   help="write the uncertainty bands (data/uncertainty.yaml) from the test-split residuals")
+    p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
+    p.add_argument("--tune", action="store_true",
+                   help="search runtime efficiencies on the tune split and print them (writes nothing)")
+
+    p = _formatted(sub, "calibration", cmd_calibration, "fit a bench result and compare analytic vs calibrated "
+                   "estimates")
+    p.add_argument("file", help="result file written by `python -m planner.bench`")
+    add_plan_args(p)
     return parser
 
 

@@ -148,6 +148,12 @@ class Record:
             raise self.fail(field, "expected a list of non-empty strings")
         return tuple(value)
 
+    def compute_capability(self, field: str, required: bool = True) -> tuple[int, int] | None:
+        value = self.raw(field, required)
+        if value is None:
+            return None
+        return parse_compute_capability(value, lambda p: self.fail(field, p))
+
     def day(self, field: str) -> date:
         value = self.raw(field)
         if isinstance(value, date):
@@ -179,6 +185,22 @@ def check_number(value: Any, lo: float | None, hi: float | None, integer: bool, 
     if hi is not None and value > hi:
         raise fail(f"must be <= {hi}, got {value!r}")
     return int(value) if integer else float(value)
+
+
+COMPUTE_CAPABILITY_RE = re.compile(r"(\d{1,2})\.(\d)")  # CUDA compute capability 'major.minor', e.g. '8.6'
+
+
+def parse_compute_capability(text: Any, fail) -> tuple[int, int]:
+    """'8.6' -> (8, 6); anything else raises fail(problem)."""
+    m = COMPUTE_CAPABILITY_RE.fullmatch(str(text))
+    if not m:
+        raise fail(f"expected a compute capability 'major.minor' like '8.6', got {str(text)[:20]!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def sm_label(cc: tuple[int, int] | None) -> str:
+    """(9, 0) -> 'SM90'; '-' when there is none (AMD)."""
+    return "SM%d%d" % cc if cc else "-"
 
 
 def unique_ids(path: str | Path, ids: Iterable[str]) -> None:

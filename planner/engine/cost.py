@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date
+import math
 
-from planner.inputs.catalog import GPU, PRICE_TIERS
-
-
-@dataclass(frozen=True)
-class Price:
-    """A $/GPU-hour with its origin ('snapshot', 'live', 'custom') and date."""
-
-    usd_hr: float
-    date: date | None
-    source: str
-    origin: str = "snapshot"
-
-
-def snapshot_prices(gpu: GPU) -> dict[str, Price | None]:
-    out: dict[str, Price | None] = {}
-    for tier in PRICE_TIERS:
-        q = gpu.price(tier)
-        out[tier] = Price(q.usd_hr, q.date, q.source) if q else None
-    return out
+from planner.base.units import SECONDS_PER_HOUR
+from planner.inputs.catalog import Price
 
 
 def job_cost_usd(seconds: float, n_gpus: int, price: Price | None) -> float | None:
-    if price is None or seconds == float("inf"):
+    """Cost of `seconds` on `n_gpus` GPUs at `price` per GPU-hour; None without a price or a finite time."""
+    if price is None or not math.isfinite(seconds):
         return None
-    return seconds / 3600.0 * n_gpus * price.usd_hr
+    return seconds / SECONDS_PER_HOUR * n_gpus * price.usd_hr
 
 
 def per_million(cost_usd: float | None, items: int) -> float | None:

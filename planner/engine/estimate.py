@@ -1,4 +1,8 @@
-"""Per-GPU estimates for a plan: batch choice, parallelism, time, throughput, cost, memory, feasibility."""
+"""Per-GPU estimates for a plan: parallelism, batch, time, throughput, cost, memory, feasibility.
+
+Pure: every input arrives resolved (GPU, plan with its model profile, Setup, Efficiency, prices); nothing here
+reads a file or the network. `estimate_gpu` and `estimate_all` take the loaded data as one Facts object.
+"""
 
 from __future__ import annotations
 
@@ -7,33 +11,21 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Callable, Iterable, Mapping
 
-from planner.inputs.catalog import GPU, PRICE_TIERS, Catalog, load_catalog
-from planner.engine.cost import Price, job_cost_usd, per_million, snapshot_prices
+from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import Reason, context_reason, memory_reason, support_reasons
 from planner.engine.memory import MemoryBreakdown, breakdown, max_batch
-from planner.inputs.models import DecoderProfile, ModelProfile
-from planner.inputs.precisions import PrecisionRules, load_rules
-from planner.tools.prices import snapshot_table
-from planner.engine.roofline import PhaseTime, phase_seconds, time_phase
-from planner.inputs.runtimes import Efficiency, load_runtimes
-from planner.engine.workloads import OPTIMIZERS, SHARDINGS, Generate, Infer, Phase, Setup, Train, Workload, generate_phases, infer_phases, train_phases
+from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
+from planner.engine.plan import Plan, check_plan, resolve_setup
+from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, time_split
+from planner.inputs.catalog import GPU, PRICE_TIERS, Price
+from planner.inputs.facts import Facts
+from planner.inputs.jobs import Generate, Infer, Train, Workload
+from planner.inputs.precisions import BuildRule
+from planner.inputs.runtimes import Efficiency
+from planner.inputs.work import Setup
 
 EfficiencyAdjust = Callable[[GPU, Efficiency], Efficiency]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Everything a user chooses: model, job, precision and how it runs. batch None = auto."""
-
-    model: ModelProfile
-    workload: Workload
-    precision: str = "bf16"
-    kv_dtype: str | None = None
-    attention: str = "sdpa"
-    runtime: str = "pytorch-eager"
-    batch: int | None = None
-    gpus: int = 1
-    price_tier: str = "secure"
+PARALLELISMS = ("single", "data", "tensor", "fsdp")
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,7 +37,7 @@ class Estimate:
     reasons: tuple[Reason, ...]
     batch: int
     max_batch: int
-    parallelism: str  # 'single', 'data', 'tensor', 'fsdp'
+    parallelism: str  # one of PARALLELISMS
     seconds: float | None
     work: tuple[Phase, ...]  # what the job does per GPU (timed lazily into `phases`)
     memory: MemoryBreakdown
@@ -60,15 +52,16 @@ class Estimate:
         """Step-time breakdown per phase and op group (the explanation behind `seconds`)."""
         return tuple(time_phase(ph, self.gpu, self.efficiency) for ph in self.work)
 
+    @cached_property
+    def split(self) -> dict[str, float]:
+        """Seconds of the whole job by what limits them: compute, memory, overhead, communication."""
+        return time_split(self.phases)
+
     @property
     def bound(self) -> str:
         if not self.phases:
             return "-"
-        split: dict[str, float] = {}
-        for ph in self.phases:
-            for k, v in ph.split().items():
-                split[k] = split.get(k, 0.0) + v
-        return max(split, key=split.get)
+        return max(self.split, key=self.split.get)
 
     def cost(self, tier: str | None = None) -> float | None:
         return self.cost_usd.get(tier or self.plan.price_tier)
@@ -81,48 +74,15 @@ class Estimate:
         return self.prices.get(self.plan.price_tier)
 
 
-def _setup(plan: Plan, rules: PrecisionRules, tp: int = 1) -> Setup:
-    precision = rules.precision(plan.precision)
-    kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
-    return Setup(precision, kv, rules.attention(plan.attention), tp)
-
-
-def check_plan(plan: Plan) -> None:
-    """Reject plans no GPU could run, with a message naming the input (raises ValueError)."""
-    w, m = plan.workload, plan.model
-    if isinstance(w, Generate) and not isinstance(m, DecoderProfile):
-        raise ValueError(f"generate needs a decoder model; {m.name} is a generic profile (use infer or train)")
-    if plan.gpus < 1:
-        raise ValueError("gpus must be at least 1")
-    if plan.batch is not None and plan.batch < 1:
-        raise ValueError("batch must be at least 1 (or auto)")
-    if plan.price_tier not in PRICE_TIERS:
-        raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
-    if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):
-        raise ValueError("generate needs sequences >= 1, prompt tokens >= 1 (a BOS token counts) and generated tokens >= 1")
-    if isinstance(w, Train):
-        if w.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
-        if w.sharding not in SHARDINGS:
-            raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}")
-        if w.grad_accum < 1 or w.epochs <= 0 or w.samples_per_epoch < 1:
-            raise ValueError("train needs samples >= 1, epochs > 0 and gradient accumulation >= 1")
-    if isinstance(w, (Infer, Train)) and w.input_size < 1:
-        raise ValueError("input size must be at least 1")
-    if isinstance(w, Infer) and w.n_samples < 1:
-        raise ValueError("infer needs samples >= 1")
-
-
 def _phases(plan: Plan, s: Setup, batch: int, items_per_gpu: int, n_dp: int) -> tuple:
     m, w = plan.model, plan.workload
     if isinstance(w, Train):
         micro = math.ceil(items_per_gpu / batch)  # per epoch
         return train_phases(m, w, s, batch, micro * w.epochs, n_dp)
+    build = generate_phases if isinstance(w, Generate) else infer_phases
     full, rest = divmod(items_per_gpu, batch)
-    build = (lambda b, n: generate_phases(m, w, s, b, n)) if isinstance(w, Generate) else \
-        (lambda b, n: infer_phases(m, w, s, b, n))
-    phases = build(batch, float(full)) if full else ()
-    return phases + (build(rest, 1.0) if rest else ())
+    phases = build(m, w, s, batch, float(full)) if full else ()
+    return phases + (build(m, w, s, rest, 1.0) if rest else ())
 
 
 def _items_per_gpu(w: Workload, n_dp: int) -> int:
@@ -131,8 +91,9 @@ def _items_per_gpu(w: Workload, n_dp: int) -> int:
 
 
 def _tokens(plan: Plan) -> float | None:
+    """Tokens the job processes (generated tokens for generate), or None for models not counted in tokens."""
     m, w = plan.model, plan.workload
-    if not isinstance(m, DecoderProfile):
+    if not m.counts_tokens:
         return None
     if isinstance(w, Generate):
         return float(w.n_sequences) * w.gen_tokens
@@ -147,83 +108,89 @@ def auto_batch(fit: int, items: int) -> int:
     A pass's time T(B) is a sum of max(a + b*B, c + d*B) terms (a, c >= 0): convex in B, and T(B)/B
     never rises with B. So the fewest passes, k = ceil(items / fit), are best, and for k passes
     Jensen's inequality (sum of T(B_i) >= k * T(items / k)) makes equal passes best:
-    the balanced batch ceil(items / k). tests/test_estimate.py checks it against fixed batches.
+    the balanced batch ceil(items / k). tests/engine/test_estimate.py checks it against fixed batches.
     """
     return math.ceil(items / math.ceil(items / fit))
 
 
-def estimate_gpu(plan: Plan, gpu: GPU, rules: PrecisionRules | None = None,
-                 prices: Mapping[str, Price | None] | None = None, adjust: EfficiencyAdjust | None = None,
-                 _memo: Callable | None = None, _setup_: Setup | None = None) -> Estimate:
-    """Estimate `plan` on `gpu` (plan.gpus of them). `_memo(key, make)` shares GPU-independent work
-    (memory fits per VRAM size) across the GPUs of one ranking."""
-    rules = rules or load_rules()
-    runtime = load_runtimes().get(plan.runtime)
-    eff = runtime.efficiency(gpu.memory_class)
-    if adjust:
-        eff = adjust(gpu, eff)
-    if prices is None:  # the committed snapshot (gpus.yaml + data/prices/); a GPU outside the catalog: its own
-        prices = snapshot_table().prices.get(gpu.id) or snapshot_prices(gpu)
-    prices = dict(prices)
+def _link(gpu: GPU) -> str:
+    return f"{gpu.interconnect_unidir_gbps or 0:g} GB/s links"
+
+
+def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Setup, str, list[Reason]]:
+    """How plan.gpus GPUs share the job: (setup with its TP/FSDP degree, parallelism, notes).
+
+    One GPU: single. Inference whose weights don't fit one GPU: tensor parallel, if the model splits. Training
+    with sharding=fsdp: FSDP (ZeRO-3). Otherwise data parallel (DDP for training).
+    """
     m, w, n = plan.model, plan.workload, plan.gpus
-    s = _setup_ or _setup(plan, rules)
-    reasons = support_reasons(gpu, s, rules)
+    if n == 1:
+        return s, "single", []
+    heads = m.tensor_parallel_heads
+    if not isinstance(w, Train) and heads is not None and breakdown(m, w, s, 1, context_gb).total_gb > gpu.vram_gb:
+        notes = [Reason("parallelism", False, f"weights don't fit one GPU: tensor parallel over {n} GPUs, "
+                        f"2 all-reduces per layer over {_link(gpu)}")]
+        if heads % n:
+            notes.append(Reason("parallelism", False, f"{heads} KV heads don't split evenly over {n} GPUs"))
+        return replace(s, tp=n), "tensor", notes
+    if isinstance(w, Train) and w.sharding == "fsdp":
+        return replace(s, shard=n), "fsdp", [Reason(
+            "parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer states sharded; "
+            f"all-gathers and a reduce-scatter per micro-step over {_link(gpu)}")]
+    return s, "data", [Reason("parallelism", False, f"data parallel: each of {n} GPUs runs its share independently"
+                              + (" with a gradient all-reduce per optimizer step" if isinstance(w, Train) else ""))]
+
+
+def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
+                builds: Iterable[BuildRule] = ()) -> Estimate:
+    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup, the runtime's
+    efficiency on this GPU, its prices per tier and the PyTorch build rules that may apply."""
+    m, w, eff = plan.model, plan.workload, efficiency
+    reasons = support_reasons(gpu, setup, builds)
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
-    parallelism = "single" if n == 1 else "data"
-    memo = _memo if _memo is not None else (lambda key, make: make())
-    at_one = memo(("mem", id(s), 1, eff.cuda_context_gb), lambda: breakdown(m, w, s, 1, eff.cuda_context_gb))
-    fits_one = at_one.total_gb <= gpu.vram_capacity_gb
-    if n > 1 and not fits_one and not isinstance(w, Train) and isinstance(m, DecoderProfile):
-        s = replace(s, tp=n)
-        at_one = breakdown(m, w, s, 1, eff.cuda_context_gb)
-        parallelism = "tensor"
-        reasons.append(Reason("parallelism", False, f"weights don't fit one GPU: tensor parallel over {n} GPUs, "
-                              f"2 all-reduces per layer over {gpu.interconnect_unidir_gbps or 0:g} GB/s links"))
-        if m.kv_heads % n:
-            reasons.append(Reason("parallelism", False, f"{m.kv_heads} KV heads don't split evenly over {n} GPUs"))
-    elif n > 1 and isinstance(w, Train) and w.sharding == "fsdp":
-        s = replace(s, shard=n)
-        at_one = breakdown(m, w, s, 1, eff.cuda_context_gb)
-        parallelism = "fsdp"
-        reasons.append(Reason("parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer "
-                              f"states sharded; all-gathers and a reduce-scatter per micro-step over "
-                              f"{gpu.interconnect_unidir_gbps or 0:g} GB/s links"))
-    elif n > 1:
-        reasons.append(Reason("parallelism", False, f"data parallel: each of {n} GPUs runs its share independently"
-                              + (" with a gradient all-reduce per optimizer step" if isinstance(w, Train) else "")))
-    n_dp = 1 if parallelism == "tensor" else n
-    limit = _items_per_gpu(w, n_dp)
-    fit = memo(("fit", id(s), gpu.vram_gb, eff.cuda_context_gb, limit),
-               lambda: max_batch(m, w, s, gpu.vram_capacity_gb, eff.cuda_context_gb, limit, at_one))
-    batch = min(plan.batch, limit) if plan.batch else max(fit, 1)
-    mem = memo(("mem", id(s), batch, eff.cuda_context_gb), lambda: breakdown(m, w, s, batch, eff.cuda_context_gb))
-    oom = memory_reason(gpu, mem, batch, n)
+    s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
+    reasons += notes
+    n_dp = 1 if parallelism == "tensor" else plan.gpus
+    per_gpu = _items_per_gpu(w, n_dp)
+    fit = max_batch(m, w, s, gpu.vram_gb, eff.cuda_context_gb, per_gpu)
+    batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
+    mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
+    oom = memory_reason(gpu, mem, batch, plan.gpus)
     if oom:
         reasons.append(oom)
         if isinstance(w, Train) and parallelism == "data":
             reasons.append(Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer states "
                                   "split over the GPUs"))
-    feasible = not any(r.blocking for r in reasons)
-    base = dict(gpu=gpu, plan=plan, setup=s, reasons=tuple(reasons), max_batch=fit, parallelism=parallelism,
-                memory=mem, efficiency=eff, prices=prices)
-    if not feasible:
-        return Estimate(feasible=False, batch=batch, seconds=None, work=(), **base)
-    per_gpu = _items_per_gpu(w, n_dp)
-    if plan.batch is None and auto_batch(fit, per_gpu) != batch:
+    base = dict(gpu=gpu, plan=plan, setup=s, max_batch=fit, parallelism=parallelism, efficiency=eff,
+                prices=dict(prices))
+    if any(r.blocking for r in reasons):
+        return Estimate(feasible=False, batch=batch, seconds=None, work=(), memory=mem, reasons=tuple(reasons), **base)
+    if plan.batch is None:
         batch = auto_batch(fit, per_gpu)
-        base["memory"] = memo(("mem", id(s), batch, eff.cuda_context_gb), lambda: breakdown(m, w, s, batch, eff.cuda_context_gb))
+        mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
     work = _phases(plan, s, batch, per_gpu, n_dp)
     seconds = sum(phase_seconds(ph, gpu, eff) for ph in work)
-    tier_price = prices.get(plan.price_tier)
-    if tier_price is None:
+    if prices.get(plan.price_tier) is None:
         reasons.append(Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"))
-        base["reasons"] = tuple(reasons)
     tokens = _tokens(plan)
-    return Estimate(feasible=True, batch=batch, seconds=seconds, work=work,
-                    cost_usd={t: job_cost_usd(seconds, n, prices.get(t)) for t in PRICE_TIERS},
+    return Estimate(feasible=True, batch=batch, seconds=seconds, work=work, memory=mem, reasons=tuple(reasons),
+                    cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
                     items_per_s=w.items / seconds if seconds else None,
                     tokens_per_s=tokens / seconds if tokens and seconds else None, **base)
+
+
+def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None) -> Efficiency:
+    """The plan's runtime efficiency on `gpu` (its memory class's prior), adjusted by a calibration if given."""
+    eff = facts.runtimes.get(plan.runtime).efficiency(gpu.memory_class)
+    return adjust(gpu, eff) if adjust else eff
+
+
+def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None,
+                 setup: Setup | None = None) -> Estimate:
+    """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing)."""
+    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules), efficiency_on(plan, gpu, facts, adjust),
+                       facts.prices.for_gpu(gpu), facts.rules.builds)
 
 
 def rank_key(e: Estimate) -> tuple:
@@ -232,23 +199,11 @@ def rank_key(e: Estimate) -> tuple:
             e.seconds if e.seconds is not None else math.inf, e.gpu.id)
 
 
-def estimate_all(plan: Plan, catalog: Catalog | None = None, gpu_names: Iterable[str] | None = None,
-                 prices: Mapping[str, Mapping[str, Price | None]] | None = None,
+def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
                  adjust: EfficiencyAdjust | None = None) -> list[Estimate]:
-    """Estimates for every GPU (or the named ones), ranked: feasible first, then by cost, then by time."""
+    """Estimates for every GPU of facts.catalog (or the named ones), ranked: feasible first, then by cost in the
+    plan's tier, then by time."""
     check_plan(plan)
-    catalog = catalog or load_catalog()
-    if prices is None:
-        prices = snapshot_table(catalog).prices
-    gpus = [catalog.get(n) for n in gpu_names] if gpu_names else list(catalog.gpus)
-    rules = load_rules()
-    setup = _setup(plan, rules)  # shared by every GPU (tensor parallel or FSDP derive their own)
-    cache: dict = {}
-
-    def memo(key, make):  # keys use id() of setups, each kept alive by its estimate in `out`
-        if key not in cache:
-            cache[key] = make()
-        return cache[key]
-
-    out = [estimate_gpu(plan, g, rules, prices.get(g.id), adjust, memo, setup) for g in gpus]
-    return sorted(out, key=rank_key)
+    gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.gpus)
+    setup = resolve_setup(plan, facts.rules)  # shared by every GPU (tensor parallel or FSDP derive their own)
+    return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)

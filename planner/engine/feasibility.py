@@ -4,12 +4,15 @@ PyTorch build requirements, memory (with the numbers), context length."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
-from planner.inputs.catalog import GPU
+from planner.base.schema import sm_label
 from planner.engine.memory import MemoryBreakdown
-from planner.inputs.models import DecoderProfile, ModelProfile
-from planner.inputs.precisions import PrecisionRules, sm_label
-from planner.engine.workloads import Generate, Setup, Workload
+from planner.inputs.catalog import GPU
+from planner.inputs.jobs import Workload
+from planner.inputs.models import ModelProfile
+from planner.inputs.precisions import BuildRule
+from planner.inputs.work import Setup
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ def _sm_ok(gpu: GPU, need: tuple[int, int] | None) -> bool:
     return gpu.compute_capability >= need
 
 
-def support_reasons(gpu: GPU, s: Setup, rules: PrecisionRules) -> list[Reason]:
+def support_reasons(gpu: GPU, s: Setup, builds: Iterable[BuildRule]) -> list[Reason]:
     """What the GPU's hardware and software stack cannot do for this setup (and notes it needs)."""
     out: list[Reason] = []
     p = s.precision
@@ -39,26 +42,25 @@ def support_reasons(gpu: GPU, s: Setup, rules: PrecisionRules) -> list[Reason]:
     if not _sm_ok(gpu, s.attention.min_sm):
         out.append(Reason("attention", True, f"{s.attention.id} needs {sm_label(s.attention.min_sm)}+; "
                           f"{gpu.name} is {gpu.sm}: use sdpa (memory-efficient kernel) instead"))
-    for rule in rules.builds:
+    for rule in builds:
         if rule.applies(gpu.compute_capability):
             out.append(Reason("pytorch_build", False, rule.text))
     return out
 
 
 def memory_reason(gpu: GPU, mem: MemoryBreakdown, batch: int, n_gpus: int) -> Reason | None:
-    has = gpu.vram_capacity_gb
+    has = gpu.vram_gb
     if mem.total_gb <= has:
         return None
     parts = ", ".join(f"{i.name} {i.gb:.2f}" for i in mem.items if i.gb >= 0.005)
     per = " per GPU" if n_gpus > 1 else ""
     return Reason("oom", True, f"needs {mem.total_gb:.1f} GB{per} at batch {batch}, has {has:.1f} GB "
-                  f"({gpu.vram_gb:g} GiB; {mem.total_gb - has:.1f} GB short; {parts} GB)")
+                  f"({gpu.vram_gib:g} GiB; {mem.total_gb - has:.1f} GB short; {parts} GB)")
 
 
 def context_reason(m: ModelProfile, w: Workload) -> Reason | None:
-    if not isinstance(m, DecoderProfile):
-        return None
-    length = w.prompt_tokens + w.gen_tokens if isinstance(w, Generate) else w.input_size
-    if length > m.context:
-        return Reason("context", False, f"{length} tokens exceed {m.name}'s trained context of {m.context}")
+    limit = m.trained_context
+    if limit is not None and w.input_size > limit:
+        return Reason("context", False, f"{w.input_size} {m.input_size_name} exceed {m.name}'s trained context of "
+                                        f"{limit}")
     return None

@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import Iterable
+
+from planner.engine.phases import Phase
 from planner.inputs.catalog import GPU
 from planner.inputs.runtimes import Efficiency
-from planner.engine.workloads import OpGroup, Phase
+from planner.inputs.work import OpGroup
 
 COLLECTIVE_LATENCY_S = 10e-6  # per all-reduce call: NCCL small-message latency order (nccl-tests, ~10 us)
 
@@ -59,6 +62,19 @@ class PhaseTime:
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
                 "overhead": self.overhead_s * self.passes, "communication": self.comm_s * self.passes}
+
+
+LIMITS = ("compute", "memory", "overhead", "communication")  # what a step's time is limited by
+
+
+def time_split(phases: Iterable[PhaseTime]) -> dict[str, float]:
+    """Seconds of all phases by what limits them (LIMITS), summed over phases; {} when nothing is timed."""
+    phases = tuple(phases)
+    split = dict.fromkeys(LIMITS, 0.0) if phases else {}
+    for ph in phases:
+        for k, v in ph.split().items():
+            split[k] += v
+    return split
 
 
 def _sum_affine(a: float, b: float, p0: int, n: int) -> float:

@@ -9,32 +9,39 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
-from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, normalize_name, suggest, unique_ids
+from planner.base.schema import (DataFileError, Record, UnknownNameError, load_yaml, normalize_name, sm_label, suggest,
+                                 unique_ids)
+from planner.base.units import gib_to_gb
 
 GPUS_FILE = DATA_DIR / "gpus.yaml"
 COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
 MARKETS = ("datacenter", "workstation", "consumer")
 _PEAK_FIELD = {p: ("int8_tops" if p == "int8" else f"{p}_tflops") for p in COMPUTE_PATHS}
+# A listed $/GPU-hour outside these is a placeholder or an error (RunPod's cheapest GPU rents for ~$0.1/h, an
+# 8-GPU B200 node ~$6/GPU-h: runpod_prices.csv); data/gpus.yaml, data/prices/ and live answers share them.
+MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
+CUSTOM_MAX_USD_HR = 1000.0  # a price the user types (own hardware, another cloud) may be above any listing
 
 
 @dataclass(frozen=True)
-class PriceQuote:
-    """A price per GPU-hour with where and when it was read."""
+class Price:
+    """A $/GPU-hour with where and when it was read; origin 'snapshot' (committed files), 'live' or 'custom'."""
 
     usd_hr: float
-    date: date
+    date: date | None
     source: str
+    origin: str = "snapshot"
 
 
 @dataclass(frozen=True)
 class RunPodListing:
     gpu_type_ids: tuple[str, ...]
-    secure: PriceQuote | None
-    community: PriceQuote | None
-    spot: PriceQuote | None
+    secure: Price | None
+    community: Price | None
+    spot: Price | None
 
-    def tier(self, name: str) -> PriceQuote | None:
+    def tier(self, name: str) -> Price | None:
         return getattr(self, name)
 
 
@@ -50,7 +57,7 @@ class GPU:
     compute_capability: tuple[int, int] | None
     gfx_target: str | None
     market: str
-    vram_gb: float
+    vram_gib: float
     memory_type: str
     mem_bw_gbps: float
     fp32_tflops: float
@@ -72,9 +79,9 @@ class GPU:
         return getattr(self, _PEAK_FIELD[path])
 
     @property
-    def vram_capacity_gb(self) -> float:
+    def vram_gb(self) -> float:
         """Memory in decimal GB (1e9 B): GPU memory is marketed in GiB, so '24 GB' holds 24 x 2**30 bytes."""
-        return self.vram_gb * 2**30 / 1e9
+        return gib_to_gb(self.vram_gib)
 
     @property
     def memory_class(self) -> str:
@@ -84,15 +91,19 @@ class GPU:
     @property
     def sm(self) -> str:
         """Compute capability as 'SM90' ('-' for AMD)."""
-        return "SM%d%d" % self.compute_capability if self.compute_capability else "-"
+        return sm_label(self.compute_capability)
 
     @property
     def interconnect_unidir_gbps(self) -> float | None:
         """Fastest GPU-to-GPU link, one direction: NVLink if present, else PCIe."""
         return self.nvlink_unidir_gbps or self.pcie_unidir_gbps
 
-    def price(self, tier: str) -> PriceQuote | None:
+    def price(self, tier: str) -> Price | None:
         return self.runpod.tier(tier) if self.runpod else None
+
+    def listed_prices(self) -> dict[str, Price | None]:
+        """RunPod's price per tier as listed in data/gpus.yaml (None: not rented in that tier)."""
+        return {t: self.price(t) for t in PRICE_TIERS}
 
 
 @dataclass(frozen=True)
@@ -116,12 +127,12 @@ def _names_of(gpu: GPU) -> set[str]:
     return {normalize_name(n) for n in (gpu.id, gpu.name, *gpu.aliases)}
 
 
-def _quote(rec: Record, tier: str) -> PriceQuote | None:
+def _quote(rec: Record, tier: str) -> Price | None:
     q = rec.child(tier, required=False)
     if q is None:
         return None
     q.check_keys(("usd_hr", "date", "source"))
-    return PriceQuote(q.number("usd_hr", lo=0.01, hi=200), q.day("date"), q.text("source"))
+    return Price(q.number("usd_hr", lo=MIN_USD_HR, hi=MAX_USD_HR), q.day("date"), q.text("source"))
 
 
 def _runpod(rec: Record) -> RunPodListing | None:
@@ -132,19 +143,9 @@ def _runpod(rec: Record) -> RunPodListing | None:
     return RunPodListing(rp.strings("gpu_type_ids"), *(_quote(rp, t) for t in PRICE_TIERS))
 
 
-def _compute_capability(rec: Record) -> tuple[int, int] | None:
-    cc = rec.raw("compute_capability", required=rec.data.get("vendor") == "NVIDIA")
-    if cc is None:
-        return None
-    m = re.fullmatch(r"(\d{1,2})\.(\d)", str(cc))
-    if not m:
-        raise rec.fail("compute_capability", f"expected 'major.minor' like '8.6', got {cc!r}")
-    return int(m.group(1)), int(m.group(2))
-
-
 def parse_gpu(rec: Record) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
-                    "market", "vram_gb", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
+                    "market", "vram_gib", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
                     "interconnect", "runpod", "source", "notes"))
     gpu_id = rec.text("id")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", gpu_id):
@@ -157,8 +158,9 @@ def parse_gpu(rec: Record) -> GPU:
     return GPU(
         id=gpu_id, name=rec.text("name"), aliases=rec.strings("aliases", required=False),
         vendor=rec.text("vendor", choices=("NVIDIA", "AMD")), architecture=rec.text("architecture"),
-        compute_capability=_compute_capability(rec), gfx_target=rec.text("gfx_target", required=False),
-        market=rec.text("market", choices=MARKETS), vram_gb=rec.number("vram_gb", lo=1, hi=2000),
+        compute_capability=rec.compute_capability(
+            "compute_capability", required=rec.data.get("vendor") == "NVIDIA"), gfx_target=rec.text("gfx_target", required=False),
+        market=rec.text("market", choices=MARKETS), vram_gib=rec.number("vram_gib", lo=1, hi=2000),
         memory_type=rec.text("memory_type"), mem_bw_gbps=rec.number("mem_bw_gbps", lo=10, hi=50000),
         fp32_tflops=rates["fp32"], tf32_tflops=rates["tf32"], fp16_tflops=rates["fp16"],
         bf16_tflops=rates["bf16"], fp8_tflops=rates["fp8"], int8_tops=rates["int8"],

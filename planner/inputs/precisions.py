@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -10,21 +9,9 @@ from pathlib import Path
 from planner import DATA_DIR
 from planner.inputs.catalog import COMPUTE_PATHS
 from planner.base.schema import Record, UnknownNameError, load_sections, suggest, unique_ids
+from planner.base.units import FP32_BYTES
 
 PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
-
-
-def parse_sm(text: str | None, rec: Record, field: str) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    m = re.fullmatch(r"(\d{1,2})\.(\d)", str(text))
-    if not m:
-        raise rec.fail(field, f"expected 'major.minor' like '8.0', got {text!r}")
-    return int(m.group(1)), int(m.group(2))
-
-
-def sm_label(sm: tuple[int, int]) -> str:
-    return "SM%d%d" % sm
 
 
 @dataclass(frozen=True)
@@ -92,7 +79,7 @@ class PrecisionRules:
 
     def default_kv_dtype(self, precision: Precision) -> KVDtype:
         """The KV cache is kept in the activation dtype unless chosen otherwise."""
-        if precision.act_bytes == 4:
+        if precision.act_bytes == FP32_BYTES:
             return self.kv_dtype("fp32")
         return self.kv_dtype("bf16" if precision.id == "bf16" else "fp16")
 
@@ -107,7 +94,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
-                                    parse_sm(rec.raw("min_sm", False), rec, "min_sm"), rec.text("note"),
+                                    rec.compute_capability("min_sm", required=False), rec.text("note"),
                                     rec.text("source")))
     unique_ids(path, (p.id for p in precisions))
     kvs = []
@@ -115,18 +102,18 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "bytes", "min_sm", "source"))
         kvs.append(KVDtype(rec.text("id"), rec.number("bytes", lo=0.25, hi=8),
-                           parse_sm(rec.raw("min_sm", False), rec, "min_sm"), rec.text("source")))
+                           rec.compute_capability("min_sm", required=False), rec.text("source")))
     backends = []
     for i, raw in enumerate(doc["attention_backends"]):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "min_sm", "scores_materialized", "source"))
         backends.append(AttentionBackend(rec.text("id"), rec.text("name"),
-                                         parse_sm(rec.raw("min_sm", False), rec, "min_sm"),
+                                         rec.compute_capability("min_sm", required=False),
                                          rec.flag("scores_materialized"), rec.text("source")))
     builds = []
     for i, raw in enumerate(doc["pytorch_builds"]):
         rec = Record.of(path, i, raw)
         rec.check_keys(("min_sm", "max_sm", "text", "source"))
-        builds.append(BuildRule(parse_sm(rec.text("min_sm"), rec, "min_sm"), parse_sm(rec.text("max_sm"), rec, "max_sm"),
+        builds.append(BuildRule(rec.compute_capability("min_sm"), rec.compute_capability("max_sm"),
                                 rec.text("text"), rec.text("source")))
     return PrecisionRules(tuple(precisions), tuple(kvs), tuple(backends), tuple(builds))

@@ -22,14 +22,16 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from planner.inputs.catalog import GPU, Catalog, load_catalog
-from planner.engine.estimate import Plan, estimate_all, estimate_gpu
-from planner.inputs.models import DecoderProfile, parse_decoder
-from planner.inputs.precisions import load_rules
+from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
+from planner.base.schema import DataFileError, Record, UnknownNameError, check_number, parse_compute_capability
+from planner.engine.estimate import estimate_all, estimate_gpu
+from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
-from planner.inputs.runtimes import Efficiency, load_runtimes
-from planner.base.schema import DataFileError, Record, UnknownNameError, check_number
-from planner.engine.workloads import Generate, Infer, Train
+from planner.inputs.catalog import GPU, Catalog, load_catalog
+from planner.inputs.facts import Facts, load_facts
+from planner.inputs.jobs import Generate, Infer, Train
+from planner.inputs.models import DecoderProfile, parse_decoder
+from planner.inputs.runtimes import Efficiency
 
 BENCH_VERSION = 1  # bump when the measuring method changes: results of another version are refused
 RESULT_SCHEMA_VERSION = 1
@@ -166,8 +168,8 @@ def _check_environment(env: _Check, catalog: Catalog) -> GPU | None:
         return None
     gpu = _catalog_gpu(name, catalog, env.filename)
     cc = env.raw("compute_capability", required=False)
-    if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", str(cc)):
-        raise CalibrationError(f"{env._where('compute_capability')}: expected 'major.minor', got {cc!r}")
+    if cc is not None:
+        parse_compute_capability(cc, lambda p: CalibrationError(f"{env._where('compute_capability')}: {p}"))
     return gpu
 
 
@@ -287,8 +289,8 @@ def _timed_phases(kind: str, work: tuple) -> tuple:
 def _estimate(kind: str, model: DecoderProfile, batch: int, size: int, precision: str, gpu: GPU,
               adjust: Callable[[GPU, Efficiency], Efficiency] | None, runtime: str):
     # a point that ran is timed even where the planner's memory model would call it out of memory
-    roomy = replace(gpu, vram_gb=max(gpu.vram_gb, 1e6))
-    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_rules(), adjust=adjust)
+    roomy = replace(gpu, vram_gib=max(gpu.vram_gib, 1e6))
+    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(), adjust)
     if not est.feasible:
         raise CalibrationError(f"the planner cannot estimate {model.id} {kind} in {precision} on {gpu.name}: "
                                + "; ".join(r.text for r in est.reasons if r.blocking))
@@ -342,7 +344,7 @@ def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float,
     fields = dict(id=f"measured-{key}", name=f"{base.name if base else name} (measured)", aliases=(),
                   mem_bw_gbps=bw_gbps, fp32_tflops=peaks.get("fp32", 0.0), tf32_tflops=peaks.get("tf32"),
                   fp16_tflops=peaks.get("fp16"), bf16_tflops=peaks.get("bf16"), fp8_tflops=None, int8_tops=None,
-                  vram_gb=memory_gb * 1e9 / 2**30, source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
+                  vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
                   f"on {day}: copy bandwidth and matmul peaks", notes="peaks are measured, not datasheet figures")
     if base:
         return replace(base, **fields)
@@ -369,7 +371,7 @@ def device_gpu(result: dict, catalog: Catalog | None = None) -> GPU:
 
 @lru_cache(maxsize=4)
 def _prior(memory_class: str) -> Efficiency:
-    return load_runtimes().get(FIT_RUNTIME).efficiency(memory_class)
+    return load_facts().runtimes.get(FIT_RUNTIME).efficiency(memory_class)
 
 
 @dataclass(frozen=True)
@@ -657,13 +659,15 @@ def point_table(result: dict, cal: Calibration) -> list[dict]:
     return rows
 
 
-def side_by_side(plan: Plan, cal: Calibration, catalog: Catalog | None = None,
+def side_by_side(plan: Plan, cal: Calibration, facts: Facts | None = None,
                  gpu_names: Iterable[str] | None = None) -> list[dict]:
     """Analytic and calibrated estimates of `plan` per GPU (calibrated ranking order), the measured device first."""
-    analytic = {e.gpu.id: e for e in estimate_all(plan, catalog, gpu_names)}
-    calibrated = estimate_all(plan, catalog, gpu_names, adjust=cal.adjust)
-    device = estimate_gpu(plan, cal.measured_gpu(catalog), adjust=cal.adjust)
-    device_analytic = estimate_gpu(plan, cal.measured_gpu(catalog))
+    facts = facts or load_facts()
+    analytic = {e.gpu.id: e for e in estimate_all(plan, facts, gpu_names)}
+    calibrated = estimate_all(plan, facts, gpu_names, adjust=cal.adjust)
+    device_gpu_ = cal.measured_gpu(facts.catalog)
+    device = estimate_gpu(plan, device_gpu_, facts, cal.adjust)
+    device_analytic = estimate_gpu(plan, device_gpu_, facts)
     rows = []
     for e, a in [(device, device_analytic)] + [(e, analytic[e.gpu.id]) for e in calibrated]:
         rows.append({"gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "analytic_s": a.seconds,
@@ -671,35 +675,3 @@ def side_by_side(plan: Plan, cal: Calibration, catalog: Catalog | None = None,
                      "change_pct": (100 * (e.seconds / a.seconds - 1)) if e.seconds and a.seconds else None,
                      "efficiency_source": e.efficiency.source})
     return rows
-
-
-def add_cli(subparsers) -> None:
-    """`python -m planner calibration FILE [plan options]`: the fit and analytic vs calibrated side by side."""
-    from planner.cli import add_plan_args
-
-    p = subparsers.add_parser("calibration", help="fit a bench result and compare analytic vs calibrated estimates")
-    p.add_argument("file", help="result file written by `python -m planner.bench`")
-    add_plan_args(p)
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    p.set_defaults(func=_cmd_calibration)
-
-
-def _cmd_calibration(a) -> int:
-    from planner.cli import emit, plan_from_args
-
-    path = Path(a.file)
-    result = parse_result(path.read_bytes(), path.name)
-    cal = fit(result)
-    points, gpus = point_table(result, cal), side_by_side(plan_from_args(a), cal, gpu_names=a.gpu)
-    if a.format == "table":  # the figures that matter, rounded; json/csv carry every field
-        sig = lambda x: None if x is None else float(f"{x:.4g}")
-        points = [{"point": r["label"], "measured_s": sig(r["measured_s"]), "analytic_s": sig(r["analytic_s"]),
-                   "calibrated_s": sig(r["calibrated_s"]), "error_pct": round(r["calibrated_error_pct"], 1)} for r in points]
-        gpus = [{"gpu": r["gpu_id"], "analytic_s": sig(r["analytic_s"]), "calibrated_s": sig(r["calibrated_s"]),
-                 "change_pct": None if r["change_pct"] is None else round(r["change_pct"], 1),
-                 "efficiency": r["efficiency_source"]} for r in gpus]
-        print(f"calibration: {cal.to_query()}\n")
-    print(emit(points, a.format))
-    print()
-    print(emit(gpus, a.format))
-    return 0

@@ -29,7 +29,7 @@ import yaml
 from planner import DATA_DIR
 from planner.inputs.runtimes import MEMORY_CLASSES
 from planner.base.schema import DataFileError, Record, load_yaml
-from planner.engine.workloads import Generate, Train
+from planner.inputs.jobs import Generate, Train
 
 UNCERTAINTY_FILE = DATA_DIR / "uncertainty.yaml"
 REGIMES = ("decode", "prefill/compute", "train")
@@ -49,10 +49,7 @@ def regime_of(e) -> str:
         return "train"
     if not e.feasible or not e.phases:
         return "decode" if isinstance(w, Generate) and w.gen_tokens > 1 else "prefill/compute"
-    split: dict[str, float] = {}
-    for ph in e.phases:
-        for k, v in ph.split().items():
-            split[k] = split.get(k, 0.0) + v
+    split = e.split
     total = sum(split.values())
     return "prefill/compute" if total and split.get("compute", 0.0) >= total / 2 else "decode"
 
@@ -227,11 +224,10 @@ def cells_from_rows(rows) -> list[Cell]:
     return cells
 
 
-def write_uncertainty(report, path: str | Path = UNCERTAINTY_FILE, measurements: str | Path = "",
+def write_uncertainty(report, split_rule: str, path: str | Path = UNCERTAINTY_FILE, measurements: str | Path = "",
                       today: date | None = None) -> Path:
-    """Write the band file from a ValidationReport's test-split rows, then check it loads."""
-    from planner.tools.validation import TUNE_MODULUS
-
+    """Write the band file from a ValidationReport's test-split rows (`split_rule` says which rows those are),
+    then check it loads."""
     rows = [r for r in report.scored("test") if r.seconds_ratio]
     cells = cells_from_rows(rows)
     wide = _range([r.seconds_ratio for r in rows], FALLBACK_QUANTILES)
@@ -240,7 +236,7 @@ def write_uncertainty(report, path: str | Path = UNCERTAINTY_FILE, measurements:
         "generated": (today or date.today()).isoformat(),
         "source": f"python -m planner validate --write-uncertainty: residuals of {len(rows)} test-split rows of "
                   f"{Path(measurements or report.measurements).name} (published measurements, see validation/README.md)",
-        "split": f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0 (never used to tune data/runtimes.yaml)",
+        "split": split_rule,
         "quantiles": list(QUANTILES),
         "method": "ratio = measured seconds / predicted seconds per row; low/high = its 10th/90th percentile in the "
                   "cell (clamped to contain 1); calibrated_* = the same after dividing each ratio by the median of "

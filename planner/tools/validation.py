@@ -20,26 +20,25 @@ Mapping of rows to plans (documented in validation/README.md):
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import math
 import statistics
 from dataclasses import dataclass, replace
-from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from planner import ROOT_DIR
+from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
+from planner.engine.estimate import Estimate, estimate_gpu
+from planner.engine.plan import Plan, check_plan
 from planner.inputs.catalog import GPU, Catalog, load_catalog
-from planner.engine.estimate import Estimate, Plan, check_plan, estimate_gpu
+from planner.inputs.facts import load_facts
+from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import MEMORY_CLASSES, Efficiency, load_runtimes
-from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
-from planner.tools.uncertainty import REGIMES, UNCERTAINTY_FILE, quantile, regime_of, write_uncertainty
-from planner.engine.workloads import Generate, Train
+from planner.tools.uncertainty import REGIMES, quantile, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
@@ -59,6 +58,7 @@ ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", 
 SPLITS = ("tune", "test", "excluded")
 FSDP_FRAMEWORKS = ("llm-foundry",)  # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls)
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
+SPLIT_RULE = f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0 (never used to tune data/runtimes.yaml)"
 TARGET_APE = {"decode": 15.0, "prefill/compute": 20.0, "train": 20.0}  # issue #6 targets, median |error| %
 BITS_TOLERANCE = 0.05  # a row's bits/weight within this of the preset's use the preset itself
 
@@ -291,11 +291,12 @@ def _row_regime(row: Measurement) -> str:
 def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
                  adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> tuple[RowResult, Estimate]:
     """Estimate one row with the engine and compare (split from the id; 'excluded' with a reason)."""
-    catalog, models = catalog or load_catalog(), models or validation_models()
+    facts = load_facts()
+    catalog, models = catalog or facts.catalog, models or validation_models()
     gpu = catalog.get(row.gpu)
-    plan, rules, note = plan_for(row, models, load_rules())
+    plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
-    e = estimate_gpu(plan, gpu, rules, adjust=adjust)
+    e = estimate_gpu(plan, gpu, replace(facts, rules=rules), adjust)
     why = exclusion(row, e)
     predicted = predicted_value(row, e)  # shown for excluded rows too when the engine gives one; never scored
     error = None if predicted is None else (predicted - row.value) / row.value * 100.0
@@ -400,102 +401,3 @@ def tune_all(measurements: str | Path = MEASUREMENTS_FILE) -> dict[str, tuple[di
         if res.split == "tune":
             by_runtime.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
     return {rt: tune_runtime(rt, rs) for rt, rs in sorted(by_runtime.items())}
-
-
-# ---------------------------------------------------------------- chart and CLI
-
-def speed(value: float, metric: str) -> float:
-    """A figure as a speed (bigger = faster): step_seconds become steps per second."""
-    return 1.0 / value if metric == "step_seconds" else value
-
-
-def validation_chart(report: ValidationReport):
-    """Measured vs predicted speed, log-log, with y = x and +-20 % lines, coloured by regime."""
-    import altair as alt
-
-    data = [{"row": r.row_id, "gpu": r.gpu_id, "gpu_class": r.gpu_class, "regime": r.regime, "split": r.split,
-             "framework": r.framework, "metric": r.metric, "measured_speed": speed(r.measured, r.metric),
-             "predicted_speed": speed(r.predicted, r.metric), "error_pct": round(r.error_pct, 1)}
-            for r in report.rows if r.predicted]
-    lo = min(min(d["measured_speed"], d["predicted_speed"]) for d in data) / 1.5
-    hi = max(max(d["measured_speed"], d["predicted_speed"]) for d in data) * 1.5
-    lines = [{"x": x, "y": x * f, "line": name} for name, f in (("y = x", 1.0), ("+20 %", 1.2), ("-20 %", 0.8))
-             for x in (lo, hi)]
-    scale = alt.Scale(type="log", domain=[lo, hi])
-    guide = alt.Chart(alt.Data(values=lines)).mark_line(strokeDash=[4, 4], color="gray").encode(
-        x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale), detail="line:N")
-    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=60).encode(
-        x=alt.X("measured_speed:Q", scale=scale, title="measured (tokens/s, samples/s, or steps/s for step-time rows)"),
-        y=alt.Y("predicted_speed:Q", scale=scale, title="planner estimate (same unit)"),
-        color=alt.Color("regime:N", title="regime"),
-        shape=alt.Shape("split:N", title="split"),
-        tooltip=["row:N", "gpu:N", "framework:N", "metric:N", "measured_speed:Q", "predicted_speed:Q",
-                 "error_pct:Q", "split:N"])
-    return (guide + points).properties(title="Planner estimate vs published measurement", width=520, height=420)
-
-
-def _fmt(x: float | None, nd: int = 1) -> str | None:
-    return None if x is None else (f"{x:.{nd}f}" if abs(x) < 1e5 else f"{x:.4g}")
-
-
-def row_dicts(report: ValidationReport) -> list[dict]:
-    return [{"row": r.row_id, "split": r.split, "regime": r.regime, "gpu": r.gpu_id, "class": r.gpu_class,
-             "runtime": r.runtime, "precision": r.precision, "batch": r.batch, "metric": r.metric,
-             "measured": r.measured, "predicted": None if r.predicted is None else round(r.predicted, 4),
-             "error_pct": None if r.error_pct is None else round(r.error_pct, 1), "note": r.note} for r in report.rows]
-
-
-def summary_text(report: ValidationReport) -> str:
-    from planner.views.report import text_table as _table
-
-    lines = []
-    for split in ("test", "tune"):
-        rows = [{k: d[k] for k in ("group", "key", "n", "median_ape", "p90_ape", "median_speed_bias_pct",
-                                   "target_median_ape", "meets_target")}
-                for d in report.summary(split) if d["n"]]
-        lines += [f"\n{split} split: absolute % error (median, p90) of rows "
-                  + ("never used for tuning" if split == "test" else "used to tune data/runtimes.yaml"), _table(rows)]
-    n_ex = sum(r.split == "excluded" for r in report.rows)
-    lines.append(f"\nsplit: tune = rows whose sha256(id) mod {TUNE_MODULUS} == 0, test = the rest; "
-                 f"{n_ex} rows excluded (reason in 'note').")
-    return "\n".join(lines)
-
-
-def cmd_validate(a: argparse.Namespace) -> int:
-    from planner.views.report import csv_text as _csv, text_table as _table
-
-    if a.tune:
-        result = tune_all(a.measurements)
-        print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
-        return 0
-    report = run_validation(a.measurements)
-    rows = row_dicts(report)
-    if a.format == "json":
-        print(json.dumps({"rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
-    elif a.format == "csv":
-        print(_csv(rows), end="")
-    else:
-        shown = [{**d, "measured": _fmt(d["measured"], 4), "predicted": _fmt(d["predicted"], 4),
-                  "note": (d["note"] or "")[:60]} for d in rows]
-        print(_table(shown))
-        print(summary_text(report))
-    if a.plot:
-        validation_chart(report).save(a.plot)
-        print(f"\nplot written to {a.plot}")
-    if a.write_uncertainty:
-        path = write_uncertainty(report, a.uncertainty_file, measurements=a.measurements, today=date.today())
-        print(f"\nuncertainty bands written to {path}")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("validate", help="compare estimates with published measurements (validation/)")
-    p.add_argument("--measurements", default=str(MEASUREMENTS_FILE), help="measurements YAML (default: validation/)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    p.add_argument("--plot", default=None, metavar="PATH.html", help="write the measured-vs-predicted chart")
-    p.add_argument("--write-uncertainty", action="store_true",
-                   help="write the uncertainty bands (data/uncertainty.yaml) from the test-split residuals")
-    p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
-    p.add_argument("--tune", action="store_true",
-                   help="search runtime efficiencies on the tune split and print them (writes nothing)")
-    p.set_defaults(func=cmd_validate)

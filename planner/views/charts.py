@@ -15,9 +15,12 @@ import altair as alt
 import pandas as pd
 
 from planner.inputs.catalog import GPU
-from planner.engine.cost import Price
-from planner.engine.estimate import Estimate, EfficiencyAdjust, Plan, estimate_gpu
+from planner.engine.estimate import EfficiencyAdjust, Estimate, estimate_gpu
+from planner.engine.plan import Plan
+from planner.inputs.facts import Facts
 from planner.engine.roofline import attainable_tflops, ridge_point
+from planner.tools.validation import ValidationReport
+from planner.views.format import short_name
 
 ESTIMATE_SOURCE = "planner estimate (roofline model, data/gpus.yaml datasheet peaks, data/runtimes.yaml efficiencies)"
 MEMORY_ORDER = ("weights", "gradients", "optimizer", "kv_cache", "activations", "cuda_context")
@@ -58,21 +61,6 @@ def best_value(points: Iterable[tuple[str, float, float]]) -> str | None:
 
 
 # ---------------------------------------------------------------- cost vs time
-
-
-def short_name(name: str) -> str:
-    """'NVIDIA GeForce RTX 4090 24GB' -> 'RTX 4090 24GB' (chart labels, call-outs)."""
-    return name.replace("NVIDIA ", "").replace("GeForce ", "").replace("Tesla ", "")
-
-
-def time_unit(seconds: Iterable[float | None]) -> tuple[str, float]:
-    """(unit, seconds per unit) a person would read the typical (median) duration in: s, min, h or days."""
-    ok = sorted(s for s in seconds if s)
-    mid = ok[len(ok) // 2] if ok else 1.0
-    for unit, div, limit in (("s", 1.0, 120), ("min", 60.0, 7200), ("h", 3600.0, 172800)):
-        if mid < limit:
-            return unit, div
-    return "days", 86400.0
 
 
 def cost_time_data(estimates: Iterable[Estimate], calibrated: Mapping[str, Estimate] | None = None,
@@ -203,22 +191,20 @@ def batch_grid(max_batch: int, limit: int, extra: Iterable[int] = ()) -> list[in
     return sorted(grid)
 
 
-def batch_sweep(plan: Plan, gpus: Iterable[GPU], prices: Mapping[str, Mapping[str, Price | None]] | None = None,
-                adjust: EfficiencyAdjust | None = None) -> pd.DataFrame:
+def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None) -> pd.DataFrame:
     """Throughput, cost, bound and memory for each GPU at each batch of `batch_grid` (the plan's batch
     replaced); rows past the memory limit are kept with feasible False."""
     rows = []
     for gpu in gpus:
-        price_map = (prices or {}).get(gpu.id)
-        auto = estimate_gpu(replace(plan, batch=None), gpu, prices=price_map, adjust=adjust)
+        auto = estimate_gpu(replace(plan, batch=None), gpu, facts, adjust)
         shards = 1 if auto.parallelism == "tensor" else plan.gpus  # data parallel: each GPU batches its share
         limit = max(1, math.ceil(plan.workload.items / shards))
         for b in batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else []):
-            e = estimate_gpu(replace(plan, batch=b), gpu, prices=price_map, adjust=adjust)
+            e = estimate_gpu(replace(plan, batch=b), gpu, facts, adjust)
             rows.append({"gpu": gpu.name, "gpu_id": gpu.id, "batch": b, "feasible": e.feasible,
                          "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
                          "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
-                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_capacity_gb, "max_batch": auto.max_batch})
+                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_gb, "max_batch": auto.max_batch})
     return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
                                        "seconds", "bound", "memory_gb", "vram_gb", "max_batch"])
 
@@ -257,7 +243,7 @@ def memory_data(estimates: Iterable[Estimate]) -> pd.DataFrame:
         for item in e.memory.items:
             rows.append({"gpu": e.gpu.name, "item": item.name.replace("_", " "), "gb": item.gb, "formula": item.formula,
                          "order": MEMORY_ORDER.index(item.name) if item.name in MEMORY_ORDER else len(MEMORY_ORDER),
-                         "vram_gb": e.gpu.vram_capacity_gb, "batch": e.batch})
+                         "vram_gb": e.gpu.vram_gb, "batch": e.batch})
     return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "batch"])
 
 
@@ -346,3 +332,34 @@ def calibration_chart(df: pd.DataFrame) -> alt.LayerChart:
                                  "On the dashed line the estimate equals the measurement. Grey: datasheet priors; "
                                  "red: with your calibration.",
                                  "Source: your bench result file (python -m planner.bench)."))
+
+
+# ---------------------------------------------------------------- validation
+
+
+def speed(value: float, metric: str) -> float:
+    """A figure as a speed (bigger = faster): step_seconds become steps per second."""
+    return 1.0 / value if metric == "step_seconds" else value
+
+
+def validation_chart(report: ValidationReport):
+    """Measured vs predicted speed, log-log, with y = x and +-20 % lines, coloured by regime."""
+    data = [{"row": r.row_id, "gpu": r.gpu_id, "gpu_class": r.gpu_class, "regime": r.regime, "split": r.split,
+             "framework": r.framework, "metric": r.metric, "measured_speed": speed(r.measured, r.metric),
+             "predicted_speed": speed(r.predicted, r.metric), "error_pct": round(r.error_pct, 1)}
+            for r in report.rows if r.predicted]
+    lo = min(min(d["measured_speed"], d["predicted_speed"]) for d in data) / 1.5
+    hi = max(max(d["measured_speed"], d["predicted_speed"]) for d in data) * 1.5
+    lines = [{"x": x, "y": x * f, "line": name} for name, f in (("y = x", 1.0), ("+20 %", 1.2), ("-20 %", 0.8))
+             for x in (lo, hi)]
+    scale = alt.Scale(type="log", domain=[lo, hi])
+    guide = alt.Chart(alt.Data(values=lines)).mark_line(strokeDash=[4, 4], color="gray").encode(
+        x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale), detail="line:N")
+    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=60).encode(
+        x=alt.X("measured_speed:Q", scale=scale, title="measured (tokens/s, samples/s, or steps/s for step-time rows)"),
+        y=alt.Y("predicted_speed:Q", scale=scale, title="planner estimate (same unit)"),
+        color=alt.Color("regime:N", title="regime"),
+        shape=alt.Shape("split:N", title="split"),
+        tooltip=["row:N", "gpu:N", "framework:N", "metric:N", "measured_speed:Q", "predicted_speed:Q",
+                 "error_pct:Q", "split:N"])
+    return (guide + points).properties(title="Planner estimate vs published measurement", width=520, height=420)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+from typing import Any
 
-from planner.inputs.catalog import PRICE_TIERS
 from planner.engine.estimate import Estimate
+from planner.inputs.catalog import PRICE_TIERS
+from planner.inputs.price_snapshot import PriceTable
 from planner.tools.uncertainty import band
+from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
@@ -21,10 +25,6 @@ def _sig(x: float | None, digits: int = 4) -> float | None:
 
 def estimate_row(e: Estimate) -> dict:
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`)."""
-    split: dict[str, float] = {}
-    for ph in e.phases:
-        for k, v in ph.split().items():
-            split[k] = split.get(k, 0.0) + v
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
@@ -37,7 +37,7 @@ def estimate_row(e: Estimate) -> dict:
         "seconds": _r(e.seconds, 3),
         "seconds_range": [_r(x, 3) for x in band(e)] if e.feasible else None,
         "bound": e.bound,
-        "step_time_breakdown_s": {k: _r(v, 4) for k, v in split.items()},
+        "step_time_breakdown_s": {k: _r(v, 4) for k, v in e.split.items()},
         "phases": [{
             "name": ph.name, "steps_per_pass": ph.steps, "passes": ph.passes, "seconds": _r(ph.total_s, 4),
             "kernels_per_step": _r(ph.kernels_per_step, 1), "launch_overhead_s": _r(ph.overhead_s * ph.passes, 4),
@@ -57,7 +57,8 @@ def estimate_row(e: Estimate) -> dict:
         "cost_usd": {t: _sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
         "cost_per_1m_usd": {t: _sig(e.cost_per_million(t)) for t in PRICE_TIERS},
         "memory_gb": {k: _r(v, 4) for k, v in e.memory.as_dict().items()},
-        "vram_gb": e.gpu.vram_gb,
+        "vram_gb": _r(e.gpu.vram_gb, 4),
+        "vram_gib": e.gpu.vram_gib,
         "efficiency": {"mem_bw": e.efficiency.mem_bw_efficiency, "compute": e.efficiency.compute_efficiency,
                        "launch_overhead_us": e.efficiency.launch_overhead_us, "source": e.efficiency.source},
     }
@@ -73,7 +74,7 @@ def flat_row(e: Estimate) -> dict:
         "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2), "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
-        "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": e.gpu.vram_gb,
+        "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
         "reasons": "; ".join(r.text for r in e.reasons),
     }
 
@@ -97,3 +98,48 @@ def text_table(rows: list[dict]) -> str:
     widths = [min(60, max(len(c), *(len(x[i]) for x in cells))) for i, c in enumerate(cols)]
     line = lambda vals: "  ".join(v[:w].ljust(w) for v, w in zip(vals, widths))  # noqa: E731
     return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(x) for x in cells])
+
+
+def emit(rows: list[dict], fmt: str, flat: list[dict] | None = None) -> str:
+    """Rows as JSON (nested), or `flat` rows (default: rows) as CSV or an aligned text table."""
+    if fmt == "json":
+        return json.dumps(rows, indent=2, default=str)
+    return csv_text(flat or rows) if fmt == "csv" else text_table(flat or rows)
+
+
+def price_rows(table: PriceTable) -> list[dict]:
+    """One row per GPU: $/GPU-hour and origin/date per tier."""
+    rows = []
+    for gpu_id, tiers in table.prices.items():
+        row: dict[str, Any] = {"gpu": gpu_id}
+        for t in PRICE_TIERS:
+            p = tiers.get(t)
+            row[f"{t}_usd_hr"] = p.usd_hr if p else None
+            row[f"{t}_from"] = f"{p.origin} {p.date}" if p else None
+        rows.append(row)
+    return rows
+
+
+def _fmt(x: float | None, nd: int = 1) -> str | None:
+    return None if x is None else (f"{x:.{nd}f}" if abs(x) < 1e5 else f"{x:.4g}")
+
+
+def validation_rows(report: ValidationReport) -> list[dict]:
+    return [{"row": r.row_id, "split": r.split, "regime": r.regime, "gpu": r.gpu_id, "class": r.gpu_class,
+             "runtime": r.runtime, "precision": r.precision, "batch": r.batch, "metric": r.metric,
+             "measured": r.measured, "predicted": None if r.predicted is None else round(r.predicted, 4),
+             "error_pct": None if r.error_pct is None else round(r.error_pct, 1), "note": r.note} for r in report.rows]
+
+
+def validation_summary_text(report: ValidationReport) -> str:
+    lines = []
+    for split in ("test", "tune"):
+        rows = [{k: d[k] for k in ("group", "key", "n", "median_ape", "p90_ape", "median_speed_bias_pct",
+                                   "target_median_ape", "meets_target")}
+                for d in report.summary(split) if d["n"]]
+        lines += [f"\n{split} split: absolute % error (median, p90) of rows "
+                  + ("never used for tuning" if split == "test" else "used to tune data/runtimes.yaml"), text_table(rows)]
+    n_ex = sum(r.split == "excluded" for r in report.rows)
+    lines.append(f"\nsplit: tune = rows whose sha256(id) mod {TUNE_MODULUS} == 0, {SPLIT_RULE}; "
+                 f"{n_ex} rows excluded (reason in 'note').")
+    return "\n".join(lines)

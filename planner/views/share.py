@@ -20,50 +20,54 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from planner.inputs.catalog import PRICE_TIERS, load_catalog
-from planner.engine.estimate import Estimate, Plan
-from planner.inputs.models import DecoderProfile, ModelProfile, load_models, parse_decoder, parse_model_text
-from planner.inputs.precisions import load_rules
-from planner.views.report import csv_text, estimate_row, flat_row
-from planner.inputs.runtimes import load_runtimes
 from planner.base.schema import DataFileError, Record, suggest
-from planner.engine.workloads import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.engine.estimate import Estimate
+from planner.engine.plan import Plan
+from planner.inputs.catalog import CUSTOM_MAX_USD_HR, PRICE_TIERS, load_catalog
+from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
+from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
+from planner.inputs.precisions import load_rules
+from planner.inputs.runtimes import load_runtimes
+from planner.tools.calibration import Calibration, CalibrationError
+from planner.views.format import fmt_count
+from planner.views.report import csv_text, estimate_row, flat_row
+from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 
 CUSTOM = "custom"  # the model id of a model edited in the page or uploaded
 JOBS = ("generate", "infer", "train")
 VENDORS = ("all", "NVIDIA", "AMD")
 PRICE_SOURCES = ("snapshot", "live")
-CUSTOM_MAX_USD_HR = 1000.0  # same bound as planner.tools.prices.with_custom
 MAX_CMP = 6  # GPUs compared in the batch-size chart
 
 
 @dataclass(frozen=True)
-class ArchField:
-    """One decoder architecture field as a link parameter (m_*) and a record field of models.yaml."""
+class LinkField:
+    """A decoder architecture field (planner.inputs.models.decoder.ARCH_FIELDS) as a link parameter (m_*)."""
 
     param: str
-    name: str
-    kind: str  # 'int', 'text', 'bool' or a '|'-separated choice
-    lo: int = 1
-    hi: int = 10**7
+    field: ArchField
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+    @property
+    def kind(self) -> str:
+        return self.field.kind
+
+    @property
+    def lo(self) -> int:
+        return self.field.lo
+
+    @property
+    def hi(self) -> int:
+        return self.field.hi
 
 
-ARCH_FIELDS = (
-    ArchField("m_name", "name", "text"),
-    ArchField("m_layers", "layers", "int", 1, 1000),
-    ArchField("m_hidden", "hidden", "int", 1, 10**6),
-    ArchField("m_heads", "heads", "int", 1, 4096),
-    ArchField("m_kv", "kv_heads", "int", 1, 4096),
-    ArchField("m_hd", "head_dim", "int", 1, 4096),
-    ArchField("m_ffn", "ffn", "int", 1, 10**7),
-    ArchField("m_act", "ffn_kind", "swiglu|gelu"),
-    ArchField("m_vocab", "vocab", "int", 1, 10**7),
-    ArchField("m_ctx", "context", "int", 1, 10**8),
-    ArchField("m_tied", "tied_embeddings", "bool"),
-    ArchField("m_norm", "norm", "rmsnorm|layernorm"),
-    ArchField("m_pos", "learned_pos_emb", "bool"),
-    ArchField("m_bias", "bias", "bool"),
-)
+_PARAMS = {"name": "m_name", "layers": "m_layers", "hidden": "m_hidden", "heads": "m_heads", "kv_heads": "m_kv",
+           "head_dim": "m_hd", "ffn": "m_ffn", "ffn_kind": "m_act", "vocab": "m_vocab", "context": "m_ctx",
+           "tied_embeddings": "m_tied", "norm": "m_norm", "learned_pos_emb": "m_pos", "bias": "m_bias"}
+ARCH_FIELDS = tuple(LinkField(_PARAMS[f.name], f) for f in DECODER_ARCH_FIELDS)
 ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
 SPEC_PARAM = "m_spec"  # a non-decoder (generic) profile travels as its compressed YAML text
 
@@ -255,9 +259,9 @@ SCALARS: dict[str, Callable[[str], Any]] = {
 # ---------------------------------------------------------------- custom models
 
 
-def arch_of(m: DecoderProfile) -> dict[str, Any]:
-    """A decoder profile's architecture fields (ARCH_FIELDS names), to edit or put in a link."""
-    return {f.name: getattr(m, f.name) for f in ARCH_FIELDS}
+def arch_of(m: ModelProfile) -> dict[str, Any] | None:
+    """A profile's editable architecture fields (ARCH_FIELDS names), to edit or put in a link; None if it has none."""
+    return m.architecture()
 
 
 def arch_items(arch: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -270,7 +274,7 @@ def default_arch() -> dict[str, Any]:
     return arch_of(base) | {"name": "Custom model"}
 
 
-def custom_decoder(arch: Mapping[str, Any], source: str = "custom model edited in the planner") -> DecoderProfile:
+def custom_decoder(arch: Mapping[str, Any], source: str = "custom model edited in the planner") -> ModelProfile:
     """Validate architecture fields with the core's model parser (raises DataFileError naming the field)."""
     data = {"id": CUSTOM, "kind": "decoder", "source": source, **dict(arch)}
     return parse_decoder(Record("custom model", f"'{data.get('name', CUSTOM)}'", data))
@@ -306,7 +310,7 @@ def resolve_model(inputs: Inputs) -> ModelProfile:
 
 def default_size(m: ModelProfile) -> int:
     """Infer/train input size when none is given: a decoder's context, a generic profile's default L."""
-    return m.context if isinstance(m, DecoderProfile) else m.default_input_size
+    return m.default_input_size
 
 
 # ---------------------------------------------------------------- decode / encode
@@ -411,9 +415,9 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
                 values[name] = parse(raw[name])
             except ValueError as exc:
                 warn(name, f"{exc}; using {_shown(name, values.get(name, getattr(DEFAULTS, name)))}")
-    if values.get("job", DEFAULTS.job) == "generate" and not isinstance(profile, DecoderProfile):
+    if values.get("job", DEFAULTS.job) == "generate" and not profile.can_generate:
         if "job" in raw:
-            warn("job", f"generate needs a decoder model; {profile.name} is a generic profile: using infer")
+            warn("job", f"generate needs a decoder model; {profile.name} is a {profile.kind} profile: using infer")
         values["job"] = "infer"
     if "cmp" in raw:
         values["cmp"], bad = _gpu_list(raw["cmp"])
@@ -443,10 +447,6 @@ def _shown(name: str, value: Any) -> str:
 
 def calibration_problem(text: str) -> str | None:
     """Why a calibration string from a link can't be used (None when it can)."""
-    try:
-        from planner.tools.calibration import Calibration, CalibrationError
-    except ImportError:
-        return "calibration is not available in this version of the planner"
     try:
         Calibration.from_query(text)
     except CalibrationError as exc:
@@ -526,37 +526,8 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier)
 
 
-def fmt_count(n: float) -> str:
-    """Three significant figures with a k/M/B/T suffix: 132192000 -> '132M', 25.37 -> '25.4'."""
-    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.3g}{unit}"
-    return f"{n:.3g}"
-
-
-def fmt_seconds(s: float | None) -> str:
-    """A duration in the unit a person would use: '42 s', '18.3 min', '5.2 h', '3.1 days'."""
-    if s is None or not math.isfinite(s):
-        return "-"
-    if s < 1:
-        return f"{s * 1e3:.3g} ms"
-    if s < 120:
-        return f"{s:.3g} s"
-    if s < 7200:
-        return f"{s / 60:.3g} min"
-    if s < 172800:
-        return f"{s / 3600:.3g} h"
-    return f"{s / 86400:.3g} days"
-
-
-def fmt_usd(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"${x:,.2f}" if x >= 0.995 else f"${x:.3g}"
-
-
 def size_name(model: ModelProfile) -> str:
-    return "tokens" if isinstance(model, DecoderProfile) else model.input_size_name
+    return model.input_size_name
 
 
 def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:

@@ -10,7 +10,7 @@ from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import Plan, auto_batch, estimate_all, estimate_gpu
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import Efficiency
-from planner.engine.workloads import Generate, Infer, Train
+from planner.inputs.jobs import Generate, Infer, Train
 
 NO_OVERHEAD = lambda gpu, eff: replace(eff, launch_overhead_us=0.0)  # noqa: E731
 

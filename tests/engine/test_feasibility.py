@@ -5,7 +5,7 @@ import pytest
 from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import Plan, estimate_gpu
 from planner.inputs.models import load_models
-from planner.engine.workloads import Generate
+from planner.inputs.jobs import Generate
 
 
 def _est(model, gpu, precision="bf16", **kw):

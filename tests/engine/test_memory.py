@@ -5,7 +5,8 @@ import pytest
 from planner.engine.memory import breakdown, max_batch
 from planner.inputs.models import load_models
 from planner.inputs.precisions import load_rules
-from planner.engine.workloads import Generate, Setup, Train
+from planner.inputs.jobs import Generate, Train
+from planner.inputs.work import Setup
 
 
 def _setup(precision, kv=None, attention="sdpa", tp=1):

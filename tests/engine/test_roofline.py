@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from planner.inputs.catalog import load_catalog
 from planner.engine.roofline import attainable_tflops, ridge_point, sum_max_affine, time_group
 from planner.inputs.runtimes import Efficiency
-from planner.engine.workloads import OpGroup
+from planner.inputs.work import OpGroup
 
 IDEAL = Efficiency(1.0, 1.0, 0.0, 1.0, 0.0, "ideal")
 

@@ -4,7 +4,10 @@ import pytest
 
 from planner.inputs.models import load_models
 from planner.inputs.precisions import load_rules
-from planner.engine.workloads import Generate, Setup, Train, decode_groups, generate_phases, train_phases
+from planner.inputs.jobs import Generate, Train
+from planner.inputs.work import Setup
+from planner.engine.phases import generate_phases, train_phases
+from ?? import decode_groups
 
 
 def _setup(precision="fp16", kv="fp16", attention="sdpa"):

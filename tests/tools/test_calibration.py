@@ -22,7 +22,7 @@ from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import Plan
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import load_runtimes
-from planner.engine.workloads import Generate
+from planner.inputs.jobs import Generate
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))

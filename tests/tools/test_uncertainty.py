@@ -13,7 +13,7 @@ from planner.base.schema import DataFileError
 from planner.tools.uncertainty import (MIN_CELL_ROWS, REGIMES, band, cells_from_rows, load_uncertainty, rate_band,
                                  regime_of)
 from planner.tools.validation import RowResult
-from planner.engine.workloads import Generate, Train
+from planner.inputs.jobs import Generate, Train
 
 
 def cell(regime: str, cls: str, low: float, high: float, cal_low: float | None = None, cal_high: float | None = None,

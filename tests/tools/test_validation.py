@@ -19,7 +19,7 @@ from planner.base.schema import DataFileError
 from planner.tools.uncertainty import load_uncertainty
 from planner.tools.validation import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements, run_validation,
                                 split_of, validation_chart)
-from planner.engine.workloads import Generate, Train
+from planner.inputs.jobs import Generate, Train
 
 BASE_ROW = {
     "id": "hand-llama3-8b-f16-rtx4090-tg512", "gpu": "rtx-4090", "gpus": 1, "model": "llama-3-8b", "regime": "decode",

@@ -8,7 +8,7 @@ from planner.views import charts
 from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import Plan, estimate_all, estimate_gpu
 from planner.inputs.models import load_models
-from planner.engine.workloads import Generate, Train
+from planner.inputs.jobs import Generate, Train
 
 CATALOG = load_catalog()
 

@@ -5,7 +5,7 @@ import pytest
 from planner.engine.estimate import Plan, estimate_all
 from planner.inputs.models import load_models
 from planner.views.report import estimate_row, flat_row
-from planner.engine.workloads import Generate
+from planner.inputs.jobs import Generate
 
 
 def _est(gpu="rtx-4090", precision="bf16"):

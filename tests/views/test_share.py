@@ -14,7 +14,7 @@ from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import estimate_all
 from planner.inputs.models import DecoderProfile, load_models
 from planner.views.share import DEFAULTS, Inputs, decode, encode
-from planner.engine.workloads import Generate, Infer, Train
+from planner.inputs.jobs import Generate, Infer, Train
 
 GPU_IDS = list(load_catalog().ids())
 DECODERS = [m.id for m in load_models().models if isinstance(m, DecoderProfile)]

@@ -1,43 +1,33 @@
-"""GPU prices ($/GPU-hour): live from RunPod's GraphQL API, falling back to the committed snapshot.
+"""Live GPU prices ($/GPU-hour) from RunPod's GraphQL API over the committed snapshot, and snapshot writing.
 
-The snapshot is, per GPU and tier, the newer of data/gpus.yaml's `runpod` prices and the files in
-data/prices/*.yaml that `python -m planner prices --refresh` writes. `fetch_live` never raises: any
-failure (no network, timeout, HTTP error, refused key, malformed answer, absurd values) returns the
-snapshot with `ok=False` and a one-line reason for the page. The API key travels only in an
-`Authorization: Bearer` header; it is never put in a URL, stored, logged or echoed in a message.
+The only module that talks to the network (and imports requests). `fetch_live` never raises: any failure (no
+network, timeout, HTTP error, refused key, malformed answer, absurd values) returns the snapshot with `ok=False`
+and a one-line reason for the page. The API key travels only in an `Authorization: Bearer` header; it is never
+put in a URL, stored, logged or echoed in a message.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import math
 import os
 import re
-import sys
 import threading
 import time
-from functools import lru_cache
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import yaml
 
-from planner import DATA_DIR
-from planner.inputs.catalog import GPU, PRICE_TIERS, Catalog, load_catalog
-from planner.engine.cost import Price, snapshot_prices
-from planner.base.schema import DataFileError, Record, check_number, load_yaml, normalize_name, suggest, unique_ids
+from planner.base.schema import DataFileError, check_number, normalize_name
+from planner.inputs.catalog import GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price, load_catalog
+from planner.inputs.price_snapshot import PRICES_DIR, PriceTable, listing_table, snapshot_table
 
 RUNPOD_GRAPHQL_URL = "https://api.runpod.io/graphql"
-PRICES_DIR = DATA_DIR / "prices"
 API_KEY_ENV = "RUNPOD_API_KEY"
-MIN_USD_HR, MAX_USD_HR = 0.01, 200.0  # same bounds as data/gpus.yaml; outside = placeholder or error
-CUSTOM_MAX_USD_HR = 1000.0
 FAILURE_TTL_S = 60.0  # a failed fetch is retried after this long, not on every page rerun
 
 # runpod_api.md §1a; lowestPrice is left out: list prices per tier are what the planner ranks by.
@@ -46,91 +36,6 @@ GPU_TYPES_QUERY = ("query GpuTypes { gpuTypes { id displayName memoryInGb secure
 # tier -> (cloud flag, on-demand price field); spot is the lower of the offered clouds' spot fields.
 _ON_DEMAND = {"secure": ("secureCloud", "securePrice"), "community": ("communityCloud", "communityPrice")}
 _SPOT = (("secureCloud", "secureSpotPrice"), ("communityCloud", "communitySpotPrice"))
-
-
-@dataclass(frozen=True)
-class PriceTable:
-    """Prices in use for every catalog GPU, with where and when they come from.
-
-    prices: gpu_id -> tier ('secure', 'community', 'spot') -> Price (origin 'snapshot'|'live'|'custom') or None.
-    source: 'snapshot', 'live' or 'live (partial)'; as_of: ISO date or UTC timestamp; message: one line for
-    the page; unmapped: RunPod gpu type ids that match no catalog GPU; ok: False when a fetch fell back.
-    Treat the mappings as read-only (tables are cached and shared).
-    """
-
-    prices: Mapping[str, Mapping[str, Price | None]]
-    source: str
-    as_of: str
-    message: str
-    unmapped: tuple[str, ...]
-    ok: bool
-
-
-# ---------------------------------------------------------------- snapshot
-
-
-def _snapshot_files(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.yaml")) if directory.is_dir() else []
-
-
-def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, dict[str, dict[str, float]]]:
-    """Validate one data/prices file; return (date, source, {gpu_id: {tier: usd_hr}}). Raises DataFileError."""
-    records = load_yaml(path, "prices")
-    head = Record(str(path), "header", yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    head.check_keys(("schema_version", "date", "fetched_at", "source", "prices"))
-    day = head.day("date")
-    day = day.date() if isinstance(day, datetime) else day
-    source = head.text("source")
-    head.text("fetched_at", required=False)
-    ids = set(catalog.ids())
-    out: dict[str, dict[str, float]] = {}
-    for i, raw in enumerate(records):
-        rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "runpod_gpu_type_ids", *PRICE_TIERS))
-        gpu_id = rec.text("id")
-        if gpu_id not in ids:
-            near = suggest(gpu_id, ids)
-            raise rec.fail("id", "not a GPU id in data/gpus.yaml" + (f" (did you mean {', '.join(near)}?)" if near else ""))
-        rec.strings("runpod_gpu_type_ids", required=False)
-        out[gpu_id] = {t: v for t in PRICE_TIERS
-                       if (v := rec.number(t, required=False, lo=MIN_USD_HR, hi=MAX_USD_HR)) is not None}
-    unique_ids(path, (r.get("id") for r in records))
-    return day, source, out
-
-
-def _newest_date(prices: Mapping[str, Mapping[str, Price | None]]) -> str:
-    days = [p.date for tiers in prices.values() for p in tiers.values() if p is not None and p.date]
-    return max(days).isoformat() if days else "unknown date"
-
-
-def _table(prices: dict[str, dict[str, Price | None]]) -> PriceTable:
-    as_of = _newest_date(prices)
-    return PriceTable(prices, "snapshot", as_of, f"prices from the snapshot of {as_of}", (), True)
-
-
-def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None = None) -> PriceTable:
-    """The committed snapshot: per GPU and tier, the newer of data/gpus.yaml and data/prices/*.yaml.
-
-    On equal dates a price file wins over gpus.yaml (it is the dedicated record). Raises DataFileError
-    for a malformed price file. Cached until a snapshot file is added, removed or changed.
-    """
-    catalog = catalog or load_catalog()
-    folder = Path(directory) if directory is not None else PRICES_DIR
-    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in _snapshot_files(folder))
-    return _snapshot_cached(catalog, str(folder), stamp)
-
-
-@lru_cache(maxsize=8)
-def _snapshot_cached(catalog: Catalog, directory: str, _stamp: tuple) -> PriceTable:
-    prices = {g.id: snapshot_prices(g) for g in catalog.gpus}
-    for path in _snapshot_files(Path(directory)):
-        day, source, table = load_snapshot_file(path, catalog)
-        for gpu_id, tiers in table.items():
-            for tier, usd_hr in tiers.items():
-                old = prices[gpu_id].get(tier)
-                if old is None or old.date is None or day >= old.date:
-                    prices[gpu_id][tier] = Price(usd_hr, day, f"{source} (snapshot {path.name})", "snapshot")
-    return _table(prices)
 
 
 # ---------------------------------------------------------------- secrets
@@ -335,7 +240,7 @@ def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, re
         base = snapshot_table(catalog)
         base_note = ""
     except DataFileError as exc:  # a broken price file must not take the prices down
-        base = _table({g.id: snapshot_prices(g) for g in catalog.gpus})
+        base = listing_table(catalog)
         base_note = f" (ignored data/prices: {exc})"
     if api_key is not None and not re.fullmatch(r"[\x21-\x7e]+", api_key):
         return _fallback(base, "the API key contains spaces or characters that cannot be sent; check "
@@ -390,26 +295,6 @@ def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, ur
 # ---------------------------------------------------------------- custom prices and snapshots
 
 
-def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceTable:
-    """Apply user-typed $/GPU-hour (origin 'custom', every tier); ValueError naming the GPU if not 0 < x < 1000."""
-    if not custom_usd_hr:
-        return table
-    prices = {g: dict(t) for g, t in table.prices.items()}
-    today = datetime.now(timezone.utc).date()
-    for gpu_id, value in custom_usd_hr.items():
-        if gpu_id not in prices:
-            near = suggest(str(gpu_id), prices)
-            raise ValueError(f"custom price for unknown GPU '{gpu_id}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
-        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        if bad or not 0 < value < CUSTOM_MAX_USD_HR:
-            raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour above 0 and below "
-                             f"{CUSTOM_MAX_USD_HR:g}, got {value!r}")
-        price = Price(float(value), today, "entered by you", "custom")
-        prices[gpu_id] = {t: price for t in PRICE_TIERS}
-    names = ", ".join(custom_usd_hr)
-    return replace(table, prices=prices, message=f"{table.message}; your own $/h for {names}")
-
-
 def write_snapshot(table: PriceTable, directory: str | Path = PRICES_DIR) -> Path:
     """Write the table's live prices to DIR/runpod-YYYY-MM-DD.yaml (same day: overwritten); return the path.
 
@@ -433,53 +318,3 @@ def write_snapshot(table: PriceTable, directory: str | Path = PRICES_DIR) -> Pat
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 
-
-# ---------------------------------------------------------------- command line
-
-
-def _rows(table: PriceTable) -> list[dict]:
-    rows = []
-    for gpu_id, tiers in table.prices.items():
-        row: dict[str, Any] = {"gpu": gpu_id}
-        for t in PRICE_TIERS:
-            p = tiers.get(t)
-            row[f"{t}_usd_hr"] = p.usd_hr if p else None
-            row[f"{t}_from"] = f"{p.origin} {p.date}" if p else None
-        rows.append(row)
-    return rows
-
-
-def cmd_prices(a: argparse.Namespace) -> int:
-    from planner.cli import emit  # late: planner.cli imports this module's add_cli
-
-    catalog = load_catalog()
-    if a.refresh or a.live:
-        table = fetch_live(catalog, api_key=api_key_from_env(), url=a.url, timeout_s=a.timeout, ttl_s=0)
-    else:
-        table = snapshot_table(catalog)
-    if a.refresh:
-        if not table.ok:
-            print(f"error: could not refresh prices, no snapshot written: {table.message}", file=sys.stderr)
-            return 2
-        path = write_snapshot(table, a.out)
-        print(f"wrote {path} ({table.message})", file=sys.stderr)
-    if a.format == "json":
-        print(json.dumps({"source": table.source, "as_of": table.as_of, "message": table.message, "ok": table.ok,
-                          "unmapped": list(table.unmapped), "prices": _rows(table)}, indent=2, default=str))
-    else:
-        print(table.message)
-        print(emit(_rows(table), "table"))
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    """`python -m planner prices [--live | --refresh [--out DIR]] [--url URL] [--format table|json]`."""
-    p = subparsers.add_parser("prices", help="show the GPU prices in use; --refresh fetches RunPod and writes a snapshot")
-    p.add_argument("--refresh", action="store_true",
-                   help=f"fetch live prices and write a snapshot file (key from ${API_KEY_ENV}, optional)")
-    p.add_argument("--live", action="store_true", help="show live prices (snapshot on failure) without writing")
-    p.add_argument("--url", default=RUNPOD_GRAPHQL_URL, help="GraphQL endpoint (default: RunPod's)")
-    p.add_argument("--out", default=str(PRICES_DIR), help="directory for --refresh (default: data/prices)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=cmd_prices)

@@ -1,0 +1,59 @@
+"""A plan (what the user chose) and its resolution into the engine's terms; rejects plans no GPU could run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.inputs.catalog import PRICE_TIERS
+from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
+from planner.inputs.models import ModelProfile
+from planner.inputs.precisions import PrecisionRules
+from planner.inputs.work import Setup
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a user chooses: model, job, precision and how it runs. batch None = auto."""
+
+    model: ModelProfile
+    workload: Workload
+    precision: str = "bf16"
+    kv_dtype: str | None = None
+    attention: str = "sdpa"
+    runtime: str = "pytorch-eager"
+    batch: int | None = None
+    gpus: int = 1
+    price_tier: str = "secure"
+
+
+def resolve_setup(plan: Plan, rules: PrecisionRules) -> Setup:
+    """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown)."""
+    precision = rules.precision(plan.precision)
+    kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
+    return Setup(precision, kv, rules.attention(plan.attention))
+
+
+def check_plan(plan: Plan) -> None:
+    """Reject plans no GPU could run, with a message naming the input (raises ValueError)."""
+    w, m = plan.workload, plan.model
+    if isinstance(w, Generate) and not m.can_generate:
+        raise ValueError(f"generate needs a decoder model; {m.name} is a {m.kind} profile (use infer or train)")
+    if plan.gpus < 1:
+        raise ValueError("gpus must be at least 1")
+    if plan.batch is not None and plan.batch < 1:
+        raise ValueError("batch must be at least 1 (or auto)")
+    if plan.price_tier not in PRICE_TIERS:
+        raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
+    if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):
+        raise ValueError("generate needs sequences >= 1, prompt tokens >= 1 (a BOS token counts) and generated tokens >= 1")
+    if isinstance(w, Train):
+        if w.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
+        if w.sharding not in SHARDINGS:
+            raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}")
+        if w.grad_accum < 1 or w.epochs <= 0 or w.samples_per_epoch < 1:
+            raise ValueError("train needs samples >= 1, epochs > 0 and gradient accumulation >= 1")
+    if isinstance(w, (Infer, Train)) and w.input_size < 1:
+        raise ValueError("input size must be at least 1")
+    if isinstance(w, Infer) and w.n_samples < 1:
+        raise ValueError("infer needs samples >= 1")

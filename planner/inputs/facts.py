@@ -1,0 +1,28 @@
+"""Everything the engine reads, loaded once at the boundary: GPU catalog, precision rules, runtimes, prices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from planner.inputs.catalog import Catalog, load_catalog
+from planner.inputs.precisions import PrecisionRules, load_rules
+from planner.inputs.price_snapshot import PriceTable, snapshot_table
+from planner.inputs.runtimes import Runtimes, load_runtimes
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The engine's inputs besides the plan. Swap a part with dataclasses.replace (live prices, derived rules)."""
+
+    catalog: Catalog
+    rules: PrecisionRules
+    runtimes: Runtimes
+    prices: PriceTable
+
+
+@lru_cache(maxsize=1)
+def load_facts() -> Facts:
+    """The committed data files (data/), parsed and validated once; raises DataFileError naming a broken file."""
+    catalog = load_catalog()
+    return Facts(catalog, load_rules(), load_runtimes(), snapshot_table(catalog))

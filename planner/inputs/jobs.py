@@ -1,0 +1,71 @@
+"""Jobs a user plans (generate / infer / train) and the training choices they come with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.base.units import FP32_BYTES
+
+# Optimizer-state bytes per parameter, kept in fp32: Adam/AdamW hold two moments (m, v), SGD with momentum one.
+OPTIMIZERS = {"adam": 2.0 * FP32_BYTES, "adamw": 2.0 * FP32_BYTES, "sgd": 1.0 * FP32_BYTES}
+# DRAM bytes per parameter of one fused optimizer step, all fp32: Adam reads weight, grad, m, v (16 B) and writes
+# weight, m, v (12 B) = 28 B; SGD with momentum reads weight, grad, momentum and writes weight, momentum = 20 B.
+OPTIMIZER_TRAFFIC = {"adam": 7.0 * FP32_BYTES, "adamw": 7.0 * FP32_BYTES, "sgd": 5.0 * FP32_BYTES}
+SHARDINGS = ("ddp", "fsdp")  # multi-GPU training: full copies per GPU, or ZeRO-3 sharded states
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Generate n sequences: prefill `prompt_tokens` (>= 1, e.g. a BOS token), then decode until
+    `gen_tokens` new tokens exist; the first new token comes out of the prefill."""
+
+    n_sequences: int
+    prompt_tokens: int
+    gen_tokens: int
+    kind: str = "generate"
+
+    @property
+    def items(self) -> int:
+        return self.n_sequences
+
+    @property
+    def input_size(self) -> int:
+        """Tokens a sequence holds at the end (prompt + generated)."""
+        return self.prompt_tokens + self.gen_tokens
+
+
+@dataclass(frozen=True)
+class Infer:
+    """Forward passes over n samples of `input_size` tokens (decoder) or size L (generic profile)."""
+
+    n_samples: int
+    input_size: int
+    kind: str = "infer"
+
+    @property
+    def items(self) -> int:
+        return self.n_samples
+
+
+@dataclass(frozen=True)
+class Train:
+    """Training: `samples_per_epoch` samples of `input_size` for `epochs` epochs; `batch` in the plan is the
+    micro-batch per GPU; one optimizer step every `grad_accum` micro-batches."""
+
+    samples_per_epoch: int
+    input_size: int
+    epochs: float
+    optimizer: str = "adamw"
+    checkpointing: bool = False
+    grad_accum: int = 1
+    sharding: str = "ddp"  # 'ddp': every GPU holds all states; 'fsdp': weights, grads, optimizer sharded (ZeRO-3)
+    kind: str = "train"
+
+    @property
+    def items(self) -> int:
+        return math.ceil(self.samples_per_epoch * self.epochs)
+
+
+Workload = Generate | Infer | Train
+JOBS = ("generate", "infer", "train")

@@ -1,0 +1,131 @@
+"""Model profiles: one protocol (ModelProfile) that every kind implements, the presets, and model files.
+
+Kinds: 'decoder' (decoder.py: transformers derived from their architecture) and 'generic' (generic.py: formulas
+in the input size L). A new kind is one new module with one class implementing ModelProfile, registered in KINDS;
+the engine asks a profile what it does and never which class it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import yaml
+
+from planner import DATA_DIR
+from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, normalize_name, suggest, unique_ids
+from planner.inputs.models.decoder import DecoderProfile, parse_decoder
+from planner.inputs.models.generic import GenericProfile, parse_generic
+from planner.inputs.models.hf_config import from_hf_config
+from planner.inputs.work import MemoryItem, OpGroup, Setup
+
+MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
+KINDS: dict[str, Callable[[Record], "ModelProfile"]] = {"decoder": parse_decoder, "generic": parse_generic}
+
+__all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
+           "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model", "parse_model_text"]
+
+
+@runtime_checkable
+class ModelProfile(Protocol):
+    """What the engine needs of a model. Sizes are tokens per sequence or the profile's L; bytes are per GPU."""
+
+    id: str
+    name: str
+    kind: str
+    source: str
+    input_size_name: str  # what the input size counts ('tokens', 'L', ...)
+    can_generate: bool  # autoregressive decoding with a KV cache (the 'generate' job)
+    counts_tokens: bool  # throughput is stated in tokens/s
+
+    @property
+    def params(self) -> int: ...
+    @property
+    def default_input_size(self) -> int: ...
+    @property
+    def trained_context(self) -> int | None: ...  # longest input it was trained for (None: no limit modelled)
+    @property
+    def tensor_parallel_heads(self) -> int | None: ...  # units tensor parallel splits; None: no TP modelled
+    @property
+    def shard_units(self) -> int: ...  # blocks FSDP gathers one at a time (collectives per pass = 3 x this)
+    @property
+    def shard_unit_params(self) -> int: ...  # parameters of one such block
+    @property
+    def kernels_per_forward(self) -> float: ...  # kernel launches of one forward pass (eager)
+
+    def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]: ...
+    def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]: ...
+    def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]: ...
+    def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]: ...
+    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]: ...  # (bytes, calls)/step
+    def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]: ...  # beside weights
+    def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]: ...
+    def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem: ...
+    def architecture(self) -> dict[str, Any] | None: ...  # editable fields (decoders), None: not editable
+    def describe(self) -> str: ...  # one line for the page
+    def listing(self) -> dict[str, int | None]: ...  # layers, hidden, context for `planner models`
+
+
+def parse_model(rec: Record) -> ModelProfile:
+    kind = rec.text("kind", choices=tuple(KINDS))
+    return KINDS[kind](rec)
+
+
+@dataclass(frozen=True)
+class ModelCatalog:
+    """The model presets, found by id or name (ignoring case, spaces and hyphens)."""
+
+    models: tuple[ModelProfile, ...]
+
+    def get(self, name: str) -> ModelProfile:
+        key = normalize_name(name)
+        for m in self.models:
+            if key in (normalize_name(m.id), normalize_name(m.name)):
+                return m
+        raise UnknownNameError("model", name, suggest(name, [m.id for m in self.models]))
+
+
+@lru_cache(maxsize=8)
+def load_models(paths: tuple[str | Path, ...] = MODEL_FILES) -> ModelCatalog:
+    """Load and validate the model presets from every existing file in `paths`."""
+    models: list[ModelProfile] = []
+    for path in paths:
+        if Path(path).exists():
+            models += [parse_model(Record.of(path, i, r)) for i, r in enumerate(load_yaml(path, "models", dated=True))]
+    unique_ids(" + ".join(str(p) for p in paths), (m.id for m in models))
+    return ModelCatalog(tuple(models))
+
+
+def load_model_file(path: str | Path) -> ModelProfile:
+    """Load one model from a YAML profile (one record, or a `models:` list of one) or an HF config.json."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataFileError(path, "-", "-", f"cannot read the file ({exc.strerror})") from exc
+    return parse_model_text(text, path.name, str(path))
+
+
+def parse_model_text(text: str, filename: str, source: str) -> ModelProfile:
+    """Parse an uploaded or local model description; raises DataFileError naming what is wrong."""
+    if filename.endswith(".json"):
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataFileError(source, "-", "-", f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        if not isinstance(config, dict):
+            raise DataFileError(source, "-", "-", "expected a JSON object (a Hugging Face config.json)")
+        return from_hf_config(config, Path(filename).stem if filename != "config.json" else
+                              str(config.get("_name_or_path") or config.get("model_type") or "custom"), source)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DataFileError(source, "-", "-", f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if isinstance(doc, dict) and isinstance(doc.get("models"), list) and len(doc["models"]) == 1:
+        doc = doc["models"][0]
+    if not isinstance(doc, dict):
+        raise DataFileError(source, "-", "-", "expected one model profile as a YAML mapping")
+    return parse_model(Record.of(source, 0, doc))

@@ -1,0 +1,344 @@
+"""Decoder-only transformers (GPT / LLaMA families), derived by formula from their architecture.
+
+Counting conventions: parameters exactly as a PyTorch module holds them; FLOPs = 2 per multiply-add; an
+attention step over `pos` keys costs 4 * heads * head_dim * pos FLOPs per token per layer (QK^T and AV).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from planner.base.schema import CachedHash, Record
+from planner.base.units import BYTES_PER_GB, FP32_BYTES
+from planner.inputs.work import MemoryItem, OpGroup, Setup, forward_equivalents
+
+FLASH_BWD_FLOP_RATIO = 2.5  # FlashAttention-2 backward = 5 matmuls vs 2 forward (Dao 2023)
+# Kernels outside the layers per forward pass: embedding lookup, position add, final norm, LM head, sampling/loss.
+FIXED_KERNELS = 5
+GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES  # per matmul weight per micro-step: read and write its fp32 gradient
+
+
+@dataclass(frozen=True)
+class ArchField:
+    """One architecture field a user may edit: its name in models.yaml, kind and bounds (one place for all)."""
+
+    name: str
+    kind: str  # 'int', 'text', 'bool' or a '|'-separated choice
+    lo: int = 1
+    hi: int = 10**7
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.kind.split("|")) if "|" in self.kind else ()
+
+
+ARCH_FIELDS = (
+    ArchField("name", "text"),
+    ArchField("layers", "int", 1, 1000),
+    ArchField("hidden", "int", 1, 10**6),
+    ArchField("heads", "int", 1, 4096),
+    ArchField("kv_heads", "int", 1, 4096),
+    ArchField("head_dim", "int", 1, 4096),
+    ArchField("ffn", "int", 1, 10**7),
+    ArchField("ffn_kind", "swiglu|gelu"),
+    ArchField("vocab", "int", 1, 10**7),
+    ArchField("context", "int", 1, 10**8),
+    ArchField("tied_embeddings", "bool"),
+    ArchField("norm", "rmsnorm|layernorm"),
+    ArchField("learned_pos_emb", "bool"),
+    ArchField("bias", "bool"),
+)
+ARCH = {f.name: f for f in ARCH_FIELDS}
+FIELDS = ("id", "kind", "source") + tuple(f.name for f in ARCH_FIELDS)
+
+
+@dataclass(frozen=True, eq=True)
+class DecoderProfile(CachedHash):
+    """A decoder-only transformer (GPT/LLaMA family)."""
+
+    __hash__ = CachedHash.__hash__  # dataclass would otherwise regenerate it
+
+    id: str
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    ffn_kind: str  # 'swiglu' (3 matrices) or 'gelu' (2 matrices)
+    vocab: int
+    context: int
+    tied_embeddings: bool
+    norm: str  # 'rmsnorm' (weight) or 'layernorm' (weight + bias)
+    learned_pos_emb: bool
+    bias: bool  # linear layers carry biases (GPT-2)
+    source: str
+    kind: str = field(default="decoder", init=False)
+
+    # ------------------------------------------------------------ the model protocol: what it is
+    input_size_name = "tokens"
+    can_generate = True  # autoregressive decoding with a KV cache
+    counts_tokens = True  # throughput is reported in tokens/s
+
+    @property
+    def default_input_size(self) -> int:
+        return self.context
+
+    @property
+    def trained_context(self) -> int | None:
+        return self.context
+
+    @property
+    def tensor_parallel_heads(self) -> int | None:
+        """Tensor parallel splits attention by KV head (Megatron-style)."""
+        return self.kv_heads
+
+    @property
+    def shard_units(self) -> int:
+        """Blocks FSDP gathers one at a time: one per layer."""
+        return self.layers
+
+    @property
+    def shard_unit_params(self) -> int:
+        """Parameters FSDP gathers per unit: one layer's matrices."""
+        return self.layer_matmul_params
+
+    def architecture(self) -> dict[str, Any]:
+        """The fields a user can edit (ARCH_FIELDS), to show or put in a link."""
+        return {f.name: getattr(self, f.name) for f in ARCH_FIELDS}
+
+    def describe(self) -> str:
+        return f"decoder · {self.layers} layers · hidden {self.hidden} · context {self.context:,}"
+
+    def listing(self) -> dict[str, int | None]:
+        return {"layers": self.layers, "hidden": self.hidden, "context": self.context}
+
+    # ------------------------------------------------------------ counts
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @cached_property
+    def layer_matmul_params(self) -> int:
+        """Weights of the matrices in one layer: Q, K, V, O and the MLP."""
+        attn = self.hidden * self.q_dim + 2 * self.hidden * self.kv_dim + self.q_dim * self.hidden
+        mlp = (3 if self.ffn_kind == "swiglu" else 2) * self.hidden * self.ffn
+        return attn + mlp
+
+    @cached_property
+    def layer_other_params(self) -> int:
+        """Norm weights (and biases) plus linear biases of one layer."""
+        per_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
+        biases = (self.q_dim + 2 * self.kv_dim + self.hidden
+                  + (self.ffn * (2 if self.ffn_kind == "swiglu" else 1)) + self.hidden) if self.bias else 0
+        return 2 * per_norm + biases
+
+    @property
+    def lm_head_params(self) -> int:
+        return self.vocab * self.hidden
+
+    @cached_property
+    def matmul_params(self) -> int:
+        """Weights read by the matrix multiplies of one token's forward pass (layers + LM head)."""
+        return self.layers * self.layer_matmul_params + self.lm_head_params
+
+    @cached_property
+    def params(self) -> int:
+        embed = self.vocab * self.hidden + (self.context * self.hidden if self.learned_pos_emb else 0)
+        head = 0 if self.tied_embeddings else self.lm_head_params
+        final_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
+        return self.layers * (self.layer_matmul_params + self.layer_other_params) + embed + head + final_norm
+
+    @cached_property
+    def kv_elems(self) -> int:
+        """K and V elements cached per token, all layers."""
+        return 2 * self.layers * self.kv_dim
+
+    @cached_property
+    def act_traffic_elems(self) -> float:
+        """Elements read+written per token by the layers' non-matmul kernels and matmul I/O.
+
+        Per layer: two norms (read+write h each), two residual adds (read 2h, write h),
+        the activation function (swiglu: read 2f, write f; gelu: read f, write f) and the
+        matmuls' inputs/outputs (QKV in h, out q+2kv; O in q, out h; MLP in h, out f or 2f; down in f, out h).
+        """
+        h, f, q, kv = self.hidden, self.ffn, self.q_dim, self.kv_dim
+        act = 3 * f if self.ffn_kind == "swiglu" else 2 * f
+        mlp_io = h + (2 * f if self.ffn_kind == "swiglu" else f) + f + h
+        per_layer = 4 * h + 6 * h + act + (h + q + 2 * kv) + (q + h) + mlp_io
+        return self.layers * per_layer
+
+    @cached_property
+    def saved_act_elems(self) -> float:
+        """Elements saved for backward per token, all layers, with memory-efficient attention.
+
+        Per layer: norm inputs and outputs (4h), Q, K, V (q + 2kv), attention output (q),
+        MLP hidden activations (swiglu: gate, up, product = 3f; gelu: pre- and post-activation = 2f).
+        Comparable to Korthikanti et al. 2022 (34·s·b·h bytes for a 4h GELU MLP in 16-bit, dropout included).
+        """
+        mlp = 3 * self.ffn if self.ffn_kind == "swiglu" else 2 * self.ffn
+        return self.layers * (4 * self.hidden + 2 * self.q_dim + 2 * self.kv_dim + mlp)
+
+    def kernels_per_layer(self) -> int:
+        """Kernel launches per layer in eager PyTorch (norm, QKV, rotary/none, attention, O, add,
+        norm, MLP matmuls, activation, add): counted for a LLaMA/GPT block."""
+        return 12 if self.ffn_kind == "swiglu" else 11
+
+    @property
+    def kernels_per_forward(self) -> float:
+        return float(self.layers * self.kernels_per_layer() + FIXED_KERNELS)
+
+    # ------------------------------------------------------------ the model protocol: work per step
+    def _forward(self, s: Setup, batch: int, tokens: int, keys_sum: float, keys_max: int,
+                 logits_tokens: int, name: str) -> tuple[OpGroup, ...]:
+        """One forward pass of `batch` sequences of `tokens` new tokens each (p-independent part).
+
+        keys_sum: sum over the new tokens of the keys each attends to (causal prefill: t(t+1)/2).
+        """
+        m, p, tp = self, s.precision, s.tp
+        bt = batch * tokens
+        layer_mp = m.layers * m.layer_matmul_params
+        lin_flops = 2.0 * (bt * layer_mp + batch * logits_tokens * m.lm_head_params) / tp
+        lin_bytes = m.matmul_params * p.weight_bytes / tp
+        attn_flops = 4.0 * m.layers * m.q_dim * batch * keys_sum / tp
+        qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
+        kv_write = bt * m.kv_elems * s.kv_dtype.bytes / tp
+        scores = (4.0 * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
+                  if s.attention.scores_materialized else 0.0)
+        elem_bytes = (bt * m.act_traffic_elems * p.act_bytes / tp
+                      + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
+        return (
+            OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
+                    f"FLOPs = 2 x {name} tokens x matmul params; bytes = matmul params x {p.weight_bytes:g} B/weight"),
+            OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path,
+                    "FLOPs = 4 x layers x heads x head_dim x keys attended; bytes = Q,K,V,O + KV-cache write"
+                    + (" + 4 x score matrices (manual attention)" if scores else "")),
+            OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
+                    f"bytes = tokens x {m.act_traffic_elems:,.0f} elements x {p.act_bytes:g} B + logits"),
+        )
+
+    def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
+        """A causal forward pass over `size` tokens per sequence, logits for every token."""
+        return self._forward(s, batch, size, size * (size + 1) / 2, size, size, "input")
+
+    def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]:
+        """The prompt's forward pass, logits for the last token only."""
+        return self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, prompt, 1, "prompt")
+
+    def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
+        """One decode step for `batch` sequences: one new token each, attending p keys (affine in p)."""
+        m = self
+        lin, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
+        kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
+        score_per_pos = (4.0 * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
+                         if s.attention.scores_materialized else 0.0)
+        attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
+                       "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write",
+                       flops_per_pos=4.0 * m.layers * m.q_dim * batch / s.tp,
+                       bytes_per_pos=kv_read_per_pos + score_per_pos)
+        return lin, attn, elem
+
+    def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
+        """One micro-step: forward + backward (2x forward) [+ recomputed forward] over `size` tokens."""
+        m, p = self, s.precision
+        ckpt = 1.0 if checkpointing else 0.0  # one recomputed forward
+        fb = forward_equivalents(checkpointing)
+        S = size
+        T = batch * S
+        attn_fwd = 4.0 * m.layers * m.q_dim * batch * S * (S + 1) / 2
+        attn_mult = 1 + FLASH_BWD_FLOP_RATIO + ckpt
+        qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes
+        scores = (4.0 * batch * m.heads * m.layers * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
+        return (
+            OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
+                    m.matmul_params * (p.act_bytes * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
+                    f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if ckpt else ''}); "
+                    f"bytes = weights read {fb:g}x + fp32 grad accumulate"),
+            OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, (qkvo + scores) * fb, s.attention_path,
+                    f"FLOPs = 4 x layers x heads x head_dim x S(S+1)/2 x batch x {attn_mult:g} (bwd = 2.5x fwd)"),
+            OpGroup("elementwise & norms (fwd+bwd)", 0.0,
+                    fb * T * m.act_traffic_elems * p.act_bytes + 3 * T * m.vocab * float(FP32_BYTES),
+                    s.attention_path,
+                    "bytes = 3 x forward traffic (+1 with checkpointing) + fp32 logits, softmax, grad"),
+        )
+
+    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]:
+        """(bytes, collective calls) per step: two all-reduces per layer of the hidden state (ring: 2(n-1)/n)."""
+        if s.tp == 1:
+            return 0.0, 0.0
+        msg = batch_tokens * self.hidden * s.precision.act_bytes
+        return 2 * self.layers * 2 * (s.tp - 1) / s.tp * msg, 2 * self.layers
+
+    # ------------------------------------------------------------ the model protocol: memory
+    def _activation_peak(self, s: Setup, batch: int, tokens: int, keys: int, logits_tokens: int) -> float:
+        """Live bytes at the peak of one forward layer (no grad): hidden state, Q/K/V, MLP hidden, logits."""
+        m = self
+        mlp = (3 if m.ffn_kind == "swiglu" else 2) * m.ffn
+        per_token = (2 * m.hidden + m.q_dim + 2 * m.kv_dim + mlp) * s.precision.act_bytes / s.tp
+        scores = (2.0 * batch * m.heads * tokens * keys * s.precision.act_bytes / s.tp
+                  if s.attention.scores_materialized else 0.0)
+        return batch * tokens * per_token + scores + batch * logits_tokens * m.vocab * float(FP32_BYTES)
+
+    def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:
+        act = self._activation_peak(s, batch, size, size, size)
+        return (MemoryItem("activations", act / BYTES_PER_GB,
+                           "peak live tensors of one layer + fp32 logits for every token"),)
+
+    def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
+        m = self
+        total = prompt + gen
+        kv = batch * total * m.kv_elems * s.kv_dtype.bytes / s.tp
+        act = max(self._activation_peak(s, batch, prompt, prompt, 1), self._activation_peak(s, batch, 1, total, 1))
+        return (MemoryItem("kv_cache", kv / BYTES_PER_GB,
+                           "batch {} x {} tokens x 2 (K, V) x {} layers x {} x {:g} B ({}) / {} GPU(s)",
+                           (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)),
+                MemoryItem("activations", act / BYTES_PER_GB,
+                           "peak live tensors of one layer (prefill or decode) + logits"))
+
+    def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
+        m, p = self, s.precision
+        S = size
+        T = batch * S
+        per_layer_scores = (2.0 * batch * m.heads * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
+        saved_layer = T * m.saved_act_elems / m.layers * p.act_bytes + per_layer_scores
+        if checkpointing:
+            act = T * m.hidden * m.layers * p.act_bytes + saved_layer
+            formula = "layer inputs (tokens x hidden x layers) + one layer recomputed"
+        else:
+            act = saved_layer * m.layers
+            formula = (f"tokens x {m.saved_act_elems:,.0f} saved elements x {p.act_bytes:g} B"
+                       + (" + score matrices (manual attention)" if per_layer_scores else ""))
+        act += 2 * T * m.vocab * float(FP32_BYTES)
+        formula += " + fp32 logits and their gradient"
+        return MemoryItem("activations", act / BYTES_PER_GB, formula)
+
+
+def parse_decoder(rec: Record) -> DecoderProfile:
+    rec.check_keys(FIELDS)
+    A = ARCH
+    hidden = rec.number("hidden", lo=A["hidden"].lo, hi=A["hidden"].hi, integer=True)
+    heads = rec.number("heads", lo=A["heads"].lo, hi=A["heads"].hi, integer=True)
+    kv_heads = rec.number("kv_heads", required=False, lo=A["kv_heads"].lo, hi=A["kv_heads"].hi, integer=True) or heads
+    if heads % kv_heads:
+        raise rec.fail("kv_heads", f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    head_dim = rec.number("head_dim", required=False, lo=A["head_dim"].lo, hi=A["head_dim"].hi, integer=True)
+    if head_dim is None:
+        if hidden % heads:
+            raise rec.fail("heads", f"hidden ({hidden}) is not divisible by heads ({heads}); give head_dim")
+        head_dim = hidden // heads
+    count = lambda name: rec.number(name, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
+    return DecoderProfile(
+        id=rec.text("id"), name=rec.text("name"), layers=count("layers"),
+        hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=count("ffn"),
+        ffn_kind=rec.text("ffn_kind", choices=A["ffn_kind"].choices), vocab=count("vocab"), context=count("context"),
+        tied_embeddings=rec.flag("tied_embeddings"), norm=rec.text("norm", choices=A["norm"].choices),
+        learned_pos_emb=rec.flag("learned_pos_emb", default=False), bias=rec.flag("bias", default=False),
+        source=rec.text("source"),
+    )

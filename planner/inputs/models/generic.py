@@ -1,0 +1,198 @@
+"""Models described by formulas in their input size L (axial attention, invariant point attention, ...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.base import expressions
+from planner.base.schema import CachedHash, Record
+from planner.base.units import BYTES_PER_GB
+from planner.inputs.work import MemoryItem, OpGroup, Setup, forward_equivalents
+
+FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "constants", "params",
+          "fwd_flops_per_sample", "activation_elems_per_sample", "attention_score_elems_per_sample",
+          "peak_inference_elems_per_sample", "peak_inference_score_elems_per_sample",
+          "activation_traffic_elems_per_sample", "kernels_per_forward", "checkpoint_segments", "derivation",
+          "source")
+TRAIN_WEIGHT_READS = 3  # a training micro-step reads the weights in forward, backward-input, backward-weight
+
+
+@dataclass(frozen=True, eq=True)
+class GenericProfile(CachedHash):
+    """A model described by formulas in the input size L (axial attention, IPA, ...)."""
+
+    __hash__ = CachedHash.__hash__  # dataclass would otherwise regenerate it
+
+    id: str
+    name: str
+    input_size_name: str
+    default_input_size: int
+    constants: tuple[tuple[str, float], ...]
+    params_expr: str
+    fwd_flops_expr: str
+    activation_elems_expr: str
+    attention_score_elems_expr: str
+    peak_inference_elems_expr: str
+    peak_inference_score_elems_expr: str
+    activation_traffic_elems_expr: str
+    kernels_per_forward: int
+    derivation: str
+    source: str
+    checkpoint_segments_expr: str = "1"  # blocks activation checkpointing splits the model into
+    kind: str = field(default="generic", init=False)
+
+    # ------------------------------------------------------------ the model protocol: what it is
+    can_generate = False
+    counts_tokens = False
+    trained_context = None
+    tensor_parallel_heads = None  # no tensor-parallel split is modelled for a formula profile
+    shard_units = 1  # FSDP gathers the whole model at once
+
+    @property
+    def shard_unit_params(self) -> int:
+        return self.params
+
+    def architecture(self) -> dict[str, Any] | None:
+        return None  # formulas, not editable fields: the profile's YAML is the description
+
+    def describe(self) -> str:
+        return f"generic profile · input size {self.input_size_name}"
+
+    def listing(self) -> dict[str, int | None]:
+        return {"layers": None, "hidden": None, "context": self.default_input_size}
+
+    # ------------------------------------------------------------ formulas
+    def _eval(self, expr: str, size: float | None = None) -> float:
+        variables = dict(self.constants)
+        if size is not None:
+            variables["L"] = float(size)
+        return expressions.evaluate(expr, variables)
+
+    @property
+    def params(self) -> int:
+        return int(round(self._eval(self.params_expr)))
+
+    def fwd_flops(self, size: float) -> float:
+        return self._eval(self.fwd_flops_expr, size)
+
+    def activation_elems(self, size: float) -> float:
+        return self._eval(self.activation_elems_expr, size)
+
+    def attention_score_elems(self, size: float) -> float:
+        return self._eval(self.attention_score_elems_expr, size)
+
+    def peak_inference_elems(self, size: float) -> float:
+        return self._eval(self.peak_inference_elems_expr, size)
+
+    def peak_inference_score_elems(self, size: float) -> float:
+        return self._eval(self.peak_inference_score_elems_expr, size)
+
+    def activation_traffic_elems(self, size: float) -> float:
+        return self._eval(self.activation_traffic_elems_expr, size)
+
+    @property
+    def checkpoint_segments(self) -> float:
+        return max(1.0, self._eval(self.checkpoint_segments_expr))
+
+    # ------------------------------------------------------------ the model protocol: work per step
+    def _groups(self, s: Setup, batch: int, size: int, fwd_factor: float) -> tuple[OpGroup, ...]:
+        m, p = self, s.precision
+        flops = fwd_factor * batch * m.fwd_flops(size)
+        w_bytes = m.params * p.weight_bytes * (1 if fwd_factor == 1 else TRAIN_WEIGHT_READS)
+        act = fwd_factor * batch * m.activation_traffic_elems(size) * p.act_bytes
+        scores = (2 * fwd_factor * batch * m.attention_score_elems(size) * p.act_bytes
+                  if s.attention.scores_materialized else 0.0)
+        return (
+            OpGroup("matmuls (all layers)", flops, w_bytes, p.compute_path,
+                    f"FLOPs = {fwd_factor:g} x batch x fwd_flops(L) [{m.fwd_flops_expr}]; "
+                    f"bytes = params x {p.weight_bytes:g} B"),
+            OpGroup("elementwise & attention traffic", 0.0, act + scores, s.attention_path,
+                    f"bytes = {fwd_factor:g} x batch x traffic(L) [{m.activation_traffic_elems_expr}] x {p.act_bytes:g} B"
+                    + (" + score matrices (manual attention)" if scores else "")),
+        )
+
+    def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
+        return self._groups(s, batch, size, 1.0)
+
+    def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
+        return self._groups(s, batch, size, forward_equivalents(checkpointing))
+
+    def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]:
+        raise ValueError(f"{self.name} is a generic profile: it has no prefill (use infer or train)")
+
+    def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
+        raise ValueError(f"{self.name} is a generic profile: it cannot generate (use infer or train)")
+
+    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]:
+        return 0.0, 0.0
+
+    # ------------------------------------------------------------ the model protocol: memory
+    def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:
+        L, p = size, s.precision
+        elems = self.peak_inference_elems(L) + (self.peak_inference_score_elems(L)
+                                                if s.attention.scores_materialized else 0)
+        return (MemoryItem("activations", batch * elems * p.act_bytes / BYTES_PER_GB,
+                           "batch {} x peak_inference_elems(L={}) x {:g} B", (batch, L, p.act_bytes)),)
+
+    def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
+        raise ValueError(f"{self.name} is a generic profile: it cannot generate (use infer or train)")
+
+    def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
+        L, p = size, s.precision
+        per = self.activation_elems(L) + (self.attention_score_elems(L) if s.attention.scores_materialized else 0)
+        if checkpointing:  # one checkpointed segment is re-materialised at a time; block inputs are small
+            per = per / self.checkpoint_segments
+        formula = f"batch x activation_elems(L={L}) x {p.act_bytes:g} B" + (
+            f" / {self.checkpoint_segments:g} checkpointed segments" if checkpointing else "")
+        return MemoryItem("activations", batch * per * p.act_bytes / BYTES_PER_GB, formula)
+
+
+def _formula(rec: Record, fld: str, names: set[str], required: bool = True, default: str = "0") -> str:
+    raw = rec.raw(fld, required)
+    if raw is None:
+        return default
+    text = str(raw)
+    try:
+        unknown = expressions.names(text) - names
+    except expressions.ExpressionError as exc:
+        raise rec.fail(fld, str(exc)) from None
+    if unknown:
+        raise rec.fail(fld, f"unknown name(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
+    return text
+
+
+def parse_generic(rec: Record) -> GenericProfile:
+    rec.check_keys(FIELDS)
+    consts_rec = rec.child("constants", required=False)
+    constants = {}
+    for key, value in (consts_rec.data.items() if consts_rec else ()):
+        constants[str(key)] = consts_rec.number(str(key), lo=-1e15, hi=1e15)
+    if "L" in constants:
+        raise rec.fail("constants", "'L' is the input size and cannot be a constant")
+    with_l = set(constants) | {"L"}
+    profile = GenericProfile(
+        id=rec.text("id"), name=rec.text("name"), input_size_name=rec.text("input_size_name"),
+        default_input_size=rec.number("default_input_size", lo=1, hi=10**7, integer=True),
+        constants=tuple(sorted(constants.items())), params_expr=_formula(rec, "params", set(constants)),
+        fwd_flops_expr=_formula(rec, "fwd_flops_per_sample", with_l),
+        activation_elems_expr=_formula(rec, "activation_elems_per_sample", with_l),
+        attention_score_elems_expr=_formula(rec, "attention_score_elems_per_sample", with_l, required=False),
+        peak_inference_elems_expr=_formula(rec, "peak_inference_elems_per_sample", with_l),
+        peak_inference_score_elems_expr=_formula(rec, "peak_inference_score_elems_per_sample", with_l, required=False),
+        activation_traffic_elems_expr=_formula(rec, "activation_traffic_elems_per_sample", with_l),
+        kernels_per_forward=rec.number("kernels_per_forward", lo=1, hi=10**6, integer=True),
+        derivation=rec.text("derivation"), source=rec.text("source"),
+        checkpoint_segments_expr=_formula(rec, "checkpoint_segments", set(constants), required=False, default="1"),
+    )
+    for fld, fn in (("params", lambda: profile.params),
+                    ("fwd_flops_per_sample", lambda: profile.fwd_flops(profile.default_input_size)),
+                    ("activation_elems_per_sample", lambda: profile.activation_elems(profile.default_input_size)),
+                    ("peak_inference_elems_per_sample",
+                     lambda: profile.peak_inference_elems(profile.default_input_size))):
+        try:
+            if fn() < 0:
+                raise rec.fail(fld, "evaluates to a negative number at the default input size")
+        except expressions.ExpressionError as exc:
+            raise rec.fail(fld, str(exc)) from None
+    return profile

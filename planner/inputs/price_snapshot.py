@@ -1,0 +1,137 @@
+"""The committed price snapshot: RunPod $/GPU-hour per GPU and tier, from data/gpus.yaml and data/prices/*.yaml.
+
+Per GPU and tier the newer of the two wins (`python -m planner prices --refresh` writes data/prices files).
+PriceTable is what the engine prices a ranking with, whatever its origin (snapshot, live, or the user's own).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+import yaml
+
+from planner import DATA_DIR
+from planner.base.schema import Record, load_yaml, suggest, unique_ids
+from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price,
+                                    load_catalog)
+
+PRICES_DIR = DATA_DIR / "prices"
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices in use for every catalog GPU, with where and when they come from.
+
+    prices: gpu_id -> tier ('secure', 'community', 'spot') -> Price (origin 'snapshot'|'live'|'custom') or None.
+    source: 'snapshot', 'live' or 'live (partial)'; as_of: ISO date or UTC timestamp; message: one line for
+    the page; unmapped: RunPod gpu type ids that match no catalog GPU; ok: False when a fetch fell back.
+    Treat the mappings as read-only (tables are cached and shared).
+    """
+
+    prices: Mapping[str, Mapping[str, Price | None]]
+    source: str
+    as_of: str
+    message: str
+    unmapped: tuple[str, ...]
+    ok: bool
+
+
+    def for_gpu(self, gpu: GPU) -> Mapping[str, Price | None]:
+        """Prices per tier for `gpu`; a GPU outside the table (a measured device) keeps its catalog listing."""
+        return self.prices.get(gpu.id) or gpu.listed_prices()
+
+
+def _snapshot_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+
+
+def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, dict[str, dict[str, float]]]:
+    """Validate one data/prices file; return (date, source, {gpu_id: {tier: usd_hr}}). Raises DataFileError."""
+    records = load_yaml(path, "prices")
+    head = Record(str(path), "header", yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    head.check_keys(("schema_version", "date", "fetched_at", "source", "prices"))
+    day = head.day("date")
+    day = day.date() if isinstance(day, datetime) else day
+    source = head.text("source")
+    head.text("fetched_at", required=False)
+    ids = set(catalog.ids())
+    out: dict[str, dict[str, float]] = {}
+    for i, raw in enumerate(records):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "runpod_gpu_type_ids", *PRICE_TIERS))
+        gpu_id = rec.text("id")
+        if gpu_id not in ids:
+            near = suggest(gpu_id, ids)
+            raise rec.fail("id", "not a GPU id in data/gpus.yaml" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+        rec.strings("runpod_gpu_type_ids", required=False)
+        out[gpu_id] = {t: v for t in PRICE_TIERS
+                       if (v := rec.number(t, required=False, lo=MIN_USD_HR, hi=MAX_USD_HR)) is not None}
+    unique_ids(path, (r.get("id") for r in records))
+    return day, source, out
+
+
+def _newest_date(prices: Mapping[str, Mapping[str, Price | None]]) -> str:
+    days = [p.date for tiers in prices.values() for p in tiers.values() if p is not None and p.date]
+    return max(days).isoformat() if days else "unknown date"
+
+
+def _table(prices: dict[str, dict[str, Price | None]]) -> PriceTable:
+    as_of = _newest_date(prices)
+    return PriceTable(prices, "snapshot", as_of, f"prices from the snapshot of {as_of}", (), True)
+
+
+def listing_table(catalog: Catalog) -> PriceTable:
+    """The catalog's own RunPod listing (data/gpus.yaml alone), for when data/prices/ can't be read."""
+    return _table({g.id: g.listed_prices() for g in catalog.gpus})
+
+
+def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None = None) -> PriceTable:
+    """The committed snapshot: per GPU and tier, the newer of data/gpus.yaml and data/prices/*.yaml.
+
+    On equal dates a price file wins over gpus.yaml (it is the dedicated record). Raises DataFileError
+    for a malformed price file. Cached until a snapshot file is added, removed or changed.
+    """
+    catalog = catalog or load_catalog()
+    folder = Path(directory) if directory is not None else PRICES_DIR
+    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in _snapshot_files(folder))
+    return _snapshot_cached(catalog, str(folder), stamp)
+
+
+@lru_cache(maxsize=8)
+def _snapshot_cached(catalog: Catalog, directory: str, _stamp: tuple) -> PriceTable:
+    prices = {g.id: g.listed_prices() for g in catalog.gpus}
+    for path in _snapshot_files(Path(directory)):
+        day, source, table = load_snapshot_file(path, catalog)
+        for gpu_id, tiers in table.items():
+            for tier, usd_hr in tiers.items():
+                old = prices[gpu_id].get(tier)
+                if old is None or old.date is None or day >= old.date:
+                    prices[gpu_id][tier] = Price(usd_hr, day, f"{source} (snapshot {path.name})", "snapshot")
+    return _table(prices)
+
+
+def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceTable:
+    """Apply user-typed $/GPU-hour (origin 'custom', every tier); ValueError naming the GPU if not 0 < x < 1000."""
+    if not custom_usd_hr:
+        return table
+    prices = {g: dict(t) for g, t in table.prices.items()}
+    today = datetime.now(timezone.utc).date()
+    for gpu_id, value in custom_usd_hr.items():
+        if gpu_id not in prices:
+            near = suggest(str(gpu_id), prices)
+            raise ValueError(f"custom price for unknown GPU '{gpu_id}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
+        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        if bad or not 0 < value < CUSTOM_MAX_USD_HR:
+            raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour above 0 and below "
+                             f"{CUSTOM_MAX_USD_HR:g}, got {value!r}")
+        price = Price(float(value), today, "entered by you", "custom")
+        prices[gpu_id] = {t: price for t in PRICE_TIERS}
+    names = ", ".join(custom_usd_hr)
+    return replace(table, prices=prices, message=f"{table.message}; your own $/h for {names}")
+
+

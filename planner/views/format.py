@@ -1,0 +1,49 @@
+"""How figures read on the page and in exports: durations, dollars, counts, GPU names."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+# (unit, seconds per unit, shown in this unit below this many seconds): 2 min, 2 h, 2 days, then days
+DURATION_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 172800.0), ("days", 86400.0, math.inf))
+
+
+def duration_unit(seconds: float) -> tuple[str, float]:
+    """(unit, seconds per unit) a person would read `seconds` in."""
+    return next((unit, div) for unit, div, below in DURATION_UNITS if seconds < below)
+
+
+def time_unit(seconds: Iterable[float | None]) -> tuple[str, float]:
+    """(unit, seconds per unit) for a column of durations: the unit of the typical (median) one."""
+    ok = sorted(s for s in seconds if s)
+    return duration_unit(ok[len(ok) // 2] if ok else 1.0)
+
+
+def fmt_seconds(s: float | None) -> str:
+    """A duration in the unit a person would use: '42 s', '18.3 min', '5.2 h', '3.1 days'; '-' for none."""
+    if s is None or not math.isfinite(s):
+        return "-"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    unit, div = duration_unit(s)
+    return f"{s / div:.3g} {unit}"
+
+
+def fmt_usd(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"${x:,.2f}" if x >= 0.995 else f"${x:.3g}"
+
+
+def fmt_count(n: float) -> str:
+    """Three significant figures with a k/M/B/T suffix: 132192000 -> '132M', 25.37 -> '25.4'."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+def short_name(name: str) -> str:
+    """'NVIDIA GeForce RTX 4090 24GB' -> 'RTX 4090 24GB' (chart labels, call-outs)."""
+    return name.replace("NVIDIA ", "").replace("GeForce ", "").replace("Tesla ", "")
