@@ -4,8 +4,8 @@ from datetime import date
 
 import pytest
 
-from planner.inputs.catalog import load_catalog
-from planner.engine.cost import Price, job_cost_usd, per_million, snapshot_prices
+from planner.engine.cost import job_cost_usd, per_million
+from planner.inputs.catalog import Price, load_catalog
 
 
 def test_cost_is_hours_times_gpus_times_price():
@@ -20,8 +20,12 @@ def test_per_million_items():
     assert per_million(None, 10) is None
 
 
-def test_snapshot_prices_follow_the_catalog_tiers():
+def test_listed_prices_follow_the_catalog_tiers():
     gpu = load_catalog().get("h100-sxm")
-    prices = snapshot_prices(gpu)
+    prices = gpu.listed_prices()
     assert prices["secure"].usd_hr == gpu.runpod.secure.usd_hr and prices["secure"].date == gpu.runpod.secure.date
     assert set(prices) == {"secure", "community", "spot"}
+
+
+def test_no_cost_without_a_finite_time():
+    assert job_cost_usd(float("inf"), 1, Price(2.0, None, "test")) is None

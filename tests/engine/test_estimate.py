@@ -7,10 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.inputs.catalog import load_catalog
-from planner.engine.estimate import Plan, auto_batch, estimate_all, estimate_gpu
+from planner.engine.plan import Plan
+from planner.engine.estimate import auto_batch, estimate_all, estimate_gpu
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.jobs import Generate, Infer, Train
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 NO_OVERHEAD = lambda gpu, eff: replace(eff, launch_overhead_us=0.0)  # noqa: E731
 
@@ -23,14 +27,14 @@ def test_memory_bound_decode_scales_with_one_over_bandwidth():
     gpu = load_catalog().get("a100-sxm-80gb")
     slow, fast = replace(gpu, mem_bw_gbps=1000.0), replace(gpu, mem_bw_gbps=2000.0)
     plan = _plan()
-    t_slow = estimate_gpu(plan, slow, adjust=NO_OVERHEAD).seconds
-    t_fast = estimate_gpu(plan, fast, adjust=NO_OVERHEAD).seconds
+    t_slow = estimate_gpu(plan, slow, FACTS, adjust=NO_OVERHEAD).seconds
+    t_fast = estimate_gpu(plan, fast, FACTS, adjust=NO_OVERHEAD).seconds
     assert t_slow / t_fast == pytest.approx(2.0, rel=0.02)  # batch-1 decode reads every weight per token
 
 
 def test_batch1_decode_of_a_7b_model_is_weights_over_bandwidth():
     gpu = load_catalog().get("h100-sxm")
-    e = estimate_gpu(_plan(), gpu, adjust=lambda g, eff: Efficiency(1.0, 1.0, 0.0, 1.0, 0.0, "ideal"))
+    e = estimate_gpu(_plan(), gpu, FACTS, adjust=lambda g, eff: Efficiency(1.0, 1.0, 0.0, 1.0, 0.0, "ideal"))
     decode = next(p for p in e.phases if p.name == "decode")
     weights_bytes = load_models().get("llama-2-7b").matmul_params * 2
     per_token = decode.total_s / decode.steps
@@ -39,17 +43,17 @@ def test_batch1_decode_of_a_7b_model_is_weights_over_bandwidth():
 
 def test_torch_compile_cuts_launch_overhead():
     gpu = load_catalog().get("rtx-4090")
-    eager = estimate_gpu(_plan("cfdna-gen", batch=8), gpu)
-    compiled = estimate_gpu(_plan("cfdna-gen", batch=8, runtime="torch-compile"), gpu)
+    eager = estimate_gpu(_plan("cfdna-gen", batch=8), gpu, FACTS)
+    compiled = estimate_gpu(_plan("cfdna-gen", batch=8, runtime="torch-compile"), gpu, FACTS)
     overhead = lambda e: sum(p.overhead_s * p.passes for p in e.phases)  # noqa: E731
     assert overhead(compiled) < overhead(eager) / 2 and compiled.seconds < eager.seconds
 
 
 def test_auto_batch_is_never_worse_than_a_fixed_feasible_batch():
     gpu = load_catalog().get("rtx-3090")
-    auto = estimate_gpu(_plan("cfdna-gen", "bf16", None, workload=Generate(100_000, 1, 165)), gpu)
+    auto = estimate_gpu(_plan("cfdna-gen", "bf16", None, workload=Generate(100_000, 1, 165)), gpu, FACTS)
     for b in (64, 512, auto.max_batch // 3):
-        fixed = estimate_gpu(_plan("cfdna-gen", "bf16", b, workload=Generate(100_000, 1, 165)), gpu)
+        fixed = estimate_gpu(_plan("cfdna-gen", "bf16", b, workload=Generate(100_000, 1, 165)), gpu, FACTS)
         assert auto.seconds <= fixed.seconds * 1.0001
 
 
@@ -63,34 +67,34 @@ def test_auto_batch_balances_the_passes():
 def test_auto_batch_beats_any_fixed_feasible_batch(fixed):
     gpu = load_catalog().get("rtx-a4000")
     work = Generate(30_000, 8, 120)
-    auto = estimate_gpu(_plan("cfdna-gen", "fp16", None, workload=work), gpu)
+    auto = estimate_gpu(_plan("cfdna-gen", "fp16", None, workload=work), gpu, FACTS)
     if fixed <= auto.max_batch:
-        assert auto.seconds <= estimate_gpu(_plan("cfdna-gen", "fp16", fixed, workload=work), gpu).seconds * 1.0001
+        assert auto.seconds <= estimate_gpu(_plan("cfdna-gen", "fp16", fixed, workload=work), gpu, FACTS).seconds * 1.0001
 
 
 @given(st.integers(1, 64), st.integers(1, 4))
 @settings(max_examples=40, deadline=None)
 def test_larger_batch_never_fewer_sequences_per_second_while_memory_bound(batch, k):
     gpu = load_catalog().get("a100-pcie-80gb")
-    small = estimate_gpu(_plan("llama-2-7b", "fp16", batch, workload=Generate(4096, 16, 64)), gpu)
-    big = estimate_gpu(_plan("llama-2-7b", "fp16", batch * 2 ** k, workload=Generate(4096, 16, 64)), gpu)
+    small = estimate_gpu(_plan("llama-2-7b", "fp16", batch, workload=Generate(4096, 16, 64)), gpu, FACTS)
+    big = estimate_gpu(_plan("llama-2-7b", "fp16", batch * 2 ** k, workload=Generate(4096, 16, 64)), gpu, FACTS)
     if small.feasible and big.feasible and small.bound == big.bound == "memory":
         assert big.items_per_s >= small.items_per_s * 0.9999
 
 
 def test_data_parallel_divides_the_time_and_keeps_the_cost():
     gpu = "rtx-4090"
-    one = estimate_all(_plan("cfdna-gen", "bf16", 256, workload=Generate(4096, 1, 64), price_tier="community"),
+    one = estimate_all(_plan("cfdna-gen", "bf16", 256, workload=Generate(4096, 1, 64), price_tier="community"), FACTS,
                        gpu_names=[gpu])[0]
     four = estimate_all(_plan("cfdna-gen", "bf16", 256, workload=Generate(4096, 1, 64), price_tier="community",
-                              gpus=4), gpu_names=[gpu])[0]
+                              gpus=4), FACTS, gpu_names=[gpu])[0]
     assert four.parallelism == "data"
     assert four.seconds == pytest.approx(one.seconds / 4, rel=1e-6)
     assert four.cost() == pytest.approx(one.cost(), rel=1e-6)
 
 
 def test_tensor_parallel_when_weights_do_not_fit_one_gpu():
-    e = estimate_all(_plan("llama-3-70b", "fp16", 1, workload=Generate(1, 128, 128), gpus=2),
+    e = estimate_all(_plan("llama-3-70b", "fp16", 1, workload=Generate(1, 128, 128), gpus=2), FACTS,
                      gpu_names=["h100-sxm"])[0]
     assert e.parallelism == "tensor" and e.feasible
     assert e.memory.get("weights") == pytest.approx(70_553_706_496 * 2 / 2 / 1e9)
@@ -98,14 +102,14 @@ def test_tensor_parallel_when_weights_do_not_fit_one_gpu():
 
 
 def test_cost_is_seconds_times_price():
-    e = estimate_all(_plan("cfdna-gen", "bf16", None, workload=Generate(10_000, 1, 165), price_tier="community"),
+    e = estimate_all(_plan("cfdna-gen", "bf16", None, workload=Generate(10_000, 1, 165), price_tier="community"), FACTS,
                      gpu_names=["rtx-4090"])[0]
     assert e.cost() == pytest.approx(e.seconds / 3600 * e.gpu.price("community").usd_hr)
     assert e.cost_per_million() == pytest.approx(e.cost() * 100)
 
 
 def test_ranking_puts_feasible_gpus_first_and_cheapest_on_top():
-    res = estimate_all(_plan("cfdna-gen", "bf16", None, workload=Generate(10_000, 1, 165), price_tier="community"))
+    res = estimate_all(_plan("cfdna-gen", "bf16", None, workload=Generate(10_000, 1, 165), price_tier="community"), FACTS)
     feasible = [e for e in res if e.feasible and e.cost() is not None]
     assert [e.cost() for e in feasible] == sorted(e.cost() for e in feasible)
     first_infeasible = next(i for i, e in enumerate(res) if not e.feasible)
@@ -117,7 +121,7 @@ def test_generic_profile_inference_and_training_run():
     if "sea" not in {m.id for m in models.models}:
         pytest.skip("generic profiles not present")
     sea = models.get("sea")
-    e = estimate_all(Plan(sea, Infer(10, sea.default_input_size), "fp32", batch=1), gpu_names=["rtx-a5000"])[0]
+    e = estimate_all(Plan(sea, Infer(10, sea.default_input_size), "fp32", batch=1), FACTS, gpu_names=["rtx-a5000"])[0]
     assert e.feasible and e.seconds > 0
 
 
@@ -126,11 +130,11 @@ def test_generate_with_a_generic_model_is_rejected_clearly():
     if "sea" not in {m.id for m in models.models}:
         pytest.skip("generic profiles not present")
     with pytest.raises(ValueError, match="decoder"):
-        estimate_all(Plan(models.get("sea"), Generate(1, 1, 1)))
+        estimate_all(Plan(models.get("sea"), Generate(1, 1, 1)), FACTS)
 
 
 def test_training_time_counts_epochs():
     plan = lambda ep: Plan(load_models().get("gpt2-124m"), Train(1024, 256, ep), "bf16", batch=16)  # noqa: E731
-    one = estimate_all(plan(1), gpu_names=["a100-sxm-80gb"])[0]
-    three = estimate_all(plan(3), gpu_names=["a100-sxm-80gb"])[0]
+    one = estimate_all(plan(1), FACTS, gpu_names=["a100-sxm-80gb"])[0]
+    three = estimate_all(plan(3), FACTS, gpu_names=["a100-sxm-80gb"])[0]
     assert three.seconds == pytest.approx(3 * one.seconds, rel=1e-9)

@@ -3,14 +3,18 @@
 import pytest
 
 from planner.inputs.catalog import load_catalog
-from planner.engine.estimate import Plan, estimate_gpu
+from planner.engine.plan import Plan
+from planner.engine.estimate import estimate_gpu
 from planner.inputs.models import load_models
 from planner.inputs.jobs import Generate
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 
 def _est(model, gpu, precision="bf16", **kw):
     plan = Plan(load_models().get(model), Generate(1, 128, 128), precision, **kw)
-    return estimate_gpu(plan, load_catalog().get(gpu))
+    return estimate_gpu(plan, load_catalog().get(gpu), FACTS)
 
 
 @pytest.mark.parametrize("gpu, sm", [("v100-sxm2-16gb", "SM70"), ("t4", "SM75")])

@@ -72,7 +72,7 @@ gpus:
     architecture: Ampere
     compute_capability: "8.6"
     market: consumer
-    vram_gb: 24
+    vram_gib: 24
     memory_type: GDDR6X
     mem_bw_gbps: 936
     dense_tflops: {fp32: 35.6, fp16: 71}
@@ -87,7 +87,7 @@ def test_a_well_formed_file_loads(tmp_path):
 
 @pytest.mark.parametrize("bad, field", [
     (GOOD.replace("mem_bw_gbps: 936", "mem_bw_gbps: fast"), "mem_bw_gbps"),
-    (GOOD.replace("vram_gb: 24", "vram_gb: -24"), "vram_gb"),
+    (GOOD.replace("vram_gib: 24", "vram_gib: -24"), "vram_gib"),
     (GOOD.replace('compute_capability: "8.6"', "compute_capability: eight"), "compute_capability"),
     (GOOD.replace("fp16: 71", "fp61: 71"), "fp61"),
     (GOOD.replace("market: consumer", "market: gaming"), "market"),
@@ -102,8 +102,8 @@ def test_malformed_file_names_file_record_and_field(tmp_path, bad, field):
 
 
 def test_unknown_field_suggests_the_right_one(tmp_path):
-    path = _write(tmp_path, GOOD.replace("vram_gb: 24", "vram_gbs: 24"))
-    with pytest.raises(DataFileError, match="did you mean 'vram_gb'"):
+    path = _write(tmp_path, GOOD.replace("vram_gib: 24", "vram_gibs: 24"))
+    with pytest.raises(DataFileError, match="did you mean 'vram_gib'"):
         load_catalog(path)
 
 

@@ -19,7 +19,7 @@ from planner.tools.calibration import (BENCH_VERSION, MAX_RESULT_BYTES, RESULT_S
                                  device_gpu, fit, load_calibration, measured_points, parse_result, point_table,
                                  predict_seconds, side_by_side)
 from planner.inputs.catalog import load_catalog
-from planner.engine.estimate import Plan
+from planner.engine.plan import Plan
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import load_runtimes
 from planner.inputs.jobs import Generate
@@ -59,8 +59,8 @@ def test_device_gpu_carries_the_measured_peaks(example):
     assert gpu.mem_bw_gbps == micro["memory_bandwidth"]["gbps"]
     assert gpu.fp32_tflops == micro["matmul"]["fp32"]["best_tflops"]
     assert gpu.fp8_tflops is None and gpu.runpod is None and gpu.id.startswith("measured-cpu-")
-    # memory recorded in decimal GB; the catalog's vram_gb is GiB
-    assert math.isclose(gpu.vram_capacity_gb, example["environment"]["memory_gb"], rel_tol=1e-9)
+    # memory recorded in decimal GB; the catalog's vram_gib is GiB
+    assert math.isclose(gpu.vram_gb, example["environment"]["memory_gb"], rel_tol=1e-9)
 
 
 def test_cpu_fit_applies_to_the_device_and_nothing_else(example):

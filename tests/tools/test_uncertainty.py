@@ -7,13 +7,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.engine.estimate import Plan, estimate_all
+from planner.engine.plan import Plan
+from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
 from planner.tools.uncertainty import (MIN_CELL_ROWS, REGIMES, band, cells_from_rows, load_uncertainty, rate_band,
                                  regime_of)
 from planner.tools.validation import RowResult
 from planner.inputs.jobs import Generate, Train
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 
 def cell(regime: str, cls: str, low: float, high: float, cal_low: float | None = None, cal_high: float | None = None,
@@ -45,7 +49,7 @@ def all_cells(**overrides) -> list[dict]:
 
 def decode_estimate(gpu: str, runtime: str = "llama.cpp"):
     plan = Plan(load_models().get("llama-3-8b"), Generate(1, 1, 512), "fp16", runtime=runtime, batch=1)
-    return estimate_all(plan, gpu_names=[gpu])[0]
+    return estimate_all(plan, FACTS, gpu_names=[gpu])[0]
 
 
 # ---------------------------------------------------------------- regime_of
@@ -55,10 +59,10 @@ def test_regime_of_follows_what_bounds_the_estimate():
     decode = decode_estimate("h100-sxm")  # batch-1 decode reads every weight per token: memory-bound
     assert regime_of(decode) == "decode"
     # A 4096-token prompt: 2 x 8e9 x 4096 = 66 TFLOP against 16 GB of weights: compute-bound on any GPU.
-    prefill = estimate_all(Plan(m, Generate(1, 4096, 1), "fp16", runtime="tensorrt-llm", batch=1),
+    prefill = estimate_all(Plan(m, Generate(1, 4096, 1), "fp16", runtime="tensorrt-llm", batch=1), FACTS,
                            gpu_names=["h100-sxm"])[0]
     assert regime_of(prefill) == "prefill/compute"
-    train = estimate_all(Plan(load_models().get("gpt2-124m"), Train(64, 1024, 1.0), "bf16", batch=8),
+    train = estimate_all(Plan(load_models().get("gpt2-124m"), Train(64, 1024, 1.0), "bf16", batch=8), FACTS,
                          gpu_names=["h100-sxm"])[0]
     assert regime_of(train) == "train"
 
@@ -111,7 +115,7 @@ def test_runtime_without_validation_rows_gets_the_wide_band(tmp_path):
 
 def test_infeasible_estimate_has_no_band():
     plan = Plan(load_models().get("llama-3-70b"), Generate(1, 1, 16), "fp16", runtime="llama.cpp", batch=1)
-    e = estimate_all(plan, gpu_names=["rtx-4090"])[0]  # 140 GB of weights on a 24 GB card
+    e = estimate_all(plan, FACTS, gpu_names=["rtx-4090"])[0]  # 140 GB of weights on a 24 GB card
     assert not e.feasible and band(e) is None and rate_band(e) is None
 
 

@@ -13,13 +13,18 @@ import pytest
 import yaml
 
 from planner.cli import main
-from planner.engine.estimate import Plan, estimate_all
+from planner.engine.plan import Plan
+from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
 from planner.tools.uncertainty import load_uncertainty
 from planner.tools.validation import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements, run_validation,
-                                split_of, validation_chart)
+                                split_of)
+from planner.views.charts import validation_chart
 from planner.inputs.jobs import Generate, Train
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 BASE_ROW = {
     "id": "hand-llama3-8b-f16-rtx4090-tg512", "gpu": "rtx-4090", "gpus": 1, "model": "llama-3-8b", "regime": "decode",
@@ -113,20 +118,20 @@ def test_error_matches_the_planners_own_estimate_on_a_hand_made_file(tmp_path):
     # Route 2: plans written out by hand from the rows and estimated with the public estimate_all.
     models = load_models()
     decode_plan = Plan(models.get("llama-3-8b"), Generate(1, 1, 512), "fp16", runtime="llama.cpp", batch=1)
-    e = estimate_all(decode_plan, gpu_names=["rtx-4090"])[0]
+    e = estimate_all(decode_plan, FACTS, gpu_names=["rtx-4090"])[0]
     predicted = 1 * 512 / e.seconds  # generated tokens / s
     assert got[BASE_ROW["id"]].predicted == pytest.approx(predicted, rel=1e-9)
     assert got[BASE_ROW["id"]].error_pct == pytest.approx((predicted - 50.0) / 50.0 * 100, rel=1e-9)
 
     train_plan = Plan(models.get("gpt2-124m"), Train(512, 1024, 1.0, "adamw", False, 2), "bf16", runtime="llm.c",
                       batch=32, gpus=8)
-    e = estimate_all(train_plan, gpu_names=["a100-sxm-80gb"])[0]
+    e = estimate_all(train_plan, FACTS, gpu_names=["a100-sxm-80gb"])[0]
     assert e.parallelism == "data"
     assert got[TRAIN_ROW["id"]].predicted == pytest.approx(e.seconds, rel=1e-9)  # one optimizer step
     assert got[TRAIN_ROW["id"]].error_pct == pytest.approx((e.seconds - 0.25) / 0.25 * 100, rel=1e-9)
 
     prefill_plan = Plan(models.get("llama-3-8b"), Generate(1, 512, 1), "fp16", runtime="llama.cpp", batch=1)
-    e = estimate_all(prefill_plan, gpu_names=["rtx-6000-ada"])[0]
+    e = estimate_all(prefill_plan, FACTS, gpu_names=["rtx-6000-ada"])[0]
     assert got[prefill["id"]].predicted == pytest.approx(512 / e.seconds, rel=1e-9)  # prompt tokens / s
 
 
@@ -136,7 +141,7 @@ def test_quantized_row_runs_at_its_own_bits_per_weight(tmp_path):
     res = run_validation(write_rows(tmp_path, [q4])).rows[0]
     assert res.precision == "int4@4.9b" and "4.9 bits" in res.note
     preset = estimate_all(Plan(load_models().get("llama-3-8b"), Generate(1, 1, 512), "int4", runtime="llama.cpp",
-                               batch=1), gpu_names=["rtx-4090"])[0]
+                               batch=1), FACTS, gpu_names=["rtx-4090"])[0]
     assert preset.tokens_per_s / 4.9 * 4.125 < res.predicted < preset.tokens_per_s
 
 

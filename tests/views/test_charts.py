@@ -6,9 +6,13 @@ import pytest
 
 from planner.views import charts
 from planner.inputs.catalog import load_catalog
-from planner.engine.estimate import Plan, estimate_all, estimate_gpu
+from planner.engine.plan import Plan
+from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.inputs.models import load_models
 from planner.inputs.jobs import Generate, Train
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 CATALOG = load_catalog()
 
@@ -19,7 +23,7 @@ def _plan(model="cfdna-gen", workload=Generate(2**16, 1, 64), precision="fp16", 
 
 @pytest.fixture(scope="module")
 def ranking():
-    return estimate_all(_plan(price_tier="community"))
+    return estimate_all(_plan(price_tier="community"), FACTS)
 
 
 def _layers(spec):
@@ -87,7 +91,7 @@ def test_roofline_ceilings_are_datasheet_physics_and_points_sit_under_them(ranki
 
 
 def test_roofline_chart_spec_names_axes():
-    e = estimate_gpu(_plan(), CATALOG.get("rtx-4090"))
+    e = estimate_gpu(_plan(), CATALOG.get("rtx-4090"), FACTS)
     spec = charts.roofline_chart(*charts.roofline_data([e])).to_dict()
     titles = _axis_titles(spec)
     assert any("FLOP per byte" in t for t in titles) and any("TFLOPS (fp16" in t for t in titles)
@@ -105,11 +109,11 @@ def test_batch_grid(max_batch, limit, extra, expected):
 def test_batch_sweep_memory_limit_and_throughput():
     plan = _plan(workload=Generate(2**16, 1, 64))
     gpu = CATALOG.get("rtx-3090")
-    df = charts.batch_sweep(plan, [gpu])
+    df = charts.batch_sweep(plan, [gpu], FACTS)
     fit = df.max_batch.iloc[0]
     assert (df[df.batch <= fit].feasible).all() and not (df[df.batch > fit].feasible).any()
-    assert (df[df.feasible].memory_gb <= gpu.vram_capacity_gb).all()
-    assert (df[~df.feasible].memory_gb > gpu.vram_capacity_gb).all()
+    assert (df[df.feasible].memory_gb <= gpu.vram_gb).all()
+    assert (df[~df.feasible].memory_gb > gpu.vram_gb).all()
     # powers of two divide 2**16 sequences exactly: per-item time never rises with the batch (roofline max(a + bB))
     pow2 = df[df.feasible & df.batch.map(lambda b: b & (b - 1) == 0)].sort_values("batch")
     assert (pow2.items_per_s.diff().dropna() >= -1e-9 * pow2.items_per_s.max()).all()
@@ -118,7 +122,7 @@ def test_batch_sweep_memory_limit_and_throughput():
 
 
 def test_batch_chart_marks_the_memory_limit():
-    df = charts.batch_sweep(_plan(), [CATALOG.get("rtx-4090"), CATALOG.get("a100-sxm-80gb")])
+    df = charts.batch_sweep(_plan(), [CATALOG.get("rtx-4090"), CATALOG.get("a100-sxm-80gb")], FACTS)
     spec = charts.batch_chart(df, "tokens_per_s", "Throughput (generated tokens/s)").to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
     assert marks == ["line", "point", "rule"]
@@ -130,14 +134,14 @@ def test_memory_data_sums_to_each_estimate(ranking):
     df = charts.memory_data(chosen)
     for e in chosen:
         assert df[df.gpu == e.gpu.name].gb.sum() == pytest.approx(e.memory.total_gb)
-        assert df[df.gpu == e.gpu.name].vram_gb.iloc[0] == pytest.approx(e.gpu.vram_gb * 2**30 / 1e9)
+        assert df[df.gpu == e.gpu.name].vram_gb.iloc[0] == pytest.approx(e.gpu.vram_gib * 2**30 / 1e9)
     spec = charts.memory_chart(df).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "tick"]
 
 
 def test_time_split_adds_up_to_the_job_time():
     e = estimate_gpu(_plan(model="gpt2-124m", workload=Train(1000, 256, 1.0), precision="bf16"),
-                     CATALOG.get("a100-sxm-80gb"))
+                     CATALOG.get("a100-sxm-80gb"), FACTS)
     df = charts.time_split_data(e)
     assert df.seconds.sum() == pytest.approx(e.seconds)
     assert set(df.limit) <= {"compute", "memory", "overhead", "communication"}
@@ -152,10 +156,3 @@ def test_calibration_chart_from_points():
     spec = charts.calibration_chart(df).to_dict()
     assert "Measured on your device (s, log)" in _axis_titles(spec)
 
-
-def test_time_unit_follows_the_median():
-    assert charts.time_unit([30, 40, 50]) == ("s", 1.0)
-    assert charts.time_unit([30, 4000, 5000]) == ("min", 60.0)
-    assert charts.time_unit([None, 9000, 90000]) == ("h", 3600.0)
-    assert charts.time_unit([3e5]) == ("days", 86400.0)
-    assert math.isclose(charts.time_unit([])[1], 1.0)

@@ -10,6 +10,9 @@ from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import estimate_all
 from planner.views.presets import PRESETS_FILE, load_all, load_presets, parse_link
 from planner.base.schema import DataFileError
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 SEED_README = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "README.md"
 PRESETS = {p.id: p for p in load_presets()}
@@ -17,7 +20,7 @@ PRESETS = {p.id: p for p in load_presets()}
 
 def _ranking(preset_id):
     p = PRESETS[preset_id]
-    return {e.gpu.id: e for e in estimate_all(share.to_plan(p.inputs, share.resolve_model(p.inputs)))}
+    return {e.gpu.id: e for e in estimate_all(share.to_plan(p.inputs, share.resolve_model(p.inputs)), FACTS)}
 
 
 def test_every_seed_document_has_a_preset_named_for_its_question():
@@ -53,7 +56,7 @@ def test_sea_preset_runs_on_three_a5000():
     p = PRESETS["sea-3x-a5000"]
     e = _ranking(p.id)["rtx-a5000"]
     assert p.inputs.gpus == 3 and p.inputs.batch == 1 and e.feasible
-    assert e.memory.total_gb <= e.gpu.vram_capacity_gb
+    assert e.memory.total_gb <= e.gpu.vram_gb
     assert any("data parallel" in r.text for r in e.reasons)
 
 

@@ -2,15 +2,19 @@
 
 import pytest
 
-from planner.engine.estimate import Plan, estimate_all
+from planner.engine.plan import Plan
+from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.views.report import estimate_row, flat_row
 from planner.inputs.jobs import Generate
+from planner.inputs.facts import load_facts
+
+FACTS = load_facts()
 
 
 def _est(gpu="rtx-4090", precision="bf16"):
     plan = Plan(load_models().get("cfdna-gen"), Generate(10_000, 1, 165), precision, price_tier="community")
-    return estimate_all(plan, gpu_names=[gpu])[0]
+    return estimate_all(plan, FACTS, gpu_names=[gpu])[0]
 
 
 def test_json_row_breakdown_adds_up_to_the_total():

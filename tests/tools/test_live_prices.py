@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.tools import prices as P
+from planner.inputs import price_snapshot as S
+from planner.tools import live_prices as P
 from planner.inputs.catalog import load_catalog
 from planner.base.schema import DataFileError
 
@@ -130,7 +131,7 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def snapshot(catalog):
-    return P.snapshot_table(catalog)
+    return S.snapshot_table(catalog)
 
 
 def closed_port_url() -> str:
@@ -363,7 +364,7 @@ def test_failures_are_cached_briefly(serve, catalog):
 
 
 def test_with_custom_applies_to_every_tier(snapshot):
-    t = P.with_custom(snapshot, {"rtx-4090": 0.55})
+    t = S.with_custom(snapshot, {"rtx-4090": 0.55})
     for tier in ("secure", "community", "spot"):
         p = price(t, "rtx-4090", tier)
         assert (p.usd_hr, p.origin, p.source) == (0.55, "custom", "entered by you")
@@ -374,12 +375,12 @@ def test_with_custom_applies_to_every_tier(snapshot):
 @pytest.mark.parametrize("value", [0, -1.0, 1000, 1e6, math.nan, math.inf, "0.5", True])
 def test_with_custom_rejects_bad_values_naming_the_gpu(snapshot, value):
     with pytest.raises(ValueError, match="rtx-4090"):
-        P.with_custom(snapshot, {"rtx-4090": value})
+        S.with_custom(snapshot, {"rtx-4090": value})
 
 
 def test_with_custom_unknown_gpu_suggests(snapshot):
     with pytest.raises(ValueError, match="rtx-4090"):
-        P.with_custom(snapshot, {"rtx-4909": 1.0})
+        S.with_custom(snapshot, {"rtx-4909": 1.0})
 
 
 def test_write_snapshot_round_trip(serve, catalog, snapshot, tmp_path):
@@ -391,7 +392,7 @@ def test_write_snapshot_round_trip(serve, catalog, snapshot, tmp_path):
     assert KEY not in text
     doc = yaml.safe_load(text)
     assert doc["schema_version"] == 1 and doc["date"] == date(2026, 11, 20) and "127.0.0.1" in doc["source"]
-    back = P.snapshot_table(catalog, directory=tmp_path)
+    back = S.snapshot_table(catalog, directory=tmp_path)
     assert back.ok and back.as_of == "2026-11-20"
     for gpu, tier, usd in (("h100-sxm", "secure", 3.79), ("h100-sxm", "spot", 1.65), ("b200", "secure", 5.99)):
         p = price(back, gpu, tier)
@@ -414,7 +415,7 @@ def test_older_snapshot_file_does_not_override_newer_catalog_price(catalog, snap
         "schema_version: 1\ndate: 2020-01-01\nsource: old test file\nprices:\n"
         "- id: h100-sxm\n  secure: 9.99\n  community: null\n  spot: null\n"
         "- id: t4\n  secure: 0.31\n  community: null\n  spot: null\n")
-    t = P.snapshot_table(catalog, directory=tmp_path)
+    t = S.snapshot_table(catalog, directory=tmp_path)
     assert price(t, "h100-sxm", "secure") == price(snapshot, "h100-sxm", "secure")
     assert price(t, "t4", "secure").usd_hr == 0.31        # no catalog price: the file fills it in
     assert price(t, "t4", "secure").date == date(2020, 1, 1)
@@ -432,7 +433,7 @@ def test_bad_snapshot_files_name_file_record_field(catalog, tmp_path, body, reco
     path = tmp_path / "runpod-bad.yaml"
     path.write_text(body)
     with pytest.raises(DataFileError) as err:
-        P.snapshot_table(catalog, directory=tmp_path)
+        S.snapshot_table(catalog, directory=tmp_path)
     assert (err.value.path, err.value.record, err.value.field) == (str(path), record, field)
 
 

@@ -1,0 +1,106 @@
+"""Work per step: FLOPs and bytes by hand for small cases, op groups found by name."""
+
+from dataclasses import replace
+
+import pytest
+
+from planner.engine.phases import generate_phases, infer_phases, train_phases
+from planner.inputs.jobs import Generate, Infer, Train
+from planner.inputs.models import load_models
+from planner.inputs.precisions import load_rules
+from planner.inputs.work import Setup
+
+
+def _setup(precision="fp16", kv="fp16", attention="sdpa"):
+    r = load_rules()
+    return Setup(r.precision(precision), r.kv_dtype(kv), r.attention(attention))
+
+
+def _group(groups, name):
+    return next(g for g in groups if g.name == name)
+
+
+def _phase(phases, name):
+    return next(p for p in phases if p.name == name)
+
+
+def test_decode_step_flops_and_bytes_by_hand():
+    m = load_models().get("cfdna-gen")
+    work = m.decode_work(_setup(), batch=4)
+    lin, attn = _group(work, "linear layers"), _group(work, "attention")
+    matmul_params = 14 * (4 * 768 * 768 + 3 * 768 * 3072) + 64 * 768  # layers + LM head
+    assert lin.flops == 2 * 4 * matmul_params
+    assert lin.bytes == matmul_params * 2  # fp16 weights read once per step
+    # attention reads the KV cache: per position, 4 sequences x 2 x 14 layers x 768 x 2 bytes
+    assert attn.bytes_per_pos == 4 * 2 * 14 * 768 * 2
+    assert attn.flops_per_pos == 4 * 14 * 768 * 4  # QK^T and AV, 4 sequences
+
+
+def test_decode_sums_over_positions_not_an_average():
+    m = load_models().get("cfdna-gen")
+    phases = generate_phases(m, Generate(10, 5, 8), _setup(), 2, 1.0)
+    decode, prefill = _phase(phases, "decode"), _phase(phases, "prefill")
+    assert decode.steps == 7 and decode.p0 == 6  # tokens 1..7 fed back, attending 6..12 keys
+    assert prefill.steps == 1
+
+
+def test_fp16_halves_the_weight_bytes_of_fp32():
+    m = load_models().get("llama-2-7b")
+    lin32 = _group(m.decode_work(_setup("fp32", "fp32"), 1), "linear layers")
+    lin16 = _group(m.decode_work(_setup("fp16", "fp16"), 1), "linear layers")
+    assert lin16.bytes * 2 == lin32.bytes
+
+
+def test_checkpointing_adds_one_forward_of_flops():
+    m = load_models().get("gpt2-124m")
+    step = lambda w: _phase(train_phases(m, w, _setup("bf16", "bf16"), 8, 8.0, 1), "train micro-step")  # noqa: E731
+    base = _group(step(Train(64, 128, 1)).groups, "linear layers (fwd+bwd)")
+    ckpt = _group(step(Train(64, 128, 1, checkpointing=True)).groups, "linear layers (fwd+bwd)")
+    assert base.flops == 6 * 8 * 128 * m.matmul_params  # 6 x tokens x params (fwd 2 + bwd 4)
+    assert ckpt.flops == pytest.approx(base.flops * 8 / 6)
+
+
+def test_manual_attention_materializes_scores():
+    m = load_models().get("neuromanifold-gpt")
+    attn = lambda backend: _group(_phase(train_phases(m, Train(8, 1024, 1), _setup("bf16", "bf16", backend), 1, 8.0, 1),  # noqa: E731
+                                         "train micro-step").groups, "attention (fwd+bwd)")
+    # score traffic: 4 x heads x layers x S^2 x 2 bytes, forward + backward (3x)
+    assert attn("manual").bytes - attn("sdpa").bytes == pytest.approx(3 * 4 * 6 * 12 * 1024 * 1024 * 2)
+
+
+def test_fsdp_moves_three_shards_of_weights_per_micro_step():
+    m = load_models().get("gpt2-124m")
+    s = replace(_setup("bf16", "bf16"), shard=4)
+    phases = train_phases(m, Train(64, 128, 1, sharding="fsdp"), s, 8, 2.0, 4)
+    micro, opt = _phase(phases, "train micro-step"), _phase(phases, "optimizer step")
+    # all-gather forward + all-gather backward + reduce-scatter grads, ring (n-1)/n, 2-byte bf16
+    assert micro.comm_bytes == pytest.approx(3 * 3 / 4 * m.params * 2)
+    assert micro.comm_calls == 3 * 12  # one of each per layer
+    assert opt.comm_bytes == 0  # no DDP all-reduce on top
+    ddp = train_phases(m, Train(64, 128, 1), _setup("bf16", "bf16"), 8, 2.0, 4)
+    assert _phase(ddp, "train micro-step").comm_bytes == 0
+    assert _phase(ddp, "optimizer step").comm_bytes == pytest.approx(2 * 3 / 4 * m.params * 4)
+
+
+def test_a_generic_profile_infers_through_the_same_protocol():
+    m = load_models().get("betarho-reduced")
+    (forward,) = infer_phases(m, Infer(10, 200), _setup("bf16", "bf16"), 2, 5.0)
+    matmuls = _group(forward.groups, "matmuls (all layers)")
+    assert matmuls.flops == pytest.approx(2 * m.fwd_flops(200))  # batch 2, one forward
+    assert matmuls.bytes == m.params * 2  # bf16 weights read once per pass
+    assert forward.passes == 5.0 and forward.kernels == m.kernels_per_forward
+
+
+def test_training_a_generic_profile_costs_three_forwards_and_an_optimizer_step():
+    m = load_models().get("betarho-reduced")
+    phases = train_phases(m, Train(10, 200, 1), _setup("bf16", "bf16"), 2, 5.0, 1)
+    micro = _phase(phases, "train micro-step")
+    assert _group(micro.groups, "matmuls (all layers)").flops == pytest.approx(3 * 2 * m.fwd_flops(200))
+    opt = _group(_phase(phases, "optimizer step").groups, "optimizer update")
+    assert opt.bytes == 28 * m.params  # AdamW fp32: read w, g, m, v; write w, m, v (7 x 4 B)
+
+
+def test_a_generic_profile_cannot_generate():
+    m = load_models().get("sea")
+    with pytest.raises(ValueError, match="cannot generate"):
+        m.decode_work(_setup(), 1)

@@ -1,0 +1,39 @@
+"""How durations, dollars and counts read."""
+
+import math
+
+import pytest
+
+from planner.views.format import fmt_count, fmt_seconds, fmt_usd, short_name, time_unit
+
+
+@pytest.mark.parametrize("seconds, text", [(0.0042, "4.2 ms"), (42, "42 s"), (1100, "18.3 min"), (18720, "5.2 h"),
+                                           (267840, "3.1 days"), (None, "-")])
+def test_durations_read_in_a_human_unit(seconds, text):
+    assert fmt_seconds(seconds) == text
+
+
+def test_a_duration_changes_unit_at_two_of_the_smaller_ones():
+    assert fmt_seconds(119) == "119 s" and fmt_seconds(120) == "2 min"
+    assert fmt_seconds(7199) == "120 min" and fmt_seconds(7200) == "2 h"
+    assert fmt_seconds(172800) == "2 days"
+
+
+def test_time_unit_follows_the_median():
+    assert time_unit([30, 40, 50]) == ("s", 1.0)
+    assert time_unit([30, 4000, 5000]) == ("min", 60.0)
+    assert time_unit([None, 9000, 90000]) == ("h", 3600.0)
+    assert time_unit([3e5]) == ("days", 86400.0)
+    assert math.isclose(time_unit([])[1], 1.0)
+
+
+def test_dollars_keep_their_digits_below_a_dollar():
+    assert fmt_usd(0.000123) == "$0.000123" and fmt_usd(12345.6) == "$12,345.60" and fmt_usd(None) == "-"
+
+
+def test_counts_take_a_suffix():
+    assert fmt_count(132_192_000) == "132M" and fmt_count(25.37) == "25.4" and fmt_count(6.7e9) == "6.7B"
+
+
+def test_short_names_drop_the_vendor_words():
+    assert short_name("NVIDIA GeForce RTX 4090 24GB") == "RTX 4090 24GB"
