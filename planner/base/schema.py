@@ -115,12 +115,15 @@ class Record:
             return None
         return self.data[field]
 
-    def text(self, field: str, required: bool = True, choices: Iterable[str] | None = None) -> str | None:
+    def text(self, field: str, required: bool = True, choices: Iterable[str] | None = None,
+             max_len: int | None = None) -> str | None:
         value = self.raw(field, required)
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
             raise self.fail(field, f"expected a non-empty string, got {value!r}")
+        if max_len is not None and len(value) > max_len:
+            raise self.fail(field, f"expected a text of at most {max_len} characters, got {len(value):,}")
         if choices is not None and value not in tuple(choices):
             raise self.fail(field, f"expected one of {', '.join(choices)}, got {value!r}")
         return value
@@ -162,6 +165,20 @@ class Record:
             return date.fromisoformat(str(value))
         except ValueError:
             raise self.fail(field, f"expected a date YYYY-MM-DD, got {value!r}") from None
+
+    def records(self, field: str, max_items: int) -> list["Record"]:
+        """A non-empty list of mappings (at most max_items), each as a Record labelled field[i]."""
+        value = self.raw(field)
+        if not isinstance(value, list) or not value:
+            raise self.fail(field, "expected a non-empty list")
+        if len(value) > max_items:
+            raise self.fail(field, f"{len(value):,} entries, at most {max_items:,} expected")
+        out = []
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self.fail(f"{field}[{i}]", "expected a mapping")
+            out.append(Record(self.path, f"{self.label}.{field}[{i}]", item))
+        return out
 
     def child(self, field: str, required: bool = True) -> "Record | None":
         value = self.raw(field, required)

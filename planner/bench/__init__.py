@@ -4,7 +4,7 @@ Measures this machine's NVIDIA GPU (CUDA events), Apple GPU (MPS) or CPU (torch.
 result that planner.tools.calibration fits (`python -m planner estimate --calibration FILE`, or the app's upload).
 This package imports torch; the planner core does not.
 
-Result document (schema_version 1, bench_version 1; planner.tools.calibration.parse_result validates it):
+Result document (schema_version 1, bench_version 1; planner.inputs.bench_result.parse_result validates it):
   kind: "planner-bench-result", schema_version, bench_version, quick, elapsed_s, torch_compile (status text)
   environment: device_type (cuda|mps|cpu), device_name (torch's name; a CUDA device must be in data/gpus.yaml),
       compute_capability, memory_gb (decimal GB), torch_version, cuda_version, hip_version, cpu_model, cpu_threads,
@@ -18,6 +18,6 @@ Times are in seconds: the median over runs within a round, the least-disturbed o
 warm-up runs excluded.
 """
 
-from planner.tools.calibration import BENCH_VERSION, MAX_RESULT_BYTES, RESULT_SCHEMA_VERSION
+from planner.inputs.bench_result import BENCH_VERSION, MAX_RESULT_BYTES, RESULT_SCHEMA_VERSION
 
 __all__ = ["BENCH_VERSION", "MAX_RESULT_BYTES", "RESULT_SCHEMA_VERSION"]

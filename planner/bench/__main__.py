@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from planner.bench.env import pick_device
     from planner.bench.run import run_bench
-    from planner.tools.calibration import CalibrationError, fit, parse_result, point_table
+    from planner.inputs.bench_result import CalibrationError, parse_result
+    from planner.tools.calibration import fit, point_table
 
     if a.clock == "cpu" and (a.threads or 1) != 1:
         print("error: --clock cpu measures one thread's CPU time: use it with --threads 1 (or leave --threads out)",

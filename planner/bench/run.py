@@ -10,7 +10,7 @@ import torch
 from planner.bench.env import environment
 from planner.bench.micro import copy_bandwidth, launch_overhead, matmul_tflops, supported_paths
 from planner.bench.workload import Point, run_points
-from planner.tools.calibration import BENCH_VERSION, RESULT_KIND, RESULT_SCHEMA_VERSION
+from planner.inputs.bench_result import BENCH_VERSION, RESULT_KIND, RESULT_SCHEMA_VERSION
 from planner.inputs.models import DecoderProfile, load_models
 
 SYNTHETIC = "synthetic profile for planner.bench --quick (small enough for a 2-core CPU)"
@@ -64,7 +64,7 @@ def workload_points(device: str, quick: bool, precision: str, compile_: bool) ->
 def run_bench(device: str, quick: bool = False, precision: str | None = None, compile_: bool | None = None,
               progress: Callable[[str], None] = lambda text: None, clock: str = "wall",
               points: list[Point] | None = None, rounds: int | None = None, workload_time_s: float | None = None) -> dict:
-    """Run every benchmark on `device` and return the result document (validated by planner.tools.calibration.parse_result).
+    """Run every benchmark on `device` and return the result document (validated by planner.inputs.bench_result.parse_result).
 
     points: the workload points to time (default: `workload_points` for the device and mode); each is timed for
     about workload_time_s in all, over `rounds` interleaved rounds."""

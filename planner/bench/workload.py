@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from planner.bench.micro import DTYPES
 from planner.bench.model import build, new_caches
 from planner.bench.timing import measure, synchronize
-from planner.tools.calibration import KINDS
+from planner.inputs.bench_result import KINDS
 from planner.inputs.models import DecoderProfile
 
 

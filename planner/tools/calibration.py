@@ -5,248 +5,40 @@ A bench result holds micro-benchmarks (copy bandwidth, matmul TFLOPS per dtype, 
 efficiency, the compute efficiency and the per-kernel launch overhead for which the planner's own estimator
 (estimate_gpu on `device_gpu(result)`, whose peaks are the measured ones) reproduces the measured times.
 
-Parsing is safe (json / yaml.safe_load only) and every problem raises CalibrationError naming what is wrong and
-how to fix it. This module never imports torch.
+The result file's format and validation live in planner.inputs.bench_result (the bench writes it without knowing
+this module). This module never imports torch.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable
-
-import yaml
+from typing import Callable, Iterable
 
 from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
-from planner.base.schema import DataFileError, Record, UnknownNameError, check_number, parse_compute_capability
+from planner.base.schema import Record, UnknownNameError
+from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTES, MEMORY_GB, PATHS, TFLOPS,
+                                         CalibrationError, parse_result, point_model)
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
 from planner.inputs.catalog import GPU, Catalog, load_catalog
 from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import Generate, Infer, Train
-from planner.inputs.models import DecoderProfile, parse_decoder
+from planner.inputs.models import DecoderProfile
 from planner.inputs.runtimes import Efficiency
 
-BENCH_VERSION = 1  # bump when the measuring method changes: results of another version are refused
-RESULT_SCHEMA_VERSION = 1
-MAX_RESULT_BYTES = 1_000_000
-RESULT_KIND = "planner-bench-result"
-DEVICE_TYPES = ("cuda", "mps", "cpu")
 DEVICE_CLASSES = ("hbm", "gddr", "cpu", "mps")
-PATHS = ("fp32", "tf32", "fp16", "bf16")
-KINDS = ("decode", "forward", "train")
 FIT_RUNTIME = "pytorch-eager"  # the workload points run eager PyTorch; compiled points are shown, not fitted
 OTHER_ARCH_WEIGHT = 0.5  # share (geometric) of the measured/prior ratio carried to a GPU of another architecture
-
-# Plausibility bounds: anything outside is a broken measurement or a hand-edited file.
-BW_GBPS = (0.1, 20_000.0)  # fastest catalog HBM is ~8 TB/s
-TFLOPS = (1e-4, 10_000.0)
-LAUNCH_US = (0.05, 10_000.0)
-SECONDS = (1e-7, 36_000.0)
-MEMORY_GB = (0.1, 100_000.0)
-OVER_DATASHEET = 1.5  # a measured peak above 1.5 x the datasheet is not a measurement of that GPU
 # Fit bounds, relative to the reference peaks (measured ones on the device; a CPU's caches can beat the DRAM copy)
 EFF_BOUNDS = (0.005, 8.0)
 LO_BOUNDS = (0.01, 5000.0)
 PRIOR_WEIGHT = 0.003  # weak log-normal pull toward the micro-benchmarks, so unidentified factors stay sensible
-
-
-class CalibrationError(ValueError):
-    """A bench result, calibration file or calibration link is unusable; the message says what and how to fix it."""
-
-
-# ---------------------------------------------------------------------------------------------------- parsing
-
-def _fail(where: str, problem: str) -> CalibrationError:
-    return CalibrationError(f"{where}: {problem}")
-
-
-def _decode_bytes(data: bytes | str, filename: str) -> str:
-    size = len(data.encode("utf-8") if isinstance(data, str) else data)
-    if size > MAX_RESULT_BYTES:
-        raise _fail(filename, f"file is {size:,} bytes; a bench result is under {MAX_RESULT_BYTES:,} bytes. Upload the "
-                    "JSON that `python -m planner.bench` wrote, not a log or a model checkpoint")
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _fail(filename, "not a text file (binary data); upload the JSON or YAML written by "
-                    "`python -m planner.bench`") from None
-
-
-def _load_doc(text: str, filename: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as json_exc:
-        if filename.lower().endswith(".json"):
-            raise _fail(filename, f"not valid JSON (line {json_exc.lineno}: {json_exc.msg}); upload the file "
-                        "`python -m planner.bench` wrote, unedited") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise _fail(filename, f"neither JSON nor YAML{where}; upload the file `python -m planner.bench` wrote") from None
-
-
-class _Check:
-    """Typed access to one mapping of the result, raising CalibrationError with the field path."""
-
-    def __init__(self, filename: str, path: str, data: Any):
-        if not isinstance(data, dict):
-            raise _fail(filename, f"'{path or 'top level'}' must be a mapping, got {type(data).__name__}")
-        self.filename, self.path, self.data = filename, path, data
-
-    def _where(self, key: str) -> str:
-        return f"{self.filename}: field '{self.path + '.' if self.path else ''}{key}'"
-
-    def raw(self, key: str, required: bool = True) -> Any:
-        if self.data.get(key) is None:
-            if required:
-                raise CalibrationError(f"{self._where(key)} is missing; re-run `python -m planner.bench`")
-            return None
-        return self.data[key]
-
-    def num(self, key: str, bounds: tuple[float, float], required: bool = True, integer: bool = False) -> float | None:
-        value = self.raw(key, required)
-        if value is None:
-            return None
-        return check_number(value, bounds[0], bounds[1], integer,
-                            lambda p: CalibrationError(f"{self._where(key)}: {p} (not a plausible measurement; "
-                                                       "re-run the benchmark)"))
-
-    def text(self, key: str, choices: Iterable[str] | None = None, required: bool = True, max_len: int = 200) -> str | None:
-        value = self.raw(key, required)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip() or len(value) > max_len:
-            raise CalibrationError(f"{self._where(key)}: expected a non-empty text under {max_len} characters")
-        if choices is not None and value not in tuple(choices):
-            raise CalibrationError(f"{self._where(key)}: expected one of {', '.join(choices)}, got {value!r}")
-        return value
-
-    def child(self, key: str, required: bool = True) -> "_Check | None":
-        value = self.raw(key, required)
-        return None if value is None else _Check(self.filename, f"{self.path + '.' if self.path else ''}{key}", value)
-
-    def items(self, key: str, max_items: int) -> list:
-        value = self.raw(key)
-        if not isinstance(value, list) or not value:
-            raise CalibrationError(f"{self._where(key)}: expected a non-empty list")
-        if len(value) > max_items:
-            raise CalibrationError(f"{self._where(key)}: {len(value)} entries, at most {max_items} expected")
-        return value
-
-
-def _catalog_gpu(name: str, catalog: Catalog, filename: str) -> GPU:
-    try:
-        return catalog.get(name)
-    except UnknownNameError as exc:
-        raise CalibrationError(f"{filename}: device {exc}. The calibration needs the GPU's datasheet to transfer "
-                               "the fit: add it to data/gpus.yaml (with its torch device name as an alias)") from None
-
-
-def _check_environment(env: _Check, catalog: Catalog) -> GPU | None:
-    dtype = env.text("device_type", DEVICE_TYPES)
-    name = env.text("device_name")
-    env.num("memory_gb", MEMORY_GB)
-    env.text("torch_version")
-    env.num("torch_threads", (1, 4096), integer=True)
-    env.text("date")
-    try:
-        date.fromisoformat(str(env.raw("date"))[:10])
-    except ValueError:
-        raise CalibrationError(f"{env._where('date')}: expected an ISO date like 2026-11-20") from None
-    if dtype != "cuda":
-        return None
-    gpu = _catalog_gpu(name, catalog, env.filename)
-    cc = env.raw("compute_capability", required=False)
-    if cc is not None:
-        parse_compute_capability(cc, lambda p: CalibrationError(f"{env._where('compute_capability')}: {p}"))
-    return gpu
-
-
-def _check_micro(micro: _Check, gpu: GPU | None) -> None:
-    bw = micro.child("memory_bandwidth").num("gbps", BW_GBPS)
-    if gpu and bw > OVER_DATASHEET * gpu.mem_bw_gbps:
-        raise CalibrationError(f"{micro.filename}: measured bandwidth {bw:,.0f} GB/s is above {OVER_DATASHEET:g} x the "
-                               f"{gpu.name} datasheet ({gpu.mem_bw_gbps:,.0f} GB/s): not a measurement of this GPU")
-    mm = micro.child("matmul")
-    if not isinstance(mm.data.get("fp32"), dict) or mm.data["fp32"].get("status", "ok") != "ok":
-        raise CalibrationError(f"{micro.filename}: field 'micro.matmul.fp32' is missing; every device has an fp32 "
-                               "matmul: re-run the benchmark")
-    for path in mm.data:
-        if path not in PATHS:
-            raise CalibrationError(f"{micro.filename}: field 'micro.matmul.{path}': unknown dtype; expected "
-                                   f"{', '.join(PATHS)}")
-        entry = mm.child(path)
-        if entry.data.get("status", "ok") != "ok":
-            continue
-        peak = entry.num("best_tflops", TFLOPS)
-        sheet = gpu.peak_tflops(path) if gpu else None
-        if sheet and peak > OVER_DATASHEET * sheet:
-            raise CalibrationError(f"{micro.filename}: measured {path} matmul {peak:,.1f} TFLOPS is above "
-                                   f"{OVER_DATASHEET:g} x the {gpu.name} datasheet ({sheet:g}): not a measurement of this GPU")
-    micro.child("launch_overhead").num("us_per_op", LAUNCH_US)
-
-
-def _profile(raw: Any, filename: str, where: str) -> DecoderProfile:
-    if not isinstance(raw, dict):
-        raise CalibrationError(f"{filename}: field '{where}.model' must be a model profile mapping")
-    try:
-        return parse_decoder(Record(filename, where, {k: v for k, v in raw.items() if k != "kind"}))
-    except DataFileError as exc:
-        raise CalibrationError(f"{exc}; re-run the benchmark rather than editing the file") from None
-
-
-def _check_point(pt: _Check, paths: set[str]) -> None:
-    _profile(pt.raw("model"), pt.filename, pt.path)
-    kind = pt.text("workload", KINDS)
-    pt.num("batch", (1, 1e6), integer=True)
-    precision = pt.text("precision", PATHS)
-    pt.num("position" if kind == "decode" else "seq", (1, 1e7), integer=True)
-    if not isinstance(pt.data.get("compiled", False), bool):
-        raise CalibrationError(f"{pt._where('compiled')}: expected true or false")
-    if pt.text("status", ("ok", "unavailable")) == "ok":
-        pt.num("measured_s", SECONDS)
-        if precision not in paths:
-            raise CalibrationError(f"{pt._where('precision')}: {precision} has no matmul measurement in micro.matmul")
-
-
-def parse_result(data: bytes | str, filename: str, catalog: Catalog | None = None) -> dict:
-    """The validated bench result as a dict; CalibrationError (what is wrong and how to fix it) otherwise.
-
-    Parsed with json or yaml.safe_load only: never pickle or torch.load.
-    """
-    doc = _load_doc(_decode_bytes(data, filename), filename)
-    if not isinstance(doc, dict):
-        raise _fail(filename, "expected a mapping at the top level; upload the file `python -m planner.bench` wrote")
-    top = _Check(filename, "", doc)
-    if doc.get("kind") != RESULT_KIND:
-        raise _fail(filename, f"not a planner bench result (field 'kind' should be '{RESULT_KIND}'); "
-                    "run `python -m planner.bench` and upload the file it writes")
-    if doc.get("schema_version") != RESULT_SCHEMA_VERSION:
-        raise _fail(filename, f"schema_version {doc.get('schema_version')!r} is not supported (this planner reads "
-                    f"{RESULT_SCHEMA_VERSION}); re-run the benchmark with this version of the planner")
-    if doc.get("bench_version") != BENCH_VERSION:
-        raise _fail(filename, f"measured with bench_version {doc.get('bench_version')!r}, but this planner fits "
-                    f"bench_version {BENCH_VERSION} (the method changed); re-run `python -m planner.bench`")
-    gpu = _check_environment(top.child("environment"), catalog or load_catalog())
-    micro = top.child("micro")
-    _check_micro(micro, gpu)
-    paths = {p for p, v in micro.data["matmul"].items() if isinstance(v, dict) and v.get("status", "ok") == "ok"}
-    for i, raw in enumerate(top.items("workloads", 500)):
-        _check_point(_Check(filename, f"workloads[{i}]", raw), paths)
-    if not _points(doc, fitted_only=True):
-        raise _fail(filename, "no eager workload point was measured ('status: ok'); re-run the benchmark")
-    return doc
 
 
 # ---------------------------------------------------------------------------------------------------- points
@@ -267,7 +59,7 @@ def _points(result: dict, fitted_only: bool = False) -> list[_Point]:
     for i, row in enumerate(result["workloads"]):
         if row.get("status") != "ok" or (fitted_only and row.get("compiled")):
             continue
-        out.append(_Point(_profile(row["model"], "result", f"workloads[{i}]"), row["workload"], int(row["batch"]),
+        out.append(_Point(point_model(Record("result", f"workloads[{i}]", row)), row["workload"], int(row["batch"]),
                           row["precision"], int(row["position"] if row["workload"] == "decode" else row["seq"]),
                           "torch-compile" if row.get("compiled") else FIT_RUNTIME, float(row["measured_s"])))
     return out
@@ -638,10 +430,10 @@ def load_calibration(path: str | Path) -> Calibration:
     try:
         size = path.stat().st_size
         if size > MAX_RESULT_BYTES:
-            raise _fail(str(path), f"file is {size:,} bytes; a bench result is under {MAX_RESULT_BYTES:,} bytes")
+            raise CalibrationError(f"{path}: file is {size:,} bytes; a bench result is under {MAX_RESULT_BYTES:,} bytes")
         data = path.read_bytes()
     except OSError as exc:
-        raise _fail(str(path), f"cannot read the file ({exc.strerror})") from None
+        raise CalibrationError(f"{path}: cannot read the file ({exc.strerror})") from None
     return fit(parse_result(data, path.name))
 
 

@@ -19,7 +19,8 @@ from planner.bench.model import build, new_caches
 from planner.bench.run import TINY_GPT, TINY_LLAMA
 from planner.bench.timing import measure
 from planner.bench.workload import Point, run_points
-from planner.tools.calibration import CalibrationError, fit, parse_result, predict_seconds
+from planner.inputs.bench_result import CalibrationError, parse_result
+from planner.tools.calibration import fit, predict_seconds
 from planner.inputs.models import DecoderProfile, load_models
 
 ROOT = Path(__file__).resolve().parents[2]

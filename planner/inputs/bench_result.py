@@ -1,0 +1,188 @@
+"""The result file of the local benchmark (`python -m planner.bench`): its format and its validation.
+
+The bench writes it (planner.bench), the calibration fits it (planner.tools.calibration); both read the format
+from here, so neither imports the other. Parsing is safe (json / yaml.safe_load only, never pickle or torch.load)
+and every problem raises CalibrationError naming the file and field and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Any
+
+import yaml
+
+from planner.base.schema import DataFileError, Record, UnknownNameError, parse_compute_capability
+from planner.inputs.catalog import GPU, Catalog, load_catalog
+from planner.inputs.models import DecoderProfile, parse_decoder
+
+BENCH_VERSION = 1  # bump when the measuring method changes: results of another version are refused
+RESULT_SCHEMA_VERSION = 1
+MAX_RESULT_BYTES = 1_000_000
+MAX_POINTS = 500
+RESULT_KIND = "planner-bench-result"
+DEVICE_TYPES = ("cuda", "mps", "cpu")
+PATHS = ("fp32", "tf32", "fp16", "bf16")  # matmul dtypes the bench measures
+KINDS = ("decode", "forward", "train")  # workload points
+STATUSES = ("ok", "unavailable")
+RERUN = "re-run `python -m planner.bench`"
+
+# Plausibility bounds: anything outside is a broken measurement or a hand-edited file.
+BW_GBPS = (0.1, 20_000.0)  # fastest catalog HBM is ~8 TB/s
+TFLOPS = (1e-4, 10_000.0)
+LAUNCH_US = (0.05, 10_000.0)
+SECONDS = (1e-7, 36_000.0)
+MEMORY_GB = (0.1, 100_000.0)
+OVER_DATASHEET = 1.5  # a measured peak above 1.5 x the datasheet is not a measurement of that GPU
+
+
+class CalibrationError(ValueError):
+    """A bench result, calibration file or calibration link is unusable; the message says what and how to fix it."""
+
+
+def _fail(filename: str, problem: str) -> CalibrationError:
+    return CalibrationError(f"{filename}: {problem}")
+
+
+def _from_record(exc: DataFileError) -> CalibrationError:
+    """A Record error as a calibration message: the field's path in the result and what to do."""
+    where = exc.record.removeprefix("result").lstrip(".")
+    where = f"{where}.{exc.field}" if where else exc.field
+    if exc.problem == "missing":
+        return CalibrationError(f"{exc.path}: field '{where}' is missing; {RERUN}")
+    return CalibrationError(f"{exc.path}: field '{where}': {exc.problem} (not a plausible measurement, or the file "
+                            f"was edited; {RERUN})")
+
+
+def _decode_bytes(data: bytes | str, filename: str) -> str:
+    size = len(data.encode("utf-8") if isinstance(data, str) else data)
+    if size > MAX_RESULT_BYTES:
+        raise _fail(filename, f"file is {size:,} bytes; a bench result is under {MAX_RESULT_BYTES:,} bytes. Upload the "
+                    "JSON that `python -m planner.bench` wrote, not a log or a model checkpoint")
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(filename, "not a text file (binary data); upload the JSON or YAML written by "
+                    "`python -m planner.bench`") from None
+
+
+def _load_doc(text: str, filename: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as json_exc:
+        if filename.lower().endswith(".json"):
+            raise _fail(filename, f"not valid JSON (line {json_exc.lineno}: {json_exc.msg}); upload the file "
+                        "`python -m planner.bench` wrote, unedited") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise _fail(filename, f"neither JSON nor YAML{where}; upload the file `python -m planner.bench` wrote") from None
+
+
+def _catalog_gpu(name: str, catalog: Catalog, filename: str) -> GPU:
+    try:
+        return catalog.get(name)
+    except UnknownNameError as exc:
+        raise CalibrationError(f"{filename}: device {exc}. The calibration needs the GPU's datasheet to transfer "
+                               "the fit: add it to data/gpus.yaml (with its torch device name as an alias)") from None
+
+
+def _check_environment(env: Record, catalog: Catalog) -> GPU | None:
+    dtype = env.text("device_type", choices=DEVICE_TYPES)
+    name = env.text("device_name", max_len=200)
+    env.number("memory_gb", lo=MEMORY_GB[0], hi=MEMORY_GB[1])
+    env.text("torch_version", max_len=200)
+    env.number("torch_threads", lo=1, hi=4096, integer=True)
+    try:
+        date.fromisoformat(env.text("date", max_len=40)[:10])
+    except ValueError:
+        raise env.fail("date", "expected an ISO date like 2026-11-20") from None
+    if dtype != "cuda":
+        return None
+    gpu = _catalog_gpu(name, catalog, env.path)
+    cc = env.raw("compute_capability", required=False)
+    if cc is not None:
+        parse_compute_capability(cc, lambda p: env.fail("compute_capability", p))
+    return gpu
+
+
+def _ok(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("status", "ok") == "ok"
+
+
+def _check_micro(micro: Record, gpu: GPU | None) -> set[str]:
+    """Check the micro-benchmarks; return the matmul dtypes that were measured."""
+    bw = micro.child("memory_bandwidth").number("gbps", lo=BW_GBPS[0], hi=BW_GBPS[1])
+    if gpu and bw > OVER_DATASHEET * gpu.mem_bw_gbps:
+        raise _fail(micro.path, f"measured bandwidth {bw:,.0f} GB/s is above {OVER_DATASHEET:g} x the {gpu.name} "
+                    f"datasheet ({gpu.mem_bw_gbps:,.0f} GB/s): not a measurement of this GPU")
+    mm = micro.child("matmul")
+    mm.check_keys(PATHS)
+    if not _ok(mm.data.get("fp32")):
+        raise _fail(micro.path, f"field 'micro.matmul.fp32' is missing; every device has an fp32 matmul: {RERUN}")
+    measured = {p for p in mm.data if _ok(mm.data[p])}
+    for path in sorted(measured):
+        peak = mm.child(path).number("best_tflops", lo=TFLOPS[0], hi=TFLOPS[1])
+        sheet = gpu.peak_tflops(path) if gpu else None
+        if sheet and peak > OVER_DATASHEET * sheet:
+            raise _fail(micro.path, f"measured {path} matmul {peak:,.1f} TFLOPS is above {OVER_DATASHEET:g} x the "
+                        f"{gpu.name} datasheet ({sheet:g}): not a measurement of this GPU")
+    micro.child("launch_overhead").number("us_per_op", lo=LAUNCH_US[0], hi=LAUNCH_US[1])
+    return measured
+
+
+def point_model(pt: Record) -> DecoderProfile:
+    """The decoder a workload point ran (the bench builds its torch model from this profile)."""
+    model = pt.child("model")
+    return parse_decoder(Record(model.path, model.label, {k: v for k, v in model.data.items() if k != "kind"}))
+
+
+def _check_point(pt: Record, paths: set[str]) -> bool:
+    """Check one workload point; True if it is a measured eager point (one the calibration fits)."""
+    point_model(pt)
+    kind = pt.text("workload", choices=KINDS)
+    pt.number("batch", lo=1, hi=1e6, integer=True)
+    precision = pt.text("precision", choices=PATHS)
+    pt.number("position" if kind == "decode" else "seq", lo=1, hi=1e7, integer=True)
+    compiled = pt.flag("compiled", default=False)
+    if pt.text("status", choices=STATUSES) != "ok":
+        return False
+    pt.number("measured_s", lo=SECONDS[0], hi=SECONDS[1])
+    if precision not in paths:
+        raise pt.fail("precision", f"{precision} has no matmul measurement in micro.matmul")
+    return not compiled
+
+
+def _check_header(doc: dict, filename: str) -> None:
+    if doc.get("kind") != RESULT_KIND:
+        raise _fail(filename, f"not a planner bench result (field 'kind' should be '{RESULT_KIND}'); "
+                    "run `python -m planner.bench` and upload the file it writes")
+    if doc.get("schema_version") != RESULT_SCHEMA_VERSION:
+        raise _fail(filename, f"schema_version {str(doc.get('schema_version'))[:20]!r} is not supported (this planner "
+                    f"reads {RESULT_SCHEMA_VERSION}); re-run the benchmark with this version of the planner")
+    if doc.get("bench_version") != BENCH_VERSION:
+        raise _fail(filename, f"measured with bench_version {str(doc.get('bench_version'))[:20]!r}, but this planner "
+                    f"fits bench_version {BENCH_VERSION} (the method changed); {RERUN}")
+
+
+def parse_result(data: bytes | str, filename: str, catalog: Catalog | None = None) -> dict:
+    """The validated bench result as a dict; CalibrationError (what is wrong and how to fix it) otherwise."""
+    doc = _load_doc(_decode_bytes(data, filename), filename)
+    if not isinstance(doc, dict):
+        raise _fail(filename, "expected a mapping at the top level; upload the file `python -m planner.bench` wrote")
+    _check_header(doc, filename)
+    top = Record(filename, "result", doc)
+    try:
+        gpu = _check_environment(top.child("environment"), catalog or load_catalog())
+        paths = _check_micro(top.child("micro"), gpu)
+        fitted = [_check_point(pt, paths) for pt in top.records("workloads", MAX_POINTS)]
+    except DataFileError as exc:
+        raise _from_record(exc) from None
+    if not any(fitted):
+        raise _fail(filename, f"no eager workload point was measured ('status: ok'); {RERUN}")
+    return doc
