@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from typing import Iterable
 
+from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.phases import Phase
 from planner.inputs.catalog import GPU
 from planner.inputs.runtimes import Efficiency
@@ -106,7 +107,7 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
     """(peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
     peak = gpu.peak_tflops(g.compute_path) or 0.0
-    return peak, peak * 1e12 * eff.compute_efficiency, gpu.mem_bw_gbps * 1e9 * eff.mem_bw_efficiency
+    return peak, peak * FLOPS_PER_TFLOP * eff.compute_efficiency, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
 
 
 def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
@@ -121,7 +122,7 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
     total, comp = sum_max_affine(c0, c1, m0, m1, p0, steps)
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
-                     peak, flops_s / 1e12, bw / 1e9, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
+                     peak, flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
                      total, comp)
 
 
@@ -131,7 +132,7 @@ def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, 
     overhead = ph.steps * kernels * eff.launch_overhead_us * 1e-6
     comm = 0.0
     if ph.comm_calls:
-        link = (gpu.interconnect_unidir_gbps or 0.0) * 1e9
+        link = (gpu.interconnect_unidir_gbps or 0.0) * BYTES_PER_GB
         comm = ph.steps * (ph.comm_bytes / link + ph.comm_calls * COLLECTIVE_LATENCY_S) if link else float("inf")
     return kernels, overhead, comm
 
@@ -144,9 +145,9 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     """time_phase(...).total_s without building the explanation (used by the batch search)."""
     total = 0.0
-    bw = gpu.mem_bw_gbps * 1e9 * eff.mem_bw_efficiency
+    bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     for g in ph.groups:
-        flops_s = (gpu.peak_tflops(g.compute_path) or 0.0) * 1e12 * eff.compute_efficiency
+        flops_s = (gpu.peak_tflops(g.compute_path) or 0.0) * FLOPS_PER_TFLOP * eff.compute_efficiency
         if g.flops_per_pos or g.bytes_per_pos:
             total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
         else:  # position-independent: every step costs the same
@@ -161,10 +162,10 @@ def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | N
     if not peak:
         return None
     ce, me = (eff.compute_efficiency, eff.mem_bw_efficiency) if eff else (1.0, 1.0)
-    return peak * 1e12 * ce / (gpu.mem_bw_gbps * 1e9 * me)
+    return peak * FLOPS_PER_TFLOP * ce / (gpu.mem_bw_gbps * BYTES_PER_GB * me)
 
 
 def attainable_tflops(gpu: GPU, path: str, intensity: float) -> float:
     """Datasheet roofline: min(peak, intensity x bandwidth), in TFLOPS."""
     peak = gpu.peak_tflops(path) or 0.0
-    return min(peak, intensity * gpu.mem_bw_gbps / 1e3)
+    return min(peak, intensity * gpu.mem_bw_gbps * BYTES_PER_GB / FLOPS_PER_TFLOP)

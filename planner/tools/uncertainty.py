@@ -251,7 +251,7 @@ def write_uncertainty(report, split_rule: str, path: str | Path = UNCERTAINTY_FI
                    "fallback": c.fallback} for c in cells],
     }
     path = Path(path)
-    header = ("# Uncertainty bands for estimates (planner/uncertainty.py). WRITTEN by\n"
+    header = ("# Uncertainty bands for estimates (planner/tools/uncertainty.py). WRITTEN by\n"
               "# `python -m planner validate --write-uncertainty`; do not edit by hand.\n")
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
     load_uncertainty.cache_clear()

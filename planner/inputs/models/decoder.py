@@ -14,6 +14,10 @@ from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 from planner.inputs.work import MemoryItem, OpGroup, Setup, forward_equivalents
 
+# QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
+ATTN_FLOPS_PER_KEY_DIM = 4.0
+# Manual (unfused) attention moves each score element 4 times: QK^T writes it, softmax reads and writes it, AV reads it.
+SCORE_TRAFFIC_PASSES = 4.0
 FLASH_BWD_FLOP_RATIO = 2.5  # FlashAttention-2 backward = 5 matmuls vs 2 forward (Dao 2023)
 # Kernels outside the layers per forward pass: embedding lookup, position add, final norm, LM head, sampling/loss.
 FIXED_KERNELS = 5
@@ -207,10 +211,10 @@ class DecoderProfile(CachedHash):
         layer_mp = m.layers * m.layer_matmul_params
         lin_flops = 2.0 * (bt * layer_mp + batch * logits_tokens * m.lm_head_params) / tp
         lin_bytes = m.matmul_params * p.weight_bytes / tp
-        attn_flops = 4.0 * m.layers * m.q_dim * batch * keys_sum / tp
+        attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
         qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
         kv_write = bt * m.kv_elems * s.kv_dtype.bytes / tp
-        scores = (4.0 * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
+        scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
                   if s.attention.scores_materialized else 0.0)
         elem_bytes = (bt * m.act_traffic_elems * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
@@ -237,11 +241,11 @@ class DecoderProfile(CachedHash):
         m = self
         lin, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
         kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
-        score_per_pos = (4.0 * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
+        score_per_pos = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
                        "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write",
-                       flops_per_pos=4.0 * m.layers * m.q_dim * batch / s.tp,
+                       flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
                        bytes_per_pos=kv_read_per_pos + score_per_pos)
         return lin, attn, elem
 
@@ -252,10 +256,10 @@ class DecoderProfile(CachedHash):
         fb = forward_equivalents(checkpointing)
         S = size
         T = batch * S
-        attn_fwd = 4.0 * m.layers * m.q_dim * batch * S * (S + 1) / 2
+        attn_fwd = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * S * (S + 1) / 2
         attn_mult = 1 + FLASH_BWD_FLOP_RATIO + ckpt
         qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes
-        scores = (4.0 * batch * m.heads * m.layers * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
+        scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
         return (
             OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
                     m.matmul_params * (p.act_bytes * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
