@@ -41,33 +41,16 @@ MAX_CMP = 6  # GPUs compared in the batch-size chart
 
 
 @dataclass(frozen=True)
-class LinkField:
-    """A decoder architecture field (planner.inputs.models.decoder.ARCH_FIELDS) as a link parameter (m_*)."""
+class LinkField(ArchField):
+    """A decoder architecture field (planner.inputs.models.decoder.ARCH_FIELDS) with its link parameter (m_*)."""
 
-    param: str
-    field: ArchField
-
-    @property
-    def name(self) -> str:
-        return self.field.name
-
-    @property
-    def kind(self) -> str:
-        return self.field.kind
-
-    @property
-    def lo(self) -> int:
-        return self.field.lo
-
-    @property
-    def hi(self) -> int:
-        return self.field.hi
+    param: str = ""
 
 
 _PARAMS = {"name": "m_name", "layers": "m_layers", "hidden": "m_hidden", "heads": "m_heads", "kv_heads": "m_kv",
            "head_dim": "m_hd", "ffn": "m_ffn", "ffn_kind": "m_act", "vocab": "m_vocab", "context": "m_ctx",
            "tied_embeddings": "m_tied", "norm": "m_norm", "learned_pos_emb": "m_pos", "bias": "m_bias"}
-ARCH_FIELDS = tuple(LinkField(_PARAMS[f.name], f) for f in DECODER_ARCH_FIELDS)
+ARCH_FIELDS = tuple(LinkField(f.name, f.kind, f.lo, f.hi, _PARAMS[f.name]) for f in DECODER_ARCH_FIELDS)
 ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
 SPEC_PARAM = "m_spec"  # a non-decoder (generic) profile travels as its compressed YAML text
 

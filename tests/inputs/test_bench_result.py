@@ -1,30 +1,17 @@
 """The bench result file: its format, its limits and every way an upload can be wrong."""
 
 import copy
-import json
 import pickle
 from pathlib import Path
 
 import pytest
 
-from planner.inputs.bench_result import BENCH_VERSION, RESULT_SCHEMA_VERSION, CalibrationError, parse_result
+from planner.inputs.bench_result import BENCH_VERSION, RESULT_SCHEMA_VERSION, parse_result
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
+from conftest import CALIBRATION_EXAMPLES as EXAMPLES  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def example():
-    assert EXAMPLES, "data/calibrations/ needs a dated CPU example result"
-    return json.loads(EXAMPLES[0].read_text())
-
-
-def _bad(doc, needle, filename="result.json"):
-    data = doc if isinstance(doc, (bytes, str)) else json.dumps(doc)
-    with pytest.raises(CalibrationError) as exc:
-        parse_result(data, filename)
-    assert needle.lower() in str(exc.value).lower(), str(exc.value)
-    return str(exc.value)
 
 
 def test_example_file_is_valid_and_names_its_date_and_device(example):
@@ -37,33 +24,33 @@ def test_example_file_is_valid_and_names_its_date_and_device(example):
 
 # ---------------------------------------------------------------- bad uploads
 
-def test_not_yaml_or_json(tmp_path):
-    _bad(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a text file", "result.png")
-    _bad("key: [unclosed\n  - : :", "neither JSON nor YAML", "result.yaml")
-    _bad('{"kind": "planner-bench-result", ', "not valid JSON", "result.json")
-    _bad("just a sentence", "mapping", "result.yaml")
-    _bad("- a\n- list\n", "mapping", "result.yaml")
-    _bad("[1, 2]", "mapping", "result.json")
+def test_not_yaml_or_json(tmp_path, refused):
+    refused(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a text file", "result.png")
+    refused("key: [unclosed\n  - : :", "neither JSON nor YAML", "result.yaml")
+    refused('{"kind": "planner-bench-result", ', "not valid JSON", "result.json")
+    refused("just a sentence", "mapping", "result.yaml")
+    refused("- a\n- list\n", "mapping", "result.yaml")
+    refused("[1, 2]", "mapping", "result.json")
 
 
-def test_pickle_and_yaml_object_tags_are_never_executed(tmp_path):
+def test_pickle_and_yaml_object_tags_are_never_executed(tmp_path, refused):
     marker = tmp_path / "pwned"
 
     class Evil:
         def __reduce__(self):
             return (open, (str(marker), "w"))
 
-    _bad(pickle.dumps(Evil()), "not", "result.pkl")
-    _bad(f"!!python/object/apply:builtins.open ['{marker}', 'w']\n", "neither JSON nor YAML", "result.yaml")
+    refused(pickle.dumps(Evil()), "not", "result.pkl")
+    refused(f"!!python/object/apply:builtins.open ['{marker}', 'w']\n", "neither JSON nor YAML", "result.yaml")
     assert not marker.exists()
 
 
-def test_wrong_schema_kind_and_bench_versions(example):
+def test_wrong_schema_kind_and_bench_versions(example, refused):
     for key, value, needle in (("schema_version", 2, "schema_version"), ("bench_version", BENCH_VERSION + 1, "bench_version"),
                                ("bench_version", None, "bench_version"), ("kind", "something-else", "not a planner bench result")):
         doc = copy.deepcopy(example)
         doc[key] = value
-        _bad(doc, needle)
+        refused(doc, needle)
 
 
 @pytest.mark.parametrize("path, value, needle", [
@@ -81,22 +68,22 @@ def test_wrong_schema_kind_and_bench_versions(example):
     (("environment", "memory_gb"), 0, ">="),
     (("environment", "date"), "yesterday", "ISO date"),
 ])
-def test_bad_figures_are_named(example, path, value, needle):
+def test_bad_figures_are_named(example, path, value, needle, refused):
     doc = copy.deepcopy(example)
     node = doc
     for key in path[:-1]:
         node = node[key]
     node[path[-1]] = value
-    msg = _bad(doc, needle)
+    msg = refused(doc, needle)
     assert "re-run" in msg or "expected" in msg or "must" in msg
 
 
-def test_missing_sections_and_no_measured_points(example):
+def test_missing_sections_and_no_measured_points(example, refused):
     doc = copy.deepcopy(example)
     del doc["micro"]
-    _bad(doc, "'micro' is missing")
+    refused(doc, "'micro' is missing")
     doc = copy.deepcopy(example)
     for w in doc["workloads"]:
         w["status"], w["reason"] = "unavailable", "test"
         w.pop("measured_s", None)
-    _bad(doc, "no eager workload point")
+    refused(doc, "no eager workload point")

@@ -24,22 +24,10 @@ from planner.inputs.runtimes import load_runtimes
 from planner.inputs.jobs import Generate
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
+from conftest import CALIBRATION_EXAMPLES as EXAMPLES  # noqa: E402
 CATALOG = load_catalog()
 
 
-@pytest.fixture(scope="module")
-def example():
-    assert EXAMPLES, "data/calibrations/ needs a dated CPU example result"
-    return json.loads(EXAMPLES[0].read_text())
-
-
-def _bad(doc, needle, filename="result.json"):
-    data = doc if isinstance(doc, (bytes, str)) else json.dumps(doc)
-    with pytest.raises(CalibrationError) as exc:
-        parse_result(data, filename)
-    assert needle.lower() in str(exc.value).lower(), str(exc.value)
-    return str(exc.value)
 
 
 # ---------------------------------------------------------------- the example file and the fit
@@ -198,18 +186,18 @@ def test_from_query_rejects_garbage_with_a_message(text):
     assert "calibration link" in str(exc.value)
 
 
-def test_gpu_not_in_catalog_and_impossible_gpu_figures(example):
+def test_gpu_not_in_catalog_and_impossible_gpu_figures(example, refused):
     doc = _synthetic_gpu_result(0.8, 0.6, 5.0)
     doc["environment"]["device_name"] = "NVIDIA GeForce RTX 4099"
-    msg = _bad(doc, "unknown GPU")
+    msg = refused(doc, "unknown GPU")
     assert "did you mean" in msg and "data/gpus.yaml" in msg
     doc = _synthetic_gpu_result(0.8, 0.6, 5.0, gbps=5000.0)  # a 4090 has 1008 GB/s
-    _bad(doc, "datasheet")
+    refused(doc, "datasheet")
 
 
-def test_too_large_is_refused_before_parsing(example, tmp_path):
+def test_too_large_is_refused_before_parsing(example, tmp_path, refused):
     big = json.dumps(example) + " " * MAX_RESULT_BYTES
-    _bad(big, "bytes")
+    refused(big, "bytes")
     path = tmp_path / "big.json"
     path.write_text(big)
     with pytest.raises(CalibrationError, match="bytes"):
