@@ -1,67 +1,116 @@
-"""A tiny safe arithmetic evaluator for model-profile formulas (numbers, names, + - * / ** and parentheses)."""
+"""A tiny safe arithmetic evaluator for model-profile formulas (numbers, names, + - * / ** and parentheses).
+
+Formulas come from uploads and links, so parsing and evaluation are bounded: at most MAX_FORMULA_CHARS characters
+and MAX_FORMULA_NODES syntax nodes, evaluated with an explicit stack (no recursion), exponents at most
+MAX_EXPONENT, results finite.
+"""
 
 from __future__ import annotations
 
 import ast
 import math
 import operator
+from functools import lru_cache
 from typing import Mapping
 
+from planner.base.safe_parse import shown
+
+MAX_FORMULA_CHARS = 4000
+MAX_FORMULA_NODES = 1000  # numbers, names and operations; data/models_generic.yaml's longest formula has 446
+MAX_EXPONENT = 16
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.Pow: operator.pow}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, *_BINARY, *_UNARY)
 
 
 class ExpressionError(ValueError):
     pass
 
 
-def parse(text: str) -> ast.Expression:
-    """Parse and check that only arithmetic is used; raises ExpressionError otherwise."""
-    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
-        raise ExpressionError(f"expected a formula string or a number, got {text!r}")
-    if len(str(text)) > 2000:
-        raise ExpressionError("formula is longer than 2000 characters")
+@lru_cache(maxsize=1024)
+def _parse_text(text: str) -> ast.Expression:
+    if len(text) > MAX_FORMULA_CHARS:  # also keeps CPython's recursive AST construction far from its limit
+        raise ExpressionError(f"formula is longer than {MAX_FORMULA_CHARS} characters")
     try:
-        tree = ast.parse(str(text), mode="eval")
+        tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"not a formula: {exc.msg}") from None
-    for node in ast.walk(tree):
-        allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
-                   *_BINARY, *_UNARY)
-        if not isinstance(node, allowed):
+    except (RecursionError, MemoryError):
+        raise ExpressionError("formula is nested too deeply") from None
+    count = 0
+    for node in ast.walk(tree):  # ast.walk is iterative
+        count += isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name))
+        if count > MAX_FORMULA_NODES:
+            raise ExpressionError(f"formula has more than {MAX_FORMULA_NODES} terms and operators")
+        if not isinstance(node, _ALLOWED):
             raise ExpressionError(f"'{type(node).__name__}' is not allowed; use numbers, names, + - * / ** and ()")
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, (int, float))):
-            raise ExpressionError(f"only numbers are allowed as constants, got {node.value!r}")
+            raise ExpressionError(f"only numbers are allowed as constants, got {shown(node.value)}")
     return tree
+
+
+def parse(text: str | int | float) -> ast.Expression:
+    """Parse and check that only arithmetic is used; raises ExpressionError otherwise."""
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        raise ExpressionError(f"expected a formula string or a number, got {shown(text)}")
+    if isinstance(text, int) and text.bit_length() > 256:
+        raise ExpressionError(f"expected a formula or a number of ordinary size, got {shown(text)}")
+    return _parse_text(str(text))
 
 
 def names(text: str) -> set[str]:
     return {n.id for n in ast.walk(parse(text)) if isinstance(n, ast.Name)}
 
 
-def evaluate(text: str, variables: Mapping[str, float]) -> float:
-    """Evaluate a formula with the given variables; the result must be finite."""
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in variables:
-                raise ExpressionError(f"unknown name '{node.id}'")
-            return float(variables[node.id])
-        if isinstance(node, ast.UnaryOp):
-            return _UNARY[type(node.op)](ev(node.operand))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-            base, exp = ev(node.left), ev(node.right)
-            if abs(exp) > 16:
-                raise ExpressionError("exponents above 16 are not allowed")
-            return base ** exp
-        return _BINARY[type(node.op)](ev(node.left), ev(node.right))
+def _apply(node: ast.AST, args: list[float]) -> float:
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](args[0])
+    base, exp = args
+    if isinstance(node.op, ast.Pow) and abs(exp) > MAX_EXPONENT:
+        raise ExpressionError(f"exponents above {MAX_EXPONENT} are not allowed")
+    return _BINARY[type(node.op)](base, exp)
 
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    return []
+
+
+def _leaf(node: ast.AST, variables: Mapping[str, float]) -> float:
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if node.id not in variables:
+        raise ExpressionError(f"unknown name '{node.id}'")
+    return float(variables[node.id])
+
+
+def _run(tree: ast.Expression, variables: Mapping[str, float]) -> float:
+    """Post-order evaluation with an explicit stack."""
+    values: list[float] = []
+    stack: list[tuple[ast.AST, bool]] = [(tree.body, False)]
+    while stack:
+        node, expanded = stack.pop()
+        kids = _children(node)
+        if not kids:
+            values.append(_leaf(node, variables))
+        elif expanded:
+            args = values[-len(kids):]
+            del values[-len(kids):]
+            values.append(_apply(node, args))
+        else:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+    return values[0]
+
+
+def evaluate(text: str | int | float, variables: Mapping[str, float]) -> float:
+    """Evaluate a formula with the given variables; the result must be finite."""
     try:
-        value = ev(parse(text))
+        value = _run(parse(text), variables)
     except ZeroDivisionError:
         raise ExpressionError("division by zero") from None
     except OverflowError:

@@ -12,6 +12,8 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from planner.base.safe_parse import ParseError, load_yaml_text, shown
+
 
 class DataFileError(ValueError):
     """A data file is malformed; the message names file, record and field."""
@@ -47,6 +49,18 @@ def suggest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     return [by_norm[h] for h in hits]
 
 
+def parse_yaml(text: str, path: str | Path) -> Any:
+    """YAML text from `path` (a file or an upload's name), parsed with the safe caps; DataFileError otherwise."""
+    try:
+        return load_yaml_text(text, str(path))
+    except ParseError as exc:
+        raise DataFileError(path, "-", "-", str(exc).removeprefix(f"{path} ")) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "-"
+        raise DataFileError(path, where, "-", f"not valid YAML ({getattr(exc, 'problem', None) or 'syntax'})") from None
+
+
 def load_yaml(path: str | Path, top_key: str, dated: bool = False) -> list[Mapping[str, Any]]:
     """Parse a YAML data file and return its list under `top_key`, checking schema_version (and read_on)."""
     return load_sections(path, (top_key,), dated)[top_key]
@@ -60,16 +74,11 @@ def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) ->
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DataFileError(path, "-", "-", f"cannot read the file ({exc.strerror})") from exc
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "-"
-        raise DataFileError(path, where, "-", f"not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+    doc = parse_yaml(text, path)
     if not isinstance(doc, dict):
         raise DataFileError(path, "-", "-", "expected a mapping at the top level")
     if doc.get("schema_version") != 1:
-        raise DataFileError(path, "-", "schema_version", f"expected 1, got {doc.get('schema_version')!r}")
+        raise DataFileError(path, "-", "schema_version", f"expected 1, got {shown(doc.get('schema_version'))}")
     if dated:
         Record(str(path), "-", doc).day("read_on")
     out = {}
@@ -121,11 +130,11 @@ class Record:
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
-            raise self.fail(field, f"expected a non-empty string, got {value!r}")
+            raise self.fail(field, f"expected a non-empty string, got {shown(value)}")
         if max_len is not None and len(value) > max_len:
             raise self.fail(field, f"expected a text of at most {max_len} characters, got {len(value):,}")
         if choices is not None and value not in tuple(choices):
-            raise self.fail(field, f"expected one of {', '.join(choices)}, got {value!r}")
+            raise self.fail(field, f"expected one of {', '.join(choices)}, got {shown(value)}")
         return value
 
     def number(self, field: str, required: bool = True, lo: float | None = None,
@@ -140,7 +149,7 @@ class Record:
         if value is None:
             return bool(default)
         if not isinstance(value, bool):
-            raise self.fail(field, f"expected true or false, got {value!r}")
+            raise self.fail(field, f"expected true or false, got {shown(value)}")
         return value
 
     def strings(self, field: str, required: bool = True) -> tuple[str, ...]:
@@ -164,7 +173,7 @@ class Record:
         try:
             return date.fromisoformat(str(value))
         except ValueError:
-            raise self.fail(field, f"expected a date YYYY-MM-DD, got {value!r}") from None
+            raise self.fail(field, f"expected a date YYYY-MM-DD, got {shown(value)}") from None
 
     def records(self, field: str, max_items: int) -> list["Record"]:
         """A non-empty list of mappings (at most max_items), each as a Record labelled field[i]."""
@@ -192,15 +201,15 @@ class Record:
 def check_number(value: Any, lo: float | None, hi: float | None, integer: bool, fail) -> float:
     """Return value as a number within [lo, hi], else raise fail(problem)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise fail(f"expected a number, got {value!r}")
-    if math.isnan(value) or math.isinf(value):
-        raise fail(f"expected a finite number, got {value!r}")
+        raise fail(f"expected a number, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise fail(f"expected a finite number, got {shown(value)}")
     if integer and value != int(value):
-        raise fail(f"expected a whole number, got {value!r}")
+        raise fail(f"expected a whole number, got {shown(value)}")
     if lo is not None and value < lo:
-        raise fail(f"must be >= {lo}, got {value!r}")
+        raise fail(f"must be >= {lo:g}, got {shown(value)}")
     if hi is not None and value > hi:
-        raise fail(f"must be <= {hi}, got {value!r}")
+        raise fail(f"must be <= {hi:g}, got {shown(value)}")
     return int(value) if integer else float(value)
 
 
@@ -211,7 +220,7 @@ def parse_compute_capability(text: Any, fail) -> tuple[int, int]:
     """'8.6' -> (8, 6); anything else raises fail(problem)."""
     m = COMPUTE_CAPABILITY_RE.fullmatch(str(text))
     if not m:
-        raise fail(f"expected a compute capability 'major.minor' like '8.6', got {str(text)[:20]!r}")
+        raise fail(f"expected a compute capability 'major.minor' like '8.6', got {shown(text)}")
     return int(m.group(1)), int(m.group(2))
 
 

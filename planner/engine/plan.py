@@ -57,3 +57,4 @@ def check_plan(plan: Plan) -> None:
         raise ValueError("input size must be at least 1")
     if isinstance(w, Infer) and w.n_samples < 1:
         raise ValueError("infer needs samples >= 1")
+    m.check_size(w.input_size)

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from planner.base.safe_parse import ParseError, load_json_text, load_yaml_text
 from planner.base.schema import DataFileError, Record, UnknownNameError, parse_compute_capability
 from planner.inputs.catalog import GPU, Catalog, load_catalog
 from planner.inputs.models import DecoderProfile, parse_decoder
@@ -71,13 +72,17 @@ def _decode_bytes(data: bytes | str, filename: str) -> str:
 
 def _load_doc(text: str, filename: str) -> Any:
     try:
-        return json.loads(text)
+        return load_json_text(text, filename, MAX_RESULT_BYTES)
+    except ParseError as exc:
+        raise CalibrationError(str(exc)) from None
     except json.JSONDecodeError as json_exc:
         if filename.lower().endswith(".json"):
             raise _fail(filename, f"not valid JSON (line {json_exc.lineno}: {json_exc.msg}); upload the file "
                         "`python -m planner.bench` wrote, unedited") from None
     try:
-        return yaml.safe_load(text)
+        return load_yaml_text(text, filename, MAX_RESULT_BYTES)
+    except ParseError as exc:
+        raise CalibrationError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""

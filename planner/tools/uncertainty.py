@@ -28,7 +28,7 @@ import yaml
 
 from planner import DATA_DIR
 from planner.inputs.runtimes import MEMORY_CLASSES
-from planner.base.schema import DataFileError, Record, load_yaml
+from planner.base.schema import parse_yaml, DataFileError, Record, load_yaml
 from planner.inputs.jobs import Generate, Train
 
 UNCERTAINTY_FILE = DATA_DIR / "uncertainty.yaml"
@@ -103,7 +103,7 @@ def _parse_cell(rec: Record) -> Cell:
 def load_uncertainty(path: str | Path = UNCERTAINTY_FILE) -> UncertaintyTable:
     """Load and check the bands; every regime x GPU class must be present once."""
     raw = load_yaml(path, "cells")
-    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    doc = parse_yaml(Path(path).read_text(encoding="utf-8"), path)
     head = Record(str(path), "header", doc)
     head.check_keys(HEADER_FIELDS)
     cells = tuple(_parse_cell(Record(str(path), f"#{i} ({r.get('regime')}/{r.get('gpu_class')})", r)

@@ -91,3 +91,64 @@ source: test
 def test_every_preset_loads_and_is_positive():
     for m in load_models().models:
         assert m.params > 0 and m.source
+
+
+GENERIC = """
+id: g
+kind: generic
+name: G
+input_size_name: L
+default_input_size: 10
+params: "100"
+fwd_flops_per_sample: "2*L"
+activation_elems_per_sample: "{act}"
+peak_inference_elems_per_sample: "L"
+activation_traffic_elems_per_sample: "L"
+kernels_per_forward: 10
+derivation: test
+source: test
+"""
+
+
+def test_a_formula_negative_at_the_size_used_is_refused_by_name():
+    m = parse_model_text(GENERIC.format(act="1000 - L"), "g.yaml", "upload")  # 990 at the default L = 10: loads
+    # at L = 2000: 1000 - 2000 = -1000 elements
+    with pytest.raises(ValueError, match="activation_elems_per_sample is negative at L=2,000"):
+        m.check_size(2000)
+    parse_model_text(GENERIC.format(act="L"), "g.yaml", "upload").check_size(2000)  # growing memory: fine
+
+
+def test_memory_that_shrinks_as_the_input_grows_is_refused():
+    m = parse_model_text(GENERIC.format(act="100 + 50 / L"), "g.yaml", "upload")  # positive everywhere, falling
+    with pytest.raises(ValueError, match="shrinks from L=10 to 40"):
+        m.check_size(40)
+
+
+def test_a_plan_at_a_bad_size_fails_before_any_estimate():
+    from planner.engine.plan import Plan, check_plan
+    from planner.inputs.jobs import Infer
+    m = parse_model_text(GENERIC.format(act="1000 - L"), "g.yaml", "upload")
+    with pytest.raises(ValueError, match="negative"):
+        check_plan(Plan(m, Infer(10, 5000), "fp32"))
+
+
+def test_a_model_file_must_be_a_regular_file_of_bounded_size(tmp_path):
+    with pytest.raises(DataFileError, match="not a regular file"):
+        load_model_file("/dev/zero")
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * 1_000_001)
+    with pytest.raises(DataFileError, match="larger than 1,000,000 bytes"):
+        load_model_file(big)
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_expands():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b]\n"
+    with pytest.raises(DataFileError, match="alias"):
+        parse_model_text(bomb, "m.yaml", "upload")
+
+
+def test_deep_json_and_huge_integers_are_refused_with_a_message():
+    with pytest.raises(DataFileError, match="could not be read safely"):
+        parse_model_text("[" * 50_000 + "]" * 50_000, "config.json", "upload")
+    with pytest.raises(DataFileError, match="could not be read safely|numbers that large"):
+        parse_model_text('{"hidden_size": ' + "9" * 5000 + "}", "config.json", "upload")

@@ -150,7 +150,7 @@ def test_small_cell_must_say_what_stands_in(tmp_path):
 
 def test_low_above_one_is_rejected(tmp_path):
     path = write_bands(tmp_path, all_cells(**{"decode/hbm": cell("decode", "hbm", 1.2, 1.5)}))
-    with pytest.raises(DataFileError, match="'low': must be <= 1.0"):
+    with pytest.raises(DataFileError, match="'low': must be <= 1, got 1.2"):
         load_uncertainty(path)
 
 

@@ -102,7 +102,7 @@ def test_train_row_whose_batches_dont_multiply_out_is_rejected(tmp_path):
 
 
 def test_duplicate_ids_are_rejected(tmp_path):
-    path = write_rows(tmp_path, [BASE_ROW, BASE_ROW])
+    path = write_rows(tmp_path, [BASE_ROW, dict(BASE_ROW)])
     with pytest.raises(DataFileError, match="duplicate id"):
         load_measurements(path)
 

@@ -13,16 +13,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
-import yaml
-
 from planner import DATA_DIR
-from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, normalize_name, suggest, unique_ids
+from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, load_json_text
+from planner.base.schema import (DataFileError, Record, UnknownNameError, load_yaml, normalize_name, parse_yaml, suggest,
+                                 unique_ids)
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
 from planner.inputs.work import MemoryItem, OpGroup, Setup
 
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
+MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
 KINDS: dict[str, Callable[[Record], "ModelProfile"]] = {"decoder": parse_decoder, "generic": parse_generic}
 
 __all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
@@ -56,6 +57,7 @@ class ModelProfile(Protocol):
     @property
     def kernels_per_forward(self) -> float: ...  # kernel launches of one forward pass (eager)
 
+    def check_size(self, size: int) -> None: ...  # ValueError naming the field when the model can't run at `size`
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]: ...
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]: ...
     def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]: ...
@@ -100,30 +102,43 @@ def load_models(paths: tuple[str | Path, ...] = MODEL_FILES) -> ModelCatalog:
 
 
 def load_model_file(path: str | Path) -> ModelProfile:
-    """Load one model from a YAML profile (one record, or a `models:` list of one) or an HF config.json."""
+    """Load one model from a YAML profile (one record, or a `models:` list of one) or an HF config.json.
+    Only a regular file of at most MAX_TEXT_BYTES is read (not a device, a pipe or a directory)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if not path.exists():
+            raise DataFileError(path, "-", "-", "cannot read the file (no such file)")
+        if not path.is_file():
+            raise DataFileError(path, "-", "-", "not a regular file: give the path of a model YAML or a config.json")
+        with path.open("rb") as f:
+            data = f.read(MAX_TEXT_BYTES + 1)
     except OSError as exc:
         raise DataFileError(path, "-", "-", f"cannot read the file ({exc.strerror})") from exc
-    return parse_model_text(text, path.name, str(path))
+    if len(data) > MAX_TEXT_BYTES:
+        raise DataFileError(path, "-", "-", f"larger than {MAX_TEXT_BYTES:,} bytes: not a model profile")
+    return parse_model_text(data.decode("utf-8", errors="replace"), path.name, str(path))
+
+
+def _hf_id(config: dict, filename: str) -> str:
+    if filename != "config.json":
+        return Path(filename).stem
+    name = config.get("_name_or_path") or config.get("model_type") or "custom"
+    return name if isinstance(name, str) and name.strip() else "custom"
 
 
 def parse_model_text(text: str, filename: str, source: str) -> ModelProfile:
     """Parse an uploaded or local model description; raises DataFileError naming what is wrong."""
     if filename.endswith(".json"):
         try:
-            config = json.loads(text)
+            config = load_json_text(text, source)
         except json.JSONDecodeError as exc:
             raise DataFileError(source, "-", "-", f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except ParseError as exc:
+            raise DataFileError(source, "-", "-", str(exc).removeprefix(f"{source} ")) from None
         if not isinstance(config, dict):
             raise DataFileError(source, "-", "-", "expected a JSON object (a Hugging Face config.json)")
-        return from_hf_config(config, Path(filename).stem if filename != "config.json" else
-                              str(config.get("_name_or_path") or config.get("model_type") or "custom"), source)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise DataFileError(source, "-", "-", f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        return from_hf_config(config, _hf_id(config, filename)[:MAX_NAME_CHARS], source)
+    doc = parse_yaml(text, source)
     if isinstance(doc, dict) and isinstance(doc.get("models"), list) and len(doc["models"]) == 1:
         doc = doc["models"][0]
     if not isinstance(doc, dict):

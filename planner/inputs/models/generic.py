@@ -91,6 +91,28 @@ class GenericProfile(CachedHash):
     def activation_traffic_elems(self, size: float) -> float:
         return self._eval(self.activation_traffic_elems_expr, size)
 
+    def check_size(self, size: int) -> None:
+        """Every formula must be finite and non-negative at the size a plan uses, and memory must not shrink as the
+        size grows (from the default size to this one); ValueError naming the field otherwise."""
+        sized = (("fwd_flops_per_sample", self.fwd_flops_expr, False),
+                 ("activation_elems_per_sample", self.activation_elems_expr, True),
+                 ("attention_score_elems_per_sample", self.attention_score_elems_expr, True),
+                 ("peak_inference_elems_per_sample", self.peak_inference_elems_expr, True),
+                 ("peak_inference_score_elems_per_sample", self.peak_inference_score_elems_expr, True),
+                 ("activation_traffic_elems_per_sample", self.activation_traffic_elems_expr, False))
+        lo, hi = sorted((size, self.default_input_size))
+        for name, expr, memory in sized:
+            try:
+                at = self._eval(expr, size)
+                smaller, larger = (self._eval(expr, lo), self._eval(expr, hi)) if memory else (0.0, 0.0)
+            except expressions.ExpressionError as exc:
+                raise ValueError(f"{self.name}: {name} at {self.input_size_name}={size:,}: {exc}") from None
+            if at < 0:
+                raise ValueError(f"{self.name}: {name} is negative at {self.input_size_name}={size:,}; fix the formula")
+            if larger < smaller:
+                raise ValueError(f"{self.name}: {name} shrinks from {self.input_size_name}={lo:,} to {hi:,}; memory "
+                                 "can't fall as the input grows: fix the formula")
+
     @property
     def checkpoint_segments(self) -> float:
         return max(1.0, self._eval(self.checkpoint_segments_expr))

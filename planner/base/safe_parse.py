@@ -1,0 +1,108 @@
+"""Parsing text that users send (uploads, links, hand-edited files): capped in size, depth and node count, YAML
+without aliases, and user values described in messages without repr (type and a short, plain excerpt).
+
+A YAML alias bomb (a few hundred bytes that expand to gigabytes), a deeply nested document (RecursionError in the
+parser) and a 5,000-digit integer (ValueError when printed) each become one ParseError with a clear message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import yaml
+
+MAX_TEXT_BYTES = 1_000_000  # an upload or a decompressed link: a model profile or bench result is far smaller
+MAX_DEPTH = 32  # nesting of mappings and lists (a bench result nests 5 deep)
+MAX_NODES = 200_000  # scalars, mappings and lists in one document
+MAX_SHOWN_CHARS = 40  # how much of a user's value a message repeats
+
+
+class ParseError(ValueError):
+    """Text that can't be parsed safely; the message says why, in words a user can act on."""
+
+
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """A user's value for a message: its kind and a short plain excerpt, never repr and never the whole of it."""
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if value is not None else "nothing"
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length():,} bits"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        flat = " ".join(value.split())
+        cut = flat[:limit] + ("…" if len(flat) > limit else "")
+        return f"'{cut}'"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value):,} items"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value):,} keys"
+    return f"a {type(value).__name__}"
+
+
+def check_size(text: str | bytes, what: str, max_bytes: int = MAX_TEXT_BYTES) -> None:
+    size = len(text.encode("utf-8") if isinstance(text, str) else text)
+    if size > max_bytes:
+        raise ParseError(f"{what} is {size:,} bytes; at most {max_bytes:,} are accepted")
+
+
+def check_shape(doc: Any, what: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Refuse documents nested deeper than max_depth or with more than max_nodes values (iterative walk)."""
+    stack = [(doc, 1)]
+    nodes = 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            raise ParseError(f"{what} has more than {max_nodes:,} values; a planner file has far fewer")
+        if isinstance(node, (dict, list)):
+            if depth > max_depth:
+                raise ParseError(f"{what} is nested more than {max_depth} levels deep")
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > 256:
+            raise ParseError(f"{what} holds {shown(node)}; numbers that large are not accepted")
+
+
+def _check_yaml_events(text: str, what: str, max_depth: int, max_nodes: int) -> None:
+    depth = nodes = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise ParseError(f"{what} uses a YAML alias (*name); aliases are not accepted: write the value out")
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > max_depth:
+                raise ParseError(f"{what} is nested more than {max_depth} levels deep")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            nodes += 1
+            if nodes > max_nodes:
+                raise ParseError(f"{what} has more than {max_nodes:,} values; a planner file has far fewer")
+
+
+def load_yaml_text(text: str, what: str, max_bytes: int = MAX_TEXT_BYTES, max_depth: int = MAX_DEPTH,
+                   max_nodes: int = MAX_NODES) -> Any:
+    """yaml.safe_load with caps; aliases are refused before anything is built. yaml.YAMLError passes through."""
+    check_size(text, what, max_bytes)
+    _check_yaml_events(text, what, max_depth, max_nodes)
+    doc = yaml.safe_load(text)
+    check_shape(doc, what, max_depth, max_nodes)
+    return doc
+
+
+def load_json_text(text: str, what: str, max_bytes: int = MAX_TEXT_BYTES, max_depth: int = MAX_DEPTH,
+                   max_nodes: int = MAX_NODES) -> Any:
+    """json.loads with caps; json.JSONDecodeError passes through, every other parser failure is a ParseError."""
+    check_size(text, what, max_bytes)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (RecursionError, ValueError) as exc:  # deep nesting, or an integer too long to convert
+        raise ParseError(f"{what} could not be read safely ({type(exc).__name__}: nesting or a number too "
+                         "large)") from None
+    check_shape(doc, what, max_depth, max_nodes)
+    return doc
