@@ -9,12 +9,13 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.facts import load_facts
-from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
 from planner.tools import calibration, live_prices, validation
@@ -24,26 +25,22 @@ from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_
                                   validation_summary_text)
 
 
+def _bounded(name: str):
+    """An argparse type for the job input `name`: a number within planner.inputs.jobs.BOUNDS, whole if it must be
+    ('1.9 sequences' is refused, not rounded)."""
+    bound = BOUNDS[name]
+
+    def parse(text: str) -> float | int:
+        try:
+            return parse_number(text, bound.lo, bound.hi, bound.integer)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = name.replace("_", " ")  # argparse names the type in its message
+    return parse
+
+
 def _batch(text: str) -> int | None:
-    if text == "auto":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number or 'auto', got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("batch must be at least 1")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+    return None if text.strip().lower() == "auto" else _bounded("batch")(text)
 
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:
@@ -55,18 +52,18 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime", default=None, help="pytorch-eager | torch-compile | llama.cpp | vllm | tensorrt-llm")
     p.add_argument("--compile", action="store_true", help="torch.compile with CUDA graphs (runtime torch-compile)")
     p.add_argument("--batch", type=_batch, default=None, help="a number, or auto (default): cheapest feasible per GPU")
-    p.add_argument("--sequences", type=_positive_int, default=1_000_000, help="generate: sequences to generate")
-    p.add_argument("--prompt-tokens", type=_positive_int, default=1, help="generate: prompt tokens (>= 1, BOS counts)")
-    p.add_argument("--gen-tokens", type=_positive_int, default=165, help="generate: new tokens per sequence")
-    p.add_argument("--samples", type=_positive_int, default=10_000, help="infer/train: samples (per epoch)")
-    p.add_argument("--input-size", type=_positive_int, default=None, help="infer/train: tokens per sample, or L")
-    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--sequences", type=_bounded("sequences"), default=1_000_000, help="generate: sequences to generate")
+    p.add_argument("--prompt-tokens", type=_bounded("prompt_tokens"), default=1, help="generate: prompt tokens (>= 1, BOS counts)")
+    p.add_argument("--gen-tokens", type=_bounded("gen_tokens"), default=165, help="generate: new tokens per sequence")
+    p.add_argument("--samples", type=_bounded("samples"), default=10_000, help="infer/train: samples (per epoch)")
+    p.add_argument("--input-size", type=_bounded("input_size"), default=None, help="infer/train: tokens per sample, or L")
+    p.add_argument("--epochs", type=_bounded("epochs"), default=1.0, help="train: epochs (fractions allowed)")
     p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adamw")
     p.add_argument("--checkpointing", action="store_true", help="train: activation checkpointing")
-    p.add_argument("--grad-accum", type=_positive_int, default=1)
+    p.add_argument("--grad-accum", type=_bounded("grad_accum"), default=1)
     p.add_argument("--sharding", choices=SHARDINGS, default="ddp",
                    help="train on several GPUs: ddp (full copies) or fsdp (ZeRO-3 sharded states)")
-    p.add_argument("--gpus", type=_positive_int, default=1, help="GPUs per job (data or tensor parallel)")
+    p.add_argument("--gpus", type=_bounded("gpus"), default=1, help="GPUs per job (data or tensor parallel)")
     p.add_argument("--gpu", action="append", default=None, help="a GPU to include (repeatable; default: all)")
     p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
     p.add_argument("--calibration", default=None, help="a benchmark result file from `python -m planner.bench`")

@@ -43,3 +43,22 @@ def test_csv_and_listings():
 def test_model_from_a_missing_file_is_a_clear_error(tmp_path):
     out = run("estimate", "--model", str(tmp_path / "nope.yaml"))
     assert out.returncode == 2 and "cannot read" in out.stderr
+
+
+def test_counts_are_checked_against_the_job_bounds_not_rounded_or_overflowed():
+    from planner.cli import main
+    for args, needle in ((["--sequences", "inf"], "finite"), (["--sequences", "1.9"], "whole number"),
+                         (["--sequences", "1e300"], "between 1 and 1e+12"), (["--gpus", "0"], "between 1 and 1024"),
+                         (["--workload", "train", "--epochs", "nan"], "--epochs: expected a finite number")):
+        out = run("estimate", "--gpu", "h100-sxm", *args)
+        assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+    assert main(["estimate", "--gpu", "h100-sxm", "--sequences", "1_000", "--format", "json"]) == 0  # 1,000 reads
+
+
+def test_a_model_path_that_is_not_a_regular_file_is_refused(tmp_path):
+    import os
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)  # reading it would block forever
+    for path in ("/dev/zero", str(fifo), str(tmp_path)):
+        out = run("estimate", "--model", path, "--gpu", "h100-sxm")
+        assert out.returncode == 2 and "not a regular file" in out.stderr, out.stderr

@@ -106,3 +106,22 @@ def load_json_text(text: str, what: str, max_bytes: int = MAX_TEXT_BYTES, max_de
                          "large)") from None
     check_shape(doc, what, max_depth, max_nodes)
     return doc
+
+
+def parse_number(text: str, lo: float, hi: float, integer: bool) -> float | int:
+    """A number a user typed ('1000000', '1e6', '1_000', '1,000'); ValueError naming the problem otherwise
+    (not a number, not finite, not whole when it must be, outside [lo, hi])."""
+    cleaned = str(text).strip().replace(",", "").replace("_", "")
+    if len(cleaned) > 40:
+        raise ValueError(f"expected a number, got {shown(text)}")
+    try:
+        value = float(cleaned)
+    except ValueError:
+        raise ValueError(f"expected a number, got {shown(text)}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {shown(text)}")
+    if integer and value != int(value):
+        raise ValueError(f"expected a whole number, got {shown(text)}")
+    if not lo <= value <= hi:
+        raise ValueError(f"must be between {lo:g} and {hi:g}, got {shown(text)}")
+    return int(value) if integer else value

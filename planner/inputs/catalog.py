@@ -21,7 +21,10 @@ _PEAK_FIELD = {p: ("int8_tops" if p == "int8" else f"{p}_tflops") for p in COMPU
 # A listed $/GPU-hour outside these is a placeholder or an error (RunPod's cheapest GPU rents for ~$0.1/h, an
 # 8-GPU B200 node ~$6/GPU-h: runpod_prices.csv); data/gpus.yaml, data/prices/ and live answers share them.
 MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
-CUSTOM_MAX_USD_HR = 1000.0  # a price the user types (own hardware, another cloud) may be above any listing
+# A price the user types (own hardware, another cloud) may lie outside any listing, within a tenth of a cent and
+# $1,000 per GPU-hour; the page's widget, share links and the price table all check these.
+CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR = 0.001, 1000.0
+MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ def parse_gpu(rec: Record) -> GPU:
         vendor=rec.text("vendor", choices=("NVIDIA", "AMD")), architecture=rec.text("architecture"),
         compute_capability=rec.compute_capability(
             "compute_capability", required=rec.data.get("vendor") == "NVIDIA"), gfx_target=rec.text("gfx_target", required=False),
-        market=rec.text("market", choices=MARKETS), vram_gib=rec.number("vram_gib", lo=1, hi=2000),
+        market=rec.text("market", choices=MARKETS), vram_gib=rec.number("vram_gib", lo=1, hi=MAX_VRAM_GB),
         memory_type=rec.text("memory_type"), mem_bw_gbps=rec.number("mem_bw_gbps", lo=10, hi=50000),
         fp32_tflops=rates["fp32"], tf32_tflops=rates["tf32"], fp16_tflops=rates["fp16"],
         bf16_tflops=rates["bf16"], fp8_tflops=rates["fp8"], int8_tops=rates["int8"],

@@ -16,6 +16,24 @@ SHARDINGS = ("ddp", "fsdp")  # multi-GPU training: full copies per GPU, or ZeRO-
 
 
 @dataclass(frozen=True)
+class Bound:
+    """What a user may ask for, for one job input: the CLI, share links and the page's widgets all check it."""
+
+    lo: float
+    hi: float
+    integer: bool = True
+
+
+# A trillion sequences or samples is past any real job (1M cfDNA sequences is the largest seed); 10M tokens per
+# sequence is past every model's context; 1,024 GPUs per job is past what a RunPod pod or cluster offers.
+BOUNDS = {
+    "sequences": Bound(1, 10**12), "prompt_tokens": Bound(1, 10**7), "gen_tokens": Bound(1, 10**7),
+    "samples": Bound(1, 10**12), "input_size": Bound(1, 10**7), "epochs": Bound(0.001, 10**5, integer=False),
+    "grad_accum": Bound(1, 10**5), "gpus": Bound(1, 1024), "batch": Bound(1, 10**7),
+}
+
+
+@dataclass(frozen=True)
 class Generate:
     """Generate n sequences: prefill `prompt_tokens` (>= 1, e.g. a BOS token), then decode until
     `gen_tokens` new tokens exist; the first new token comes out of the prefill."""

@@ -13,11 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
-import yaml
 
 from planner import DATA_DIR
-from planner.base.schema import Record, load_yaml, suggest, unique_ids
-from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price,
+from planner.base.safe_parse import shown
+from planner.base.schema import parse_yaml, Record, load_yaml, suggest, unique_ids
+from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price,
                                     load_catalog)
 
 PRICES_DIR = DATA_DIR / "prices"
@@ -53,7 +53,7 @@ def _snapshot_files(directory: Path) -> list[Path]:
 def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, dict[str, dict[str, float]]]:
     """Validate one data/prices file; return (date, source, {gpu_id: {tier: usd_hr}}). Raises DataFileError."""
     records = load_yaml(path, "prices")
-    head = Record(str(path), "header", yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    head = Record(str(path), "header", parse_yaml(Path(path).read_text(encoding="utf-8"), path))
     head.check_keys(("schema_version", "date", "fetched_at", "source", "prices"))
     day = head.day("date")
     day = day.date() if isinstance(day, datetime) else day
@@ -126,9 +126,9 @@ def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceT
             near = suggest(str(gpu_id), prices)
             raise ValueError(f"custom price for unknown GPU '{gpu_id}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
         bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        if bad or not 0 < value < CUSTOM_MAX_USD_HR:
-            raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour above 0 and below "
-                             f"{CUSTOM_MAX_USD_HR:g}, got {value!r}")
+        if bad or not CUSTOM_MIN_USD_HR <= value <= CUSTOM_MAX_USD_HR:
+            raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour from {CUSTOM_MIN_USD_HR:g} to "
+                             f"{CUSTOM_MAX_USD_HR:g}, got {shown(value)}")
         price = Price(float(value), today, "entered by you", "custom")
         prices[gpu_id] = {t: price for t in PRICE_TIERS}
     names = ", ".join(custom_usd_hr)

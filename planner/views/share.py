@@ -14,7 +14,6 @@ import base64
 import binascii
 import io
 import json
-import math
 import zlib
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -23,7 +22,8 @@ from urllib.parse import urlencode
 from planner.base.schema import DataFileError, Record, suggest
 from planner.engine.estimate import Estimate
 from planner.engine.plan import Plan
-from planner.inputs.catalog import CUSTOM_MAX_USD_HR, PRICE_TIERS, load_catalog
+from planner.base.safe_parse import parse_number
+from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_VRAM_GB, PRICE_TIERS, load_catalog
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.precisions import load_rules
@@ -31,7 +31,7 @@ from planner.inputs.runtimes import load_runtimes
 from planner.tools.calibration import Calibration, CalibrationError
 from planner.views.format import fmt_count
 from planner.views.report import csv_text, estimate_row, flat_row
-from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 
 CUSTOM = "custom"  # the model id of a model edited in the page or uploaded
 JOBS = ("generate", "infer", "train")
@@ -117,27 +117,10 @@ class LinkWarning:
 # ---------------------------------------------------------------- value parsers (raise ValueError(problem))
 
 
-def _number(text: str, lo: float, hi: float, integer: bool) -> float | int:
-    cleaned = text.strip().replace(",", "").replace("_", "")
-    try:
-        value = float(cleaned)
-    except ValueError:
-        raise ValueError(f"expected a number, got '{text}'") from None
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite number, got '{text}'")
-    if integer and value != int(value):
-        raise ValueError(f"expected a whole number, got '{text}'")
-    if not lo <= value <= hi:
-        raise ValueError(f"must be between {lo:g} and {hi:g}, got '{text}'")
-    return int(value) if integer else value
-
-
-def _int(lo: float, hi: float) -> Callable[[str], int]:
-    return lambda t: _number(t, lo, hi, True)
-
-
-def _float(lo: float, hi: float) -> Callable[[str], float]:
-    return lambda t: float(_number(t, lo, hi, False))
+def _bounded(name: str) -> Callable[[str], float | int]:
+    """A parser for the job input `name` within its planner.inputs.jobs.BOUNDS."""
+    b = BOUNDS[name]
+    return lambda t: parse_number(t, b.lo, b.hi, b.integer)
 
 
 def _bool(text: str) -> bool:
@@ -163,7 +146,7 @@ def _choice(options: Callable[[], Sequence[str]], case: bool = False) -> Callabl
 
 
 def _batch(text: str) -> int | None:
-    return None if text.strip().lower() in ("auto", "") else _number(text, 1, 10**7, True)
+    return None if text.strip().lower() in ("auto", "") else _bounded("batch")(text)
 
 
 def gpu_ids() -> tuple[str, ...]:
@@ -200,9 +183,7 @@ def _prices(text: str) -> tuple[tuple[tuple[str, float], ...], list[str]]:
             if not sep:
                 raise ValueError(f"'{item}' is not gpu-id:dollars-per-hour")
             gid = _choice(gpu_ids)(gid)
-            value = _number(usd, 0, CUSTOM_MAX_USD_HR, False)
-            if value <= 0 or value >= CUSTOM_MAX_USD_HR:
-                raise ValueError(f"$/h must be above 0 and below {CUSTOM_MAX_USD_HR:g}, got '{usd}'")
+            value = parse_number(usd, CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR, False)
             out[gid] = float(value)
         except ValueError as exc:
             bad.append(str(exc))
@@ -227,14 +208,15 @@ def _attention() -> list[str]:
 
 SCALARS: dict[str, Callable[[str], Any]] = {
     "job": _choice(lambda: JOBS),
-    "seqs": _int(1, 10**12), "prompt": _int(1, 10**7), "gen": _int(1, 10**7),
-    "samples": _int(1, 10**12), "size": _int(1, 10**7), "epochs": _float(0.001, 10**5),
-    "opt": _choice(lambda: sorted(OPTIMIZERS)), "ckpt": _bool, "accum": _int(1, 10**5),
+    "seqs": _bounded("sequences"), "prompt": _bounded("prompt_tokens"), "gen": _bounded("gen_tokens"),
+    "samples": _bounded("samples"), "size": _bounded("input_size"), "epochs": _bounded("epochs"),
+    "opt": _choice(lambda: sorted(OPTIMIZERS)), "ckpt": _bool, "accum": _bounded("grad_accum"),
     "shard": _choice(lambda: SHARDINGS),
     "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _choice(_attention),
-    "rt": _choice(_runtimes), "gpus": _int(1, 1024), "tier": _choice(lambda: PRICE_TIERS),
+    "rt": _choice(_runtimes), "gpus": _bounded("gpus"), "tier": _choice(lambda: PRICE_TIERS),
     "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
-    "minvram": _float(0, 2000), "maxusd": _float(0, CUSTOM_MAX_USD_HR),
+    "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
+    "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
     "feasible": _bool, "priced": _bool, "gpu": _choice(gpu_ids),
 }
 
@@ -331,7 +313,7 @@ def _decode_arch(raw: Mapping[str, str], warn: Callable[[str, str], None]) -> tu
         text = raw[f.param]
         try:
             if f.kind == "int":
-                arch[f.name] = _number(text, f.lo, f.hi, True)
+                arch[f.name] = parse_number(text, f.lo, f.hi, True)
             elif f.kind == "bool":
                 arch[f.name] = _bool(text)
             elif f.kind == "text":

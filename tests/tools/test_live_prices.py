@@ -372,7 +372,7 @@ def test_with_custom_applies_to_every_tier(snapshot):
     assert price(snapshot, "rtx-4090", "secure").origin == "snapshot"     # the input table is untouched
 
 
-@pytest.mark.parametrize("value", [0, -1.0, 1000, 1e6, math.nan, math.inf, "0.5", True])
+@pytest.mark.parametrize("value", [0, -1.0, 0.0009, 1000.5, 1e6, math.nan, math.inf, "0.5", True])
 def test_with_custom_rejects_bad_values_naming_the_gpu(snapshot, value):
     with pytest.raises(ValueError, match="rtx-4090"):
         S.with_custom(snapshot, {"rtx-4090": value})
