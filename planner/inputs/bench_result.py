@@ -120,23 +120,32 @@ def _ok(entry: Any) -> bool:
     return isinstance(entry, dict) and entry.get("status", "ok") == "ok"
 
 
+def datasheet_problem(gpu: GPU, bw_gbps: float, peaks: dict[str, float]) -> str | None:
+    """Why measured bandwidth (GB/s) or matmul peaks (TFLOPS per dtype) can't be from `gpu` (None if they can):
+    anything above OVER_DATASHEET x its datasheet. Uploads and calibration links both check it."""
+    if bw_gbps > OVER_DATASHEET * gpu.mem_bw_gbps:
+        return (f"measured bandwidth {bw_gbps:,.0f} GB/s is above {OVER_DATASHEET:g} x the {gpu.name} datasheet "
+                f"({gpu.mem_bw_gbps:,.0f} GB/s): not a measurement of this GPU")
+    for path, peak in peaks.items():
+        sheet = gpu.peak_tflops(path)
+        if sheet and peak > OVER_DATASHEET * sheet:
+            return (f"measured {path} matmul {peak:,.1f} TFLOPS is above {OVER_DATASHEET:g} x the {gpu.name} "
+                    f"datasheet ({sheet:g}): not a measurement of this GPU")
+    return None
+
+
 def _check_micro(micro: Record, gpu: GPU | None) -> set[str]:
     """Check the micro-benchmarks; return the matmul dtypes that were measured."""
     bw = micro.child("memory_bandwidth").number("gbps", lo=BW_GBPS[0], hi=BW_GBPS[1])
-    if gpu and bw > OVER_DATASHEET * gpu.mem_bw_gbps:
-        raise _fail(micro.path, f"measured bandwidth {bw:,.0f} GB/s is above {OVER_DATASHEET:g} x the {gpu.name} "
-                    f"datasheet ({gpu.mem_bw_gbps:,.0f} GB/s): not a measurement of this GPU")
     mm = micro.child("matmul")
     mm.check_keys(PATHS)
     if not _ok(mm.data.get("fp32")):
         raise _fail(micro.path, f"field 'micro.matmul.fp32' is missing; every device has an fp32 matmul: {RERUN}")
     measured = {p for p in mm.data if _ok(mm.data[p])}
-    for path in sorted(measured):
-        peak = mm.child(path).number("best_tflops", lo=TFLOPS[0], hi=TFLOPS[1])
-        sheet = gpu.peak_tflops(path) if gpu else None
-        if sheet and peak > OVER_DATASHEET * sheet:
-            raise _fail(micro.path, f"measured {path} matmul {peak:,.1f} TFLOPS is above {OVER_DATASHEET:g} x the "
-                        f"{gpu.name} datasheet ({sheet:g}): not a measurement of this GPU")
+    peaks = {p: mm.child(p).number("best_tflops", lo=TFLOPS[0], hi=TFLOPS[1]) for p in sorted(measured)}
+    problem = datasheet_problem(gpu, bw, peaks) if gpu else None
+    if problem:
+        raise _fail(micro.path, problem)
     micro.child("launch_overhead").number("us_per_op", lo=LAUNCH_US[0], hi=LAUNCH_US[1])
     return measured
 

@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
 from planner.base.schema import Record, UnknownNameError
-from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTES, MEMORY_GB, PATHS, TFLOPS,
-                                         CalibrationError, parse_result, point_model)
+from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTES, MEMORY_GB, OVER_DATASHEET, PATHS,
+                                         TFLOPS, CalibrationError, datasheet_problem, parse_result, point_model)
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
@@ -322,6 +322,12 @@ class Calibration:
         peaks = tuple((p, num(p, TFLOPS)) for p in PATHS if p in fields)
         if fields["path"] not in dict(peaks):
             raise CalibrationError(f"calibration link: no measured peak for path {fields['path']}{hint}")
+        if gpu_id:  # the same plausibility checks as an uploaded result
+            problem = datasheet_problem(gpu, num("pbw", BW_GBPS), dict(peaks))
+            if not problem and max(num("bw", EFF_BOUNDS), num("mm", EFF_BOUNDS)) > OVER_DATASHEET:
+                problem = f"an efficiency above {OVER_DATASHEET:g} x the {gpu.name} datasheet"
+            if problem:
+                raise CalibrationError(f"calibration link: {problem}{hint}")
         return cls(name, gpu_id, klass, num("bw", EFF_BOUNDS), num("mm", EFF_BOUNDS),
                    num("lo", LO_BOUNDS), fields["path"], num("pbw", BW_GBPS), peaks, num("mem", MEMORY_GB), day,
                    num("err", (0, 1000)) if "err" in fields else 0.0,

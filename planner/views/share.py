@@ -52,7 +52,17 @@ _PARAMS = {"name": "m_name", "layers": "m_layers", "hidden": "m_hidden", "heads"
            "tied_embeddings": "m_tied", "norm": "m_norm", "learned_pos_emb": "m_pos", "bias": "m_bias"}
 ARCH_FIELDS = tuple(LinkField(f.name, f.kind, f.lo, f.hi, _PARAMS[f.name]) for f in DECODER_ARCH_FIELDS)
 ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
+# A link carries a non-decoder profile packed (zlib + base64). 16,000 characters keep the whole URL far under what
+# browsers and Streamlit's server accept (an 877,617-character link was answered HTTP 400); a profile inflates to at
+# most MAX_SPEC_BYTES, so a small link can't expand into a large document.
+MAX_LINK_SPEC_CHARS = 16_000
+MAX_SPEC_BYTES = 256_000
 SPEC_PARAM = "m_spec"  # a non-decoder (generic) profile travels as its compressed YAML text
+# 16,000 characters keep the whole URL far under what browsers and Streamlit's server accept (an 877,617-character
+# link was answered HTTP 400); a packed profile inflates to at most MAX_SPEC_BYTES, so a small link can't expand into
+# a large document.
+MAX_LINK_SPEC_CHARS = 16_000
+MAX_SPEC_BYTES = 256_000
 
 
 @dataclass(frozen=True)
@@ -250,12 +260,27 @@ def pack_spec(text: str) -> str:
     return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
 
 
+def spec_link_problem(text: str) -> str | None:
+    """Why a model profile can't travel in a share link (None when it can): its packed size."""
+    n = len(pack_spec(text))
+    if n > MAX_LINK_SPEC_CHARS:
+        return (f"this profile packs to {n:,} characters, more than a share link can carry ({MAX_LINK_SPEC_CHARS:,}): "
+                "shorten its derivation text or share the file itself")
+    return None
+
+
 def unpack_spec(blob: str) -> str:
-    """Inverse of pack_spec; ValueError when the blob is damaged."""
+    """Inverse of pack_spec; ValueError when the blob is damaged, too long, or expands past MAX_SPEC_BYTES."""
+    if len(blob) > MAX_LINK_SPEC_CHARS:
+        raise ValueError(f"the model description in the link is {len(blob):,} characters, more than "
+                         f"{MAX_LINK_SPEC_CHARS:,}")
     try:
-        raw = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4))
-        return zlib.decompress(raw).decode("utf-8")
-    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError):
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4)), MAX_SPEC_BYTES + 1)
+        if len(raw) > MAX_SPEC_BYTES or inflate.unconsumed_tail:
+            raise ValueError(f"the model description in the link expands past {MAX_SPEC_BYTES:,} bytes")
+        return raw.decode("utf-8")
+    except (binascii.Error, zlib.error, UnicodeDecodeError):
         raise ValueError("the model description in the link is damaged (was it cut short?)") from None
 
 

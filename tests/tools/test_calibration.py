@@ -245,3 +245,13 @@ def test_example_fit_on_cfdna_gen_predicts_gpt2_within_15_percent(example):
         pred = predict_seconds(w["workload"], gpt2, w["batch"], w.get("position") or w["seq"], w["precision"],
                                cal.measured_gpu(), cal.adjust)
         assert abs(pred / w["measured_s"] - 1) <= 0.15, (w["workload"], pred, w["measured_s"])
+
+
+def test_a_calibration_link_gets_the_same_datasheet_checks_as_an_upload(example):
+    cal = fit(_synthetic_gpu_result(0.8, 0.6, 5.0))  # an RTX 4090: 1,008 GB/s, 165 TFLOPS bf16 on its datasheet
+    Calibration.from_query(cal.to_query())  # as fitted: accepted
+    fields = dict(part.split("=") for part in cal.to_query().split(";"))
+    for key, value in (("pbw", "20000"), ("bf16", "10000"), ("bw", "3")):  # 20x the bandwidth, 60x the TFLOPS, 3x
+        bent = ";".join(f"{k}={value if k == key else v}" for k, v in fields.items())
+        with pytest.raises(CalibrationError, match="datasheet"):
+            Calibration.from_query(bent)

@@ -232,3 +232,31 @@ def test_exports_carry_inputs_link_and_dates():
     assert [r["gpu_id"] for r in rows] == [e.gpu.id for e in ests]
     priced = [r for r in rows if r["usd_per_hr"]]
     assert priced and all(r["price_date"] and r["price_origin"] == "snapshot" for r in priced)
+
+
+def test_a_link_that_inflates_past_the_cap_is_refused_without_inflating_it():
+    import base64
+    import zlib
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"#" * 10_000_000, 9)).decode().rstrip("=")  # ~13 KB of link
+    assert len(bomb) < share.MAX_LINK_SPEC_CHARS
+    inputs, warnings = decode({"model": "custom", "m_spec": bomb})
+    assert inputs.model == DEFAULTS.model and any("expands past 256,000 bytes" in str(w) for w in warnings)
+
+
+def test_a_link_longer_than_a_link_can_be_is_refused():
+    inputs, warnings = decode({"model": "custom", "m_spec": "A" * (share.MAX_LINK_SPEC_CHARS + 1)})
+    assert inputs.model == DEFAULTS.model and any("more than 16,000" in str(w) for w in warnings)
+
+
+def test_a_profile_too_large_for_a_link_says_so_at_upload():
+    sea = (load_models().get("sea"))
+    assert share.spec_link_problem("id: x\n") is None
+    noise = "".join(f"{i * 7919 % 100003:x}" for i in range(6000))  # incompressible text, ~27 KB
+    problem = share.spec_link_problem(f"id: {sea.id}\nderivation: '{noise}'\n")
+    assert problem and "more than a share link can carry" in problem
+
+
+@pytest.mark.parametrize("value", ["1e-300", "0", "1000.5"])
+def test_custom_prices_outside_the_widget_bounds_are_refused(value):
+    inputs, warnings = decode({"myprice": f"h100-sxm:{value}"})
+    assert inputs.myprice == () and any("between 0.001 and 1000" in str(w) for w in warnings)

@@ -15,6 +15,7 @@ FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "consta
           "peak_inference_elems_per_sample", "peak_inference_score_elems_per_sample",
           "activation_traffic_elems_per_sample", "kernels_per_forward", "checkpoint_segments", "derivation",
           "source")
+MAX_CONSTANTS = 200  # named constants in one profile (the presets use under 20); each formula evaluation copies them
 TRAIN_WEIGHT_READS = 3  # a training micro-step reads the weights in forward, backward-input, backward-weight
 
 
@@ -188,6 +189,8 @@ def parse_generic(rec: Record) -> GenericProfile:
     rec.check_keys(FIELDS)
     consts_rec = rec.child("constants", required=False)
     constants = {}
+    if consts_rec and len(consts_rec.data) > MAX_CONSTANTS:
+        raise rec.fail("constants", f"{len(consts_rec.data):,} constants; at most {MAX_CONSTANTS} are accepted")
     for key, value in (consts_rec.data.items() if consts_rec else ()):
         constants[str(key)] = consts_rec.number(str(key), lo=-1e15, hi=1e15)
     if "L" in constants:
