@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable
 
 # (unit, seconds per unit, shown in this unit below this many seconds): 2 min, 2 h, 2 days, then days
@@ -47,3 +48,16 @@ def fmt_count(n: float) -> str:
 def short_name(name: str) -> str:
     """'NVIDIA GeForce RTX 4090 24GB' -> 'RTX 4090 24GB' (chart labels, call-outs)."""
     return name.replace("NVIDIA ", "").replace("GeForce ", "").replace("Tesla ", "")
+
+
+# CommonMark lets a backslash escape any ASCII punctuation; these are the ones Streamlit's Markdown gives a meaning
+# (emphasis, links and images, HTML, headings, lists, tables, LaTeX '$', ':material/...:' and ':red[...]' directives).
+_MARKUP = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md_escape(text: str, limit: int = 300) -> str:
+    """User or server text made safe to put in Markdown: one line, at most `limit` characters, every markup
+    character escaped, so '[x](http://evil)' or '![](http://img)' shows as typed and fetches nothing."""
+    flat = " ".join(str(text).split())
+    flat = flat[:limit] + ("…" if len(flat) > limit else "")
+    return _MARKUP.sub(r"\\\1", flat)

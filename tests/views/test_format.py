@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from planner.views.format import fmt_count, fmt_seconds, fmt_usd, short_name, time_unit
+from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
 
 
 @pytest.mark.parametrize("seconds, text", [(0.0042, "4.2 ms"), (42, "42 s"), (1100, "18.3 min"), (18720, "5.2 h"),
@@ -37,3 +37,19 @@ def test_counts_take_a_suffix():
 
 def test_short_names_drop_the_vendor_words():
     assert short_name("NVIDIA GeForce RTX 4090 24GB") == "RTX 4090 24GB"
+
+
+@pytest.mark.parametrize("text", ["![tracker](http://evil.example/pixel.png)", "[click](javascript:alert(1))",
+                                  "**loud** _quiet_ `code` # heading", "<img src=x onerror=alert(1)>",
+                                  "$x^2$ :red[alarm] :material/warning:", "| a | b |\n|---|---|", "- item\n1. item"])
+def test_escaped_text_renders_as_the_text_itself_and_nothing_else(text):
+    from markdown_it import MarkdownIt
+    html = MarkdownIt("commonmark").enable("table").render(md_escape(text))
+    for tag in ("<a", "<img", "<em", "<strong", "<code", "<h1", "<table", "<li", "<script"):
+        assert tag not in html, html
+    assert html.startswith("<p>") and html.count("<p>") == 1
+
+
+def test_escaping_keeps_one_line_and_caps_the_length():
+    out = md_escape("a\nb" + "c" * 1000, limit=50)
+    assert "\n" not in out and out.endswith("…") and len(out.replace("\\", "")) <= 51
