@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from datetime import date
 from pathlib import Path
@@ -23,6 +24,13 @@ from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.views.charts import validation_chart
 from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
                                   validation_summary_text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that never repeats a long user value whole in its error message (it quotes invalid choices)."""
+
+    def error(self, message: str):
+        super().error(re.sub(r"'([^']{40})[^']{2,}'", r"'\1…'", message))
 
 
 def _bounded(name: str):
@@ -215,7 +223,7 @@ def _formatted(sub, name: str, func, text: str, formats=("table", "json", "csv")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m planner", description="Rank GPUs by time, cost and feasibility.")
+    parser = _Parser(prog="python -m planner", description="Rank GPUs by time, cost and feasibility.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_plan_args(_formatted(sub, "estimate", cmd_estimate, "estimate a job on every GPU (or --gpu ...)"))
     _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog")

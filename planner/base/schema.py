@@ -29,7 +29,7 @@ class UnknownNameError(KeyError):
     def __init__(self, kind: str, name: str, suggestions: Iterable[str]):
         self.kind, self.name, self.suggestions = kind, name, tuple(suggestions)
         hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
-        super().__init__(f"unknown {kind} '{name}'{hint}")
+        super().__init__(f"unknown {kind} {shown(name)}{hint}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]

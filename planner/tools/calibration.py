@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
+from planner.base.safe_parse import shown
 from planner.base.schema import Record, UnknownNameError
 from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTES, MEMORY_GB, OVER_DATASHEET, PATHS,
                                          TFLOPS, CalibrationError, datasheet_problem, parse_result, point_model)
@@ -278,7 +279,7 @@ class Calibration:
         for part in text.split(";"):
             key, sep, value = part.partition("=")
             if not sep or not value or key in fields:
-                raise CalibrationError(f"calibration link: bad or repeated entry {part!r}{hint}")
+                raise CalibrationError(f"calibration link: bad or repeated entry {shown(part)}{hint}")
             fields[key] = value
         known = {"v", "dev", "cls", "bw", "mm", "lo", "path", "pbw", "mem", "d", "err", "n", *PATHS}
         unknown = sorted(set(fields) - known)
@@ -291,7 +292,7 @@ class Calibration:
             try:
                 value = float(fields[key])
             except ValueError:
-                raise CalibrationError(f"calibration link: {key}={fields[key]!r} is not a number{hint}") from None
+                raise CalibrationError(f"calibration link: {key}={shown(fields[key])} is not a number{hint}") from None
             if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
                 raise CalibrationError(f"calibration link: {key}={fields[key]} is outside {bounds[0]:g}..{bounds[1]:g}{hint}")
             return value
@@ -301,15 +302,15 @@ class Calibration:
                                    f"{BENCH_VERSION}: re-run `python -m planner.bench`{hint}")
         klass = fields["cls"]
         if klass not in DEVICE_CLASSES:
-            raise CalibrationError(f"calibration link: cls={klass!r} must be one of {', '.join(DEVICE_CLASSES)}{hint}")
+            raise CalibrationError(f"calibration link: cls={shown(klass)} must be one of {', '.join(DEVICE_CLASSES)}{hint}")
         if fields["path"] not in PATHS:
-            raise CalibrationError(f"calibration link: path={fields['path']!r} must be one of {', '.join(PATHS)}{hint}")
+            raise CalibrationError(f"calibration link: path={shown(fields['path'])} must be one of {', '.join(PATHS)}{hint}")
         if not re.fullmatch(r"\d{8}", fields["d"]):
-            raise CalibrationError(f"calibration link: d={fields['d']!r} must be a date YYYYMMDD{hint}")
+            raise CalibrationError(f"calibration link: d={shown(fields['d'])} must be a date YYYYMMDD{hint}")
         try:
             day = date(int(fields["d"][:4]), int(fields["d"][4:6]), int(fields["d"][6:])).isoformat()
         except ValueError:
-            raise CalibrationError(f"calibration link: d={fields['d']!r} is not a valid date{hint}") from None
+            raise CalibrationError(f"calibration link: d={shown(fields['d'])} is not a valid date{hint}") from None
         gpu_id, name = None, fields["dev"]
         if klass in ("hbm", "gddr"):
             try:

@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 from planner.base.schema import DataFileError, Record, suggest
 from planner.engine.estimate import Estimate
 from planner.engine.plan import Plan
-from planner.base.safe_parse import parse_number
+from planner.base.safe_parse import parse_number, shown
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_VRAM_GB, PRICE_TIERS, load_catalog
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
@@ -139,7 +139,7 @@ def _bool(text: str) -> bool:
         return True
     if t in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"expected 1 or 0, got '{text}'")
+    raise ValueError(f"expected 1 or 0, got {shown(text)}")
 
 
 def _choice(options: Callable[[], Sequence[str]], case: bool = False) -> Callable[[str], str]:
@@ -151,7 +151,7 @@ def _choice(options: Callable[[], Sequence[str]], case: bool = False) -> Callabl
         near = suggest(text, opts)
         listed = ", ".join(opts[:8]) + (", ..." if len(opts) > 8 else "")
         hint = f"; did you mean {', '.join(near)}?" if near else f"; expected one of {listed}"
-        raise ValueError(f"unknown value '{text}'{hint}")
+        raise ValueError(f"unknown value {shown(text)}{hint}")
     return parse
 
 
@@ -191,7 +191,7 @@ def _prices(text: str) -> tuple[tuple[tuple[str, float], ...], list[str]]:
         gid, sep, usd = item.partition(":")
         try:
             if not sep:
-                raise ValueError(f"'{item}' is not gpu-id:dollars-per-hour")
+                raise ValueError(f"{shown(item)} is not gpu-id:dollars-per-hour")
             gid = _choice(gpu_ids)(gid)
             value = parse_number(usd, CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR, False)
             out[gid] = float(value)
@@ -349,7 +349,7 @@ def _decode_arch(raw: Mapping[str, str], warn: Callable[[str, str], None]) -> tu
                 arch[f.name] = _choice(lambda f=f: f.kind.split("|"))(text)
             given.add(f.name)
         except ValueError as exc:
-            warn(f.param, f"{exc}; using {'the default' if f.name in ('kv_heads', 'head_dim') else repr(base[f.name])}")
+            warn(f.param, f"{exc}; using {'the default' if f.name in ('kv_heads', 'head_dim') else shown(base[f.name])}")
     for _ in ARCH_FIELDS:  # each round drops the one given value the core objects to
         full = _derive(arch, given)
         try:

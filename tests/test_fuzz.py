@@ -1,0 +1,186 @@
+"""Fuzzing the ways a user's text reaches the planner: share links, uploads and command-line arguments.
+
+Seeded and bounded (a few hundred cases, well under a minute). For every case: no exception escapes except the
+planner's own error types, each message names the parameter or field, stays short and never repeats a long user
+value whole, and the case costs bounded time and memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import random
+import time
+import tracemalloc
+import zlib
+
+import pytest
+
+from planner.base.schema import DataFileError, UnknownNameError
+from planner.cli import main
+from planner.engine.estimate import estimate_all
+from planner.inputs.bench_result import CalibrationError, parse_result
+from planner.inputs.facts import load_facts
+from planner.inputs.models import parse_model_text
+from planner.views import share
+
+SEED = 20261122
+MAX_CASE_S = 2.0  # one case, on the 2-core CI machine
+MAX_CASE_MB = 64.0  # peak Python allocation of one case (an alias bomb would take gigabytes)
+MAX_MESSAGE_CHARS = 1500
+LONG = "Z" * 5000  # a long user value: no message may carry it whole
+FACTS = load_facts()
+
+JUNK = ["", " ", "-1", "0", "1e300", "-1e300", "nan", "inf", "-inf", "1.9", "9" * 5000, "0x10", "1_000", "1,000",
+        "auto", "true", "<script>alert(1)</script>", "[click](http://evil.example)", "![x](http://evil.example/p.png)",
+        "**bold**", "$x$", ":red[x]", "\u202e\u0000\ufeff", "é" * 50, LONG, "h100-sxm", "rtx-4090:1e-300",
+        "h100-sxm:0.5,,rtx-4090:2", "fp16", "sdpa", "manual", "train", "generate", "custom",
+        "v=1;dev=h100-sxm;cls=hbm;bw=9;mm=9;lo=1;path=bf16;pbw=20000;bf16=10000;mem=80;d=20261120"]
+
+
+def _packed(text: str) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
+
+
+BOMB_YAML = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
+SPECS = [_packed(BOMB_YAML), _packed("[" * 5000 + "]" * 5000), _packed("#" * 5_000_000), "!!!not-base64",
+         _packed("id: x\nkind: generic\n"), _packed("fwd_flops_per_sample: " + "+".join(["L"] * 3000))]
+
+
+@contextlib.contextmanager
+def bounded(case: str):
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        elapsed = time.perf_counter() - t0
+        peak_mb = tracemalloc.get_traced_memory()[1] / 1e6
+        tracemalloc.stop()
+    assert elapsed < MAX_CASE_S, f"{case}: {elapsed:.2f} s"
+    assert peak_mb < MAX_CASE_MB, f"{case}: {peak_mb:.0f} MB"
+
+
+def _check_message(text: str, case: str) -> None:
+    assert len(text) <= MAX_MESSAGE_CHARS, f"{case}: message of {len(text)} characters"
+    assert LONG not in text and "9" * 200 not in text, f"{case}: a long user value repeated whole"
+
+
+def _links(rng: random.Random, n: int):
+    params = sorted(share.KNOWN_PARAMS) + ["bogus", "m_spec"]
+    for _ in range(n):
+        link = {rng.choice(params): rng.choice(JUNK) for _ in range(rng.randint(1, 6))}
+        if rng.random() < 0.3:
+            link.update(model="custom", m_spec=rng.choice(SPECS))
+        yield link
+
+
+def test_links_never_raise_and_name_what_they_drop():
+    rng = random.Random(SEED)
+    for i, link in enumerate(_links(rng, 250)):
+        case = f"link #{i} {str(link)[:120]}"
+        with bounded(case):
+            inputs, warnings = share.decode(link)
+            for w in warnings:
+                assert w.param in link, f"{case}: warning for '{w.param}', not in the link"
+                _check_message(str(w), case)
+            model = share.resolve_model(inputs)
+            plan = share.to_plan(inputs, model)
+            try:
+                estimate_all(plan, FACTS, gpu_names=["h100-sxm", "rtx-4090"])
+            except ValueError as exc:  # a plan no GPU could run is refused with a reason, never a traceback
+                _check_message(str(exc), case)
+
+
+MODEL_BASE = {"id": "fz", "kind": "generic", "name": "Fuzz", "input_size_name": "L", "default_input_size": 10,
+              "params": "100", "fwd_flops_per_sample": "2*L", "activation_elems_per_sample": "L",
+              "peak_inference_elems_per_sample": "L", "activation_traffic_elems_per_sample": "L",
+              "kernels_per_forward": 10, "derivation": "d", "source": "s"}
+CONFIG_BASE = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
+               "vocab_size": 100, "max_position_embeddings": 128}
+VALUES = [None, -1, 0, 1e308, float("inf"), 10**5000, "x", LONG, [], {}, [1] * 10, True, "L**99", "1/0", "-L",
+          "__import__('os')", "+".join(["L"] * 2000)]
+
+
+def _mutated(rng: random.Random, base: dict) -> dict:
+    doc = dict(base)
+    for _ in range(rng.randint(1, 3)):
+        key = rng.choice(list(doc) + ["extra_field"])
+        doc[key] = rng.choice(VALUES)
+    return doc
+
+
+def _dump(doc: dict, as_json: bool) -> str:
+    try:
+        return json.dumps(doc)
+    except ValueError:  # a number too long for json.dumps (Python's own int->str limit)
+        return "{broken"
+
+
+def test_model_uploads_fail_only_with_a_named_field():
+    rng = random.Random(SEED + 1)
+    for i in range(150):
+        as_json = rng.random() < 0.4
+        doc = _mutated(rng, CONFIG_BASE if as_json else MODEL_BASE)
+        text = _dump(doc, as_json) if as_json or rng.random() < 0.5 else rng.choice([BOMB_YAML, "[" * 3000, ": : :"])
+        case = f"upload #{i} {text[:120]}"
+        with bounded(case):
+            try:
+                parse_model_text(text, "config.json" if as_json else "model.yaml", "upload")
+            except DataFileError as exc:
+                _check_message(str(exc), case)
+                assert exc.field or exc.problem
+
+
+def test_bench_result_uploads_fail_only_with_a_calibration_error(example):
+    rng = random.Random(SEED + 2)
+    sections = ["environment", "micro", "workloads", "kind", "schema_version", "bench_version"]
+    for i in range(60):
+        doc = json.loads(json.dumps(example))
+        for _ in range(rng.randint(1, 3)):
+            section = rng.choice(sections)
+            target = doc.get(section)
+            if isinstance(target, dict) and target:
+                target[rng.choice(list(target))] = rng.choice(VALUES)
+            elif isinstance(target, list) and target:
+                target[rng.randrange(len(target))] = rng.choice(VALUES)
+            else:
+                doc[section] = rng.choice(VALUES)
+        text = _dump(doc, True)
+        case = f"bench #{i}"
+        with bounded(case):
+            try:
+                parse_result(text, "result.json")
+            except CalibrationError as exc:
+                _check_message(str(exc), case)
+
+
+OPTIONS = ["--sequences", "--prompt-tokens", "--gen-tokens", "--samples", "--input-size", "--epochs", "--gpus",
+           "--batch", "--grad-accum", "--precision", "--runtime", "--attention", "--kv-dtype", "--model", "--gpu",
+           "--price-tier", "--workload", "--sharding", "--optimizer"]
+
+
+@pytest.mark.parametrize("chunk", range(3))
+def test_cli_arguments_exit_2_with_the_option_named_or_succeed(chunk):
+    rng = random.Random(SEED + 3 + chunk)
+    for i in range(30):
+        args = ["estimate", "--gpu", "h100-sxm", "--format", "json"]
+        options = [rng.choice(OPTIONS) for _ in range(rng.randint(1, 3))]
+        for option in options:
+            args += [option, rng.choice(JUNK[:24])]
+        out, err = io.StringIO(), io.StringIO()
+        case = f"cli {args}"
+        with bounded(case), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exc:  # argparse refuses a value: exit 2 naming the option
+                code = exc.code
+        message = err.getvalue()
+        assert code in (0, 2), f"{case}: exit {code}"
+        if code == 2:
+            assert message.strip() and "Traceback" not in message, case
+            _check_message(message.strip().splitlines()[-1], case)
+        else:
+            json.loads(out.getvalue())
