@@ -35,6 +35,50 @@ class UnknownNameError(KeyError):
         return self.args[0]
 
 
+class AmbiguousNameError(UnknownNameError):
+    """A name that matches several entries (a family name like 'A100'); lists every one of them."""
+
+    def __init__(self, kind: str, name: str, matches: Iterable[str]):
+        self.kind, self.name, self.suggestions = kind, name, tuple(matches)
+        KeyError.__init__(self, f"{shown(name)} matches {len(self.suggestions)} {kind}s: "
+                                f"{', '.join(self.suggestions)}; name one of them")
+
+
+# Words people add to a GPU or model name that never tell two entries apart.
+GENERIC_NAME_TOKENS = frozenset({"nvidia", "geforce", "tesla", "amd", "instinct", "rtx", "radeon", "the", "gpu"})
+
+
+def name_tokens(text: str) -> frozenset[str]:
+    """'NVIDIA GeForce RTX 4090 24GB' -> {'nvidia', 'geforce', 'rtx', '4090', '24gb'}."""
+    return frozenset(re.findall(r"[a-z0-9]+", str(text).lower()))
+
+
+def resolve_name(query: str, entries: Iterable[tuple[str, Iterable[str]]], kind: str) -> str:
+    """The key of the entry that `query` names, from (key, names) pairs.
+
+    An exact name (ignoring case, spaces, hyphens and dots) wins. Otherwise the entries whose names hold every word
+    of the query are the candidates ('a100 80gb' -> both A100 80GB cards): one candidate resolves; among several,
+    the one whose key adds no word of its own (beyond vendor words) resolves ('3090' -> rtx-3090, not rtx-3090-ti);
+    else AmbiguousNameError lists them all. Nothing matches: UnknownNameError with the closest names.
+    """
+    entries = [(key, tuple(names)) for key, names in entries]
+    wanted = normalize_name(query)
+    for key, names in entries:
+        if wanted in {normalize_name(n) for n in (key, *names)}:
+            return key
+    words = name_tokens(query) - GENERIC_NAME_TOKENS
+    if words:
+        hits = [key for key, names in entries if words <= frozenset().union(*(name_tokens(n) for n in (key, *names)))]
+        if len(hits) == 1:
+            return hits[0]
+        plain = [key for key in hits if name_tokens(key) - GENERIC_NAME_TOKENS <= words]
+        if len(plain) == 1:
+            return plain[0]
+        if hits:
+            raise AmbiguousNameError(kind, query, hits)
+    raise UnknownNameError(kind, query, suggest(query, [n for key, names in entries for n in (key, *names)]))
+
+
 def normalize_name(name: str) -> str:
     """Lower-case and drop spaces, hyphens, underscores and dots, so 'RTX 4090' == 'rtx-4090'."""
     return re.sub(r"[\s\-_.()/]+", "", str(name).lower())

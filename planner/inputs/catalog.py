@@ -9,8 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
-from planner.base.schema import (DataFileError, Record, UnknownNameError, load_yaml, normalize_name, sm_label, suggest,
-                                 unique_ids)
+from planner.base.schema import DataFileError, Record, load_yaml, normalize_name, resolve_name, sm_label, unique_ids
 from planner.base.units import gib_to_gb
 
 GPUS_FILE = DATA_DIR / "gpus.yaml"
@@ -115,12 +114,10 @@ class Catalog:
     path: str
 
     def get(self, name: str) -> GPU:
-        """Find a GPU by id, name or alias, ignoring case, spaces, hyphens and underscores."""
-        key = normalize_name(name)
-        for gpu in self.gpus:
-            if key in _names_of(gpu):
-                return gpu
-        raise UnknownNameError("GPU", name, suggest(name, [n for g in self.gpus for n in (g.id, g.name, *g.aliases)]))
+        """Find a GPU by id, name, alias or family name ('4090', 'a100 80gb'); AmbiguousNameError lists the members
+        of a family that holds several, UnknownNameError suggests the closest names (planner.base.schema)."""
+        key = resolve_name(name, ((g.id, (g.name, *g.aliases)) for g in self.gpus), "GPU")
+        return next(g for g in self.gpus if g.id == key)
 
     def ids(self) -> tuple[str, ...]:
         return tuple(g.id for g in self.gpus)

@@ -129,3 +129,28 @@ def test_duplicate_alias_across_gpus_is_rejected(tmp_path):
 def test_peak_paths_cover_all_compute_paths():
     gpu = load_catalog().get("h100-sxm")
     assert [gpu.peak_tflops(p) is not None for p in COMPUTE_PATHS] == [True] * 6
+
+
+@pytest.mark.parametrize("typed, gpu_id", [("4090", "rtx-4090"), ("RTX 4090", "rtx-4090"), ("3090", "rtx-3090"),
+                                           ("3090 ti", "rtx-3090-ti"), ("geforce rtx 3080", "rtx-3080"),
+                                           ("A6000", "rtx-a6000"), ("L40", "l40"), ("l40s", "l40s"), ("A10", "a10"),
+                                           ("a100 sxm 40gb", "a100-sxm-40gb"), ("Tesla T4", "t4")])
+def test_what_people_type_resolves_to_one_gpu(typed, gpu_id):
+    assert load_catalog().get(typed).id == gpu_id
+
+
+@pytest.mark.parametrize("typed, members", [
+    ("A100", {"a100-sxm-80gb", "a100-pcie-80gb", "a100-sxm-40gb", "a100-pcie-40gb"}),
+    ("a100 80gb", {"a100-sxm-80gb", "a100-pcie-80gb"}),
+    ("Tesla V100", {"v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "v100-pcie-32gb"}),
+    ("H100", {"h100-sxm", "h100-pcie", "h100-nvl"})])
+def test_a_family_name_lists_every_member(typed, members):
+    from planner.base.schema import AmbiguousNameError
+    with pytest.raises(AmbiguousNameError) as exc:
+        load_catalog().get(typed)
+    assert set(exc.value.suggestions) == members and f"matches {len(members)} GPUs" in str(exc.value)
+
+
+def test_a_typo_suggests_the_closest_names():
+    with pytest.raises(UnknownNameError, match="did you mean rtx-4090"):
+        load_catalog().get("rtx 4900")

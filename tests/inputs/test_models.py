@@ -152,3 +152,10 @@ def test_deep_json_and_huge_integers_are_refused_with_a_message():
         parse_model_text("[" * 50_000 + "]" * 50_000, "config.json", "upload")
     with pytest.raises(DataFileError, match="could not be read safely|numbers that large"):
         parse_model_text('{"hidden_size": ' + "9" * 5000 + "}", "config.json", "upload")
+
+
+def test_model_family_names_resolve_when_unique_and_list_otherwise():
+    from planner.base.schema import AmbiguousNameError
+    assert load_models().get("gpt2").id == "gpt2-124m" and load_models().get("Llama 3 8B").id == "llama-3-8b"
+    with pytest.raises(AmbiguousNameError, match="llama-3-8b, llama-3-70b"):
+        load_models().get("llama 3")

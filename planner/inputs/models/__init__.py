@@ -15,8 +15,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from planner import DATA_DIR
 from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, load_json_text
-from planner.base.schema import (DataFileError, Record, UnknownNameError, load_yaml, normalize_name, parse_yaml, suggest,
-                                 unique_ids)
+from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, resolve_name, unique_ids
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
@@ -83,11 +82,9 @@ class ModelCatalog:
     models: tuple[ModelProfile, ...]
 
     def get(self, name: str) -> ModelProfile:
-        key = normalize_name(name)
-        for m in self.models:
-            if key in (normalize_name(m.id), normalize_name(m.name)):
-                return m
-        raise UnknownNameError("model", name, suggest(name, [m.id for m in self.models]))
+        """A preset by id, name or family ('gpt2' -> gpt2-124m when it is the only GPT-2); see resolve_name."""
+        key = resolve_name(name, ((m.id, (m.name,)) for m in self.models), "model")
+        return next(m for m in self.models if m.id == key)
 
 
 @lru_cache(maxsize=8)
