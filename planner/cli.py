@@ -266,3 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}", file=sys.stderr)
         return 2
+
+
+def main_exit() -> None:
+    """The `planner` console command (pyproject.toml): main() with its exit code."""
+    sys.exit(main())
