@@ -14,6 +14,7 @@ from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
+from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
@@ -212,6 +213,50 @@ def cmd_calibration(a: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- serve
+
+
+def _concurrencies(text: str) -> tuple[int, ...]:
+    bound = BOUNDS["batch"]
+    try:
+        values = tuple(int(parse_number(x, bound.lo, bound.hi, True)) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not values or len(values) > 32:
+        raise argparse.ArgumentTypeError("give 1 to 32 comma-separated concurrencies, like 1,8,64")
+    return values
+
+
+def _ms(text: str) -> float:
+    try:
+        return float(parse_number(text, 0.001, 3.6e6, False)) / 1e3
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _serving_row(gpu_id: str, p, note: str = "") -> dict:
+    return {"gpu": gpu_id, "concurrency": p.concurrency, "ttft_ms": round(p.ttft_s * 1e3, 2),
+            "tpot_ms": round(p.tpot_s * 1e3, 3), "tokens_per_s": round(p.tokens_per_s, 1),
+            "usd_per_1m_tokens": None if p.usd_per_m_tokens is None else float(f"{p.usd_per_m_tokens:.4g}"),
+            "memory_gb": round(p.memory_gb, 2), "fits": p.fits, "note": note}
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    plan, facts = plan_from_args(a), load_facts()
+    gpus = [facts.catalog.get(n) for n in a.gpu] if a.gpu else list(facts.catalog.gpus)
+    rows = []
+    for gpu in gpus:
+        rows += [_serving_row(gpu.id, serving_point(plan, gpu, facts, c, a.prompt_tokens, a.gen_tokens))
+                 for c in a.concurrency]
+        if a.ttft_ms is None and a.tpot_ms is None:
+            continue
+        best = max_concurrency(plan, gpu, facts, a.prompt_tokens, a.gen_tokens, a.ttft_ms, a.tpot_ms)
+        rows.append(_serving_row(gpu.id, best, "largest within the target") if best else
+                    {"gpu": gpu.id, "concurrency": None, "note": "misses the latency target even alone"})
+    print(emit(rows, a.format))
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -228,6 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_args(_formatted(sub, "estimate", cmd_estimate, "estimate a job on every GPU (or --gpu ...)"))
     _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog")
     _formatted(sub, "models", cmd_models, "list model presets")
+
+    p = _formatted(sub, "serve", cmd_serve, "serving an LLM: TTFT, TPOT, tokens/s and $/1M tokens per concurrency")
+    add_plan_args(p)
+    p.add_argument("--concurrency", type=_concurrencies, default=(1, 8, 32, 128),
+                   help="sequences decoding at once, comma-separated (default 1,8,32,128)")
+    p.add_argument("--ttft-ms", type=_ms, default=None, help="latency target: time to first token (ms)")
+    p.add_argument("--tpot-ms", type=_ms, default=None, help="latency target: time per output token (ms)")
 
     p = _formatted(sub, "prices", cmd_prices, "show the GPU prices in use; --refresh fetches RunPod and writes a "
                    "snapshot", ("table", "json"))

@@ -62,3 +62,14 @@ def test_a_model_path_that_is_not_a_regular_file_is_refused(tmp_path):
     for path in ("/dev/zero", str(fifo), str(tmp_path)):
         out = run("estimate", "--model", path, "--gpu", "h100-sxm")
         assert out.returncode == 2 and "not a regular file" in out.stderr, out.stderr
+
+
+def test_serve_lists_each_concurrency_and_the_largest_within_the_target():
+    out = run("serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--runtime", "vllm", "--prompt-tokens", "512",
+              "--gen-tokens", "256", "--concurrency", "1,8", "--tpot-ms", "30", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["concurrency"] for r in rows[:2]] == [1, 8]
+    best = rows[-1]
+    assert best["note"] == "largest within the target" and best["tpot_ms"] <= 30 and best["concurrency"] > 8
+    assert rows[1]["tokens_per_s"] > rows[0]["tokens_per_s"]
