@@ -20,7 +20,7 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
-from planner.tools import calibration, live_prices, validation
+from planner.tools import calibration, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.views.charts import validation_chart
 from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
@@ -165,6 +165,10 @@ def cmd_validate(a: argparse.Namespace) -> int:
         result = validation.tune_all(a.measurements)
         print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
         return 0
+    if a.by_source:
+        rows = loso.leave_one_source_out(a.measurements)
+        print(emit(loso.loso_summary(rows), a.format))
+        return 0
     report = validation.run_validation(a.measurements)
     rows = validation_rows(report)
     if a.format == "json":
@@ -299,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
     p.add_argument("--tune", action="store_true",
                    help="search runtime efficiencies on the tune split and print them (writes nothing)")
+    p.add_argument("--by-source", action="store_true",
+                   help="leave one source out: tune on every other source, score the one left out (slow: minutes)")
 
     p = _formatted(sub, "calibration", cmd_calibration, "fit a bench result and compare analytic vs calibrated "
                    "estimates")
