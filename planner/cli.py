@@ -20,7 +20,7 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
-from planner.tools import calibration, live_prices, loso, validation
+from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.views.charts import validation_chart
 from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
@@ -53,7 +53,8 @@ def _batch(text: str) -> int | None:
 
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="cfdna-gen", help="preset id, or a path to a model YAML or an HF config.json")
+    p.add_argument("--model", default="cfdna-gen", help="preset id, a path to a model YAML or a config.json, or a "
+                   "Hugging Face id (owner/name: its config.json is fetched and cached)")
     p.add_argument("--workload", choices=("generate", "infer", "train"), default="generate")
     p.add_argument("--precision", default="bf16", help="fp32 | tf32 | fp16 | bf16 | fp8 | int8 | int4")
     p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: the activation dtype)")
@@ -79,9 +80,12 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
 
 
 def resolve_model(name: str) -> ModelProfile:
+    """A preset id or name, a model file (YAML profile or config.json), or a Hugging Face id (owner/name)."""
     path = Path(name)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         return load_model_file(path)
+    if hf_hub.is_repo_id(name):
+        return hf_hub.model_from_hub(name)
     return load_models().get(name)
 
 

@@ -73,3 +73,11 @@ def test_serve_lists_each_concurrency_and_the_largest_within_the_target():
     best = rows[-1]
     assert best["note"] == "largest within the target" and best["tpot_ms"] <= 30 and best["concurrency"] > 8
     assert rows[1]["tokens_per_s"] > rows[0]["tokens_per_s"]
+
+
+def test_a_hugging_face_id_is_fetched_and_an_offline_miss_is_a_clear_error(tmp_path):
+    import os
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)}  # empty cache, no network
+    out = subprocess.run([sys.executable, "-m", "planner", "estimate", "--model", "meta-llama/Meta-Llama-3-8B",
+                          "--gpu", "h100-sxm"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "offline mode" in out.stderr and "Traceback" not in out.stderr

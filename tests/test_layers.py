@@ -124,7 +124,7 @@ def test_the_module_graph_has_no_cycle():
 
 @pytest.mark.parametrize("library, allowed", [
     ("requests", NETWORK_MODULES), ("urllib.request", NETWORK_MODULES), ("http.client", NETWORK_MODULES),
-    ("streamlit", {"app"}),
+    ("streamlit", {"app"}), ("huggingface_hub", {"planner.tools.hf_hub"}),
 ])
 def test_only_named_modules_import(library, allowed):
     users = {m for m, path in MODULES.items() for t, _, _ in _imports(path)

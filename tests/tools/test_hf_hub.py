@@ -1,0 +1,99 @@
+"""Models by Hugging Face id, fetched with huggingface_hub from a local server that speaks the Hub's resolve API."""
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from planner.tools.hf_hub import HubError, fetch_config, is_repo_id, model_from_hub
+
+LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B config.json (hf.co, 2024-04-18), the fields the planner reads
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 8192, "tie_word_embeddings": False, "hidden_act": "silu"}
+REPOS = {"meta-llama/Meta-Llama-3-8B": json.dumps(LLAMA3_8B).encode()}
+COMMIT = "a" * 40
+
+
+class FakeHub(BaseHTTPRequestHandler):
+    hits = 0
+
+    def _answer(self, with_body: bool) -> None:
+        FakeHub.hits += 1
+        parts = self.path.split("/")  # /owner/name/resolve/<revision>/config.json
+        repo, body = "/".join(parts[1:3]), None
+        if parts[3:4] != ["resolve"] or repo not in REPOS:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "RepoNotFound")
+            self.end_headers()
+            return
+        if parts[-1] != "config.json":
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound")
+            self.end_headers()
+            return
+        body = REPOS[repo]
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("ETag", f'"{hashlib.sha1(body).hexdigest()}"')
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        if with_body:
+            self.wfile.write(body)
+
+    def do_HEAD(self):  # noqa: N802 (http.server's name)
+        self._answer(False)
+
+    def do_GET(self):  # noqa: N802
+        self._answer(True)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hub():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_hub_id_becomes_the_same_profile_as_the_preset(hub, tmp_path):
+    m = model_from_hub("meta-llama/Meta-Llama-3-8B", endpoint=hub, cache_dir=str(tmp_path))
+    assert m.params == 8_030_261_248  # Llama-3-8B's published parameter count (the llama-3-8b preset's)
+    assert m.id == "meta-llama/Meta-Llama-3-8B" and m.kv_heads == 8 and m.context == 8192
+
+
+def test_the_config_is_cached_and_read_offline(hub, tmp_path, monkeypatch):
+    fetch_config("meta-llama/Meta-Llama-3-8B", endpoint=hub, cache_dir=str(tmp_path))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    before = FakeHub.hits
+    assert fetch_config("meta-llama/Meta-Llama-3-8B", endpoint=hub, cache_dir=str(tmp_path))["hidden_size"] == 4096
+    assert FakeHub.hits == before  # answered from the cache, no request
+    with pytest.raises(HubError, match="offline mode"):
+        fetch_config("meta-llama/Meta-Llama-3-8B", endpoint=hub, cache_dir=str(tmp_path / "empty"))
+
+
+@pytest.mark.parametrize("repo, needle", [("nobody/nothing", "no model nobody/nothing"), ("not-an-id", "owner/name")])
+def test_unknown_or_malformed_ids_are_named(hub, tmp_path, repo, needle):
+    with pytest.raises(HubError, match=needle):
+        fetch_config(repo, endpoint=hub, cache_dir=str(tmp_path))
+
+
+def test_an_unreachable_hub_says_so_within_the_deadline(tmp_path):
+    import time
+    t0 = time.perf_counter()
+    with pytest.raises(HubError, match="could not be reached"):  # port 9 (discard) refuses: huggingface_hub retries
+        fetch_config("meta-llama/Meta-Llama-3-8B", endpoint="http://127.0.0.1:9", cache_dir=str(tmp_path),
+                     deadline_s=1.0)
+    assert time.perf_counter() - t0 < 3.0
+
+
+def test_what_counts_as_a_hub_id():
+    assert is_repo_id("meta-llama/Meta-Llama-3-8B") and is_repo_id("gpt2/gpt2")
+    assert not is_repo_id("llama-3-8b") and not is_repo_id("data/models.yaml") and not is_repo_id("a/b/c")
