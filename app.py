@@ -9,28 +9,26 @@ import time
 
 _T0 = time.perf_counter()
 
-from dataclasses import fields  # noqa: E402
+from dataclasses import fields, replace  # noqa: E402
 
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
-from planner.tools import calibration
-from planner.views import charts
-from planner.tools import prices
-from planner.views import share
-from planner.tools import uncertainty
-from planner.tools import validation  # noqa: E402
-from planner.inputs.catalog import PRICE_TIERS, load_catalog  # noqa: E402
-from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
-from planner.inputs.models import DecoderProfile, load_models, parse_model_text  # noqa: E402
-from planner.inputs.precisions import load_rules  # noqa: E402
-from planner.views.presets import load_all as load_all_presets  # noqa: E402
-from planner.inputs.runtimes import load_runtimes  # noqa: E402
 from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
-from planner.inputs.jobs import OPTIMIZERS  # noqa: E402
+from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
+from planner.inputs import price_snapshot  # noqa: E402
+from planner.inputs.bench_result import CalibrationError, parse_result  # noqa: E402
+from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_VRAM_GB, PRICE_TIERS  # noqa: E402
+from planner.inputs.facts import load_facts  # noqa: E402
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
+from planner.inputs.models import load_models, parse_model_text  # noqa: E402
+from planner.tools import calibration, live_prices, validation  # noqa: E402
+from planner.views import charts, page, share  # noqa: E402
+from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit  # noqa: E402
+from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
 
-st.set_page_config(page_title="GPU cost & throughput planner", page_icon=":material/calculate:", layout="wide")
+st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide")  # no icon font fetched
 st.markdown("""<style>
 /* the share link's copy button: always visible, not only on hover */
 [data-testid="stCode"] > div:last-child, [data-testid="stCode"] > div:last-child * {
@@ -38,10 +36,9 @@ st.markdown("""<style>
 div.block-container {padding-top: 2.2rem;}
 </style>""", unsafe_allow_html=True)
 
-CATALOG = load_catalog()
+FACTS = load_facts()
+CATALOG, RULES, RUNTIMES = FACTS.catalog, FACTS.rules, FACTS.runtimes
 MODELS = load_models()
-RULES = load_rules()
-RUNTIMES = load_runtimes()
 GPU_BY_ID = {g.id: g for g in CATALOG.gpus}
 JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
 TABS = ("Explain a GPU", "Cost vs time", "Roofline", "Batch size", "Memory", "Accuracy")
@@ -70,9 +67,8 @@ def _load(inputs: share.Inputs) -> None:
 
 def _arch_for(model_id: str) -> dict:
     m = MODELS.get(model_id) if model_id != share.CUSTOM else None
-    if isinstance(m, DecoderProfile):
-        return share.arch_of(m) | {"name": f"{m.name} (edited)"}
-    return share.default_arch()
+    arch = m.architecture() if m is not None else None
+    return arch | {"name": f"{m.name} (edited)"} if arch else share.default_arch()
 
 
 def _load_arch(arch: dict) -> None:
@@ -134,7 +130,7 @@ def _after_model_change() -> None:
     m = _current_model()
     if m is not None:
         ss.size = share.default_size(m)
-        if ss.job == "generate" and not isinstance(m, DecoderProfile):
+        if ss.job == "generate" and not m.can_generate:
             ss.job = "infer"
 
 
@@ -153,19 +149,28 @@ def _on_upload_model() -> None:
     if f is None:
         return
     text = f.getvalue().decode("utf-8", errors="replace")
+    name = md_escape(f.name, 80)
     try:
         m = parse_model_text(text, f.name, f"uploaded {f.name}")
     except DataFileError as exc:
-        where = "" if exc.field == "-" else f" (field '{exc.field}')"
-        ss._upload_msg = ("error", f"{f.name} could not be used: {exc.problem}{where}. The plan is unchanged.")
+        where = "" if exc.field == "-" else f" (field '{md_escape(exc.field, 60)}')"
+        hint = (" It looks like a benchmark result: upload it under 5 · Calibration." if '"planner-bench-result"' in text
+                else "")
+        ss._upload_msg = ("error", f"{name} could not be used: {md_escape(exc.problem)}{where}.{hint} "
+                                   "The plan is unchanged.")
+        return
+    arch = m.architecture()
+    too_big = None if arch else share.spec_link_problem(text)
+    if too_big:
+        ss._upload_msg = ("error", f"{name} could not be used: {md_escape(too_big)}. The plan is unchanged.")
         return
     ss.model = ss._prev_model = share.CUSTOM
-    if isinstance(m, DecoderProfile):
+    if arch:
         ss.spec = ""
-        _load_arch(share.arch_of(m))
+        _load_arch(arch)
     else:
         ss.spec = text
-    ss._upload_msg = ("success", f"Loaded {m.name} from {f.name} ({share.fmt_count(m.params)} parameters).")
+    ss._upload_msg = ("success", f"Loaded {md_escape(m.name, 80)} from {name} ({fmt_count(m.params)} parameters).")
     _after_model_change()
 
 
@@ -175,14 +180,15 @@ def _on_upload_cal() -> None:
     if f is None:
         return
     try:
-        result = calibration.parse_result(f.getvalue(), f.name)
+        result = parse_result(f.getvalue(), f.name)
         cal = calibration.fit(result)
-    except calibration.CalibrationError as exc:
-        ss._cal_msg = ("error", f"{f.name} could not be used: {exc}. The plan keeps its current calibration.")
+    except CalibrationError as exc:
+        ss._cal_msg = ("error", f"{md_escape(f.name, 80)} could not be used: {md_escape(exc, 400)}. The plan keeps "
+                                "its current calibration.")
         return
     ss.cal = cal.to_query()
     ss._cal_result = result
-    ss._cal_msg = ("success", f"Calibrated with {f.name}.")
+    ss._cal_msg = ("success", f"Calibrated with {md_escape(f.name, 80)}.")
 
 
 def _apply_preset(preset_id: str) -> None:
@@ -201,18 +207,36 @@ def _set_price(gpu_id: str, value: float | None) -> None:
     st.session_state.myprice = prices_now
 
 
+def _head_dim() -> None:
+    """Hidden size or heads changed: head dim follows (hidden / heads) when it divides evenly."""
+    ss = st.session_state
+    if ss.m_heads and ss.m_hidden % ss.m_heads == 0:
+        ss.m_hd = ss.m_hidden // ss.m_heads
+
+
 def _refresh_prices() -> None:
-    prices.clear_cache()
+    live_prices.clear_cache()
 
 
 # ---------------------------------------------------------------- sidebar
+
+
+def _bounds(name: str) -> tuple:
+    """(min, max) of a job input for number_input: planner.inputs.jobs.BOUNDS, the CLI's and the links' too."""
+    b = BOUNDS[name]
+    return (int(b.lo), int(b.hi)) if b.integer else (float(b.lo), float(b.hi))
+
+
+def _arch_bounds(param: str) -> tuple[int, int]:
+    f = next(f for f in share.ARCH_FIELDS if f.param == param)
+    return f.lo, f.hi
 
 
 def _model_label(mid: str) -> str:
     if mid == share.CUSTOM:
         return "Custom model (edit fields or upload)"
     m = MODELS.get(mid)
-    return f"{m.name} · {share.fmt_count(m.params)} params"
+    return f"{m.name} · {fmt_count(m.params)} params"
 
 
 def sidebar() -> None:
@@ -226,16 +250,16 @@ def sidebar() -> None:
         with sb.expander("Architecture (decoder transformer)", expanded=True):
             st.text_input("Name", key="m_name")
             c1, c2 = st.columns(2)
-            c1.number_input("Layers", 1, 1000, key="m_layers")
-            c2.number_input("Hidden size", 1, 10**6, key="m_hidden")
-            c1.number_input("Attention heads", 1, 4096, key="m_heads")
-            c2.number_input("KV heads", 1, 4096, key="m_kv", help="= heads for multi-head attention; fewer for GQA/MQA")
-            c1.number_input("Head dim", 1, 4096, key="m_hd", help="usually hidden / heads")
-            c2.number_input("FFN size", 1, 10**7, key="m_ffn")
+            c1.number_input("Layers", *_arch_bounds("m_layers"), key="m_layers")
+            c2.number_input("Hidden size", *_arch_bounds("m_hidden"), key="m_hidden", on_change=_head_dim)
+            c1.number_input("Attention heads", *_arch_bounds("m_heads"), key="m_heads", on_change=_head_dim)
+            c2.number_input("KV heads", *_arch_bounds("m_kv"), key="m_kv", help="= heads for multi-head attention; fewer for GQA/MQA")
+            c1.number_input("Head dim", *_arch_bounds("m_hd"), key="m_hd", help="usually hidden / heads")
+            c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn")
             c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act")
             c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm")
-            c1.number_input("Vocabulary", 1, 10**7, key="m_vocab")
-            c2.number_input("Context (tokens)", 1, 10**8, key="m_ctx")
+            c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab")
+            c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx")
             st.checkbox("Tied input/output embeddings", key="m_tied")
             st.checkbox("Learned position embeddings (GPT-2)", key="m_pos")
             st.checkbox("Biases in linear layers (GPT-2)", key="m_bias")
@@ -243,9 +267,7 @@ def sidebar() -> None:
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
     m = _current_model()
     if m is not None:
-        kind = (f"decoder · {m.layers} layers · hidden {m.hidden} · context {m.context:,}"
-                if isinstance(m, DecoderProfile) else f"generic profile · input size {m.input_size_name}")
-        sb.caption(f"{share.fmt_count(m.params)} parameters · {kind}")
+        sb.caption(f"{fmt_count(m.params)} parameters · {md_escape(m.describe())}")
     with sb.expander("Upload a model (YAML profile or Hugging Face config.json)"):
         st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model", on_change=_on_upload_model,
                          label_visibility="collapsed", max_upload_size=1)
@@ -254,22 +276,23 @@ def sidebar() -> None:
         (sb.error if msg[0] == "error" else sb.success)(msg[1])
 
     sb.subheader("2 · Job")
-    jobs = list(share.JOBS) if isinstance(m, DecoderProfile) or m is None else ["infer", "train"]
+    jobs = list(share.JOBS) if m is None or m.can_generate else ["infer", "train"]
     sb.radio("What to run", jobs, key="job", format_func=JOB_LABELS.get, horizontal=True)
     size_label = f"Input size ({share.size_name(m)})" if m is not None else "Input size"
     if ss.job == "generate":
-        sb.number_input("Sequences to generate", 1, 10**12, step=1000, key="seqs")
+        sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs")
         c1, c2 = sb.columns(2)
-        c1.number_input("Prompt tokens", 1, 10**7, key="prompt", help="at least 1 (a BOS token counts)")
-        c2.number_input("New tokens each", 1, 10**7, key="gen")
+        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", help="at least 1 (a BOS token counts)")
+        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen")
     else:
-        sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), 1, 10**12, step=1000, key="samples")
-        sb.number_input(size_label, 1, 10**7, key="size")
+        sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
+                        key="samples")
+        sb.number_input(size_label, *_bounds("input_size"), key="size")
     if ss.job == "train":
         c1, c2 = sb.columns(2)
-        c1.number_input("Epochs", 0.001, 1e5, step=1.0, key="epochs")
+        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs")
         c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt")
-        c1.number_input("Grad. accumulation", 1, 10**5, key="accum")
+        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum")
         c2.checkbox("Activation checkpointing", key="ckpt", help="recompute activations in the backward pass: "
                     "less memory, about one more forward pass of time")
         sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", horizontal=True,
@@ -278,7 +301,7 @@ def sidebar() -> None:
                       "GPU and all-reduces gradients; FSDP (ZeRO-3) shards them and all-gathers weights per layer")
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:
-        sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), 1, 10**7,
+        sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),
                         key="batch_n")
 
     sb.subheader("3 · Precision & software")
@@ -298,7 +321,7 @@ def sidebar() -> None:
 
     sb.subheader("4 · GPUs & prices")
     c1, c2 = sb.columns([2, 3])
-    c1.number_input("GPUs per job", 1, 1024, key="gpus", help="data parallel; tensor parallel when the "
+    c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help="data parallel; tensor parallel when the "
                     "weights don't fit one GPU (inference); training: DDP or FSDP (see the Job section)")
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help="RunPod secure cloud, community cloud or spot")
     sb.radio("Prices", share.PRICE_SOURCES, key="psrc", horizontal=True,
@@ -322,24 +345,19 @@ def sidebar() -> None:
 
 
 def _api_key() -> str | None:
-    key = prices.api_key_from_env()
+    key = live_prices.api_key_from_env()
     if key:
         return key
     try:
-        return str(st.secrets.get(prices.API_KEY_ENV) or "").strip() or None
+        return str(st.secrets.get(live_prices.API_KEY_ENV) or "").strip() or None
     except Exception:  # no secrets file or an unreadable one: run without a key
         return None
 
 
-@st.cache_resource(show_spinner=False)
-def _snapshot() -> prices.PriceTable:
-    return prices.snapshot_table(CATALOG)
-
-
-def price_table(inputs: share.Inputs) -> prices.PriceTable:
-    base = (prices.fetch_live(CATALOG, api_key=_api_key(), url=prices.RUNPOD_GRAPHQL_URL) if inputs.psrc == "live"
-            else _snapshot())
-    return prices.with_custom(base, inputs.custom_prices) if inputs.myprice else base
+def price_table(inputs: share.Inputs) -> price_snapshot.PriceTable:
+    base = (live_prices.fetch_live(CATALOG, api_key=_api_key(), url=live_prices.RUNPOD_GRAPHQL_URL)
+            if inputs.psrc == "live" else FACTS.prices)
+    return price_snapshot.with_custom(base, inputs.custom_prices) if inputs.myprice else base
 
 
 def _calibration(inputs: share.Inputs):
@@ -347,84 +365,37 @@ def _calibration(inputs: share.Inputs):
         return None
     try:
         return calibration.Calibration.from_query(inputs.cal)
-    except Exception:  # decoded once already; a failure here only drops the calibration
+    except CalibrationError:  # decoded once already; a failure here only drops the calibration
         return None
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _rankings(plan, price_key: tuple, cal_text: str, _table, _cal) -> tuple[list, dict]:
+    """(analytic ranking, calibrated estimates by GPU id) for one distinct plan, shared by every session: a page
+    rerun that only changes the view, or another visitor asking the same, costs nothing. The key is the plan, the
+    prices' identity (source, date, your own prices) and the calibration text; the table and fit ride along."""
+    facts = replace(FACTS, prices=_table)
+    ests = estimate_all(plan, facts)
+    cal_all = estimate_all(plan, facts, adjust=_cal.adjust) if _cal else []
+    # only GPUs the calibration reaches (a CPU calibration changes none of the catalog's)
+    return ests, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
+
+
 def estimates(plan, inputs: share.Inputs, table, cal) -> tuple[list, dict]:
-    """(analytic ranking, calibrated estimates by GPU id), memoised for reruns that change only the view."""
-    key = (plan, inputs.psrc, table.source, table.as_of, inputs.myprice, inputs.cal)
-    memo = st.session_state.setdefault("_memo", {})
-    if key not in memo:
-        ests = estimate_all(plan, CATALOG, prices=table.prices)
-        cal_all = estimate_all(plan, CATALOG, prices=table.prices, adjust=cal.adjust) if cal else []
-        # only GPUs the calibration reaches (a CPU calibration changes none of the catalog's)
-        cal_ests = {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
-        memo.clear()
-        memo[key] = (ests, cal_ests)
-    return memo[key]
+    return _rankings(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, table, cal)
 
 
-def _filtered(ests, inputs: share.Inputs) -> list:
-    out = []
-    for e in ests:
-        g = e.gpu
-        if inputs.vendor != "all" and g.vendor != inputs.vendor:
-            continue
-        if g.vram_gb < inputs.minvram:
-            continue
-        p = e.price
-        if inputs.maxusd and (p is None or p.usd_hr > inputs.maxusd):
-            continue
-        if inputs.feasible and not e.feasible:
-            continue
-        if inputs.priced and p is None:
-            continue
-        out.append(e)
-    return out
+def _filters(inputs: share.Inputs) -> page.Filters:
+    return page.Filters(inputs.vendor, inputs.minvram, inputs.maxusd, inputs.feasible, inputs.priced)
 
 
 # ---------------------------------------------------------------- rendering
 
 
-def _reason_text(e) -> str:
-    blocking = [r.text for r in e.reasons if r.blocking]
-    notes = [r.text for r in e.reasons if not r.blocking]
-    return "; ".join([f"✗ {t}" for t in blocking] + [f"• {t}" for t in notes])
-
-
-def _rate(e, is_decoder: bool) -> float | None:
-    return e.tokens_per_s if is_decoder else e.items_per_s
-
-
-def ranking_table(rows, inputs, is_decoder, cal_ests, bands) -> tuple[pd.DataFrame, dict]:
-    unit, div = charts.time_unit(e.seconds for e in rows)
-    noun = {"generate": "sequences", "infer": "samples", "train": "samples"}[inputs.job]
-    rate_name = ("tokens/s" if is_decoder else f"{noun}/s")
-    data = []
-    for i, e in enumerate(rows, 1):
-        p = e.price
-        cal = cal_ests.get(e.gpu.id)
-        band = bands.get(e.gpu.id)
-        data.append({
-            "Rank": i, "GPU": e.gpu.name, "Runs?": e.feasible, "Why / notes": _reason_text(e),
-            f"Time ({unit})": e.seconds / div if e.seconds else None,
-            **({f"Likely range ({unit})": (f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None)}
-               if bands else {}),
-            **({f"Calibrated time ({unit})": (cal.seconds / div if cal and cal.seconds else None)} if cal_ests else {}),
-            f"Throughput ({rate_name})": _rate(e, is_decoder),
-            **({f"{noun.capitalize()}/s": e.items_per_s} if is_decoder else {}),
-            "Job cost ($)": e.cost(),
-            **({"Calibrated cost ($)": cal.cost() if cal else None} if cal_ests else {}),
-            "$/GPU-h": p.usd_hr if p else None,
-            "Price date": p.date.isoformat() if p and p.date else None,
-            "Price source": f"{p.origin}: {p.source}" if p else "no price: enter your own in 'Explain a GPU'",
-            "Limited by": e.bound if e.feasible else "-",
-            "Batch": e.batch, "Memory (GB)": e.memory.total_gb, "VRAM (GB)": e.gpu.vram_capacity_gb,
-            "Memory used": e.memory.total_gb / e.gpu.vram_capacity_gb,
-            "gpu_id": e.gpu.id,
-        })
+def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, list]:
+    data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands)
     df = pd.DataFrame(data)
+    noun = page.NOUNS[inputs.job]
     cc = st.column_config
     config = {
         "Rank": cc.NumberColumn(width="small", pinned=True, help="Feasible first, then by job cost, then by time"),
@@ -445,7 +416,7 @@ def ranking_table(rows, inputs, is_decoder, cal_ests, bands) -> tuple[pd.DataFra
         "Limited by": cc.TextColumn(width="small", help="memory = bandwidth-bound; compute = TFLOPS-bound; "
                                     "overhead = kernel launches; communication = GPU-to-GPU links"),
         "Batch": cc.NumberColumn(width="small", help="Per GPU; auto = the cheapest that fits"),
-        "Memory (GB)": cc.NumberColumn(format="%.3g", help="Per GPU at this batch"),
+        "Memory (GB)": cc.NumberColumn(format="%.3g", help="Per GPU at this batch, decimal GB (1e9 bytes)"),
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
         "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0,
@@ -453,41 +424,22 @@ def ranking_table(rows, inputs, is_decoder, cal_ests, bands) -> tuple[pd.DataFra
         "gpu_id": None,
     }
     order = [c for c in ("Rank", "GPU", "Runs?", f"Time ({unit})", f"Likely range ({unit})",
-                         f"Calibrated time ({unit})",
-                         "Job cost ($)", "Calibrated cost ($)", "$/GPU-h", f"Throughput ({rate_name})",
-                         f"{noun.capitalize()}/s", "Limited by", "Memory used", "Why / notes", "Memory (GB)",
-                         "VRAM (GB)", "Batch", "Price date", "Price source") if c in df.columns]
+                         f"Calibrated time ({unit})", "Job cost ($)", "Calibrated cost ($)", "$/GPU-h",
+                         f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used",
+                         "Why / notes", "Memory (GB)", "VRAM (GB)", "Batch", "Price date", "Price source")
+             if c in df.columns]
     return df, config, order
 
 
-def callouts(rows, is_decoder) -> None:
-    ok = [e for e in rows if e.feasible and e.seconds and e.cost() is not None]
-    if not ok:
+def callouts(rows, gpus: int) -> None:
+    found = page.callouts(rows)
+    if not found:
         return
-    fastest = min(ok, key=lambda e: (e.seconds, e.gpu.id))
-    cheapest = min(ok, key=lambda e: (e.cost(), e.seconds, e.gpu.id))
-    best_id = charts.best_value((e.gpu.id, e.seconds, e.cost()) for e in ok)
-    best = next(e for e in ok if e.gpu.id == best_id)
-    cols = st.columns(3)
-    for col, (label, e, why) in zip(cols, (
-            ("Fastest", fastest, "shortest time for the job"),
-            ("Cheapest", cheapest, "lowest cost for the job"),
-            ("Best value", best, "best balance: lowest time x cost"))):
-        rate = _rate(e, is_decoder)
-        unit = "tokens/s" if is_decoder else "items/s"
-        with col.container(border=True, key=f"callout_{label.replace(' ', '_').lower()}"):
-            st.markdown(f"**{label}** · {why}")
-            st.markdown(f"#### {charts.short_name(e.gpu.name)}")
-            st.markdown(f"{share.fmt_seconds(e.seconds)} · **{share.fmt_usd(e.cost())}** "
-                        f"at ${e.price.usd_hr:.2f}/GPU-h" + (f" × {e.plan.gpus}" if e.plan.gpus > 1 else "")
-                        + (f" · {share.fmt_count(rate)} {unit}" if rate else ""))
-
-
-def _md_table(header: list[str], rows) -> str:
-    """A small markdown table (wraps long text, unlike st.dataframe)."""
-    cell = lambda x: str(x).replace("|", "/").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(cell(x) for x in r) + " |" for r in rows])
+    for col, c in zip(st.columns(len(found)), found):
+        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}"):
+            st.markdown(f"**{c.label}** · {c.why}")
+            st.markdown(f"#### {page.callout_title(c)}")
+            st.markdown(page.callout_line(c, gpus))
 
 
 def calibration_panel(plan, cal) -> None:
@@ -495,17 +447,17 @@ def calibration_panel(plan, cal) -> None:
     where = (f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
              f"(half of it across architectures)" if cal.gpu_id else
              "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device below")
-    with st.expander(f"**Your calibration** · {cal.device_name}, bench of {cal.bench_date}", expanded=True,
-                     icon=":material/tune:"):
+    with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
+                     expanded=True, icon=":material/tune:"):
         st.markdown(f"Fitted on {cal.fit_points} points (rms error {cal.fit_rms_pct:.3g} %): bandwidth efficiency "
                     f"**{cal.mem_bw_efficiency:.3g}**, compute efficiency **{cal.compute_efficiency:.3g}** "
                     f"({cal.compute_path}), "
                     f"launch overhead **{cal.launch_overhead_us:.3g} us**; {where}.")
         device = cal.measured_gpu(CATALOG)
-        a, c = estimate_gpu(plan, device), estimate_gpu(plan, device, adjust=cal.adjust)
+        a, c = estimate_gpu(plan, device, FACTS), estimate_gpu(plan, device, FACTS, cal.adjust)
         if a.seconds and c.seconds:
-            st.markdown(f"This plan on **{device.name}**: {share.fmt_seconds(a.seconds)} analytic, "
-                        f"**{share.fmt_seconds(c.seconds)} calibrated**.")
+            st.markdown(f"This plan on **{md_escape(device.name, 80)}**: {fmt_seconds(a.seconds)} analytic, "
+                        f"**{fmt_seconds(c.seconds)} calibrated**.")
         result = st.session_state.get("_cal_result")
         if result is not None:
             df = charts.calibration_data(calibration.point_table(result, cal))
@@ -513,67 +465,49 @@ def calibration_panel(plan, cal) -> None:
                 st.altair_chart(charts.calibration_chart(df), width="stretch")
 
 
-def explain(e, cal_e, inputs: share.Inputs, is_decoder: bool) -> None:
+def explain(e, cal_e, inputs: share.Inputs) -> None:
     g = e.gpu
     st.markdown(f"### {g.name}")
-    st.caption(f"{g.architecture} · {g.sm} · {g.vram_gb:g} GB (GiB) {g.memory_type} at {g.mem_bw_gbps:,.0f} GB/s · "
-               f"{g.market}")
+    st.caption(page.gpu_caption(e))
     with st.expander("Where these specs come from"):
-        st.caption(g.source + (f"  \nNotes: {g.notes}" if g.notes else ""))
+        st.caption(md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""))
     for r in e.reasons:
-        (st.error if r.blocking else st.info)(("Can't run: " if r.blocking else "Note: ") + r.text)
+        (st.error if r.blocking else st.info)(("Can't run: " if r.blocking else "Note: ") + md_escape(r.text, 600))
     c = st.columns(4)
-    c[0].metric("Time for the job", share.fmt_seconds(e.seconds),
-                help="Sum over every step of the job (formula below)")
-    c[1].metric(f"Cost ({inputs.tier})", share.fmt_usd(e.cost()),
-                help="seconds / 3600 x GPUs x $/GPU-hour")
-    rate = _rate(e, is_decoder)
-    c[2].metric("Throughput (" + ("tokens/s)" if is_decoder else "samples/s)"), share.fmt_count(rate) if rate else "-",
-                help="average over the whole job")
-    c[3].metric(f"Memory per GPU (of {g.vram_capacity_gb:.3g} GB)", f"{e.memory.total_gb:.3g} GB",
-                help=f"at batch {e.batch:,}; decimal GB ({g.vram_gb:g} GiB = {g.vram_capacity_gb:.3g} GB)")
+    c[0].metric("Time for the job", fmt_seconds(e.seconds), help="Sum over every step of the job (formula below)")
+    c[1].metric(f"Cost ({inputs.tier})", fmt_usd(e.cost()), help="seconds / 3600 x GPUs x $/GPU-hour")
+    rate = page.rate(e)
+    c[2].metric(f"Throughput ({page.rate_unit(inputs.job, e.plan.model.counts_tokens)})",
+                fmt_count(rate) if rate else "-", help="average over the whole job")
+    c[3].metric(f"Memory per GPU (of {g.vram_gb:.3g} GB)", f"{e.memory.total_gb:.3g} GB",
+                help=f"at batch {e.batch:,}; decimal GB ({g.vram_gib:g} GiB = {g.vram_gb:.3g} GB)")
     if cal_e is not None and cal_e.seconds:
-        st.success(f"Calibrated: {share.fmt_seconds(cal_e.seconds)}, {share.fmt_usd(cal_e.cost())} "
-                   f"({cal_e.efficiency.source})")
+        st.success(f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
+                   f"({md_escape(cal_e.efficiency.source, 400)})")
 
     st.markdown("#### Inputs behind the figures")
-    path = e.setup.precision.compute_path
-    eff = e.efficiency
-    peak = g.peak_tflops(path)
-    inputs_rows = [
-        ("Peak " + path + " TFLOPS (dense)", f"{peak:g}" if peak else "none", "data/gpus.yaml (datasheet)"),
-        ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", "data/gpus.yaml (datasheet)"),
-        ("Compute efficiency", f"{eff.compute_efficiency:.0%} of peak", eff.source),
-        ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
-        ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
-         eff.source),
-        ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
-         "auto: the cheapest that fits" if inputs.batch is None else "yours"),
-        ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
-    ]
+    st.markdown(page.md_table(["input", "value", "source"], page.inputs_rows(e, inputs.batch is None)))
     price = e.price
-    if price:
-        inputs_rows.append((f"Price ({inputs.tier})", f"${price.usd_hr:.3f}/GPU-h",
-                            f"{price.origin}, {price.date or 'undated'}: {price.source}"))
-    st.markdown(_md_table(["input", "value", "source"], inputs_rows))
     if e.seconds and price:
         st.markdown(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
-                    f"= **{share.fmt_usd(e.cost())}**")
+                    f"= **{fmt_usd(e.cost())}**")
     st.markdown("#### Memory breakdown")
-    st.markdown(_md_table(["used by", "GB", "formula"],
-                          [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]))
-    verdict = "fits" if e.memory.total_gb <= g.vram_capacity_gb else "does NOT fit"
-    st.markdown(f"Total **{e.memory.total_gb:.3g} GB** per GPU at batch {e.batch:,}, of "
-                f"{g.vram_capacity_gb:.3g} GB ({g.vram_gb:g} GiB): {verdict}.")
+    st.markdown(page.md_table(["used by", "GB", "formula"],
+                              [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]))
+    st.markdown(page.memory_sentence(e))
 
     st.markdown("#### Your own price")
-    key = f"price_in_{g.id}"
+    key = f"price_in_{g.id}_{inputs.tier}"  # per tier: switching tiers shows that tier's price, not a stale one
     current = inputs.custom_prices.get(g.id) or (price.usd_hr if price else 1.0)
     if key not in st.session_state:
-        st.session_state[key] = float(current)
+        st.session_state[key] = float(min(max(current, CUSTOM_MIN_USD_HR), CUSTOM_MAX_USD_HR))
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
-    c1.number_input(f"$/GPU-hour for {charts.short_name(g.name)}", 0.001, 999.0, step=0.05, key=key, format="%.3f")
-    c2.button("Use this price", key=f"use_price_{g.id}", on_click=lambda: _set_price(g.id, st.session_state[key]))
+    c1.number_input(f"$/GPU-hour for {short_name(g.name)}", CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR, step=0.05, key=key,
+                    format="%.3f")
+    c2.button("Use this price", key=f"use_price_{g.id}", on_click=lambda: _set_price(g.id, st.session_state[key]),
+              disabled=g.id not in inputs.custom_prices and price is not None
+              and abs(st.session_state[key] - price.usd_hr) < 5e-4,
+              help="Enabled once you type a price that differs from the listed one")
     if g.id in inputs.custom_prices:
         c3.button("Listed price", key=f"drop_price_{g.id}", on_click=lambda: _set_price(g.id, None),
                   help="Forget your price for this GPU")
@@ -589,35 +523,17 @@ def explain(e, cal_e, inputs: share.Inputs, is_decoder: bool) -> None:
     split = charts.time_split_data(e)
     if len(split):
         st.altair_chart(charts.time_split_chart(split), width="stretch")
-    rows = []
-    for ph in e.phases:
-        for grp in ph.groups:
-            rows.append({"phase": ph.name, "op group": grp.name, "steps × passes": f"{ph.steps:,} × {ph.passes:,.4g}",
-                         "TFLOP": grp.flops * ph.passes / 1e12, "GB moved": grp.bytes * ph.passes / 1e9,
-                         "FLOP/byte": grp.flops / grp.bytes if grp.bytes else 0.0,
-                         "compute s": grp.compute_s * ph.passes, "memory s": grp.memory_s * ph.passes,
-                         "time s": grp.time_s * ph.passes, "limited by": grp.bound, "formula": grp.formula})
-        rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
-                     "steps × passes": f"{ph.steps:,} × {ph.passes:,.4g}", "TFLOP": 0.0, "GB moved": 0.0,
-                     "FLOP/byte": 0.0,
-                     "compute s": 0.0, "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
-                     "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
-        if ph.comm_s:
-            rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication",
-                         "steps × passes": f"{ph.steps:,} × {ph.passes:,.4g}", "TFLOP": 0.0, "GB moved": 0.0,
-                         "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0, "time s": ph.comm_s * ph.passes,
-                         "limited by": "communication", "formula": "bytes / link bandwidth + latency per call"})
     secs = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, column_config={
         "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
         "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
         "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
         "compute s": secs, "memory s": secs, "time s": secs, "formula": st.column_config.TextColumn(width="large")})
 
 
-def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, is_decoder, cmp_ids) -> None:
+def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, cmp_ids) -> None:
     if name == "Cost vs time":
-        unit = charts.time_unit(e.seconds for e in rows)
+        unit = time_unit(e.seconds for e in rows)
         df = charts.cost_time_data(rows, {k: v for k, v in cal_ests.items() if k in {e.gpu.id for e in rows}}, unit)
         if df.empty:
             st.info("No GPU in the table can run this plan with a price.")
@@ -632,12 +548,12 @@ def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, is_decoder, c
             st.altair_chart(charts.roofline_chart(ceilings, points), width="stretch")
     elif name == "Batch size":
         gpus = [GPU_BY_ID[g] for g in cmp_ids]
-        df = charts.batch_sweep(plan, gpus, table.prices, cal.adjust if cal else None)
+        df = charts.batch_sweep(plan, gpus, replace(FACTS, prices=table), cal.adjust if cal else None)
         per_gpu = -(-plan.workload.items // plan.gpus)
         if len(df) and df.batch.max() >= per_gpu and per_gpu < 64:
             st.caption(f"The job has only {per_gpu:,} item(s) per GPU, so no batch can be larger: raise the job size "
                        f"in the sidebar to see how larger batches would run.")
-        col, title = charts.rate_column(inputs.job, is_decoder)
+        col, title = charts.rate_column(inputs.job, plan.model.counts_tokens)
         st.altair_chart(charts.batch_chart(df, col, title), width="stretch")
         st.altair_chart(charts.batch_chart(df, "cost_usd", f"Job cost ($, RunPod {inputs.tier})"), width="stretch")
     elif name == "Memory":
@@ -662,17 +578,17 @@ def accuracy() -> None:
         "p90_ape": "90th pct |error| %", "median_speed_bias_pct": "median bias % (+ = real runs slower than estimated)",
         "target_median_ape": "target median %", "meets_target": "meets target"}).drop(columns=["split"])
     st.dataframe(summary, hide_index=True)
-    st.altair_chart(validation.validation_chart(report), width="stretch")
+    st.altair_chart(charts.validation_chart(report), width="stretch")
 
 
 def presets_block(fresh: bool, inputs: share.Inputs) -> None:
     try:
         presets, broken = load_all_presets()
     except DataFileError as exc:
-        st.error(f"The example questions could not be loaded: {exc}")
+        st.error(f"The example questions could not be loaded: {md_escape(exc, 400)}")
         return
     for exc in broken:
-        st.error(f"An example question could not be loaded: {exc}")
+        st.error(f"An example question could not be loaded: {md_escape(exc, 400)}")
     with st.expander("**Example questions** · one click fills in the whole plan", expanded=fresh,
                      icon=":material/lightbulb:"):
         cols = st.columns(3)
@@ -695,14 +611,15 @@ def main(inputs: share.Inputs) -> None:
     presets_block(ss.get("_fresh", False), inputs)
     if ss._link_warnings:
         st.warning("Some values in this link could not be used; they fell back to defaults:\n\n"
-                   + "\n".join(f"- {w}" for w in ss._link_warnings), icon=":material/link_off:")
+                   + "\n".join(f"- {md_escape(w, 300)}" for w in ss._link_warnings), icon=":material/link_off:")
 
     try:
         model = share.resolve_model(inputs)
     except (DataFileError, UnknownNameError) as exc:
         field = getattr(exc, "field", "")
-        st.error(f"The custom model is not valid: {getattr(exc, 'problem', exc)}"
-                 + (f" (field '{field}')" if field else "") + ". Fix it in the sidebar; nothing else was changed.")
+        st.error(f"The custom model is not valid: {md_escape(getattr(exc, 'problem', exc), 400)}"
+                 + (f" (field '{md_escape(field, 60)}')" if field else "")
+                 + ". Fix it in the sidebar; nothing else was changed.")
         return
     plan = share.to_plan(inputs, model)
     table = price_table(inputs)
@@ -710,34 +627,27 @@ def main(inputs: share.Inputs) -> None:
     try:
         ests, cal_ests = estimates(plan, inputs, table, cal)
     except (ValueError, UnknownNameError, DataFileError) as exc:
-        st.error(f"This plan can't be estimated: {exc}. Change the input it names in the sidebar.")
+        st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
         return
-    is_decoder = isinstance(model, DecoderProfile)
-    st.markdown(f"**Plan:** {share.plan_sentence(inputs, model)}")
+    st.markdown(f"**Plan:** {md_escape(share.plan_sentence(inputs, model), 1000)}")
     if not table.ok or table.source != "snapshot" or inputs.myprice:
-        (st.warning if not table.ok else st.caption)(f"Prices: {table.message}")
+        (st.warning if not table.ok else st.caption)(f"Prices: {md_escape(table.message, 600)}")
 
-    rows = _filtered(ests, inputs)
-    bands = _bands(rows, cal_ests)
+    rows = page.filtered(ests, _filters(inputs))
+    bands = page.bands(rows, cal_ests)
     if cal is not None:
         calibration_panel(plan, cal)
-    callouts(rows, is_decoder)
-    if not any(e.feasible for e in rows):
-        top = {}
-        for e in rows:
-            for r in e.reasons:
-                if r.blocking:
-                    top[r.code] = top.get(r.code, 0) + 1
-        st.error("No GPU in the list can run this plan. Most common reasons: "
-                 + ", ".join(f"{k} ({n} GPUs)" for k, n in sorted(top.items(), key=lambda kv: -kv[1]))
-                 + ". Try a smaller batch, a lower precision, activation checkpointing or more GPUs per job.")
+    callouts(rows, plan.gpus)
+    nothing = page.nothing_runs_message(rows, ests)
+    if nothing:
+        st.error(nothing)
 
     url = share.link(st.context.url, inputs)
     c_link, c_csv, c_json = st.columns([6, 1, 1], vertical_alignment="bottom")
     with c_link:
         st.markdown("**Share this plan** · copy the link (button on the right of the box); it opens exactly this plan")
         st.code(url, language=None, wrap_lines=True)
-    ctx = share.ExportContext(url, CATALOG.path, table.source, table.as_of, _extra_columns(rows, cal_ests, bands))
+    ctx = share.ExportContext(url, CATALOG.path, table.source, table.as_of, page.extra_columns(rows, cal_ests, bands))
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",
@@ -746,12 +656,13 @@ def main(inputs: share.Inputs) -> None:
     st.subheader("Every GPU, ranked")
     f = st.columns([1.2, 1, 1, 1.1, 1.1])
     f[0].selectbox("Vendor", share.VENDORS, key="vendor")
-    f[1].number_input("Min VRAM (GB)", 0.0, 2000.0, step=8.0, key="minvram", format="%g")
-    f[2].number_input("Max $/GPU-h (0 = any)", 0.0, 999.0, step=0.25, key="maxusd", format="%g")
+    f[1].number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
+                      help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
+    f[2].number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
     f[3].checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
     f[4].checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
                   "them; type your own price in 'Explain a GPU')")
-    df, config, order = ranking_table(rows, inputs, is_decoder, cal_ests, bands)
+    df, config, order = ranking_table(rows, inputs, cal_ests, bands)
     event = st.dataframe(df, hide_index=True, column_config=config, column_order=order, key="ranking",
                          on_select="rerun",
                          selection_mode="single-row", height=min(38 + 35 * len(df), 560))
@@ -777,10 +688,10 @@ def main(inputs: share.Inputs) -> None:
                 options = [""] + [g.id for g in CATALOG.gpus]
                 picked_gpu = st.selectbox("GPU to explain (or click a row of the table)", options, key="gpu",
                                           format_func=lambda gid: GPU_BY_ID[gid].name if gid else
-                                          f"Top of the ranking ({charts.short_name(GPU_BY_ID[default_gpu].name)})")
+                                          f"Top of the ranking ({short_name(GPU_BY_ID[default_gpu].name)})")
                 chosen = picked_gpu or default_gpu
                 e = next((x for x in ests if x.gpu.id == chosen), None)
-                explain(e, cal_ests.get(chosen), inputs, is_decoder)
+                explain(e, cal_ests.get(chosen), inputs)
             else:
                 if name in ("Roofline", "Batch size", "Memory"):
                     st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)",
@@ -789,34 +700,7 @@ def main(inputs: share.Inputs) -> None:
                 if name != "Accuracy" and not cmp_ids and name != "Cost vs time":
                     st.info("No GPU can run this plan: nothing to compare.")
                 else:
-                    chart_tab(name, rows, inputs, plan, table, cal, cal_ests, is_decoder, cmp_ids)
-
-
-def _bands(rows, cal_ests) -> dict:
-    """GPU id -> (low_s, high_s): the 80 % range from validation residuals (planner.tools.uncertainty)."""
-    out = {}
-    for e in rows:
-        try:
-            b = uncertainty.band(e, e.gpu.id in cal_ests)
-        except (DataFileError, OSError):  # no uncertainty table yet: no range column
-            return {}
-        if b:
-            out[e.gpu.id] = b
-    return out
-
-
-def _extra_columns(rows, cal_ests, bands) -> dict:
-    out = {}
-    for e in rows:
-        extra = {}
-        if e.gpu.id in cal_ests:
-            c = cal_ests[e.gpu.id]
-            extra.update(calibrated_seconds=c.seconds, calibrated_cost_usd=c.cost())
-        if e.gpu.id in bands:
-            extra.update(seconds_low=bands[e.gpu.id][0], seconds_high=bands[e.gpu.id][1])
-        if extra:
-            out[e.gpu.id] = extra
-    return out
+                    chart_tab(name, rows, inputs, plan, table, cal, cal_ests, cmp_ids)
 
 
 _init()

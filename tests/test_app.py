@@ -1,6 +1,7 @@
 """The page through streamlit.testing.v1.AppTest: every control, every preset, links in and out, uploads, prices."""
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.tools import prices
+from planner.tools import live_prices as prices
 from planner.views import share
 from planner.inputs.catalog import load_catalog
 from planner.views.presets import load_presets
@@ -33,7 +34,7 @@ def _app(params=None, secrets=None) -> AppTest:
 
 def _ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [_shown(e.value) for e in at.error]
 
 
 def _link(at: AppTest) -> dict[str, str]:
@@ -41,8 +42,13 @@ def _link(at: AppTest) -> dict[str, str]:
     return {k: (v if isinstance(v, str) else v[-1]) for k, v in at.query_params.items()}
 
 
+def _shown(markdown: str) -> str:
+    """Markdown source as a reader sees it: backslash escapes (planner.views.format.md_escape) removed."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def _plan_text(at: AppTest) -> str:
-    return next(m.value for m in at.markdown if m.value.startswith("**Plan:**"))
+    return _shown(next(m.value for m in at.markdown if m.value.startswith("**Plan:**")))
 
 
 def _ranking(at: AppTest):
@@ -135,7 +141,7 @@ def test_each_preset_loads_its_plan_in_one_click(preset):
     at.button(key=f"preset_{preset.id}").click().run()
     _ok(at)
     assert _link(at) == share.encode(preset.inputs)
-    assert any(preset.question in i.value for i in at.info)  # the question and its hint stay on screen
+    assert any(preset.question in _shown(i.value) for i in at.info)  # the question and its hint stay on screen
     if preset.inputs.gpu:  # the explain tab opens on the GPU the question is about
         assert any(m.value == f"### {CATALOG.get(preset.inputs.gpu).name}" for m in at.markdown)
 
@@ -144,7 +150,7 @@ def test_bad_link_warns_per_parameter_and_falls_back_for_those_only():
     at = _app({"model": "llama-2-7b", "prec": "bf17", "gpus": "-2", "tier": "community", "colour": "red",
                "cmp": "rtx-4090,rtx-9999"})
     assert not at.exception
-    text = " ".join(w.value for w in at.warning)
+    text = " ".join(_shown(w.value) for w in at.warning)
     for param in ("'prec'", "'gpus'", "'colour'", "'cmp'"):
         assert param in text
     link = _link(at)
@@ -176,7 +182,7 @@ def test_invalid_custom_architecture_says_which_field():
     at = _app({"model": "custom"})
     at.number_input(key="m_kv").set_value(5).run()  # 12 heads are not a multiple of 5 KV heads
     assert not at.exception
-    assert any("kv_heads" in e.value for e in at.error)
+    assert any("kv_heads" in _shown(e.value) for e in at.error)
 
 
 def test_uploaded_hf_config_becomes_an_editable_custom_model():
@@ -189,7 +195,7 @@ def test_uploaded_hf_config_becomes_an_editable_custom_model():
     link = _link(at)
     assert (link["model"], link["m_layers"], link["m_hidden"], link["m_kv"], link["m_ffn"]) == \
         ("custom", "4", "512", "4", "1376")
-    assert any("Loaded" in s.value for s in at.success)
+    assert any("Loaded" in _shown(s.value) for s in at.success)
 
 
 def test_bad_upload_is_explained_and_changes_nothing():
@@ -197,7 +203,7 @@ def test_bad_upload_is_explained_and_changes_nothing():
     before = _link(at)
     at.file_uploader(key="upload_model").set_value(("config.json", b"{not json", "application/json")).run()
     assert not at.exception
-    assert any("config.json could not be used" in e.value and "not valid JSON" in e.value for e in at.error)
+    assert any("config.json could not be used" in _shown(e.value) and "not valid JSON" in _shown(e.value) for e in at.error)
     assert _link(at) == before
 
 
@@ -209,7 +215,7 @@ def test_calibration_upload_travels_and_a_bad_one_keeps_it():
     assert cal.startswith("v=1;") and "cls=cpu" in cal
     assert any("Your calibration" in e.label for e in at.expander)
     at.file_uploader(key="upload_cal").set_value(("bench.json", b'{"kind": "other"}', "application/json")).run()
-    assert not at.exception and any("bench.json could not be used" in e.value for e in at.error)
+    assert not at.exception and any("bench.json could not be used" in _shown(e.value) for e in at.error)
     assert _link(at)["cal"] == cal  # the good calibration stays
     shared = _app({"cal": cal})  # and the link brings it back without the file
     assert not shared.exception and any("Your calibration" in e.label for e in shared.expander)
@@ -217,7 +223,7 @@ def test_calibration_upload_travels_and_a_bad_one_keeps_it():
 
 def test_own_price_for_a_gpu_travels_and_marks_its_origin():
     at = _app({"gpu": "rtx-4070-ti-super", "tier": "community"})  # a GPU RunPod does not list
-    at.number_input(key="price_in_rtx-4070-ti-super").set_value(0.33)
+    at.number_input(key="price_in_rtx-4070-ti-super_community").set_value(0.33)
     at.button(key="use_price_rtx-4070-ti-super").click().run()
     _ok(at)
     assert _link(at)["myprice"] == "rtx-4070-ti-super:0.33"
@@ -250,7 +256,7 @@ def test_cmp_selection_travels():
 def test_no_gpu_can_run_it_says_why():
     at = _app({"model": "llama-3-70b", "job": "train", "prec": "fp32", "samples": "100"})
     assert not at.exception
-    assert any("No GPU in the list can run this plan" in e.value and "oom" in e.value for e in at.error)
+    assert any("No GPU in the list can run this plan" in e.value and "oom" in _shown(e.value) for e in at.error)
 
 
 class _RunPod:
@@ -318,6 +324,37 @@ def test_broken_price_feed_falls_back_to_the_snapshot_with_a_warning(runpod):
     runpod(500, {"errors": ["down"]})
     at = _app({"psrc": "live"}, secrets={"RUNPOD_API_KEY": SECRET})
     assert not at.exception
-    assert any("Prices:" in w.value for w in at.warning)
+    assert any("Prices:" in _shown(w.value) for w in at.warning)
     assert _ranking(at)["Price source"].str.startswith("snapshot").any()
     assert SECRET not in _everything(at)
+
+
+def _rendered_links(at: AppTest) -> list[str]:
+    """Markdown a reader would see as a link or an image: '[text](url)' not escaped by a backslash."""
+    texts = [m.value for m in at.markdown] + [e.value for e in (*at.error, *at.warning, *at.info, *at.success)]
+    return [t for t in texts if re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", t)]
+
+
+def test_nothing_a_link_or_an_upload_carries_renders_as_markup():
+    evil = "[click](http://evil.example) ![x](http://evil.example/p.png)"
+    at = _app({"model": "custom", "m_name": evil, "prec": evil, "bogus": evil})
+    assert not at.exception and not _rendered_links(at)
+    assert evil in _plan_text(at)  # shown as typed
+    cfg = {"_name_or_path": evil, "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64}
+    at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(cfg).encode(), "application/json")).run()
+    assert not at.exception and not _rendered_links(at)
+
+
+def test_filters_that_hide_every_gpu_say_so():
+    at = _app({"minvram": "1999"})
+    assert not at.exception
+    assert any("filters hide every GPU" in _shown(e.value) for e in at.error)
+
+
+def test_head_dim_follows_hidden_and_heads():
+    at = _app({"model": "custom"})  # starts from cfDNA-Gen: hidden 768, 12 heads, head dim 64
+    at.number_input(key="m_hidden").set_value(1536).run()
+    assert at.number_input(key="m_hd").value == 128  # 1536 / 12
+    at.number_input(key="m_hidden").set_value(1000).run()  # 1000 / 12 does not divide: head dim stays
+    assert at.number_input(key="m_hd").value == 128

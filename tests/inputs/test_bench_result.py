@@ -9,7 +9,7 @@ import pytest
 from planner.inputs.bench_result import BENCH_VERSION, RESULT_SCHEMA_VERSION, parse_result
 
 ROOT = Path(__file__).resolve().parents[2]
-from conftest import CALIBRATION_EXAMPLES as EXAMPLES  # noqa: E402
+EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
 
 
 

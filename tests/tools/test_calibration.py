@@ -24,7 +24,7 @@ from planner.inputs.runtimes import load_runtimes
 from planner.inputs.jobs import Generate
 
 ROOT = Path(__file__).resolve().parents[2]
-from conftest import CALIBRATION_EXAMPLES as EXAMPLES  # noqa: E402
+EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
 CATALOG = load_catalog()
 
 

@@ -1,0 +1,237 @@
+"""The page's logic without Streamlit: which GPUs a filter keeps, the ranking's rows, the call-outs, the reasons when
+nothing can run, the step-time table of one GPU, the inputs behind its figures, bands and export columns.
+
+app.py turns these into widgets and elements; every function here is plain data in, plain data out (tested in
+tests/views/test_page.py). User and catalog text that ends up in Markdown goes through format.md_escape.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from planner.base.schema import DataFileError
+from planner.engine.estimate import Estimate
+from planner.tools import uncertainty
+from planner.views.charts import best_value
+from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
+
+NOUNS = {"generate": "sequences", "infer": "samples", "train": "samples"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The ranking's filters: vendor ('all', 'NVIDIA', 'AMD'), minimum VRAM in decimal GB, maximum $/GPU-hour
+    (0 = any), only GPUs that can run the plan, only GPUs with a price in the plan's tier."""
+
+    vendor: str = "all"
+    min_vram_gb: float = 0.0
+    max_usd_hr: float = 0.0
+    feasible_only: bool = False
+    priced_only: bool = False
+
+
+def keep(e: Estimate, f: Filters) -> bool:
+    """Whether the filters keep this GPU; VRAM is compared in decimal GB, the unit the table shows."""
+    p = e.price
+    return ((f.vendor == "all" or e.gpu.vendor == f.vendor) and e.gpu.vram_gb >= f.min_vram_gb
+            and (not f.max_usd_hr or (p is not None and p.usd_hr <= f.max_usd_hr))
+            and (e.feasible or not f.feasible_only) and (p is not None or not f.priced_only))
+
+
+def filtered(estimates: Iterable[Estimate], f: Filters) -> list[Estimate]:
+    return [e for e in estimates if keep(e, f)]
+
+
+def rate(e: Estimate) -> float | None:
+    """Throughput in the unit the model is counted in: tokens/s for token models, else items (samples)/s."""
+    return e.tokens_per_s if e.plan.model.counts_tokens else e.items_per_s
+
+
+def rate_unit(job: str, counts_tokens: bool) -> str:
+    return "tokens/s" if counts_tokens else f"{NOUNS[job]}/s"
+
+
+def reason_text(e: Estimate) -> str:
+    """Every reason in one cell: ✗ blocks the plan, • is a note."""
+    blocking = [r.text for r in e.reasons if r.blocking]
+    notes = [r.text for r in e.reasons if not r.blocking]
+    return "; ".join([f"✗ {t}" for t in blocking] + [f"• {t}" for t in notes])
+
+
+def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],
+                 bands: Mapping[str, tuple[float, float]]) -> tuple[list[dict], str, str]:
+    """(table rows, time unit, rate unit): one row per GPU in ranking order, every capacity and use in decimal GB."""
+    unit, div = time_unit(e.seconds for e in rows)
+    counts_tokens = bool(rows) and rows[0].plan.model.counts_tokens
+    rate_name = rate_unit(job, counts_tokens)
+    noun = NOUNS[job]
+    out = []
+    for i, e in enumerate(rows, 1):
+        p, cal, band = e.price, calibrated.get(e.gpu.id), bands.get(e.gpu.id)
+        row = {"Rank": i, "GPU": e.gpu.name, "Runs?": e.feasible, "Why / notes": reason_text(e),
+               f"Time ({unit})": e.seconds / div if e.seconds else None}
+        if bands:
+            row[f"Likely range ({unit})"] = f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None
+        if calibrated:
+            row[f"Calibrated time ({unit})"] = cal.seconds / div if cal and cal.seconds else None
+        row[f"Throughput ({rate_name})"] = rate(e)
+        if counts_tokens:
+            row[f"{noun.capitalize()}/s"] = e.items_per_s
+        row["Job cost ($)"] = e.cost()
+        if calibrated:
+            row["Calibrated cost ($)"] = cal.cost() if cal else None
+        row.update({"$/GPU-h": p.usd_hr if p else None, "Price date": p.date.isoformat() if p and p.date else None,
+                    "Price source": f"{p.origin}: {p.source}" if p else "no price: enter your own in 'Explain a GPU'",
+                    "Limited by": e.bound if e.feasible else "-", "Batch": e.batch,
+                    "Memory (GB)": e.memory.total_gb, "VRAM (GB)": e.gpu.vram_gb,
+                    "Memory used": e.memory.total_gb / e.gpu.vram_gb, "gpu_id": e.gpu.id})
+        out.append(row)
+    return out, unit, rate_name
+
+
+@dataclass(frozen=True)
+class Callout:
+    label: str  # 'Fastest', 'Cheapest', 'Best value'
+    why: str
+    estimate: Estimate
+
+
+def callouts(rows: Iterable[Estimate]) -> list[Callout]:
+    """The fastest, the cheapest and the best value (lowest time x cost) among GPUs that can run the plan with a
+    price; [] when none can. Ties go to the faster, then to the GPU id."""
+    ok = [e for e in rows if e.feasible and e.seconds and e.cost() is not None]
+    if not ok:
+        return []
+    fastest = min(ok, key=lambda e: (e.seconds, e.gpu.id))
+    cheapest = min(ok, key=lambda e: (e.cost(), e.seconds, e.gpu.id))
+    best_id = best_value((e.gpu.id, e.seconds, e.cost()) for e in ok)
+    best = next(e for e in ok if e.gpu.id == best_id)
+    return [Callout("Fastest", "shortest time for the job", fastest),
+            Callout("Cheapest", "lowest cost for the job", cheapest),
+            Callout("Best value", "best balance: lowest time x cost", best)]
+
+
+def nothing_runs_message(shown: list[Estimate], all_estimates: list[Estimate]) -> str | None:
+    """What to say when no GPU in the table can run the plan (None when one can): the commonest blocking reasons,
+    or that the filters hide every GPU (and whether any hidden one could run it)."""
+    if any(e.feasible for e in shown):
+        return None
+    if not shown:
+        hidden_ok = sum(e.feasible for e in all_estimates)
+        return ("The filters hide every GPU" + (f"; {hidden_ok} of them can run this plan: loosen the filters."
+                                                 if hidden_ok else ", and none of them can run this plan either."))
+    counts = Counter(r.code for e in shown for r in e.reasons if r.blocking)
+    reasons = ", ".join(f"{code} ({n} GPUs)" for code, n in counts.most_common())
+    return (f"No GPU in the list can run this plan. Most common reasons: {reasons}. Try a smaller batch, a lower "
+            "precision, activation checkpointing or more GPUs per job.")
+
+
+def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[str, tuple[float, float]]:
+    """GPU id -> (low_s, high_s): the 80 % range from validation residuals; {} when the band file can't be read."""
+    out = {}
+    for e in rows:
+        try:
+            b = uncertainty.band(e, e.gpu.id in calibrated)
+        except (DataFileError, OSError):
+            return {}
+        if b:
+            out[e.gpu.id] = b
+    return out
+
+
+def extra_columns(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate],
+                  bands_: Mapping[str, tuple[float, float]]) -> dict[str, dict]:
+    """Per GPU, the export columns beyond the estimate: calibrated time and cost, the band (seconds, 4 digits)."""
+    out = {}
+    for e in rows:
+        extra = {}
+        if e.gpu.id in calibrated:
+            c = calibrated[e.gpu.id]
+            extra.update(calibrated_seconds=c.seconds, calibrated_cost_usd=c.cost())
+        if e.gpu.id in bands_:
+            low, high = bands_[e.gpu.id]
+            extra.update(seconds_low=float(f"{low:.4g}"), seconds_high=float(f"{high:.4g}"))
+        if extra:
+            out[e.gpu.id] = extra
+    return out
+
+
+def step_time_rows(e: Estimate) -> list[dict]:
+    """The 'Explain a GPU' step-time table: each op group of each phase, then its launches and communication;
+    seconds and work are for the whole job (all passes)."""
+    rows = []
+    for ph in e.phases:
+        steps = f"{ph.steps:,} × {ph.passes:,.4g}"
+        for g in ph.groups:
+            rows.append({"phase": ph.name, "op group": g.name, "steps × passes": steps,
+                         "TFLOP": g.flops * ph.passes / 1e12, "GB moved": g.bytes * ph.passes / 1e9,
+                         "FLOP/byte": g.flops / g.bytes if g.bytes else 0.0, "compute s": g.compute_s * ph.passes,
+                         "memory s": g.memory_s * ph.passes, "time s": g.time_s * ph.passes, "limited by": g.bound,
+                         "formula": g.formula})
+        rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
+                     "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                     "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
+                     "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.comm_s:
+            rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
+                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
+                         "time s": ph.comm_s * ph.passes, "limited by": "communication",
+                         "formula": "bytes / link bandwidth + latency per call"})
+    return rows
+
+
+def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
+    """(input, value, source) behind the figures of one GPU: peaks, bandwidth, efficiencies, batch, price."""
+    g, eff = e.gpu, e.efficiency
+    path = e.setup.precision.compute_path
+    peak = g.peak_tflops(path)
+    rows = [
+        (f"Peak {path} TFLOPS (dense)", f"{peak:g}" if peak else "none", "data/gpus.yaml (datasheet)"),
+        ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", "data/gpus.yaml (datasheet)"),
+        ("Compute efficiency", f"{eff.compute_efficiency:.0%} of peak", eff.source),
+        ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
+        ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
+         eff.source),
+        ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
+         "auto: the cheapest that fits" if auto_batch else "yours"),
+        ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
+    ]
+    price = e.price
+    if price:
+        rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
+                     f"{price.origin}, {price.date or 'undated'}: {price.source}"))
+    return rows
+
+
+def md_table(header: list[str], rows: Iterable[Iterable]) -> str:
+    """A small Markdown table (it wraps long text, unlike a dataframe); every cell escaped."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(md_escape(x, 400) for x in r) + " |" for r in rows])
+
+
+def memory_sentence(e: Estimate) -> str:
+    """Memory per GPU against its capacity, both in decimal GB (the GiB the card is sold by in brackets)."""
+    g = e.gpu
+    verdict = "fits" if e.memory.total_gb <= g.vram_gb else "does NOT fit"
+    return (f"Total **{e.memory.total_gb:.3g} GB** per GPU at batch {e.batch:,}, of {g.vram_gb:.3g} GB "
+            f"({g.vram_gib:g} GiB): {verdict}.")
+
+
+def gpu_caption(e: Estimate) -> str:
+    g = e.gpu
+    return (f"{g.architecture} · {g.sm} · {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB) {g.memory_type} at "
+            f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
+
+
+def callout_line(c: Callout, gpus: int) -> str:
+    e = c.estimate
+    r = rate(e)
+    unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
+    return (f"{fmt_seconds(e.seconds)} · **{fmt_usd(e.cost())}** at ${e.price.usd_hr:.2f}/GPU-h"
+            + (f" × {gpus}" if gpus > 1 else "") + (f" · {fmt_count(r)} {unit}" if r else ""))
+
+
+def callout_title(c: Callout) -> str:
+    return md_escape(short_name(c.estimate.gpu.name))

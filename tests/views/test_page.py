@@ -1,0 +1,100 @@
+"""The page's logic without Streamlit: filters, ranking rows, call-outs, the no-GPU message, step-time rows."""
+
+import pytest
+
+from planner.engine.estimate import estimate_all
+from planner.engine.plan import Plan
+from planner.inputs.facts import load_facts
+from planner.inputs.jobs import Generate, Infer
+from planner.inputs.models import load_models
+from planner.views import page
+
+FACTS = load_facts()
+
+
+def _ranking(model="cfdna-gen", workload=Generate(10_000, 1, 165), **kw):
+    return estimate_all(Plan(load_models().get(model), workload, kw.pop("precision", "bf16"),
+                             price_tier=kw.pop("tier", "community"), **kw), FACTS)
+
+
+def test_the_vram_filter_compares_decimal_gb_as_the_table_shows():
+    ests = _ranking()
+    ids = lambda f: {e.gpu.id for e in page.filtered(ests, f)}  # noqa: E731
+    # an RTX 4090 holds 24 GiB = 24 x 1.0737 = 25.77 GB: a 25 GB minimum keeps it, a 26 GB minimum hides it
+    assert "rtx-4090" in ids(page.Filters(min_vram_gb=25.0))
+    assert "rtx-4090" not in ids(page.Filters(min_vram_gb=26.0))
+
+
+def test_vendor_price_and_feasibility_filters():
+    ests = _ranking(precision="fp8")  # fp8 needs SM89+: older GPUs can't run it
+    amd = page.filtered(ests, page.Filters(vendor="AMD"))
+    assert amd and all(e.gpu.vendor == "AMD" for e in amd)
+    runs = page.filtered(ests, page.Filters(feasible_only=True))
+    assert runs and all(e.feasible for e in runs) and len(runs) < len(ests)
+    cheap = page.filtered(ests, page.Filters(max_usd_hr=0.5))
+    assert cheap and all(e.price is not None and e.price.usd_hr <= 0.5 for e in cheap)
+    priced = page.filtered(ests, page.Filters(priced_only=True))
+    assert all(e.price is not None for e in priced)
+
+
+def test_ranking_rows_are_named_columns_with_capacity_and_use_in_one_unit():
+    ests = _ranking()
+    rows, unit, rate_name = page.ranking_rows(ests, "generate", {}, {})
+    row = next(r for r in rows if r["gpu_id"] == "rtx-4090")
+    e = next(e for e in ests if e.gpu.id == "rtx-4090")
+    assert row["VRAM (GB)"] == pytest.approx(24 * 2**30 / 1e9)
+    assert row["Memory used"] == pytest.approx(row["Memory (GB)"] / row["VRAM (GB)"])
+    assert rate_name == "tokens/s" and row["Throughput (tokens/s)"] == e.tokens_per_s
+    assert row[f"Time ({unit})"] is not None and [r["Rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert "Likely range" not in " ".join(row)  # no band column without bands
+
+
+def test_a_formula_model_is_counted_in_samples():
+    ests = _ranking("sea", Infer(100, 200), precision="fp32")
+    rows, _, rate_name = page.ranking_rows(ests, "infer", {}, {})
+    assert rate_name == "samples/s" and "Samples/s" not in rows[0]
+
+
+def test_callouts_pick_by_hand_on_the_ranking():
+    ests = _ranking()
+    ok = [e for e in ests if e.feasible and e.seconds and e.cost() is not None]
+    found = {c.label: c.estimate.gpu.id for c in page.callouts(ests)}
+    assert found["Fastest"] == min(ok, key=lambda e: e.seconds).gpu.id
+    assert found["Cheapest"] == min(ok, key=lambda e: e.cost()).gpu.id
+    assert found["Best value"] == min(ok, key=lambda e: e.seconds * e.cost()).gpu.id
+    assert page.callouts([e for e in ests if not e.feasible]) == []
+
+
+def test_when_nothing_runs_the_message_counts_the_reasons_or_blames_the_filters():
+    ests = _ranking("llama-3-70b", Generate(10, 16, 16), precision="fp32")  # 280 GB of fp32 weights: OOM everywhere
+    assert not any(e.feasible for e in ests)
+    message = page.nothing_runs_message(ests, ests)
+    assert message.startswith("No GPU in the list can run this plan") and f"oom ({len(ests)} GPUs)" in message
+    fits = _ranking()
+    assert page.nothing_runs_message(fits, fits) is None
+    hidden = page.nothing_runs_message([], fits)
+    assert "filters hide every GPU" in hidden and "loosen the filters" in hidden
+
+
+def test_step_time_rows_add_up_to_the_estimate():
+    e = next(e for e in _ranking() if e.gpu.id == "h100-sxm")
+    rows = page.step_time_rows(e)
+    assert sum(r["time s"] for r in rows) == pytest.approx(e.seconds)
+    assert {r["op group"] for r in rows} >= {"linear layers", "attention", "elementwise & norms"}
+
+
+def test_extra_export_columns_round_the_band():
+    e = next(e for e in _ranking() if e.gpu.id == "h100-sxm")
+    extra = page.extra_columns([e], {}, {"h100-sxm": (12.3456789, 98.7654321)})
+    assert extra == {"h100-sxm": {"seconds_low": 12.35, "seconds_high": 98.77}}
+
+
+def test_markdown_cells_are_escaped():
+    table = page.md_table(["a"], [("[x](http://evil.example)",)])
+    assert "\\[x\\]\\(http" in table
+
+
+def test_the_memory_sentence_states_capacity_in_the_unit_of_use():
+    e = next(e for e in _ranking() if e.gpu.id == "rtx-4090")
+    text = page.memory_sentence(e)
+    assert "of 25.8 GB (24 GiB)" in text and text.endswith("fits.")
