@@ -144,3 +144,21 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     (target, line, inside), *_ = _imports(bad)
     assert target == "planner.views.share" and line == 2 and inside
     assert LAYERS.index(layer_of(target)) > LAYERS.index(layer_of("planner.engine.estimate"))
+
+
+ENGINE_FORBIDDEN_CALLS = {"open", "read_text", "read_bytes", "write_text", "load_facts", "load_catalog", "load_rules",
+                          "load_runtimes", "load_models", "snapshot_table", "urlopen"}
+
+
+def test_the_engine_reads_no_file_and_loads_nothing():
+    """The engine receives resolved objects; loading happens at the boundary (planner.inputs.facts.load_facts)."""
+    calls = []
+    for module, path in MODULES.items():
+        if layer_of(module) != "engine":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in ENGINE_FORBIDDEN_CALLS:
+                    calls.append(f"{module} line {node.lineno}: {name}()")
+    assert not calls, "I/O in the engine:\n" + "\n".join(calls)

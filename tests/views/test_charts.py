@@ -124,8 +124,10 @@ def test_batch_sweep_memory_limit_and_throughput():
 def test_batch_chart_marks_the_memory_limit():
     df = charts.batch_sweep(_plan(), [CATALOG.get("rtx-4090"), CATALOG.get("a100-sxm-80gb")], FACTS)
     spec = charts.batch_chart(df, "tokens_per_s", "Throughput (generated tokens/s)").to_dict()
-    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
-    assert marks == ["line", "point", "rule"]
+    marks = {layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in _layers(spec)}
+    assert marks == {"line", "point", "rule"}  # the rule marks the largest batch that fits
+    rule = next(layer for layer in _layers(spec) if "rule" in str(layer["mark"]))
+    assert rule["encoding"]["x"]["field"] == "max_batch"
     assert "Batch size (per GPU, log2)" in _axis_titles(spec)
 
 
@@ -136,7 +138,9 @@ def test_memory_data_sums_to_each_estimate(ranking):
         assert df[df.gpu == e.gpu.name].gb.sum() == pytest.approx(e.memory.total_gb)
         assert df[df.gpu == e.gpu.name].vram_gb.iloc[0] == pytest.approx(e.gpu.vram_gib * 2**30 / 1e9)
     spec = charts.memory_chart(df).to_dict()
-    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "tick"]
+    assert {layer["mark"]["type"] for layer in _layers(spec)} == {"bar", "tick"}
+    tick = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "tick")
+    assert tick["encoding"]["x"]["field"] == "vram_gb"  # the capacity, in the unit of the bars
 
 
 def test_time_split_adds_up_to_the_job_time():
