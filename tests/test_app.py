@@ -358,3 +358,16 @@ def test_head_dim_follows_hidden_and_heads():
     assert at.number_input(key="m_hd").value == 128  # 1536 / 12
     at.number_input(key="m_hidden").set_value(1000).run()  # 1000 / 12 does not divide: head dim stays
     assert at.number_input(key="m_hd").value == 128
+
+
+def test_random_links_never_break_the_page_or_render_user_markup():
+    import random
+    rng = random.Random(7)
+    junk = ["[x](http://evil.example)", "![i](http://evil.example/p.png)", "<b>x</b>", "1e300", "nan", "-1",
+            "9" * 5000, "$x$", ":red[x]", "custom", "train", "fsdp", "h100-sxm:1e-300", "auto", ""]
+    params = sorted(share.KNOWN_PARAMS)
+    for _ in range(12):
+        link = {rng.choice(params): rng.choice(junk) for _ in range(rng.randint(1, 5))}
+        at = _app(link)
+        assert not at.exception, (link, [e.value for e in at.exception])
+        assert not _rendered_links(at), link

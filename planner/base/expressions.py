@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import threading
 from functools import lru_cache
 from typing import Mapping
 
@@ -21,6 +22,9 @@ MAX_EXPONENT = 16
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.Pow: operator.pow}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+# CPython 3.11's AST constructor keeps a per-interpreter recursion count: parsing from several threads at once (page
+# sessions) can fail with "AST constructor recursion depth mismatch". Parses are cached, so one lock costs nothing.
+_PARSE_LOCK = threading.Lock()
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, *_BINARY, *_UNARY)
 
 
@@ -33,7 +37,8 @@ def _parse_text(text: str) -> ast.Expression:
     if len(text) > MAX_FORMULA_CHARS:  # also keeps CPython's recursive AST construction far from its limit
         raise ExpressionError(f"formula is longer than {MAX_FORMULA_CHARS} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        with _PARSE_LOCK:
+            tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"not a formula: {exc.msg}") from None
     except (RecursionError, MemoryError):

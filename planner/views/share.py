@@ -16,6 +16,7 @@ import io
 import json
 import zlib
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
@@ -284,8 +285,10 @@ def unpack_spec(blob: str) -> str:
         raise ValueError("the model description in the link is damaged (was it cut short?)") from None
 
 
+@lru_cache(maxsize=32)
 def spec_model(text: str) -> ModelProfile:
-    """A model profile from YAML text (uploaded or from a link); DataFileError when invalid."""
+    """A model profile from YAML text (uploaded or from a link); DataFileError when invalid. Cached by text: a link
+    that carries a profile is parsed once, not on every rerun of the page."""
     return parse_model_text(text, "model.yaml", "uploaded model profile")
 
 
