@@ -10,6 +10,7 @@ import time
 _T0 = time.perf_counter()
 
 from dataclasses import fields, replace  # noqa: E402
+from datetime import date  # noqa: E402
 
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
@@ -18,7 +19,7 @@ from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
 from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
 from planner.inputs import price_snapshot  # noqa: E402
 from planner.inputs.bench_result import CalibrationError, parse_result  # noqa: E402
-from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_VRAM_GB, PRICE_TIERS  # noqa: E402
+from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS  # noqa: E402, E501
 from planner.inputs.facts import load_facts  # noqa: E402
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
@@ -324,6 +325,8 @@ def sidebar() -> None:
     c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help="data parallel; tensor parallel when the "
                     "weights don't fit one GPU (inference); training: DDP or FSDP (see the Job section)")
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help="RunPod secure cloud, community cloud or spot")
+    sb.number_input("Flag prices older than (days)", 1, MAX_STALE_DAYS, key="stale",
+                    help="A price read longer ago than this is marked ⚠ in the table and in the call-outs")
     sb.radio("Prices", share.PRICE_SOURCES, key="psrc", horizontal=True,
              format_func={"snapshot": "Snapshot (dated)", "live": "Live from RunPod"}.get)
     if ss.psrc == "live":
@@ -393,7 +396,7 @@ def _filters(inputs: share.Inputs) -> page.Filters:
 
 
 def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, list]:
-    data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands)
+    data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands, date.today(), inputs.stale)
     df = pd.DataFrame(data)
     noun = page.NOUNS[inputs.job]
     cc = st.column_config
@@ -411,7 +414,8 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
         "Job cost ($)": cc.NumberColumn(format="$%.3g", help=f"time x GPUs x $/GPU-hour ({inputs.tier} tier)"),
         "Calibrated cost ($)": cc.NumberColumn(format="$%.3g"),
         "$/GPU-h": cc.NumberColumn(format="$%.2f", help=f"RunPod {inputs.tier} price per GPU-hour"),
-        "Price date": cc.TextColumn(width="small"),
+        "Price date": cc.TextColumn(width="small", help=f"When the price was read and its age in days; ⚠ = older "
+                                    f"than {inputs.stale} days (set in the sidebar) or undated"),
         "Price source": cc.TextColumn(width="medium"),
         "Limited by": cc.TextColumn(width="small", help="memory = bandwidth-bound; compute = TFLOPS-bound; "
                                     "overhead = kernel launches; communication = GPU-to-GPU links"),
@@ -424,14 +428,14 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
         "gpu_id": None,
     }
     order = [c for c in ("Rank", "GPU", "Runs?", f"Time ({unit})", f"Likely range ({unit})",
-                         f"Calibrated time ({unit})", "Job cost ($)", "Calibrated cost ($)", "$/GPU-h",
+                         f"Calibrated time ({unit})", "Job cost ($)", "Calibrated cost ($)", "$/GPU-h", "Price date",
                          f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used",
-                         "Why / notes", "Memory (GB)", "VRAM (GB)", "Batch", "Price date", "Price source")
+                         "Why / notes", "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
              if c in df.columns]
     return df, config, order
 
 
-def callouts(rows, gpus: int) -> None:
+def callouts(rows, gpus: int, stale_after_days: int) -> None:
     found = page.callouts(rows)
     if not found:
         return
@@ -439,7 +443,7 @@ def callouts(rows, gpus: int) -> None:
         with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}"):
             st.markdown(f"**{c.label}** · {c.why}")
             st.markdown(f"#### {page.callout_title(c)}")
-            st.markdown(page.callout_line(c, gpus))
+            st.markdown(page.callout_line(c, gpus, date.today(), stale_after_days))
 
 
 def calibration_panel(plan, cal) -> None:
@@ -637,7 +641,7 @@ def main(inputs: share.Inputs) -> None:
     bands = page.bands(rows, cal_ests)
     if cal is not None:
         calibration_panel(plan, cal)
-    callouts(rows, plan.gpus)
+    callouts(rows, plan.gpus, inputs.stale)
     nothing = page.nothing_runs_message(rows, ests)
     if nothing:
         st.error(nothing)
@@ -666,9 +670,10 @@ def main(inputs: share.Inputs) -> None:
     event = st.dataframe(df, hide_index=True, column_config=config, column_order=order, key="ranking",
                          on_select="rerun",
                          selection_mode="single-row", height=min(38 + 35 * len(df), 560))
+    dates = page.price_dates(rows, date.today(), inputs.stale)
     st.caption(f"{len(rows)} of {len(ests)} GPUs shown. Time and cost are for the whole job; click a header to sort, "
-               f"a row to explain it. Prices: {table.source}, as of {table.as_of}. Specs: datasheets in "
-               f"data/gpus.yaml; efficiencies: data/runtimes.yaml.")
+               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence(inputs.stale)}. Specs: "
+               f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     sel = getattr(getattr(event, "selection", None), "rows", None) or []
     picked = df.gpu_id.iloc[sel[0]] if sel and sel[0] < len(df) else None
     if picked and picked != ss.get("_picked"):

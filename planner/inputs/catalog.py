@@ -26,6 +26,12 @@ CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR = 0.001, 1000.0
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
 
+# A price older than this is flagged as stale (a setting; RunPod re-prices community GPUs every few weeks, so a quarter
+# is already long: runpod_prices.csv shows prices moving 10-40 % between its 2025 and 2026 reads).
+STALE_AFTER_DAYS = 90
+MAX_STALE_DAYS = 3650
+
+
 @dataclass(frozen=True)
 class Price:
     """A $/GPU-hour with where and when it was read; origin 'snapshot' (committed files), 'live' or 'custom'."""
@@ -34,6 +40,17 @@ class Price:
     date: date | None
     source: str
     origin: str = "snapshot"
+
+    def age_days(self, today: date) -> int | None:
+        """Days since the price was read (None when undated)."""
+        return None if self.date is None else (today - self.date).days
+
+    def is_stale(self, today: date, stale_after_days: int = STALE_AFTER_DAYS) -> bool:
+        """Older than the threshold, or of unknown date (a user's own price never is)."""
+        if self.origin == "custom":
+            return False
+        age = self.age_days(today)
+        return age is None or age > stale_after_days
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date
 from typing import Iterable, Mapping
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
+from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.tools import uncertainty
 from planner.views.charts import best_value
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
@@ -60,8 +62,47 @@ def reason_text(e: Estimate) -> str:
     return "; ".join([f"✗ {t}" for t in blocking] + [f"• {t}" for t in notes])
 
 
+def price_age(p: Price | None, today: date, stale_after_days: int = STALE_AFTER_DAYS) -> str | None:
+    """'2025-06-21 · 519 d ⚠' (stale), '2026-11-09 · 13 d', 'yours' for your own price; None without a price."""
+    if p is None:
+        return None
+    if p.origin == "custom":
+        return "yours"
+    age = p.age_days(today)
+    if age is None:
+        return "undated ⚠"
+    return f"{p.date.isoformat()} · {age:,} d" + (" ⚠" if p.is_stale(today, stale_after_days) else "")
+
+
+@dataclass(frozen=True)
+class PriceDates:
+    """The dates behind a ranking's prices: oldest and newest in use, and how many are stale."""
+
+    oldest: date | None
+    newest: date | None
+    stale: int
+    priced: int
+
+    def sentence(self, stale_after_days: int) -> str:
+        if not self.priced:
+            return "no GPU in the table has a price in this tier"
+        span = (f"dated {self.oldest.isoformat()}" if self.oldest == self.newest else
+                f"dated {self.oldest.isoformat()} to {self.newest.isoformat()}") if self.oldest else "undated"
+        flag = (f"; {self.stale} of {self.priced} are older than {stale_after_days} days (⚠)" if self.stale
+                else f"; none older than {stale_after_days} days")
+        return f"{self.priced} prices {span}{flag}"
+
+
+def price_dates(rows: Iterable[Estimate], today: date, stale_after_days: int = STALE_AFTER_DAYS) -> PriceDates:
+    prices = [e.price for e in rows if e.price is not None and e.price.origin != "custom"]
+    dated = [p.date for p in prices if p.date]
+    return PriceDates(min(dated, default=None), max(dated, default=None),
+                      sum(p.is_stale(today, stale_after_days) for p in prices), len(prices))
+
+
 def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],
-                 bands: Mapping[str, tuple[float, float]]) -> tuple[list[dict], str, str]:
+                 bands: Mapping[str, tuple[float, float]], today: date | None = None,
+                 stale_after_days: int = STALE_AFTER_DAYS) -> tuple[list[dict], str, str]:
     """(table rows, time unit, rate unit): one row per GPU in ranking order, every capacity and use in decimal GB."""
     unit, div = time_unit(e.seconds for e in rows)
     counts_tokens = bool(rows) and rows[0].plan.model.counts_tokens
@@ -82,7 +123,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
         row["Job cost ($)"] = e.cost()
         if calibrated:
             row["Calibrated cost ($)"] = cal.cost() if cal else None
-        row.update({"$/GPU-h": p.usd_hr if p else None, "Price date": p.date.isoformat() if p and p.date else None,
+        row.update({"$/GPU-h": p.usd_hr if p else None,
+                    "Price date": price_age(p, today or date.today(), stale_after_days),
                     "Price source": f"{p.origin}: {p.source}" if p else "no price: enter your own in 'Explain a GPU'",
                     "Limited by": e.bound if e.feasible else "-", "Batch": e.batch,
                     "Memory (GB)": e.memory.total_gb, "VRAM (GB)": e.gpu.vram_gb,
@@ -225,12 +267,18 @@ def gpu_caption(e: Estimate) -> str:
             f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
 
 
-def callout_line(c: Callout, gpus: int) -> str:
+def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_days: int = STALE_AFTER_DAYS) -> str:
+    """Time, cost and rate of a call-out; a stale price says so (the pick may not hold at today's price)."""
     e = c.estimate
     r = rate(e)
     unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
+    today = today or date.today()
+    stale = e.price.is_stale(today, stale_after_days)
+    age = e.price.age_days(today)
+    note = (f" · ⚠ rests on a price from {e.price.date.isoformat()} ({age:,} days old)" if stale and age is not None
+            else " · ⚠ rests on an undated price" if stale else "")
     return (f"{fmt_seconds(e.seconds)} · **{fmt_usd(e.cost())}** at ${e.price.usd_hr:.2f}/GPU-h"
-            + (f" × {gpus}" if gpus > 1 else "") + (f" · {fmt_count(r)} {unit}" if r else ""))
+            + (f" × {gpus}" if gpus > 1 else "") + (f" · {fmt_count(r)} {unit}" if r else "") + note)
 
 
 def callout_title(c: Callout) -> str:

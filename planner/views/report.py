@@ -73,6 +73,7 @@ def flat_row(e: Estimate) -> dict:
         "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
         "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2), "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
+        "price_date": price.date.isoformat() if price and price.date else None,
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
         "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
         "reasons": "; ".join(r.text for r in e.reasons),

@@ -24,7 +24,8 @@ from planner.base.schema import DataFileError, Record, suggest
 from planner.engine.estimate import Estimate
 from planner.engine.plan import Plan
 from planner.base.safe_parse import parse_number, shown
-from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_VRAM_GB, PRICE_TIERS, load_catalog
+from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
+                                    STALE_AFTER_DAYS, load_catalog)
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.precisions import load_rules
@@ -96,6 +97,7 @@ class Inputs:
     psrc: str = "snapshot"
     myprice: tuple[tuple[str, float], ...] = ()
     cal: str = ""
+    stale: int = STALE_AFTER_DAYS
     vendor: str = "all"
     minvram: float = 0.0
     maxusd: float = 0.0
@@ -112,7 +114,7 @@ class Inputs:
 DEFAULTS = Inputs()
 JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"),
               "train": ("samples", "size", "epochs", "opt", "ckpt", "accum", "shard")}
-VIEW_FIELDS = ("psrc", "myprice", "cal", "vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp")
+VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp")
 KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}
 
 
@@ -229,6 +231,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
     "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
     "feasible": _bool, "priced": _bool, "gpu": _choice(gpu_ids),
+    "stale": lambda t: int(parse_number(t, 1, MAX_STALE_DAYS, True)),
 }
 
 

@@ -98,3 +98,36 @@ def test_the_memory_sentence_states_capacity_in_the_unit_of_use():
     e = next(e for e in _ranking() if e.gpu.id == "rtx-4090")
     text = page.memory_sentence(e)
     assert "of 25.8 GB (24 GiB)" in text and text.endswith("fits.")
+
+
+def test_a_price_shows_its_age_and_a_stale_flag():
+    from datetime import date
+
+    from planner.inputs.catalog import Price
+    today = date(2026, 11, 22)
+    old = Price(0.16, date(2025, 6, 21), "third-party dump")  # 365 days to 2026-06-21, then 9+31+31+30+31+22 = 154
+    assert page.price_age(old, today) == "2025-06-21 · 519 d ⚠"
+    assert page.price_age(Price(0.26, date(2026, 11, 9), "RunPod"), today) == "2026-11-09 · 13 d"
+    assert page.price_age(old, today, stale_after_days=600) == "2025-06-21 · 519 d"
+    assert page.price_age(Price(1.0, None, "?"), today) == "undated ⚠"
+    assert page.price_age(Price(0.3, today, "entered by you", "custom"), today) == "yours"
+
+
+def test_the_caption_names_the_oldest_and_newest_price_and_counts_stale_ones():
+    from datetime import date
+    ests = _ranking()
+    today = date(2026, 11, 22)
+    dates = page.price_dates(ests, today)
+    priced = [e.price for e in ests if e.price is not None]
+    assert dates.priced == len(priced) and dates.oldest == min(p.date for p in priced)
+    assert dates.stale == sum((today - p.date).days > 90 for p in priced)
+    assert f"{dates.stale} of {dates.priced} are older than 90 days" in dates.sentence(90)
+
+
+def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
+    from datetime import date
+    ests = _ranking()
+    cheapest = next(c for c in page.callouts(ests) if c.label == "Cheapest")
+    line = page.callout_line(cheapest, 1, date(2026, 11, 22))
+    age = (date(2026, 11, 22) - cheapest.estimate.price.date).days
+    assert ("rests on a price from" in line) == (age > 90)
