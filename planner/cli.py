@@ -22,6 +22,8 @@ from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
+from planner.inputs.launch_names import load_skypilot_names
+from planner.views import launch
 from planner.views.charts import validation_chart
 from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
                                   validation_summary_text)
@@ -265,6 +267,36 @@ def cmd_serve(a: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- launch
+
+
+def _plan_words(plan: Plan) -> str:
+    w = plan.workload
+    return (f"{w.kind} {w.items:,} items with {plan.model.name} in {plan.precision}, {plan.runtime}, "
+            f"{plan.gpus} GPU(s) per job, RunPod {plan.price_tier} prices")
+
+
+def cmd_launch(a: argparse.Namespace) -> int:
+    """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
+    plan = plan_from_args(a)
+    ranking = estimate_all(plan, load_facts(), gpu_names=a.gpu)
+    if a.format == "runpod":
+        text = launch.runpod_json(launch.runpod_pod(ranking, plan.price_tier, a.image))
+    else:
+        task, left_out = launch.skypilot_task(ranking, load_skypilot_names(), plan.price_tier == "spot",
+                                              "python -m planner " + " ".join(sys.argv[1:])[:500], a.run)
+        order = ", ".join(f"{k}:{v}" for r in task["resources"]["ordered"] for k, v in r["accelerators"].items())
+        text = launch.skypilot_yaml(task, _plan_words(plan), order)
+        if left_out:
+            print(f"note: left out (no SkyPilot name): {', '.join(left_out)}", file=sys.stderr)
+    if a.out:
+        Path(a.out).write_text(text, encoding="utf-8")
+        print(f"wrote {a.out}", file=sys.stderr)
+    else:
+        print(text)
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -288,6 +320,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sequences decoding at once, comma-separated (default 1,8,32,128)")
     p.add_argument("--ttft-ms", type=_ms, default=None, help="latency target: time to first token (ms)")
     p.add_argument("--tpot-ms", type=_ms, default=None, help="latency target: time per output token (ms)")
+
+    p = sub.add_parser("launch", help="the plan as a SkyPilot task (sky launch) or a RunPod pod request")
+    add_plan_args(p)
+    p.add_argument("--format", choices=("skypilot", "runpod"), default="skypilot")
+    p.add_argument("--run", default=launch.RUN_PLACEHOLDER, help="the task's command (SkyPilot 'run')")
+    p.add_argument("--image", default=None, help="container image (RunPod; default: a PyTorch image whose CUDA "
+                   "build runs every candidate GPU)")
+    p.add_argument("--out", default=None, help="write to this file instead of printing")
+    p.set_defaults(func=cmd_launch)
 
     p = _formatted(sub, "prices", cmd_prices, "show the GPU prices in use; --refresh fetches RunPod and writes a "
                    "snapshot", ("table", "json"))

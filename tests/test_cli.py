@@ -81,3 +81,13 @@ def test_a_hugging_face_id_is_fetched_and_an_offline_miss_is_a_clear_error(tmp_p
     out = subprocess.run([sys.executable, "-m", "planner", "estimate", "--model", "meta-llama/Meta-Llama-3-8B",
                           "--gpu", "h100-sxm"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 2 and "offline mode" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_launch_writes_a_task_skypilot_accepts(tmp_path):
+    import sky
+    import yaml
+    out = tmp_path / "task.yaml"
+    done = run("launch", "--model", "cfdna-gen", "--price-tier", "community", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    task = sky.Task.from_yaml_config(yaml.safe_load(out.read_text()))
+    assert len(task.resources) >= 3 and "sky launch" in out.read_text().splitlines()[0]

@@ -1,0 +1,84 @@
+"""The hand-off to SkyPilot and RunPod: exported tasks parse with SkyPilot's own parser, in the planner's order."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+import sky
+import yaml
+
+from planner.engine.estimate import estimate_all
+from planner.engine.plan import Plan
+from planner.inputs.facts import load_facts
+from planner.inputs.jobs import Generate
+from planner.inputs.launch_names import load_skypilot_names
+from planner.inputs.models import load_models
+from planner.views import launch
+
+FACTS = load_facts()
+NAMES = load_skypilot_names()
+
+
+def _ranking(model="llama-3-8b", tier="community", precision="bf16"):
+    plan = Plan(load_models().get(model), Generate(10_000, 128, 256), precision, runtime="vllm", price_tier=tier)
+    return estimate_all(plan, FACTS)
+
+
+def test_the_task_parses_with_skypilots_parser_in_the_planners_order():
+    ranking = _ranking()
+    task, _ = launch.skypilot_task(ranking, NAMES, spot=False, link="test")
+    text = launch.skypilot_yaml(task, "a plan", "order")
+    parsed = sky.Task.from_yaml_config(yaml.safe_load(text))  # raises on anything SkyPilot's schema refuses
+    got = [next(iter(r.accelerators)) for r in parsed.resources]
+    expected = list(dict.fromkeys(NAMES[e.gpu.id] for e in ranking if e.feasible and e.gpu.id in NAMES))
+    assert got == expected[:launch.MAX_CANDIDATES]
+    assert all(not r.use_spot for r in parsed.resources)
+
+
+def test_spot_and_disk_follow_the_plan():
+    ranking = _ranking(tier="spot")
+    task, _ = launch.skypilot_task(ranking, NAMES, spot=True, link="test")
+    parsed = sky.Task.from_yaml_config(yaml.safe_load(launch.skypilot_yaml(task, "p", "o")))
+    assert all(r.use_spot for r in parsed.resources)
+    # Llama-3-8B in bf16: 8.03e9 x 2 B = 16.06 GB, twice = 32.1 GB, + 50 GB = 82.1 GB -> 90 GB
+    assert {r.disk_size for r in parsed.resources} == {90}
+
+
+def test_an_invalid_task_is_refused_by_skypilot():
+    task, _ = launch.skypilot_task(_ranking(), NAMES, spot=False, link="test")
+    task["resources"]["ordered"][0]["use_spot"] = "maybe"
+    with pytest.raises(Exception, match="boolean"):
+        sky.Task.from_yaml_config(task)
+
+
+def test_every_mapped_name_is_one_skypilot_knows():
+    """Names must be SkyPilot's: its RunPod catalog keys (read from its source, which imports runpod at run time)
+    or the common names it uses on other clouds (GCP, AWS, Lambda)."""
+    source = Path(sky.__file__).parent / "catalog" / "data_fetchers" / "fetch_runpod.py"
+    tree = ast.parse(source.read_text())
+    info = next(n for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") ==
+                "DEFAULT_GPU_INFO")
+    runpod_names = {k.value for k in info.value.keys}
+    assert set(NAMES.values()) - runpod_names <= {"A100", "A10G", "A10", "T4"}
+
+
+def test_a_blackwell_candidate_gets_a_cuda_12_8_image():
+    ranking = [e for e in _ranking() if e.gpu.id in ("rtx-5090", "rtx-4090")]
+    assert launch.image_for(ranking) == launch.BLACKWELL_IMAGE
+    assert launch.image_for([e for e in ranking if e.gpu.id == "rtx-4090"]) == launch.DEFAULT_IMAGE
+
+
+def test_the_runpod_request_lists_type_ids_in_order_and_spot_as_interruptible():
+    ranking = _ranking(tier="spot")
+    pod = json.loads(launch.runpod_json(launch.runpod_pod(ranking, "spot")))
+    first = next(e for e in ranking if e.feasible and e.gpu.runpod)
+    assert pod["gpuTypeIds"][0] == first.gpu.runpod.gpu_type_ids[0] and pod["interruptible"] is True
+    assert pod["cloudType"] == "SECURE" and pod["gpuTypePriority"] == "custom"
+    assert len(pod["gpuTypeIds"]) == len(set(pod["gpuTypeIds"])) <= launch.MAX_CANDIDATES
+
+
+def test_nothing_to_launch_is_said_plainly():
+    ranking = _ranking(model="llama-3-70b", precision="fp32")  # 280 GB of weights: no single GPU runs it
+    with pytest.raises(ValueError, match="nothing to launch"):
+        launch.skypilot_task(ranking, NAMES, spot=False, link="test")
