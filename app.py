@@ -24,7 +24,8 @@ from planner.inputs.facts import load_facts  # noqa: E402
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
-from planner.views import charts, page, share  # noqa: E402
+from planner.inputs.launch_names import load_skypilot_names  # noqa: E402
+from planner.views import charts, launch, page, share  # noqa: E402
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit  # noqa: E402
 from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
@@ -388,6 +389,15 @@ def estimates(plan, inputs: share.Inputs, table, cal) -> tuple[list, dict]:
     return _rankings(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, table, cal)
 
 
+def _skypilot_text(ests, plan, url: str) -> str:
+    try:
+        task, _ = launch.skypilot_task(ests, load_skypilot_names(), plan.price_tier == "spot", url)
+    except ValueError as exc:
+        return f"# {exc}\n"
+    order = ", ".join(f"{k}:{v}" for r in task["resources"]["ordered"] for k, v in r["accelerators"].items())
+    return launch.skypilot_yaml(task, share.plan_sentence(_inputs(), plan.model), order)
+
+
 def _filters(inputs: share.Inputs) -> page.Filters:
     return page.Filters(inputs.vendor, inputs.minvram, inputs.maxusd, inputs.feasible, inputs.priced)
 
@@ -647,7 +657,7 @@ def main(inputs: share.Inputs) -> None:
         st.error(nothing)
 
     url = share.link(st.context.url, inputs)
-    c_link, c_csv, c_json = st.columns([6, 1, 1], vertical_alignment="bottom")
+    c_link, c_csv, c_json, c_sky = st.columns([6, 1, 1, 1.4], vertical_alignment="bottom")
     with c_link:
         st.markdown("**Share this plan** · copy the link (button on the right of the box); it opens exactly this plan")
         st.code(url, language=None, wrap_lines=True)
@@ -656,6 +666,12 @@ def main(inputs: share.Inputs) -> None:
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",
                            mime="application/json", icon=":material/download:", on_click="ignore", key="dl_json")
+    launchable = [e for e in ests if e.feasible]
+    if launchable:
+        c_sky.download_button("SkyPilot task", data=lambda: _skypilot_text(ests, plan, url), file_name="task.yaml",
+                              mime="application/x-yaml", icon=":material/rocket_launch:", on_click="ignore",
+                              key="dl_sky", help="The GPUs that can run this plan, in this order, for `sky launch "
+                              "task.yaml` (SkyPilot tries them in turn)")
 
     st.subheader("Every GPU, ranked")
     f = st.columns([1.2, 1, 1, 1.1, 1.1])
