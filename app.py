@@ -20,7 +20,9 @@ from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
 from planner.inputs import price_snapshot  # noqa: E402
 from planner.inputs.bench_result import CalibrationError, parse_result  # noqa: E402
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS  # noqa: E402, E501
+from planner.engine.job_cost import job_cost  # noqa: E402
 from planner.inputs.facts import load_facts  # noqa: E402
+from planner.inputs.job_costs import load_job_costs  # noqa: E402
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
@@ -40,6 +42,7 @@ div.block-container {padding-top: 2.2rem;}
 
 FACTS = load_facts()
 CATALOG, RULES, RUNTIMES = FACTS.catalog, FACTS.rules, FACTS.runtimes
+OVERHEADS = load_job_costs(runtime_ids=tuple(r.id for r in RUNTIMES.runtimes))
 MODELS = load_models()
 GPU_BY_ID = {g.id: g for g in CATALOG.gpus}
 JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
@@ -406,7 +409,8 @@ def _filters(inputs: share.Inputs) -> page.Filters:
 
 
 def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, list]:
-    data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands, date.today(), inputs.stale)
+    data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands, date.today(), inputs.stale,
+                                              OVERHEADS)
     df = pd.DataFrame(data)
     noun = page.NOUNS[inputs.job]
     cc = st.column_config
@@ -421,7 +425,11 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
         f"Calibrated time ({unit})": cc.NumberColumn(format="%.3g", help="With the efficiencies of your calibration"),
         f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", help="Average over the whole job"),
         f"{noun.capitalize()}/s": cc.NumberColumn(format="%.4g"),
-        "Job cost ($)": cc.NumberColumn(format="$%.3g", help=f"time x GPUs x $/GPU-hour ({inputs.tier} tier)"),
+        "Compute cost ($)": cc.NumberColumn(format="$%.3g", help=f"compute time x GPUs x $/GPU-hour ({inputs.tier} "
+                                            "tier)"),
+        "Whole job ($)": cc.NumberColumn(format="$%.3g", help="what the pod bills: compute plus start, image pull, "
+                                         "model download, warm-up, checkpoint upload, spot rework and billing "
+                                         "increments (data/job_costs.yaml; 'Explain a GPU' shows the parts)"),
         "Calibrated cost ($)": cc.NumberColumn(format="$%.3g"),
         "$/GPU-h": cc.NumberColumn(format="$%.2f", help=f"RunPod {inputs.tier} price per GPU-hour"),
         "Price date": cc.TextColumn(width="small", help=f"When the price was read and its age in days; ⚠ = older "
@@ -438,7 +446,8 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
         "gpu_id": None,
     }
     order = [c for c in ("Rank", "GPU", "Runs?", f"Time ({unit})", f"Likely range ({unit})",
-                         f"Calibrated time ({unit})", "Job cost ($)", "Calibrated cost ($)", "$/GPU-h", "Price date",
+                         f"Calibrated time ({unit})", "Whole job ($)", "Compute cost ($)", "Calibrated cost ($)", "$/GPU-h",
+                         "Price date",
                          f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used",
                          "Why / notes", "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
              if c in df.columns]
@@ -505,6 +514,13 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     if e.seconds and price:
         st.markdown(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
                     f"= **{fmt_usd(e.cost())}**")
+    job = job_cost(e, OVERHEADS)
+    if job is not None:
+        st.markdown(f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**")
+        st.altair_chart(charts.job_cost_chart(charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus)),
+                        width="stretch")
+        st.caption(" · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
+                   + ". Assumptions (each with its source): data/job_costs.yaml.")
     st.markdown("#### Memory breakdown")
     st.markdown(page.md_table(["used by", "GB", "formula"],
                               [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]))
@@ -661,7 +677,8 @@ def main(inputs: share.Inputs) -> None:
     with c_link:
         st.markdown("**Share this plan** · copy the link (button on the right of the box); it opens exactly this plan")
         st.code(url, language=None, wrap_lines=True)
-    ctx = share.ExportContext(url, CATALOG.path, table.source, table.as_of, page.extra_columns(rows, cal_ests, bands))
+    ctx = share.ExportContext(url, CATALOG.path, table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
+                              OVERHEADS)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",

@@ -17,6 +17,7 @@ from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.facts import load_facts
+from planner.inputs.job_costs import load_job_costs
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
@@ -110,8 +111,10 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
 def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
     adjust = calibration.load_calibration(a.calibration).adjust if a.calibration else None
-    results = estimate_all(plan, load_facts(), gpu_names=a.gpu, adjust=adjust)
-    print(emit([estimate_row(e) for e in results], a.format, [flat_row(e) for e in results]))
+    facts = load_facts()
+    results = estimate_all(plan, facts, gpu_names=a.gpu, adjust=adjust)
+    overheads = load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes))
+    print(emit([estimate_row(e, overheads) for e in results], a.format, [flat_row(e, overheads) for e in results]))
     return 0
 
 

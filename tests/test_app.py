@@ -87,7 +87,7 @@ CONTROLS = [
     ("selectbox", "rt", "torch-compile", "rt", "torch-compile", lambda at: "torch.compile" in _plan_text(at)),
     ("number_input", "gpus", 2, "gpus", "2", lambda at: "2 GPUs per job" in _plan_text(at)),
     ("selectbox", "tier", "community", "tier", "community",
-     lambda at: "Job cost ($)" in _ranking(at).columns and "community prices" in _plan_text(at)),
+     lambda at: "Whole job ($)" in _ranking(at).columns and "community prices" in _plan_text(at)),
     ("selectbox", "vendor", "AMD", "vendor", "AMD",
      lambda at: len(_ranking(at)) and _rows_where(_ranking(at), "gpu_id", lambda g: VENDOR[g] == "AMD")),
     ("number_input", "minvram", 80.0, "minvram", "80",

@@ -363,3 +363,25 @@ def validation_chart(report: ValidationReport):
         tooltip=["row:N", "gpu:N", "framework:N", "metric:N", "measured_speed:Q", "predicted_speed:Q",
                  "error_pct:Q", "split:N"])
     return (guide + points).properties(title="Planner estimate vs published measurement", width=520, height=420)
+
+
+
+# ---------------------------------------------------------------- the whole job
+
+
+def job_cost_data(job, usd_hr: float | None, gpus: int) -> pd.DataFrame:
+    """Seconds and dollars of each part of the whole job (planner.engine.job_cost.JobCost), parts with time only."""
+    rows = [{"part": name, "seconds": sec, "usd": sec / 3600 * gpus * usd_hr if usd_hr else None,
+             "order": i} for i, (name, sec) in enumerate(job.parts) if sec > 0]
+    return pd.DataFrame(rows, columns=["part", "seconds", "usd", "order"])
+
+
+def job_cost_chart(df: pd.DataFrame) -> alt.Chart:
+    """One stacked bar: the billed time of the whole job by part (compute next to start, download, warm-up...)."""
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("sum(seconds):Q", title="Billed seconds of the whole job"),
+        color=alt.Color("part:N", title="Part", sort=alt.SortField("order")),
+        order=alt.Order("order:Q"),
+        tooltip=["part:N", alt.Tooltip("seconds:Q", format=",.4g"), alt.Tooltip("usd:Q", title="$", format=",.3g")],
+    ).properties(height=120, title=_title("The whole job: compute and what a rented pod also bills",
+                                         "Assumptions and their sources: data/job_costs.yaml."))

@@ -14,6 +14,8 @@ from typing import Iterable, Mapping
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
+from planner.engine.job_cost import job_cost
+from planner.inputs.job_costs import JobOverheads
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.tools import uncertainty
 from planner.views.charts import best_value
@@ -102,7 +104,8 @@ def price_dates(rows: Iterable[Estimate], today: date, stale_after_days: int = S
 
 def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],
                  bands: Mapping[str, tuple[float, float]], today: date | None = None,
-                 stale_after_days: int = STALE_AFTER_DAYS) -> tuple[list[dict], str, str]:
+                 stale_after_days: int = STALE_AFTER_DAYS,
+                 overheads: JobOverheads | None = None) -> tuple[list[dict], str, str]:
     """(table rows, time unit, rate unit): one row per GPU in ranking order, every capacity and use in decimal GB."""
     unit, div = time_unit(e.seconds for e in rows)
     counts_tokens = bool(rows) and rows[0].plan.model.counts_tokens
@@ -120,7 +123,10 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
         row[f"Throughput ({rate_name})"] = rate(e)
         if counts_tokens:
             row[f"{noun.capitalize()}/s"] = e.items_per_s
-        row["Job cost ($)"] = e.cost()
+        row["Compute cost ($)"] = e.cost()
+        whole = job_cost(e, overheads) if overheads else None
+        if overheads:
+            row["Whole job ($)"] = whole.cost_usd if whole else None
         if calibrated:
             row["Calibrated cost ($)"] = cal.cost() if cal else None
         row.update({"$/GPU-h": p.usd_hr if p else None,

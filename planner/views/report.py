@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 from planner.engine.estimate import Estimate
+from planner.engine.job_cost import job_cost
+from planner.inputs.job_costs import JobOverheads
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.price_snapshot import PriceTable
 from planner.tools.uncertainty import band
@@ -23,8 +25,18 @@ def _sig(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else float(f"{x:.{digits}g}")
 
 
-def estimate_row(e: Estimate) -> dict:
-    """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`)."""
+def job_fields(e: Estimate, overheads: JobOverheads | None) -> dict:
+    """The whole job (planner.engine.job_cost): billed seconds, its cost in the plan's tier and its parts."""
+    job = job_cost(e, overheads) if overheads else None
+    if job is None:
+        return {}
+    return {"job_seconds": _r(job.billed_s, 1), "job_cost_usd": _sig(job.cost_usd),
+            "job_parts_s": {k: _r(v, 2) for k, v in job.parts}}
+
+
+def estimate_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
+    """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with overheads,
+    the whole job's billed time and cost too."""
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
@@ -61,10 +73,11 @@ def estimate_row(e: Estimate) -> dict:
         "vram_gib": e.gpu.vram_gib,
         "efficiency": {"mem_bw": e.efficiency.mem_bw_efficiency, "compute": e.efficiency.compute_efficiency,
                        "launch_overhead_us": e.efficiency.launch_overhead_us, "source": e.efficiency.source},
+        **job_fields(e, overheads),
     }
 
 
-def flat_row(e: Estimate) -> dict:
+def flat_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
     """A one-level row for CSV and tables."""
     tier = e.plan.price_tier
     price = e.price
@@ -76,6 +89,7 @@ def flat_row(e: Estimate) -> dict:
         "price_date": price.date.isoformat() if price and price.date else None,
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
         "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
+        **{k: v for k, v in job_fields(e, overheads).items() if k != "job_parts_s"},
         "reasons": "; ".join(r.text for r in e.reasons),
     }
 

@@ -26,6 +26,7 @@ from planner.engine.plan import Plan
 from planner.base.safe_parse import parse_number, shown
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
                                     STALE_AFTER_DAYS, load_catalog)
+from planner.inputs.job_costs import JobOverheads
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.precisions import load_rules
@@ -558,6 +559,7 @@ class ExportContext:
     price_source: str
     price_as_of: str
     extra_columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gpu_id -> column -> value
+    overheads: JobOverheads | None = None  # the whole job's assumptions (data/job_costs.yaml)
 
 
 def _header(inputs: Inputs, ctx: ExportContext, model: ModelProfile) -> dict[str, Any]:
@@ -569,7 +571,7 @@ def export_json(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimat
     """The ranking as JSON: the inputs and their link, catalog and price dates, then one row per GPU."""
     rows = []
     for e in estimates:
-        row = estimate_row(e)
+        row = estimate_row(e, ctx.overheads)
         row.update(ctx.extra_columns.get(e.gpu.id, {}))
         rows.append(row)
     return json.dumps({**_header(inputs, ctx, model), "ranking": rows}, indent=2, default=str)
@@ -584,7 +586,7 @@ def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate
         buf.write(f"# {key}: {text}\n")
     rows = []
     for e in estimates:
-        row = flat_row(e)
+        row = flat_row(e, ctx.overheads)
         price = e.price
         row["price_date"] = price.date.isoformat() if price and price.date else None
         row["price_origin"] = price.origin if price else None

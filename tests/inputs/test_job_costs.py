@@ -1,0 +1,24 @@
+"""data/job_costs.yaml: every assumption present, in range, with a source; a warm-up for every runtime."""
+
+import pytest
+
+from planner.base.schema import DataFileError
+from planner.inputs.job_costs import JOB_COSTS_FILE, load_job_costs
+from planner.inputs.runtimes import load_runtimes
+
+
+def test_the_committed_assumptions_cover_every_runtime_with_sources():
+    o = load_job_costs(runtime_ids=tuple(r.id for r in load_runtimes().runtimes))
+    assert o.billing_increment_s == 60  # RunPod charges credits every minute (its billing page)
+    assert all(text.strip() for _, text in o.sources)
+
+
+def test_a_missing_warm_up_or_an_absurd_value_is_named(tmp_path):
+    text = JOB_COSTS_FILE.read_text()
+    with pytest.raises(DataFileError, match="no warm-up for runtime"):
+        load_job_costs(JOB_COSTS_FILE, runtime_ids=("a-runtime-nobody-has",))
+    bad = tmp_path / "j.yaml"
+    bad.write_text(text.replace("value: 60\n    unit: s\n    source: \"planner default: scheduling", "value: -5\n    "
+                                "unit: s\n    source: \"planner default: scheduling"))
+    with pytest.raises(DataFileError, match="'pod_start_s'.*must be >= 0"):
+        load_job_costs(bad)
