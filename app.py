@@ -220,7 +220,9 @@ def _head_dim() -> None:
 
 
 def _refresh_prices() -> None:
-    live_prices.clear_cache()
+    if not live_prices.request_refresh(time.monotonic()):
+        st.session_state._refresh_msg = (f"Live prices were refreshed less than "
+                                         f"{live_prices.MIN_REFRESH_INTERVAL_S / 60:g} minutes ago; these are current.")
 
 
 # ---------------------------------------------------------------- sidebar
@@ -335,6 +337,9 @@ def sidebar() -> None:
              format_func={"snapshot": "Snapshot (dated)", "live": "Live from RunPod"}.get)
     if ss.psrc == "live":
         sb.button("Refresh prices", on_click=_refresh_prices, icon=":material/refresh:")
+        msg = ss.pop("_refresh_msg", None)
+        if msg:
+            sb.caption(msg)
 
     sb.subheader("5 · Calibration (optional)")
     sb.caption("Upload a result of `python -m planner.bench` run on your GPU: its measured efficiencies "
@@ -361,9 +366,20 @@ def _api_key() -> str | None:
         return None
 
 
+def _live(wait: bool = False) -> price_snapshot.PriceTable:
+    """Live prices, shared by every session; the page never waits: the snapshot shows while a fetch is under way."""
+    return live_prices.fetch_live(CATALOG, api_key=_api_key(), url=live_prices.RUNPOD_GRAPHQL_URL, wait=wait)
+
+
+@st.fragment(run_every=1.0)
+def _await_live() -> None:
+    """Polls the fetch in flight once a second and reruns the page when live prices have arrived."""
+    if not _live().pending:
+        st.rerun(scope="app")
+
+
 def price_table(inputs: share.Inputs) -> price_snapshot.PriceTable:
-    base = (live_prices.fetch_live(CATALOG, api_key=_api_key(), url=live_prices.RUNPOD_GRAPHQL_URL)
-            if inputs.psrc == "live" else FACTS.prices)
+    base = _live() if inputs.psrc == "live" else FACTS.prices
     return price_snapshot.with_custom(base, inputs.custom_prices) if inputs.myprice else base
 
 
@@ -660,8 +676,11 @@ def main(inputs: share.Inputs) -> None:
         st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
         return
     st.markdown(f"**Plan:** {md_escape(share.plan_sentence(inputs, model), 1000)}")
-    if not table.ok or table.source != "snapshot" or inputs.myprice:
-        (st.warning if not table.ok else st.caption)(f"Prices: {md_escape(table.message, 600)}")
+    if table.pending:
+        st.info(f"Prices: {md_escape(table.message, 600)}", icon=":material/hourglass_top:")
+        _await_live()
+    elif not table.ok or table.source != "snapshot" or inputs.myprice:
+        (st.warning if not table.ok or table.suspect else st.caption)(f"Prices: {md_escape(table.message, 600)}")
 
     rows = page.filtered(ests, _filters(inputs))
     bands = page.bands(rows, cal_ests)

@@ -151,7 +151,7 @@ def cmd_prices(a: argparse.Namespace) -> int:
         if not table.ok:
             print(f"error: could not refresh prices, no snapshot written: {table.message}", file=sys.stderr)
             return 2
-        path = live_prices.write_snapshot(table, a.out)
+        path = live_prices.write_snapshot(table, a.out, accept=a.accept)
         print(f"wrote {path} ({table.message})", file=sys.stderr)
     if a.format == "json":
         print(json.dumps({"source": table.source, "as_of": table.as_of, "message": table.message, "ok": table.ok,
@@ -338,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh", action="store_true",
                    help=f"fetch live prices and write a snapshot file (key from ${live_prices.API_KEY_ENV}, optional)")
     p.add_argument("--live", action="store_true", help="show live prices (snapshot on failure) without writing")
+    p.add_argument("--accept", action="store_true",
+                   help="with --refresh: also write live prices held back as suspect (more than 3x from the snapshot)")
     p.add_argument("--url", default=live_prices.RUNPOD_GRAPHQL_URL, help="GraphQL endpoint (default: RunPod's)")
     p.add_argument("--out", default=str(PRICES_DIR), help="directory for --refresh (default: data/prices)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")

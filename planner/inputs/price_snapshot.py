@@ -39,6 +39,8 @@ class PriceTable:
     message: str
     unmapped: tuple[str, ...]
     ok: bool
+    suspect: tuple[tuple[str, str, float], ...] = ()  # (gpu id, tier, $/h) live prices held back (> 3x off)
+    pending: bool = False  # a live fetch is under way; this is the snapshot meanwhile
 
 
     def for_gpu(self, gpu: GPU) -> Mapping[str, Price | None]:

@@ -9,8 +9,6 @@ Every failure is a HubError whose message says what happened and what to do.
 from __future__ import annotations
 
 import re
-import threading
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from huggingface_hub import hf_hub_download
 from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
                                     RepositoryNotFoundError, RevisionNotFoundError)
 
+from planner.base.deadline import in_background
 from planner.base.safe_parse import ParseError, load_json_text
 from planner.base.schema import DataFileError
 from planner.inputs.models import ModelProfile, from_hf_config
@@ -38,23 +37,10 @@ def is_repo_id(text: str) -> bool:
     return bool(REPO_ID.fullmatch(str(text).strip())) and not Path(str(text)).exists()
 
 
-def _in_background(fn, *args, **kwargs) -> Future:
-    """Run fn in a daemon thread: a fetch past its deadline is abandoned, and never holds up the process's exit."""
-    done: Future = Future()
-
-    def run() -> None:
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # handed to the waiting caller, which names it
-            done.set_exception(exc)
-    threading.Thread(target=run, name="hf-hub-fetch", daemon=True).start()
-    return done
-
-
 def _download(repo_id: str, revision: str | None, endpoint: str | None, cache_dir: str | None,
               deadline_s: float) -> Path:
     offline = hub_constants.is_offline_mode()
-    job = _in_background(hf_hub_download, repo_id, "config.json", revision=revision, endpoint=endpoint,
+    job = in_background(hf_hub_download, repo_id, "config.json", revision=revision, endpoint=endpoint,
                          cache_dir=cache_dir, etag_timeout=deadline_s, local_files_only=offline)
     try:  # huggingface_hub retries a refused connection for ~30 s: one total deadline instead
         return Path(job.result(timeout=deadline_s))

@@ -8,20 +8,23 @@ put in a URL, stored, logged or echoed in a message.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
 import threading
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import requests
 import yaml
 
+from planner.base.deadline import call_with_deadline, in_background
+from planner.base.safe_parse import ParseError, load_json_text
 from planner.base.schema import DataFileError, check_number, normalize_name
 from planner.inputs.catalog import GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price, load_catalog
 from planner.inputs.price_snapshot import PRICES_DIR, PriceTable, listing_table, snapshot_table
@@ -29,6 +32,10 @@ from planner.inputs.price_snapshot import PRICES_DIR, PriceTable, listing_table,
 RUNPOD_GRAPHQL_URL = "https://api.runpod.io/graphql"
 API_KEY_ENV = "RUNPOD_API_KEY"
 FAILURE_TTL_S = 60.0  # a failed fetch is retried after this long, not on every page rerun
+DEADLINE_S = 8.0  # one refresh, retries included: the page never waits longer (a drip server can't stretch it)
+MAX_ANSWER_BYTES = 2_000_000  # RunPod's gpuTypes answer is ~30 kB; a larger one is not a price list
+SUSPECT_RATIO = 3.0  # a live price more than 3x above or below the snapshot's is held back, shown as suspect
+MIN_REFRESH_INTERVAL_S = 300.0  # a refresh button clears the shared cache at most this often, whoever presses it
 
 # runpod_api.md §1a; lowestPrice is left out: list prices per tier are what the planner ranks by.
 GPU_TYPES_QUERY = ("query GpuTypes { gpuTypes { id displayName memoryInGb secureCloud communityCloud "
@@ -47,12 +54,40 @@ def api_key_from_env() -> str | None:
     return key or None
 
 
+def _key_forms(api_key: str) -> list[str]:
+    """Ways a server may echo the key: as sent, URL-encoded, and base64 (standard or URL-safe) at each of the three
+    byte alignments it can have inside a longer encoded text (the characters that depend on key bytes only)."""
+    raw = api_key.encode("utf-8")
+    forms = {api_key, quote(api_key, safe=""), quote_plus(api_key)}
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + raw).decode("ascii")
+        stable = enc[(0 if pad == 0 else 4):4 * ((pad + len(raw)) // 3)]
+        if len(stable) >= 8:
+            forms |= {stable, stable.replace("+", "-").replace("/", "_")}
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
+
+
 def _scrub(text: str, api_key: str | None) -> str:
-    """One line of text with the key (and any api_key=... query value) masked."""
+    """One line of text with the key masked in every form _key_forms knows (any case), and any api_key=... value.
+    Called before any truncation, so a cut can never leave part of the key behind."""
     text = re.sub(r"(?i)(api[_-]?key=)[^&\s'\"]+", r"\1***", str(text))
     if api_key:
-        text = text.replace(api_key, "***")
+        for form in _key_forms(api_key):
+            text = re.sub(re.escape(form), "***", text, flags=re.IGNORECASE)
     return " ".join(text.split())
+
+
+def _scrub_doc(doc: Any, api_key: str | None) -> Any:
+    """Every string in a decoded answer scrubbed (the answer is size-capped, so the walk is bounded)."""
+    if not api_key:
+        return doc
+    if isinstance(doc, str):
+        return _scrub(doc, api_key)
+    if isinstance(doc, list):
+        return [_scrub_doc(x, api_key) for x in doc]
+    if isinstance(doc, dict):
+        return {_scrub(str(k), api_key): _scrub_doc(v, api_key) for k, v in doc.items()}
+    return doc
 
 
 def _public_url(url: str) -> str:
@@ -72,6 +107,8 @@ def _key_hash(api_key: str | None) -> str:
 
 _CACHE: dict[tuple[str, str, str], tuple[datetime, float, PriceTable]] = {}
 _CACHE_LOCK = threading.Lock()
+_INFLIGHT: dict[tuple[str, str, str], Any] = {}  # cache key -> Future of the fetch in flight
+_LAST_REFRESH_S: float | None = None
 
 
 def clear_cache() -> None:
@@ -97,7 +134,7 @@ def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff
         tries = f" ({attempt + 1} attempts)" if attempt else ""
         try:
             # exception texts from requests carry the URL, so only our own wording leaves this function
-            resp = requests.post(url, json={"query": GPU_TYPES_QUERY}, headers=headers, timeout=timeout_s)
+            resp = requests.post(url, json={"query": GPU_TYPES_QUERY}, headers=headers, timeout=timeout_s, stream=True)
         except requests.Timeout:
             problem = f"RunPod API timed out after {timeout_s:g} s{tries}"
             continue
@@ -115,11 +152,26 @@ def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff
             continue
         if resp.status_code != 200:
             raise _FetchError(f"RunPod API answered HTTP {resp.status_code}")
-        try:
-            return resp.json()
-        except ValueError:
-            raise _FetchError("RunPod API answered with malformed JSON") from None
+        return _read_json(resp)
     raise _FetchError(problem)
+
+
+def _read_json(resp) -> Any:
+    """The answer's JSON, read in chunks and refused past MAX_ANSWER_BYTES (a real gpuTypes answer is ~30 kB)."""
+    body = bytearray()
+    try:
+        for chunk in resp.iter_content(chunk_size=65536):
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise _FetchError(f"RunPod API answer is larger than {MAX_ANSWER_BYTES:,} bytes; not a price list")
+    except requests.RequestException:
+        raise _FetchError("RunPod API broke off its answer") from None
+    finally:
+        resp.close()
+    try:
+        return load_json_text(body.decode("utf-8", errors="replace"), "RunPod API answer", MAX_ANSWER_BYTES)
+    except (ValueError, ParseError):
+        raise _FetchError("RunPod API answered with malformed JSON") from None
 
 
 def _usd_hr(value: Any) -> float | None:
@@ -210,8 +262,13 @@ def _live_table(base: PriceTable, parsed: _Parsed, url: str, stamp: datetime) ->
     when = stamp.strftime("%Y-%m-%d %H:%M UTC")
     source = f"RunPod GraphQL API gpuTypes ({_public_url(url)}), fetched {when}"
     prices = {g: dict(t) for g, t in base.prices.items()}
+    suspect = []
     for gpu_id, tiers in parsed.live.items():
         for tier, usd_hr in tiers.items():
+            old = prices.get(gpu_id, {}).get(tier)
+            if old is not None and not 1 / SUSPECT_RATIO <= usd_hr / old.usd_hr <= SUSPECT_RATIO:
+                suspect.append((gpu_id, tier, usd_hr))  # the snapshot stays in use
+                continue
             prices.setdefault(gpu_id, {})[tier] = Price(usd_hr, stamp.date(), source, "live")
     unmapped = tuple(dict.fromkeys(parsed.unmapped))
     detail = f"{len(parsed.live)} GPUs"
@@ -224,9 +281,12 @@ def _live_table(base: PriceTable, parsed: _Parsed, url: str, stamp: datetime) ->
         notes += f"; skipped {parsed.malformed} malformed part(s) of the answer"
     if parsed.error:
         notes += f"; RunPod also reported an error: {parsed.error}"
-    partial = bool(parsed.rejected or parsed.malformed or parsed.error)
+    if suspect:
+        notes += ("; held back as suspect (more than 3x from the snapshot, which stays in use): "
+                  + _short([f"{g} {t} ${v:g}/h (snapshot ${prices[g][t].usd_hr:g})" for g, t, v in suspect]))
+    partial = bool(parsed.rejected or parsed.malformed or parsed.error or suspect)
     return PriceTable(prices, "live (partial)" if partial else "live", stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                      f"live RunPod prices fetched {when} ({detail}){notes}", unmapped, True)
+                      f"live RunPod prices fetched {when} ({detail}){notes}", unmapped, True, tuple(suspect))
 
 
 def _fallback(base: PriceTable, reason: str, api_key: str | None) -> PriceTable:
@@ -235,7 +295,7 @@ def _fallback(base: PriceTable, reason: str, api_key: str | None) -> PriceTable:
 
 
 def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, retries: int,
-           backoff_s: float, stamp: datetime) -> PriceTable:
+           backoff_s: float, stamp: datetime, deadline_s: float = DEADLINE_S) -> PriceTable:
     try:
         base = snapshot_table(catalog)
         base_note = ""
@@ -246,7 +306,10 @@ def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, re
         return _fallback(base, "the API key contains spaces or characters that cannot be sent; check "
                                f"{API_KEY_ENV}" + base_note, api_key)
     try:
-        parsed = parse_gpu_types(_post(url, api_key, timeout_s, retries, backoff_s), catalog)
+        doc = call_with_deadline(_post, deadline_s, url, api_key, min(timeout_s, deadline_s), retries, backoff_s)
+        parsed = parse_gpu_types(_scrub_doc(doc, api_key), catalog)
+    except TimeoutError:
+        return _fallback(base, f"RunPod API gave no complete answer within {deadline_s:g} s" + base_note, api_key)
     except _FetchError as exc:
         return _fallback(base, str(exc) + base_note, api_key)
     if not parsed.live:
@@ -263,7 +326,7 @@ def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, re
 
 def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, url: str = RUNPOD_GRAPHQL_URL,
                timeout_s: float = 10.0, retries: int = 2, backoff_s: float = 0.5, ttl_s: float = 3600.0,
-               now: datetime | None = None) -> PriceTable:
+               now: datetime | None = None, deadline_s: float = DEADLINE_S, wait: bool = True) -> PriceTable:
     """Current RunPod prices over the snapshot; NEVER raises (falls back to the snapshot with the reason).
 
     Without a key the query is sent anonymously (RunPod's catalog reads work without one in practice,
@@ -279,11 +342,16 @@ def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, ur
             hit = _CACHE.get(cache_key)
         if hit and 0 <= (stamp - hit[0]).total_seconds() < hit[1]:
             return hit[2]
-        table = _fetch(catalog, api_key, url, timeout_s, retries, backoff_s, stamp)
-        if ttl_s > 0:
-            with _CACHE_LOCK:
-                _CACHE[cache_key] = (stamp, ttl_s if table.ok else min(ttl_s, FAILURE_TTL_S), table)
-        return table
+        with _CACHE_LOCK:  # one fetch in flight per key, shared by every caller (page sessions, threads)
+            job = _INFLIGHT.get(cache_key)
+            if job is None:
+                job = _INFLIGHT[cache_key] = in_background(
+                    _fetch_and_cache, cache_key, catalog, api_key, url, timeout_s, retries, backoff_s, stamp,
+                    deadline_s, ttl_s)
+        if not wait and not job.done():
+            return replace(snapshot_table(catalog), ok=True, pending=True,
+                           message="live prices are being fetched; the dated snapshot shows until they arrive")
+        return job.result(timeout=deadline_s + 2.0)
     except Exception as exc:  # the contract: the page always gets a table, never a traceback
         reason = _scrub(f"unexpected error ({type(exc).__name__}: {exc})", api_key)
         try:
@@ -292,17 +360,47 @@ def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, ur
             return PriceTable({}, "snapshot", "unknown date", f"no prices available: {reason}", (), False)
 
 
+def _fetch_and_cache(cache_key, catalog, api_key, url, timeout_s, retries, backoff_s, stamp, deadline_s,
+                     ttl_s) -> PriceTable:
+    try:
+        table = _fetch(catalog, api_key, url, timeout_s, retries, backoff_s, stamp, deadline_s)
+        if ttl_s > 0:
+            with _CACHE_LOCK:
+                _CACHE[cache_key] = (stamp, ttl_s if table.ok else min(ttl_s, FAILURE_TTL_S), table)
+        return table
+    finally:
+        with _CACHE_LOCK:
+            _INFLIGHT.pop(cache_key, None)
+
+
+def request_refresh(now_s: float) -> bool:
+    """A refresh button pressed at monotonic time now_s: clear the shared cache unless the last refresh (by anyone)
+    was under MIN_REFRESH_INTERVAL_S ago. True when cleared."""
+    global _LAST_REFRESH_S
+    with _CACHE_LOCK:
+        if _LAST_REFRESH_S is not None and now_s - _LAST_REFRESH_S < MIN_REFRESH_INTERVAL_S:
+            return False
+        _LAST_REFRESH_S = now_s
+        _CACHE.clear()
+        return True
+
+
 # ---------------------------------------------------------------- custom prices and snapshots
 
 
-def write_snapshot(table: PriceTable, directory: str | Path = PRICES_DIR) -> Path:
+def write_snapshot(table: PriceTable, directory: str | Path = PRICES_DIR, accept: bool = False) -> Path:
     """Write the table's live prices to DIR/runpod-YYYY-MM-DD.yaml (same day: overwritten); return the path.
 
-    Only origin 'live' tiers are written (kept-snapshot and custom tiers are not re-dated). ValueError for a
-    fallback table or one without live prices.
+    Only origin 'live' tiers are written (kept-snapshot and custom tiers are not re-dated); prices held back as
+    suspect (more than SUSPECT_RATIO from the snapshot) only with accept=True. ValueError for a fallback table or
+    one without live prices.
     """
     live = {g: {t: p for t, p in tiers.items() if p is not None and p.origin == "live"}
             for g, tiers in table.prices.items()}
+    if accept and table.suspect:
+        for gpu_id, tier, usd_hr in table.suspect:
+            live.setdefault(gpu_id, {})[tier] = Price(usd_hr, date.fromisoformat(table.as_of[:10]),
+                                                       "RunPod live price accepted despite the sanity check", "live")
     live = {g: t for g, t in live.items() if t}
     if not table.ok or not live:
         raise ValueError(f"refusing to write a snapshot without live prices ({table.message})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 import socket
 import subprocess
@@ -489,3 +490,123 @@ def test_cli_shows_the_snapshot_offline(snapshot):
     assert shown["source"] == "snapshot" and shown["as_of"] == snapshot.as_of
     row = next(x for x in shown["prices"] if x["gpu"] == "h100-sxm")
     assert row["secure_usd_hr"] == price(snapshot, "h100-sxm", "secure").usd_hr
+
+
+# ---------------------------------------------------------------- a server that misbehaves on purpose
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that answers every connection with `behave(conn)` (stall, drip, flood)."""
+
+    def __init__(self, behave):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/graphql"
+        self.stop = threading.Event()
+
+        def loop():
+            while not self.stop.is_set():
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                threading.Thread(target=self._serve, args=(conn, behave), daemon=True).start()
+        threading.Thread(target=loop, daemon=True).start()
+
+    def _serve(self, conn, behave):
+        try:
+            conn.recv(65536)
+            behave(conn, self.stop)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+def _stall(conn, stop):
+    stop.wait(30)
+
+
+def _drip(conn, stop):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+    while not stop.wait(0.5):  # a byte every half second: every read succeeds, the answer never ends
+        conn.sendall(b" ")
+
+
+def _flood(conn, stop):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n")
+    chunk = b'{"data": {"gpuTypes": [' + b" " * 65536
+    for _ in range(800):  # 50 MB
+        if stop.is_set():
+            return
+        conn.sendall(chunk)
+
+
+@pytest.mark.parametrize("behave, needle", [(_stall, "timed out after 0.5 s|within 1 s"), (_drip, "within 1 s"),
+                                            (_flood, "larger than 2,000,000 bytes")])
+def test_a_misbehaving_server_costs_at_most_the_deadline(behave, needle, catalog):
+    server = RawServer(behave)
+    try:
+        t0 = time.perf_counter()
+        table = P.fetch_live(catalog, url=server.url, timeout_s=0.5, retries=0, deadline_s=1.0, ttl_s=0, now=NOW)
+        elapsed = time.perf_counter() - t0
+    finally:
+        server.close()
+    assert elapsed < 2.5 and not table.ok and re.search(needle, table.message), (elapsed, table.message)
+    assert table.prices["h100-sxm"]["community"].origin == "snapshot"
+
+
+@pytest.mark.parametrize("echo", [KEY, KEY.upper(), KEY.lower(), "urlencoded", "base64", "base64-shifted"])
+def test_the_key_never_comes_back_in_any_form_or_in_part(serve, catalog, echo):
+    import base64
+    from urllib.parse import quote
+    forms = {"urlencoded": quote("k=" + KEY + "/x", safe=""),
+             "base64": base64.b64encode(KEY.encode()).decode(),
+             "base64-shifted": base64.b64encode(b"Bearer " + KEY.encode()).decode()}
+    text = forms.get(echo, echo)
+    bad = dict(H100_SXM, id=f"NVIDIA H100 80GB HBM3 {text}", communityPrice=f"{text} not a price")
+    s = serve((200, {"data": {"gpuTypes": [bad, {"id": f"unmapped {text}"}]}, "errors": [{"message": f"x {text}"}]},
+               0))
+    table = P.fetch_live(catalog, api_key=KEY, url=s.url, ttl_s=0, now=NOW)
+    shown = table.message + " ".join(table.unmapped)
+    for part in (KEY[:6], KEY[-6:], KEY[4:10].upper()):
+        assert part.lower() not in shown.lower(), shown
+    assert base64.b64encode(KEY.encode()).decode()[:12] not in shown
+
+
+def test_an_absurd_live_price_is_held_back_and_not_written_without_accept(serve, catalog, tmp_path):
+    cheap = dict(H100_SXM, communityPrice=0.011)  # the snapshot has $2.69/h: 245x lower
+    s = serve((200, answer(cheap, A100_PCIE), 0))
+    table = P.fetch_live(catalog, url=s.url, ttl_s=0, now=NOW)
+    assert ("h100-sxm", "community", 0.011) in table.suspect and "held back as suspect" in table.message
+    assert table.prices["h100-sxm"]["community"].origin == "snapshot"  # the snapshot price stays in use
+    path = P.write_snapshot(table, tmp_path)
+    written = {r["id"]: r for r in yaml.safe_load(path.read_text())["prices"]}
+    assert written.get("h100-sxm", {}).get("community") is None
+    accepted = {r["id"]: r for r in yaml.safe_load(P.write_snapshot(table, tmp_path, accept=True).read_text())["prices"]}
+    assert accepted["h100-sxm"]["community"] == 0.011
+
+
+def test_concurrent_callers_share_one_fetch_and_the_page_need_not_wait(serve, catalog):
+    s = serve((200, GOOD, 0.5))
+    first = P.fetch_live(catalog, url=s.url, now=NOW, wait=False)
+    assert first.pending and first.source == "snapshot"  # the page shows the snapshot meanwhile
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(P.fetch_live(catalog, url=s.url, now=NOW)))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(s.requests) == 1 and all(r.source.startswith("live") for r in results)
+
+
+def test_the_refresh_button_clears_the_shared_cache_at_most_every_five_minutes():
+    assert P.request_refresh(1000.0) is True
+    assert P.request_refresh(1000.0 + 60) is False  # anyone pressing again within 5 minutes: no new fetch
+    assert P.request_refresh(1000.0 + 301) is True
