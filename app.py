@@ -180,20 +180,26 @@ def _on_upload_model() -> None:
 
 
 def _on_upload_cal() -> None:
+    """One or several bench results (one per GPU of a fleet): each is fitted and used for its own GPU."""
     ss = st.session_state
-    f = ss.get("upload_cal")
-    if f is None:
+    files = ss.get("upload_cal") or []
+    if not files:
         return
-    try:
-        result = parse_result(f.getvalue(), f.name)
-        cal = calibration.fit(result)
-    except CalibrationError as exc:
-        ss._cal_msg = ("error", f"{md_escape(f.name, 80)} could not be used: {md_escape(exc, 400)}. The plan keeps "
-                                "its current calibration.")
+    fitted, results, problems = [], {}, []
+    for f in files[:calibration.MAX_FLEET]:
+        try:
+            result = parse_result(f.getvalue(), f.name)
+            fitted.append(calibration.fit(result))
+            results[fitted[-1].device_name] = result
+        except CalibrationError as exc:
+            problems.append(f"{md_escape(f.name, 80)} could not be used: {md_escape(exc, 400)}")
+    if problems:
+        ss._cal_msg = ("error", "; ".join(problems) + ". The plan keeps its current calibration.")
         return
-    ss.cal = cal.to_query()
-    ss._cal_result = result
-    ss._cal_msg = ("success", f"Calibrated with {md_escape(f.name, 80)}.")
+    ss.cal = calibration.Fleet(tuple(fitted)).to_query()
+    ss._cal_result = results
+    names = ", ".join(md_escape(f.name, 80) for f in files[:calibration.MAX_FLEET])
+    ss._cal_msg = ("success", f"Calibrated with {names}.")
 
 
 def _apply_preset(preset_id: str) -> None:
@@ -342,10 +348,10 @@ def sidebar() -> None:
             sb.caption(msg)
 
     sb.subheader("5 · Calibration (optional)")
-    sb.caption("Upload a result of `python -m planner.bench` run on your GPU: its measured efficiencies "
-               "replace the priors for that GPU.")
-    sb.file_uploader("Benchmark result", key="upload_cal", on_change=_on_upload_cal, max_upload_size=5,
-                     label_visibility="collapsed")
+    sb.caption("Upload results of `python -m planner.bench` run on your GPUs (one file per GPU, several at once "
+               "for a fleet): each one's measured efficiencies replace the priors for its GPU.")
+    sb.file_uploader("Benchmark results", key="upload_cal", on_change=_on_upload_cal, max_upload_size=5,
+                     accept_multiple_files=True, label_visibility="collapsed")
     msg = ss.pop("_cal_msg", None)
     if msg:
         (sb.error if msg[0] == "error" else sb.success)(msg[1])
@@ -387,7 +393,7 @@ def _calibration(inputs: share.Inputs):
     if not inputs.cal:
         return None
     try:
-        return calibration.Calibration.from_query(inputs.cal)
+        return calibration.Fleet.from_query(inputs.cal)
     except CalibrationError:  # decoded once already; a failure here only drops the calibration
         return None
 
@@ -481,27 +487,27 @@ def callouts(rows, gpus: int, stale_after_days: int) -> None:
             st.markdown(page.callout_line(c, gpus, date.today(), stale_after_days))
 
 
-def calibration_panel(plan, cal) -> None:
-    """What the calibration is, where it applies, and (file at hand) its points: measured vs analytic vs calibrated."""
-    where = (f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
-             f"(half of it across architectures)" if cal.gpu_id else
-             "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device below")
-    with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
-                     expanded=True, icon=":material/tune:"):
-        st.markdown(f"Fitted on {cal.fit_points} points (rms error {cal.fit_rms_pct:.3g} %): bandwidth efficiency "
-                    f"**{cal.mem_bw_efficiency:.3g}**, compute efficiency **{cal.compute_efficiency:.3g}** "
-                    f"({cal.compute_path}), "
-                    f"launch overhead **{cal.launch_overhead_us:.3g} us**; {where}.")
-        device = cal.measured_gpu(CATALOG)
-        a, c = estimate_gpu(plan, device, FACTS), estimate_gpu(plan, device, FACTS, cal.adjust)
-        if a.seconds and c.seconds:
-            st.markdown(f"This plan on **{md_escape(device.name, 80)}**: {fmt_seconds(a.seconds)} analytic, "
-                        f"**{fmt_seconds(c.seconds)} calibrated**.")
-        result = st.session_state.get("_cal_result")
-        if result is not None:
-            df = charts.calibration_data(calibration.point_table(result, cal))
-            if len(df):
-                st.altair_chart(charts.calibration_chart(df), width="stretch")
+def calibration_panel(plan, fleet) -> None:
+    """Each calibration: what it is, where it applies, and (file at hand) its points: measured vs analytic vs calibrated."""
+    for cal in fleet.members:
+        where = (f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
+                 f"(half of it across architectures)" if cal.gpu_id else
+                 "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device")
+        with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
+                         expanded=len(fleet.members) == 1, icon=":material/tune:"):
+            st.markdown(f"Fitted on {cal.fit_points} points (rms error {cal.fit_rms_pct:.3g} %): bandwidth "
+                        f"efficiency **{cal.mem_bw_efficiency:.3g}**, compute efficiency **{cal.compute_efficiency:.3g}**"
+                        f" ({cal.compute_path}), launch overhead **{cal.launch_overhead_us:.3g} us**; {where}.")
+            device = cal.measured_gpu(CATALOG)
+            a, c = estimate_gpu(plan, device, FACTS), estimate_gpu(plan, device, FACTS, cal.adjust)
+            if a.seconds and c.seconds:
+                st.markdown(f"This plan on **{md_escape(device.name, 80)}**: {fmt_seconds(a.seconds)} analytic, "
+                            f"**{fmt_seconds(c.seconds)} calibrated**.")
+            result = (st.session_state.get("_cal_result") or {}).get(cal.device_name)
+            if result is not None:
+                df = charts.calibration_data(calibration.point_table(result, cal))
+                if len(df):
+                    st.altair_chart(charts.calibration_chart(df), width="stretch")
 
 
 def explain(e, cal_e, inputs: share.Inputs) -> None:

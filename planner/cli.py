@@ -79,7 +79,8 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=_bounded("gpus"), default=1, help="GPUs per job (data or tensor parallel)")
     p.add_argument("--gpu", action="append", default=None, help="a GPU to include (repeatable; default: all)")
     p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
-    p.add_argument("--calibration", default=None, help="a benchmark result file from `python -m planner.bench`")
+    p.add_argument("--calibration", action="append", default=None,
+                   help="a benchmark result file from `python -m planner.bench` (repeatable: each for its own GPU)")
 
 
 def resolve_model(name: str) -> ModelProfile:
@@ -110,7 +111,8 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
 
 def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
-    adjust = calibration.load_calibration(a.calibration).adjust if a.calibration else None
+    adjust = calibration.Fleet(tuple(calibration.load_calibration(f) for f in a.calibration)).adjust \
+        if a.calibration else None
     facts = load_facts()
     results = estimate_all(plan, facts, gpu_names=a.gpu, adjust=adjust)
     overheads = load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes))
@@ -283,6 +285,8 @@ def cmd_launch(a: argparse.Namespace) -> int:
     """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
     plan = plan_from_args(a)
     ranking = estimate_all(plan, load_facts(), gpu_names=a.gpu)
+    if a.bench:
+        return _launch_bench(ranking, a.out or "bench-fleet")
     if a.format == "runpod":
         text = launch.runpod_json(launch.runpod_pod(ranking, plan.price_tier, a.image))
     else:
@@ -297,6 +301,20 @@ def cmd_launch(a: argparse.Namespace) -> int:
         print(f"wrote {a.out}", file=sys.stderr)
     else:
         print(text)
+    return 0
+
+
+def _launch_bench(ranking, folder: str) -> int:
+    """A bench task per candidate GPU and a script that runs them all and collects the result files."""
+    tasks = launch.bench_tasks(ranking, load_skypilot_names())
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    for _, task in tasks:
+        (out / f"{task['name']}.yaml").write_text(launch.skypilot_yaml(task, "the local benchmark", task["name"]),
+                                                  encoding="utf-8")
+    (out / "run_fleet.sh").write_text(launch.fleet_script(tasks, folder), encoding="utf-8")
+    print(f"wrote {len(tasks)} bench tasks and run_fleet.sh to {out}/ (run it from the repository root)",
+          file=sys.stderr)
     return 0
 
 
@@ -330,7 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", default=launch.RUN_PLACEHOLDER, help="the task's command (SkyPilot 'run')")
     p.add_argument("--image", default=None, help="container image (RunPod; default: a PyTorch image whose CUDA "
                    "build runs every candidate GPU)")
-    p.add_argument("--out", default=None, help="write to this file instead of printing")
+    p.add_argument("--out", default=None, help="write to this file instead of printing (--bench: a folder)")
+    p.add_argument("--bench", action="store_true", help="calibrate a fleet: a SkyPilot task running "
+                   "`python -m planner.bench` on each candidate GPU type, and run_fleet.sh to collect the results")
     p.set_defaults(func=cmd_launch)
 
     p = _formatted(sub, "prices", cmd_prices, "show the GPU prices in use; --refresh fetches RunPod and writes a "

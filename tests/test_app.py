@@ -209,12 +209,12 @@ def test_bad_upload_is_explained_and_changes_nothing():
 
 def test_calibration_upload_travels_and_a_bad_one_keeps_it():
     at = _app()
-    at.file_uploader(key="upload_cal").set_value(("bench.json", BENCH.read_bytes(), "application/json")).run()
+    at.file_uploader(key="upload_cal").set_value([("bench.json", BENCH.read_bytes(), "application/json")]).run()
     _ok(at)
     cal = _link(at)["cal"]
     assert cal.startswith("v=1;") and "cls=cpu" in cal
     assert any("Your calibration" in e.label for e in at.expander)
-    at.file_uploader(key="upload_cal").set_value(("bench.json", b'{"kind": "other"}', "application/json")).run()
+    at.file_uploader(key="upload_cal").set_value([("bench.json", b'{"kind": "other"}', "application/json")]).run()
     assert not at.exception and any("bench.json could not be used" in _shown(e.value) for e in at.error)
     assert _link(at)["cal"] == cal  # the good calibration stays
     shared = _app({"cal": cal})  # and the link brings it back without the file

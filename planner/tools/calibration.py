@@ -474,3 +474,40 @@ def side_by_side(plan: Plan, cal: Calibration, facts: Facts | None = None,
                      "change_pct": (100 * (e.seconds / a.seconds - 1)) if e.seconds and a.seconds else None,
                      "efficiency_source": e.efficiency.source})
     return rows
+
+
+# ---------------------------------------------------------------------------------------------------- a fleet
+
+FLEET_SEPARATOR = "|"  # between calibrations in a link
+MAX_FLEET = 8  # calibrations carried at once (a link stays short: each is ~150 characters)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Several calibrations, each used for its own GPU: a GPU that one of them measured gets that fit; any other
+    GPU takes the transfer of the first calibration measured on its architecture, else of the first CUDA one."""
+
+    members: tuple[Calibration, ...]
+
+    def _for(self, gpu: GPU) -> Calibration | None:
+        own = [c for c in self.members if gpu.id in (c.gpu_id, f"measured-{c.gpu_id or ''}")
+               or gpu.id == c.measured_gpu().id]
+        if own:
+            return own[0]
+        cuda = [c for c in self.members if c.gpu_id]
+        same_arch = [c for c in cuda if c.reference_gpu().architecture == gpu.architecture]
+        return (same_arch or cuda or [None])[0]
+
+    def adjust(self, gpu: GPU, eff: Efficiency) -> Efficiency:
+        cal = self._for(gpu)
+        return cal.adjust(gpu, eff) if cal else eff
+
+    def to_query(self) -> str:
+        return FLEET_SEPARATOR.join(c.to_query() for c in self.members)
+
+    @classmethod
+    def from_query(cls, text: str, catalog: Catalog | None = None) -> "Fleet":
+        parts = [p for p in str(text).split(FLEET_SEPARATOR) if p]
+        if not parts or len(parts) > MAX_FLEET:
+            raise CalibrationError(f"a link carries 1 to {MAX_FLEET} calibrations, got {len(parts)}")
+        return cls(tuple(Calibration.from_query(p, catalog) for p in parts))

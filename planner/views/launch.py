@@ -112,3 +112,38 @@ def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None) -> 
 
 def runpod_json(pod: dict) -> str:
     return json.dumps(pod, indent=2)
+
+
+# ---------------------------------------------------------------- calibrating a fleet
+
+BENCH_SETUP = 'pip install -e ".[bench]"'  # the planner and its pinned torch, in SkyPilot's workdir (this repo)
+
+
+def bench_tasks(ranking: list[Estimate], names: dict[str, str]) -> list[tuple[str, dict]]:
+    """One SkyPilot task per candidate GPU type (the launch order): run `python -m planner.bench` on it and leave
+    its result file in the workdir, named for the GPU."""
+    nvidia = [e for e in ranking if e.gpu.vendor == "NVIDIA"]  # the bench installs a CUDA build of torch
+    chosen, _ = candidates(nvidia, names)
+    out = []
+    for c in chosen:
+        task = {"name": _slug(f"bench-{c.gpu_id}"), "workdir": ".",
+                "resources": {"accelerators": {c.accelerator: 1}, "disk_size": BASE_DISK_GB,
+                              "image_id": f"docker:{image_for([e for e in ranking if e.gpu.id == c.gpu_id])}"},
+                "setup": BENCH_SETUP,
+                "run": f"python -m planner.bench --out bench-{c.gpu_id}.json"}
+        out.append((c.gpu_id, task))
+    return out
+
+
+def fleet_script(tasks: list[tuple[str, dict]], folder: str = ".") -> str:
+    """A shell script, run from the repository root (SkyPilot's workdir), that runs each bench task in `folder`,
+    brings its result file back into ./results and tears the cluster down."""
+    lines = ["#!/usr/bin/env bash", "# Written by `python -m planner launch --bench`: one bench per GPU type, results "
+             "in ./results;", "# then upload them all at once in the planner's sidebar (5 · Calibration).",
+             "set -euo pipefail", "mkdir -p results"]
+    for gpu_id, task in tasks:
+        cluster = task["name"]
+        lines += [f"sky launch -y -c {cluster} {folder}/{cluster}.yaml",
+                  f"rsync -Pavz {cluster}:~/sky_workdir/bench-{gpu_id}.json results/",
+                  f"sky down -y {cluster}"]
+    return "\n".join(lines) + "\n"

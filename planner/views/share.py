@@ -31,7 +31,7 @@ from planner.inputs.models import ModelProfile, load_models, parse_decoder, pars
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import load_runtimes
-from planner.tools.calibration import Calibration, CalibrationError
+from planner.tools.calibration import CalibrationError, Fleet
 from planner.views.format import fmt_count
 from planner.views.report import csv_text, estimate_row, flat_row
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
@@ -445,7 +445,7 @@ def _shown(name: str, value: Any) -> str:
 def calibration_problem(text: str) -> str | None:
     """Why a calibration string from a link can't be used (None when it can)."""
     try:
-        Calibration.from_query(text)
+        Fleet.from_query(text)
     except CalibrationError as exc:
         return str(exc)
     except Exception as exc:  # a damaged string must not take the page down

@@ -255,3 +255,22 @@ def test_a_calibration_link_gets_the_same_datasheet_checks_as_an_upload(example)
         bent = ";".join(f"{k}={value if k == key else v}" for k, v in fields.items())
         with pytest.raises(CalibrationError, match="datasheet"):
             Calibration.from_query(bent)
+
+
+def test_a_fleet_uses_each_calibration_for_its_own_gpu():
+    from planner.tools.calibration import Fleet
+    ada = fit(_synthetic_gpu_result(0.8, 0.6, 5.0))  # an RTX 4090 (Ada)
+    doc = _synthetic_gpu_result(0.5, 0.4, 9.0)
+    doc["environment"]["device_name"] = "NVIDIA A100-SXM4-80GB"  # the same points, named as an A100 (Ampere)
+    doc["micro"]["matmul"]["bf16"]["best_tflops"] = 150.0
+    doc["micro"]["matmul"]["fp32"]["best_tflops"] = 19.0  # under the A100's 19.5 TFLOPS fp32 datasheet
+    ampere = fit(doc)
+    fleet = Fleet((ada, ampere))
+    prior = load_runtimes().get("pytorch-eager")
+    for gpu_id, owner in (("rtx-4090", ada), ("a100-sxm-80gb", ampere), ("l40s", ada), ("rtx-3090", ampere),
+                          ("h100-sxm", ada)):  # own GPU; same architecture; else the first CUDA calibration
+        gpu = CATALOG.get(gpu_id)
+        eff = prior.efficiency(gpu.memory_class)
+        assert fleet.adjust(gpu, eff) == owner.adjust(gpu, eff), gpu_id
+    again = Fleet.from_query(fleet.to_query())
+    assert [c.gpu_id for c in again.members] == ["rtx-4090", "a100-sxm-80gb"]

@@ -82,3 +82,16 @@ def test_nothing_to_launch_is_said_plainly():
     ranking = _ranking(model="llama-3-70b", precision="fp32")  # 280 GB of weights: no single GPU runs it
     with pytest.raises(ValueError, match="nothing to launch"):
         launch.skypilot_task(ranking, NAMES, spot=False, link="test")
+
+
+def test_a_fleet_bench_is_one_valid_task_per_candidate_gpu_and_a_script_to_collect_them():
+    ranking = _ranking()
+    tasks = launch.bench_tasks(ranking, NAMES)
+    chosen, _ = launch.candidates([e for e in ranking if e.gpu.vendor == "NVIDIA"], NAMES)  # CUDA torch only
+    assert [gpu_id for gpu_id, _ in tasks] == [c.gpu_id for c in chosen]
+    for gpu_id, task in tasks:
+        parsed = sky.Task.from_yaml_config(yaml.safe_load(launch.skypilot_yaml(task, "bench", "x")))
+        assert next(iter(parsed.resources)).accelerators == {NAMES[gpu_id]: 1}
+        assert f"--out bench-{gpu_id}.json" in parsed.run
+    script = launch.fleet_script(tasks)
+    assert script.count("sky launch") == len(tasks) == script.count("sky down")
