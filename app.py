@@ -437,7 +437,8 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
     noun = page.NOUNS[inputs.job]
     cc = st.column_config
     config = {
-        "Rank": cc.NumberColumn(width="small", pinned=True, help="Feasible first, then by job cost, then by time"),
+        "Rank": cc.NumberColumn(width="small", pinned=True, help="Feasible first, then by what the whole job bills "
+                                "(compute, start, download, warm-up, billing increments), then by time"),
         "GPU": cc.TextColumn(width="medium", pinned=True),
         "Runs?": cc.CheckboxColumn(width="small", help="Can this GPU run the plan? If not, 'Why / notes' says why"),
         "Why / notes": cc.TextColumn(width="large", help="✗ = blocks the plan; • = a note (software requirements, "
@@ -467,9 +468,8 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
                                          help="Memory / VRAM; above 100 % it does not fit"),
         "gpu_id": None,
     }
-    order = [c for c in ("Rank", "GPU", "Runs?", f"Time ({unit})", f"Likely range ({unit})",
-                         f"Calibrated time ({unit})", "Whole job ($)", "Compute cost ($)", "Calibrated cost ($)", "$/GPU-h",
-                         "Price date",
+    order = [c for c in ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
+                         f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
                          f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used",
                          "Why / notes", "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
              if c in df.columns]
@@ -477,14 +477,14 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
 
 
 def callouts(rows, gpus: int, stale_after_days: int) -> None:
-    found = page.callouts(rows)
+    found = page.callouts(rows, OVERHEADS)
     if not found:
         return
     for col, c in zip(st.columns(len(found)), found):
         with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}"):
             st.markdown(f"**{c.label}** · {c.why}")
             st.markdown(f"#### {page.callout_title(c)}")
-            st.markdown(page.callout_line(c, gpus, date.today(), stale_after_days))
+            st.markdown(page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS))
 
 
 def calibration_panel(plan, fleet) -> None:
@@ -688,6 +688,7 @@ def main(inputs: share.Inputs) -> None:
     elif not table.ok or table.source != "snapshot" or inputs.myprice:
         (st.warning if not table.ok or table.suspect else st.caption)(f"Prices: {md_escape(table.message, 600)}")
 
+    ests = page.rank_by_whole_job(ests, OVERHEADS)
     rows = page.filtered(ests, _filters(inputs))
     bands = page.bands(rows, cal_ests)
     if cal is not None:

@@ -139,6 +139,24 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
     return out, unit, rate_name
 
 
+def whole_job_cost(e: Estimate, overheads: JobOverheads | None) -> float | None:
+    """What the job bills in the plan's tier: compute plus the pod's overheads (compute only without overheads)."""
+    if overheads is None:
+        return e.cost()
+    job = job_cost(e, overheads)
+    return job.cost_usd if job else None
+
+
+def rank_by_whole_job(estimates: Iterable[Estimate], overheads: JobOverheads | None) -> list[Estimate]:
+    """Feasible first, then by what the whole job bills (start, download, warm-up and billing included), then by
+    time: for short jobs the overheads, not the compute, decide which GPU is cheapest."""
+    def key(e: Estimate) -> tuple:
+        cost = whole_job_cost(e, overheads) if e.feasible else None
+        return (not e.feasible, cost is None, cost or 0.0, e.seconds if e.seconds is not None else float("inf"),
+                e.gpu.id)
+    return sorted(estimates, key=key)
+
+
 @dataclass(frozen=True)
 class Callout:
     label: str  # 'Fastest', 'Cheapest', 'Best value'
@@ -146,15 +164,16 @@ class Callout:
     estimate: Estimate
 
 
-def callouts(rows: Iterable[Estimate]) -> list[Callout]:
+def callouts(rows: Iterable[Estimate], overheads: JobOverheads | None = None) -> list[Callout]:
     """The fastest, the cheapest and the best value (lowest time x cost) among GPUs that can run the plan with a
-    price; [] when none can. Ties go to the faster, then to the GPU id."""
-    ok = [e for e in rows if e.feasible and e.seconds and e.cost() is not None]
+    price, costs being whole-job costs when overheads are given; [] when none can. Ties go to the faster, then id."""
+    cost = {e.gpu.id: whole_job_cost(e, overheads) for e in rows if e.feasible}
+    ok = [e for e in rows if e.feasible and e.seconds and cost.get(e.gpu.id) is not None]
     if not ok:
         return []
     fastest = min(ok, key=lambda e: (e.seconds, e.gpu.id))
-    cheapest = min(ok, key=lambda e: (e.cost(), e.seconds, e.gpu.id))
-    best_id = best_value((e.gpu.id, e.seconds, e.cost()) for e in ok)
+    cheapest = min(ok, key=lambda e: (cost[e.gpu.id], e.seconds, e.gpu.id))
+    best_id = best_value((e.gpu.id, e.seconds, cost[e.gpu.id]) for e in ok)
     best = next(e for e in ok if e.gpu.id == best_id)
     return [Callout("Fastest", "shortest time for the job", fastest),
             Callout("Cheapest", "lowest cost for the job", cheapest),
@@ -273,8 +292,9 @@ def gpu_caption(e: Estimate) -> str:
             f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
 
 
-def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_days: int = STALE_AFTER_DAYS) -> str:
-    """Time, cost and rate of a call-out; a stale price says so (the pick may not hold at today's price)."""
+def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_days: int = STALE_AFTER_DAYS,
+                 overheads: JobOverheads | None = None) -> str:
+    """Time, cost (the whole job's with overheads) and rate of a call-out; a stale price says so."""
     e = c.estimate
     r = rate(e)
     unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
@@ -283,7 +303,7 @@ def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_d
     age = e.price.age_days(today)
     note = (f" · ⚠ rests on a price from {e.price.date.isoformat()} ({age:,} days old)" if stale and age is not None
             else " · ⚠ rests on an undated price" if stale else "")
-    return (f"{fmt_seconds(e.seconds)} · **{fmt_usd(e.cost())}** at ${e.price.usd_hr:.2f}/GPU-h"
+    return (f"{fmt_seconds(e.seconds)} · **{fmt_usd(whole_job_cost(e, overheads))}** at ${e.price.usd_hr:.2f}/GPU-h"
             + (f" × {gpus}" if gpus > 1 else "") + (f" · {fmt_count(r)} {unit}" if r else "") + note)
 
 

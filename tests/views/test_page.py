@@ -131,3 +131,17 @@ def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
     line = page.callout_line(cheapest, 1, date(2026, 11, 22))
     age = (date(2026, 11, 22) - cheapest.estimate.price.date).days
     assert ("rests on a price from" in line) == (age > 90)
+
+
+def test_the_ranking_and_the_cheapest_follow_the_whole_jobs_bill():
+    from planner.inputs.job_costs import load_job_costs
+    from planner.inputs.runtimes import load_runtimes
+    overheads = load_job_costs(runtime_ids=tuple(r.id for r in load_runtimes().runtimes))
+    ests = page.rank_by_whole_job(_ranking(workload=Generate(1000, 1, 165)), overheads)  # a job of seconds
+    bills = [page.whole_job_cost(e, overheads) for e in ests if e.feasible]
+    priced = [b for b in bills if b is not None]
+    assert priced == sorted(priced) and bills[:len(priced)] == priced  # priced GPUs first, cheapest bill first
+    cheapest = next(c for c in page.callouts(ests, overheads) if c.label == "Cheapest")
+    assert page.whole_job_cost(cheapest.estimate, overheads) == min(priced)
+    # minutes of pod overhead against seconds of compute: every bill is at least a minute of the GPU's price
+    assert all(page.whole_job_cost(e, overheads) >= e.price.usd_hr / 60 for e in ests if e.feasible and e.price)
