@@ -318,6 +318,26 @@ def _launch_bench(ranking, folder: str) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- profile
+
+
+def cmd_profile(a: argparse.Namespace) -> int:
+    """Trace a PyTorch model (MODULE:FACTORY) into a traced profile file; torch is imported only here."""
+    from planner.tools import profiler  # torch: deferred so the rest of the CLI starts without it
+
+    size_name, sizes = profiler.parse_input_spec(a.input)
+    args = tuple(profiler.parse_factory_arg(x) for x in a.arg or ())
+    req = profiler.Request(a.factory, sizes, args, size_name, a.max_seconds, a.max_host_gb)
+    text, model, warnings = profiler.profile(req, a.default_size, a.id, a.name, a.tolerance)
+    out = Path(a.out or f"{model.id}.yaml")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out} ({len(text):,} bytes): {model.describe()}", file=sys.stderr)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(emit(profiler.summary_rows(model), a.format))
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -375,6 +395,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search runtime efficiencies on the tune split and print them (writes nothing)")
     p.add_argument("--by-source", action="store_true",
                    help="leave one source out: tune on every other source, score the one left out (slow: minutes)")
+
+    p = _formatted(sub, "profile", cmd_profile, "trace a PyTorch model (MODULE:FACTORY) into a profile file")
+    p.add_argument("factory", help="MODULE:FACTORY, e.g. examples/models/gpt2.py:build; factory(size, **args) returns "
+                   "(model, inputs[, loss_fn]) for one sample")
+    p.add_argument("--input", required=True, help="the input size's name and the sizes to trace, e.g. "
+                   "tokens=128,256,512,1024 (3 to 12 sizes)")
+    p.add_argument("--arg", action="append", help="KEY=VALUE passed to the factory (repeatable)")
+    p.add_argument("--default-size", type=_bounded("input_size"), default=None,
+                   help="the profile's default input size (default: the largest traced)")
+    p.add_argument("--out", default=None, help="profile file to write (default: <id>.yaml)")
+    p.add_argument("--id", default=None, help="the profile's id (default: from the file and arguments)")
+    p.add_argument("--name", default=None, help="the profile's display name")
+    p.add_argument("--tolerance", type=float, default=1.0, help="largest miss of a growth law, percent (default 1)")
+    p.add_argument("--max-seconds", type=float, default=600.0, help="time cap for the whole trace (default 600)")
+    p.add_argument("--max-host-gb", type=float, default=4.0,
+                   help="host memory the tracing process may use beyond torch itself (default 4)")
 
     p = _formatted(sub, "calibration", cmd_calibration, "fit a bench result and compare analytic vs calibrated "
                    "estimates")

@@ -3,7 +3,8 @@
 Layers, lowest first: base -> inputs -> engine -> tools -> views -> entry points (planner/cli.py, every
 __main__.py, app.py). A module imports from its own layer or lower ones; the module graph has no cycle; no
 planner import hides inside a function (the usual way to dodge a cycle); only the live price fetcher talks to
-the network; only the bench imports torch; nothing under planner/ imports streamlit.
+the network; only the bench and the profiler import torch, and nothing the app or the engine imports reaches them;
+nothing under planner/ imports streamlit.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ PACKAGE_LAYER = {"planner.base": "base", "planner.inputs": "inputs", "planner.en
                  "planner.tools": "tools", "planner.bench": "tools", "planner.views": "views"}
 NETWORK_MODULES = {"planner.tools.live_prices"}  # the only importers of requests / urllib.request / http.client
 TORCH_PACKAGE = "planner.bench"
+TORCH_MODULES = {"planner.tools.profiler"}  # besides the bench package: the only importers of torch
 
 
 def _modules() -> dict[str, Path]:
@@ -132,9 +134,36 @@ def test_only_named_modules_import(library, allowed):
     assert users <= set(allowed), f"{library} imported by {sorted(users - set(allowed))}"
 
 
-def test_torch_stays_in_the_bench():
+def test_torch_stays_in_the_bench_and_the_profiler():
     users = {m for m, path in MODULES.items() for t, _, _ in _imports(path) if t == "torch" or t.startswith("torch.")}
-    assert users and all(m.startswith(TORCH_PACKAGE) for m in users), sorted(users)
+    assert users and all(m.startswith(TORCH_PACKAGE) or m in TORCH_MODULES for m in users), sorted(users)
+    assert TORCH_MODULES <= users  # the allowance names a real importer, not a stale one
+
+
+def _reachable(start: str) -> set[str]:
+    """Every planner module that importing `start` imports (module-level imports only; packages' __init__ too)."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for m, t, _, inside in EDGES:
+        if not inside:
+            graph[m].add(t)
+    for m in MODULES:  # importing a.b.c runs a/__init__ and a/b/__init__ first
+        parts = m.split(".")
+        graph[m] |= {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in MODULES}
+    seen, todo = set(), [start]
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo += sorted(graph.get(node, ()))
+    return seen
+
+
+@pytest.mark.parametrize("entry", ["app", "planner.engine.estimate", "planner.cli", "planner.views.page"])
+def test_the_app_the_engine_and_the_cli_start_without_torch(entry):
+    """The web app installs without torch: nothing it imports at module level reaches a torch importer (the CLI's
+    `profile` command imports the profiler inside its function, as an entry point may)."""
+    torch_users = {m for m, path in MODULES.items() for t, _, _ in _imports(path) if t == "torch" or t.startswith("torch.")}
+    assert not _reachable(entry) & torch_users, sorted(_reachable(entry) & torch_users)
 
 
 def test_the_checker_sees_an_upward_import(tmp_path):

@@ -1,8 +1,9 @@
 """Model profiles: one protocol (ModelProfile) that every kind implements, the presets, and model files.
 
-Kinds: 'decoder' (decoder.py: transformers derived from their architecture) and 'generic' (generic.py: formulas
-in the input size L). A new kind is one new module with one class implementing ModelProfile, registered in KINDS;
-the engine asks a profile what it does and never which class it is.
+Kinds: 'decoder' (decoder.py: transformers derived from their architecture), 'generic' (generic.py: formulas
+in the input size L) and 'traced' (traced.py: growth laws measured from PyTorch code by `planner profile`). A new
+kind is one new module with one class implementing ModelProfile, registered in KINDS; the engine asks a profile
+what it does and never which class it is.
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, re
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
+from planner.inputs.models.traced import TracedProfile, parse_traced
 from planner.inputs.work import MemoryItem, OpGroup, Setup
 
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
 MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
-KINDS: dict[str, Callable[[Record], "ModelProfile"]] = {"decoder": parse_decoder, "generic": parse_generic}
+KINDS: dict[str, Callable[[Record], "ModelProfile"]] = {"decoder": parse_decoder, "generic": parse_generic,
+                                                        "traced": parse_traced}
 
 __all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
-           "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model", "parse_model_text"]
+           "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model",
+           "parse_model_text"]
 
 
 @runtime_checkable
