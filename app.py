@@ -439,7 +439,7 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
     config = {
         "Rank": cc.NumberColumn(width="small", pinned=True, help="Feasible first, then by what the whole job bills "
                                 "(compute, start, download, warm-up, billing increments), then by time"),
-        "GPU": cc.TextColumn(width="medium", pinned=True),
+        "GPU": cc.TextColumn(width="medium", pinned=True, help="Full name in 'Explain a GPU'"),
         "Runs?": cc.CheckboxColumn(width="small", help="Can this GPU run the plan? If not, 'Why / notes' says why"),
         "Why / notes": cc.TextColumn(width="large", help="✗ = blocks the plan; • = a note (software requirements, "
                                      "parallelism)"),
@@ -455,7 +455,7 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
                                          "increments (data/job_costs.yaml; 'Explain a GPU' shows the parts)"),
         "Calibrated cost ($)": cc.NumberColumn(format="$%.3g"),
         "$/GPU-h": cc.NumberColumn(format="$%.2f", help=f"RunPod {inputs.tier} price per GPU-hour"),
-        "Price date": cc.TextColumn(width="small", help=f"When the price was read and its age in days; ⚠ = older "
+        "Price date": cc.TextColumn(width="medium", help=f"When the price was read and its age in days; ⚠ = older "
                                     f"than {inputs.stale} days (set in the sidebar) or undated"),
         "Price source": cc.TextColumn(width="medium"),
         "Limited by": cc.TextColumn(width="small", help="memory = bandwidth-bound; compute = TFLOPS-bound; "
@@ -733,6 +733,11 @@ def main(inputs: share.Inputs) -> None:
     st.caption(f"{len(rows)} of {len(ests)} GPUs shown. Time and cost are for the whole job; click a header to sort, "
                f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence(inputs.stale)}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
+    jobs = charts.whole_jobs_data(rows, OVERHEADS)
+    if len(jobs):
+        with st.expander("**The whole job** · compute next to the pod's start, download, warm-up and billing, top 10",
+                         icon=":material/stacked_bar_chart:"):
+            st.altair_chart(charts.whole_jobs_chart(jobs), width="stretch")
     sel = getattr(getattr(event, "selection", None), "rows", None) or []
     picked = df.gpu_id.iloc[sel[0]] if sel and sel[0] < len(df) else None
     if picked and picked != ss.get("_picked"):

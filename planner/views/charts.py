@@ -16,6 +16,7 @@ import pandas as pd
 
 from planner.inputs.catalog import GPU
 from planner.engine.estimate import EfficiencyAdjust, Estimate, estimate_gpu
+from planner.engine.job_cost import job_cost
 from planner.engine.plan import Plan
 from planner.inputs.facts import Facts
 from planner.engine.roofline import attainable_tflops, ridge_point
@@ -384,4 +385,32 @@ def job_cost_chart(df: pd.DataFrame) -> alt.Chart:
         order=alt.Order("order:Q"),
         tooltip=["part:N", alt.Tooltip("seconds:Q", format=",.4g"), alt.Tooltip("usd:Q", title="$", format=",.3g")],
     ).properties(height=120, title=_title("The whole job: compute and what a rented pod also bills",
-                                         "Assumptions and their sources: data/job_costs.yaml."))
+                                         f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml."))
+
+
+def whole_jobs_data(estimates: Iterable[Estimate], overheads, top: int = 10) -> pd.DataFrame:
+    """Billed seconds by part for the first `top` GPUs that can run the job (ranking order)."""
+    from_parts = []
+    shown = 0
+    for e in estimates:
+        job = job_cost(e, overheads) if e.feasible else None
+        if job is None:
+            continue
+        shown += 1
+        from_parts += [{"gpu": short_name(e.gpu.name), "rank": shown, "part": name, "seconds": sec, "order": i}
+                       for i, (name, sec) in enumerate(job.parts) if sec > 0]
+        if shown >= top:
+            break
+    return pd.DataFrame(from_parts, columns=["gpu", "rank", "part", "seconds", "order"])
+
+
+def whole_jobs_chart(df: pd.DataFrame) -> alt.Chart:
+    """Per GPU, one stacked bar of the whole job's billed time: compute next to start, download, warm-up..."""
+    return alt.Chart(df).mark_bar().encode(
+        y=alt.Y("gpu:N", title=None, sort=alt.SortField("rank"), axis=alt.Axis(labelLimit=260)),
+        x=alt.X("sum(seconds):Q", title="Billed seconds of the whole job"),
+        color=alt.Color("part:N", title="Part", sort=alt.SortField("order")), order=alt.Order("order:Q"),
+        tooltip=["gpu:N", "part:N", alt.Tooltip("seconds:Q", format=",.4g")],
+    ).properties(height=int(110 + 24 * df.gpu.nunique()),
+                 title=_title("The whole job on the top GPUs: compute and the pod's overheads",
+                              f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml (each with its source)."))

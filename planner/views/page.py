@@ -65,7 +65,8 @@ def reason_text(e: Estimate) -> str:
 
 
 def price_age(p: Price | None, today: date, stale_after_days: int = STALE_AFTER_DAYS) -> str | None:
-    """'2025-06-21 · 519 d ⚠' (stale), '2026-11-09 · 13 d', 'yours' for your own price; None without a price."""
+    """'⚠ 519 d (2025-06-21)' (stale), '13 d (2026-11-09)', 'yours' for your own price; None without a price.
+    The age comes first so that a narrow column still shows it."""
     if p is None:
         return None
     if p.origin == "custom":
@@ -73,7 +74,7 @@ def price_age(p: Price | None, today: date, stale_after_days: int = STALE_AFTER_
     age = p.age_days(today)
     if age is None:
         return "undated ⚠"
-    return f"{p.date.isoformat()} · {age:,} d" + (" ⚠" if p.is_stale(today, stale_after_days) else "")
+    return ("⚠ " if p.is_stale(today, stale_after_days) else "") + f"{age:,} d ({p.date.isoformat()})"
 
 
 @dataclass(frozen=True)

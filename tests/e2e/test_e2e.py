@@ -85,7 +85,7 @@ def test_preset_and_tabs_at_laptop_size(server, browser, wait_for_app, shots):
     for tab in ("Cost vs time", "Roofline", "Batch size", "Memory"):
         page.get_by_role("tab", name=tab).click()
         wait_for_app(page)
-        chart = page.locator("[data-testid='stVegaLiteChart']").first
+        chart = page.get_by_role("tabpanel", name=tab).locator("[data-testid='stVegaLiteChart']").first
         chart.scroll_into_view_if_needed()
         assert chart.is_visible()
         page.screenshot(path=str(shots / f"05-tab-{tab.replace(' ', '-').lower()}-1280x800.png"))

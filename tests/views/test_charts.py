@@ -160,3 +160,14 @@ def test_calibration_chart_from_points():
     spec = charts.calibration_chart(df).to_dict()
     assert "Measured on your device (s, log)" in _axis_titles(spec)
 
+
+
+def test_whole_jobs_stack_the_billed_parts_per_gpu_in_ranking_order(ranking):
+    from planner.engine.job_cost import job_cost
+    from planner.inputs.job_costs import load_job_costs
+    overheads = load_job_costs()
+    df = charts.whole_jobs_data(ranking, overheads, top=3)
+    firsts = [e for e in ranking if e.feasible][:3]
+    assert df.groupby("rank").seconds.sum().tolist() == pytest.approx([job_cost(e, overheads).billed_s for e in firsts])
+    spec = charts.whole_jobs_chart(df).to_dict()
+    assert "Billed seconds of the whole job" in _axis_titles(spec)
