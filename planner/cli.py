@@ -26,6 +26,7 @@ from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
 from planner.views.charts import validation_chart
+from planner.views.page import rank_by_whole_job
 from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
                                   validation_summary_text)
 
@@ -116,6 +117,7 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     facts = load_facts()
     results = estimate_all(plan, facts, gpu_names=a.gpu, adjust=adjust)
     overheads = load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes))
+    results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
     print(emit([estimate_row(e, overheads) for e in results], a.format, [flat_row(e, overheads) for e in results]))
     return 0
 
