@@ -22,7 +22,8 @@ from planner.inputs.bench_result import CalibrationError, parse_result  # noqa: 
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS  # noqa: E402, E501
 from planner.engine.job_cost import job_cost  # noqa: E402
 from planner.inputs.facts import load_facts  # noqa: E402
-from planner.inputs.job_costs import load_job_costs  # noqa: E402
+from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS  # noqa: E402
+from planner.inputs.job_costs import load_job_costs, with_values  # noqa: E402
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
@@ -42,7 +43,11 @@ div.block-container {padding-top: 2.2rem;}
 
 FACTS = load_facts()
 CATALOG, RULES, RUNTIMES = FACTS.catalog, FACTS.rules, FACTS.runtimes
-OVERHEADS = load_job_costs(runtime_ids=tuple(r.id for r in RUNTIMES.runtimes))
+OVERHEADS_DEFAULT = load_job_costs(runtime_ids=tuple(r.id for r in RUNTIMES.runtimes))
+OVERHEADS = OVERHEADS_DEFAULT  # with the sidebar's changes, set each run before main()
+JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image to pull (GB)", 1.0),
+                    ("download_gb_per_s", "Download (GB/s)", 0.05), ("billing_increment_s", "Billing increment (s)", 1.0),
+                    ("spot_interruptions_per_h", "Spot interruptions per hour", 0.05))
 MODELS = load_models()
 GPU_BY_ID = {g.id: g for g in CATALOG.gpus}
 JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
@@ -346,6 +351,14 @@ def sidebar() -> None:
         msg = ss.pop("_refresh_msg", None)
         if msg:
             sb.caption(msg)
+
+    with sb.expander("Whole-job assumptions (pod start, download, billing…)"):
+        for key, label, step in JOB_COST_WIDGETS:
+            lo, hi = JOB_COST_LIMITS[key]
+            ss.setdefault(f"jc_{key}", float(getattr(OVERHEADS_DEFAULT, key)))
+            st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}",
+                            help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
+        st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in links).")
 
     sb.subheader("5 · Calibration (optional)")
     sb.caption("Upload results of `python -m planner.bench` run on your GPUs (one file per GPU, several at once "
@@ -774,6 +787,7 @@ def main(inputs: share.Inputs) -> None:
 
 _init()
 sidebar()
+OVERHEADS = with_values(OVERHEADS_DEFAULT, {k: float(st.session_state[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS})
 INPUTS = _inputs()
 try:
     main(INPUTS)

@@ -17,7 +17,8 @@ from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.facts import load_facts
-from planner.inputs.job_costs import load_job_costs
+from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
+from planner.inputs.job_costs import load_job_costs, with_values
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
@@ -52,6 +53,18 @@ def _bounded(name: str):
     return parse
 
 
+def _assumption(text: str) -> tuple[str, float]:
+    """'key=value' for a job-cost assumption (data/job_costs.yaml), e.g. pod_start_s=120."""
+    key, sep, value = text.partition("=")
+    if not sep or key not in JOB_COST_LIMITS:
+        raise argparse.ArgumentTypeError(f"expected key=value with a key among {', '.join(JOB_COST_LIMITS)}")
+    lo, hi = JOB_COST_LIMITS[key]
+    try:
+        return key, float(parse_number(value, lo, hi, False))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
+
+
 def _batch(text: str) -> int | None:
     return None if text.strip().lower() == "auto" else _bounded("batch")(text)
 
@@ -80,6 +93,8 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=_bounded("gpus"), default=1, help="GPUs per job (data or tensor parallel)")
     p.add_argument("--gpu", action="append", default=None, help="a GPU to include (repeatable; default: all)")
     p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
+    p.add_argument("--job-cost", type=_assumption, action="append", default=None, metavar="KEY=VALUE",
+                   help="change a whole-job assumption of data/job_costs.yaml, e.g. pod_start_s=120 (repeatable)")
     p.add_argument("--calibration", action="append", default=None,
                    help="a benchmark result file from `python -m planner.bench` (repeatable: each for its own GPU)")
 
@@ -116,7 +131,8 @@ def cmd_estimate(a: argparse.Namespace) -> int:
         if a.calibration else None
     facts = load_facts()
     results = estimate_all(plan, facts, gpu_names=a.gpu, adjust=adjust)
-    overheads = load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes))
+    overheads = with_values(load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes)),
+                            dict(a.job_cost or ()))
     results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
     print(emit([estimate_row(e, overheads) for e in results], a.format, [flat_row(e, overheads) for e in results]))
     return 0

@@ -384,3 +384,12 @@ def test_random_links_never_break_the_page_or_render_user_markup():
         at = _app(link)
         assert not at.exception, (link, [e.value for e in at.exception])
         assert not _rendered_links(at), link
+
+
+def test_whole_job_assumptions_can_be_changed_on_the_page():
+    at = _app({"tier": "community", "seqs": "1000"})
+    before = _ranking(at).set_index("gpu_id")["Whole job ($)"]
+    at.number_input(key="jc_pod_start_s").set_value(600.0).run()  # ten minutes to start a pod instead of one
+    after = _ranking(at).set_index("gpu_id")["Whole job ($)"]
+    gpu = after.dropna().index[0]
+    assert after[gpu] > before[gpu]

@@ -3,7 +3,7 @@ billing increments and spot interruptions (data/job_costs.yaml; every figure an 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -63,3 +63,14 @@ def load_job_costs(path: str | Path = JOB_COSTS_FILE, runtime_ids: tuple[str, ..
     if lacking:
         raise DataFileError(path, "-", "warmup_s", f"no warm-up for runtime(s) {', '.join(lacking)}")
     return JobOverheads(**values, warmup_s=tuple(warm), sources=tuple(sorted(sources.items())))
+
+
+def with_values(o: JobOverheads, changes: dict[str, float]) -> JobOverheads:
+    """The assumptions with some values changed by the user, each checked against LIMITS (ValueError naming it)."""
+    for key, value in changes.items():
+        if key not in LIMITS:
+            raise ValueError(f"unknown job-cost assumption '{key}'; known: {', '.join(LIMITS)}")
+        lo, hi = LIMITS[key]
+        if not lo <= value <= hi:
+            raise ValueError(f"job-cost assumption {key} must be between {lo:g} and {hi:g}, got {value:g}")
+    return replace(o, **changes)

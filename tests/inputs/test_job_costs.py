@@ -22,3 +22,13 @@ def test_a_missing_warm_up_or_an_absurd_value_is_named(tmp_path):
                                 "unit: s\n    source: \"planner default: scheduling"))
     with pytest.raises(DataFileError, match="'pod_start_s'.*must be >= 0"):
         load_job_costs(bad)
+
+
+def test_a_users_change_is_checked_against_the_limits():
+    from planner.inputs.job_costs import with_values
+    o = load_job_costs()
+    assert with_values(o, {"pod_start_s": 120.0}).pod_start_s == 120.0 and o.pod_start_s == 60  # a copy
+    with pytest.raises(ValueError, match="pod_start_s must be between 0 and 3600"):
+        with_values(o, {"pod_start_s": 5000.0})
+    with pytest.raises(ValueError, match="unknown job-cost assumption 'nope'"):
+        with_values(o, {"nope": 1.0})
