@@ -557,7 +557,7 @@ def test_a_misbehaving_server_costs_at_most_the_deadline(behave, needle, catalog
         elapsed = time.perf_counter() - t0
     finally:
         server.close()
-    assert elapsed < 2.5 and not table.ok and re.search(needle, table.message), (elapsed, table.message)
+    assert elapsed < 4.0 and not table.ok and re.search(needle, table.message), (elapsed, table.message)  # 1 s deadline
     assert table.prices["h100-sxm"]["community"].origin == "snapshot"
 
 
