@@ -1,8 +1,9 @@
 """Growth laws for traced models: fit how a measured quantity grows with the input size L, and assemble the profile.
 
 Pure Python (no torch): `planner.tools.profiler` measures, this module fits and writes. A law is the lowest-degree
-polynomial in L (constant, linear, quadratic, cubic) whose weighted least-squares fit misses no traced point by more
-than the tolerance (relative). A degree is only accepted when at least one point more than it needs was traced, so
+polynomial in L (constant, linear, quadratic, cubic) whose weighted least-squares fit reproduces every traced point;
+when none does (a model whose shapes aren't polynomial in L), the lowest-degree one that misses no point by more than
+the tolerance (relative). A degree is only accepted when at least one point more than it needs was traced, so
 the fit is tested and not just interpolated.
 """
 
@@ -17,6 +18,7 @@ from planner.inputs.models.traced import (GROUPS, LAW_NAMES, MEMORY, QUANTITIES,
 from planner.base.schema import Record, parse_yaml
 
 DEFAULT_TOLERANCE_PCT = 1.0
+EXACT_PCT = 1e-6  # a law within a millionth of a percent of every point reproduces it (float rounding only)
 HEADER = ("# A traced model profile written by `python -m planner profile` (planner.tools.profiler). Load it with\n"
           "# `python -m planner estimate --model THIS.yaml` or upload it in the app. Every law is per sample (batch 1)\n"
           "# at input size L: coeffs c0, c1, ... of c0 + c1 L + c2 L^2 + c3 L^3, fitted to the traced points (one per\n"
@@ -72,27 +74,26 @@ def max_miss_pct(law: Law | Envelope, sizes: Sequence[float]) -> float:
 
 
 def fit_law(sizes: Sequence[int], values: Sequence[float], tolerance_pct: float = DEFAULT_TOLERANCE_PCT) -> Law:
-    """The lowest-degree law within `tolerance_pct` of every point; if none is, the one that misses least (its
+    """The lowest-degree law that reproduces every point exactly (traced counts are exact polynomials when the
+    model's shapes are); else the lowest-degree one within `tolerance_pct`; else the one that misses least (its
     error_pct says by how much). Needs at least 3 sizes; a degree d is tried only with d + 2 points or more."""
     if len(sizes) != len(values) or len(sizes) < 3:
         raise ValueError("fit_law needs one value per size and at least 3 sizes")
     points = tuple(float(v) for v in values)
     if not any(points):
         return Law((0.0,), points, 0.0)
-    best: Law | None = None
+    laws = []
     for degree in range(min(len(LAW_NAMES) - 1, len(sizes) - 2) + 1):
         coeffs = _fit_degree(sizes, points, degree)
-        if coeffs is None:
-            continue
-        coeffs = _tidy(coeffs, sizes, points)
-        law = Law(coeffs, points, 0.0)
-        miss = max_miss_pct(law, sizes)
-        law = Law(coeffs, points, round(miss, 6) if miss > 1e-6 else 0.0)
-        if miss <= tolerance_pct:
-            return law
-        if best is None or law.error_pct < best.error_pct:
-            best = law
-    return best
+        if coeffs is not None:
+            coeffs = _tidy(coeffs, sizes, points)
+            miss = max_miss_pct(Law(coeffs, points, 0.0), sizes)
+            laws.append(Law(coeffs, points, round(miss, 6) if miss > EXACT_PCT else 0.0))
+    for limit in (0.0, tolerance_pct):
+        for law in laws:
+            if law.error_pct <= limit:
+                return law
+    return min(laws, key=lambda law: law.error_pct)
 
 
 def fit_envelope(sizes: Sequence[int], peaks: Sequence[float], moments: Sequence[Sequence[float]],
@@ -145,7 +146,11 @@ def profile_document(meta: Mapping[str, Any], raw: Mapping[str, Any],
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style, except that each law is one line: {law: linear, coeffs: [...], points: [...], error_pct: 0}."""
+    """Block style, except that each law is one line: {law: linear, coeffs: [...], points: [...], error_pct: 0}; no
+    aliases (the planner's YAML reader refuses them)."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 def _represent(dumper: yaml.SafeDumper, data: dict) -> yaml.Node:

@@ -33,6 +33,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,13 +70,17 @@ ATTENTION_OPS = {aten._scaled_dot_product_flash_attention_for_cpu, aten._scaled_
                  aten._scaled_dot_product_efficient_attention, aten._scaled_dot_product_efficient_attention_backward,
                  aten._scaled_dot_product_cudnn_attention, aten._scaled_dot_product_cudnn_attention_backward,
                  aten._flash_attention_forward, aten._flash_attention_backward,
-                 aten._efficient_attention_forward, aten._efficient_attention_backward}
+                 aten._efficient_attention_forward, aten._efficient_attention_backward,
+                 aten._native_multi_head_attention}
 BATCHED_MATMULS = {aten.bmm, aten.baddbmm}  # 'attention' unless a parameter is an operand
 GATHERS = {aten.embedding, aten.index_select, aten.gather, aten.index}  # read from arg 0 only what they return
 NO_KERNEL = {aten.detach, aten.lift_fresh, aten._unsafe_view, aten.empty, aten.empty_strided, aten.empty_like,
              aten.new_empty, aten.new_empty_strided, aten._local_scalar_dense, aten.alias, aten.set_,
              aten.resize_, aten.is_same_size}
-NEEDS_FORMULA = re.compile(r"^(linalg_|_linalg|fft_|_fft|cholesky|triangular_solve|_cdist|svd|_svd|qr|geqrf)")
+# aten ops that do heavy work without a formula in torch's registry: refused by name, like custom ops
+NEEDS_FORMULA = re.compile(r"^_?(linalg_(eig|svd|qr|cholesky|solve|inv|lstsq|lu|det|slogdet|matrix_exp|householder|ldl)"
+                           r"|fft_|_fft|cholesky|triangular_solve|_cdist|svd|qr|geqrf|ormqr|"
+                           r"_transformer_encoder|_native_decoder|_triton)")
 CUDA_WORDS = re.compile(r"cuda|nvidia|\bnccl\b|\bgpu\b", re.I)
 
 
@@ -108,9 +113,23 @@ def _sdpa_cpu_backward_flops(grad_out, q, k, v, out, logsumexp, dropout_p=0.0, i
     return full * _causal_pairs(s_q, s_k) // (s_q * s_k) if is_causal else full
 
 
-FORMULAS: dict[Any, Callable[..., int]] = dict(flop_registry)
-FORMULAS[aten._scaled_dot_product_flash_attention_for_cpu] = _sdpa_cpu_flops
-FORMULAS[aten._scaled_dot_product_flash_attention_for_cpu_backward] = _sdpa_cpu_backward_flops
+def _native_mha_flops(query, key, value, embed_dim, num_head, *args, out_val=None, **kwargs) -> int:
+    """nn.MultiheadAttention's eval fast path (one fused op): Q, K, V and output projections + QK^T and AV."""
+    b, s_q, e = query.shape
+    s_k = key.shape[1]
+    return 2 * b * e * e * (2 * s_q + 2 * s_k) + 4 * b * s_q * s_k * e
+
+
+EXTRA_FORMULAS: dict[Any, Callable[..., int]] = {
+    aten._native_multi_head_attention: _native_mha_flops,
+    aten._scaled_dot_product_flash_attention_for_cpu: _sdpa_cpu_flops,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: _sdpa_cpu_backward_flops,
+}
+
+
+def formula_for(packet) -> Callable[..., int] | None:
+    """This module's formulas first, then torch's registry as it is now (a factory may register its own)."""
+    return EXTRA_FORMULAS.get(packet) or flop_registry.get(packet)
 
 
 # ---------------------------------------------------------------- counting
@@ -210,7 +229,7 @@ class Counter(TorchDispatchMode):
             read[0] = min(read[0], sum(tensor_bytes(t) for t in outs))
         w_bytes = sum(b for b, w in zip(read, is_weight) if w)
         a_bytes = sum(b for b, w in zip(read, is_weight) if not w) + sum(tensor_bytes(t) for t in outs)
-        formula = FORMULAS.get(packet)
+        formula = formula_for(packet)
         flops = float(formula(*args, **kwargs, out_val=out)) if formula else 0.0
         if packet in ATTENTION_OPS or (packet in BATCHED_MATMULS and not any(is_weight)):
             group = "attention"
@@ -523,6 +542,16 @@ def _cap_host_memory(extra_gb: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
 
 
+def _cap_time(seconds: float, spec: str) -> None:
+    """Stop this process's trace after `seconds` even inside the user's own Python code (SIGALRM; POSIX only)."""
+    def stop(signum, frame):
+        raise ProfileError(f"tracing {spec} took longer than {seconds:g} s (--max-seconds) and was stopped: a slow "
+                           "factory, or a Python loop over the input")
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
 def child_main(argv: list[str] | None = None) -> None:
     """The tracing child: read the request, cap memory, trace, write the raw result (or the refusal) as JSON."""
     req_path, out_path = (argv or sys.argv)[-2:]
@@ -531,6 +560,7 @@ def child_main(argv: list[str] | None = None) -> None:
                   raw_req["max_seconds"], raw_req["max_host_gb"])
     torch.set_num_threads(1)
     _cap_host_memory(req.max_host_gb)
+    _cap_time(req.max_seconds, req.spec)
     try:
         result = {"ok": True, "raw": trace_request(req)}
     except ProfileError as exc:
