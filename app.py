@@ -51,7 +51,7 @@ JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image 
 MODELS = load_models()
 GPU_BY_ID = {g.id: g for g in CATALOG.gpus}
 JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
-TABS = ("Explain a GPU", "Cost vs time", "Roofline", "Batch size", "Memory", "Accuracy")
+TABS = ("Explain a GPU", "Cost vs time", "Roofline", "Batch size", "Memory", "Serving", "Accuracy")
 BATCH_N_DEFAULT = 8
 ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
 STATE_KEYS = [f.name for f in fields(share.Inputs) if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp")]
@@ -624,8 +624,30 @@ def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, cmp_ids) -> N
     elif name == "Memory":
         chosen = [e for e in rows if e.gpu.id in cmp_ids]
         st.altair_chart(charts.memory_chart(charts.memory_data(chosen)), width="stretch")
+    elif name == "Serving":
+        serving(plan, inputs, table, cmp_ids)
     elif name == "Accuracy":
         accuracy()
+
+
+def serving(plan, inputs, table, cmp_ids) -> None:
+    """Serving an LLM: latency alone and the most concurrent sequences within a latency target, per compared GPU."""
+    if not plan.model.can_generate:
+        st.info("Serving applies to decoder models (token by token generation); this model is a "
+                f"{md_escape(plan.model.kind)} profile.")
+        return
+    prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
+    c1, c2 = st.columns(2)
+    ttft = c1.number_input("Time to first token target (ms)", 1.0, 60_000.0, 1000.0, step=100.0, key="srv_ttft")
+    tpot = c2.number_input("Time per output token target (ms)", 1.0, 10_000.0, 50.0, step=5.0, key="srv_tpot")
+    st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
+               "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
+    gpus = [GPU_BY_ID[g] for g in cmp_ids]
+    rows = page.serving_rows(plan, gpus, replace(FACTS, prices=table), prompt, max(output, 2), ttft / 1e3, tpot / 1e3)
+    num = st.column_config.NumberColumn(format="%.4g")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+        "gpu_id": None, "TTFT alone (ms)": num, "TPOT alone (ms)": num, "TPOT at max (ms)": num,
+        "Tokens/s at max": num, "$ per 1M tokens at max": st.column_config.NumberColumn(format="$%.3g")})
 
 
 @st.cache_resource(show_spinner="Checking the planner against published measurements…")
@@ -775,11 +797,11 @@ def main(inputs: share.Inputs) -> None:
                 e = next((x for x in ests if x.gpu.id == chosen), None)
                 explain(e, cal_ests.get(chosen), inputs)
             else:
-                if name in ("Roofline", "Batch size", "Memory"):
+                if name in ("Roofline", "Batch size", "Memory", "Serving"):
                     st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)",
                                    [g.id for g in CATALOG.gpus], key="cmp", max_selections=share.MAX_CMP,
                                    format_func=lambda gid: GPU_BY_ID[gid].name)
-                if name != "Accuracy" and not cmp_ids and name != "Cost vs time":
+                if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                     st.info("No GPU can run this plan: nothing to compare.")
                 else:
                     chart_tab(name, rows, inputs, plan, table, cal, cal_ests, cmp_ids)

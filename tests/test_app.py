@@ -393,3 +393,14 @@ def test_whole_job_assumptions_can_be_changed_on_the_page():
     after = _ranking(at).set_index("gpu_id")["Whole job ($)"]
     gpu = after.dropna().index[0]
     assert after[gpu] > before[gpu]
+
+
+def test_the_serving_tab_lists_each_compared_gpu():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"model": "llama-3-8b", "rt": "vllm", "cmp": "h100-sxm,rtx-4090", "prompt": "512",
+                            "gen": "256"})
+    at.session_state["view"] = "Serving"
+    at.run()
+    _ok(at)
+    table = next(d.value for d in at.dataframe if "Max concurrency in target" in d.value.columns)
+    assert list(table.gpu_id) == ["h100-sxm", "rtx-4090"] and (table["Max concurrency in target"] >= 1).all()

@@ -15,6 +15,7 @@ from typing import Iterable, Mapping
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
 from planner.engine.job_cost import job_cost
+from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.tools import uncertainty
@@ -310,3 +311,20 @@ def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_d
 
 def callout_title(c: Callout) -> str:
     return md_escape(short_name(c.estimate.gpu.name))
+
+
+def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | None,
+                 tpot_s: float | None) -> list[dict]:
+    """Per GPU: one sequence alone, and the most sequences served at once within the latency targets (TTFT, TPOT
+    in seconds): latencies in ms, output tokens/s and $ per 1M output tokens (planner.engine.serving)."""
+    rows = []
+    for gpu in gpus:
+        alone = serving_point(plan, gpu, facts, 1, prompt, output)
+        best = max_concurrency(plan, gpu, facts, prompt, output, ttft_s, tpot_s)
+        row = {"GPU": gpu.name, "TTFT alone (ms)": alone.ttft_s * 1e3, "TPOT alone (ms)": alone.tpot_s * 1e3,
+               "Max concurrency in target": best.concurrency if best else 0,
+               "TPOT at max (ms)": best.tpot_s * 1e3 if best else None,
+               "Tokens/s at max": best.tokens_per_s if best else None,
+               "$ per 1M tokens at max": best.usd_per_m_tokens if best else None, "gpu_id": gpu.id}
+        rows.append(row)
+    return rows

@@ -145,3 +145,15 @@ def test_the_ranking_and_the_cheapest_follow_the_whole_jobs_bill():
     assert page.whole_job_cost(cheapest.estimate, overheads) == min(priced)
     # minutes of pod overhead against seconds of compute: every bill is at least a minute of the GPU's price
     assert all(page.whole_job_cost(e, overheads) >= e.price.usd_hr / 60 for e in ests if e.feasible and e.price)
+
+
+def test_serving_rows_meet_the_target_they_report():
+    from planner.engine.serving import serving_point
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime="vllm",
+                price_tier="community")
+    gpus = [FACTS.catalog.get("h100-sxm"), FACTS.catalog.get("rtx-4090")]
+    rows = page.serving_rows(plan, gpus, FACTS, 512, 256, None, 0.03)
+    for row, gpu in zip(rows, gpus):
+        assert row["gpu_id"] == gpu.id and row["TPOT at max (ms)"] <= 30
+        more = serving_point(plan, gpu, FACTS, row["Max concurrency in target"] + 1, 512, 256)
+        assert more.tpot_s > 0.03 or not more.fits
