@@ -208,15 +208,17 @@ class Counter(TorchDispatchMode):
             raise ProfileError(f"more than {MAX_OPS_PER_STEP:,} operations in one step ({self.where}): a Python loop "
                                "over the input? trace smaller sizes")
         out = func(*args, **kwargs)
-        if func.namespace == "prim":
+        if func.namespace == "prim" or _is_view(func):  # views allocate nothing and launch nothing
             return out
         ins = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
         weight_copy = func.overloadpacket is aten._to_copy and ins and _storage_key(ins[0]) in self.weight_keys
         for t in outs:  # a weight's autocast copy is counted with the weights (the engine's autocast copy)
             self._allocate(t.untyped_storage(), 0 if weight_copy else t.untyped_storage().nbytes())
+        # one entry per op that can allocate: the same at every size as long as the code runs the same kernels
+        # (a slice that is a no-op at one size and not at another is a view, and views are not recorded)
         self.count.timeline.append(self.live)
-        if func.overloadpacket in NO_KERNEL or _is_view(func):
+        if func.overloadpacket in NO_KERNEL:
             return out
         self._work(func, args, kwargs, ins, outs, out)
         return out
@@ -265,10 +267,18 @@ def load_factory(spec: str) -> Callable[..., Any]:
             path = Path(module_part)
             if not path.is_file():
                 raise ProfileError(f"no such Python file: {module_part}")
-            import_spec = importlib.util.spec_from_file_location(f"planner_profiled_{path.stem}", path)
-            module = importlib.util.module_from_spec(import_spec)
-            sys.path.insert(0, str(path.resolve().parent))  # the file may import its siblings
-            import_spec.loader.exec_module(module)
+            name_in_sys = "planner_profiled_" + re.sub(r"\W", "_", str(path.resolve()))
+            module = sys.modules.get(name_in_sys)  # a file is run once per process, like an import
+            if module is None:
+                import_spec = importlib.util.spec_from_file_location(name_in_sys, path)
+                module = importlib.util.module_from_spec(import_spec)
+                sys.path.insert(0, str(path.resolve().parent))  # the file may import its siblings
+                sys.modules[name_in_sys] = module
+                try:
+                    import_spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name_in_sys]
+                    raise
         else:
             module = importlib.import_module(module_part)
     except ProfileError:
