@@ -738,7 +738,7 @@ def main(inputs: share.Inputs) -> None:
     with c_link:
         st.markdown("**Share this plan** · copy the link (button on the right of the box); it opens exactly this plan")
         st.code(url, language=None, wrap_lines=True)
-    ctx = share.ExportContext(url, CATALOG.path, table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
+    ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
                               OVERHEADS)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")

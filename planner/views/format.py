@@ -7,7 +7,8 @@ import re
 from typing import Iterable
 
 # (unit, seconds per unit, shown in this unit below this many seconds): 2 min, 2 h, 2 days, then days
-DURATION_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 172800.0), ("days", 86400.0, math.inf))
+DURATION_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 172800.0), ("days", 86400.0, 63_115_200.0),
+                  ("years", 31_557_600.0, math.inf))  # a Julian year; a table of 2.78e+06 days reads as years
 
 
 def duration_unit(seconds: float) -> tuple[str, float]:
@@ -28,7 +29,8 @@ def fmt_seconds(s: float | None) -> str:
     if s < 1:
         return f"{s * 1e3:.3g} ms"
     unit, div = duration_unit(s)
-    return f"{s / div:.3g} {unit}"
+    value = s / div
+    return f"{value:,.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
 
 
 def fmt_usd(x: float | None) -> str:

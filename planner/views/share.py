@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
 import json
 import zlib
 from dataclasses import dataclass, field, fields
@@ -530,10 +529,12 @@ def size_name(model: ModelProfile) -> str:
 def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     """The plan in one plain sentence (page header, exports)."""
     if inputs.job == "generate":
-        job = (f"Generate {inputs.seqs:,} sequences of {inputs.gen:,} new tokens "
+        job = (f"Generate {inputs.seqs:,} sequence{'s' if inputs.seqs != 1 else ''} of {inputs.gen:,} new "
+               f"token{'s' if inputs.gen != 1 else ''} "
                f"(prompt {inputs.prompt:,} token{'s' if inputs.prompt != 1 else ''})")
     elif inputs.job == "infer":
-        job = f"Run inference on {inputs.samples:,} samples of {inputs.size:,} {size_name(model)}"
+        job = (f"Run inference on {inputs.samples:,} sample{'s' if inputs.samples != 1 else ''} of {inputs.size:,} "
+               f"{size_name(model)}")
     else:
         job = (f"Train on {inputs.samples:,} samples of {inputs.size:,} {size_name(model)} for "
                f"{_num(inputs.epochs)} epoch{'s' if inputs.epochs != 1 else ''} ({inputs.opt}"
@@ -578,12 +579,8 @@ def export_json(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimat
 
 
 def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate], ctx: ExportContext) -> str:
-    """The ranking as CSV, preceded by '# key: value' lines with the inputs, link and dates
-    (pandas: read_csv(..., comment='#'))."""
-    buf = io.StringIO()
-    for key, value in _header(inputs, ctx, model).items():
-        text = urlencode(value) if isinstance(value, dict) else str(value)
-        buf.write(f"# {key}: {text}\n")
+    """The ranking as plain CSV (the header row first, as every CSV reader expects); each row also carries the
+    plan's link, the price source and date, so a row alone still says where it comes from."""
     rows = []
     for e in estimates:
         row = flat_row(e, ctx.overheads)
@@ -592,5 +589,6 @@ def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate
         row["price_origin"] = price.origin if price else None
         row["price_source"] = price.source if price else None
         row.update(ctx.extra_columns.get(e.gpu.id, {}))
+        row.update(plan_link=ctx.link, prices=f"{ctx.price_source}, as of {ctx.price_as_of}")
         rows.append(row)
-    return buf.getvalue() + csv_text(rows)
+    return csv_text(rows)

@@ -53,3 +53,8 @@ def test_escaped_text_renders_as_the_text_itself_and_nothing_else(text):
 def test_escaping_keeps_one_line_and_caps_the_length():
     out = md_escape("a\nb" + "c" * 1000, limit=50)
     assert "\n" not in out and out.endswith("…") and len(out.replace("\\", "")) <= 51
+
+
+def test_very_long_jobs_read_in_years_with_separators():
+    assert fmt_seconds(2.78e6 * 86400) == "7,611 years"  # 2.78e6 days / 365.25
+    assert fmt_seconds(730 * 86400) == "730 days" and fmt_seconds(731 * 86400) == "2 years"

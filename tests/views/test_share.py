@@ -225,11 +225,10 @@ def test_exports_carry_inputs_link_and_dates():
     assert [r["gpu_id"] for r in doc["ranking"]] == [e.gpu.id for e in ests]
     assert next(r for r in doc["ranking"] if r["gpu_id"] == "rtx-4090")["seconds_low"] == 1.0
     text = share.export_csv(inputs, model, ests, ctx)
-    comments = [line for line in text.splitlines() if line.startswith("#")]
-    assert any(line.startswith("# link: http://x/?") for line in comments)
-    assert any("tier=community" in line for line in comments if line.startswith("# inputs:"))
-    rows = list(csv.DictReader(io.StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#")))))
+    assert text.startswith("gpu_id,")  # a plain CSV: the header row first, no comment lines
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert [r["gpu_id"] for r in rows] == [e.gpu.id for e in ests]
+    assert all(r["plan_link"] == ctx.link and "tier=community" in r["plan_link"] for r in rows)
     priced = [r for r in rows if r["usd_per_hr"]]
     assert priced and all(r["price_date"] and r["price_origin"] == "snapshot" for r in priced)
 
@@ -260,3 +259,10 @@ def test_a_profile_too_large_for_a_link_says_so_at_upload():
 def test_custom_prices_outside_the_widget_bounds_are_refused(value):
     inputs, warnings = decode({"myprice": f"h100-sxm:{value}"})
     assert inputs.myprice == () and any("between 0.001 and 1000" in str(w) for w in warnings)
+
+
+def test_the_plan_sentence_counts_in_words():
+    one = share.plan_sentence(Inputs(seqs=1, gen=1), share.resolve_model(Inputs()))
+    assert one.startswith("Generate 1 sequence of 1 new token (")
+    many = share.plan_sentence(Inputs(seqs=2, gen=165), share.resolve_model(Inputs()))
+    assert many.startswith("Generate 2 sequences of 165 new tokens (")
