@@ -68,9 +68,10 @@ def _tidy(coeffs: tuple[float, ...], sizes: Sequence[float], points: Sequence[fl
 
 
 def max_miss_pct(law: Law | Envelope, sizes: Sequence[float]) -> float:
-    """Largest relative miss of the law at its own points, percent."""
+    """Largest relative miss of the law (a Law's polynomial) at its own points, percent."""
     scale = max((abs(p) for p in law.points), default=0.0) or 1.0
-    return max(abs(law.at(s) - p) / max(abs(p), 1e-9 * scale) * 100 for s, p in zip(sizes, law.points))
+    value = law.poly if isinstance(law, Law) else law.at
+    return max(abs(value(s) - p) / max(abs(p), 1e-9 * scale) * 100 for s, p in zip(sizes, law.points))
 
 
 def fit_law(sizes: Sequence[int], values: Sequence[float], tolerance_pct: float = DEFAULT_TOLERANCE_PCT) -> Law:
@@ -81,14 +82,14 @@ def fit_law(sizes: Sequence[int], values: Sequence[float], tolerance_pct: float 
         raise ValueError("fit_law needs one value per size and at least 3 sizes")
     points = tuple(float(v) for v in values)
     if not any(points):
-        return Law((0.0,), points, 0.0)
+        return Law((0.0,), points, 0.0, tuple(sizes))
     laws = []
     for degree in range(min(len(LAW_NAMES) - 1, len(sizes) - 2) + 1):
         coeffs = _fit_degree(sizes, points, degree)
         if coeffs is not None:
             coeffs = _tidy(coeffs, sizes, points)
             miss = max_miss_pct(Law(coeffs, points, 0.0), sizes)
-            laws.append(Law(coeffs, points, round(miss, 6) if miss > EXACT_PCT else 0.0))
+            laws.append(Law(coeffs, points, round(miss, 6) if miss > EXACT_PCT else 0.0, tuple(sizes)))
     for limit in (0.0, tolerance_pct):
         for law in laws:
             if law.error_pct <= limit:
@@ -119,8 +120,9 @@ def profile_document(meta: Mapping[str, Any], raw: Mapping[str, Any],
     def law(path: str, values: Sequence[float]) -> dict[str, Any]:
         fitted = fit_law(sizes, values, tolerance_pct)
         if fitted.error_pct > tolerance_pct:
-            warnings.append(f"{path}: no law up to cubic fits within {tolerance_pct:g} %; the closest "
-                            f"({fitted.name}) misses a traced point by {fitted.error_pct:.1f} %")
+            warnings.append(f"{path}: no law up to cubic fits within {tolerance_pct:g} % (the closest, "
+                            f"{fitted.name}, misses a traced point by {fitted.error_pct:.1f} %): the profile goes "
+                            "through the traced points and follows that law beyond them")
         return fitted.as_dict()
 
     def envelope(path: str, measured: Mapping[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,7 @@ from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count
 
 from planner import ROOT_DIR
-from planner.inputs.models.traced import GROUPS, MAX_SIZES, MIN_SIZES, STEPS, TracedProfile
+from planner.inputs.models.traced import GROUPS, MAX_SIZES, MIN_SIZES, QUANTITIES, STEPS, TracedProfile
 from planner.tools.growth import DEFAULT_TOLERANCE_PCT, check_document, document_text, profile_document, summary_rows
 
 __all__ = ["ProfileError", "Request", "parse_factory_arg", "parse_input_spec", "profile", "summary_rows", "trace"]
@@ -64,7 +64,9 @@ MAX_OPS_PER_STEP = 2_000_000  # aten ops in one traced step (a 70B decoder's tra
 DEFAULT_MAX_SECONDS = 600.0  # whole trace, all sizes
 DEFAULT_MAX_HOST_GB = 4.0  # real host memory the tracing child may add beyond torch itself
 CHILD_START_S = 60.0  # the child's own start (importing torch) on top of the trace's cap
-AUTOCAST = "cpu bf16"  # torch.autocast('cpu', dtype=torch.bfloat16): CUDA's op lists differ a little (see notes)
+AUTOCAST = "cpu bf16"  # torch.autocast('cpu', dtype=torch.bfloat16): CUDA's op lists differ a little (AUTOCAST_NOTE)
+AUTOCAST_NOTE = ("bf16 memory was traced under CPU autocast (torch.autocast('cpu', dtype=torch.bfloat16)); CUDA autocast "
+                 "runs a few more ops (layer_norm, softmax) in fp32, so a GPU's 16-bit peak can be somewhat higher")
 ATTENTION_OPS = {aten._scaled_dot_product_flash_attention_for_cpu, aten._scaled_dot_product_flash_attention_for_cpu_backward,
                  aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_flash_attention_backward,
                  aten._scaled_dot_product_efficient_attention, aten._scaled_dot_product_efficient_attention_backward,
@@ -444,49 +446,59 @@ def _param_count(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def _build(factory: Callable[..., Any], size: int, args: dict[str, Any], spec: str, where: str) -> Built:
+    """The factory's model at one size (under the caller's FakeTensorMode), its gradients dropped as they land."""
+    try:
+        built = _normalise(factory(size, **args), spec)
+        for p in built.model.parameters():
+            if p.requires_grad:
+                p.register_post_accumulate_grad_hook(_drop_grad)
+    except Exception as exc:  # the user's code: named, never a traceback
+        raise _explain(exc, f"the factory {spec} at {where}") from None
+    return built
+
+
+def _measure_checked(built: Built, step: str, bf16: bool, deadline: float, where: str) -> StepCount:
+    what = step.replace("_", " ")
+    try:
+        count = measure(built, step, bf16, deadline, where)
+    except Exception as exc:  # the user's code: named, never a traceback
+        raise _explain(exc, f"the model's {what} step at {where}") from None
+    if count.unsupported:
+        raise _unsupported(count, f"{what} at {where}")
+    return count
+
+
 def trace(factory: Callable[..., Any], sizes: list[int], args: dict[str, Any], spec: str, size_name: str = "L",
           max_seconds: float = DEFAULT_MAX_SECONDS) -> dict[str, Any]:
-    """Measure every step at every size; the raw series for growth.profile_document."""
-    deadline = time.monotonic() + max_seconds
-    start = time.perf_counter()
-    work = {s: {g: {q: [] for q in ("flops", "weight_bytes", "activation_bytes")} for g in GROUPS} for s in STEPS}
-    kernels = {s: [] for s in STEPS}
+    """Measure every step (fp32: work, kernels, memory; bf16 autocast: memory) at every size; the raw series for
+    growth.profile_document."""
+    deadline, start = time.monotonic() + max_seconds, time.perf_counter()
+    work = {s: {g: {q: [] for q in QUANTITIES} for g in GROUPS} for s in STEPS}
+    kernels: dict[str, list[int]] = {s: [] for s in STEPS}
     timelines: dict[str, list[list[int]]] = {}
     params, ops = [], None
     for size in sizes:
         where = f"{size_name}={size}"
         with FakeTensorMode(allow_non_fake_inputs=True):
-            try:
-                built = _normalise(factory(size, **args), spec)
-                for p in built.model.parameters():
-                    if p.requires_grad:
-                        p.register_post_accumulate_grad_hook(_drop_grad)
-            except Exception as exc:
-                raise _explain(exc, f"the factory {spec} at {where}") from None
+            built = _build(factory, size, args, spec, where)
             params.append(_param_count(built.model))
             for step in STEPS:
                 for bf16 in (False, True):
-                    try:
-                        count = measure(built, step, bf16, deadline, where)
-                    except Exception as exc:
-                        raise _explain(exc, f"the model's {step.replace('_', ' ')} step at {where}") from None
-                    if count.unsupported:
-                        raise _unsupported(count, f"{step.replace('_', ' ')} at {where}")
+                    count = _measure_checked(built, step, bf16, deadline, where)
                     mem = {"forward": "inference"}.get(step, step) + ("_bf16" if bf16 else "_fp32")
                     timelines.setdefault(mem, []).append(count.timeline)
                     if bf16:
                         continue
                     kernels[step].append(count.kernels)
                     for g in GROUPS:
-                        work[step][g]["flops"].append(count.flops[g])
-                        work[step][g]["weight_bytes"].append(count.weight_bytes[g])
-                        work[step][g]["activation_bytes"].append(count.activation_bytes[g])
-                    if step == "train":
-                        ops = count
+                        for q, per_group in zip(QUANTITIES, (count.flops, count.weight_bytes, count.activation_bytes)):
+                            work[step][g][q].append(per_group[g])
+                    ops = count if step == "train" else ops
             del built
     return {"sizes": list(sizes), "params": max(params), "params_by_size": params, "work": work, "kernels": kernels,
-            "memory": {name: peak_moments(series) for name, series in timelines.items()}, "ops": _op_summary(ops), "seconds": round(time.perf_counter() - start, 3),
-            "torch_version": str(torch.__version__)}
+            "memory": {name: peak_moments(series) for name, series in timelines.items()}, "ops": _op_summary(ops),
+            "seconds": round(time.perf_counter() - start, 3), "torch_version": str(torch.__version__)}
 
 
 def peak_moments(timelines: list[list[int]]) -> dict[str, list]:
@@ -658,7 +670,7 @@ def profile(req: Request, default_size: int | None = None, model_id: str | None 
     args_text = ", ".join(f"{k}={v}" for k, v in req.args)
     stem = Path(req.spec.rpartition(":")[0]).stem
     default = default_size or req.sizes[-1]
-    notes = []
+    notes = [AUTOCAST_NOTE]
     if len(set(raw["params_by_size"])) > 1:
         notes.append(f"parameters change with the size ({min(raw['params_by_size']):,} to "
                      f"{max(raw['params_by_size']):,}): the largest is used")

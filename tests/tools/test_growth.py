@@ -57,7 +57,8 @@ def test_the_peak_is_the_larger_of_two_moments():
     assert env.error_pct == 0 and len(env.pieces) == 2
     assert env.at(2048) == pytest.approx(1.4e6 * 2048) and env.at(32) == pytest.approx(463e6 + 2e5 * 32)
     single = fit_envelope(SIZES, peaks, [])  # the step's ops differed between sizes: one law on the peaks
-    assert len(single.pieces) == 1 and single.error_pct > 0
+    assert len(single.pieces) == 1 and single.pieces[0].error_pct > 0  # no polynomial: through the points
+    assert [single.at(L) for L in SIZES] == pytest.approx(peaks, rel=1e-12)
 
 
 def _raw(sizes):
@@ -101,3 +102,19 @@ def test_laws_round_trip_through_their_dict():
     env = Envelope((law,), law.points, 0.0)
     assert law.as_dict() == {"law": "linear", "coeffs": [1.0, 2.0], "points": [3.0, 5.0, 9.0], "error_pct": 0.0}
     assert env.as_dict()["pieces"] == [law.as_dict()] and env.formula() == "1 + 2 L"
+
+
+def test_a_quantity_no_polynomial_fits_goes_through_its_points():
+    """SEA's distinct edges saturate: K = M (1 - e^(-n/M)) with M = L(L-1), n = 10,000. No polynomial fits four
+    sizes, so the law goes through the traced points, log-log between them (exact for a power law in between), and
+    beyond the last point follows the closest polynomial scaled to meet it."""
+    import math
+    sizes = (50, 100, 200, 400)
+    edges = [L * (L - 1) * (1 - math.exp(-10_000 / (L * (L - 1)))) for L in sizes]
+    law = fit_law(sizes, edges)
+    assert law.error_pct > 1.0
+    assert [law.at(L) for L in sizes] == pytest.approx(edges, rel=1e-12)
+    between = law.at(math.sqrt(100 * 200))  # geometric middle of 100 and 200: the geometric mean of their points
+    assert between == pytest.approx(math.sqrt(edges[1] * edges[2]), rel=1e-9)
+    assert law.at(800) == pytest.approx(law.poly(800) * edges[-1] / law.poly(400))
+    assert "through the traced points" in law.formula()

@@ -10,6 +10,7 @@ act_bytes / 4). The raw points travel with the laws, so a hand-edited file that 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +39,16 @@ BF16_BYTES = 2  # the autocast trace's activation width
 
 @dataclass(frozen=True)
 class Law:
-    """A quantity per sample as a polynomial in L, c0 + c1 L + c2 L^2 + c3 L^3, with the traced points it fits."""
+    """A quantity per sample as a polynomial in L, c0 + c1 L + c2 L^2 + c3 L^3, with the traced points it fits.
+
+    When no polynomial reproduces the points (error_pct > 0: a model whose shapes aren't polynomial in L, like SEA's
+    number of distinct edges, which saturates), the law goes through the traced points instead (straight lines in
+    log-log between neighbours) and follows the polynomial beyond them, scaled to meet the nearest point."""
 
     coeffs: tuple[float, ...]
     points: tuple[float, ...]
-    error_pct: float = 0.0  # largest relative miss of a traced point, percent
+    error_pct: float = 0.0  # largest relative miss of the polynomial at a traced point, percent
+    sizes: tuple[int, ...] = ()  # the traced sizes of `points` (the profile's trace.sizes)
 
     @property
     def degree(self) -> int:
@@ -52,18 +58,34 @@ class Law:
     def name(self) -> str:
         return LAW_NAMES[self.degree]
 
-    def at(self, size: float) -> float:
-        """The law at input size `size` (Horner)."""
+    def poly(self, size: float) -> float:
+        """The polynomial at input size `size` (Horner)."""
         total = 0.0
         for c in reversed(self.coeffs):
             total = total * size + c
         return total
 
+    def at(self, size: float) -> float:
+        """The quantity at input size `size`: the polynomial when it is exact, else through the traced points."""
+        if self.error_pct == 0 or len(self.sizes) != len(self.points):
+            return self.poly(size)
+        s, p = self.sizes, self.points
+        if size <= s[0] or size >= s[-1]:
+            i = 0 if size <= s[0] else -1
+            end = self.poly(s[i])
+            return self.poly(size) * p[i] / end if end > 0 else self.poly(size) + p[i] - end
+        i = next(k for k in range(len(s) - 1) if s[k] <= size <= s[k + 1])
+        if p[i] > 0 and p[i + 1] > 0:
+            slope = math.log(p[i + 1] / p[i]) / math.log(s[i + 1] / s[i])
+            return p[i] * (size / s[i]) ** slope
+        return p[i] + (p[i + 1] - p[i]) * (size - s[i]) / (s[i + 1] - s[i])
+
     def formula(self) -> str:
         """'1.2e+06 + 3.4e+03 L^2' for messages and the page."""
         terms = [f"{c:.4g}" + ("" if k == 0 else " L" if k == 1 else f" L^{k}")
                  for k, c in enumerate(self.coeffs) if c]
-        return " + ".join(terms).replace("+ -", "- ") or "0"
+        text = " + ".join(terms).replace("+ -", "- ") or "0"
+        return text if self.error_pct == 0 else f"through the traced points (~{text}, off by {self.error_pct:.1f} %)"
 
     def as_dict(self) -> dict[str, Any]:
         return {"law": self.name, "coeffs": list(self.coeffs), "points": list(self.points),
@@ -245,12 +267,13 @@ def _check_points(rec: Record, sizes: tuple[int, ...], points: tuple[float, ...]
 
 
 def _check_agrees(rec: Record, law: Law | Envelope, sizes: tuple[int, ...], what: str) -> None:
-    """The law must reproduce its traced points within its stated error (plus rounding slack)."""
+    """The law (a Law's polynomial) must reproduce its traced points within its stated error (plus rounding slack)."""
     scale = max(law.points) or 1.0
+    value = law.poly if isinstance(law, Law) else law.at
     for size, y in zip(sizes, law.points):
-        miss = abs(law.at(size) - y) / max(abs(y), 1e-9 * scale) * 100
+        miss = abs(value(size) - y) / max(abs(y), 1e-9 * scale) * 100
         if miss > law.error_pct + AGREE_SLACK_PCT:
-            raise rec.fail(what, f"the law gives {law.at(size):.4g} at L={size:,} but the traced point is "
+            raise rec.fail(what, f"the law gives {value(size):.4g} at L={size:,} but the traced point is "
                                  f"{y:.4g} ({miss:.1f} % off, stated error {law.error_pct:g} %): edit both or re-trace")
 
 
@@ -263,7 +286,7 @@ def parse_law(rec: Record, sizes: tuple[int, ...]) -> Law:
     if rec.raw("law", required=False) is not None:
         rec.text("law", choices=(LAW_NAMES[len(coeffs) - 1],))
     _check_points(rec, sizes, points, memory=False)
-    law = Law(coeffs, points, rec.number("error_pct", lo=0, hi=1e6))
+    law = Law(coeffs, points, rec.number("error_pct", lo=0, hi=1e6), sizes)
     _check_agrees(rec, law, sizes, "coeffs")
     return law
 
