@@ -210,3 +210,17 @@ def test_a_law_that_turns_negative_or_memory_that_shrinks_beyond_the_traced_size
     doc["memory"]["train_fp32"] = _env(lambda L: 1e3 * L - L * L / 2)
     with pytest.raises(ValueError, match="memory.train_fp32 shrinks from L=200 to 1,900"):
         _load(doc).check_size(1900)
+
+
+EXAMPLE_PROFILES = sorted((Path(__file__).resolve().parents[2] / "examples" / "profiles").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLE_PROFILES, ids=lambda p: p.stem)
+def test_the_example_profiles_load_travel_and_estimate(path):
+    """The traced profiles of the seeds' reference models (written by `planner profile`) load without torch, fit in
+    a share link and give a feasible single-sample inference at their default size on an 80 GB GPU."""
+    m = load_model_file(path)
+    assert m.kind == "traced" and m.params > 0
+    assert share.spec_link_problem(path.read_text(encoding="utf-8")) is None
+    e = estimate_gpu(Plan(m, Infer(10, m.default_input_size), "bf16", batch=1), FACTS.catalog.get("h100-sxm"), FACTS)
+    assert e.feasible and e.seconds > 0
