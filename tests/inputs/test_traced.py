@@ -224,3 +224,15 @@ def test_the_example_profiles_load_travel_and_estimate(path):
     assert share.spec_link_problem(path.read_text(encoding="utf-8")) is None
     e = estimate_gpu(Plan(m, Infer(10, m.default_input_size), "bf16", batch=1), FACTS.catalog.get("h100-sxm"), FACTS)
     assert e.feasible and e.seconds > 0
+
+
+def test_what_does_not_grow_with_the_input_counts_once_per_step():
+    """One sample was traced: a training step's weight gradients (and GPT-2's tied-embedding gradient sum) are the
+    same at every L and for any batch. A law c0 + c1 L gives c0 + batch x c1 L for a batch."""
+    doc = profile_dict()
+    doc["memory"]["train_fp32"] = _env(lambda L: 5e5 + 5e4 * L)
+    doc["work"]["train"]["elementwise & norms"]["activation_bytes"] = _law(lambda L: 7e6 + 9e3 * L)
+    m = _load(doc)
+    assert m.train_activation_memory(_setup("fp32"), 3, 300, False).gb == pytest.approx((5e5 + 3 * 5e4 * 300) / 1e9)
+    (_, _, elementwise) = m.train_work(_setup("fp32"), 3, 300, False)
+    assert elementwise.bytes == pytest.approx(3 * 1e3 + 7e6 + 3 * 9e3 * 300)  # 3x weights: the train factor

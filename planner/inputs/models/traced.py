@@ -6,6 +6,10 @@ forward pass and a training step (plain and with activation checkpointing), kern
 memory (inference, training, training with checkpointing; fp32 and under bf16 autocast). Bytes were counted with
 fp32 activations and weights; the precision of a plan scales them (weights by weight_bytes / 4, activations by
 act_bytes / 4). The raw points travel with the laws, so a hand-edited file that contradicts itself is refused.
+
+A batch of B samples: the profiler traces one sample, so a law's constant term (what doesn't grow with L: weight
+gradients and their reads, the autocast weight copies, a tied embedding's summed gradient, buffers) counts once
+per step, and the rest B times.
 """
 
 from __future__ import annotations
@@ -92,6 +96,14 @@ class Law:
                 "error_pct": self.error_pct}
 
 
+def batched(law: "Law", size: float, batch: int) -> float:
+    """`batch` samples at `size`: the law's constant term once per step (clipped to the law's value), the rest per
+    sample."""
+    value = law.at(size)
+    fixed = min(max(law.coeffs[0], 0.0), value)
+    return fixed + batch * (value - fixed)
+
+
 @dataclass(frozen=True)
 class Envelope:
     """Peak memory per sample: the largest of several laws, one per moment of the step that was the peak at some
@@ -104,6 +116,10 @@ class Envelope:
 
     def at(self, size: float) -> float:
         return max(law.at(size) for law in self.pieces)
+
+    def batched(self, size: float, batch: int) -> float:
+        """`batch` samples: the largest piece, each with its constant term once per step."""
+        return max(batched(law, size, batch) for law in self.pieces)
 
     def formula(self) -> str:
         texts = [law.formula() for law in self.pieces]
@@ -173,12 +189,12 @@ class TracedProfile(CachedHash):
     def memory_law(self, name: str) -> Envelope:
         return next(law for n, law in self.memory if n == name)
 
-    def _memory_bytes(self, kind: str, act_bytes: float, size: int) -> float:
-        """Peak activation bytes per sample: the fp32 trace for 4-byte activations, the bf16-autocast trace for
-        narrower ones, scaled to the plan's activation width."""
+    def _memory_bytes(self, kind: str, act_bytes: float, size: int, batch: int) -> float:
+        """Peak activation bytes of `batch` samples: the fp32 trace for 4-byte activations, the bf16-autocast trace
+        for narrower ones, scaled to the plan's activation width."""
         if act_bytes >= FP32_BYTES:
-            return self.memory_law(f"{kind}_fp32").at(size) * act_bytes / FP32_BYTES
-        return self.memory_law(f"{kind}_bf16").at(size) * act_bytes / BF16_BYTES
+            return self.memory_law(f"{kind}_fp32").batched(size, batch) * act_bytes / FP32_BYTES
+        return self.memory_law(f"{kind}_bf16").batched(size, batch) * act_bytes / BF16_BYTES
 
     def check_size(self, size: int) -> None:
         """Every law must be non-negative at `size`, and memory must not shrink from the default size to `size` (or
@@ -200,13 +216,14 @@ class TracedProfile(CachedHash):
         p = s.precision
         out = []
         for group in GROUPS:
-            flops = batch * self.law(step, group, "flops").at(size)
+            flops = batched(self.law(step, group, "flops"), size, batch)
             weights = self.law(step, group, "weight_bytes").at(size) * p.weight_bytes / FP32_BYTES
-            acts = batch * self.law(step, group, "activation_bytes").at(size) * p.act_bytes / FP32_BYTES
+            acts = batched(self.law(step, group, "activation_bytes"), size, batch) * p.act_bytes / FP32_BYTES
             path = p.compute_path if group == "linear layers" else s.attention_path
             out.append(OpGroup(group + suffix, flops, weights + acts, path,
-                               f"traced {step}: FLOPs = batch x {self.law(step, group, 'flops').formula()}; bytes = "
-                               f"weights x {p.weight_bytes:g}/4 + batch x activations x {p.act_bytes:g}/4 (fp32 trace)"))
+                               f"traced {step}: FLOPs per sample {self.law(step, group, 'flops').formula()}; bytes = "
+                               f"weights x {p.weight_bytes:g}/4 + activations x {p.act_bytes:g}/4 (fp32 trace); "
+                               "terms constant in L once per step, the rest x batch"))
         return tuple(out)
 
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
@@ -226,19 +243,19 @@ class TracedProfile(CachedHash):
 
     # ------------------------------------------------------------ the model protocol: memory
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:
-        act = batch * self._memory_bytes("inference", s.precision.act_bytes, size)
+        act = self._memory_bytes("inference", s.precision.act_bytes, size, batch)
         return (MemoryItem("activations", act / BYTES_PER_GB,
-                           "batch {} x traced peak of the no-grad forward at L={} ({:g} B activations)",
-                           (batch, size, s.precision.act_bytes)),)
+                           "batch {} x traced peak of the no-grad forward at L={} ({:g} B activations; terms constant "
+                           "in L once)", (batch, size, s.precision.act_bytes)),)
 
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         raise ValueError(f"{self.name} is a traced profile: it cannot generate (use infer or train)")
 
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         kind = "train_checkpointed" if checkpointing else "train"
-        act = batch * self._memory_bytes(kind, s.precision.act_bytes, size)
+        act = self._memory_bytes(kind, s.precision.act_bytes, size, batch)
         return MemoryItem("activations", act / BYTES_PER_GB,
-                          f"batch {batch} x traced peak of a training step at L={size}"
+                          f"batch {batch} x traced peak of a training step at L={size} (terms constant in L once)"
                           + (" with activation checkpointing" if checkpointing else "")
                           + f" ({s.precision.act_bytes:g} B activations)")
 
