@@ -13,15 +13,16 @@ from pathlib import Path
 from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import estimate_all
+from planner.engine.job_cost import job_cost
 from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
-from planner.inputs.catalog import PRICE_TIERS
+from planner.inputs.catalog import MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.job_costs import load_job_costs, with_values
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
-from planner.inputs.price_snapshot import PRICES_DIR, snapshot_table
+from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
@@ -63,6 +64,14 @@ def _assumption(text: str) -> tuple[str, float]:
         return key, float(parse_number(value, lo, hi, False))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
+
+
+def _stale_days(text: str) -> int:
+    """Days after which a price counts as stale: a whole number from 1 to MAX_STALE_DAYS."""
+    try:
+        return int(parse_number(text, 1, MAX_STALE_DAYS, True))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _batch(text: str) -> int | None:
@@ -134,8 +143,23 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     overheads = with_values(load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes)),
                             dict(a.job_cost or ()))
     results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
-    print(emit([estimate_row(e, overheads) for e in results], a.format, [flat_row(e, overheads) for e in results]))
+    today, stale = utc_today(), a.stale_after_days
+    print(emit([estimate_row(e, overheads, today, stale) for e in results], a.format,
+               [flat_row(e, overheads, today, stale) for e in results]))
+    for line in price_date_lines(results, overheads, today, stale):  # stderr: the rows stay machine-readable
+        print(line, file=sys.stderr)
     return 0
+
+
+def price_date_lines(results, overheads, today, stale_after_days: int) -> list[str]:
+    """How old the prices behind a ranking are, and whether the cheapest whole job rests on a stale one."""
+    tier = results[0].plan.price_tier if results else "-"
+    lines = [f"prices ({tier}): {price_dates((e.price for e in results), today, stale_after_days).sentence()}"]
+    cheapest = next((e for e in results if e.feasible and job_cost(e, overheads) and e.price), None)
+    note = cheapest and stale_note(cheapest.price, today, stale_after_days)
+    if note:
+        lines.append(f"warning: the cheapest whole job ({cheapest.gpu.name}) {note}")
+    return lines
 
 
 def cmd_gpus(a: argparse.Namespace) -> int:
@@ -369,7 +393,10 @@ def _formatted(sub, name: str, func, text: str, formats=("table", "json", "csv")
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m planner", description="Rank GPUs by time, cost and feasibility.")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_plan_args(_formatted(sub, "estimate", cmd_estimate, "estimate a job on every GPU (or --gpu ...)"))
+    p = _formatted(sub, "estimate", cmd_estimate, "estimate a job on every GPU (or --gpu ...)")
+    add_plan_args(p)
+    p.add_argument("--stale-after-days", type=_stale_days, default=STALE_AFTER_DAYS,
+                   help=f"flag prices older than this many days (default {STALE_AFTER_DAYS})")
     _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog")
     _formatted(sub, "models", cmd_models, "list model presets")
 

@@ -91,3 +91,24 @@ def test_launch_writes_a_task_skypilot_accepts(tmp_path):
     assert done.returncode == 0, done.stderr
     task = sky.Task.from_yaml_config(yaml.safe_load(out.read_text()))
     assert len(task.resources) >= 3 and "sky launch" in out.read_text().splitlines()[0]
+
+
+def test_estimate_says_how_old_the_prices_are_and_when_the_cheapest_rests_on_a_stale_one():
+    from datetime import datetime, timezone
+    from planner.inputs.facts import load_facts
+    from planner.inputs.price_snapshot import snapshot_table
+    price = snapshot_table(load_facts().catalog).prices["rtx-a5000"]["community"]
+    age = (datetime.now(timezone.utc).date() - price.date).days
+    args = ("estimate", "--gpu", "rtx-a5000", "--gpu", "v100-sxm2-16gb", "--price-tier", "community", "--sequences", "1000")
+    out = run(*args)  # a table with a GPU that can't run the plan (bf16 on SM70) still prints
+    assert out.returncode == 0 and "v100-sxm2-16gb" in out.stdout, out.stderr
+    assert "2 prices dated" in out.stderr
+    if age > 90:
+        assert f"rests on a price from {price.date.isoformat()} ({age:,} days old)" in out.stderr
+    quiet = run(*args, "--stale-after-days", str(age + 1), "--format", "csv")
+    assert "rests on" not in quiet.stderr and "none older than" in quiet.stderr
+    import csv
+    row = next(csv.DictReader(quiet.stdout.splitlines()))
+    assert row["price_age_days"] == str(age) and row["price_stale"] == "False"
+    bad = run(*args, "--stale-after-days", "0")
+    assert bad.returncode == 2 and "between 1 and 3650" in bad.stderr and "Traceback" not in bad.stderr

@@ -11,14 +11,13 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
-
+from typing import Iterable, Mapping
 
 from planner import DATA_DIR
 from planner.base.safe_parse import shown
 from planner.base.schema import parse_yaml, Record, load_yaml, suggest, unique_ids
-from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price,
-                                    load_catalog)
+from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS,
+                                    STALE_AFTER_DAYS, Catalog, Price, load_catalog)
 
 PRICES_DIR = DATA_DIR / "prices"
 
@@ -122,7 +121,7 @@ def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceT
     if not custom_usd_hr:
         return table
     prices = {g: dict(t) for g, t in table.prices.items()}
-    today = datetime.now(timezone.utc).date()
+    today = utc_today()
     for gpu_id, value in custom_usd_hr.items():
         if gpu_id not in prices:
             near = suggest(str(gpu_id), prices)
@@ -137,3 +136,51 @@ def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceT
     return replace(table, prices=prices, message=f"{table.message}; your own $/h for {names}")
 
 
+
+
+# ---------------------------------------------------------------- how old the prices in use are
+
+
+def utc_today() -> date:
+    """Today's date in UTC, the calendar every price date is read in."""
+    return datetime.now(timezone.utc).date()
+
+
+@dataclass(frozen=True)
+class PriceDates:
+    """The dates behind a set of prices in use (one ranking, one tier): the oldest and newest, how many are older than
+    stale_after_days (or undated), out of how many priced. A user's own prices are left out: they have no date to doubt."""
+
+    oldest: date | None
+    newest: date | None
+    stale: int
+    priced: int
+    stale_after_days: int
+
+    def sentence(self) -> str:
+        """'33 prices dated 2025-06-21 to 2026-11-09; 26 of 33 are older than 90 days' (plain text)."""
+        if not self.priced:
+            return "no price in use"
+        span = ("undated" if self.oldest is None else f"dated {self.oldest.isoformat()}" if self.oldest == self.newest
+                else f"dated {self.oldest.isoformat()} to {self.newest.isoformat()}")
+        flag = (f"; {self.stale} of {self.priced} are older than {self.stale_after_days} days or undated" if self.stale
+                else f"; none older than {self.stale_after_days} days")
+        return f"{self.priced} price{'s' if self.priced != 1 else ''} {span}{flag}"
+
+
+def price_dates(prices: Iterable[Price | None], today: date,
+                stale_after_days: int = STALE_AFTER_DAYS) -> PriceDates:
+    """Oldest and newest date and the stale count of `prices` (None entries: GPUs without a price, skipped)."""
+    dated = [p for p in prices if p is not None and p.origin != "custom"]
+    days = [p.date for p in dated if p.date is not None]
+    return PriceDates(min(days, default=None), max(days, default=None),
+                      sum(p.is_stale(today, stale_after_days) for p in dated), len(dated), stale_after_days)
+
+
+def stale_note(price: Price | None, today: date, stale_after_days: int = STALE_AFTER_DAYS) -> str | None:
+    """'rests on a price from 2025-06-21 (519 days old)' when `price` is stale, 'rests on an undated price' when it has
+    no date; None for a fresh price, a user's own or no price. For the 'Cheapest' call-out and the CLI."""
+    if price is None or not price.is_stale(today, stale_after_days):
+        return None
+    age = price.age_days(today)
+    return "rests on an undated price" if age is None else f"rests on a price from {price.date.isoformat()} ({age:,} days old)"

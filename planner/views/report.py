@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import date
 from typing import Any
 
 from planner.engine.estimate import Estimate
 from planner.engine.job_cost import job_cost
 from planner.inputs.job_costs import JobOverheads
-from planner.inputs.catalog import PRICE_TIERS
-from planner.inputs.price_snapshot import PriceTable
+from planner.inputs.catalog import PRICE_TIERS, STALE_AFTER_DAYS, Price
+from planner.inputs.price_snapshot import PriceTable, utc_today
 from planner.tools.uncertainty import band
 from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 
@@ -26,17 +27,31 @@ def _sig(x: float | None, digits: int = 4) -> float | None:
 
 
 def job_fields(e: Estimate, overheads: JobOverheads | None) -> dict:
-    """The whole job (planner.engine.job_cost): billed seconds, its cost in the plan's tier and its parts."""
-    job = job_cost(e, overheads) if overheads else None
-    if job is None:
+    """The whole job (planner.engine.job_cost): billed seconds, its cost in the plan's tier and its parts; the same
+    keys with None for a GPU that can't run the plan (every row has the same columns); none without overheads."""
+    if overheads is None:
         return {}
+    job = job_cost(e, overheads)
+    if job is None:
+        return {"job_seconds": None, "job_cost_usd": None, "job_parts_s": None}
     return {"job_seconds": _r(job.billed_s, 1), "job_cost_usd": _sig(job.cost_usd),
             "job_parts_s": {k: _r(v, 2) for k, v in job.parts}}
 
 
-def estimate_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
+def price_age_fields(p: Price | None, today: date, stale_after_days: int) -> dict:
+    """price_date (ISO), price_age_days (whole days before `today`) and price_stale (older than stale_after_days or
+    undated; a user's own price never is) of one price; None values without a price."""
+    if p is None:
+        return {"price_date": None, "price_age_days": None, "price_stale": None}
+    return {"price_date": p.date.isoformat() if p.date else None, "price_age_days": p.age_days(today),
+            "price_stale": p.is_stale(today, stale_after_days)}
+
+
+def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date | None = None,
+                 stale_after_days: int = STALE_AFTER_DAYS) -> dict:
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with overheads,
-    the whole job's billed time and cost too."""
+    the whole job's billed time and cost too. Price ages count days before `today` (default: today, UTC)."""
+    ages = {t: price_age_fields(p, today or utc_today(), stale_after_days) for t, p in e.prices.items()}
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
@@ -64,7 +79,9 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
         "tokens_per_s": _r(e.tokens_per_s, 1),
         "price_tier": e.plan.price_tier,
         "usd_per_hr": {t: (_r(p.usd_hr, 4) if p else None) for t, p in e.prices.items()},
-        "price_date": {t: (p.date.isoformat() if p and p.date else None) for t, p in e.prices.items()},
+        "price_date": {t: a["price_date"] for t, a in ages.items()},
+        "price_age_days": {t: a["price_age_days"] for t, a in ages.items()},
+        "price_stale": {t: a["price_stale"] for t, a in ages.items()},
         "price_origin": {t: (p.origin if p else None) for t, p in e.prices.items()},
         "cost_usd": {t: _sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
         "cost_per_1m_usd": {t: _sig(e.cost_per_million(t)) for t in PRICE_TIERS},
@@ -77,8 +94,9 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
     }
 
 
-def flat_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
-    """A one-level row for CSV and tables."""
+def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | None = None,
+             stale_after_days: int = STALE_AFTER_DAYS) -> dict:
+    """A one-level row for CSV and tables; the price's date, age in days and stale flag sit beside it."""
     tier = e.plan.price_tier
     price = e.price
     low, high = band(e) or (None, None)
@@ -86,7 +104,7 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None) -> dict:
         "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
         "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2), "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
-        "price_date": price.date.isoformat() if price and price.date else None,
+        **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
         "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
         **{k: v for k, v in job_fields(e, overheads).items() if k != "job_parts_s"},
@@ -109,7 +127,7 @@ def text_table(rows: list[dict]) -> str:
     if not rows:
         return "(no rows)"
     cols = list(rows[0])
-    cells = [[("" if r[c] is None else str(r[c])) for c in cols] for r in rows]
+    cells = [[("" if r.get(c) is None else str(r[c])) for c in cols] for r in rows]
     widths = [min(60, max(len(c), *(len(x[i]) for x in cells))) for i, c in enumerate(cols)]
     line = lambda vals: "  ".join(v[:w].ljust(w) for v, w in zip(vals, widths))  # noqa: E731
     return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(x) for x in cells])

@@ -38,3 +38,25 @@ def test_flat_row_cost_matches_the_tier_price():
     e = _est()
     row = flat_row(e)
     assert row["cost_usd_community"] == pytest.approx(row["seconds"] / 3600 * row["usd_per_hr"], rel=1e-3)
+
+
+def test_rows_carry_the_price_date_its_age_and_the_stale_flag():
+    from datetime import timedelta
+    e = _est("rtx-a5000")
+    day = e.price.date
+    fresh = flat_row(e, today=day + timedelta(days=90))
+    old = flat_row(e, today=day + timedelta(days=91))
+    assert (fresh["price_date"], fresh["price_age_days"], fresh["price_stale"]) == (day.isoformat(), 90, False)
+    assert (old["price_age_days"], old["price_stale"]) == (91, True)
+    assert flat_row(e, today=day + timedelta(days=91), stale_after_days=365)["price_stale"] is False
+    nested = estimate_row(e, today=day + timedelta(days=91))
+    assert nested["price_age_days"]["community"] == 91 and nested["price_stale"]["community"] is True
+
+
+def test_a_gpu_that_cannot_run_the_plan_has_the_same_columns_and_the_table_prints():
+    from planner.inputs.job_costs import load_job_costs
+    from planner.views.report import text_table
+    overheads = load_job_costs(runtime_ids=tuple(r.id for r in FACTS.runtimes.runtimes))
+    ok, no = flat_row(_est("rtx-4090"), overheads), flat_row(_est("v100-sxm2-16gb"), overheads)
+    assert list(ok) == list(no) and no["job_seconds"] is None and no["job_cost_usd"] is None
+    assert "v100-sxm2-16gb" in text_table([ok, no])
