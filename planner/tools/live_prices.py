@@ -4,16 +4,25 @@ The only module that talks to the network (and imports requests). `fetch_live` n
 network, timeout, HTTP error, refused key, malformed answer, absurd values) returns the snapshot with `ok=False`
 and a one-line reason for the page. The API key travels only in an `Authorization: Bearer` header; it is never
 put in a URL, stored, logged or echoed in a message.
+
+What the page relies on: one total deadline per refresh, which the fetch itself keeps too (it hangs up on a server
+that drips); an answer cap of MAX_ANSWER_BYTES; one fetch in flight per key for every caller; `wait=False` returns
+the snapshot (`pending=True`) until live prices arrive; `press_refresh` limits a session's button and, across all
+sessions, how often RunPod is asked; a live price more than SUSPECT_RATIO from the snapshot is held back. Text from
+the server reaches a message only as one printable line, the key masked (every form in _key_forms) before it is cut
+to MAX_SERVER_TEXT_CHARS; messages are plain text, so a Markdown page escapes them (planner.views.format.md_escape).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import os
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -21,6 +30,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import requests
+import urllib3
 import yaml
 
 from planner.base.deadline import call_with_deadline, in_background
@@ -36,6 +46,9 @@ DEADLINE_S = 8.0  # one refresh, retries included: the page never waits longer (
 MAX_ANSWER_BYTES = 2_000_000  # RunPod's gpuTypes answer is ~30 kB; a larger one is not a price list
 SUSPECT_RATIO = 3.0  # a live price more than 3x above or below the snapshot's is held back, shown as suspect
 MIN_REFRESH_INTERVAL_S = 300.0  # a refresh button clears the shared cache at most this often, whoever presses it
+SESSION_REFRESH_INTERVAL_S = 60.0  # one session may press it at most this often (its own clicks, told how long to wait)
+MAX_SERVER_TEXT_CHARS = 120  # a string from the server is cut to this after the key is masked (type ids are < 40)
+MAX_UNMAPPED = 100  # RunPod lists ~40 types; more unknown ones are counted, not kept
 
 # runpod_api.md §1a; lowestPrice is left out: list prices per tier are what the planner ranks by.
 GPU_TYPES_QUERY = ("query GpuTypes { gpuTypes { id displayName memoryInGb secureCloud communityCloud "
@@ -67,22 +80,33 @@ def _key_forms(api_key: str) -> list[str]:
     return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
 
 
+def _printable(text: str) -> str:
+    """Text without control, format (bidi overrides, zero-width) or unassigned characters: a server's text can't
+    move a terminal's cursor, reorder a line or hide part of itself. Whitespace controls become spaces."""
+    return "".join(" " if ch in "\t\n\r\x0b\x0c" else ch for ch in text
+                   if ch in "\t\n\r\x0b\x0c" or not unicodedata.category(ch).startswith("C"))
+
+
 def _scrub(text: str, api_key: str | None) -> str:
-    """One line of text with the key masked in every form _key_forms knows (any case), and any api_key=... value.
-    Called before any truncation, so a cut can never leave part of the key behind."""
-    text = re.sub(r"(?i)(api[_-]?key=)[^&\s'\"]+", r"\1***", str(text))
+    """One printable line of text with the key masked in every form _key_forms knows (any case), and any
+    api_key=... value. Controls go first (a key split by them is still found); called before any truncation, so a
+    cut can never leave part of the key behind."""
+    text = re.sub(r"(?i)(api[_-]?key=)[^&\s'\"]+", r"\1***", _printable(str(text)))
     if api_key:
         for form in _key_forms(api_key):
             text = re.sub(re.escape(form), "***", text, flags=re.IGNORECASE)
     return " ".join(text.split())
 
 
+def _clip(text: str, limit: int = MAX_SERVER_TEXT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _scrub_doc(doc: Any, api_key: str | None) -> Any:
-    """Every string in a decoded answer scrubbed (the answer is size-capped, so the walk is bounded)."""
-    if not api_key:
-        return doc
+    """Every string in a decoded answer scrubbed, then cut to MAX_SERVER_TEXT_CHARS (the answer is size-capped, so
+    the walk is bounded)."""
     if isinstance(doc, str):
-        return _scrub(doc, api_key)
+        return _clip(_scrub(doc, api_key))
     if isinstance(doc, list):
         return [_scrub_doc(x, api_key) for x in doc]
     if isinstance(doc, dict):
@@ -121,8 +145,12 @@ class _FetchError(Exception):
     """A failed fetch; the text is safe to show (no key, no URL query)."""
 
 
-def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff_s: float) -> Any:
-    """POST the gpuTypes query; return the decoded JSON. Retries timeouts, connection errors and 5xx/429."""
+def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff_s: float,
+          deadline_s: float = DEADLINE_S) -> Any:
+    """POST the gpuTypes query; return the decoded JSON. Retries timeouts, connection errors and 5xx/429, all within
+    deadline_s seconds in total: each request's timeout is what is left of it, and reading stops when it runs out
+    (a server that drips one byte per read can't hold the connection past it)."""
+    end_s = time.monotonic() + deadline_s
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -130,13 +158,17 @@ def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff
     problem = "no attempt made"
     for attempt in range(max(0, int(retries)) + 1):
         if attempt:
-            time.sleep(backoff_s * 2 ** (attempt - 1))
+            time.sleep(max(0.0, min(backoff_s * 2 ** (attempt - 1), end_s - time.monotonic())))
+        left_s = end_s - time.monotonic()
+        if left_s <= 0:
+            break
         tries = f" ({attempt + 1} attempts)" if attempt else ""
+        wait_s = min(timeout_s, left_s)
         try:
             # exception texts from requests carry the URL, so only our own wording leaves this function
-            resp = requests.post(url, json={"query": GPU_TYPES_QUERY}, headers=headers, timeout=timeout_s, stream=True)
+            resp = requests.post(url, json={"query": GPU_TYPES_QUERY}, headers=headers, timeout=wait_s, stream=True)
         except requests.Timeout:
-            problem = f"RunPod API timed out after {timeout_s:g} s{tries}"
+            problem = f"RunPod API timed out after {wait_s:.3g} s{tries}"
             continue
         except requests.ConnectionError:
             problem = f"could not connect to {where} (no network, or the server is down){tries}"
@@ -152,19 +184,27 @@ def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff
             continue
         if resp.status_code != 200:
             raise _FetchError(f"RunPod API answered HTTP {resp.status_code}")
-        return _read_json(resp)
+        return _read_json(resp, end_s, deadline_s)
     raise _FetchError(problem)
 
 
-def _read_json(resp) -> Any:
-    """The answer's JSON, read in chunks and refused past MAX_ANSWER_BYTES (a real gpuTypes answer is ~30 kB)."""
+def _read_json(resp, end_s: float = float("inf"), deadline_s: float = DEADLINE_S) -> Any:
+    """The answer's JSON, refused past MAX_ANSWER_BYTES (a real gpuTypes answer is ~30 kB) or once time.monotonic()
+    passes end_s; either way the connection is closed. Reads with read1 (one socket read per call) so that the clock
+    is checked on every byte a slow server sends: a plain read waits for a whole chunk however long it drips."""
     body = bytearray()
+    raw = resp.raw
+    read = getattr(raw, "read1", None) or (lambda n, decode_content: raw.read(4096, decode_content=decode_content))
     try:
-        for chunk in resp.iter_content(chunk_size=65536):
+        while chunk := read(65536, decode_content=True):
             body += chunk
+            if time.monotonic() > end_s:
+                raise _FetchError(f"RunPod API gave no complete answer within {deadline_s:g} s")
             if len(body) > MAX_ANSWER_BYTES:
                 raise _FetchError(f"RunPod API answer is larger than {MAX_ANSWER_BYTES:,} bytes; not a price list")
-    except requests.RequestException:
+    except (urllib3.exceptions.ReadTimeoutError, requests.Timeout, TimeoutError):
+        raise _FetchError("RunPod API timed out in the middle of its answer") from None
+    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError):
         raise _FetchError("RunPod API broke off its answer") from None
     finally:
         resp.close()
@@ -270,10 +310,11 @@ def _live_table(base: PriceTable, parsed: _Parsed, url: str, stamp: datetime) ->
                 suspect.append((gpu_id, tier, usd_hr))  # the snapshot stays in use
                 continue
             prices.setdefault(gpu_id, {})[tier] = Price(usd_hr, stamp.date(), source, "live")
-    unmapped = tuple(dict.fromkeys(parsed.unmapped))
+    every = tuple(dict.fromkeys(parsed.unmapped))
+    unmapped = every[:MAX_UNMAPPED]
     detail = f"{len(parsed.live)} GPUs"
     if unmapped:
-        detail += f"; {len(unmapped)} RunPod types not in the catalog: {_short(list(unmapped))}"
+        detail += f"; {len(every)} RunPod types not in the catalog: {_short(list(every))}"
     notes = ""
     if parsed.rejected:
         notes += f"; kept the snapshot for rejected prices: {_short(parsed.rejected)}"
@@ -306,7 +347,8 @@ def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, re
         return _fallback(base, "the API key contains spaces or characters that cannot be sent; check "
                                f"{API_KEY_ENV}" + base_note, api_key)
     try:
-        doc = call_with_deadline(_post, deadline_s, url, api_key, min(timeout_s, deadline_s), retries, backoff_s)
+        doc = call_with_deadline(_post, deadline_s, url, api_key, min(timeout_s, deadline_s), retries, backoff_s,
+                                 deadline_s)
         parsed = parse_gpu_types(_scrub_doc(doc, api_key), catalog)
     except TimeoutError:
         return _fallback(base, f"RunPod API gave no complete answer within {deadline_s:g} s" + base_note, api_key)
@@ -373,16 +415,50 @@ def _fetch_and_cache(cache_key, catalog, api_key, url, timeout_s, retries, backo
             _INFLIGHT.pop(cache_key, None)
 
 
+def _refresh_wait_s(now_s: float) -> float:
+    """0 after clearing the shared cache (the last refresh, by anyone, is MIN_REFRESH_INTERVAL_S old or more), else
+    the seconds until the next refresh may happen (nothing cleared)."""
+    global _LAST_REFRESH_S
+    with _CACHE_LOCK:
+        if _LAST_REFRESH_S is not None and 0 <= now_s - _LAST_REFRESH_S < MIN_REFRESH_INTERVAL_S:
+            return MIN_REFRESH_INTERVAL_S - (now_s - _LAST_REFRESH_S)
+        _LAST_REFRESH_S = now_s
+        _CACHE.clear()
+        return 0.0
+
+
 def request_refresh(now_s: float) -> bool:
     """A refresh button pressed at monotonic time now_s: clear the shared cache unless the last refresh (by anyone)
     was under MIN_REFRESH_INTERVAL_S ago. True when cleared."""
-    global _LAST_REFRESH_S
-    with _CACHE_LOCK:
-        if _LAST_REFRESH_S is not None and now_s - _LAST_REFRESH_S < MIN_REFRESH_INTERVAL_S:
-            return False
-        _LAST_REFRESH_S = now_s
-        _CACHE.clear()
-        return True
+    return _refresh_wait_s(now_s) == 0.0
+
+
+@dataclass(frozen=True)
+class RefreshPress:
+    """What one press of a session's refresh button did. refreshed: the shared cache was cleared (the next
+    fetch_live starts a fetch); message: plain text for the page (None when refreshed); session_last_s: the
+    monotonic time the session keeps as its last counted press."""
+
+    refreshed: bool
+    message: str | None
+    session_last_s: float | None
+
+
+def press_refresh(session_last_s: float | None, now_s: float) -> RefreshPress:
+    """The refresh button pressed in one session at monotonic time now_s, that session having last pressed it at
+    session_last_s (None: never). A session's presses count at most once per SESSION_REFRESH_INTERVAL_S; a counted
+    press clears the cache shared by every session at most once per MIN_REFRESH_INTERVAL_S (request_refresh), so
+    no visitor can make the planner call RunPod more often than that, whatever the number of sessions."""
+    since_s = None if session_last_s is None else now_s - session_last_s
+    if since_s is not None and 0 <= since_s < SESSION_REFRESH_INTERVAL_S:
+        return RefreshPress(False, f"You refreshed prices {since_s:.0f} s ago; you can refresh again in "
+                                   f"{math.ceil(SESSION_REFRESH_INTERVAL_S - since_s)} s.", session_last_s)
+    wait_s = _refresh_wait_s(now_s)
+    if wait_s:
+        return RefreshPress(False, "Live prices were refreshed less than "
+                                   f"{MIN_REFRESH_INTERVAL_S / 60:g} minutes ago (by this or another session); these "
+                                   f"are current. The next refresh is possible in {math.ceil(wait_s)} s.", now_s)
+    return RefreshPress(True, None, now_s)
 
 
 # ---------------------------------------------------------------- custom prices and snapshots

@@ -611,3 +611,104 @@ def test_the_refresh_button_clears_the_shared_cache_at_most_every_five_minutes()
     assert P.request_refresh(1000.0) is True
     assert P.request_refresh(1000.0 + 60) is False  # anyone pressing again within 5 minutes: no new fetch
     assert P.request_refresh(1000.0 + 301) is True
+
+
+# ---------------------------------------------------------------- the worker itself stops at the deadline
+
+
+def test_the_fetch_hangs_up_on_a_dripping_server_at_the_deadline(catalog):
+    """The page stops waiting at the deadline (above); the fetch itself must too, or every retry after a failure
+    leaves one more thread reading from a server that drips forever."""
+    hung_up = threading.Event()
+
+    def drip(conn, stop):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+        try:
+            while not stop.wait(0.1):  # every read gets a byte well within its 0.5 s timeout
+                conn.sendall(b" ")
+        except OSError:  # the client closed the connection
+            hung_up.set()
+
+    server = RawServer(drip)
+    try:
+        t0 = time.perf_counter()
+        table = P.fetch_live(catalog, url=server.url, timeout_s=0.5, retries=0, deadline_s=1.0, ttl_s=0, now=NOW)
+        assert not table.ok and "within 1 s" in table.message, table.message
+        assert hung_up.wait(5.0), "the fetch still reads from the dripping server 5 s after its 1 s deadline"
+        assert time.perf_counter() - t0 < 5.0
+    finally:
+        server.close()
+
+
+def test_a_chunked_answer_is_read_whole(catalog):
+    """Real servers send JSON in chunked transfer encoding; the byte-by-byte reader must still get all of it."""
+    data = json.dumps(answer(H100_SXM)).encode()
+
+    def chunked(conn, stop):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i in range(0, len(data), 50):
+            part = data[i:i + 50]
+            conn.sendall(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+        conn.sendall(b"0\r\n\r\n")
+
+    server = RawServer(chunked)
+    try:
+        table = P.fetch_live(catalog, url=server.url, ttl_s=0, **FAST)
+    finally:
+        server.close()
+    assert table.ok and price(table, "h100-sxm", "community").usd_hr == 2.49, table.message
+
+
+# ---------------------------------------------------------------- server text is plain, short and key-free
+
+
+def test_server_text_loses_control_and_bidi_characters(serve, catalog):
+    evil = "NVIDIA Z\x1b[2J\x1b[31mred\u202eevil\u200b\x00id\nnext"
+    s = serve((200, answer(H100_SXM, {"id": evil}), 0))
+    table = P.fetch_live(catalog, url=s.url, ttl_s=0, **FAST)
+    shown = table.message + "".join(table.unmapped)
+    for ch in ("\x1b", "\u202e", "\u200b", "\x00", "\n"):
+        assert ch not in shown, repr(shown)
+    assert "NVIDIA Z[2J[31mredevilid next" in table.unmapped  # the visible text stays, as plain text
+
+
+def test_a_key_split_by_control_characters_is_still_masked(serve, catalog):
+    split = KEY[:8] + "\x00\u200b" + KEY[8:]
+    s = serve((200, answer(H100_SXM, {"id": f"echo {split}"}), 0))
+    table = P.fetch_live(catalog, api_key=KEY, url=s.url, ttl_s=0, **FAST)
+    shown = table.message + " ".join(table.unmapped)
+    assert KEY[:8] not in shown and KEY[8:] not in shown and "echo ***" in shown, shown
+
+
+def test_long_and_many_unknown_ids_are_cut_after_masking(serve, catalog):
+    long_id = "x" * 200 + KEY  # the key lies beyond the cut: masking first must still leave no part of it
+    many = [{"id": f"NVIDIA Unknown {i}"} for i in range(P.MAX_UNMAPPED + 50)]
+    s = serve((200, answer(H100_SXM, {"id": long_id}, *many), 0))
+    table = P.fetch_live(catalog, api_key=KEY, url=s.url, ttl_s=0, **FAST)
+    assert all(len(u) <= P.MAX_SERVER_TEXT_CHARS for u in table.unmapped)
+    assert len(table.unmapped) == P.MAX_UNMAPPED and f"{P.MAX_UNMAPPED + 51} RunPod types not in the" in table.message
+    assert not any(KEY[:4] in u for u in table.unmapped)
+
+
+def test_type_ids_in_a_message_render_as_plain_text_on_the_page(serve, catalog):
+    from markdown_it import MarkdownIt
+    from planner.views.format import md_escape
+    s = serve((200, answer(H100_SXM, {"id": "**bold** [link](https://evil.example) <b>x</b> :red[y] $x$"}), 0))
+    table = P.fetch_live(catalog, url=s.url, ttl_s=0, **FAST)
+    html = MarkdownIt("commonmark").render(md_escape(table.message, 600))
+    assert "<strong>" not in html and "<a " not in html and "<b>" not in html and "**bold**" in html
+
+
+# ---------------------------------------------------------------- a session's refresh button
+
+
+def test_a_session_presses_refresh_at_most_once_a_minute_and_everyone_at_most_every_five(monkeypatch):
+    monkeypatch.setattr(P, "_LAST_REFRESH_S", None)
+    first = P.press_refresh(None, 10_000.0)
+    assert first.refreshed and first.message is None and first.session_last_s == 10_000.0
+    again = P.press_refresh(first.session_last_s, 10_030.0)  # 30 s later, same session: 30 s to wait
+    assert not again.refreshed and "30 s ago" in again.message and "in 30 s" in again.message
+    assert again.session_last_s == 10_000.0  # a refused click does not restart the session's minute
+    other = P.press_refresh(None, 10_100.0)  # another session, 100 s after the refresh: 200 s to wait
+    assert not other.refreshed and "in 200 s" in other.message and other.session_last_s == 10_100.0
+    assert P.press_refresh(first.session_last_s, 10_300.0).refreshed  # 300 s after the last refresh
