@@ -337,7 +337,7 @@ def cmd_launch(a: argparse.Namespace) -> int:
         order = ", ".join(f"{k}:{v}" for r in task["resources"]["ordered"] for k, v in r["accelerators"].items())
         text = launch.skypilot_yaml(task, _plan_words(plan), order)
         if left_out:
-            print(f"note: left out (no SkyPilot name): {', '.join(left_out)}", file=sys.stderr)
+            print(f"note: left out: {'; '.join(left_out)}", file=sys.stderr)
     if a.out:
         Path(a.out).write_text(text, encoding="utf-8")
         print(f"wrote {a.out}", file=sys.stderr)

@@ -37,16 +37,23 @@ class Candidate:
     cost_usd: float | None
 
 
+def _cuda_ready(e: Estimate) -> bool:
+    """The exported image is a CUDA build of PyTorch: only NVIDIA GPUs run it (an AMD GPU needs a ROCm build)."""
+    return e.gpu.vendor == "NVIDIA"
+
+
 def candidates(ranking: list[Estimate], names: dict[str, str]) -> tuple[list[Candidate], list[str]]:
-    """The GPUs SkyPilot may use, in ranking order (feasible ones with a SkyPilot name, at most MAX_CANDIDATES,
-    each accelerator once), and the feasible GPUs left out for want of a SkyPilot name."""
+    """The GPUs SkyPilot may use, in ranking order (feasible NVIDIA ones with a SkyPilot name, at most MAX_CANDIDATES,
+    each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'."""
     chosen, seen, left_out = [], set(), []
     for e in ranking:
         if not e.feasible:
             continue
         name = names.get(e.gpu.id)
-        if name is None:
-            left_out.append(e.gpu.id)
+        if not _cuda_ready(e):
+            left_out.append(f"{e.gpu.id} ({e.gpu.vendor}: the task's image is a CUDA build of PyTorch)")
+        elif name is None:
+            left_out.append(f"{e.gpu.id} (no SkyPilot name in data/skypilot.yaml)")
         elif name not in seen and len(chosen) < MAX_CANDIDATES:
             seen.add(name)
             chosen.append(Candidate(e.gpu.id, name, e.plan.gpus, e.seconds, e.cost()))
@@ -68,7 +75,7 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     """A SkyPilot task config (the dict `sky.Task.from_yaml_config` reads) and the GPUs left out."""
     chosen, left_out = candidates(ranking, names)
     if not chosen:
-        raise ValueError("no GPU that can run this plan has a SkyPilot name: nothing to launch")
+        raise ValueError("no NVIDIA GPU that can run this plan has a SkyPilot name: nothing to launch")
     first = next(e for e in ranking if e.gpu.id == chosen[0].gpu_id)
     picked = [e for e in ranking if e.gpu.id in {c.gpu_id for c in chosen}]
     task = {
@@ -98,11 +105,11 @@ def image_for(estimates: list[Estimate]) -> str:
 
 
 def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None) -> dict:
-    """A RunPod REST v1 `POST /pods` body: GPU type ids in the planner's order, the tier's cloud, spot as
+    """A RunPod REST v1 `POST /pods` body: NVIDIA GPU type ids in the planner's order, the tier's cloud, spot as
     interruptible (fields per rest.runpod.io/v1/openapi.json, as listed in shared/reference/runpod_api.md)."""
-    ok = [e for e in ranking if e.feasible and e.gpu.runpod and e.gpu.runpod.gpu_type_ids]
+    ok = [e for e in ranking if e.feasible and _cuda_ready(e) and e.gpu.runpod and e.gpu.runpod.gpu_type_ids]
     if not ok:
-        raise ValueError("no GPU that can run this plan is rented by RunPod: nothing to request")
+        raise ValueError("no NVIDIA GPU that can run this plan is rented by RunPod: nothing to request")
     type_ids = list(dict.fromkeys(t for e in ok for t in e.gpu.runpod.gpu_type_ids))[:MAX_CANDIDATES]
     return {"name": _slug(f"planner-{ok[0].plan.model.id}"), "imageName": image or image_for(ok), "computeType": "GPU",
             "gpuTypeIds": type_ids, "gpuTypePriority": "custom", "gpuCount": ok[0].plan.gpus,

@@ -31,9 +31,23 @@ def test_the_task_parses_with_skypilots_parser_in_the_planners_order():
     text = launch.skypilot_yaml(task, "a plan", "order")
     parsed = sky.Task.from_yaml_config(yaml.safe_load(text))  # raises on anything SkyPilot's schema refuses
     got = [next(iter(r.accelerators)) for r in parsed.resources]
-    expected = list(dict.fromkeys(NAMES[e.gpu.id] for e in ranking if e.feasible and e.gpu.id in NAMES))
+    expected = list(dict.fromkeys(NAMES[e.gpu.id] for e in ranking
+                                  if e.feasible and e.gpu.id in NAMES and e.gpu.vendor == "NVIDIA"))
     assert got == expected[:launch.MAX_CANDIDATES]
     assert all(not r.use_spot for r in parsed.resources)
+
+
+def test_an_amd_gpu_is_left_out_of_a_cuda_image_with_the_reason():
+    """MI300X can run Llama-3-8B (192 GB) and SkyPilot names it, but the exported image is a CUDA build."""
+    ranking = _ranking()
+    mi300x = next(e for e in ranking if e.gpu.id == "mi300x")
+    assert mi300x.feasible and "mi300x" in NAMES
+    task, left_out = launch.skypilot_task([mi300x] + [e for e in ranking if e is not mi300x], NAMES, False, "t")
+    assert "MI300X" not in str(task["resources"]) and any(x.startswith("mi300x (AMD") for x in left_out)
+    pod = launch.runpod_pod([mi300x] + ranking, "secure")
+    assert not any("MI300X" in t for t in pod["gpuTypeIds"])
+    with pytest.raises(ValueError, match="no NVIDIA GPU"):
+        launch.skypilot_task([mi300x], NAMES, False, "t")
 
 
 def test_spot_and_disk_follow_the_plan():
