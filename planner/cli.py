@@ -352,8 +352,9 @@ def _launch_bench(ranking, folder: str) -> int:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     for _, task in tasks:
-        (out / f"{task['name']}.yaml").write_text(launch.skypilot_yaml(task, "the local benchmark", task["name"]),
-                                                  encoding="utf-8")
+        gpu = ", ".join(f"{k}:{v}" for k, v in task["resources"]["accelerators"].items())
+        (out / f"{task['name']}.yaml").write_text(
+            launch.skypilot_yaml(task, "python -m planner.bench (calibrate this GPU type)", gpu, "GPU"), encoding="utf-8")
     (out / "run_fleet.sh").write_text(launch.fleet_script(tasks, folder), encoding="utf-8")
     print(f"wrote {len(tasks)} bench tasks and run_fleet.sh to {out}/ (run it from the repository root)",
           file=sys.stderr)

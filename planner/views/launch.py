@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from dataclasses import dataclass
 
 import yaml
@@ -91,10 +92,12 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     return task, left_out
 
 
-def skypilot_yaml(task: dict, plan_sentence: str, chosen_note: str) -> str:
+def skypilot_yaml(task: dict, plan_sentence: str, chosen_note: str,
+                  chosen_title: str = "GPUs in the planner's order (cheapest whole job first)") -> str:
+    """The task as YAML under a comment header: how to launch it, the plan, and the GPUs chosen."""
     header = ("# SkyPilot task written by the GPU planner: launch with `sky launch task.yaml`.\n"
               f"# Plan: {' '.join(plan_sentence.split())[:300]}\n"
-              f"# GPUs in the planner's order (cheapest whole job first): {chosen_note}\n")
+              f"# {chosen_title}: {chosen_note}\n")
     return header + yaml.safe_dump(task, sort_keys=False, width=120)
 
 
@@ -144,13 +147,22 @@ def bench_tasks(ranking: list[Estimate], names: dict[str, str]) -> list[tuple[st
 
 def fleet_script(tasks: list[tuple[str, dict]], folder: str = ".") -> str:
     """A shell script, run from the repository root (SkyPilot's workdir), that runs each bench task in `folder`,
-    brings its result file back into ./results and tears the cluster down."""
+    copies its result file into ./results and tears the cluster down, whether or not the launch worked (a cluster
+    left up keeps billing); it goes on to the next GPU after a failure and exits 1 naming the GPUs that failed."""
     lines = ["#!/usr/bin/env bash", "# Written by `python -m planner launch --bench`: one bench per GPU type, results "
              "in ./results;", "# then upload them all at once in the planner's sidebar (5 · Calibration).",
-             "set -euo pipefail", "mkdir -p results"]
+             "set -uo pipefail", "mkdir -p results", "failed=()",
+             "bench() {  # cluster, task file, result file",
+             '  if sky launch -y -c "$1" "$2" && rsync -Pavz "$1:sky_workdir/$3" results/; then',
+             '    echo "ok: results/$3"',
+             "  else",
+             '    failed+=("$1")',
+             "  fi",
+             '  sky down -y "$1" || echo "warning: could not tear down $1; run: sky down $1" >&2',
+             "}"]
     for gpu_id, task in tasks:
         cluster = task["name"]
-        lines += [f"sky launch -y -c {cluster} {folder}/{cluster}.yaml",
-                  f"rsync -Pavz {cluster}:~/sky_workdir/bench-{gpu_id}.json results/",
-                  f"sky down -y {cluster}"]
+        lines.append(f"bench {shlex.quote(cluster)} {shlex.quote(f'{folder}/{cluster}.yaml')} "
+                     f"{shlex.quote(f'bench-{gpu_id}.json')}")
+    lines += ['if [ ${#failed[@]} -gt 0 ]; then echo "failed: ${failed[*]}" >&2; exit 1; fi']
     return "\n".join(lines) + "\n"

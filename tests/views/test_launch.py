@@ -108,4 +108,29 @@ def test_a_fleet_bench_is_one_valid_task_per_candidate_gpu_and_a_script_to_colle
         assert next(iter(parsed.resources)).accelerators == {NAMES[gpu_id]: 1}
         assert f"--out bench-{gpu_id}.json" in parsed.run
     script = launch.fleet_script(tasks)
-    assert script.count("sky launch") == len(tasks) == script.count("sky down")
+    calls = [line.split() for line in script.splitlines() if line.startswith("bench ")]
+    assert [c[1] for c in calls] == [t["name"] for _, t in tasks]  # each cluster launched, copied back, torn down
+
+
+def test_the_fleet_script_tears_every_cluster_down_and_names_the_ones_that_failed(tmp_path):
+    """Run the script with stand-ins for `sky` and `rsync` on PATH: the second launch fails (no capacity)."""
+    import os
+    import subprocess
+    tasks = launch.bench_tasks(_ranking(), NAMES)[:3]
+    bad = tasks[1][1]["name"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sky").write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/sky.log"\n'
+                                 f'[ "$1" = launch ] && [ "$4" = "{bad}" ] && exit 1\nexit 0\n')
+    (bin_dir / "rsync").write_text('#!/bin/sh\nsrc="$2"; touch "$3/${src##*/}"\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    (tmp_path / "run_fleet.sh").write_text(launch.fleet_script(tasks, str(tmp_path)))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(tmp_path / "run_fleet.sh")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    log = (tmp_path / "sky.log").read_text().splitlines()
+    assert done.returncode == 1 and f"failed: {bad}" in done.stderr
+    assert sorted(line.split()[-1] for line in log if line.startswith("down")) == sorted(t["name"] for _, t in tasks)
+    got = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert got == sorted(f"bench-{g}.json" for g, t in tasks if t["name"] != bad)
