@@ -25,6 +25,7 @@ import time
 import unicodedata
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
@@ -80,21 +81,33 @@ def _key_forms(api_key: str) -> list[str]:
     return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
 
 
+_PLAIN_ASCII = re.compile(r"[\x20-\x7e]*")
+_KEY_PARAM = re.compile(r"(?i)(api[_-]?key=)[^&\s'\"]+")
+_WHITESPACE_CONTROLS = "\t\n\r\x0b\x0c"
+
+
 def _printable(text: str) -> str:
     """Text without control, format (bidi overrides, zero-width) or unassigned characters: a server's text can't
     move a terminal's cursor, reorder a line or hide part of itself. Whitespace controls become spaces."""
-    return "".join(" " if ch in "\t\n\r\x0b\x0c" else ch for ch in text
-                   if ch in "\t\n\r\x0b\x0c" or not unicodedata.category(ch).startswith("C"))
+    if _PLAIN_ASCII.fullmatch(text):  # the usual case, without a look at each character
+        return text
+    return "".join(" " if ch in _WHITESPACE_CONTROLS else ch for ch in text
+                   if ch in _WHITESPACE_CONTROLS or not unicodedata.category(ch).startswith("C"))
+
+
+@lru_cache(maxsize=4)
+def _key_pattern(api_key: str) -> re.Pattern:
+    """Every form of the key in one case-insensitive pattern, longest first (one pass over a text)."""
+    return re.compile("|".join(re.escape(f) for f in _key_forms(api_key)), re.IGNORECASE)
 
 
 def _scrub(text: str, api_key: str | None) -> str:
     """One printable line of text with the key masked in every form _key_forms knows (any case), and any
     api_key=... value. Controls go first (a key split by them is still found); called before any truncation, so a
     cut can never leave part of the key behind."""
-    text = re.sub(r"(?i)(api[_-]?key=)[^&\s'\"]+", r"\1***", _printable(str(text)))
+    text = _KEY_PARAM.sub(r"\1***", _printable(str(text)))
     if api_key:
-        for form in _key_forms(api_key):
-            text = re.sub(re.escape(form), "***", text, flags=re.IGNORECASE)
+        text = _key_pattern(api_key).sub("***", text)
     return " ".join(text.split())
 
 
