@@ -203,6 +203,9 @@ def cmd_prices(a: argparse.Namespace) -> int:
     else:
         print(table.message)
         print(emit(price_rows(table), "table"))
+        for tier in PRICE_TIERS:  # how old each tier's prices are (stale: older than STALE_AFTER_DAYS or undated)
+            dates = price_dates((tiers.get(tier) for tiers in table.prices.values()), utc_today())
+            print(f"{tier}: {dates.sentence()}")
     return 0
 
 

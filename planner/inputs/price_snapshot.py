@@ -76,14 +76,18 @@ def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, d
     return day, source, out
 
 
-def _newest_date(prices: Mapping[str, Mapping[str, Price | None]]) -> str:
-    days = [p.date for tiers in prices.values() for p in tiers.values() if p is not None and p.date]
-    return max(days).isoformat() if days else "unknown date"
+def _dates(prices: Mapping[str, Mapping[str, Price | None]]) -> list[date]:
+    return [p.date for tiers in prices.values() for p in tiers.values() if p is not None and p.date]
 
 
 def _table(prices: dict[str, dict[str, Price | None]]) -> PriceTable:
-    as_of = _newest_date(prices)
-    return PriceTable(prices, "snapshot", as_of, f"prices from the snapshot of {as_of}", (), True)
+    """A snapshot table: as_of is its newest date; the message names the oldest too (most prices may be far older)."""
+    days = _dates(prices)
+    if not days:
+        return PriceTable(prices, "snapshot", "unknown date", "prices from the snapshot (undated)", (), True)
+    old, new = min(days).isoformat(), max(days).isoformat()
+    span = old if old == new else f"{old} to {new}"
+    return PriceTable(prices, "snapshot", new, f"prices from the snapshot, dated {span}", (), True)
 
 
 def listing_table(catalog: Catalog) -> PriceTable:

@@ -345,7 +345,7 @@ def _live_table(base: PriceTable, parsed: _Parsed, url: str, stamp: datetime) ->
 
 def _fallback(base: PriceTable, reason: str, api_key: str | None) -> PriceTable:
     return replace(base, source="snapshot", ok=False, unmapped=(),
-                   message=_scrub(f"prices from the snapshot of {base.as_of}: {reason}", api_key))
+                   message=_scrub(f"{base.message}: {reason}", api_key))
 
 
 def _fetch(catalog: Catalog, api_key: str | None, url: str, timeout_s: float, retries: int,

@@ -140,8 +140,9 @@ def emit(rows: list[dict], fmt: str, flat: list[dict] | None = None) -> str:
     return csv_text(flat or rows) if fmt == "csv" else text_table(flat or rows)
 
 
-def price_rows(table: PriceTable) -> list[dict]:
-    """One row per GPU: $/GPU-hour and origin/date per tier."""
+def price_rows(table: PriceTable, today: date | None = None) -> list[dict]:
+    """One row per GPU: $/GPU-hour, origin/date and age in days (before `today`, default today UTC) per tier."""
+    today = today or utc_today()
     rows = []
     for gpu_id, tiers in table.prices.items():
         row: dict[str, Any] = {"gpu": gpu_id}
@@ -149,6 +150,7 @@ def price_rows(table: PriceTable) -> list[dict]:
             p = tiers.get(t)
             row[f"{t}_usd_hr"] = p.usd_hr if p else None
             row[f"{t}_from"] = f"{p.origin} {p.date}" if p else None
+            row[f"{t}_age_days"] = p.age_days(today) if p else None
         rows.append(row)
     return rows
 

@@ -145,7 +145,7 @@ def closed_port_url() -> str:
 
 def assert_fell_back(table, snapshot, *fragments):
     assert table.ok is False and table.source == "snapshot"
-    assert table.message.startswith(f"prices from the snapshot of {snapshot.as_of}: ")
+    assert table.message.startswith(f"{snapshot.message}: ")
     for f in fragments:
         assert f in table.message, table.message
     assert table.prices == snapshot.prices
@@ -645,6 +645,12 @@ def test_a_chunked_answer_is_read_whole(catalog):
     data = json.dumps(answer(H100_SXM)).encode()
 
     def chunked(conn, stop):
+        conn.settimeout(0.2)  # read the rest of the request first: closing with unread bytes would reset the answer
+        try:
+            while conn.recv(65536):
+                pass
+        except OSError:
+            pass
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
         for i in range(0, len(data), 50):
             part = data[i:i + 50]
@@ -712,3 +718,10 @@ def test_a_session_presses_refresh_at_most_once_a_minute_and_everyone_at_most_ev
     other = P.press_refresh(None, 10_100.0)  # another session, 100 s after the refresh: 200 s to wait
     assert not other.refreshed and "in 200 s" in other.message and other.session_last_s == 10_100.0
     assert P.press_refresh(first.session_last_s, 10_300.0).refreshed  # 300 s after the last refresh
+
+
+def test_the_snapshot_message_names_its_oldest_date_not_only_its_newest(snapshot):
+    """The issue: 'as of 2026-11-09' on a page whose cheapest price dates from 2025-06-21."""
+    days = sorted(p.date for tiers in snapshot.prices.values() for p in tiers.values() if p and p.date)
+    assert snapshot.as_of == days[-1].isoformat()
+    assert snapshot.message == f"prices from the snapshot, dated {days[0].isoformat()} to {days[-1].isoformat()}"
