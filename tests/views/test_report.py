@@ -60,3 +60,13 @@ def test_a_gpu_that_cannot_run_the_plan_has_the_same_columns_and_the_table_print
     ok, no = flat_row(_est("rtx-4090"), overheads), flat_row(_est("v100-sxm2-16gb"), overheads)
     assert list(ok) == list(no) and no["job_seconds"] is None and no["job_cost_usd"] is None
     assert "v100-sxm2-16gb" in text_table([ok, no])
+
+
+def test_price_rows_give_each_tiers_age():
+    from datetime import timedelta
+    from planner.inputs.price_snapshot import snapshot_table
+    from planner.views.report import price_rows
+    table = snapshot_table(FACTS.catalog)
+    p = table.prices["rtx-a5000"]["community"]
+    row = next(r for r in price_rows(table, p.date + timedelta(days=7)) if r["gpu"] == "rtx-a5000")
+    assert row["community_age_days"] == 7 and row["community_usd_hr"] == p.usd_hr
