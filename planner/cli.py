@@ -140,8 +140,7 @@ def cmd_estimate(a: argparse.Namespace) -> int:
         if a.calibration else None
     facts = load_facts()
     results = estimate_all(plan, facts, gpu_names=a.gpu, adjust=adjust)
-    overheads = with_values(load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes)),
-                            dict(a.job_cost or ()))
+    overheads = _overheads(a, facts)
     results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
     today, stale = utc_today(), a.stale_after_days
     print(emit([estimate_row(e, overheads, today, stale) for e in results], a.format,
@@ -149,6 +148,11 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     for line in price_date_lines(results, overheads, today, stale):  # stderr: the rows stay machine-readable
         print(line, file=sys.stderr)
     return 0
+
+
+def _overheads(a: argparse.Namespace, facts):
+    """The whole job's assumptions (data/job_costs.yaml) with the user's --job-cost changes."""
+    return with_values(load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes)), dict(a.job_cost or ()))
 
 
 def price_date_lines(results, overheads, today, stale_after_days: int) -> list[str]:
@@ -328,8 +332,9 @@ def _plan_words(plan: Plan) -> str:
 
 def cmd_launch(a: argparse.Namespace) -> int:
     """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
-    plan = plan_from_args(a)
-    ranking = estimate_all(plan, load_facts(), gpu_names=a.gpu)
+    plan, facts = plan_from_args(a), load_facts()
+    # the order `planner estimate` and the page show: by what the whole job bills
+    ranking = rank_by_whole_job(estimate_all(plan, facts, gpu_names=a.gpu), _overheads(a, facts))
     if a.bench:
         return _launch_bench(ranking, a.out or "bench-fleet")
     if a.format == "runpod":
