@@ -481,12 +481,7 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
                                          help="Memory / VRAM; above 100 % it does not fit"),
         "gpu_id": None,
     }
-    order = [c for c in ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
-                         f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
-                         f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used",
-                         "Why / notes", "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
-             if c in df.columns]
-    return df, config, order
+    return df, config, page.ranking_order(df.columns, unit, rate_name, inputs.job)
 
 
 def callouts(rows, gpus: int, stale_after_days: int) -> None:

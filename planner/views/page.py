@@ -141,6 +141,18 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
     return out, unit, rate_name
 
 
+def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -> list[str]:
+    """The ranking's columns as shown, left to right: what decides a rental first (rank, GPU, whether it runs, time,
+    what the job bills, the price and its age), the details after; only columns present, gpu_id never shown."""
+    noun = NOUNS[job]
+    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
+            f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
+            f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used", "Why / notes",
+            "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
+    have = set(columns)
+    return [c for c in want if c in have]
+
+
 def whole_job_cost(e: Estimate, overheads: JobOverheads | None) -> float | None:
     """What the job bills in the plan's tier: compute plus the pod's overheads (compute only without overheads)."""
     if overheads is None:
@@ -192,7 +204,7 @@ def nothing_runs_message(shown: list[Estimate], all_estimates: list[Estimate]) -
         return ("The filters hide every GPU" + (f"; {hidden_ok} of them can run this plan: loosen the filters."
                                                  if hidden_ok else ", and none of them can run this plan either."))
     counts = Counter(r.code for e in shown for r in e.reasons if r.blocking)
-    reasons = ", ".join(f"{code} ({n} GPUs)" for code, n in counts.most_common())
+    reasons = ", ".join(f"{code} ({n} GPU{'s' if n > 1 else ''})" for code, n in counts.most_common())
     return (f"No GPU in the list can run this plan. Most common reasons: {reasons}. Try a smaller batch, a lower "
             "precision, activation checkpointing or more GPUs per job.")
 

@@ -1,8 +1,11 @@
 """The page's logic without Streamlit: filters, ranking rows, call-outs, the no-GPU message, step-time rows."""
 
+from dataclasses import replace
+
 import pytest
 
 from planner.engine.estimate import estimate_all
+from planner.engine.feasibility import Reason
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Infer
@@ -49,6 +52,16 @@ def test_ranking_rows_are_named_columns_with_capacity_and_use_in_one_unit():
     assert "Likely range" not in " ".join(row)  # no band column without bands
 
 
+def test_the_ranking_shows_rank_and_name_first_and_hides_the_id():
+    rows, unit, rate_name = page.ranking_rows(_ranking(), "generate", {}, {})
+    order = page.ranking_order(rows[0], unit, rate_name, "generate")
+    assert order[:3] == ["Rank", "GPU", "Runs?"] and "gpu_id" not in order
+    assert set(order) == set(rows[0]) - {"gpu_id"}  # every other column is shown
+    assert order.index(f"Time ({unit})") < order.index("Why / notes")
+    assert page.ranking_order(["Price source", "gpu_id", "Rank"], "h", "tokens/s", "generate") == \
+        ["Rank", "Price source"]  # only the columns present, in the page's order
+
+
 def test_a_formula_model_is_counted_in_samples():
     ests = _ranking("sea", Infer(100, 200), precision="fp32")
     rows, _, rate_name = page.ranking_rows(ests, "infer", {}, {})
@@ -63,6 +76,41 @@ def test_callouts_pick_by_hand_on_the_ranking():
     assert found["Cheapest"] == min(ok, key=lambda e: e.cost()).gpu.id
     assert found["Best value"] == min(ok, key=lambda e: e.seconds * e.cost()).gpu.id
     assert page.callouts([e for e in ests if not e.feasible]) == []
+
+
+def _as(e, seconds, cost_usd, feasible=True, reasons=()):
+    """A hand-built case: a real GPU's estimate with the time (s) and cost ($, the plan's tier) given here."""
+    return replace(e, seconds=seconds, cost_usd={e.plan.price_tier: cost_usd}, feasible=feasible, reasons=reasons)
+
+
+def test_callouts_on_a_hand_built_case():
+    base = {e.gpu.id: e for e in _ranking()}
+    a = _as(base["h100-sxm"], 10.0, 5.0)   # fastest: 10 s; time x cost 50
+    b = _as(base["rtx-4090"], 20.0, 1.0)   # cheapest: $1; time x cost 20
+    c = _as(base["a100-sxm-80gb"], 12.0, 1.5)  # neither, but time x cost 18: the best balance
+    blocked = _as(base["rtx-3090"], 1.0, 0.01, feasible=False)  # faster and cheaper, but it can't run the plan
+    unpriced = _as(base["rtx-4070-ti-super"], 2.0, None)  # runs, no price: no cost to compare
+    found = {x.label: x.estimate.gpu.id for x in page.callouts([blocked, unpriced, a, b, c])}
+    assert found == {"Fastest": "h100-sxm", "Cheapest": "rtx-4090", "Best value": "a100-sxm-80gb"}
+    tie = _as(base["rtx-4090"], 10.0, 5.0)  # same time and cost as a: the lower id wins, whatever the order
+    assert {x.label: x.estimate.gpu.id for x in page.callouts([tie, a])}["Fastest"] == "h100-sxm"
+
+
+def test_the_reason_counts_on_a_hand_built_case():
+    base = [e for e in _ranking() if e.gpu.id in ("h100-sxm", "rtx-4090", "rtx-3090")]
+    oom, prec = Reason("oom", True, "needs 90 GB"), Reason("precision", True, "fp8 needs SM89+")
+    note = Reason("parallelism", False, "data parallel")  # a note blocks nothing: not counted
+    shown = [_as(base[0], None, None, False, (oom, note)), _as(base[1], None, None, False, (oom, prec)),
+             _as(base[2], None, None, False, (oom,))]
+    message = page.nothing_runs_message(shown, shown)
+    assert "Most common reasons: oom (3 GPUs), precision (1 GPU)." in message and "parallelism" not in message
+
+
+def test_filters_hiding_only_gpus_that_cannot_run_it_say_so():
+    blocked = [_as(e, None, None, False, (Reason("oom", True, "x"),)) for e in _ranking()[:2]]
+    message = page.nothing_runs_message([], blocked)
+    assert message.startswith("The filters hide every GPU") and "none of them can run this plan" in message
+    assert "Most common reasons" not in message
 
 
 def test_when_nothing_runs_the_message_counts_the_reasons_or_blames_the_filters():
@@ -81,6 +129,20 @@ def test_step_time_rows_add_up_to_the_estimate():
     rows = page.step_time_rows(e)
     assert sum(r["time s"] for r in rows) == pytest.approx(e.seconds)
     assert {r["op group"] for r in rows} >= {"linear layers", "attention", "elementwise & norms"}
+
+
+def test_step_time_rows_agree_with_the_exported_phases():
+    """The page's table and the JSON export (report.estimate_row) show the same whole-job figures per op group."""
+    from planner.views.report import estimate_row
+    e = next(e for e in _ranking(workload=Generate(1_000_000, 1, 165)) if e.gpu.id == "h100-sxm")
+    exported = [(ph["name"], g) for ph in estimate_row(e)["phases"] for g in ph["groups"]]  # full batches, then the rest
+    groups = {g["name"] for _, g in exported}
+    rows = [r for r in page.step_time_rows(e) if r["op group"] in groups]
+    assert rows and len(rows) == len(exported)
+    for r, (phase, g) in zip(rows, exported):
+        assert (r["phase"], r["op group"]) == (phase, g["name"])
+        assert r["time s"] == pytest.approx(g["seconds"], abs=1e-4)
+        assert r["TFLOP"] == pytest.approx(g["flops"] / 1e12) and r["GB moved"] == pytest.approx(g["bytes"] / 1e9)
 
 
 def test_extra_export_columns_round_the_band():
