@@ -49,7 +49,7 @@ JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image 
                     ("download_gb_per_s", "Download (GB/s)", 0.05), ("billing_increment_s", "Billing increment (s)", 1.0),
                     ("spot_interruptions_per_h", "Spot interruptions per hour", 0.05))
 MODELS = load_models()
-GPU_BY_ID = {g.id: g for g in CATALOG.gpus}
+GPU_BY_ID = {g.id: g for g in CATALOG.devices}  # GPUs and CPU devices
 JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
 TABS = ("Explain a GPU", "Cost vs time", "Roofline", "Batch size", "Memory", "Serving", "Accuracy")
 BATCH_N_DEFAULT = 8
@@ -205,6 +205,30 @@ def _on_upload_cal() -> None:
     ss._cal_result = results
     names = ", ".join(md_escape(f.name, 80) for f in files[:calibration.MAX_FLEET])
     ss._cal_msg = ("success", f"Calibrated with {names}.")
+
+
+def _cpu_results() -> dict:
+    """The uploaded bench results measured on a CPU, by the name their fit carries."""
+    return {k: r for k, r in (st.session_state.get("_cal_result") or {}).items()
+            if r["environment"]["device_type"] == "cpu"}
+
+
+def _on_cal_cpu() -> None:
+    """Refit the uploaded results with the CPU a CPU bench ran on (a catalog CPU row, or the measured machine)."""
+    ss = st.session_state
+    fitted, results = [], {}
+    try:
+        for result in (ss.get("_cal_result") or {}).values():
+            cpu = result["environment"]["device_type"] == "cpu"
+            fitted.append(calibration.fit(result, device=ss.cal_cpu if cpu else None))
+            results[fitted[-1].device_name] = result
+    except CalibrationError as exc:
+        ss._cal_msg = ("error", f"{md_escape(exc, 400)}. The plan keeps its current calibration.")
+        return
+    ss.cal = calibration.Fleet(tuple(fitted)).to_query()
+    ss._cal_result = results
+    target = GPU_BY_ID[ss.cal_cpu].name if ss.cal_cpu else "the measured machine only"
+    ss._cal_msg = ("success", f"The CPU bench now calibrates {md_escape(target, 80)}.")
 
 
 def _apply_preset(preset_id: str) -> None:
@@ -368,6 +392,14 @@ def sidebar() -> None:
     msg = ss.pop("_cal_msg", None)
     if msg:
         (sb.error if msg[0] == "error" else sb.success)(msg[1])
+    if ss.cal and _cpu_results():
+        fleet = _calibration(_inputs())
+        now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
+        ss.setdefault("cal_cpu", now)
+        sb.selectbox("CPU the bench ran on", [calibration.THIS_MACHINE, *(c.id for c in CATALOG.cpus)], key="cal_cpu",
+                     on_change=_on_cal_cpu, format_func=lambda c: GPU_BY_ID[c].name if c else "the measured machine only",
+                     help="A CPU bench calibrates this CPU's row (tick 'Include CPUs' above the ranking to see it); "
+                          "a VM or container slice calibrates only the measured machine")
     if ss.cal:
         sb.button("Remove calibration", on_click=lambda: ss.update(cal="", _cal_result=None))
 
@@ -412,19 +444,21 @@ def _calibration(inputs: share.Inputs):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _rankings(plan, price_key: tuple, cal_text: str, _table, _cal) -> tuple[list, dict]:
+def _rankings(plan, price_key: tuple, cal_text: str, include_cpus: bool, _table, _cal) -> tuple[list, dict]:
     """(analytic ranking, calibrated estimates by GPU id) for one distinct plan, shared by every session: a page
     rerun that only changes the view, or another visitor asking the same, costs nothing. The key is the plan, the
-    prices' identity (source, date, your own prices) and the calibration text; the table and fit ride along."""
+    prices' identity (source, date, your own prices), the calibration text and whether CPUs join; the table and fit
+    ride along."""
     facts = replace(FACTS, prices=_table)
-    ests = estimate_all(plan, facts)
-    cal_all = estimate_all(plan, facts, adjust=_cal.adjust) if _cal else []
+    ests = estimate_all(plan, facts, include_cpus=include_cpus)
+    cal_all = estimate_all(plan, facts, adjust=_cal.adjust, include_cpus=include_cpus) if _cal else []
     # only GPUs the calibration reaches (a CPU calibration changes none of the catalog's)
     return ests, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 
 
 def estimates(plan, inputs: share.Inputs, table, cal) -> tuple[list, dict]:
-    return _rankings(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, table, cal)
+    return _rankings(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus, table,
+                     cal)
 
 
 def _skypilot_text(ests, plan, url: str) -> str:
@@ -498,9 +532,12 @@ def callouts(rows, gpus: int, stale_after_days: int) -> None:
 def calibration_panel(plan, fleet) -> None:
     """Each calibration: what it is, where it applies, and (file at hand) its points: measured vs analytic vs calibrated."""
     for cal in fleet.members:
-        where = (f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
+        where = (f"applied to the {cal.device_name} row as fitted (tick 'Include CPUs' to rank it); it does not "
+                 "carry to GPUs or other CPUs" if cal.gpu_id and cal.device_class == "cpu" else
+                 f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
                  f"(half of it across architectures)" if cal.gpu_id else
-                 "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device")
+                 "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device "
+                 "(for a CPU bench, pick the catalog CPU it ran on in the sidebar)")
         with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
                          expanded=len(fleet.members) == 1, icon=":material/tune:"):
             st.markdown(f"Fitted on {cal.fit_points} points (rms error {cal.fit_rms_pct:.3g} %): bandwidth "
@@ -689,7 +726,8 @@ def main(inputs: share.Inputs) -> None:
     st.title("GPU cost & throughput planner")
     st.markdown("Pick a **model**, a **job** and a **precision** in the sidebar, or start from an example question. "
                 "Every GPU in the catalog is ranked by what the **whole job** costs and how long it takes; "
-                "a GPU that can't run it says why.")
+                "a GPU that can't run it says why. Tick **Include CPUs** above the ranking to see what the job costs "
+                "when it falls back to the CPU.")
     presets_block(ss.get("_fresh", False), inputs)
     if ss._link_warnings:
         st.warning("Some values in this link could not be used; they fell back to defaults:\n\n"
@@ -747,12 +785,14 @@ def main(inputs: share.Inputs) -> None:
                               "task.yaml` (SkyPilot tries them in turn)")
 
     st.subheader("Every GPU, ranked")
-    f = st.columns([1.2, 1, 1, 1.1, 1.1])
+    f = st.columns([1.2, 1, 1, 1.1, 1.1, 1.1])
     f[0].selectbox("Vendor", share.VENDORS, key="vendor")
     f[1].number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
                       help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
     f[2].number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
     f[3].checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
+    f[5].checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
+                  "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
     f[4].checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
                   "them; type your own price in 'Explain a GPU')")
     df, config, order = ranking_table(rows, inputs, cal_ests, bands)
@@ -784,7 +824,9 @@ def main(inputs: share.Inputs) -> None:
             continue
         with tab:
             if name == "Explain a GPU":
-                options = [""] + [g.id for g in CATALOG.gpus]
+                options = [""] + [g.id for g in CATALOG.selection(inputs.cpus)]
+                if ss.get("gpu") not in options:  # a CPU named by a link or a click while CPUs are left out
+                    ss.gpu = ""
                 picked_gpu = st.selectbox("GPU to explain (or click a row of the table)", options, key="gpu",
                                           format_func=lambda gid: GPU_BY_ID[gid].name if gid else
                                           f"Top of the ranking ({short_name(GPU_BY_ID[default_gpu].name)})")
@@ -793,8 +835,10 @@ def main(inputs: share.Inputs) -> None:
                 explain(e, cal_ests.get(chosen), inputs)
             else:
                 if name in ("Roofline", "Batch size", "Memory", "Serving"):
+                    shown_ids = [g.id for g in CATALOG.selection(inputs.cpus)]
+                    ss.cmp = [g for g in ss.cmp if g in shown_ids]
                     st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)",
-                                   [g.id for g in CATALOG.gpus], key="cmp", max_selections=share.MAX_CMP,
+                                   shown_ids, key="cmp", max_selections=share.MAX_CMP,
                                    format_func=lambda gid: GPU_BY_ID[gid].name)
                 if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                     st.info("No GPU can run this plan: nothing to compare.")

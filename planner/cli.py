@@ -12,7 +12,7 @@ from pathlib import Path
 
 from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
-from planner.engine.estimate import estimate_all
+from planner.engine.estimate import efficiency_on, estimate_all
 from planner.engine.job_cost import job_cost
 from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
@@ -78,6 +78,21 @@ def _batch(text: str) -> int | None:
     return None if text.strip().lower() == "auto" else _bounded("batch")(text)
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """'epyc-9654, rtx-5090' -> ('epyc-9654', 'rtx-5090'): devices named in one argument."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected one or more GPU or CPU names, comma-separated")
+    return names
+
+
+def _gpus(text: str) -> int | tuple[str, ...]:
+    """--gpus: a count (GPUs per job), or device names like --gpu (`--gpus amd-epyc-9654,rtx-5090`)."""
+    if re.search(r"[a-df-z]", text, re.IGNORECASE):  # a name (a number has at most an exponent 'e')
+        return _names(text)
+    return _bounded("gpus")(text)
+
+
 def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="cfdna-gen", help="preset id, a path to a model YAML or a config.json, or a "
                    "Hugging Face id (owner/name: its config.json is fetched and cached)")
@@ -99,13 +114,21 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-accum", type=_bounded("grad_accum"), default=1)
     p.add_argument("--sharding", choices=SHARDINGS, default="ddp",
                    help="train on several GPUs: ddp (full copies) or fsdp (ZeRO-3 sharded states)")
-    p.add_argument("--gpus", type=_bounded("gpus"), default=1, help="GPUs per job (data or tensor parallel)")
-    p.add_argument("--gpu", action="append", default=None, help="a GPU to include (repeatable; default: all)")
+    p.add_argument("--gpus", type=_gpus, default=1, help="GPUs per job (data or tensor parallel); or device names "
+                   "like --gpu")
+    p.add_argument("--gpu", type=_names, action="append", default=None, help="GPUs or CPUs to include, by id or "
+                   "name, comma-separated or repeated (default: every GPU)")
+    p.add_argument("--include-cpu", action="store_true", help="also rank the CPU devices of data/cpus.yaml (what a "
+                   "CPU fallback costs); name one with --gpu to see it alone")
     p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
     p.add_argument("--job-cost", type=_assumption, action="append", default=None, metavar="KEY=VALUE",
                    help="change a whole-job assumption of data/job_costs.yaml, e.g. pod_start_s=120 (repeatable)")
     p.add_argument("--calibration", action="append", default=None,
                    help="a benchmark result file from `python -m planner.bench` (repeatable: each for its own GPU)")
+    p.add_argument("--calibration-cpu", default=None, metavar="CPU",
+                   help="the catalog CPU (data/cpus.yaml) a CPU bench file was measured on; its fit then calibrates "
+                        "that CPU's row (default: the CPU whose name the bench recorded, else only the measured "
+                        "machine itself)")
 
 
 def resolve_model(name: str) -> ModelProfile:
@@ -128,7 +151,21 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
     else:
         workload = Train(a.samples, size, a.epochs, a.optimizer, a.checkpointing, a.grad_accum, a.sharding)
     runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
-    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier)
+    gpus = a.gpus if isinstance(a.gpus, int) else 1
+    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, gpus, a.price_tier)
+
+
+def device_names(a: argparse.Namespace) -> tuple[str, ...] | None:
+    """The devices --gpu (and --gpus NAMES) name, in order, each once; None = the default selection."""
+    given = [n for group in (a.gpu or ()) for n in group] + ([] if isinstance(a.gpus, int) else list(a.gpus))
+    return tuple(dict.fromkeys(given)) or None
+
+
+def load_calibrations(a: argparse.Namespace):
+    """The --calibration files fitted (a CPU bench for --calibration-cpu's row), as one Fleet; None without any."""
+    if not a.calibration:
+        return None
+    return calibration.Fleet(tuple(calibration.load_calibration(f, a.calibration_cpu) for f in a.calibration))
 
 
 # ---------------------------------------------------------------- estimate, gpus, models
@@ -136,10 +173,10 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
 
 def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
-    adjust = calibration.Fleet(tuple(calibration.load_calibration(f) for f in a.calibration)).adjust \
-        if a.calibration else None
+    fleet = load_calibrations(a)
     facts = load_facts()
-    results = estimate_all(plan, facts, gpu_names=a.gpu, adjust=adjust)
+    results = estimate_all(plan, facts, gpu_names=device_names(a), adjust=fleet.adjust if fleet else None,
+                           include_cpus=a.include_cpu)
     overheads = _overheads(a, facts)
     results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
     today, stale = utc_today(), a.stale_after_days
@@ -168,7 +205,7 @@ def price_date_lines(results, overheads, today, stale_after_days: int) -> list[s
 
 def cmd_gpus(a: argparse.Namespace) -> int:
     rows = []
-    for g in load_facts().catalog.gpus:
+    for g in load_facts().catalog.selection(a.include_cpu):
         rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "sm": g.sm, "vram_gib": g.vram_gib,
                      "vram_gb": round(g.vram_gb, 2), "mem_bw_gbps": g.mem_bw_gbps, "fp32": g.fp32_tflops,
                      "tf32": g.tf32_tflops, "fp16": g.fp16_tflops, "bf16": g.bf16_tflops, "fp8": g.fp8_tflops,
@@ -260,9 +297,9 @@ def _sig(x: float | None) -> float | None:
 def cmd_calibration(a: argparse.Namespace) -> int:
     path = Path(a.file)
     result = calibration.parse_result(path.read_bytes(), path.name)
-    cal = calibration.fit(result)
+    cal = calibration.fit(result, device=a.calibration_cpu)
     points = calibration.point_table(result, cal)
-    gpus = calibration.side_by_side(plan_from_args(a), cal, gpu_names=a.gpu)
+    gpus = calibration.side_by_side(plan_from_args(a), cal, gpu_names=device_names(a), include_cpus=a.include_cpu)
     if a.format == "table":  # the figures that matter, rounded; json/csv carry every field
         points = [{"point": r["label"], "measured_s": _sig(r["measured_s"]), "analytic_s": _sig(r["analytic_s"]),
                    "calibrated_s": _sig(r["calibrated_s"]), "error_pct": round(r["calibrated_error_pct"], 1)}
@@ -307,9 +344,14 @@ def _serving_row(gpu_id: str, p, note: str = "") -> dict:
 
 def cmd_serve(a: argparse.Namespace) -> int:
     plan, facts = plan_from_args(a), load_facts()
-    gpus = [facts.catalog.get(n) for n in a.gpu] if a.gpu else list(facts.catalog.gpus)
+    names = device_names(a)
+    gpus = [facts.catalog.get(n) for n in names] if names else list(facts.catalog.selection(a.include_cpu))
     rows = []
     for gpu in gpus:
+        unsupported = efficiency_on(plan, gpu, facts).unsupported
+        if unsupported:  # a runtime that can't run on this device (a CPU): say so instead of timing it
+            rows.append({"gpu": gpu.id, "concurrency": None, "note": unsupported})
+            continue
         rows += [_serving_row(gpu.id, serving_point(plan, gpu, facts, c, a.prompt_tokens, a.gen_tokens))
                  for c in a.concurrency]
         if a.ttft_ms is None and a.tpot_ms is None:
@@ -334,7 +376,8 @@ def cmd_launch(a: argparse.Namespace) -> int:
     """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
     plan, facts = plan_from_args(a), load_facts()
     # the order `planner estimate` and the page show: by what the whole job bills
-    ranking = rank_by_whole_job(estimate_all(plan, facts, gpu_names=a.gpu), _overheads(a, facts))
+    ranking = rank_by_whole_job(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
+                                _overheads(a, facts))
     if a.bench:
         return _launch_bench(ranking, a.out or "bench-fleet")
     if a.format == "runpod":
@@ -406,7 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_args(p)
     p.add_argument("--stale-after-days", type=_stale_days, default=STALE_AFTER_DAYS,
                    help=f"flag prices older than this many days (default {STALE_AFTER_DAYS})")
-    _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog")
+    p = _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog (--include-cpu: and the CPU devices)")
+    p.add_argument("--include-cpu", action="store_true", help="also list the CPU devices of data/cpus.yaml")
     _formatted(sub, "models", cmd_models, "list model presets")
 
     p = _formatted(sub, "serve", cmd_serve, "serving an LLM: TTFT, TPOT, tokens/s and $/1M tokens per concurrency")

@@ -147,6 +147,11 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     efficiency on this GPU, its prices per tier and the PyTorch build rules that may apply."""
     m, w, eff = plan.model, plan.workload, efficiency
     reasons = support_reasons(gpu, setup, builds)
+    if eff.unsupported:
+        reasons.append(Reason("runtime", True, f"{eff.unsupported}: choose PyTorch eager, torch.compile or llama.cpp"))
+    if gpu.kind == "cpu" and plan.gpus > 1:
+        reasons.append(Reason("parallelism", True, f"a CPU device is one host: the planner does not split a job over "
+                              f"{plan.gpus} of them; set GPUs per job to 1"))
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
@@ -200,10 +205,10 @@ def rank_key(e: Estimate) -> tuple:
 
 
 def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
-                 adjust: EfficiencyAdjust | None = None) -> list[Estimate]:
-    """Estimates for every GPU of facts.catalog (or the named ones), ranked: feasible first, then by cost in the
-    plan's tier, then by time."""
+                 adjust: EfficiencyAdjust | None = None, include_cpus: bool = False) -> list[Estimate]:
+    """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
+    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
     check_plan(plan)
-    gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.gpus)
+    gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
     setup = resolve_setup(plan, facts.rules)  # shared by every GPU (tensor parallel or FSDP derive their own)
     return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)

@@ -1,5 +1,6 @@
-"""Feasibility of a job on a GPU, with every reason: hardware precision support, attention backend,
-PyTorch build requirements, memory (with the numbers), context length."""
+"""Feasibility of a job on a GPU or a CPU device, with every reason: hardware precision support, attention backend,
+PyTorch build requirements, memory (with the numbers), context length. A CPU is judged by its instruction-set
+extensions (planner.inputs.cpus), never by GPU compute capabilities."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from planner.inputs.work import Setup
 
 @dataclass(frozen=True)
 class Reason:
-    code: str  # 'oom', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price', 'parallelism'
+    code: str  # 'oom', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price', 'parallelism',
+    # 'device' (runs on the CPU), 'runtime' (the runtime can't run on this device)
     blocking: bool
     text: str
 
@@ -28,8 +30,32 @@ def _sm_ok(gpu: GPU, need: tuple[int, int] | None) -> bool:
     return gpu.compute_capability >= need
 
 
+def cpu_reasons(cpu: GPU, s: Setup) -> list[Reason]:
+    """What a CPU device can't do for this setup, and the note that the plan runs on the CPU: precisions by the
+    CPU's matmul paths (a slow fallback is a note), KV-cache dtypes by the same, GPU-only attention kernels."""
+    spec = cpu.cpu
+    what = spec.describe() if spec else f"{cpu.mem_bw_gbps:,.0f} GB/s measured"
+    out = [Reason("device", False, f"runs on the CPU, not a GPU: {cpu.name}, {what}")]
+    p = s.precision
+    slow = spec.slow_path(p.compute_path) if spec else None
+    if cpu.peak_tflops(p.compute_path) is None:
+        why = spec.why_no_path(p.compute_path) if spec else f"no {p.compute_path} matmul was measured"
+        out.append(Reason("precision", True, f"{p.id} can't run on {cpu.name}: {why}; fp32 runs on every CPU"))
+    elif slow:
+        out.append(Reason("precision", False, f"{p.id} on {cpu.name}: {slow.note}"))
+    kv = s.kv_dtype
+    if kv.min_sm is not None and cpu.peak_tflops(kv.id) is None:
+        out.append(Reason("kv_dtype", True, f"{kv.id} KV cache: {cpu.name} has no {kv.id} arithmetic"))
+    if s.attention.min_sm is not None:  # a kernel defined by a compute capability is a CUDA kernel
+        out.append(Reason("attention", True, f"{s.attention.id} is a CUDA kernel for NVIDIA GPUs "
+                          f"({sm_label(s.attention.min_sm)}+): on a CPU use sdpa (PyTorch's CPU flash or math kernel)"))
+    return out
+
+
 def support_reasons(gpu: GPU, s: Setup, builds: Iterable[BuildRule]) -> list[Reason]:
-    """What the GPU's hardware and software stack cannot do for this setup (and notes it needs)."""
+    """What the GPU's (or CPU's) hardware and software stack cannot do for this setup (and notes it needs)."""
+    if gpu.kind == "cpu":
+        return cpu_reasons(gpu, s)
     out: list[Reason] = []
     p = s.precision
     if gpu.peak_tflops(p.compute_path) is None or not _sm_ok(gpu, p.min_sm):

@@ -59,6 +59,9 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
         raise ValueError(f"serving needs a decoder model; {plan.model.name} is a {plan.model.kind} profile")
     if concurrency < 1 or prompt < 1 or output < 2:
         raise ValueError("serving needs concurrency >= 1, prompt tokens >= 1 and output tokens >= 2")
+    unsupported = efficiency_on(plan, gpu, facts).unsupported
+    if unsupported:
+        raise ValueError(f"{gpu.name}: {unsupported}")
     tpot = _decode_step_s(plan, gpu, facts, concurrency, prompt, output)
     ttft = _prefill_s(plan, gpu, facts, prompt) + tpot
     per_sequence_s = ttft + (output - 1) * tpot

@@ -1,4 +1,5 @@
-"""GPU catalog: specs (dense peak rates, VRAM, bandwidth) and RunPod prices, from data/gpus.yaml."""
+"""Device catalog: GPU specs (dense peak rates, VRAM, bandwidth) and RunPod prices from data/gpus.yaml, and CPU
+devices (kind 'cpu': peaks from cores and vector units, host RAM as memory) from data/cpus.yaml."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from planner import DATA_DIR
 from planner.base.schema import DataFileError, Record, load_yaml, normalize_name, resolve_name, sm_label, unique_ids
 from planner.base.units import gib_to_gb
+from planner.inputs.cpus import CPUS_FILE, CpuSpec, load_cpu_specs
 
 GPUS_FILE = DATA_DIR / "gpus.yaml"
 COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -66,7 +68,9 @@ class RunPodListing:
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU model. Peak rates are dense (no 2:4 sparsity); None = no hardware path."""
+    """One device model: a GPU, or a CPU socket with its host RAM when kind == 'cpu' (then `cpu` holds its cores,
+    vector units and memory channels, and vram_gib is the host RAM). Peak rates are dense (no 2:4 sparsity);
+    None = no hardware path."""
 
     id: str
     name: str
@@ -92,6 +96,8 @@ class GPU:
     runpod: RunPodListing | None
     source: str
     notes: str
+    kind: str = "gpu"  # 'gpu' or 'cpu'
+    cpu: CpuSpec | None = None  # a catalog CPU's specification (None for GPUs and for measured CPUs)
 
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
@@ -104,7 +110,9 @@ class GPU:
 
     @property
     def memory_class(self) -> str:
-        """'hbm' or 'gddr': the two classes whose achievable bandwidth fractions differ."""
+        """'hbm', 'gddr' or 'cpu' (host DRAM): the classes whose achievable fractions of peak differ."""
+        if self.kind == "cpu":
+            return "cpu"
         return "hbm" if self.memory_type.upper().startswith("HBM") else "gddr"
 
     @property
@@ -127,17 +135,29 @@ class GPU:
 
 @dataclass(frozen=True)
 class Catalog:
+    """The GPUs (what a ranking covers by default) and the CPU devices (ranked when named or asked for)."""
+
     gpus: tuple[GPU, ...]
     path: str
+    cpus: tuple[GPU, ...] = ()
+
+    @property
+    def devices(self) -> tuple[GPU, ...]:
+        return self.gpus + self.cpus
 
     def get(self, name: str) -> GPU:
-        """Find a GPU by id, name, alias or family name ('4090', 'a100 80gb'); AmbiguousNameError lists the members
-        of a family that holds several, UnknownNameError suggests the closest names (planner.base.schema)."""
-        key = resolve_name(name, ((g.id, (g.name, *g.aliases)) for g in self.gpus), "GPU")
-        return next(g for g in self.gpus if g.id == key)
+        """Find a GPU or CPU by id, name, alias or family name ('4090', 'a100 80gb', '9654'); AmbiguousNameError
+        lists the members of a family that holds several, UnknownNameError suggests the closest names."""
+        key = resolve_name(name, ((g.id, (g.name, *g.aliases)) for g in self.devices), "GPU")
+        return next(g for g in self.devices if g.id == key)
 
     def ids(self) -> tuple[str, ...]:
-        return tuple(g.id for g in self.gpus)
+        """Every device id, GPUs first."""
+        return tuple(g.id for g in self.devices)
+
+    def selection(self, include_cpus: bool = False) -> tuple[GPU, ...]:
+        """The devices a ranking covers when none are named: the GPUs, and the CPUs if asked for."""
+        return self.devices if include_cpus else self.gpus
 
 
 def _names_of(gpu: GPU) -> set[str]:
@@ -198,11 +218,24 @@ def _check_names_unique(path: str, gpus: list[GPU]) -> None:
                                     f"name '{name}' is also a name of '{owner[name]}'")
 
 
+def cpu_device(spec: CpuSpec) -> GPU:
+    """A catalog CPU as a device: its peaks per path, DRAM bandwidth and host RAM (planner.inputs.cpus)."""
+    return GPU(id=spec.id, name=spec.name, aliases=spec.aliases, vendor=spec.vendor, architecture=spec.architecture,
+               compute_capability=None, gfx_target=None, market=spec.market, vram_gib=spec.memory_gib,
+               memory_type=spec.memory_type, mem_bw_gbps=spec.mem_bw_gbps,
+               **{_PEAK_FIELD[p]: spec.peak_tflops(p) for p in COMPUTE_PATHS}, tdp_w=spec.tdp_w, pcie_gen=None,
+               pcie_unidir_gbps=None, nvlink_unidir_gbps=None, runpod=None, source=spec.source,
+               notes=f"{spec.notes} Host RAM: {spec.memory_config}.".strip(), kind="cpu", cpu=spec)
+
+
 @lru_cache(maxsize=8)
-def load_catalog(path: str | Path = GPUS_FILE) -> Catalog:
-    """Load and validate the GPU catalog (cached per path; the result is immutable)."""
+def load_catalog(path: str | Path = GPUS_FILE, cpus_path: str | Path = CPUS_FILE) -> Catalog:
+    """Load and validate the GPU catalog and the CPU devices (cached per paths; the result is immutable)."""
     records = load_yaml(path, "gpus", dated=True)
     gpus = [parse_gpu(Record.of(path, i, r)) for i, r in enumerate(records)]
     unique_ids(path, (g.id for g in gpus))
+    cpus = [cpu_device(c) for c in load_cpu_specs(cpus_path, COMPUTE_PATHS)]
+    unique_ids(cpus_path, (g.id for g in gpus + cpus))
     _check_names_unique(str(path), gpus)
-    return Catalog(tuple(gpus), str(path))
+    _check_names_unique(str(cpus_path), gpus + cpus)
+    return Catalog(tuple(gpus), str(path), tuple(cpus))

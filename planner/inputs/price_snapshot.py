@@ -92,7 +92,7 @@ def _table(prices: dict[str, dict[str, Price | None]]) -> PriceTable:
 
 def listing_table(catalog: Catalog) -> PriceTable:
     """The catalog's own RunPod listing (data/gpus.yaml alone), for when data/prices/ can't be read."""
-    return _table({g.id: g.listed_prices() for g in catalog.gpus})
+    return _table({g.id: g.listed_prices() for g in catalog.devices})
 
 
 def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None = None) -> PriceTable:
@@ -109,7 +109,7 @@ def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None 
 
 @lru_cache(maxsize=8)
 def _snapshot_cached(catalog: Catalog, directory: str, _stamp: tuple) -> PriceTable:
-    prices = {g.id: g.listed_prices() for g in catalog.gpus}
+    prices = {g.id: g.listed_prices() for g in catalog.devices}
     for path in _snapshot_files(Path(directory)):
         day, source, table = load_snapshot_file(path, catalog)
         for gpu_id, tiers in table.items():

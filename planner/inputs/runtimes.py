@@ -1,4 +1,5 @@
-"""Runtime (framework) efficiency profiles from data/runtimes.yaml: fractions of peak a stack reaches."""
+"""Runtime (framework) efficiency profiles from data/runtimes.yaml: fractions of peak a stack reaches on each
+device class (HBM GPUs, GDDR GPUs, and CPUs with host DRAM, where a runtime may not run at all)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from planner import DATA_DIR
 from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, unique_ids
 
 RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
-MEMORY_CLASSES = ("hbm", "gddr")
+MEMORY_CLASSES = ("hbm", "gddr")  # GPU classes every runtime gives fractions for
+CPU_CLASS = "cpu"  # a CPU device: the runtime's optional `cpu` block
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,19 @@ class Efficiency:
     kernels_per_layer_factor: float
     cuda_context_gb: float
     source: str
+    unsupported: str = ""  # why the runtime can't run on this device class ('' = it can); nothing is timed then
+
+
+@dataclass(frozen=True)
+class CpuProfile:
+    """A runtime on a CPU: fractions of the CPU's peak DRAM bandwidth and base-clock matmul peak, the time per
+    operator dispatch, and the runtime's own host memory (in place of a CUDA context)."""
+
+    mem_bw_efficiency: float
+    compute_efficiency: float
+    launch_overhead_us: float
+    host_memory_gb: float
+    source: str
 
 
 @dataclass(frozen=True)
@@ -42,18 +57,47 @@ class RuntimeProfile:
     kernels_per_layer_factor: float
     cuda_context_gb: float
     source: str
+    cpu: CpuProfile | None = None
+    cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
+        """The prior for a device class: 'hbm', 'gddr' or 'cpu' (on a CPU the runtime may be unsupported)."""
+        if memory_class == CPU_CLASS:
+            return self._cpu_efficiency()
         return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
                           self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
                           f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)")
+
+    def _cpu_efficiency(self) -> Efficiency:
+        c = self.cpu
+        if c is None:
+            why = self.cpu_unsupported or "data/runtimes.yaml has no CPU profile for it"
+            return Efficiency(0.0, 0.0, 0.0, self.kernels_per_layer_factor, 0.0,
+                              f"{self.name} does not run on a CPU", f"{self.name} does not run on a CPU: {why}")
+        return Efficiency(c.mem_bw_efficiency, c.compute_efficiency, c.launch_overhead_us,
+                          self.kernels_per_layer_factor, c.host_memory_gb,
+                          f"prior for {self.name} on CPUs (data/runtimes.yaml)")
 
 
 def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
     sub = rec.child(field)
     sub.check_keys(MEMORY_CLASSES)
     return tuple((c, sub.number(c, lo=0.01, hi=1.0)) for c in MEMORY_CLASSES)
+
+
+def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
+    """The optional `cpu` block: the runtime's fractions on a CPU, or `unsupported: why it can't run there`."""
+    sub = rec.child("cpu", required=False)
+    if sub is None:
+        return None, ""
+    if "unsupported" in sub.data:
+        sub.check_keys(("unsupported",))
+        return None, " ".join(sub.text("unsupported").split())
+    sub.check_keys(("mem_bw_efficiency", "compute_efficiency", "launch_overhead_us", "host_memory_gb", "source"))
+    return CpuProfile(sub.number("mem_bw_efficiency", lo=0.01, hi=1.0), sub.number("compute_efficiency", lo=0.01, hi=1.0),
+                      sub.number("launch_overhead_us", lo=0, hi=1000), sub.number("host_memory_gb", lo=0, hi=64),
+                      sub.text("source")), ""
 
 
 @dataclass(frozen=True)
@@ -73,11 +117,11 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
     for i, raw in enumerate(load_yaml(path, "runtimes", dated=True)):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
-                        "kernels_per_layer_factor", "cuda_context_gb", "source"))
+                        "kernels_per_layer_factor", "cuda_context_gb", "source", "cpu"))
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
-                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source")))
+                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"), *_cpu(rec)))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

@@ -133,6 +133,7 @@ def _measured_peaks(result: dict) -> dict[str, float]:
 
 def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float, peaks: dict[str, float],
                   memory_gb: float, day: str) -> GPU:
+    """The measured device: `base` (a catalog GPU or CPU) with the measured peaks, or a new 'CPU'/'MPS' device."""
     key = base.id if base else f"{device_type}-{_slug(name)}"
     fields = dict(id=f"measured-{key}", name=f"{base.name if base else name} (measured)", aliases=(),
                   mem_bw_gbps=bw_gbps, fp32_tflops=peaks.get("fp32", 0.0), tf32_tflops=peaks.get("tf32"),
@@ -144,17 +145,62 @@ def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float,
     memory_type = "unified memory (Apple)" if device_type == "mps" else "host DRAM"
     return GPU(vendor=device_type.upper(), architecture=device_type.upper(), compute_capability=None, gfx_target=None,
                market="local", memory_type=memory_type, tdp_w=None, pcie_gen=None, pcie_unidir_gbps=None,
-               nvlink_unidir_gbps=None, runpod=None, **fields)
+               nvlink_unidir_gbps=None, runpod=None, kind="cpu" if device_type == "cpu" else "gpu", **fields)
 
 
-def device_gpu(result: dict, catalog: Catalog | None = None) -> GPU:
-    """The measured device as a catalog GPU whose bandwidth and matmul peaks are the MEASURED ones.
+THIS_MACHINE = ""  # `device` value for a CPU bench that calibrates only the measured machine, no catalog row
 
-    Id 'measured-<catalog id>' for a catalog GPU (prices and links kept), 'measured-cpu-<model>' / 'measured-mps-...'
-    otherwise; paths that were not measured have no peak.
+
+def bench_cpu(result: dict, catalog: Catalog, device: str | None = None) -> GPU | None:
+    """The catalog CPU a CPU bench result calibrates: `device` (a CPU's id or name; THIS_MACHINE for none), else the
+    catalog CPU whose name or alias the bench recorded (the OS's model name, e.g. 'AMD EPYC 9654 96-Core
+    Processor'); None when it names none. CalibrationError when `device` is not a catalog CPU."""
+    if device == THIS_MACHINE:
+        return None
+    name = device if device is not None else result["environment"]["device_name"]
+    try:
+        cpu = catalog.get(name)
+    except UnknownNameError as exc:  # an unnamed or ambiguous bench machine: only the machine itself
+        if device is None:
+            return None
+        raise CalibrationError(f"calibration CPU: {exc}") from None
+    if cpu.kind != "cpu":
+        if device is None:
+            return None
+        raise CalibrationError(f"calibration CPU: {cpu.id} is a GPU; a CPU bench calibrates a CPU of data/cpus.yaml")
+    seen = result["environment"].get("cpu_threads")
+    if cpu.cpu and isinstance(seen, int) and seen < cpu.cpu.threads / 2:  # a VM or container slice of that CPU
+        if device is None:
+            return None
+        raise CalibrationError(f"the bench saw {seen} logical CPUs and the {cpu.name} has {cpu.cpu.threads}: it ran on a "
+                               f"slice of it (a VM or container), so it calibrates the measured machine, not the "
+                               f"{cpu.name} row")
+    return cpu
+
+
+def _reference(result: dict, catalog: Catalog, device: str | None) -> GPU | None:
+    """The catalog device whose datasheet the fit is expressed against: the CUDA GPU, or the CPU (bench_cpu)."""
+    env = result["environment"]
+    if env["device_type"] == "cuda":
+        return catalog.get(env["device_name"])
+    if env["device_type"] == "cpu":
+        cpu = bench_cpu(result, catalog, device)
+        problem = cpu and datasheet_problem(cpu, float(result["micro"]["memory_bandwidth"]["gbps"]),
+                                            _measured_peaks(result))
+        if problem:
+            raise CalibrationError(f"this bench can't be from a {cpu.name}: {problem}")
+        return cpu
+    return None
+
+
+def device_gpu(result: dict, catalog: Catalog | None = None, device: str | None = None) -> GPU:
+    """The measured device as a catalog device whose bandwidth and matmul peaks are the MEASURED ones.
+
+    Id 'measured-<catalog id>' for a catalog GPU or CPU (see bench_cpu; prices and links kept),
+    'measured-cpu-<model>' / 'measured-mps-...' otherwise; paths that were not measured have no peak.
     """
     env = result["environment"]
-    base = (catalog or load_catalog()).get(env["device_name"]) if env["device_type"] == "cuda" else None
+    base = _reference(result, catalog or load_catalog(), device)
     return _build_device(env["device_name"], env["device_type"], base,
                          float(result["micro"]["memory_bandwidth"]["gbps"]), _measured_peaks(result),
                          float(env["memory_gb"]), str(env["date"])[:10])
@@ -172,7 +218,7 @@ class Calibration:
     """Fitted factors of one measured device (for the pytorch-eager runtime) and how they carry to other GPUs.
 
     mem_bw_efficiency, compute_efficiency: fractions of the REFERENCE peaks: the catalog datasheet when the device is
-    a catalog GPU (gpu_id set), else the measured copy bandwidth and matmul peak (CPU, MPS). compute_efficiency is
+    a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and matmul peak (another CPU, MPS). compute_efficiency is
     fitted on `compute_path` (the workload precision). launch_overhead_us: per kernel, as in data/runtimes.yaml.
     measured_*: the micro-benchmark peaks, so the measured device itself can be estimated (`measured_gpu`).
     """
@@ -222,7 +268,10 @@ class Calibration:
         if self.gpu_id is None:
             return None  # a CPU or Apple GPU says nothing about NVIDIA/AMD datacenter parts
         if gpu.id == self.gpu_id:
-            return self.mem_bw_efficiency, self.compute_efficiency, self.launch_overhead_us, "fitted on this GPU"
+            return self.mem_bw_efficiency, self.compute_efficiency, self.launch_overhead_us, \
+                "fitted on this CPU" if self.device_class == "cpu" else "fitted on this GPU"
+        if "cpu" in (self.device_class, gpu.memory_class):
+            return None  # a CPU fit says nothing about GPUs (nor about other CPUs), a GPU fit nothing about CPUs
         here, there = _prior(self.device_class), _prior(gpu.memory_class)
         ref = self.reference_gpu()
         w = 1.0 if ref and gpu.architecture == ref.architecture else OTHER_ARCH_WEIGHT
@@ -243,7 +292,8 @@ class Calibration:
           runtime profile's HBM/GDDR prior ratio; same for compute; for another architecture only half of the log
           ratio carries (geometric mean with the prior); launch overhead (host-side dispatch) carries fully;
           transferred fractions are capped at 1;
-        - a CPU or Apple-GPU calibration is not transferred: other GPUs keep their priors.
+        - a CPU calibration applies to the CPU it ran on (a catalog CPU row, or the measured machine) and an Apple-GPU
+          one to the measured device only; other devices keep their priors, and a GPU fit is not carried to CPUs.
         Runtimes other than pytorch-eager are scaled by the same calibrated/prior ratio.
         """
         target = self._eager_target(gpu)
@@ -312,13 +362,16 @@ class Calibration:
         except ValueError:
             raise CalibrationError(f"calibration link: d={shown(fields['d'])} is not a valid date{hint}") from None
         gpu_id, name = None, fields["dev"]
-        if klass in ("hbm", "gddr"):
+        catalog = catalog or load_catalog()
+        cpu_ids = {c.id for c in catalog.cpus}
+        if klass in ("hbm", "gddr") or (klass == "cpu" and name in cpu_ids):  # a catalog GPU, or a catalog CPU row
             try:
-                gpu = (catalog or load_catalog()).get(name)
+                gpu = catalog.get(name)
             except UnknownNameError as exc:
                 raise CalibrationError(f"calibration link: {exc}{hint}") from None
             if gpu.memory_class != klass:
-                raise CalibrationError(f"calibration link: {gpu.id} is a {gpu.memory_class.upper()} GPU, not {klass}{hint}")
+                raise CalibrationError(f"calibration link: {gpu.id} is a {gpu.memory_class.upper()} device, not "
+                                       f"{klass}{hint}")
             gpu_id, name = gpu.id, gpu.name
         peaks = tuple((p, num(p, TFLOPS)) for p in PATHS if p in fields)
         if fields["path"] not in dict(peaks):
@@ -410,20 +463,25 @@ def _fit_path(points: list[_Point]) -> str:
     return max(counts, key=counts.get)
 
 
-def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None = None) -> Calibration:
+def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None = None,
+        device: str | None = None) -> Calibration:
     """Fit the calibration from a validated result (`parse_result`); `points` (rows of result['workloads'])
-    restricts the fit to some of the measured points (held-out checks)."""
+    restricts the fit to some of the measured points (held-out checks); `device` names the catalog CPU a CPU bench
+    calibrates (bench_cpu: default by the recorded CPU name; THIS_MACHINE for the measured machine only)."""
     catalog = catalog or load_catalog()
     env = result["environment"]
-    dev = device_gpu(result, catalog)
+    dev = device_gpu(result, catalog, device)
     pts = _points({"workloads": points if points is not None else result["workloads"]}, fitted_only=True)
     bw_m, mm_m, lo, rms = fit_factors(pts, dev, float(result["micro"]["launch_overhead"]["us_per_op"]))
     path = _fit_path(pts)
     peaks = _measured_peaks(result)
-    base = catalog.get(env["device_name"]) if env["device_type"] == "cuda" else None
-    if base:  # express as fractions of the datasheet, the reference every other catalog GPU uses
+    base = _reference(result, catalog, device)
+    if base:  # express as fractions of the datasheet, the reference every other catalog device uses
         bw, mm = bw_m * dev.mem_bw_gbps / base.mem_bw_gbps, mm_m * peaks[path] / (base.peak_tflops(path) or peaks[path])
         klass = base.memory_class
+        if not (EFF_BOUNDS[0] <= bw <= EFF_BOUNDS[1] and EFF_BOUNDS[0] <= mm <= EFF_BOUNDS[1]):
+            raise CalibrationError(f"the fit reaches {bw:.2%} of the {base.name}'s bandwidth and {mm:.2%} of its "
+                                   f"{path} peak: this bench did not run on a whole {base.name}")
     else:
         bw, mm, klass = bw_m, mm_m, env["device_type"]
     return Calibration(env["device_name"] if not base else base.name, base.id if base else None, klass, bw, mm, lo,
@@ -431,8 +489,9 @@ def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None 
                        float(env["memory_gb"]), str(env["date"])[:10], rms, len(pts))
 
 
-def load_calibration(path: str | Path) -> Calibration:
-    """Read, validate and fit a bench result file (JSON or YAML); CalibrationError naming the problem otherwise."""
+def load_calibration(path: str | Path, device: str | None = None) -> Calibration:
+    """Read, validate and fit a bench result file (JSON or YAML); CalibrationError naming the problem otherwise.
+    `device`: the catalog CPU a CPU bench calibrates (see fit); ignored for a GPU bench."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -441,7 +500,8 @@ def load_calibration(path: str | Path) -> Calibration:
         data = path.read_bytes()
     except OSError as exc:
         raise CalibrationError(f"{path}: cannot read the file ({exc.strerror})") from None
-    return fit(parse_result(data, path.name))
+    result = parse_result(data, path.name)
+    return fit(result, device=device if result["environment"]["device_type"] == "cpu" else None)
 
 
 # ---------------------------------------------------------------------------------------------------- comparisons
@@ -459,11 +519,16 @@ def point_table(result: dict, cal: Calibration) -> list[dict]:
 
 
 def side_by_side(plan: Plan, cal: Calibration, facts: Facts | None = None,
-                 gpu_names: Iterable[str] | None = None) -> list[dict]:
-    """Analytic and calibrated estimates of `plan` per GPU (calibrated ranking order), the measured device first."""
+                 gpu_names: Iterable[str] | None = None, include_cpus: bool = False) -> list[dict]:
+    """Analytic and calibrated estimates of `plan` per device (calibrated ranking order), the measured device first;
+    a calibrated catalog CPU is always among them."""
     facts = facts or load_facts()
-    analytic = {e.gpu.id: e for e in estimate_all(plan, facts, gpu_names)}
-    calibrated = estimate_all(plan, facts, gpu_names, adjust=cal.adjust)
+    names = list(gpu_names) if gpu_names else None
+    ref = cal.reference_gpu(facts.catalog)
+    if ref is not None and ref.kind == "cpu" and not include_cpus and names is None:
+        names = [*(g.id for g in facts.catalog.gpus), ref.id]  # the GPUs and the CPU row this fit calibrates
+    analytic = {e.gpu.id: e for e in estimate_all(plan, facts, names, include_cpus=include_cpus)}
+    calibrated = estimate_all(plan, facts, names, adjust=cal.adjust, include_cpus=include_cpus)
     device_gpu_ = cal.measured_gpu(facts.catalog)
     device = estimate_gpu(plan, device_gpu_, facts, cal.adjust)
     device_analytic = estimate_gpu(plan, device_gpu_, facts)
@@ -494,7 +559,7 @@ class Fleet:
                or gpu.id == c.measured_gpu().id]
         if own:
             return own[0]
-        cuda = [c for c in self.members if c.gpu_id]
+        cuda = [c for c in self.members if c.gpu_id and c.device_class != "cpu"]
         same_arch = [c for c in cuda if c.reference_gpu().architecture == gpu.architecture]
         return (same_arch or cuda or [None])[0]
 

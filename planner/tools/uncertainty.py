@@ -128,8 +128,8 @@ def band(e, calibrated: bool = False, path: str | Path = UNCERTAINTY_FILE) -> tu
     regime and GPU class; None for an infeasible estimate. A runtime with no validation rows behind it is
     widened to the pooled 5th-95th percentiles of all rows. calibrated (or efficiencies whose source starts
     with 'calibrated') uses the narrower band left once a GPU's own bias is calibrated away."""
-    if not e.feasible or not e.seconds:
-        return None
+    if not e.feasible or not e.seconds or e.gpu.memory_class not in MEMORY_CLASSES:
+        return None  # no band for a CPU device: no published CPU measurement is in validation/ yet
     table = load_uncertainty(path)
     cell = table.cell(regime_of(e), e.gpu.memory_class)
     if calibrated or str(e.efficiency.source).startswith("calibrated"):

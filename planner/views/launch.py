@@ -51,7 +51,9 @@ def candidates(ranking: list[Estimate], names: dict[str, str]) -> tuple[list[Can
         if not e.feasible:
             continue
         name = names.get(e.gpu.id)
-        if not _cuda_ready(e):
+        if e.gpu.kind == "cpu":
+            left_out.append(f"{e.gpu.id} (a CPU: this task asks SkyPilot for a GPU)")
+        elif not _cuda_ready(e):
             left_out.append(f"{e.gpu.id} ({e.gpu.vendor}: the task's image is a CUDA build of PyTorch)")
         elif name is None:
             left_out.append(f"{e.gpu.id} (no SkyPilot name in data/skypilot.yaml)")

@@ -13,7 +13,7 @@ from datetime import date
 from typing import Iterable, Mapping
 
 from planner.base.schema import DataFileError
-from planner.engine.estimate import Estimate
+from planner.engine.estimate import Estimate, efficiency_on
 from planner.engine.job_cost import job_cost
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
@@ -268,9 +268,13 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
     g, eff = e.gpu, e.efficiency
     path = e.setup.precision.compute_path
     peak = g.peak_tflops(path)
+    where = ("data/cpus.yaml (cores x base clock x FMA lanes x 2, or the extension's rate)",
+             "data/cpus.yaml (memory channels x MT/s x 8 B)") if g.cpu else ("data/gpus.yaml (datasheet)",) * 2
+    if g.kind == "cpu" and not g.cpu:
+        where = ("measured by python -m planner.bench",) * 2
     rows = [
-        (f"Peak {path} TFLOPS (dense)", f"{peak:g}" if peak else "none", "data/gpus.yaml (datasheet)"),
-        ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", "data/gpus.yaml (datasheet)"),
+        (f"Peak {path} TFLOPS (dense)", f"{peak:.4g}" if peak else "none", where[0]),
+        ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", where[1]),
         ("Compute efficiency", f"{eff.compute_efficiency:.0%} of peak", eff.source),
         ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
         ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
@@ -302,6 +306,13 @@ def memory_sentence(e: Estimate) -> str:
 
 def gpu_caption(e: Estimate) -> str:
     g = e.gpu
+    if g.cpu:
+        c = g.cpu
+        return (f"CPU · {g.architecture} · {c.cores} cores ({c.threads} threads) at {c.base_ghz:g} GHz base · "
+                f"{c.isa_text()} · host RAM {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB, {c.memory_config}) at "
+                f"{g.mem_bw_gbps:,.1f} GB/s · {g.market}")
+    if g.kind == "cpu":
+        return f"CPU (measured) · {g.vram_gb:.3g} GB host RAM at {g.mem_bw_gbps:,.1f} GB/s measured"
     return (f"{g.architecture} · {g.sm} · {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB) {g.memory_type} at "
             f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
 
@@ -328,9 +339,12 @@ def callout_title(c: Callout) -> str:
 def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | None,
                  tpot_s: float | None) -> list[dict]:
     """Per GPU: one sequence alone, and the most sequences served at once within the latency targets (TTFT, TPOT
-    in seconds): latencies in ms, output tokens/s and $ per 1M output tokens (planner.engine.serving)."""
+    in seconds): latencies in ms, output tokens/s and $ per 1M output tokens (planner.engine.serving); a device
+    the plan's runtime can't run on (a CPU) is left out."""
     rows = []
     for gpu in gpus:
+        if efficiency_on(plan, gpu, facts).unsupported:  # the runtime can't run on this device (a CPU)
+            continue
         alone = serving_point(plan, gpu, facts, 1, prompt, output)
         best = max_concurrency(plan, gpu, facts, prompt, output, ttft_s, tpot_s)
         row = {"GPU": gpu.name, "TTFT alone (ms)": alone.ttft_s * 1e3, "TPOT alone (ms)": alone.tpot_s * 1e3,

@@ -55,6 +55,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
+        "device_kind": e.gpu.kind,
         "feasible": e.feasible,
         "reasons": [{"code": r.code, "blocking": r.blocking, "text": r.text} for r in e.reasons],
         "batch": e.batch,

@@ -37,7 +37,7 @@ from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, 
 
 CUSTOM = "custom"  # the model id of a model edited in the page or uploaded
 JOBS = ("generate", "infer", "train")
-VENDORS = ("all", "NVIDIA", "AMD")
+VENDORS = ("all", "NVIDIA", "AMD", "Intel")
 PRICE_SOURCES = ("snapshot", "live")
 MAX_CMP = 6  # GPUs compared in the batch-size chart
 
@@ -71,7 +71,8 @@ MAX_SPEC_BYTES = 256_000
 class Inputs:
     """Everything on the page that decides what is shown. `arch` (decoder fields) or `spec` (a generic
     profile's YAML) describe the model when model == 'custom'. batch None = auto; kv 'auto' = the
-    activation dtype; maxusd 0 = no limit; gpu '' = the top of the ranking; cmp () = the top three."""
+    activation dtype; maxusd 0 = no limit; gpu '' = the top of the ranking; cmp () = the top three; cpus: the CPU
+    devices (data/cpus.yaml) join the ranking."""
 
     model: str = "cfdna-gen"
     arch: tuple[tuple[str, Any], ...] = ()
@@ -103,6 +104,7 @@ class Inputs:
     maxusd: float = 0.0
     feasible: bool = False
     priced: bool = False
+    cpus: bool = False
     gpu: str = ""
     cmp: tuple[str, ...] = ()
 
@@ -114,7 +116,8 @@ class Inputs:
 DEFAULTS = Inputs()
 JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"),
               "train": ("samples", "size", "epochs", "opt", "ckpt", "accum", "shard")}
-VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp")
+VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "cpus", "gpu",
+               "cmp")
 KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}
 
 
@@ -230,7 +233,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
     "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
-    "feasible": _bool, "priced": _bool, "gpu": _choice(gpu_ids),
+    "feasible": _bool, "priced": _bool, "cpus": _bool, "gpu": _choice(gpu_ids),
     "stale": lambda t: int(parse_number(t, 1, MAX_STALE_DAYS, True)),
 }
 

@@ -112,7 +112,7 @@ def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
     ("model", "llama-9"), ("job", "dance"), ("seqs", "many"), ("seqs", "0"), ("prompt", "-3"), ("gen", "1.5"),
     ("samples", "nan"), ("size", "1e99"), ("epochs", "0"), ("opt", "adagrad"), ("ckpt", "maybe"), ("accum", "x"),
     ("batch", "big"), ("prec", "bf17"), ("kv", "fp4"), ("attn", "flash3"), ("rt", "jax"), ("gpus", "0"),
-    ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Intel"), ("minvram", "-1"), ("maxusd", "inf"),
+    ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Apple"), ("minvram", "-1"), ("maxusd", "inf"),
     ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"),
 ])
 def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
