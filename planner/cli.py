@@ -16,7 +16,7 @@ from planner.engine.estimate import efficiency_on, estimate_all
 from planner.engine.job_cost import job_cost
 from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
-from planner.inputs.catalog import MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
+from planner.inputs.catalog import COMPUTE_PATHS, MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.job_costs import load_job_costs, with_values
@@ -207,9 +207,8 @@ def cmd_gpus(a: argparse.Namespace) -> int:
     rows = []
     for g in load_facts().catalog.selection(a.include_cpu):
         rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "sm": g.sm, "vram_gib": g.vram_gib,
-                     "vram_gb": round(g.vram_gb, 2), "mem_bw_gbps": g.mem_bw_gbps, "fp32": g.fp32_tflops,
-                     "tf32": g.tf32_tflops, "fp16": g.fp16_tflops, "bf16": g.bf16_tflops, "fp8": g.fp8_tflops,
-                     "int8": g.int8_tops,
+                     "vram_gb": round(g.vram_gb, 2), "mem_bw_gbps": g.mem_bw_gbps,
+                     **{p: _sig(g.peak_tflops(p)) for p in COMPUTE_PATHS},
                      **{f"{t}_usd_hr": (g.price(t).usd_hr if g.price(t) else None) for t in PRICE_TIERS}})
     print(emit(rows, a.format))
     return 0

@@ -96,6 +96,7 @@ CONTROLS = [
      lambda at: len(_ranking(at)) and _rows_where(_ranking(at), "$/GPU-h", lambda p: p <= 0.5)),
     ("checkbox", "feasible", True, "feasible", "1", lambda at: _ranking(at)["Runs?"].all()),
     ("checkbox", "priced", True, "priced", "1", lambda at: _ranking(at)["$/GPU-h"].notna().all()),
+    ("checkbox", "cpus", True, "cpus", "1", lambda at: set(_ranking(at).gpu_id) == set(CATALOG.ids())),
     ("checkbox", "batch_auto", False, "batch", str(share.DEFAULTS.batch or 8),
      lambda at: _rows_where(_ranking(at), "Batch", lambda b: b <= 8)),
 ]
@@ -404,3 +405,25 @@ def test_the_serving_tab_lists_each_compared_gpu():
     _ok(at)
     table = next(d.value for d in at.dataframe if "Max concurrency in target" in d.value.columns)
     assert list(table.gpu_id) == ["h100-sxm", "rtx-4090"] and (table["Max concurrency in target"] >= 1).all()
+
+
+CALIBRATION_EXAMPLE = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))[0]
+
+
+def test_a_cpu_bench_calibrates_the_cpu_row_picked_in_the_sidebar():
+    """The committed CPU bench, as if run on a whole (32-thread) machine, attributed to the Ryzen 9 7950X row."""
+    doc = json.loads(CALIBRATION_EXAMPLE.read_text())
+    doc["environment"]["cpu_threads"] = 32
+    at = _app({"cpus": "1", "model": "llm-7b-seed002", "prec": "fp32", "seqs": "1", "prompt": "100", "gen": "100"})
+    at.file_uploader(key="upload_cal").set_value([("bench.json", json.dumps(doc).encode(), "application/json")]).run()
+    _ok(at)
+    assert "dev=amd-ryzen-9-7950x" not in _link(at)["cal"]  # its recorded name names no catalog CPU
+    at.selectbox(key="cal_cpu").set_value("amd-ryzen-9-7950x").run()
+    _ok(at)
+    assert "dev=amd-ryzen-9-7950x" in _link(at)["cal"]
+    row = _ranking(at).set_index("gpu_id").loc["amd-ryzen-9-7950x"]
+    time_col = next(c for c in _ranking(at).columns if c.startswith("Calibrated time"))
+    assert row[time_col] > 0 and "runs on the CPU" in row["Why / notes"]
+    again = _app(_link(at))  # the link carries the calibrated row without the file
+    _ok(again)
+    assert _ranking(again).set_index("gpu_id").loc["amd-ryzen-9-7950x"][time_col] == pytest.approx(row[time_col])

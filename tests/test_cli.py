@@ -129,3 +129,41 @@ def test_launch_lists_the_gpus_in_the_order_estimate_ranks_them():
     assert by_compute[:3] != [r["gpu_id"] for r in rows if r["feasible"]][:3]  # the two orders do differ here
     task = yaml.safe_load(run("launch", *plan).stdout)
     assert [next(iter(r["accelerators"])) for r in task["resources"]["ordered"]] == expected
+
+
+# ---------------------------------------------------------------- CPU devices
+
+SEED_002 = ("--model", "llm-7b-seed002", "--sequences", "1", "--prompt-tokens", "100", "--gen-tokens", "100",
+            "--batch", "1", "--precision", "bf16", "--format", "json")
+
+
+def test_cpus_are_named_like_gpus_and_say_they_run_on_the_cpu():
+    for names in (("--gpus", "amd-ryzen-9-7950x,rtx-5090"), ("--gpu", "amd-ryzen-9-7950x,rtx-5090"),
+                  ("--gpu", "7950x", "--gpu", "rtx 5090")):
+        out = run("estimate", *SEED_002, *names)
+        assert out.returncode == 0, out.stderr
+        rows = {r["gpu_id"]: r for r in json.loads(out.stdout)}
+        assert set(rows) == {"amd-ryzen-9-7950x", "rtx-5090"}
+    cpu = rows["amd-ryzen-9-7950x"]
+    assert cpu["device_kind"] == "cpu" and cpu["feasible"] and cpu["gpus"] == 1
+    assert any(r["code"] == "device" and "runs on the CPU" in r["text"] for r in cpu["reasons"])
+    # bf16 weights of Llama-2-7B (13.2 GB streamed per token) over 83.2 GB/s x 0.6: about 3.7 tokens/s
+    assert 3.5 < cpu["tokens_per_s"] < 3.8 and rows["rtx-5090"]["tokens_per_s"] > 10 * cpu["tokens_per_s"]
+
+
+def test_include_cpu_adds_every_cpu_and_the_default_has_none():
+    cpu_ids = {"amd-epyc-9654", "amd-epyc-7763", "intel-xeon-8480-plus", "amd-ryzen-9-7950x"}
+    default = {r["gpu_id"] for r in json.loads(run("estimate", *SEED_002).stdout)}
+    assert not default & cpu_ids
+    assert cpu_ids <= {r["gpu_id"] for r in json.loads(run("estimate", *SEED_002, "--include-cpu").stdout)}
+    listed = {g["id"] for g in json.loads(run("gpus", "--include-cpu", "--format", "json").stdout)}
+    assert cpu_ids <= listed and not cpu_ids & {g["id"] for g in json.loads(run("gpus", "--format", "json").stdout)}
+
+
+def test_serving_on_a_cpu_with_a_gpu_only_runtime_says_why():
+    out = run("serve", "--model", "llama-3-8b", "--gpu", "amd-epyc-9654,h100-sxm", "--runtime", "vllm",
+              "--concurrency", "1", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert any(r["gpu"] == "amd-epyc-9654" and "does not run on a CPU" in r["note"] for r in rows)
+    assert any(r["gpu"] == "h100-sxm" and r["tokens_per_s"] for r in rows)

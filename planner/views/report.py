@@ -52,6 +52,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with overheads,
     the whole job's billed time and cost too. Price ages count days before `today` (default: today, UTC)."""
     ages = {t: price_age_fields(p, today or utc_today(), stale_after_days) for t, p in e.prices.items()}
+    seconds_band = band(e)  # None when infeasible, or on a device class with no validation rows (a CPU)
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
@@ -63,7 +64,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "gpus": e.plan.gpus,
         "parallelism": e.parallelism,
         "seconds": _r(e.seconds, 3),
-        "seconds_range": [_r(x, 3) for x in band(e)] if e.feasible else None,
+        "seconds_range": [_r(x, 3) for x in seconds_band] if seconds_band else None,
         "bound": e.bound,
         "step_time_breakdown_s": {k: _r(v, 4) for k, v in e.split.items()},
         "phases": [{

@@ -138,3 +138,53 @@ def test_training_time_counts_epochs():
     one = estimate_all(plan(1), FACTS, gpu_names=["a100-sxm-80gb"])[0]
     three = estimate_all(plan(3), FACTS, gpu_names=["a100-sxm-80gb"])[0]
     assert three.seconds == pytest.approx(3 * one.seconds, rel=1e-9)
+
+
+# ---------------------------------------------------------------- CPU devices
+
+LLAMA2_7B_PARAMS = 6_738_415_616  # meta-llama/Llama-2-7b-hf: 32 layers x 202,383,360 + 2 x 32,000 x 4,096 + 4,096
+
+
+def test_cpu_fallback_decode_is_weights_over_dram_bandwidth():
+    """Seed 002's CPU fallback: a 7B model in bf16, batch 1, on a 16-core desktop with 2 x DDR5-5200."""
+    m = load_models().get("llm-7b-seed002")
+    assert m.params == LLAMA2_7B_PARAMS
+    cpu = load_catalog().get("amd-ryzen-9-7950x")
+    e = estimate_gpu(Plan(m, Generate(1, 100, 100), "bf16", attention="sdpa", batch=1), cpu, FACTS)
+    assert e.feasible and e.bound == "memory"
+    # every decode step streams the matmul weights once: all parameters but the input embedding (a row lookup, 32,000
+    # x 4,096) and the norms (2 x 4,096 per layer + the final 4,096), 2 B each in bf16
+    streamed = (LLAMA2_7B_PARAMS - 32_000 * 4_096 - 32 * 2 * 4_096 - 4_096) * 2  # 13.214 GB
+    # at 2 channels x 5,200 MT/s x 8 B = 83.2 GB/s and PyTorch eager's CPU bandwidth fraction 0.60 (data/runtimes.yaml)
+    floor_s = streamed / (83.2e9 * 0.60)  # 0.2647 s per token
+    decode = next(p for p in e.phases if p.name == "decode")
+    per_token = decode.total_s / decode.steps
+    # the KV cache (~0.5 MB per position), elementwise passes and 5 us per eager op add only a few per cent
+    assert floor_s <= per_token <= 1.05 * floor_s
+    assert 3.5 < 1 / per_token < 3.8  # tokens/s; shared/seeds/002 measured 3.9 on its 32-thread host
+
+
+def test_cpus_join_the_ranking_only_when_asked_or_named():
+    plan = _plan(model="cfdna-gen", precision="bf16", workload=Generate(1000, 1, 64), batch=None)
+    cpu_ids = {g.id for g in FACTS.catalog.cpus}
+    default = {e.gpu.id for e in estimate_all(plan, FACTS)}
+    assert default == {g.id for g in FACTS.catalog.gpus} and not default & cpu_ids
+    assert cpu_ids <= {e.gpu.id for e in estimate_all(plan, FACTS, include_cpus=True)}
+    named = estimate_all(plan, FACTS, ["amd-epyc-9654", "rtx-5090"])
+    assert {e.gpu.id for e in named} == {"amd-epyc-9654", "rtx-5090"}
+    cpu = next(e for e in named if e.gpu.id == "amd-epyc-9654")
+    assert cpu.feasible and cpu.price is None and cpu.cost() is None  # no listed price: time only
+    assert any(r.code == "price" for r in cpu.reasons)
+
+
+def test_a_slow_fp16_path_is_timed_at_its_fraction_of_fp32():
+    """fp16 on a Zen 4 EPYC (no AVX512-FP16) runs its matmuls at 1 % of the fp32 rate: prefill becomes compute-bound.
+    A 4,096-token prompt through a 7B model: 2 x 6.61e9 matmul params x 4,096 tokens = 54.1 TFLOP."""
+    m = load_models().get("llm-7b-seed002")
+    cpu = load_catalog().get("amd-epyc-9654")
+    plan = Plan(m, Infer(1, 4096), "fp16", attention="sdpa", batch=1)
+    e = estimate_gpu(plan, cpu, FACTS, adjust=NO_OVERHEAD)
+    matmul_flops = 2 * (LLAMA2_7B_PARAMS - 32_000 * 4_096 - 32 * 2 * 4_096 - 4_096) * 4096
+    rate = 96 * 2.4 * 32 * 1e9 * 0.01 * 0.60  # fp32 peak x slow-path fraction x PyTorch's CPU compute fraction
+    linear = next(g for p in e.phases for g in p.groups if g.name == "linear layers")
+    assert linear.time_s == pytest.approx(matmul_flops / rate, rel=0.02) and linear.bound == "compute"

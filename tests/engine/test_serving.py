@@ -58,3 +58,11 @@ def test_an_impossible_target_and_a_formula_model_are_answered_plainly():
     assert max_concurrency(_plan(), gpu, FACTS, 512, 256, ttft_target_s=None, tpot_target_s=1e-6) is None
     with pytest.raises(ValueError, match="serving needs a decoder"):
         serving_point(_plan(model="sea"), gpu, FACTS, 1, 512, 256)
+
+
+def test_a_runtime_that_cannot_run_on_a_cpu_is_refused_by_name():
+    cpu = FACTS.catalog.get("amd-epyc-9654")
+    with pytest.raises(ValueError, match="vLLM does not run on a CPU"):
+        serving_point(_plan("vllm"), cpu, FACTS, 1, 512, 256)
+    p = serving_point(_plan("pytorch-eager"), cpu, FACTS, 1, 512, 256)
+    assert p.fits and p.usd_per_m_tokens is None  # host RAM holds it; no listed price for a CPU

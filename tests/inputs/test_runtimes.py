@@ -28,3 +28,45 @@ def test_efficiency_above_one_is_rejected(tmp_path):
                     "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
     with pytest.raises(DataFileError, match="'x'.mem_bw_efficiency.*'hbm'"):
         load_runtimes(path)
+
+
+# ---------------------------------------------------------------- on a CPU device
+
+def test_runtimes_that_run_on_a_cpu_have_cpu_fractions_with_a_source():
+    rts = load_runtimes()
+    for rid in ("pytorch-eager", "torch-compile", "llama.cpp"):
+        eff = rts.get(rid).efficiency("cpu")
+        assert not eff.unsupported and 0 < eff.mem_bw_efficiency <= 1 and 0 < eff.compute_efficiency <= 1
+        assert rts.get(rid).cpu.source.strip() and "CPUs" in eff.source
+
+
+@pytest.mark.parametrize("rid", ["vllm", "tensorrt-llm", "mlc-llm", "llm.c", "llm-foundry"])
+def test_gpu_only_runtimes_say_why_they_cannot_run_on_a_cpu(rid):
+    eff = load_runtimes().get(rid).efficiency("cpu")
+    assert eff.unsupported.startswith(load_runtimes().get(rid).name) and "does not run on a CPU" in eff.unsupported
+
+
+BASE = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
+        "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
+        "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+
+
+def test_a_runtime_without_a_cpu_block_is_unsupported_on_a_cpu(tmp_path):
+    path = tmp_path / "plain.yaml"
+    path.write_text(BASE)
+    assert "no CPU profile" in load_runtimes(path).get("x").efficiency("cpu").unsupported
+
+
+@pytest.mark.parametrize("block, field", [
+    ("    cpu: {unsupported: why, mem_bw_efficiency: 0.5}\n", "mem_bw_efficiency"),
+    ("    cpu: {mem_bw_efficiency: 0.5, compute_efficiency: 0.5, launch_overhead_us: 5, source: s}\n",
+     "host_memory_gb"),
+    ("    cpu: {mem_bw_efficiency: 1.5, compute_efficiency: 0.5, launch_overhead_us: 5, host_memory_gb: 0.3, "
+     "source: s}\n", "mem_bw_efficiency"),
+])
+def test_a_bad_cpu_block_names_its_field(tmp_path, block, field):
+    path = tmp_path / f"bad-{field}-{len(block)}.yaml"
+    path.write_text(BASE + block)
+    with pytest.raises(DataFileError) as exc:
+        load_runtimes(path)
+    assert exc.value.field == field and "'x'.cpu" in exc.value.record

@@ -274,3 +274,82 @@ def test_a_fleet_uses_each_calibration_for_its_own_gpu():
         assert fleet.adjust(gpu, eff) == owner.adjust(gpu, eff), gpu_id
     again = Fleet.from_query(fleet.to_query())
     assert [c.gpu_id for c in again.members] == ["rtx-4090", "a100-sxm-80gb"]
+
+
+# ---------------------------------------------------------------- a CPU bench calibrates a catalog CPU's row
+
+def _synthetic_cpu_result(true_bw, true_mm, true_lo, threads=32, name="AMD Ryzen 9 7950X 16-Core Processor"):
+    """A CPU bench result (bf16 points) whose 'measured' times follow the planner's model with known factors, on a
+    machine that measured 70 GB/s, 4.0 bf16 TFLOPS and 5 us per op (the fit's weak prior pull then sits on the truth
+    for the launch time) and reports the OS's model name of a Ryzen 9 7950X."""
+    doc = _synthetic_gpu_result(0.5, 0.5, 5.0)  # the same points and model; re-timed below on the CPU
+    doc["environment"] = {"device_type": "cpu", "device_name": name, "cpu_model": name, "cpu_threads": threads,
+                          "memory_gb": 68.7, "torch_version": "2.13.0+cpu", "torch_threads": threads,
+                          "date": "2026-11-22"}
+    doc["micro"] = {"memory_bandwidth": {"gbps": 70.0}, "launch_overhead": {"us_per_op": 5.0},
+                    "matmul": {"fp32": {"status": "ok", "best_tflops": 2.0}, "bf16": {"status": "ok", "best_tflops": 4.0}}}
+    dev = device_gpu(doc, device="")  # the measured machine: its measured peaks are the reference
+    truth = lambda g, e: replace(e, mem_bw_efficiency=true_bw, compute_efficiency=true_mm, launch_overhead_us=true_lo)
+    cf = load_models().get("cfdna-gen")
+    for w in doc["workloads"]:
+        w["measured_s"] = predict_seconds(w["workload"], cf, w["batch"], w.get("position") or w.get("seq"), "bf16",
+                                          dev, truth)
+    return parse_result(json.dumps(doc), "cpu.json")
+
+
+def test_a_cpu_bench_calibrates_the_catalog_cpu_it_names():
+    cal = fit(_synthetic_cpu_result(0.8, 0.6, 5.0))
+    ryzen = CATALOG.get("amd-ryzen-9-7950x")
+    assert cal.gpu_id == ryzen.id and cal.device_class == "cpu" and cal.fit_rms_pct < 1.0
+    # 0.8 of the measured 70 GB/s = 56 GB/s achieved = 56 / 83.2 of the datasheet (2 x DDR5-5200 x 8 B);
+    # 0.6 of the measured 4.0 TFLOPS bf16 = 2.4 of the 4.608 TFLOPS peak (16 x 4.5 GHz x 32 x 2 for AVX512-BF16)
+    assert cal.mem_bw_efficiency == pytest.approx(0.8 * 70.0 / 83.2, rel=0.03)
+    assert cal.compute_efficiency == pytest.approx(0.6 * 4.0 / 4.608, rel=0.03)
+    eager = load_runtimes().get("pytorch-eager")
+    eff = cal.adjust(ryzen, eager.efficiency("cpu"))
+    assert eff.source.startswith("calibrated: fitted on this CPU")
+    assert eff.mem_bw_efficiency * ryzen.mem_bw_gbps == pytest.approx(0.8 * 70.0, rel=0.03)  # the same GB/s
+    for other in ("amd-epyc-9654", "rtx-4090"):  # other CPUs and the GPUs keep their priors
+        dev = CATALOG.get(other)
+        assert cal.adjust(dev, eager.efficiency(dev.memory_class)) == eager.efficiency(dev.memory_class)
+    back = Calibration.from_query(cal.to_query())  # the link keeps which row it calibrates
+    assert back.gpu_id == ryzen.id and back.mem_bw_efficiency == pytest.approx(cal.mem_bw_efficiency, rel=1e-3)
+
+
+def test_the_user_picks_the_cpu_row_or_the_machine_alone():
+    doc = _synthetic_cpu_result(0.8, 0.6, 5.0, name="AMD EPYC")  # a name that names no catalog CPU
+    assert fit(doc).gpu_id is None  # only the measured machine
+    assert fit(doc, device="amd-ryzen-9-7950x").gpu_id == "amd-ryzen-9-7950x"  # the row the user selects
+    assert fit(_synthetic_cpu_result(0.8, 0.6, 5.0), device="").gpu_id is None  # the machine alone, by choice
+    for wrong, needle in (("rtx-4090", "is a GPU"), ("epyc-9999", "unknown GPU")):
+        with pytest.raises(CalibrationError, match=needle):
+            fit(doc, device=wrong)
+
+
+def test_a_vm_slice_does_not_calibrate_the_whole_cpu():
+    doc = _synthetic_cpu_result(0.8, 0.6, 5.0, threads=8)  # 8 logical CPUs of a 32-thread Ryzen 9 7950X
+    assert fit(doc).gpu_id is None  # matched by name, but a slice: the measured machine only
+    with pytest.raises(CalibrationError, match="slice"):
+        fit(doc, device="amd-ryzen-9-7950x")
+
+
+def test_gpu_and_cpu_calibrations_stay_with_their_own_kind():
+    from planner.tools.calibration import Fleet
+    gpu_cal, cpu_cal = fit(_synthetic_gpu_result(0.8, 0.6, 5.0)), fit(_synthetic_cpu_result(0.8, 0.6, 5.0))
+    fleet = Fleet((cpu_cal, gpu_cal))
+    eager = load_runtimes().get("pytorch-eager")
+    epyc, h100, ryzen = CATALOG.get("amd-epyc-9654"), CATALOG.get("h100-sxm"), CATALOG.get("amd-ryzen-9-7950x")
+    assert fleet.adjust(epyc, eager.efficiency("cpu")) == eager.efficiency("cpu")  # a 4090 fit says nothing of it
+    assert fleet.adjust(h100, eager.efficiency("hbm")) == gpu_cal.adjust(h100, eager.efficiency("hbm"))
+    assert fleet.adjust(ryzen, eager.efficiency("cpu")) == cpu_cal.adjust(ryzen, eager.efficiency("cpu"))
+
+
+def test_cli_calibrates_the_cpu_row_it_is_told(tmp_path, capsys):
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(_synthetic_cpu_result(0.8, 0.6, 5.0, name="AMD EPYC")))
+    assert main(["estimate", "--model", "cfdna-gen", "--gpu", "amd-ryzen-9-7950x,amd-epyc-9654", "--sequences",
+                 "1000", "--calibration", str(path), "--calibration-cpu", "amd-ryzen-9-7950x", "--format",
+                 "json"]) == 0
+    rows = {r["gpu_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["amd-ryzen-9-7950x"]["efficiency"]["source"].startswith("calibrated: fitted on this CPU")
+    assert rows["amd-epyc-9654"]["efficiency"]["source"].startswith("prior")

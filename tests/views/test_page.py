@@ -219,3 +219,19 @@ def test_serving_rows_meet_the_target_they_report():
         assert row["gpu_id"] == gpu.id and row["TPOT at max (ms)"] <= 30
         more = serving_point(plan, gpu, FACTS, row["Max concurrency in target"] + 1, 512, 256)
         assert more.tpot_s > 0.03 or not more.fits
+
+
+def test_a_cpu_device_is_captioned_and_sourced_as_a_cpu():
+    plan = Plan(load_models().get("cfdna-gen"), Generate(1000, 1, 64), "bf16")
+    (e,) = estimate_all(plan, FACTS, ["amd-epyc-9654"])
+    caption = page.gpu_caption(e)
+    assert caption.startswith("CPU") and "96 cores" in caption and "460.8 GB/s" in caption
+    sources = {name: source for name, _, source in page.inputs_rows(e, True)}
+    assert "data/cpus.yaml" in sources["DRAM bandwidth"] and "data/cpus.yaml" in sources["Peak bf16 TFLOPS (dense)"]
+    assert "runs on the CPU" in page.reason_text(e)
+
+
+def test_serving_leaves_out_a_cpu_the_runtime_cannot_run_on():
+    plan = Plan(load_models().get("cfdna-gen"), Generate(1, 64, 64), "bf16", runtime="vllm")
+    gpus = [FACTS.catalog.get("h100-sxm"), FACTS.catalog.get("amd-epyc-9654")]
+    assert [r["gpu_id"] for r in page.serving_rows(plan, gpus, FACTS, 64, 64, None, None)] == ["h100-sxm"]

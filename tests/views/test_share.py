@@ -75,8 +75,8 @@ inputs_strategy = st.builds(
     myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
                      max_size=3, unique_by=lambda t: t[0]).map(lambda xs: tuple(sorted(xs))),
     vendor=st.sampled_from(share.VENDORS), minvram=st.sampled_from([0.0, 16.0, 80.0]),
-    maxusd=st.sampled_from([0.0, 0.5, 2.25]), feasible=st.booleans(), priced=st.booleans(),
-    gpu=st.sampled_from([""] + GPU_IDS[:5]),
+    maxusd=st.sampled_from([0.0, 0.5, 2.25]), feasible=st.booleans(), priced=st.booleans(), cpus=st.booleans(),
+    gpu=st.sampled_from([""] + GPU_IDS[:5] + GPU_IDS[-2:]),  # the catalog's ids end with its CPU devices
     cmp=st.lists(st.sampled_from(GPU_IDS), max_size=share.MAX_CMP, unique=True).map(tuple),
 )
 
@@ -112,7 +112,7 @@ def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
     ("model", "llama-9"), ("job", "dance"), ("seqs", "many"), ("seqs", "0"), ("prompt", "-3"), ("gen", "1.5"),
     ("samples", "nan"), ("size", "1e99"), ("epochs", "0"), ("opt", "adagrad"), ("ckpt", "maybe"), ("accum", "x"),
     ("batch", "big"), ("prec", "bf17"), ("kv", "fp4"), ("attn", "flash3"), ("rt", "jax"), ("gpus", "0"),
-    ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Apple"), ("minvram", "-1"), ("maxusd", "inf"),
+    ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Apple"), ("cpus", "maybe"), ("minvram", "-1"), ("maxusd", "inf"),
     ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"),
 ])
 def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
@@ -266,3 +266,12 @@ def test_the_plan_sentence_counts_in_words():
     assert one.startswith("Generate 1 sequence of 1 new token (")
     many = share.plan_sentence(Inputs(seqs=2, gen=165), share.resolve_model(Inputs()))
     assert many.startswith("Generate 2 sequences of 165 new tokens (")
+
+
+def test_cpus_travel_in_the_link_and_a_cpu_can_be_named():
+    inputs = Inputs(model="llm-7b-seed002", cpus=True, gpu="amd-ryzen-9-7950x",
+                    cmp=("amd-ryzen-9-7950x", "rtx-5090"), myprice=(("amd-epyc-9654", 1.5),))
+    link = encode(inputs)
+    assert link["cpus"] == "1" and link["gpu"] == "amd-ryzen-9-7950x" and "cpus" not in encode(DEFAULTS)
+    back, warnings = decode(link)
+    assert warnings == [] and back.cpus and back.cmp == inputs.cmp and back.myprice == inputs.myprice
