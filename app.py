@@ -397,7 +397,8 @@ def sidebar() -> None:
         now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
         ss.setdefault("cal_cpu", now)
         sb.selectbox("CPU the bench ran on", [calibration.THIS_MACHINE, *(c.id for c in CATALOG.cpus)], key="cal_cpu",
-                     on_change=_on_cal_cpu, format_func=lambda c: GPU_BY_ID[c].name if c else "the measured machine only",
+                     on_change=_on_cal_cpu,
+                     format_func=lambda c: GPU_BY_ID[c].name if c else "the measured machine only",
                      help="A CPU bench calibrates this CPU's row (tick 'Include CPUs' above the ranking to see it); "
                           "a VM or container slice calibrates only the measured machine")
     if ss.cal:

@@ -95,7 +95,8 @@ def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
         sub.check_keys(("unsupported",))
         return None, " ".join(sub.text("unsupported").split())
     sub.check_keys(("mem_bw_efficiency", "compute_efficiency", "launch_overhead_us", "host_memory_gb", "source"))
-    return CpuProfile(sub.number("mem_bw_efficiency", lo=0.01, hi=1.0), sub.number("compute_efficiency", lo=0.01, hi=1.0),
+    fraction = lambda field: sub.number(field, lo=0.01, hi=1.0)  # noqa: E731
+    return CpuProfile(fraction("mem_bw_efficiency"), fraction("compute_efficiency"),
                       sub.number("launch_overhead_us", lo=0, hi=1000), sub.number("host_memory_gb", lo=0, hi=64),
                       sub.text("source")), ""
 

@@ -172,8 +172,8 @@ def bench_cpu(result: dict, catalog: Catalog, device: str | None = None) -> GPU 
     if cpu.cpu and isinstance(seen, int) and seen < cpu.cpu.threads / 2:  # a VM or container slice of that CPU
         if device is None:
             return None
-        raise CalibrationError(f"the bench saw {seen} logical CPUs and the {cpu.name} has {cpu.cpu.threads}: it ran on a "
-                               f"slice of it (a VM or container), so it calibrates the measured machine, not the "
+        raise CalibrationError(f"the bench saw {seen} logical CPUs and the {cpu.name} has {cpu.cpu.threads}: it ran "
+                               f"on a slice of it (a VM or container), so it calibrates the measured machine, not the "
                                f"{cpu.name} row")
     return cpu
 
@@ -218,9 +218,9 @@ class Calibration:
     """Fitted factors of one measured device (for the pytorch-eager runtime) and how they carry to other GPUs.
 
     mem_bw_efficiency, compute_efficiency: fractions of the REFERENCE peaks: the catalog datasheet when the device is
-    a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and matmul peak (another CPU, MPS). compute_efficiency is
-    fitted on `compute_path` (the workload precision). launch_overhead_us: per kernel, as in data/runtimes.yaml.
-    measured_*: the micro-benchmark peaks, so the measured device itself can be estimated (`measured_gpu`).
+    a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and matmul peak (other CPUs, MPS).
+    compute_efficiency is fitted on `compute_path` (the workload precision). launch_overhead_us: per kernel, as in
+    data/runtimes.yaml. measured_*: the micro-benchmark peaks, so the measured device itself can be estimated (`measured_gpu`).
     """
 
     device_name: str

@@ -103,7 +103,8 @@ def test_gpu_build_rules_and_gpu_only_runtimes_on_a_cpu():
     e = _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16")
     assert "pytorch_build" not in _codes(e)  # the sm_120 rule is about the RTX 5090, not its host CPU
     vllm = _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", runtime="vllm")
-    assert not vllm.feasible and "vLLM does not run on a CPU" in next(r.text for r in vllm.reasons if r.code == "runtime")
+    why = next(r.text for r in vllm.reasons if r.code == "runtime")
+    assert not vllm.feasible and "vLLM does not run on a CPU" in why
     assert _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", runtime="llama.cpp").feasible
 
 

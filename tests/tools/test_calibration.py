@@ -287,7 +287,8 @@ def _synthetic_cpu_result(true_bw, true_mm, true_lo, threads=32, name="AMD Ryzen
                           "memory_gb": 68.7, "torch_version": "2.13.0+cpu", "torch_threads": threads,
                           "date": "2026-11-22"}
     doc["micro"] = {"memory_bandwidth": {"gbps": 70.0}, "launch_overhead": {"us_per_op": 5.0},
-                    "matmul": {"fp32": {"status": "ok", "best_tflops": 2.0}, "bf16": {"status": "ok", "best_tflops": 4.0}}}
+                    "matmul": {"fp32": {"status": "ok", "best_tflops": 2.0},
+                               "bf16": {"status": "ok", "best_tflops": 4.0}}}
     dev = device_gpu(doc, device="")  # the measured machine: its measured peaks are the reference
     truth = lambda g, e: replace(e, mem_bw_efficiency=true_bw, compute_efficiency=true_mm, launch_overhead_us=true_lo)
     cf = load_models().get("cfdna-gen")
