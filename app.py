@@ -342,6 +342,10 @@ def sidebar() -> None:
     c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help="data parallel; tensor parallel when the "
                     "weights don't fit one GPU (inference); training: DDP or FSDP (see the Job section)")
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help="RunPod secure cloud, community cloud or spot")
+    sb.slider("Usable memory (% of what each GPU reports)", *_bounds("memory_target_pct"), step=1.0, key="mem",
+              format="%.0f %%", help="A plan fills at most this share of the memory the driver reports (ECC keeps "
+              "1/16 of a data-center GDDR card); 90 % is vLLM's default gpu_memory_utilization, the rest absorbs "
+              "allocator fragmentation. batch=auto stays below it; a fixed batch above it is out of memory.")
     sb.number_input("Flag prices older than (days)", 1, MAX_STALE_DAYS, key="stale",
                     help="A price read longer ago than this is marked ⚠ in the table and in the call-outs")
     sb.radio("Prices", share.PRICE_SOURCES, key="psrc", horizontal=True,
@@ -475,10 +479,12 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
                                     "overhead = kernel launches; communication = GPU-to-GPU links"),
         "Batch": cc.NumberColumn(width="small", help="Per GPU; auto = the cheapest that fits"),
         "Memory (GB)": cc.NumberColumn(format="%.3g", help="Per GPU at this batch, decimal GB (1e9 bytes)"),
+        "Usable (GB)": cc.NumberColumn(format="%.1f", help=f"{inputs.mem:g} % (the memory target, sidebar) "
+                                       "of what the GPU reports: ECC takes 1/16 on data-center GDDR cards"),
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
         "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0,
-                                         help="Memory / VRAM; above 100 % it does not fit"),
+                                         help="Memory / usable memory; above 100 % it does not fit"),
         "gpu_id": None,
     }
     return df, config, page.ranking_order(df.columns, unit, rate_name, inputs.job)
@@ -532,8 +538,8 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     rate = page.rate(e)
     c[2].metric(f"Throughput ({page.rate_unit(inputs.job, e.plan.model.counts_tokens)})",
                 fmt_count(rate) if rate else "-", help="average over the whole job")
-    c[3].metric(f"Memory per GPU (of {g.vram_gb:.3g} GB)", f"{e.memory.total_gb:.3g} GB",
-                help=f"at batch {e.batch:,}; decimal GB ({g.vram_gib:g} GiB = {g.vram_gb:.3g} GB)")
+    c[3].metric(f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
+                help=f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")
     if cal_e is not None and cal_e.seconds:
         st.success(f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
                    f"({md_escape(cal_e.efficiency.source, 400)})")

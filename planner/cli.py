@@ -14,7 +14,7 @@ from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import estimate_all
 from planner.engine.job_cost import job_cost
-from planner.engine.plan import Plan
+from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
@@ -102,6 +102,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=_bounded("gpus"), default=1, help="GPUs per job (data or tensor parallel)")
     p.add_argument("--gpu", action="append", default=None, help="a GPU to include (repeatable; default: all)")
     p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
+    p.add_argument("--memory-target", type=_bounded("memory_target_pct"), default=MEMORY_TARGET_DEFAULT_PCT,
+                   metavar="PCT", help="percent of the memory each GPU reports that a plan may fill (default "
+                   f"{MEMORY_TARGET_DEFAULT_PCT}, vLLM's gpu_memory_utilization; the rest absorbs fragmentation)")
     p.add_argument("--job-cost", type=_assumption, action="append", default=None, metavar="KEY=VALUE",
                    help="change a whole-job assumption of data/job_costs.yaml, e.g. pod_start_s=120 (repeatable)")
     p.add_argument("--calibration", action="append", default=None,
@@ -128,7 +131,8 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
     else:
         workload = Train(a.samples, size, a.epochs, a.optimizer, a.checkpointing, a.grad_accum, a.sharding)
     runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
-    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier)
+    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier,
+                a.memory_target / 100)
 
 
 # ---------------------------------------------------------------- estimate, gpus, models

@@ -139,7 +139,9 @@ def test_fixed_batch_value_travels():
 def test_each_preset_loads_its_plan_in_one_click(preset):
     at = _app()
     at.button(key=f"preset_{preset.id}").click().run()
-    _ok(at)
+    assert not at.exception, [e.value for e in at.exception]
+    # an error may only be the planner's answer that the GPU asked about can't run the plan (BetaRho's batch 16)
+    assert all(_shown(e.value).startswith("Can't run: needs") for e in at.error), [_shown(e.value) for e in at.error]
     assert _link(at) == share.encode(preset.inputs)
     assert any(preset.question in _shown(i.value) for i in at.info)  # the question and its hint stay on screen
     if preset.inputs.gpu:  # the explain tab opens on the GPU the question is about

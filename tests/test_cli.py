@@ -129,3 +129,14 @@ def test_launch_lists_the_gpus_in_the_order_estimate_ranks_them():
     assert by_compute[:3] != [r["gpu_id"] for r in rows if r["feasible"]][:3]  # the two orders do differ here
     task = yaml.safe_load(run("launch", *plan).stdout)
     assert [next(iter(r["accelerators"])) for r in task["resources"]["ordered"]] == expected
+
+
+def test_the_memory_target_is_a_cli_option_and_its_bounds_are_checked():
+    base = ("estimate", "--model", "cfdna-gen", "--gpu", "l40s", "--sequences", "1000000", "--format", "json")
+    at90 = json.loads(run(*base).stdout)[0]
+    at100 = json.loads(run(*base, "--memory-target", "100").stdout)[0]
+    reported = 46068 * 2**20 / 1e9  # an L40S reports 46,068 MiB with ECC on
+    assert at90["usable_gb"] == round(0.9 * reported, 4) and at100["usable_gb"] == round(reported, 4)
+    assert at90["memory_gb"]["total"] <= at90["usable_gb"] < at100["memory_gb"]["total"] <= reported
+    bad = run(*base, "--memory-target", "120")
+    assert bad.returncode == 2 and "memory" in bad.stderr and "Traceback" not in bad.stderr

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Mapping
 
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import Reason, context_reason, memory_reason, support_reasons
-from planner.engine.memory import MemoryBreakdown, breakdown, max_batch
+from planner.engine.memory import MemoryBreakdown, breakdown, max_batch, usable_gb
 from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
 from planner.engine.plan import Plan, check_plan, resolve_setup
 from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, time_split
@@ -73,6 +73,16 @@ class Estimate:
     def price(self) -> Price | None:
         return self.prices.get(self.plan.price_tier)
 
+    @property
+    def usable_gb(self) -> float:
+        """Memory per GPU the plan may fill (decimal GB): the memory target of what the GPU reports."""
+        return usable_gb(self.gpu, self.plan.memory_target)
+
+    @property
+    def headroom_gb(self) -> float:
+        """Usable memory left per GPU at the planned batch (negative: short by that much)."""
+        return self.usable_gb - self.memory.total_gb
+
 
 def _phases(plan: Plan, s: Setup, batch: int, items_per_gpu: int, n_dp: int) -> tuple:
     m, w = plan.model, plan.workload
@@ -127,7 +137,8 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
     if n == 1:
         return s, "single", []
     heads = m.tensor_parallel_heads
-    if not isinstance(w, Train) and heads is not None and breakdown(m, w, s, 1, context_gb).total_gb > gpu.vram_gb:
+    if (not isinstance(w, Train) and heads is not None
+            and breakdown(m, w, s, 1, context_gb).total_gb > usable_gb(gpu, plan.memory_target)):
         notes = [Reason("parallelism", False, f"weights don't fit one GPU: tensor parallel over {n} GPUs, "
                         f"2 all-reduces per layer over {_link(gpu)}")]
         if heads % n:
@@ -153,12 +164,16 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     reasons += notes
     n_dp = 1 if parallelism == "tensor" else plan.gpus
     per_gpu = _items_per_gpu(w, n_dp)
-    fit = max_batch(m, w, s, gpu.vram_gb, eff.cuda_context_gb, per_gpu)
+    usable = usable_gb(gpu, plan.memory_target)
+    fit = max_batch(m, w, s, usable, eff.cuda_context_gb, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
     mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
-    oom = memory_reason(gpu, mem, batch, plan.gpus)
+    # batch=auto fills the usable memory by design (the target is its margin): only a batch the user fixed, or one
+    # that does not fit at all, gets a memory reason
+    oom = memory_reason(gpu, mem, batch, plan.gpus, usable, plan.memory_target) if plan.batch or not fit else None
     if oom:
         reasons.append(oom)
+    if oom and oom.blocking:
         if isinstance(w, Train) and parallelism == "data":
             reasons.append(Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer states "
                                   "split over the GPUs"))

@@ -17,7 +17,7 @@ from planner.inputs.work import Setup
 
 @dataclass(frozen=True)
 class Reason:
-    code: str  # 'oom', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price', 'parallelism'
+    code: str  # 'oom', 'memory', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price', 'parallelism'
     blocking: bool
     text: str
 
@@ -48,14 +48,33 @@ def support_reasons(gpu: GPU, s: Setup, builds: Iterable[BuildRule]) -> list[Rea
     return out
 
 
-def memory_reason(gpu: GPU, mem: MemoryBreakdown, batch: int, n_gpus: int) -> Reason | None:
-    has = gpu.vram_gb
-    if mem.total_gb <= has:
-        return None
-    parts = ", ".join(f"{i.name} {i.gb:.2f}" for i in mem.items if i.gb >= 0.005)
+# A plan that fills this much of its usable memory is said to be close to the limit (a note, not a refusal): a few
+# percent is what a longer sequence, a larger workspace or a fragmentation spike takes.
+NEAR_LIMIT_FRACTION = 0.95
+
+
+def capacity_text(gpu: GPU, target: float) -> str:
+    """How the usable memory follows from the card's capacity, e.g. '90 % of the 48.3 GB an L40S reports (48 GiB
+    less 1/16 kept for ECC)'."""
+    reported = gpu.reported_vram_gb
+    why = (f"{gpu.vram_gib:g} GiB = {gpu.vram_gb:.1f} GB, of which the driver reports {gpu.reported_vram_mib:,.0f} MiB"
+           if gpu.reported_vram_mib is not None else f"{gpu.vram_gib:g} GiB")
+    return f"{target:.0%} of the {reported:.1f} GB it reports ({why})"
+
+
+def memory_reason(gpu: GPU, mem: MemoryBreakdown, batch: int, n_gpus: int, usable_gb: float,
+                  target: float) -> Reason | None:
+    """A refusal when the plan needs more than the usable memory; a note when it fills nearly all of it."""
     per = " per GPU" if n_gpus > 1 else ""
-    return Reason("oom", True, f"needs {mem.total_gb:.1f} GB{per} at batch {batch}, has {has:.1f} GB "
-                  f"({gpu.vram_gib:g} GiB; {mem.total_gb - has:.1f} GB short; {parts} GB)")
+    need = mem.total_gb
+    if need > usable_gb:
+        parts = ", ".join(f"{i.name} {i.gb:.2f}" for i in mem.items if i.gb >= 0.005)
+        return Reason("oom", True, f"needs {need:.1f} GB{per} at batch {batch}, usable {usable_gb:.1f} GB "
+                      f"({capacity_text(gpu, target)}; {need - usable_gb:.1f} GB short; {parts} GB)")
+    if need > NEAR_LIMIT_FRACTION * usable_gb:
+        return Reason("memory", False, f"close to the limit: {need:.1f} of {usable_gb:.1f} usable GB{per} at batch "
+                      f"{batch} ({need / usable_gb:.0%}); {usable_gb - need:.2f} GB of headroom")
+    return None
 
 
 def context_reason(m: ModelProfile, w: Workload) -> Reason | None:

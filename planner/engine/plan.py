@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.inputs.catalog import PRICE_TIERS
-from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 
+# Plan memory at 90 % of what the GPU reports, as vLLM does (gpu_memory_utilization defaults to 0.9: vLLM docs,
+# engine arguments): the rest absorbs allocator fragmentation and transient workspaces. A setting, within
+# BOUNDS["memory_target_pct"].
+MEMORY_TARGET_DEFAULT_PCT = 90
+MEMORY_TARGET_DEFAULT = MEMORY_TARGET_DEFAULT_PCT / 100
 
 @dataclass(frozen=True)
 class Plan:
@@ -24,6 +29,7 @@ class Plan:
     batch: int | None = None
     gpus: int = 1
     price_tier: str = "secure"
+    memory_target: float = MEMORY_TARGET_DEFAULT  # fraction of the reported memory a plan may fill
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules) -> Setup:
@@ -42,6 +48,10 @@ def check_plan(plan: Plan) -> None:
         raise ValueError("gpus must be at least 1")
     if plan.batch is not None and plan.batch < 1:
         raise ValueError("batch must be at least 1 (or auto)")
+    bound = BOUNDS["memory_target_pct"]
+    if not bound.lo <= plan.memory_target * 100 <= bound.hi:
+        raise ValueError(f"memory target must be between {bound.lo:g} % and {bound.hi:g} % of the memory the GPU "
+                         "reports")
     if plan.price_tier not in PRICE_TIERS:
         raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
     if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):

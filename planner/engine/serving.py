@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from planner.base.units import SECONDS_PER_HOUR
 from planner.engine.estimate import efficiency_on
-from planner.engine.memory import breakdown
+from planner.engine.memory import breakdown, usable_gb
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan, resolve_setup
 from planner.engine.roofline import phase_seconds
@@ -36,7 +36,7 @@ class ServingPoint:
     requests_per_s: float
     usd_per_m_tokens: float | None  # at the plan's price tier
     memory_gb: float
-    fits: bool
+    fits: bool  # within the plan's usable memory (its memory target of what the GPU reports)
 
 
 def _decode_step_s(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: int, output: int) -> float:
@@ -69,7 +69,8 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
     context_gb = efficiency_on(plan, gpu, facts).cuda_context_gb
     s = resolve_setup(plan, facts.rules)
     mem = breakdown(plan.model, Generate(concurrency, prompt, output), s, concurrency, context_gb).total_gb
-    return ServingPoint(concurrency, ttft, tpot, tokens_per_s, requests_per_s, usd, mem, mem <= gpu.vram_gb)
+    return ServingPoint(concurrency, ttft, tpot, tokens_per_s, requests_per_s, usd, mem,
+                        mem <= usable_gb(gpu, plan.memory_target))
 
 
 def max_concurrency(plan: Plan, gpu: GPU, facts: Facts, prompt: int, output: int, ttft_target_s: float | None,

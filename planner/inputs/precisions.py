@@ -14,8 +14,19 @@ from planner.base.units import FP32_BYTES
 PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
 
 
+QUANTIZED_SCOPES = ("all", "layers")  # which weights a precision's weight_bytes applies to
+MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend (4-bit formats need ~5)
+
+
 @dataclass(frozen=True)
 class Precision:
+    """A numeric format: the tensor-core path matmuls run at, bytes per weight and per activation element.
+
+    quantized_weights 'layers': weight_bytes applies to the transformer layers' matrices only; embeddings, LM head and
+    norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints). dequant_ops_per_weight: CUDA-core
+    instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
+    """
+
     id: str
     compute_path: str
     weight_bytes: float
@@ -23,6 +34,15 @@ class Precision:
     min_sm: tuple[int, int] | None
     note: str
     source: str
+    quantized_weights: str = "all"
+    dequant_ops_per_weight: float = 0.0
+
+    @property
+    def outside_weight_bytes(self) -> float:
+        """Bytes per weight outside the quantized layers (embeddings, LM head, norms)."""
+        if self.quantized_weights == "layers" and self.weight_bytes < self.act_bytes:
+            return self.act_bytes
+        return self.weight_bytes
 
 
 @dataclass(frozen=True)
@@ -91,11 +111,15 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
     precisions = []
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "note", "source"))
+        rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
+                        "dequant_ops_per_weight", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
-                                    rec.text("source")))
+                                    rec.text("source"),
+                                    rec.text("quantized_weights", required=False, choices=QUANTIZED_SCOPES) or "all",
+                                    rec.number("dequant_ops_per_weight", required=False, lo=0,
+                                               hi=MAX_DEQUANT_OPS) or 0.0))
     unique_ids(path, (p.id for p in precisions))
     kvs = []
     for i, raw in enumerate(doc["kv_dtypes"]):

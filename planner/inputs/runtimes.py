@@ -19,9 +19,11 @@ class Efficiency:
 
     mem_bw_efficiency: achieved / datasheet DRAM bandwidth in memory-bound kernels.
     compute_efficiency: achieved / dense peak in matrix multiplies.
-    launch_overhead_us: time added per kernel launch.
+    launch_overhead_us: GPU time added per kernel launch (the gap between kernels; CUDA graphs keep only this).
     kernels_per_layer_factor: kernels launched per layer relative to a fused block.
     source: where the numbers come from ('prior: ...' or 'calibrated: ...').
+    host_us_per_kernel: CPU time to dispatch one kernel from Python (eager frameworks). It overlaps the GPU's work:
+      a step takes the longer of the two, so a small-batch decode in eager PyTorch is host-bound.
     """
 
     mem_bw_efficiency: float
@@ -30,6 +32,7 @@ class Efficiency:
     kernels_per_layer_factor: float
     cuda_context_gb: float
     source: str
+    host_us_per_kernel: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,14 @@ class RuntimeProfile:
     kernels_per_layer_factor: float
     cuda_context_gb: float
     source: str
+    host_us_per_kernel: float = 0.0
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
         return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
                           self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
-                          f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)")
+                          f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)",
+                          self.host_us_per_kernel)
 
 
 def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
@@ -73,11 +78,12 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
     for i, raw in enumerate(load_yaml(path, "runtimes", dated=True)):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
-                        "kernels_per_layer_factor", "cuda_context_gb", "source"))
+                        "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "source"))
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
-                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source")))
+                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
+                                  rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

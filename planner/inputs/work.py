@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.base.schema import CachedHash
+from planner.base.units import BYTES_PER_GB
 from planner.inputs.precisions import AttentionBackend, KVDtype, Precision
 
 ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and attention) can run in
@@ -67,3 +68,28 @@ class Setup(CachedHash):
         """Attention and elementwise work run in the activation dtype; quantized weights don't change it."""
         p = self.precision
         return p.compute_path if p.compute_path in ACTIVATION_PATHS else "fp16"
+
+
+def dequant_groups(quantized_weights: float, s: Setup) -> tuple[OpGroup, ...]:
+    """Weight-only quantized kernels unpack and scale every weight on the CUDA cores before the fp16 multiply, once per
+    weight per pass; the instructions run at the fp32 rate (one per core per clock = fp32 FLOPs / 2) and are not
+    hidden behind the weight loads. () for precisions that multiply their stored format directly."""
+    ops = s.precision.dequant_ops_per_weight
+    if not ops or not quantized_weights:
+        return ()
+    return (OpGroup("dequantize weights", 2.0 * ops * quantized_weights, 0.0, "fp32",
+                    f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
+                    f"({s.precision.id}: unpack, convert, scale), once per pass"),)
+
+
+def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:
+    """Stored weights per GPU (decimal GB): the quantized matrices at the precision's bytes, the rest (embeddings, LM
+    head, norms) at its outside bytes, split over the tensor-parallel GPUs."""
+    p = s.precision
+    total = quantized * p.weight_bytes + (params - quantized) * p.outside_weight_bytes
+    if p.outside_weight_bytes == p.weight_bytes:
+        return MemoryItem("weights", total / s.tp / BYTES_PER_GB, "{:,} params x {:g} B / {} GPU(s)",
+                          (params, p.weight_bytes, s.tp))
+    return MemoryItem("weights", total / s.tp / BYTES_PER_GB,
+                      "({:,} quantized x {:g} B + {:,} others (embeddings, LM head, norms) x {:g} B) / {} GPU(s)",
+                      (quantized, p.weight_bytes, params - quantized, p.outside_weight_bytes, s.tp))

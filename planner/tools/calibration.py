@@ -82,8 +82,11 @@ def _timed_phases(kind: str, work: tuple) -> tuple:
 def _estimate(kind: str, model: DecoderProfile, batch: int, size: int, precision: str, gpu: GPU,
               adjust: Callable[[GPU, Efficiency], Efficiency] | None, runtime: str):
     # a point that ran is timed even where the planner's memory model would call it out of memory
-    roomy = replace(gpu, vram_gib=max(gpu.vram_gib, 1e6))
-    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(), adjust)
+    roomy = replace(gpu, vram_gib=max(gpu.vram_gib, 1e6), reported_vram_mib=None)
+
+    def bare(g: GPU, eff: Efficiency) -> Efficiency:  # the bench runs bare torch modules: no framework Python
+        return replace(adjust(g, eff) if adjust else eff, host_us_per_kernel=0.0)
+    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(), bare)
     if not est.feasible:
         raise CalibrationError(f"the planner cannot estimate {model.id} {kind} in {precision} on {gpu.name}: "
                                + "; ".join(r.text for r in est.reasons if r.blocking))
@@ -137,7 +140,8 @@ def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float,
     fields = dict(id=f"measured-{key}", name=f"{base.name if base else name} (measured)", aliases=(),
                   mem_bw_gbps=bw_gbps, fp32_tflops=peaks.get("fp32", 0.0), tf32_tflops=peaks.get("tf32"),
                   fp16_tflops=peaks.get("fp16"), bf16_tflops=peaks.get("bf16"), fp8_tflops=None, int8_tops=None,
-                  vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
+                  vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, reported_vram_mib=None,  # measured = as reported
+                  reported_vram_source="", source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
                   f"on {day}: copy bandwidth and matmul peaks", notes="peaks are measured, not datasheet figures")
     if base:
         return replace(base, **fields)
@@ -381,7 +385,8 @@ def fit_factors(points: list[_Point], gpu: GPU, launch_us_prior: float) -> tuple
     if not points:
         raise CalibrationError("no workload points to fit; run the benchmark with at least one workload")
     work = [(_point_phases(pt, gpu), math.log(pt.measured_s)) for pt in points]
-    base = _prior(gpu.memory_class)
+    # the bench times bare torch ops: their whole per-op cost is the fitted launch time, with no framework's Python
+    base = replace(_prior(gpu.memory_class), host_us_per_kernel=0.0)
     centre = [0.0, 0.0, math.log(launch_us_prior)]
 
     def params(x):

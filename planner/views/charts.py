@@ -205,9 +205,10 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficienc
             rows.append({"gpu": gpu.name, "gpu_id": gpu.id, "batch": b, "feasible": e.feasible,
                          "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
                          "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
-                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_gb, "max_batch": auto.max_batch})
+                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_gb, "usable_gb": e.usable_gb,
+                         "max_batch": auto.max_batch})
     return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
-                                       "seconds", "bound", "memory_gb", "vram_gb", "max_batch"])
+                                       "seconds", "bound", "memory_gb", "vram_gb", "usable_gb", "max_batch"])
 
 
 def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
@@ -219,7 +220,7 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
     tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("batch:Q"), alt.Tooltip("bound:N", title="limited by"),
            alt.Tooltip(f"{y}:Q", title=y_title, format=",.4g"),
            alt.Tooltip("memory_gb:Q", title="memory GB", format=".3g"),
-           alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")]
+           alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")]
     limits = df.drop_duplicates("gpu")[["gpu", "max_batch"]]
     rule = alt.Chart(limits[limits.max_batch >= 1]).mark_rule(strokeDash=[5, 4]).encode(
         x="max_batch:Q", color=color, tooltip=[alt.Tooltip("gpu:N", title="GPU"),
@@ -230,7 +231,7 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
         x=x, y=f"{y}:Q", color=color, shape=alt.Shape("bound:N", title="Limited by"), tooltip=tip)
     return alt.layer(line, pts, rule).properties(
         height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
-                                 "Dashed line: the largest batch that fits in VRAM; beyond it, out of memory. "
+                                 "Dashed line: the largest batch that fits in the usable memory; beyond it, out of memory. "
                                  "Shape: what limits the steps at that batch.", f"Source: {ESTIMATE_SOURCE}."))
 
 
@@ -238,18 +239,19 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
 
 
 def memory_data(estimates: Iterable[Estimate]) -> pd.DataFrame:
-    """Memory per GPU and consumer (decimal GB) at each estimate's batch, with the VRAM capacity (decimal GB)."""
+    """Memory per GPU and consumer (decimal GB) at each estimate's batch, with the VRAM capacity and the usable
+    memory (the plan's target of what the GPU reports), both decimal GB."""
     rows = []
     for e in estimates:
         for item in e.memory.items:
             rows.append({"gpu": e.gpu.name, "item": item.name.replace("_", " "), "gb": item.gb, "formula": item.formula,
                          "order": MEMORY_ORDER.index(item.name) if item.name in MEMORY_ORDER else len(MEMORY_ORDER),
-                         "vram_gb": e.gpu.vram_gb, "batch": e.batch})
-    return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "batch"])
+                         "vram_gb": e.gpu.vram_gb, "usable_gb": e.usable_gb, "batch": e.batch})
+    return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "usable_gb", "batch"])
 
 
 def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
-    """Stacked memory per GPU (GB) with a black tick at its VRAM."""
+    """Stacked memory per GPU (GB) with a black tick at its VRAM and a red one at its usable memory."""
     label = df.assign(label=df.gpu.map(short_name) + " · batch " + df.batch.astype(str))
     y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
     bars = alt.Chart(label).mark_bar().encode(
@@ -260,11 +262,14 @@ def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
                  alt.Tooltip("gb:Q", title="GB", format=".3g"), alt.Tooltip("formula:N")])
     vram = alt.Chart(label.drop_duplicates("label")).mark_tick(color="black", thickness=3, size=22).encode(
         x="vram_gb:Q", y=y, tooltip=[alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")])
+    usable = alt.Chart(label.drop_duplicates("label")).mark_tick(color="#d62728", thickness=3, size=22).encode(
+        x="usable_gb:Q", y=y, tooltip=[alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")])
     n = label.label.nunique()
-    return alt.layer(bars, vram).properties(
+    return alt.layer(bars, vram, usable).properties(
         height=int(110 + 34 * n), title=_title("Memory breakdown at the batch each GPU runs",
                                               "Black tick: the GPU's VRAM in decimal GB (data/gpus.yaml GiB x "
-                                              "1.074). Bars past it do not fit.",
+                                              "1.074). Red tick: the usable memory (the memory target of what the "
+                                              "GPU reports); bars past it do not fit.",
                                               "Source: planner memory model (planner/memory.py formulas; hover "
                                               "for each)."))
 

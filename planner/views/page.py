@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
+from planner.engine.feasibility import capacity_text
 from planner.engine.job_cost import job_cost
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
@@ -135,8 +136,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
                     "Price date": price_age(p, today or date.today(), stale_after_days),
                     "Price source": f"{p.origin}: {p.source}" if p else "no price: enter your own in 'Explain a GPU'",
                     "Limited by": e.bound if e.feasible else "-", "Batch": e.batch,
-                    "Memory (GB)": e.memory.total_gb, "VRAM (GB)": e.gpu.vram_gb,
-                    "Memory used": e.memory.total_gb / e.gpu.vram_gb, "gpu_id": e.gpu.id})
+                    "Memory (GB)": e.memory.total_gb, "Usable (GB)": e.usable_gb, "VRAM (GB)": e.gpu.vram_gb,
+                    "Memory used": e.memory.total_gb / e.usable_gb, "gpu_id": e.gpu.id})
         out.append(row)
     return out, unit, rate_name
 
@@ -148,7 +149,7 @@ def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -
     want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
             f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
             f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used", "Why / notes",
-            "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
+            "Memory (GB)", "Usable (GB)", "VRAM (GB)", "Batch", "Price source")
     have = set(columns)
     return [c for c in want if c in have]
 
@@ -255,6 +256,12 @@ def step_time_rows(e: Estimate) -> list[dict]:
                      "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
                      "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
                      "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.host_bound_s:
+            rows.append({"phase": ph.name, "op group": "waiting for the CPU (host-bound dispatch)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.host_bound_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
+                                    "minus the GPU time it overlaps"})
         if ph.comm_s:
             rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
@@ -293,11 +300,12 @@ def md_table(header: list[str], rows: Iterable[Iterable]) -> str:
 
 
 def memory_sentence(e: Estimate) -> str:
-    """Memory per GPU against its capacity, both in decimal GB (the GiB the card is sold by in brackets)."""
-    g = e.gpu
-    verdict = "fits" if e.memory.total_gb <= g.vram_gb else "does NOT fit"
-    return (f"Total **{e.memory.total_gb:.3g} GB** per GPU at batch {e.batch:,}, of {g.vram_gb:.3g} GB "
-            f"({g.vram_gib:g} GiB): {verdict}.")
+    """Memory per GPU against the usable memory and what it follows from, all in decimal GB."""
+    g, need, usable = e.gpu, e.memory.total_gb, e.usable_gb
+    verdict = (f"fits, {usable - need:.2f} GB of headroom" if need <= usable
+               else f"does NOT fit, {need - usable:.2f} GB short")
+    return (f"Total **{need:.3g} GB** per GPU at batch {e.batch:,}, of {usable:.3g} GB usable ("
+            f"{capacity_text(g, e.plan.memory_target)}): {verdict}.")
 
 
 def gpu_caption(e: Estimate) -> str:

@@ -68,6 +68,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "phases": [{
             "name": ph.name, "steps_per_pass": ph.steps, "passes": ph.passes, "seconds": _r(ph.total_s, 4),
             "kernels_per_step": _r(ph.kernels_per_step, 1), "launch_overhead_s": _r(ph.overhead_s * ph.passes, 4),
+            "host_bound_s": _r(ph.host_bound_s * ph.passes, 4),
             "communication_s": _r(ph.comm_s * ph.passes, 4),
             "groups": [{"name": g.name, "bound": g.bound, "compute_path": g.compute_path, "flops": g.flops * ph.passes,
                         "bytes": g.bytes * ph.passes, "achieved_tflops": _r(g.achieved_tflops, 2),
@@ -88,6 +89,10 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "memory_gb": {k: _r(v, 4) for k, v in e.memory.as_dict().items()},
         "vram_gb": _r(e.gpu.vram_gb, 4),
         "vram_gib": e.gpu.vram_gib,
+        "reported_vram_gb": _r(e.gpu.reported_vram_gb, 4),
+        "memory_target": e.plan.memory_target,
+        "usable_gb": _r(e.usable_gb, 4),
+        "headroom_gb": _r(e.headroom_gb, 4),
         "efficiency": {"mem_bw": e.efficiency.mem_bw_efficiency, "compute": e.efficiency.compute_efficiency,
                        "launch_overhead_us": e.efficiency.launch_overhead_us, "source": e.efficiency.source},
         **job_fields(e, overheads),
@@ -106,7 +111,7 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | N
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
-        "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
+        "memory_gb": _r(e.memory.total_gb, 2), "usable_gb": _r(e.usable_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
         **{k: v for k, v in job_fields(e, overheads).items() if k != "job_parts_s"},
         "reasons": "; ".join(r.text for r in e.reasons),
     }

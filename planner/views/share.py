@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 from planner.base.schema import DataFileError, Record, suggest
 from planner.engine.estimate import Estimate
-from planner.engine.plan import Plan
+from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
 from planner.base.safe_parse import parse_number, shown
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
                                     STALE_AFTER_DAYS, load_catalog)
@@ -94,6 +94,7 @@ class Inputs:
     rt: str = "pytorch-eager"
     gpus: int = 1
     tier: str = "secure"
+    mem: float = float(MEMORY_TARGET_DEFAULT_PCT)  # percent of the reported memory a plan may fill
     psrc: str = "snapshot"
     myprice: tuple[tuple[str, float], ...] = ()
     cal: str = ""
@@ -227,6 +228,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "shard": _choice(lambda: SHARDINGS),
     "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _choice(_attention),
     "rt": _choice(_runtimes), "gpus": _bounded("gpus"), "tier": _choice(lambda: PRICE_TIERS),
+    "mem": _bounded("memory_target_pct"),
     "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
     "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
@@ -483,7 +485,7 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out["prec"] = inputs.prec
     if inputs.job == "generate" and inputs.kv != DEFAULTS.kv:
         out["kv"] = inputs.kv
-    out.update(attn=inputs.attn, rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier)
+    out.update(attn=inputs.attn, rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     for name in VIEW_FIELDS:
         value = getattr(inputs, name)
         if value == getattr(DEFAULTS, name):
@@ -519,7 +521,8 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
     else:
         workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum, inputs.shard)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
-    return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier)
+    return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
+                inputs.mem / 100)
 
 
 def size_name(model: ModelProfile) -> str:
@@ -544,8 +547,9 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     runtime = load_runtimes().get(inputs.rt).name
     batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"
+    memory = f", memory filled to at most {_num(inputs.mem)} % of what each GPU reports" if inputs.mem != DEFAULTS.mem else ""
     return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {inputs.prec}, "
-            f"{runtime}, {inputs.attn} attention, {batch}, {gpus}, RunPod {inputs.tier} prices.")
+            f"{runtime}, {inputs.attn} attention, {batch}, {gpus}{memory}, RunPod {inputs.tier} prices.")
 
 
 # ---------------------------------------------------------------- exports

@@ -159,3 +159,117 @@ def test_model_family_names_resolve_when_unique_and_list_otherwise():
     assert load_models().get("gpt2").id == "gpt2-124m" and load_models().get("Llama 3 8B").id == "llama-3-8b"
     with pytest.raises(AmbiguousNameError, match="llama-3-8b, llama-3-70b"):
         load_models().get("llama 3")
+
+
+def _train_setup(precision):
+    from planner.inputs.precisions import load_rules
+    from planner.inputs.work import Setup
+    r = load_rules()
+    p = r.precision(precision)
+    return Setup(p, r.default_kv_dtype(p), r.attention("sdpa"))
+
+
+def test_betarho_checkpointing_keeps_every_block_input_not_a_segment_share():
+    m = load_models().get("betarho-full")
+    L = 500
+    # With checkpointing per transformer block and IPA iteration (data/models_generic.yaml derivation), kept per pair:
+    # embedding 35 + the 4 blocks' pair inputs 4 x 64 + IPA entry 64 + 128 + 2 = 485; per residue 4 x 128 + 4 x 9.5 x 384
+    # + 1800 = 16,904; plus one transformer block re-materialized: per pair 2 x 128 + 9 x 64 + 3 = 835, per residue
+    # 24 x 128 = 3,072.
+    kept = L**2 * 485 + L * 16_904
+    segment = L**2 * 835 + L * 3_072
+    fp32 = m.train_activation_memory(_train_setup("fp32"), 1, L, True).gb
+    assert fp32 == pytest.approx((kept + segment) * 4 / 1e9)
+    # the traced reference (examples/profiles/betarho-full.yaml, fp32, checkpointed, L=500) saw 1.342e9 B
+    assert fp32 == pytest.approx(1.342e9 / 1e9, rel=0.03)
+    plain = m.train_activation_memory(_train_setup("fp32"), 1, L, False).gb
+    assert 0.25 < fp32 / plain < 0.35  # a checkpointed step keeps ~30 %, not 1/8 (the 8 segments)
+
+
+def test_betarho_mixed_precision_saves_2_25_bytes_per_element():
+    m = load_models().get("betarho-full")
+    L = 500
+    elems = L**2 * 4913 + L * 28_680  # the profile's activation_elems at L=500, term by term (see test_presets)
+    bf16 = m.train_activation_memory(_train_setup("bf16"), 16, L, False)
+    assert bf16.gb == pytest.approx(16 * elems * 2.25 / 1e9)  # 44.7 GB: the seed's batch 16 does not fit 40 GB
+    assert m.train_activation_memory(_train_setup("fp32"), 1, L, False).gb == pytest.approx(elems * 4 / 1e9)
+
+
+def test_a_profile_with_only_half_of_the_checkpoint_pair_is_refused():
+    text = """\
+id: toy
+name: Toy
+kind: generic
+input_size_name: L
+default_input_size: 10
+params: "100"
+fwd_flops_per_sample: "L"
+activation_elems_per_sample: "L"
+peak_inference_elems_per_sample: "L"
+activation_traffic_elems_per_sample: "L"
+kernels_per_forward: 10
+checkpoint_kept_elems_per_sample: "L"
+derivation: test
+source: test
+"""
+    with pytest.raises(DataFileError, match="checkpoint_kept_elems_per_sample.*give both"):
+        parse_model_text(text, "toy.yaml", "upload")
+
+
+def _setup(precision, attention="sdpa"):
+    from planner.inputs.precisions import load_rules
+    from planner.inputs.work import Setup
+    r = load_rules()
+    p = r.precision(precision)
+    return Setup(p, r.default_kv_dtype(p), r.attention(attention))
+
+
+def _group(groups, name):
+    return next(g for g in groups if g.name.startswith(name))
+
+
+def test_manual_attention_computes_every_score_and_its_backward_is_twice_the_forward():
+    m = load_models().get("gpt2-124m")  # 12 layers, 12 heads x 64 = 768
+    S, B = 1024, 2
+    fused = _group(m.forward_work(_setup("fp16"), B, S), "attention").flops
+    manual = _group(m.forward_work(_setup("fp16", "manual"), B, S), "attention").flops
+    assert fused == 4 * 12 * 768 * B * S * (S + 1) / 2  # causal: query t attends t keys
+    assert manual == 4 * 12 * 768 * B * S * S  # softmax(QK^T)V fills the whole S x S matrix, then masks it
+    train_manual = _group(m.train_work(_setup("fp16", "manual"), B, S, False), "attention").flops
+    train_fused = _group(m.train_work(_setup("fp16"), B, S, False), "attention").flops
+    assert train_manual == manual * (1 + 2)  # dQ, dK, dP, dV: 4 matmuls for the forward's 2
+    assert train_fused == fused * (1 + 2.5)  # FlashAttention-2 recomputes QK^T: 5 matmuls (Dao 2023)
+
+
+def test_swiglu_saves_four_ffn_widths_per_token_in_eager_pytorch():
+    m = load_models().get("llama-2-7b")  # hidden 4096, 32 heads, kv 32 x 128, ffn 11008, 32 layers
+    h, f, q, kv = 4096, 11008, 4096, 4096
+    # norm in/out 4h, Q, K, V and attention output (2q + 2kv), MLP: gate, up, silu(gate), gate*up = 4f
+    assert m.saved_act_elems == 32 * (4 * h + 2 * q + 2 * kv + 4 * f)
+
+
+def test_int4_keeps_embeddings_and_lm_head_in_fp16():
+    from planner.engine.memory import breakdown
+    from planner.inputs.jobs import Generate
+    m = load_models().get("llama-3-8b")  # 32 layers, hidden 4096, kv 8 x 128, ffn 14336, vocab 128256, untied
+    layers = 32 * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336)  # Q, O, K, V and the SwiGLU MLP
+    others = m.params - layers  # embeddings 525M + LM head 525M + norms
+    assert others == 2 * 128256 * 4096 + 65 * 4096
+    weights = breakdown(m, Generate(1, 1, 1), _setup("int4"), 1, 0.0).get("weights")
+    assert weights == pytest.approx((layers * 0.515625 + others * 2) / 1e9)
+    assert 5.6 < weights < 5.8  # ~5.7 GB, as AWQ checkpoints of Llama-3-8B are (the old 4.14 quantized everything)
+    lin = _group(m.decode_work(_setup("int4"), 1), "linear layers")
+    assert lin.bytes == layers * 0.515625 + 128256 * 4096 * 2  # the LM head is read in fp16 every token
+
+
+def test_weight_only_int8_and_int4_pay_for_dequantization_and_w8a8_does_not():
+    m = load_models().get("llama-2-7b")
+    layers = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+    # 3 instructions per pair of weights (bit op, zero/scale, multiply-accumulate: vLLM Marlin 'fast dequantization')
+    for precision, ops in (("int8", 1.5), ("int4", 1.5)):
+        g = _group(m.decode_work(_setup(precision), 1), "dequantize weights")
+        assert g.compute_path == "fp32" and g.flops == 2 * ops * layers and g.bytes == 0
+        assert _group(m.decode_work(_setup(precision), 1), "linear layers").compute_path == "fp16"
+    for precision in ("fp16", "int8-w8a8", "fp8"):
+        assert not any(g.name == "dequantize weights" for g in m.decode_work(_setup(precision), 1))
+    assert _group(m.decode_work(_setup("int8-w8a8"), 1), "linear layers").compute_path == "int8"

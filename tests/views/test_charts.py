@@ -112,8 +112,10 @@ def test_batch_sweep_memory_limit_and_throughput():
     df = charts.batch_sweep(plan, [gpu], FACTS)
     fit = df.max_batch.iloc[0]
     assert (df[df.batch <= fit].feasible).all() and not (df[df.batch > fit].feasible).any()
-    assert (df[df.feasible].memory_gb <= gpu.vram_gb).all()
-    assert (df[~df.feasible].memory_gb > gpu.vram_gb).all()
+    usable = 0.90 * 24 * 2**30 / 1e9  # the default target: 90 % of the 24 GiB a GeForce card reports
+    assert df.usable_gb.tolist() == pytest.approx([usable] * len(df))
+    assert (df[df.feasible].memory_gb <= usable).all()
+    assert (df[~df.feasible].memory_gb > usable).all()
     # powers of two divide 2**16 sequences exactly: per-item time never rises with the batch (roofline max(a + bB))
     pow2 = df[df.feasible & df.batch.map(lambda b: b & (b - 1) == 0)].sort_values("batch")
     assert (pow2.items_per_s.diff().dropna() >= -1e-9 * pow2.items_per_s.max()).all()

@@ -52,7 +52,8 @@ def test_empty_link_is_the_default_plan():
 
 def test_encode_writes_the_plan_and_only_changed_view_options():
     params = encode(DEFAULTS)
-    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier"} <= set(params)
+    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier", "mem"} <= set(params)
+    assert params["mem"] == "90"  # the memory target, percent of what each GPU reports
     view = {"vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp", "psrc", "myprice", "cal"}
     assert not set(params) & view
     assert "samples" not in params and "epochs" not in params  # other jobs' fields stay out of the link
@@ -71,7 +72,8 @@ inputs_strategy = st.builds(
     prec=st.sampled_from(["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]),
     kv=st.sampled_from(["auto", "fp16", "fp8"]), attn=st.sampled_from(["sdpa", "flash-attn-2", "manual"]),
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
-    tier=st.sampled_from(["secure", "community", "spot"]), psrc=st.sampled_from(share.PRICE_SOURCES),
+    tier=st.sampled_from(["secure", "community", "spot"]), mem=st.sampled_from([50.0, 85.5, 90.0, 100.0]),
+    psrc=st.sampled_from(share.PRICE_SOURCES),
     myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
                      max_size=3, unique_by=lambda t: t[0]).map(lambda xs: tuple(sorted(xs))),
     vendor=st.sampled_from(share.VENDORS), minvram=st.sampled_from([0.0, 16.0, 80.0]),
@@ -113,7 +115,8 @@ def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
     ("samples", "nan"), ("size", "1e99"), ("epochs", "0"), ("opt", "adagrad"), ("ckpt", "maybe"), ("accum", "x"),
     ("batch", "big"), ("prec", "bf17"), ("kv", "fp4"), ("attn", "flash3"), ("rt", "jax"), ("gpus", "0"),
     ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Intel"), ("minvram", "-1"), ("maxusd", "inf"),
-    ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"),
+    ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"), ("mem", "120"),
+    ("mem", "49"), ("mem", "ninety"),
 ])
 def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
     good = {"model": "llama-2-7b", "job": "train", "samples": "5000", "prec": "fp16", "tier": "community"}
@@ -266,3 +269,10 @@ def test_the_plan_sentence_counts_in_words():
     assert one.startswith("Generate 1 sequence of 1 new token (")
     many = share.plan_sentence(Inputs(seqs=2, gen=165), share.resolve_model(Inputs()))
     assert many.startswith("Generate 2 sequences of 165 new tokens (")
+
+
+def test_the_memory_target_travels_as_a_percent_and_reaches_the_plan():
+    inputs, warnings = decode({"model": "cfdna-gen", "mem": "95"})
+    assert warnings == [] and inputs.mem == 95.0
+    assert share.to_plan(inputs, load_models().get("cfdna-gen")).memory_target == pytest.approx(0.95)
+    assert "at most 95 % of what each GPU reports" in share.plan_sentence(inputs, load_models().get("cfdna-gen"))

@@ -54,6 +54,8 @@ class ModelProfile(Protocol):
     @property
     def tensor_parallel_heads(self) -> int | None: ...  # units tensor parallel splits; None: no TP modelled
     @property
+    def quantizable_params(self) -> int: ...  # weights a quantized precision stores at its own bytes (the rest 16-bit)
+    @property
     def shard_units(self) -> int: ...  # blocks FSDP gathers one at a time (collectives per pass = 3 x this)
     @property
     def shard_unit_params(self) -> int: ...  # parameters of one such block

@@ -12,7 +12,8 @@ from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import MemoryItem, OpGroup, Setup, forward_equivalents
+from planner.inputs.work import (BACKWARD_FORWARD_RATIO, MemoryItem, OpGroup, Setup, dequant_groups,
+                                 forward_equivalents)
 
 # QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
 ATTN_FLOPS_PER_KEY_DIM = 4.0
@@ -151,6 +152,11 @@ class DecoderProfile(CachedHash):
     def lm_head_params(self) -> int:
         return self.vocab * self.hidden
 
+    @property
+    def quantizable_params(self) -> int:
+        """The layers' matrices: AWQ, GPTQ, FP8 and W8A8 checkpoints keep embeddings and the LM head in 16-bit."""
+        return self.layers * self.layer_matmul_params
+
     @cached_property
     def matmul_params(self) -> int:
         """Weights read by the matrix multiplies of one token's forward pass (layers + LM head)."""
@@ -187,10 +193,11 @@ class DecoderProfile(CachedHash):
         """Elements saved for backward per token, all layers, with memory-efficient attention.
 
         Per layer: norm inputs and outputs (4h), Q, K, V (q + 2kv), attention output (q),
-        MLP hidden activations (swiglu: gate, up, product = 3f; gelu: pre- and post-activation = 2f).
+        MLP hidden activations (swiglu in eager PyTorch: gate and up for their backward, silu(gate) for the product's
+        backward, the product as the down projection's input = 4f; gelu: pre- and post-activation = 2f).
         Comparable to Korthikanti et al. 2022 (34·s·b·h bytes for a 4h GELU MLP in 16-bit, dropout included).
         """
-        mlp = 3 * self.ffn if self.ffn_kind == "swiglu" else 2 * self.ffn
+        mlp = 4 * self.ffn if self.ffn_kind == "swiglu" else 2 * self.ffn
         return self.layers * (4 * self.hidden + 2 * self.q_dim + 2 * self.kv_dim + mlp)
 
     def kernels_per_layer(self) -> int:
@@ -213,7 +220,9 @@ class DecoderProfile(CachedHash):
         bt = batch * tokens
         layer_mp = m.layers * m.layer_matmul_params
         lin_flops = 2.0 * (bt * layer_mp + batch * logits_tokens * m.lm_head_params) / tp
-        lin_bytes = m.matmul_params * p.weight_bytes / tp
+        lin_bytes = (layer_mp * p.weight_bytes + m.lm_head_params * p.outside_weight_bytes) / tp
+        if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
+            keys_sum = tokens * keys_max
         attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
         qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
         kv_write = bt * m.kv_elems * s.kv_dtype.bytes / tp
@@ -221,11 +230,16 @@ class DecoderProfile(CachedHash):
                   if s.attention.scores_materialized else 0.0)
         elem_bytes = (bt * m.act_traffic_elems * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
+        head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
-                    f"FLOPs = 2 x {name} tokens x matmul params; bytes = matmul params x {p.weight_bytes:g} B/weight"),
+                    f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
+                    f"B/weight{head}"),
+            *dequant_groups(layer_mp / tp, s),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path,
-                    "FLOPs = 4 x layers x heads x head_dim x keys attended; bytes = Q,K,V,O + KV-cache write"
+                    "FLOPs = 4 x layers x heads x head_dim x keys attended"
+                    + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
+                    + "; bytes = Q,K,V,O + KV-cache write"
                     + (" + 4 x score matrices (manual attention)" if scores else "")),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
                     f"bytes = tokens x {m.act_traffic_elems:,.0f} elements x {p.act_bytes:g} B + logits"),
@@ -242,7 +256,7 @@ class DecoderProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         """One decode step for `batch` sequences: one new token each, attending p keys (affine in p)."""
         m = self
-        lin, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
+        *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
         kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
         score_per_pos = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
@@ -250,7 +264,7 @@ class DecoderProfile(CachedHash):
                        "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write",
                        flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
                        bytes_per_pos=kv_read_per_pos + score_per_pos)
-        return lin, attn, elem
+        return (*head, attn, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
         """One micro-step: forward + backward (2x forward) [+ recomputed forward] over `size` tokens."""
@@ -259,8 +273,12 @@ class DecoderProfile(CachedHash):
         fb = forward_equivalents(checkpointing)
         S = size
         T = batch * S
-        attn_fwd = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * S * (S + 1) / 2
-        attn_mult = 1 + FLASH_BWD_FLOP_RATIO + ckpt
+        manual = s.attention.scores_materialized
+        keys = S * S if manual else S * (S + 1) / 2  # manual attention computes every score, fused kernels skip
+        attn_fwd = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys
+        # FlashAttention's backward recomputes QK^T (5 matmuls vs 2 forward); a manual backward is the usual 2x
+        bwd = FLASH_BWD_FLOP_RATIO if not manual else BACKWARD_FORWARD_RATIO
+        attn_mult = 1 + bwd + ckpt
         qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes
         scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
         return (
@@ -269,7 +287,8 @@ class DecoderProfile(CachedHash):
                     f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if ckpt else ''}); "
                     f"bytes = weights read {fb:g}x + fp32 grad accumulate"),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, (qkvo + scores) * fb, s.attention_path,
-                    f"FLOPs = 4 x layers x heads x head_dim x S(S+1)/2 x batch x {attn_mult:g} (bwd = 2.5x fwd)"),
+                    f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
+                    f"{attn_mult:g} (bwd = {bwd:g}x fwd)"),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
                     fb * T * m.act_traffic_elems * p.act_bytes + 3 * T * m.vocab * float(FP32_BYTES),
                     s.attention_path,
