@@ -204,7 +204,7 @@ def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust |
 def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None,
                  setup: Setup | None = None) -> Estimate:
     """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing)."""
-    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules), efficiency_on(plan, gpu, facts, adjust),
+    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules, facts.runtimes), efficiency_on(plan, gpu, facts, adjust),
                        facts.prices.for_gpu(gpu), facts.rules.builds)
 
 
@@ -220,5 +220,5 @@ def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = Non
     plan's tier, then by time."""
     check_plan(plan)
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.gpus)
-    setup = resolve_setup(plan, facts.rules)  # shared by every GPU (tensor parallel or FSDP derive their own)
+    setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (tensor parallel or FSDP derive their own)
     return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)

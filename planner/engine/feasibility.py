@@ -32,7 +32,11 @@ def support_reasons(gpu: GPU, s: Setup, builds: Iterable[BuildRule]) -> list[Rea
     """What the GPU's hardware and software stack cannot do for this setup (and notes it needs)."""
     out: list[Reason] = []
     p = s.precision
-    if gpu.peak_tflops(p.compute_path) is None or not _sm_ok(gpu, p.min_sm):
+    taken = gpu.run_path(p.compute_path)
+    if taken and taken != p.compute_path:  # PyTorch quietly runs the matmuls in another dtype here
+        out.append(Reason("precision", False, f"{p.id} matmuls need {sm_label(p.min_sm)}+; {gpu.name} ({gpu.sm}) runs "
+                          f"them in {taken}, as PyTorch ignores the {p.id} setting there"))
+    elif taken is None or not _sm_ok(gpu, p.min_sm):
         need = f"needs {sm_label(p.min_sm)}+" if p.min_sm else "is not supported"
         out.append(Reason("precision", True, f"{p.id} {need}; {gpu.name} is {gpu.sm} ({gpu.architecture})"
                           if gpu.compute_capability else f"{p.id}: {gpu.name} has no {p.compute_path} path in the catalog"))

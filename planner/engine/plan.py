@@ -8,6 +8,7 @@ from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import PrecisionRules
+from planner.inputs.runtimes import Runtimes
 from planner.inputs.work import Setup
 
 # Plan memory at 90 % of what the GPU reports, as vLLM does (gpu_memory_utilization defaults to 0.9: vLLM docs,
@@ -32,11 +33,13 @@ class Plan:
     memory_target: float = MEMORY_TARGET_DEFAULT  # fraction of the reported memory a plan may fill
 
 
-def resolve_setup(plan: Plan, rules: PrecisionRules) -> Setup:
-    """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown)."""
+def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
+    """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown), and
+    the runtime's prefill chunk when `runtimes` is given."""
     precision = rules.precision(plan.precision)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
-    return Setup(precision, kv, rules.attention(plan.attention))
+    chunk = runtimes.get(plan.runtime).prefill_chunk_tokens if runtimes else 0
+    return Setup(precision, kv, rules.attention(plan.attention), prefill_chunk=chunk)
 
 
 def check_plan(plan: Plan) -> None:

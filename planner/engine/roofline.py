@@ -118,7 +118,7 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
 
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
     """(peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
-    peak = gpu.peak_tflops(g.compute_path) or 0.0
+    peak = gpu.run_peak_tflops(g.compute_path)
     return peak, peak * FLOPS_PER_TFLOP * eff.compute_efficiency, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
 
 
@@ -160,7 +160,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     for g in ph.groups:
-        flops_s = (gpu.peak_tflops(g.compute_path) or 0.0) * FLOPS_PER_TFLOP * eff.compute_efficiency
+        flops_s = gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency
         if g.flops_per_pos or g.bytes_per_pos:
             total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
         else:  # position-independent: every step costs the same
@@ -171,7 +171,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:
     """Arithmetic intensity (FLOP/byte) where the compute roof meets the bandwidth roof."""
-    peak = gpu.peak_tflops(path)
+    peak = gpu.run_peak_tflops(path)
     if not peak:
         return None
     ce, me = (eff.compute_efficiency, eff.mem_bw_efficiency) if eff else (1.0, 1.0)
@@ -180,5 +180,5 @@ def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | N
 
 def attainable_tflops(gpu: GPU, path: str, intensity: float) -> float:
     """Datasheet roofline: min(peak, intensity x bandwidth), in TFLOPS."""
-    peak = gpu.peak_tflops(path) or 0.0
+    peak = gpu.run_peak_tflops(path)
     return min(peak, intensity * gpu.mem_bw_gbps * BYTES_PER_GB / FLOPS_PER_TFLOP)

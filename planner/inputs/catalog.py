@@ -17,6 +17,9 @@ COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
 MARKETS = ("datacenter", "workstation", "consumer")
 _PEAK_FIELD = {p: ("int8_tops" if p == "int8" else f"{p}_tflops") for p in COMPUTE_PATHS}
+# A path PyTorch quietly replaces where the GPU lacks it: allow_tf32 / float32_matmul_precision('high'|'medium') only
+# take effect on Ampere and later; older GPUs run those matmuls in fp32 (PyTorch docs, CUDA semantics, TF32).
+PATH_FALLBACK = {"tf32": "fp32"}
 # A listed $/GPU-hour outside these is a placeholder or an error (RunPod's cheapest GPU rents for ~$0.1/h, an
 # 8-GPU B200 node ~$6/GPU-h: runpod_prices.csv); data/gpus.yaml, data/prices/ and live answers share them.
 MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
@@ -99,6 +102,19 @@ class GPU:
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
         return getattr(self, _PEAK_FIELD[path])
+
+    def run_path(self, path: str) -> str | None:
+        """The path matmuls asked to run in `path` actually take here: itself, its PATH_FALLBACK, or None."""
+        if self.peak_tflops(path) is not None and (path != "tf32" or self.compute_capability is None
+                                                   or self.compute_capability >= (8, 0)):
+            return path
+        fallback = PATH_FALLBACK.get(path)
+        return fallback if fallback and self.peak_tflops(fallback) is not None else None
+
+    def run_peak_tflops(self, path: str) -> float:
+        """Dense peak of the path matmuls in `path` actually run at here (0 when none)."""
+        taken = self.run_path(path)
+        return (self.peak_tflops(taken) or 0.0) if taken else 0.0
 
     @property
     def vram_gb(self) -> float:

@@ -46,6 +46,7 @@ class RuntimeProfile:
     cuda_context_gb: float
     source: str
     host_us_per_kernel: float = 0.0
+    prefill_chunk_tokens: int = 0  # prompt tokens per prefill pass (llama.cpp's n_ubatch); 0 = the whole prompt
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -78,12 +79,15 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
     for i, raw in enumerate(load_yaml(path, "runtimes", dated=True)):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
-                        "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "source"))
+                        "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
+                        "source"))
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
                                   rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
-                                  rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0))
+                                  rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
+                                  rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
+                                  or 0))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

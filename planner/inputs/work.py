@@ -62,6 +62,11 @@ class Setup(CachedHash):
     attention: AttentionBackend
     tp: int = 1  # tensor-parallel degree: weights, heads and FLOPs split over tp GPUs
     shard: int = 1  # FSDP/ZeRO-3 degree: training states sharded over `shard` GPUs
+    prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
+
+    def prefill_chunks(self, prompt: int) -> int:
+        """Passes a prompt of `prompt` tokens is prefilled in."""
+        return -(-prompt // self.prefill_chunk) if self.prefill_chunk else 1
 
     @property
     def attention_path(self) -> str:

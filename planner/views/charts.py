@@ -148,7 +148,7 @@ def roofline_data(estimates: Sequence[Estimate]) -> tuple[pd.DataFrame, pd.DataF
             continue
         for x in sorted({lo, min(max(ridge, lo), hi), hi}):
             ceilings.append({"gpu": e.gpu.name, "intensity": x, "tflops": attainable_tflops(e.gpu, path, x),
-                             "peak_tflops": e.gpu.peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps, "path": path})
+                             "peak_tflops": e.gpu.run_peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps, "path": path})
     return pd.DataFrame(ceilings), pd.DataFrame(points)
 
 

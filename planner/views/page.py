@@ -273,15 +273,19 @@ def step_time_rows(e: Estimate) -> list[dict]:
 def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
     """(input, value, source) behind the figures of one GPU: peaks, bandwidth, efficiencies, batch, price."""
     g, eff = e.gpu, e.efficiency
-    path = e.setup.precision.compute_path
+    asked = e.setup.precision.compute_path
+    path = g.run_path(asked) or asked
     peak = g.peak_tflops(path)
     rows = [
-        (f"Peak {path} TFLOPS (dense)", f"{peak:g}" if peak else "none", "data/gpus.yaml (datasheet)"),
+        (f"Peak {path} TFLOPS (dense)" + (f", as {asked} is not available" if path != asked else ""),
+         f"{peak:g}" if peak else "none", "data/gpus.yaml (datasheet)"),
         ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", "data/gpus.yaml (datasheet)"),
         ("Compute efficiency", f"{eff.compute_efficiency:.0%} of peak", eff.source),
         ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
         ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
          eff.source),
+        ("Host dispatch", f"{eff.host_us_per_kernel:g} us of CPU per kernel (overlaps the GPU's work)"
+         if eff.host_us_per_kernel else "none (CUDA graphs or a compiled runtime)", eff.source),
         ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
          "auto: the cheapest that fits" if auto_batch else "yours"),
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),

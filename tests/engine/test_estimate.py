@@ -223,3 +223,21 @@ def test_runtimes_rank_at_batch_one_as_published_comparisons_do():
     rate = {rt: estimate_gpu(Plan(m, Generate(1, 100, 100), "fp16", batch=1, runtime=rt), gpu, FACTS).tokens_per_s
             for rt in ("pytorch-eager", "torch-compile", "vllm", "tensorrt-llm")}
     assert rate["tensorrt-llm"] >= max(rate["vllm"], rate["torch-compile"]) > 3 * rate["pytorch-eager"]
+
+
+def test_llama_cpp_prefills_a_long_prompt_in_512_token_chunks():
+    """llama.cpp evaluates a prompt n_ubatch = 512 tokens at a time (its default), so with flash attention off an
+    8,192-token prompt holds 512 x 8,192 scores per head, not 8,192 x 8,192 (Llama-3-8B Q4 runs on 12 GB cards)."""
+    m = load_models().get("llama-3-8b")
+    plan = lambda rt: Plan(m, Generate(1, 8192, 16), "int4", attention="manual", runtime=rt, batch=1)  # noqa: E731
+    gpu = load_catalog().get("rtx-4070-ti")  # 12 GiB
+    chunked, whole = estimate_gpu(plan("llama.cpp"), gpu, FACTS), estimate_gpu(plan("pytorch-eager"), gpu, FACTS)
+    assert chunked.feasible and not whole.feasible
+    scores_chunk = 2 * 32 * 512 * 8192 * 2 / 1e9  # probs + logits, 32 heads, fp16: 0.54 GB
+    scores_whole = 2 * 32 * 8192 * 8192 * 2 / 1e9  # 8.6 GB
+    # and 7,680 fewer live tokens of hidden, hidden, Q (4096), K and V (2 x 1024) and the MLP (3 x 14336), fp16
+    tokens = (8192 - 512) * (2 * 4096 + 4096 + 2 * 1024 + 3 * 14336) * 2 / 1e9
+    assert whole.memory.get("activations") - chunked.memory.get("activations") == pytest.approx(
+        scores_whole - scores_chunk + tokens, rel=1e-6)
+    prefill = next(p for p in chunked.phases if p.name == "prefill")
+    assert prefill.kernels_per_step == pytest.approx(16 * (32 * 12 + 5) * 1.2)  # 16 chunks x kernels x llama.cpp's 1.2

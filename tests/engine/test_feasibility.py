@@ -6,14 +6,14 @@ from planner.inputs.catalog import load_catalog
 from planner.engine.plan import Plan
 from planner.engine.estimate import estimate_gpu
 from planner.inputs.models import load_models
-from planner.inputs.jobs import Generate
+from planner.inputs.jobs import Generate, Infer
 from planner.inputs.facts import load_facts
 
 FACTS = load_facts()
 
 
-def _est(model, gpu, precision="bf16", **kw):
-    plan = Plan(load_models().get(model), Generate(1, 128, 128), precision, **kw)
+def _est(model, gpu, precision="bf16", workload=None, **kw):
+    plan = Plan(load_models().get(model), workload or Generate(1, 128, 128), precision, **kw)
     return estimate_gpu(plan, load_catalog().get(gpu), FACTS)
 
 
@@ -62,3 +62,17 @@ def test_flash_attention_2_needs_ampere():
 def test_volta_notes_the_cuda_13_build_drop():
     e = _est("cfdna-gen", "v100-sxm2-16gb", "fp16")
     assert any(r.code == "pytorch_build" and "CUDA 13" in r.text for r in e.reasons)
+
+
+def test_tf32_on_a_gpu_without_tf32_tensor_cores_runs_in_fp32_with_a_note():
+    """PyTorch applies allow_tf32 / float32_matmul_precision('medium') only on Ampere and later (PyTorch docs, CUDA
+    semantics): SEA's setting speeds up the A5000's matmuls and leaves the V100's in fp32."""
+    v100_tf32 = _est("sea", "v100-sxm2-32gb", "tf32", workload=Infer(10, 100))
+    v100_fp32 = _est("sea", "v100-sxm2-32gb", "fp32", workload=Infer(10, 100))
+    assert v100_tf32.feasible and v100_tf32.seconds == pytest.approx(v100_fp32.seconds)
+    note = next(r for r in v100_tf32.reasons if r.code == "precision")
+    assert not note.blocking and "runs them in fp32" in note.text
+    a5000 = _est("sea", "rtx-a5000", "tf32", workload=Infer(10, 100))
+    matmuls = next(g for ph in a5000.phases for g in ph.groups if g.name.startswith("matmuls"))
+    assert matmuls.peak_tflops == 55.6  # the A5000's dense TF32 rate (data/gpus.yaml), not its 27.8 fp32
+    assert not any(r.code == "precision" for r in a5000.reasons)

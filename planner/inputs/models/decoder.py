@@ -6,7 +6,7 @@ attention step over `pos` keys costs 4 * heads * head_dim * pos FLOPs per token 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -250,8 +250,35 @@ class DecoderProfile(CachedHash):
         return self._forward(s, batch, size, size * (size + 1) / 2, size, size, "input")
 
     def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]:
-        """The prompt's forward pass, logits for the last token only."""
-        return self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, prompt, 1, "prompt")
+        """The prompt's forward pass, logits for the last token only; with a prefill chunk c (llama.cpp's n_ubatch) the
+        prompt runs in ceil(prompt / c) passes: the weights are read once per pass, each chunk reads the K and V of
+        the chunks before it, and manual attention scores only the keys up to its chunk's end."""
+        chunks = s.prefill_chunks(prompt)
+        if chunks == 1:
+            return self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, prompt, 1, "prompt")
+        c, m = s.prefill_chunk, self
+        full, rest = divmod(prompt, c)
+        # sum over chunks of tokens x keys up to the chunk's end, and of the keys before each chunk
+        scored = c * c * full * (full + 1) / 2 + rest * prompt
+        earlier = c * c * full * (full - 1) / 2 + (rest * full * c if rest else 0)
+        groups = self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, c, 1, "prompt")
+        out = []
+        for g in groups:
+            if g.name == "linear layers":
+                g = replace(g, bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
+                            f"chunks of {c} tokens)")
+            elif g.name == "attention":
+                manual = s.attention.scores_materialized
+                flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
+                kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / s.tp
+                scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * scored * s.precision.act_bytes / s.tp
+                          if manual else 0.0)
+                unscored = g.bytes - (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * prompt * c
+                                      * s.precision.act_bytes / s.tp if manual else 0.0)
+                g = replace(g, flops=flops, bytes=unscored + kv_read + scores,
+                            formula=g.formula + f"; {chunks} chunks of {c} tokens: each reads the K, V before it")
+            out.append(g)
+        return tuple(out)
 
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         """One decode step for `batch` sequences: one new token each, attending p keys (affine in p)."""
@@ -321,12 +348,14 @@ class DecoderProfile(CachedHash):
         m = self
         total = prompt + gen
         kv = batch * total * m.kv_elems * s.kv_dtype.bytes / s.tp
-        act = max(self._activation_peak(s, batch, prompt, prompt, 1), self._activation_peak(s, batch, 1, total, 1))
+        chunk = min(prompt, s.prefill_chunk) if s.prefill_chunk else prompt  # live tokens of one prefill pass
+        act = max(self._activation_peak(s, batch, chunk, prompt, 1), self._activation_peak(s, batch, 1, total, 1))
         return (MemoryItem("kv_cache", kv / BYTES_PER_GB,
                            "batch {} x {} tokens x 2 (K, V) x {} layers x {} x {:g} B ({}) / {} GPU(s)",
                            (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)),
                 MemoryItem("activations", act / BYTES_PER_GB,
-                           "peak live tensors of one layer (prefill or decode) + logits"))
+                           "peak live tensors of one layer (prefill" + (f" of a {chunk}-token chunk" if chunk < prompt
+                                                                       else "") + " or decode) + logits"))
 
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         m, p = self, s.precision
