@@ -18,6 +18,10 @@ ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and a
 # A backward pass costs about two forwards: gradients w.r.t. inputs and w.r.t. weights (Kaplan et al. 2020: 6N
 # training FLOPs per token vs 2N forward).
 BACKWARD_FORWARD_RATIO = 2.0
+# Eager PyTorch launches 2.5 kernels for each kernel of a fused block (data/runtimes.yaml, pytorch-eager's
+# kernels_per_layer_factor; tests/inputs/test_runtimes.py keeps the two equal). Profiles that count eager ATen ops
+# (generic formulas, traces) divide by it to state kernels in the fused units every runtime's factor multiplies.
+EAGER_KERNELS_PER_FUSED = 2.5
 
 
 def forward_equivalents(checkpointing: bool) -> float:

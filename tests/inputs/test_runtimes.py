@@ -28,3 +28,10 @@ def test_efficiency_above_one_is_rejected(tmp_path):
                     "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
     with pytest.raises(DataFileError, match="'x'.mem_bw_efficiency.*'hbm'"):
         load_runtimes(path)
+
+
+def test_the_eager_kernel_ratio_is_one_fact():
+    """Generic and traced profiles count eager ops and divide by EAGER_KERNELS_PER_FUSED; the pytorch-eager profile
+    multiplies fused units by its kernels_per_layer_factor: the two must be the same number."""
+    from planner.inputs.work import EAGER_KERNELS_PER_FUSED
+    assert load_runtimes().get("pytorch-eager").kernels_per_layer_factor == EAGER_KERNELS_PER_FUSED

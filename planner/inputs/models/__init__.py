@@ -60,7 +60,7 @@ class ModelProfile(Protocol):
     @property
     def shard_unit_params(self) -> int: ...  # parameters of one such block
     @property
-    def kernels_per_forward(self) -> float: ...  # kernel launches of one forward pass (eager)
+    def kernels_per_forward(self) -> float: ...  # launches of one forward pass, fused-block units (x runtime factor)
 
     def check_size(self, size: int) -> None: ...  # ValueError naming the field when the model can't run at `size`
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]: ...

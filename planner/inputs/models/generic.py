@@ -8,7 +8,8 @@ from typing import Any
 from planner.base import expressions
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import MemoryItem, OpGroup, Setup, dequant_groups, forward_equivalents
+from planner.inputs.work import (EAGER_KERNELS_PER_FUSED, MemoryItem, OpGroup, Setup, dequant_groups,
+                                 forward_equivalents)
 
 FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "constants", "params",
           "fwd_flops_per_sample", "activation_elems_per_sample", "attention_score_elems_per_sample",
@@ -38,7 +39,7 @@ class GenericProfile(CachedHash):
     peak_inference_elems_expr: str
     peak_inference_score_elems_expr: str
     activation_traffic_elems_expr: str
-    kernels_per_forward: int
+    eager_kernels_per_forward: int  # ATen ops one eager forward dispatches (the YAML's kernels_per_forward)
     derivation: str
     source: str
     checkpoint_segments_expr: str = "1"  # blocks activation checkpointing splits the model into
@@ -65,6 +66,11 @@ class GenericProfile(CachedHash):
     @property
     def quantizable_params(self) -> int:
         return self.params  # formulas don't say which weights are embeddings: all count as quantized
+
+    @property
+    def kernels_per_forward(self) -> float:
+        """The profile counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""
+        return self.eager_kernels_per_forward / EAGER_KERNELS_PER_FUSED
 
     def architecture(self) -> dict[str, Any] | None:
         return None  # formulas, not editable fields: the profile's YAML is the description
@@ -243,7 +249,7 @@ def parse_generic(rec: Record) -> GenericProfile:
         peak_inference_elems_expr=_formula(rec, "peak_inference_elems_per_sample", with_l),
         peak_inference_score_elems_expr=_formula(rec, "peak_inference_score_elems_per_sample", with_l, required=False),
         activation_traffic_elems_expr=_formula(rec, "activation_traffic_elems_per_sample", with_l),
-        kernels_per_forward=rec.number("kernels_per_forward", lo=1, hi=10**6, integer=True),
+        eager_kernels_per_forward=rec.number("kernels_per_forward", lo=1, hi=10**6, integer=True),
         derivation=rec.text("derivation"), source=rec.text("source"),
         checkpoint_segments_expr=_formula(rec, "checkpoint_segments", set(constants), required=False, default="1"),
         checkpoint_kept_expr=_formula(rec, "checkpoint_kept_elems_per_sample", with_l, required=False, default=""),

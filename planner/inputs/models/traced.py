@@ -21,7 +21,7 @@ from typing import Any
 from planner.base.safe_parse import shown
 from planner.base.schema import CachedHash, Record, check_number
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import dequant_groups, MemoryItem, OpGroup, Setup
+from planner.inputs.work import EAGER_KERNELS_PER_FUSED, dequant_groups, MemoryItem, OpGroup, Setup
 
 FIELDS = ("id", "kind", "name", "source", "input_size_name", "default_input_size", "params", "trace", "work",
           "kernels", "memory", "ops", "notes")
@@ -171,7 +171,8 @@ class TracedProfile(CachedHash):
 
     @property
     def kernels_per_forward(self) -> float:
-        return max(1.0, self._kernels("forward").at(self.default_input_size))
+        """The trace counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""
+        return max(1.0, self._kernels("forward").at(self.default_input_size)) / EAGER_KERNELS_PER_FUSED
 
     def architecture(self) -> dict[str, Any] | None:
         return None  # measured, not editable: re-trace the code to change it
