@@ -25,6 +25,8 @@ from planner.views.format import short_name
 
 ESTIMATE_SOURCE = "planner estimate (roofline model, data/gpus.yaml datasheet peaks, data/runtimes.yaml efficiencies)"
 MEMORY_ORDER = ("weights", "gradients", "optimizer", "kv_cache", "activations", "cuda_context")
+# One colour per memory consumer whatever the plan holds, so a colour keeps its meaning between plans (tableau10)
+MEMORY_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#9c755f")
 
 
 def _title(text: str, *subtitle: str) -> alt.TitleParams:
@@ -106,9 +108,13 @@ def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> alt.LayerCh
     front = df[df.on_front]
     line = alt.Chart(front).mark_line(color="#d62728", strokeDash=[4, 3]).encode(
         x="time:Q", y="cost_usd:Q", detail="estimate:N", order="time:Q")
-    labels = alt.Chart(front[front.estimate == "analytic"]).mark_text(align="left", dx=7, dy=-7, fontSize=11).encode(
+    named = front[front.estimate == "analytic"].sort_values("time")
+    # neighbours on the front sit close together: alternate labels above and below their points
+    above = alt.Chart(named.iloc[::2]).mark_text(align="left", dx=7, dy=-9, fontSize=11).encode(
         x="time:Q", y="cost_usd:Q", text="label:N")
-    return alt.layer(points, line, labels).properties(
+    below = alt.Chart(named.iloc[1::2]).mark_text(align="right", dx=-7, dy=12, fontSize=11).encode(
+        x="time:Q", y="cost_usd:Q", text="label:N")
+    return alt.layer(points, line, above, below).properties(
         height=480, title=_title("Cost vs time: every GPU that can run the job",
                                  "Red: the Pareto front (nothing else is both faster and cheaper). "
                                  "Down-left is better.",
@@ -215,8 +221,11 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
     """One quantity (throughput or job cost) vs batch size per GPU: the shape says what limits the steps
     (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory."""
     ok = df[df.feasible & df[y].notna()]
-    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="Batch size (per GPU, log2)")
-    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=280))
+    ticks = sorted({int(b) for b in df.batch})  # the batches swept: whole numbers, never 1.2 or 1.6
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="Batch size (per GPU, log2)",
+              axis=alt.Axis(values=ticks, format="d", labelOverlap="greedy"))
+    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"),
+                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("batch:Q"), alt.Tooltip("bound:N", title="limited by"),
            alt.Tooltip(f"{y}:Q", title=y_title, format=",.4g"),
            alt.Tooltip("memory_gb:Q", title="memory GB", format=".3g"),
@@ -256,7 +265,9 @@ def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
     y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
     bars = alt.Chart(label).mark_bar().encode(
         x=alt.X("sum(gb):Q", title="Memory per GPU (GB, decimal)"), y=y,
-        color=alt.Color("item:N", title="Used by", sort=[m.replace("_", " ") for m in MEMORY_ORDER]),
+        color=alt.Color("item:N", title="Used by", sort=[m.replace("_", " ") for m in MEMORY_ORDER],
+                        scale=alt.Scale(domain=[m.replace("_", " ") for m in MEMORY_ORDER], range=list(MEMORY_COLOURS)),
+                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=200)),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("item:N", title="used by"),
                  alt.Tooltip("gb:Q", title="GB", format=".3g"), alt.Tooltip("formula:N")])
