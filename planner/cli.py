@@ -84,7 +84,12 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", choices=("generate", "infer", "train"), default="generate")
     p.add_argument("--precision", default="bf16", help="fp32 | tf32 | fp16 | bf16 | fp8 | int8 | int4")
     p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: the activation dtype)")
-    p.add_argument("--attention", default="sdpa", help="sdpa | flash-attn-2 | manual")
+    p.add_argument("--attention", default="sdpa", help="sdpa (= auto: PyTorch's pick per GPU) | sdpa-flash | "
+                   "sdpa-efficient | sdpa-math | flash-attn | flash-attn-2 | flash-attn-3 | xformers | xformers-cutlass | "
+                   "triton | manual (data/precisions.yaml)")
+    p.add_argument("--pytorch", default=None, metavar="VERSION[+VARIANT]", help="pin a PyTorch build, e.g. "
+                   "1.13.1+cu116, or a version for any of its variants, e.g. 2.4.1 (default: none, the latest; "
+                   "data/pytorch_builds.yaml)")
     p.add_argument("--runtime", default=None, help="pytorch-eager | torch-compile | llama.cpp | vllm | tensorrt-llm")
     p.add_argument("--compile", action="store_true", help="torch.compile with CUDA graphs (runtime torch-compile)")
     p.add_argument("--batch", type=_batch, default=None, help="a number, or auto (default): cheapest feasible per GPU")
@@ -128,7 +133,8 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
     else:
         workload = Train(a.samples, size, a.epochs, a.optimizer, a.checkpointing, a.grad_accum, a.sharding)
     runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
-    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier)
+    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier,
+                a.pytorch)
 
 
 # ---------------------------------------------------------------- estimate, gpus, models

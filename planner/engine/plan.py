@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
@@ -11,19 +13,24 @@ from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 
 
+DEFAULT_ATTENTION = "sdpa"  # PyTorch's own choice per GPU; also what a blocked backend's reason suggests instead
+
+
 @dataclass(frozen=True)
 class Plan:
-    """Everything a user chooses: model, job, precision and how it runs. batch None = auto."""
+    """Everything a user chooses: model, job, precision and how it runs. batch None = auto; pytorch None = any
+    build (the latest that runs each GPU), else a pinned build ('1.13.1+cu116') or version ('2.4.1')."""
 
     model: ModelProfile
     workload: Workload
     precision: str = "bf16"
     kv_dtype: str | None = None
-    attention: str = "sdpa"
+    attention: str = DEFAULT_ATTENTION
     runtime: str = "pytorch-eager"
     batch: int | None = None
     gpus: int = 1
     price_tier: str = "secure"
+    pytorch: str | None = None
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules) -> Setup:
@@ -31,6 +38,16 @@ def resolve_setup(plan: Plan, rules: PrecisionRules) -> Setup:
     precision = rules.precision(plan.precision)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
     return Setup(precision, kv, rules.attention(plan.attention))
+
+
+def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:
+    """The builds the plan pins (none: no pin); ValueError listing the known builds for an unknown version."""
+    return _pin(builds, plan.pytorch) if plan.pytorch else ()
+
+
+@lru_cache(maxsize=64)
+def _pin(builds: BuildMatrix, text: str) -> tuple[Build, ...]:
+    return builds.pin(text)
 
 
 def check_plan(plan: Plan) -> None:

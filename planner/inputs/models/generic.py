@@ -54,6 +54,12 @@ class GenericProfile(CachedHash):
     def shard_unit_params(self) -> int:
         return self.params
 
+    @property
+    def attention_head_dim(self) -> int | None:
+        """The constant `head_dim`, when the profile names one (attention kernels cap it)."""
+        value = dict(self.constants).get("head_dim")
+        return int(value) if value else None
+
     def architecture(self) -> dict[str, Any] | None:
         return None  # formulas, not editable fields: the profile's YAML is the description
 
