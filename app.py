@@ -330,8 +330,13 @@ def sidebar() -> None:
         c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in RULES.kv_dtypes], key="kv",
                      help="auto = the activation dtype")
     sb.selectbox("Attention", [a.id for a in RULES.attention_backends], key="attn",
-                 format_func=lambda a: {"sdpa": "sdpa (PyTorch SDPA)", "flash-attn-2": "flash-attn-2 (SM80+)",
-                                        "manual": "manual (O(N²) scores)"}.get(a, a))
+                 format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
+                 help="; ".join(f"{a.id}: {a.name}" for a in RULES.attention_backends) + ". Each GPU's notes say "
+                 "which kernel it runs (data/precisions.yaml).")
+    sb.selectbox("PyTorch build", ["", *FACTS.builds.choices()], key="pt",
+                 format_func=lambda v: v or "latest (any build that runs each GPU)",
+                 help="Pin the PyTorch you have, e.g. 1.13.1+cu116, or a version for any of its variants: a GPU its "
+                      "build ships no kernels for is marked as unable to run (data/pytorch_builds.yaml).")
     sb.selectbox("Framework / runtime", [r.id for r in RUNTIMES.runtimes], key="rt",
                  format_func=lambda r: RUNTIMES.get(r).name, help="torch.compile = 'torch.compile (reduce-overhead, "
                  "CUDA graphs)'. Each runtime reaches its own fraction of peak bandwidth and compute "

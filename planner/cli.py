@@ -29,8 +29,8 @@ from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
 from planner.views.charts import validation_chart
 from planner.views.page import rank_by_whole_job
-from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
-                                  validation_summary_text)
+from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
+                                  price_rows, text_table, validation_rows, validation_summary_text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,7 +84,12 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", choices=("generate", "infer", "train"), default="generate")
     p.add_argument("--precision", default="bf16", help="fp32 | tf32 | fp16 | bf16 | fp8 | int8 | int4")
     p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: the activation dtype)")
-    p.add_argument("--attention", default="sdpa", help="sdpa | flash-attn-2 | manual")
+    p.add_argument("--attention", default="sdpa", help="sdpa (= auto: PyTorch's pick per GPU) | sdpa-flash | "
+                   "sdpa-efficient | sdpa-math | flash-attn | flash-attn-2 | flash-attn-3 | xformers | xformers-cutlass | "
+                   "triton | manual (data/precisions.yaml)")
+    p.add_argument("--pytorch", default=None, metavar="VERSION[+VARIANT]", help="pin a PyTorch build, e.g. "
+                   "1.13.1+cu116, or a version for any of its variants, e.g. 2.4.1 (default: none, the latest; "
+                   "data/pytorch_builds.yaml)")
     p.add_argument("--runtime", default=None, help="pytorch-eager | torch-compile | llama.cpp | vllm | tensorrt-llm")
     p.add_argument("--compile", action="store_true", help="torch.compile with CUDA graphs (runtime torch-compile)")
     p.add_argument("--batch", type=_batch, default=None, help="a number, or auto (default): cheapest feasible per GPU")
@@ -132,7 +137,7 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
         workload = Train(a.samples, size, a.epochs, a.optimizer, a.checkpointing, a.grad_accum, a.sharding)
     runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
     return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, a.gpus, a.price_tier,
-                a.memory_target / 100)
+                a.memory_target / 100, a.pytorch)
 
 
 # ---------------------------------------------------------------- estimate, gpus, models
@@ -179,6 +184,27 @@ def cmd_gpus(a: argparse.Namespace) -> int:
                      "int8": g.int8_tops,
                      **{f"{t}_usd_hr": (g.price(t).usd_hr if g.price(t) else None) for t in PRICE_TIERS}})
     print(emit(rows, a.format))
+    return 0
+
+
+def cmd_backends(a: argparse.Namespace) -> int:
+    """Attention backends per GPU architecture: what sdpa (auto) and xformers pick, which kernels run, the oldest
+    PyTorch build; then what each backend needs and costs."""
+    facts = load_facts()
+    dtype = attention_dtype_of(facts.rules, a.precision)
+    pinned = facts.builds.pin(a.pytorch) if a.pytorch else ()
+    matrix = backend_matrix_rows(facts.rules, facts.catalog, facts.builds, dtype, a.head_dim, pinned)
+    backends = backend_rows(facts.rules)
+    if a.format == "json":
+        print(json.dumps({"attention_dtype": dtype, "head_dim": a.head_dim, "pytorch": a.pytorch,
+                          "matrix": matrix, "backends": backends}, indent=2))
+    elif a.format == "csv":
+        print(csv_text(matrix), end="")
+    else:
+        print(f"Attention in {dtype}, head dim {a.head_dim}" + (f", PyTorch {a.pytorch}" if a.pytorch else "")
+              + ": the kernel sdpa (auto) and xformers pick on each architecture, and which kernels run there\n")
+        print(text_table(matrix) + "\n")
+        print(text_table(backends))
     return 0
 
 
@@ -412,6 +438,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"flag prices older than this many days (default {STALE_AFTER_DAYS})")
     _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog")
     _formatted(sub, "models", cmd_models, "list model presets")
+    p = _formatted(sub, "backends", cmd_backends, "attention backends per GPU architecture (which kernel each compute "
+                   "capability gets, O(S) or O(S^2) memory, speed vs FlashAttention-2)")
+    p.add_argument("--precision", default="fp16", help="the plan's precision: attention runs in its activation dtype")
+    p.add_argument("--head-dim", type=_bounded("input_size"), default=64, help="the model's head dim (default 64)")
+    p.add_argument("--pytorch", default=None, help="a pinned PyTorch build or version (SDPA needs 2.0+)")
 
     p = _formatted(sub, "serve", cmd_serve, "serving an LLM: TTFT, TPOT, tokens/s and $/1M tokens per concurrency")
     add_plan_args(p)

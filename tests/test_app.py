@@ -406,3 +406,16 @@ def test_the_serving_tab_lists_each_compared_gpu():
     _ok(at)
     table = next(d.value for d in at.dataframe if "Max concurrency in target" in d.value.columns)
     assert list(table.gpu_id) == ["h100-sxm", "rtx-4090"] and (table["Max concurrency in target"] >= 1).all()
+
+
+def test_a_pinned_pytorch_build_from_the_link_refuses_gpus_it_has_no_kernels_for():
+    # 1.13.1+cu116 ships sm_37 ... sm_86: an H100 (sm_90) can't run it, an RTX A5000 (sm_86) can
+    at = _app({"pt": "1.13.1+cu116", "attn": "manual"})
+    _ok(at)
+    assert at.selectbox(key="pt").value == "1.13.1+cu116" and _link(at)["pt"] == "1.13.1+cu116"
+    df = _ranking(at).set_index("gpu_id")
+    assert not df.loc["h100-sxm", "Runs?"] and "no kernels for SM90" in df.loc["h100-sxm", "Why / notes"]
+    assert df.loc["rtx-a5000", "Runs?"]
+    at.selectbox(key="pt").set_value("").run()  # back to the latest builds
+    _ok(at)
+    assert "pt" not in _link(at) and _ranking(at).set_index("gpu_id").loc["h100-sxm", "Runs?"]

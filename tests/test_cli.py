@@ -140,3 +140,32 @@ def test_the_memory_target_is_a_cli_option_and_its_bounds_are_checked():
     assert at90["memory_gb"]["total"] <= at90["usable_gb"] < at100["memory_gb"]["total"] <= reported
     bad = run(*base, "--memory-target", "120")
     assert bad.returncode == 2 and "memory" in bad.stderr and "Traceback" not in bad.stderr
+def test_a_pinned_pytorch_build_runs_some_gpus_and_not_others():
+    out = run("estimate", "--model", "sea", "--workload", "infer", "--samples", "10", "--input-size", "1000",
+              "--precision", "fp32", "--attention", "manual", "--batch", "1", "--pytorch", "1.13.1+cu116",
+              "--gpu", "rtx-a5000", "--gpu", "h100-sxm", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["gpu_id"]: r for r in json.loads(out.stdout)}
+    # RTX A5000 is sm_86, in 1.13.1+cu116's list; H100 is sm_90, not in it (sm_37 ... sm_86)
+    assert rows["rtx-a5000"]["feasible"] and not rows["h100-sxm"]["feasible"]
+    assert any(r["code"] == "pytorch_build" and r["blocking"] and "SM90" in r["text"] for r in rows["h100-sxm"]["reasons"])
+
+
+def test_an_unknown_pytorch_version_exits_2_listing_the_known_builds():
+    out = run("estimate", "--gpu", "t4", "--pytorch", "1.13.1+cu999")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "unknown PyTorch build '1.13.1+cu999'" in out.stderr and "1.13.1 (+cu116, +cu117)" in out.stderr
+
+
+def test_backends_lists_the_kernel_each_architecture_gets():
+    out = run("backends", "--precision", "fp16", "--head-dim", "64", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    rows = {r["arch"]: r for r in doc["matrix"]}
+    # SDPA flash kernel: [sm80, sm121]; FA2: SM80-SM90; FA1: SM75-SM90; FA3: SM90 only
+    assert rows["SM75"]["sdpa"] == "sdpa-efficient" and rows["SM75"]["flash-attn"] == "yes"
+    assert rows["SM86"]["sdpa"] == "sdpa-flash" and rows["SM86"]["flash-attn-3"] == "no"
+    assert rows["SM120"]["flash-attn-2"] == "no" and rows["SM120"]["sdpa"] == "sdpa-flash"
+    assert rows["SM90"]["flash-attn-3"] == "yes" and rows["SM90"]["oldest_pytorch"] == "2.0.1+cu118"
+    memory = {b["backend"]: b["memory"] for b in doc["backends"]}
+    assert memory["manual"] == "O(S^2) scores" and memory["flash-attn-2"] == "O(S)"

@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Callable, Iterable, Mapping
 
 from planner.engine.cost import job_cost_usd, per_million
-from planner.engine.feasibility import Reason, context_reason, memory_reason, support_reasons
+from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
+                                        support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, max_batch, usable_gb
 from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
-from planner.engine.plan import Plan, check_plan, resolve_setup
+from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, time_split
+from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate, Infer, Train, Workload
-from planner.inputs.precisions import BuildRule
+from planner.inputs.precisions import AttentionBackend
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
 
@@ -152,12 +154,27 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
                               + (" with a gradient all-reduce per optimizer step" if isinstance(w, Train) else ""))]
 
 
+@lru_cache(maxsize=1024)
+def _on_kernel(s: Setup, kernel: AttentionBackend) -> Setup:
+    """The setup with its attention choice replaced by the kernel it runs as (one object per pair: a cache key)."""
+    return s if s.attention is kernel else replace(s, attention=kernel)
+
+
 def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
-                builds: Iterable[BuildRule] = ()) -> Estimate:
-    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup, the runtime's
-    efficiency on this GPU, its prices per tier and the PyTorch build rules that may apply."""
+                builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
+                pinned: tuple[Build, ...] = ()) -> Estimate:
+    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
+    resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
+    runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
+    builds (the GPU's build notes; none without a matrix)."""
     m, w, eff = plan.model, plan.workload, efficiency
-    reasons = support_reasons(gpu, setup, builds)
+    reasons = support_reasons(gpu, setup, w, m)
+    att = attention_on(gpu, setup, m.attention_head_dim, fallback or setup.attention, pinned)
+    reasons.append(att.reason)
+    if att.kernel is not None:
+        setup = _on_kernel(setup, att.kernel)
+    if builds is not None:
+        reasons += build_reasons(builds, gpu, pinned)
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
@@ -204,8 +221,18 @@ def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust |
 def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None,
                  setup: Setup | None = None) -> Estimate:
     """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing)."""
-    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules, facts.runtimes), efficiency_on(plan, gpu, facts, adjust),
-                       facts.prices.for_gpu(gpu), facts.rules.builds)
+    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules, facts.runtimes),
+                       efficiency_on(plan, gpu, facts, adjust), facts.prices.for_gpu(gpu), facts.builds,
+                       facts.rules.attention(DEFAULT_ATTENTION), pinned_builds(plan, facts.builds))
+
+
+def setup_on(plan: Plan, gpu: GPU, facts: Facts) -> Setup:
+    """The plan's Setup on `gpu`, its attention resolved to the kernel it runs as there (unresolved when none runs:
+    estimate_gpu says why)."""
+    s = resolve_setup(plan, facts.rules, facts.runtimes)
+    att = attention_on(gpu, s, plan.model.attention_head_dim, facts.rules.attention(DEFAULT_ATTENTION),
+                       pinned_builds(plan, facts.builds))
+    return _on_kernel(s, att.kernel) if att.kernel else s
 
 
 def rank_key(e: Estimate) -> tuple:
@@ -219,6 +246,7 @@ def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = Non
     """Estimates for every GPU of facts.catalog (or the named ones), ranked: feasible first, then by cost in the
     plan's tier, then by time."""
     check_plan(plan)
+    pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.gpus)
-    setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (tensor parallel or FSDP derive their own)
+    setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import PRICE_TIERS
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
@@ -17,20 +19,25 @@ from planner.inputs.work import Setup
 MEMORY_TARGET_DEFAULT_PCT = 90
 MEMORY_TARGET_DEFAULT = MEMORY_TARGET_DEFAULT_PCT / 100
 
+DEFAULT_ATTENTION = "sdpa"  # PyTorch's own choice per GPU; also what a blocked backend's reason suggests instead
+
+
 @dataclass(frozen=True)
 class Plan:
-    """Everything a user chooses: model, job, precision and how it runs. batch None = auto."""
+    """Everything a user chooses: model, job, precision and how it runs. batch None = auto; pytorch None = any
+    build (the latest that runs each GPU), else a pinned build ('1.13.1+cu116') or version ('2.4.1')."""
 
     model: ModelProfile
     workload: Workload
     precision: str = "bf16"
     kv_dtype: str | None = None
-    attention: str = "sdpa"
+    attention: str = DEFAULT_ATTENTION
     runtime: str = "pytorch-eager"
     batch: int | None = None
     gpus: int = 1
     price_tier: str = "secure"
     memory_target: float = MEMORY_TARGET_DEFAULT  # fraction of the reported memory a plan may fill
+    pytorch: str | None = None
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
@@ -40,6 +47,16 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
     chunk = runtimes.get(plan.runtime).prefill_chunk_tokens if runtimes else 0
     return Setup(precision, kv, rules.attention(plan.attention), prefill_chunk=chunk)
+
+
+def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:
+    """The builds the plan pins (none: no pin); ValueError listing the known builds for an unknown version."""
+    return _pin(builds, plan.pytorch) if plan.pytorch else ()
+
+
+@lru_cache(maxsize=64)
+def _pin(builds: BuildMatrix, text: str) -> tuple[Build, ...]:
+    return builds.pin(text)
 
 
 def check_plan(plan: Plan) -> None:

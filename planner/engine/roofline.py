@@ -119,7 +119,8 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
     """(peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
     peak = gpu.run_peak_tflops(g.compute_path)
-    return peak, peak * FLOPS_PER_TFLOP * eff.compute_efficiency, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
+    flops_s = peak * FLOPS_PER_TFLOP * eff.compute_efficiency * g.rate_factor
+    return peak, flops_s, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
 
 
 def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
@@ -160,7 +161,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     for g in ph.groups:
-        flops_s = gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency
+        flops_s = gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency * g.rate_factor
         if g.flops_per_pos or g.bytes_per_pos:
             total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
         else:  # position-independent: every step costs the same

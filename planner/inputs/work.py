@@ -40,6 +40,7 @@ class OpGroup:
     formula: str
     flops_per_pos: float = 0.0
     bytes_per_pos: float = 0.0
+    rate_factor: float = 1.0  # x the achieved FLOP/s: an attention kernel's speed vs FlashAttention-2 (the reference)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class MemoryItem:
 
 @dataclass(frozen=True, eq=True)
 class Setup(CachedHash):
-    """How a model runs: resolved precision, KV-cache dtype and attention backend, and how it is split."""
+    """How a model runs: resolved precision, KV-cache dtype and attention backend (on one GPU, the kernel it runs as;
+    before a GPU is known, the user's choice), and how it is split."""
 
     __hash__ = CachedHash.__hash__  # dataclass would otherwise regenerate it
     precision: Precision

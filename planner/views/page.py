@@ -289,12 +289,24 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
          "auto: the cheapest that fits" if auto_batch else "yours"),
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
+        attention_row(e),
     ]
     price = e.price
     if price:
         rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
                      f"{price.origin}, {price.date or 'undated'}: {price.source}"))
     return rows
+
+
+def attention_row(e: Estimate) -> tuple[str, str, str]:
+    """(input, value, source) for the attention kernel this GPU runs: its memory order and speed vs FlashAttention-2."""
+    k, chosen = e.setup.attention, e.plan.attention
+    if any(r.code == "attention" and r.blocking for r in e.reasons):
+        return ("Attention kernel", f"{chosen}: none runs on this GPU (reasons above)", k.source)
+    name = k.id if k.id == chosen else f"{k.id} ({chosen}'s pick on this GPU)"
+    memory = "S x S scores in DRAM, O(S^2)" if k.scores_materialized else "no score matrix, O(S)"
+    return ("Attention kernel", f"{name}: {memory}, {k.speed_vs_fa2:.2f}x FlashAttention-2's FLOP rate",
+            k.speed_source or k.source)
 
 
 def md_table(header: list[str], rows: Iterable[Iterable]) -> str:

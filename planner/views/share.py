@@ -19,10 +19,11 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from planner.base.schema import DataFileError, Record, suggest
+from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.estimate import Estimate
 from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
 from planner.base.safe_parse import parse_number, shown
+from planner.inputs.builds import load_builds
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
                                     STALE_AFTER_DAYS, load_catalog)
 from planner.inputs.job_costs import JobOverheads
@@ -71,7 +72,8 @@ MAX_SPEC_BYTES = 256_000
 class Inputs:
     """Everything on the page that decides what is shown. `arch` (decoder fields) or `spec` (a generic
     profile's YAML) describe the model when model == 'custom'. batch None = auto; kv 'auto' = the
-    activation dtype; maxusd 0 = no limit; gpu '' = the top of the ranking; cmp () = the top three."""
+    activation dtype; pt '' = no pinned PyTorch build (the latest); maxusd 0 = no limit; gpu '' = the top of the
+    ranking; cmp () = the top three."""
 
     model: str = "cfdna-gen"
     arch: tuple[tuple[str, Any], ...] = ()
@@ -91,6 +93,7 @@ class Inputs:
     prec: str = "bf16"
     kv: str = "auto"
     attn: str = "sdpa"
+    pt: str = ""
     rt: str = "pytorch-eager"
     gpus: int = 1
     tier: str = "secure"
@@ -216,8 +219,23 @@ def _kv_dtypes() -> list[str]:
     return ["auto"] + [k.id for k in load_rules().kv_dtypes]
 
 
-def _attention() -> list[str]:
-    return [a.id for a in load_rules().attention_backends]
+def _attention(text: str) -> str:
+    """An attention backend by id or alias ('auto' -> sdpa), as its id."""
+    try:
+        return load_rules().attention(text).id
+    except UnknownNameError as exc:
+        listed = ", ".join(a.id for a in load_rules().attention_backends)
+        raise ValueError(f"{exc}" + ("" if exc.suggestions else f"; expected one of {listed}")) from None
+
+
+def _pytorch(text: str) -> str:
+    """A pinned PyTorch build ('1.13.1+cu116') or version ('2.4.1'); '' or 'latest' for none. ValueError listing the
+    known builds otherwise."""
+    t = text.strip().lower().replace(" ", "+")  # an unescaped '+' in a typed link arrives as a space
+    if t in ("", "latest"):
+        return ""
+    load_builds().pin(t)
+    return t
 
 
 SCALARS: dict[str, Callable[[str], Any]] = {
@@ -226,7 +244,8 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "samples": _bounded("samples"), "size": _bounded("input_size"), "epochs": _bounded("epochs"),
     "opt": _choice(lambda: sorted(OPTIMIZERS)), "ckpt": _bool, "accum": _bounded("grad_accum"),
     "shard": _choice(lambda: SHARDINGS),
-    "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _choice(_attention),
+    "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _attention,
+    "pt": _pytorch,
     "rt": _choice(_runtimes), "gpus": _bounded("gpus"), "tier": _choice(lambda: PRICE_TIERS),
     "mem": _bounded("memory_target_pct"),
     "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
@@ -440,6 +459,8 @@ def _shown(name: str, value: Any) -> str:
         return "auto"
     if name == "gpu" and not value:
         return "the top of the ranking"
+    if name == "pt" and not value:
+        return "the latest builds"
     return _text(value)
 
 
@@ -485,7 +506,10 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out["prec"] = inputs.prec
     if inputs.job == "generate" and inputs.kv != DEFAULTS.kv:
         out["kv"] = inputs.kv
-    out.update(attn=inputs.attn, rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
+    out["attn"] = inputs.attn
+    if inputs.pt:
+        out["pt"] = inputs.pt
+    out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     for name in VIEW_FIELDS:
         value = getattr(inputs, name)
         if value == getattr(DEFAULTS, name):
@@ -522,7 +546,7 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
         workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum, inputs.shard)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
-                inputs.mem / 100)
+                inputs.mem / 100, inputs.pt or None)
 
 
 def size_name(model: ModelProfile) -> str:
@@ -549,7 +573,8 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"
     memory = f", memory filled to at most {_num(inputs.mem)} % of what each GPU reports" if inputs.mem != DEFAULTS.mem else ""
     return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {inputs.prec}, "
-            f"{runtime}, {inputs.attn} attention, {batch}, {gpus}{memory}, RunPod {inputs.tier} prices.")
+            f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}, {batch}, {gpus}"
+            f"{memory}, RunPod {inputs.tier} prices.")
 
 
 # ---------------------------------------------------------------- exports

@@ -241,3 +241,55 @@ def test_llama_cpp_prefills_a_long_prompt_in_512_token_chunks():
         scores_whole - scores_chunk + tokens, rel=1e-6)
     prefill = next(p for p in chunked.phases if p.name == "prefill")
     assert prefill.kernels_per_step == pytest.approx(16 * (32 * 12 + 5) * 1.2)  # 16 chunks x kernels x llama.cpp's 1.2
+# ---------------------------------------------------------------- attention backends: speed and memory order
+
+
+def _attention_group(e):
+    return next(g for ph in e.phases for g in ph.groups if g.name.startswith("attention"))
+
+
+def test_an_attention_kernels_speed_factor_scales_the_attention_time():
+    # cfDNA-Gen training at 2048 tokens on an A100: 4.5 x 4 x 14 x 768 x 8 x 2048 x 2049 / 2 = 3.3e12 attention FLOPs
+    # against 8 x 2048 x 14 x (2 x 768 + 2 x 768) x 2 B x 3 = 4.2e9 B per micro-step: ~770 FLOP/B, past the A100's
+    # ridge (~200 FLOP/B), so compute-bound and the time is FLOPs / (rate x speed factor).
+    # FlashAttention 1.x runs at 1 / sqrt(1.7 x 3.0) of FA2's rate (FA2 paper: 1.7-3.0x faster than FlashAttention).
+    gpu = load_catalog().get("a100-sxm-80gb")
+    plan = _plan("cfdna-gen", "fp16", 8, workload=Train(64, 2048, 1))
+    fa2 = estimate_gpu(replace(plan, attention="flash-attn-2"), gpu, FACTS)
+    fa1 = estimate_gpu(replace(plan, attention="flash-attn"), gpu, FACTS)
+    t2, t1 = _attention_group(fa2), _attention_group(fa1)
+    assert t2.bound == "compute" and t1.bound == "compute"
+    assert t1.time_s / t2.time_s == pytest.approx((1.7 * 3.0) ** 0.5, rel=0.01)
+    others = lambda e: [g.time_s for ph in e.phases for g in ph.groups if not g.name.startswith("attention")]  # noqa: E731
+    assert others(fa1) == others(fa2)  # only the attention group changes
+    # FA3 on an H100: 1.5-2.0x faster than FA2 (FA3 paper) -> time / sqrt(3)
+    h100 = load_catalog().get("h100-sxm")
+    fa3 = _attention_group(estimate_gpu(replace(plan, attention="flash-attn-3"), h100, FACTS))
+    fa2_h = _attention_group(estimate_gpu(replace(plan, attention="flash-attn-2"), h100, FACTS))
+    assert fa2_h.time_s / fa3.time_s == pytest.approx(3 ** 0.5, rel=0.01)
+
+
+def test_auto_resolves_per_gpu_in_one_ranking():
+    ranked = {e.gpu.id: e for e in estimate_all(_plan("cfdna-gen", "fp16", 8, attention="auto"), FACTS,
+                                                ["t4", "rtx-3090", "rtx-5090"])}
+    # SDPA's flash kernel needs sm80 (T4 is sm75) and covers up to sm121 (RTX 5090 is sm120)
+    assert {k: e.setup.attention.id for k, e in ranked.items()} == {
+        "t4": "sdpa-efficient", "rtx-3090": "sdpa-flash", "rtx-5090": "sdpa-flash"}
+
+
+def test_materialized_scores_grow_training_memory_with_the_square_of_the_sequence():
+    # sdpa-math writes S x S scores per head: the memory it adds over the flash kernel quadruples when S doubles
+    gpu = load_catalog().get("h100-sxm")
+
+    def extra_gb(size):
+        plan = _plan("cfdna-gen", "bf16", 2, workload=Train(64, size, 1))
+        math_ = estimate_gpu(replace(plan, attention="sdpa-math"), gpu, FACTS).memory.get("activations")
+        flash = estimate_gpu(replace(plan, attention="sdpa-flash"), gpu, FACTS).memory.get("activations")
+        return math_ - flash
+
+    assert extra_gb(1024) > 0 and extra_gb(2048) / extra_gb(1024) == pytest.approx(4.0, rel=1e-9)
+
+
+def test_an_unknown_pinned_pytorch_fails_the_whole_ranking_with_the_known_builds():
+    with pytest.raises(ValueError, match=r"unknown PyTorch build '3\.0\.0'.*known: 1\.13\.1"):
+        estimate_all(_plan("cfdna-gen", pytorch="3.0.0"), FACTS)

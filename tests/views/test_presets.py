@@ -80,8 +80,18 @@ def test_betarho_presets_fit_their_gpus():
 
 def test_rtx_5090_preset_carries_the_pytorch_build_requirement():
     e = _ranking("llm-7b-fp16-rtx-5090")["rtx-5090"]
-    assert e.feasible and any(r.code == "pytorch_build" and "2.7" in r.text for r in e.reasons)
+    # sm_120 kernels first shipped in the CUDA 12.8 builds of PyTorch 2.7 (moi90 table: 2.7.0 cuda12.8 lists sm_120)
+    assert e.feasible and any(r.code == "pytorch_build" and "2.7.0+cu128" in r.text for r in e.reasons)
     assert e.tokens_per_s and e.plan.workload.gen_tokens == 100
+
+
+def test_sea_preset_pins_the_seeds_pytorch_and_it_runs_the_three_gpus():
+    p = PRESETS["sea-3x-a5000"]
+    assert p.inputs.pt == "1.13.1+cu116"  # the seed's environment: 'PyTorch 1.13.1+cu116, CUDA 11.6'
+    ranked = _ranking(p.id)
+    # A5000 and A6000 are sm_86, V100 sm_70: all in 1.13.1+cu116's list (sm_37 ... sm_86)
+    for gid in ("rtx-a5000", "rtx-a6000", "v100-sxm2-32gb"):
+        assert not any(r.code == "pytorch_build" and r.blocking for r in ranked[gid].reasons), gid
 
 
 def test_neuromanifold_preset_splits_gpus_at_sm80():
@@ -90,7 +100,8 @@ def test_neuromanifold_preset_splits_gpus_at_sm80():
         if e.gpu.compute_capability is None:
             continue
         blocked = any(r.code == "attention" and r.blocking for r in e.reasons)
-        assert blocked == (e.gpu.compute_capability < (8, 0)), e.gpu.id
+        # FlashAttention-2 README: Ampere, Ada or Hopper (SM80-SM90); no Turing/Volta, no Blackwell build
+        assert blocked == (not (8, 0) <= e.gpu.compute_capability <= (9, 0)), e.gpu.id
 
 
 def test_a_broken_preset_is_named_and_the_rest_still_load(tmp_path):

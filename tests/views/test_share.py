@@ -70,7 +70,9 @@ inputs_strategy = st.builds(
     epochs=st.sampled_from([0.5, 1.0, 3.0, 12.25]), opt=st.sampled_from(["adam", "adamw", "sgd"]),
     ckpt=st.booleans(), accum=st.integers(1, 64), batch=st.none() | st.integers(1, 4096),
     prec=st.sampled_from(["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]),
-    kv=st.sampled_from(["auto", "fp16", "fp8"]), attn=st.sampled_from(["sdpa", "flash-attn-2", "manual"]),
+    kv=st.sampled_from(["auto", "fp16", "fp8"]),
+    attn=st.sampled_from(["sdpa", "flash-attn-2", "manual", "sdpa-math", "flash-attn-3", "xformers", "triton"]),
+    pt=st.sampled_from(["", "1.13.1+cu116", "2.4.1", "2.14.0+rocm7.14"]),
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
     tier=st.sampled_from(["secure", "community", "spot"]), mem=st.sampled_from([50.0, 85.5, 90.0, 100.0]),
     psrc=st.sampled_from(share.PRICE_SOURCES),
@@ -276,3 +278,32 @@ def test_the_memory_target_travels_as_a_percent_and_reaches_the_plan():
     assert warnings == [] and inputs.mem == 95.0
     assert share.to_plan(inputs, load_models().get("cfdna-gen")).memory_target == pytest.approx(0.95)
     assert "at most 95 % of what each GPU reports" in share.plan_sentence(inputs, load_models().get("cfdna-gen"))
+def test_a_pinned_pytorch_build_travels_in_the_link_and_reaches_the_plan():
+    inputs = Inputs(pt="1.13.1+cu116")
+    params = encode(inputs)
+    assert params["pt"] == "1.13.1+cu116" and "pt" not in encode(DEFAULTS)  # unpinned: nothing written
+    back, warnings = decode(parse_qs(share.query_string(inputs)))  # '+' is escaped in the query string
+    assert warnings == [] and back.pt == "1.13.1+cu116"
+    assert share.to_plan(back, share.resolve_model(back)).pytorch == "1.13.1+cu116"
+    assert share.to_plan(DEFAULTS, share.resolve_model(DEFAULTS)).pytorch is None
+
+
+def test_a_typed_link_whose_plus_became_a_space_still_pins_the_build():
+    back, warnings = decode({"pt": "1.13.1 cu116"})  # '?pt=1.13.1+cu116' typed by hand: '+' decodes to ' '
+    assert warnings == [] and back.pt == "1.13.1+cu116"
+
+
+def test_a_hand_edited_unknown_pytorch_build_warns_with_the_known_ones_and_falls_back():
+    back, warnings = decode({"pt": "1.13.9+cu116"})
+    assert back.pt == "" and len(_warned(warnings, "pt")) == 1
+    text = str(_warned(warnings, "pt")[0])
+    assert "unknown PyTorch build '1.13.9+cu116'" in text and "1.13.1 (+cu116, +cu117)" in text
+    assert text.endswith("using the latest builds")
+
+
+def test_old_attention_ids_still_decode_and_auto_is_sdpa():
+    for old in ("sdpa", "flash-attn-2", "manual"):  # share links written before the backend list grew
+        back, warnings = decode({"attn": old})
+        assert warnings == [] and back.attn == old
+    back, warnings = decode({"attn": "auto"})
+    assert warnings == [] and back.attn == "sdpa"  # 'auto' is PyTorch SDPA's own per-GPU choice

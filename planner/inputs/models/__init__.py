@@ -52,6 +52,8 @@ class ModelProfile(Protocol):
     @property
     def trained_context(self) -> int | None: ...  # longest input it was trained for (None: no limit modelled)
     @property
+    def attention_head_dim(self) -> int | None: ...  # per-head width attention kernels see (None: not known)
+    @property
     def tensor_parallel_heads(self) -> int | None: ...  # units tensor parallel splits; None: no TP modelled
     @property
     def quantizable_params(self) -> int: ...  # weights a quantized precision stores at its own bytes (the rest 16-bit)

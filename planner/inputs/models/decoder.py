@@ -97,6 +97,10 @@ class DecoderProfile(CachedHash):
         return self.context
 
     @property
+    def attention_head_dim(self) -> int | None:
+        return self.head_dim
+
+    @property
     def tensor_parallel_heads(self) -> int | None:
         """Tensor parallel splits attention by KV head (Megatron-style)."""
         return self.kv_heads
@@ -240,7 +244,8 @@ class DecoderProfile(CachedHash):
                     "FLOPs = 4 x layers x heads x head_dim x keys attended"
                     + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
                     + "; bytes = Q,K,V,O + KV-cache write"
-                    + (" + 4 x score matrices (manual attention)" if scores else "")),
+                    + (" + 4 x score matrices (manual attention)" if scores else ""),
+                    rate_factor=s.attention.speed_vs_fa2),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
                     f"bytes = tokens x {m.act_traffic_elems:,.0f} elements x {p.act_bytes:g} B + logits"),
         )
@@ -290,7 +295,7 @@ class DecoderProfile(CachedHash):
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
                        "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write",
                        flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
-                       bytes_per_pos=kv_read_per_pos + score_per_pos)
+                       bytes_per_pos=kv_read_per_pos + score_per_pos, rate_factor=attn.rate_factor)
         return (*head, attn, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
@@ -315,7 +320,8 @@ class DecoderProfile(CachedHash):
                     f"bytes = weights read {fb:g}x + fp32 grad accumulate"),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, (qkvo + scores) * fb, s.attention_path,
                     f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
-                    f"{attn_mult:g} (bwd = {bwd:g}x fwd)"),
+                    f"{attn_mult:g} (bwd = {bwd:g}x fwd)",
+                    rate_factor=s.attention.speed_vs_fa2),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
                     fb * T * m.act_traffic_elems * p.act_bytes + 3 * T * m.vocab * float(FP32_BYTES),
                     s.attention_path,

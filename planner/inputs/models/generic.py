@@ -72,6 +72,12 @@ class GenericProfile(CachedHash):
         """The profile counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""
         return self.eager_kernels_per_forward / EAGER_KERNELS_PER_FUSED
 
+    @property
+    def attention_head_dim(self) -> int | None:
+        """The constant `head_dim`, when the profile names one (attention kernels cap it)."""
+        value = dict(self.constants).get("head_dim")
+        return int(value) if value else None
+
     def architecture(self) -> dict[str, Any] | None:
         return None  # formulas, not editable fields: the profile's YAML is the description
 

@@ -156,6 +156,7 @@ class TracedProfile(CachedHash):
     trained_context = None
     tensor_parallel_heads = None  # traced on one device: no tensor-parallel split is modelled
     shard_units = 1  # FSDP gathers the whole model at once
+    attention_head_dim = None  # the trace measures the code's own attention, not its head width
 
     @property
     def counts_tokens(self) -> bool:
