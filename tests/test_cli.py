@@ -140,3 +140,18 @@ def test_the_memory_target_is_a_cli_option_and_its_bounds_are_checked():
     assert at90["memory_gb"]["total"] <= at90["usable_gb"] < at100["memory_gb"]["total"] <= reported
     bad = run(*base, "--memory-target", "120")
     assert bad.returncode == 2 and "memory" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_models_list_active_parameters_and_an_encoder_config_is_refused_with_exit_2(tmp_path):
+    models = {m["id"]: m for m in json.loads(run("models", "--format", "json").stdout)}
+    # Mixtral-8x7B: 46.7B in memory, 12.9B per token (Mistral AI; by hand in tests/inputs/test_models.py)
+    assert (models["mixtral-8x7b"]["params"], models["mixtral-8x7b"]["active_params"]) == (46_702_792_704,
+                                                                                           12_879_925_248)
+    assert models["llama-3-8b"]["active_params"] == models["llama-3-8b"]["params"]  # dense: every weight is used
+    config = tmp_path / "config.json"  # google-bert/bert-base-uncased config.json, the fields that matter
+    config.write_text(json.dumps({"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
+                                  "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 30522,
+                                  "max_position_embeddings": 512}))
+    out = run("estimate", "--model", str(config), "--gpu", "h100-sxm")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "encoder-only" in out.stderr and "python3 -m planner profile" in out.stderr
