@@ -139,7 +139,7 @@ class DecoderProfile(CachedHash):
         if self.experts > 1:
             shared = f" + shared {self.shared_ffn:,}" if self.shared_ffn else ""
             moe = (f" · {self.experts} experts, top {self.experts_per_token}{shared} · "
-                   f"{self.active_params / 1e9:.3g}B of {self.params / 1e9:.3g}B parameters active per token")
+                   f"{self.active_params / self.params:.0%} of the parameters active per token")
         return f"decoder · {self.layers} layers · hidden {self.hidden} · context {self.context:,}{moe}"
 
     def listing(self) -> dict[str, int | None]:

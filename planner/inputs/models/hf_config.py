@@ -78,10 +78,14 @@ def _refuse(rec: Record, field: str, what: str, why: str, hint: str = WHAT_TO_DO
     return rec.fail(field, f"{what}: {why}. Refused rather than estimated wrong; to plan it, {hint}")
 
 
+def _model_type(config: Mapping[str, Any]) -> str | None:
+    model_type = config.get("model_type")
+    return model_type.lower() if isinstance(model_type, str) else None
+
+
 def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     """The family to read the config as ('gated' or 'gpt2'); DataFileError naming what can't be modelled."""
-    model_type = config.get("model_type")
-    mt = str(model_type).lower() if isinstance(model_type, str) else None
+    mt = _model_type(config)
     archs = config.get("architectures")
     archs = [str(a) for a in archs] if isinstance(archs, list) else []
     shown = f"model_type '{mt}'" + (f" ({', '.join(archs)})" if archs else "") if mt else "this config"
@@ -162,7 +166,7 @@ def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> Dec
     hidden = get("hidden_size", "n_embd", "d_model")
     heads = get("num_attention_heads", "n_head")
     ffn = get("intermediate_size", "n_inner") or (4 * hidden if isinstance(hidden, int) else None)
-    tied_default = is_gpt2 or config.get("model_type") in TIED_BY_DEFAULT
+    tied_default = is_gpt2 or _model_type(config) in TIED_BY_DEFAULT
     data = {
         "id": model_id, "name": model_id, "kind": "decoder", "layers": get("num_hidden_layers", "n_layer"),
         "hidden": hidden, "heads": heads, "kv_heads": get("num_key_value_heads") or heads, "ffn": ffn,
