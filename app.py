@@ -166,7 +166,7 @@ def _on_upload_model() -> None:
         where = "" if exc.field == "-" else f" (field '{md_escape(exc.field, 60)}')"
         hint = (" It looks like a benchmark result: upload it under 5 · Calibration." if '"planner-bench-result"' in text
                 else "")
-        ss._upload_msg = ("error", f"{name} could not be used: {md_escape(exc.problem)}{where}.{hint} "
+        ss._upload_msg = ("error", f"{name} could not be used: {md_escape(exc.problem, 600)}{where}.{hint} "
                                    "The plan is unchanged.")
         return
     arch = m.architecture()
@@ -276,6 +276,12 @@ def sidebar() -> None:
             c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn")
             c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act")
             c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm")
+            c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts",
+                            help="mixture of experts: MLPs of the FFN size per layer (1 = a dense MLP)")
+            c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk",
+                            help="top-k: experts the router sends each token to (at most the experts per layer)")
+            c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared",
+                            help="intermediate size of the MLP every token also goes through (Qwen-MoE); 0 = none")
             c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab")
             c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx")
             st.checkbox("Tied input/output embeddings", key="m_tied")

@@ -209,7 +209,8 @@ def cmd_backends(a: argparse.Namespace) -> int:
 
 
 def cmd_models(a: argparse.Namespace) -> int:
-    rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params, **m.listing()}
+    rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params, "active_params": m.active_params,
+             **m.listing()}
             for m in load_models().models]
     print(emit(rows, a.format))
     return 0

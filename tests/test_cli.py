@@ -169,3 +169,18 @@ def test_backends_lists_the_kernel_each_architecture_gets():
     assert rows["SM90"]["flash-attn-3"] == "yes" and rows["SM90"]["oldest_pytorch"] == "2.0.1+cu118"
     memory = {b["backend"]: b["memory"] for b in doc["backends"]}
     assert memory["manual"] == "O(S^2) scores" and memory["flash-attn-2"] == "O(S)"
+
+
+def test_models_list_active_parameters_and_an_encoder_config_is_refused_with_exit_2(tmp_path):
+    models = {m["id"]: m for m in json.loads(run("models", "--format", "json").stdout)}
+    # Mixtral-8x7B: 46.7B in memory, 12.9B per token (Mistral AI; by hand in tests/inputs/test_models.py)
+    assert (models["mixtral-8x7b"]["params"], models["mixtral-8x7b"]["active_params"]) == (46_702_792_704,
+                                                                                           12_879_925_248)
+    assert models["llama-3-8b"]["active_params"] == models["llama-3-8b"]["params"]  # dense: every weight is used
+    config = tmp_path / "config.json"  # google-bert/bert-base-uncased config.json, the fields that matter
+    config.write_text(json.dumps({"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
+                                  "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 30522,
+                                  "max_position_embeddings": 512}))
+    out = run("estimate", "--model", str(config), "--gpu", "h100-sxm")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "encoder-only" in out.stderr and "python3 -m planner profile" in out.stderr

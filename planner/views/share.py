@@ -51,7 +51,8 @@ class LinkField(ArchField):
 
 
 _PARAMS = {"name": "m_name", "layers": "m_layers", "hidden": "m_hidden", "heads": "m_heads", "kv_heads": "m_kv",
-           "head_dim": "m_hd", "ffn": "m_ffn", "ffn_kind": "m_act", "vocab": "m_vocab", "context": "m_ctx",
+           "head_dim": "m_hd", "ffn": "m_ffn", "ffn_kind": "m_act", "experts": "m_experts", "experts_per_token": "m_topk",
+           "shared_ffn": "m_shared", "vocab": "m_vocab", "context": "m_ctx",
            "tied_embeddings": "m_tied", "norm": "m_norm", "learned_pos_emb": "m_pos", "bias": "m_bias"}
 ARCH_FIELDS = tuple(LinkField(f.name, f.kind, f.lo, f.hi, _PARAMS[f.name]) for f in DECODER_ARCH_FIELDS)
 ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}

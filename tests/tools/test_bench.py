@@ -33,14 +33,20 @@ GPT = DecoderProfile(id="t-gpt", name="t-gpt", layers=2, hidden=48, heads=3, kv_
                      ffn_kind="gelu", vocab=40, context=32, tied_embeddings=True, norm="layernorm",
                      learned_pos_emb=True, bias=True, source="test")
 
+MOE = DecoderProfile(id="t-moe", name="t-moe", layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=32,
+                     ffn_kind="swiglu", vocab=50, context=32, tied_embeddings=False, norm="rmsnorm",
+                     learned_pos_emb=False, bias=False, source="test", experts=4, experts_per_token=2, shared_ffn=48)
 
-@pytest.mark.parametrize("profile", [*(load_models().get(m) for m in ("cfdna-gen", "gpt2-124m", "llama-3-8b")), GQA, GPT])
+
+@pytest.mark.parametrize("profile", [*(load_models().get(m) for m in ("cfdna-gen", "gpt2-124m", "llama-3-8b",
+                                                                      "mixtral-8x7b", "qwen1.5-moe-a2.7b")),
+                                     GQA, GPT, MOE])
 def test_torch_model_has_exactly_the_profiles_parameters(profile):
     model = build(profile, "meta", torch.float32)  # shapes only: an 8B model costs no memory
     assert sum(p.numel() for p in model.parameters()) == profile.params
 
 
-@pytest.mark.parametrize("profile", [GQA, GPT])
+@pytest.mark.parametrize("profile", [GQA, GPT, MOE])
 def test_decode_with_kv_cache_equals_the_full_forward_pass(profile):
     model = build(profile, "cpu", torch.float32).eval()
     tokens = torch.randint(0, profile.vocab, (3, 12), generator=torch.Generator().manual_seed(0))

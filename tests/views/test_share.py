@@ -164,6 +164,24 @@ def test_custom_decoder_from_link_builds_the_model_it_describes():
     assert share.resolve_model(again) == m
 
 
+def test_a_custom_mixture_of_experts_travels_in_the_link():
+    link = {"model": "custom", "m_name": "tiny-moe", "m_layers": "1", "m_hidden": "4", "m_heads": "2", "m_ffn": "8",
+            "m_act": "swiglu", "m_experts": "4", "m_topk": "2", "m_shared": "6", "m_vocab": "10", "m_ctx": "16",
+            "m_tied": "1", "m_norm": "rmsnorm"}
+    inputs, warnings = decode(link)
+    assert warnings == []
+    m = share.resolve_model(inputs)
+    # by hand: Q, K, V, O 64; router 4 x 4 = 16; 4 experts x SwiGLU 3 x 4x8 = 384; shared 3 x 4x6 = 72; norms 8;
+    # tied embedding 40; final norm 4: 588 parameters, of which 2 experts x 96 are skipped per token
+    assert (m.params, m.active_params) == (588, 588 - 2 * 96)
+    assert {"m_experts": "4", "m_topk": "2", "m_shared": "6"}.items() <= encode(inputs).items()
+    assert share.resolve_model(decode(encode(inputs))[0]) == m
+    # more experts per token than experts: that value alone is named and falls back to 1
+    inputs, warnings = decode({**link, "m_topk": "5"})
+    assert [w.param for w in warnings] == ["m_topk"] and "more experts (5)" in str(warnings[0])
+    assert dict(inputs.arch)["experts_per_token"] == 1 and dict(inputs.arch)["experts"] == 4
+
+
 def test_invalid_custom_architecture_names_the_field_and_falls_back():
     inputs, warnings = decode({"model": "custom", "m_hidden": "1024", "m_heads": "8", "m_kv": "3"})
     assert [w.param for w in warnings] == ["m_kv"] and "multiple of kv_heads" in str(warnings[0])

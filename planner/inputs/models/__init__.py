@@ -46,7 +46,9 @@ class ModelProfile(Protocol):
     counts_tokens: bool  # throughput is stated in tokens/s
 
     @property
-    def params(self) -> int: ...
+    def params(self) -> int: ...  # all of them: what memory holds (every expert of a mixture of experts)
+    @property
+    def active_params(self) -> int: ...  # those one token's forward pass uses (its top-k experts); = params if dense
     @property
     def default_input_size(self) -> int: ...
     @property

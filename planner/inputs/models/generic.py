@@ -64,6 +64,10 @@ class GenericProfile(CachedHash):
         return self.params
 
     @property
+    def active_params(self) -> int:
+        return self.params  # formulas describe dense models: every parameter is used
+
+    @property
     def quantizable_params(self) -> int:
         return self.params  # formulas don't say which weights are embeddings: all count as quantized
 

@@ -167,6 +167,10 @@ class TracedProfile(CachedHash):
         return self.params
 
     @property
+    def active_params(self) -> int:
+        return self.params  # a trace measures what ran: every parameter counts as used
+
+    @property
     def quantizable_params(self) -> int:
         return self.params  # the trace does not tell embeddings from matrices: all count as quantized
 
