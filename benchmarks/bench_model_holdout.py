@@ -7,7 +7,7 @@ WITHOUT that size and the traced profile x calibrated efficiencies predicts it (
 .holdout_table). Prints the error per size and step, the largest interior and overall error per model, and the
 factors of the fit on everything with their 95 % uncertainty.
 
-Run: python3 benchmarks/bench_model_holdout.py [--quick] [--keep DIR]   (about 4 min on a 2-core CPU; --quick: 2)
+Run: python3 benchmarks/bench_model_holdout.py [--quick] [--keep DIR]   (about 8 min on a 2-core CPU; --quick: 6)
 """
 
 from __future__ import annotations

@@ -280,6 +280,13 @@ def cmd_calibration(a: argparse.Namespace) -> int:
         print(f"warning: {problem}", file=sys.stderr)
     print(emit(points, a.format))
     print()
+    if result.get("model_runs"):  # measure here, predict a size never fitted: each size from a fit without it
+        held = calibration.holdout_table(result)
+        if a.format == "table":
+            held = [{"held_out_size": r["size"], "workload": r["workload"], "measured_s": _sig(r["measured_s"]),
+                     "predicted_s": _sig(r["predicted_s"]), "error_pct": round(r["error_pct"], 1)} for r in held]
+        print(emit(held, a.format))
+        print()
     print(emit(gpus, a.format))
     return 0
 

@@ -225,6 +225,19 @@ def test_calibration_upload_travels_and_a_bad_one_keeps_it():
     assert not shared.exception and any("Your calibration" in e.label for e in shared.expander)
 
 
+def test_a_calibration_of_your_own_model_uploads_without_torch(example):
+    """A `bench --model` result carries its traced profile: the app reads it as data (no torch, no Python run), fits
+    it and charts every point, the model's sizes each under their own label."""
+    from tests.fixtures.bench_docs import cpu_result, with_times
+
+    doc = with_times(cpu_result(example), 0.5, 0.7, 6.0, noise=0.02, seed=1)
+    at = _app()
+    at.file_uploader(key="upload_cal").set_value([("mine.json", json.dumps(doc).encode(), "application/json")]).run()
+    _ok(at)
+    assert "ebw=" in _link(at)["cal"] and any("95 % interval" in m.value for m in at.markdown)
+    assert not any("ill-conditioned" in _shown(w.value) for w in at.warning)  # the anchors pin every factor
+
+
 def test_own_price_for_a_gpu_travels_and_marks_its_origin():
     at = _app({"gpu": "rtx-4070-ti-super", "tier": "community"})  # a GPU RunPod does not list
     at.number_input(key="price_in_rtx-4070-ti-super_community").set_value(0.33)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Callable
 
@@ -123,17 +124,15 @@ def run_micro(device: str, quick: bool, precision: str, clock: str, progress: Ca
 
 def recheck_micro(micro: dict, device: str, quick: bool, precision: str, clock: str,
                   progress: Callable[[str], None]) -> None:
-    """Measure the peaks the fit divides by (copy bandwidth, the workload dtype's best matmul) once more after the
-    workloads and keep the faster of the two passes: a neighbour's burst of memory traffic or CPU use during the
-    first pass would otherwise move every fitted efficiency with it."""
+    """Measure the peaks the fit divides by once more after the workloads: copy bandwidth (the median over both
+    passes' allocations) and the workload dtype's best matmul (the faster pass). A neighbour's burst of memory
+    traffic or CPU use during one pass would otherwise move every fitted efficiency with it."""
     mrt = 0.15 if quick else 0.5
     bw = micro["memory_bandwidth"]
     again = copy_bandwidth(device, bw["tensor_mib"], mrt, clock)
     progress(f"memory bandwidth again: {again['gbps']:.1f} GB/s (before the workloads {bw['gbps']:.1f})")
-    passes = [bw["gbps"], again["gbps"]]
-    if again["gbps"] > bw["gbps"]:
-        micro["memory_bandwidth"] = bw = again
-    bw["passes_gbps"] = passes
+    passes, draws = [bw["gbps"], again["gbps"]], sorted(bw["allocations_gbps"] + again["allocations_gbps"])
+    bw.update(gbps=statistics.median(draws), allocations_gbps=draws, passes_gbps=passes)
     mm = micro["matmul"].get(precision)
     if not mm or mm.get("status") != "ok":
         return

@@ -511,9 +511,10 @@ def fit_problems(unidentified: Iterable[str], points: int, err_pct: Iterable[flo
     loose = [FACTOR_NAMES[f] for f, e in zip(FACTORS, err_pct or ()) if f not in names and e > LOOSE_PCT
              and points > len(FACTORS)]
     if loose:
-        out.append(f"loose fit: {', '.join(loose)} uncertain by more than {LOOSE_PCT:g} % (the points miss the "
-                   f"roofline by {rms_pct:.2g} % rms): the times are noisy or disagree; re-run the bench on an idle "
-                   "machine (on a CPU: --threads 1 --clock cpu, the default)")
+        out.append(f"loose fit: {', '.join(loose)} uncertain by more than {LOOSE_PCT:g} %: the points constrain "
+                   f"it only weakly, or disagree with the roofline (rms {rms_pct:.2g} %); more points where it "
+                   "dominates, or times from an idle machine (on a CPU: --threads 1 --clock cpu, the default), "
+                   "narrow it")
     return out
 
 
