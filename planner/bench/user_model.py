@@ -26,10 +26,11 @@ import torch
 import yaml
 from torch.utils._pytree import tree_map
 
+from planner.base.schema import DataFileError, Record, parse_yaml
 from planner.bench.micro import DTYPES
 from planner.bench.timing import synchronize
 from planner.bench.workload import reason_of, timed_rounds
-from planner.inputs.models import parse_model_text
+from planner.inputs.models import parse_model
 from planner.tools.profiler import (ProfileError, Request, _default_loss, _explain, _normalise, load_factory,
                                     profile)
 
@@ -50,14 +51,18 @@ def traced_profile(spec: str, sizes: tuple[int, ...], args: dict[str, Any], size
 
 
 def profile_document(path: str) -> dict:
-    """A profile file given with --profile, validated, as the document to embed (dates as text, like JSON)."""
+    """A model profile file given with --profile (YAML, one model), validated as the result will be, as the
+    document to embed (dates as text, like JSON); DataFileError naming the problem otherwise."""
     with open(path, encoding="utf-8") as f:
-        text = f.read()
-    parse_model_text(text, path.rsplit("/", 1)[-1], path)  # DataFileError naming the problem
-    doc = yaml.safe_load(text)
+        doc = parse_yaml(f.read(), path)
     if isinstance(doc, dict) and isinstance(doc.get("models"), list) and len(doc["models"]) == 1:
         doc = doc["models"][0]
-    return json.loads(json.dumps(doc, default=str))
+    if not isinstance(doc, dict):
+        raise DataFileError(path, "-", "-", "expected one model profile as a YAML mapping (`python -m planner "
+                                            "profile` writes one)")
+    doc = json.loads(json.dumps(doc, default=str))
+    parse_model(Record.of(path, 0, doc))
+    return doc
 
 
 def _to_device(x: Any, device: str) -> Any:
@@ -119,6 +124,7 @@ def run_model(spec: str, sizes: tuple[int, ...], args: dict[str, Any], size_name
     (or an unlucky allocation) can't set that size's figure alone. The result's model-run record
     (planner.inputs.bench_result checks it)."""
     factory = load_factory(spec)
+    torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")
     timings: dict[tuple[str, int], dict] = {}
     failed: dict[int, str] = {}
     per_pass = max(1, -(-rounds // PASSES))

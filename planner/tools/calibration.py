@@ -511,10 +511,11 @@ def fit_problems(unidentified: Iterable[str], points: int, err_pct: Iterable[flo
     loose = [FACTOR_NAMES[f] for f, e in zip(FACTORS, err_pct or ()) if f not in names and e > LOOSE_PCT
              and points > len(FACTORS)]
     if loose:
+        it, them = ("it", "it dominates") if len(loose) == 1 else ("them", "each dominates")
         out.append(f"loose fit: {', '.join(loose)} uncertain by more than {LOOSE_PCT:g} %: the points constrain "
-                   f"it only weakly, or disagree with the roofline (rms {rms_pct:.2g} %); more points where it "
-                   "dominates, or times from an idle machine (on a CPU: --threads 1 --clock cpu, the default), "
-                   "narrow it")
+                   f"{it} only weakly, or disagree with the roofline (rms {rms_pct:.2g} %); more points where {them}, "
+                   "or times from an idle machine (on a CPU: --threads 1 --clock cpu, the default), narrow "
+                   f"{it}")
     return out
 
 
