@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.inputs.bench_result import MAX_RESULT_BYTES, CalibrationError, parse_result
+from planner.base.schema import Record
+from planner.inputs.bench_result import MAX_RESULT_BYTES, CalibrationError, parse_result, run_model
 from planner.tools.calibration import (Calibration, device_gpu, fit, load_calibration, measured_points, point_table,
                                        predict_seconds, side_by_side)
 from planner.cli import main
@@ -23,7 +24,7 @@ from planner.inputs.models import load_models
 from planner.inputs.runtimes import load_runtimes
 from planner.inputs.jobs import Generate
 from planner.tools.calibration import FACTORS, T95, holdout_table
-from tests.fixtures.bench_docs import DESIGNED, SMALL, cpu_result, with_times
+from tests.fixtures.bench_docs import DESIGNED, SMALL, cpu_result, model_run, with_times
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
@@ -413,3 +414,25 @@ def test_model_run_points_are_listed_and_tabled(example):
     assert len(runs) == 8 and runs[0]["label"] == "seed004-sdpa forward b1 tokens=64 fp32" and runs[0]["seq"] == 64
     table = point_table(doc, fit(doc))
     assert len(table) == len(rows) and all(abs(r["calibrated_error_pct"]) < 3 for r in table if r["model"] == "seed004-sdpa")
+
+
+def test_a_gpu_calibration_of_your_model_predicts_it_on_another_gpu_per_op_group():
+    """Measure here, predict there: the traced seed-004 GPT-2 timed (synthetically, at known factors) on an RTX 4090
+    in bf16, with decoder anchors at the same factors. On an L4 (the same Ada architecture and GDDR class) the
+    calibration carries the fitted fractions of the datasheet unchanged (test_transfer_by_class_...), so the model's
+    time there is its traced op groups on the L4's datasheet peaks at those fractions: 0.8 of the measured 900 GB/s
+    is 720 / 1008 of the 4090's datasheet bandwidth, 0.6 of the measured 150 TFLOPS is 90 / 165.2 of its bf16 peak."""
+    doc = _synthetic_gpu_result(0.8, 0.6, 5.0)
+    doc["schema_version"] = 2
+    doc["model_runs"] = [{**model_run(), "precision": "bf16"}]
+    doc = with_times(doc, 0.8, 0.6, 5.0)
+    cal = fit(parse_result(json.dumps(doc), "gpu.json"))
+    rtx, l4 = CATALOG.get("rtx-4090"), CATALOG.get("l4")
+    bw_ds, mm_ds = 0.8 * 900 / rtx.mem_bw_gbps, 0.6 * 150 / rtx.bf16_tflops
+    assert (cal.mem_bw_efficiency, cal.compute_efficiency) == pytest.approx((bw_ds, mm_ds), rel=0.02)
+    model = run_model(Record("t", "run", doc["model_runs"][0]))
+    at_truth = lambda g, e: replace(e, mem_bw_efficiency=bw_ds, compute_efficiency=mm_ds, launch_overhead_us=5.0)
+    for kind in ("forward", "train"):
+        there = predict_seconds(kind, model, 1, 384, "bf16", l4, cal.adjust)  # a size and a GPU never measured
+        assert there == pytest.approx(predict_seconds(kind, model, 1, 384, "bf16", l4, at_truth), rel=0.03)
+        assert "calibrated" in cal.adjust(l4, load_runtimes().get("pytorch-eager").efficiency("gddr")).source
