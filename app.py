@@ -28,7 +28,7 @@ from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
 from planner.inputs.launch_names import load_skypilot_names  # noqa: E402
-from planner.views import charts, launch, page, share  # noqa: E402
+from planner.views import calibration_text, charts, launch, page, share  # noqa: E402
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit  # noqa: E402
 from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
@@ -520,9 +520,9 @@ def calibration_panel(plan, fleet) -> None:
                  "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device")
         with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
                          expanded=len(fleet.members) == 1, icon=":material/tune:"):
-            st.markdown(f"Fitted on {cal.fit_points} points (rms error {cal.fit_rms_pct:.3g} %): bandwidth "
-                        f"efficiency **{cal.mem_bw_efficiency:.3g}**, compute efficiency **{cal.compute_efficiency:.3g}**"
-                        f" ({cal.compute_path}), launch overhead **{cal.launch_overhead_us:.3g} us**; {where}.")
+            st.markdown(f"{calibration_text.fit_markdown(cal)} It is {where}.")
+            for problem in calibration_text.fit_warnings_markdown(cal):
+                st.warning(problem)
             device = cal.measured_gpu(CATALOG)
             a, c = estimate_gpu(plan, device, FACTS), estimate_gpu(plan, device, FACTS, cal.adjust)
             if a.seconds and c.seconds:

@@ -27,6 +27,7 @@ from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
+from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
 from planner.views.page import rank_by_whole_job
 from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
@@ -301,9 +302,22 @@ def cmd_calibration(a: argparse.Namespace) -> int:
         gpus = [{"gpu": r["gpu_id"], "analytic_s": _sig(r["analytic_s"]), "calibrated_s": _sig(r["calibrated_s"]),
                  "change_pct": None if r["change_pct"] is None else round(r["change_pct"], 1),
                  "efficiency": r["efficiency_source"]} for r in gpus]
-        print(f"calibration: {cal.to_query()}\n")
+        print(f"calibration: {cal.to_query()}")
+        print("\n".join(line for line in fit_lines(cal) if not line.startswith("warning: ")) + "\n")
+    else:
+        print(emit(factor_rows(cal), a.format))
+        print()
+    for problem in cal.problems():
+        print(f"warning: {problem}", file=sys.stderr)
     print(emit(points, a.format))
     print()
+    if result.get("model_runs"):  # measure here, predict a size never fitted: each size from a fit without it
+        held = calibration.holdout_table(result)
+        if a.format == "table":
+            held = [{"held_out_size": r["size"], "workload": r["workload"], "measured_s": _sig(r["measured_s"]),
+                     "predicted_s": _sig(r["predicted_s"]), "error_pct": round(r["error_pct"], 1)} for r in held]
+        print(emit(held, a.format))
+        print()
     print(emit(gpus, a.format))
     return 0
 

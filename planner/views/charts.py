@@ -323,7 +323,9 @@ def calibration_data(points: Iterable[Mapping]) -> pd.DataFrame:
     for p in points:
         for kind in ("analytic", "calibrated"):
             if p.get("measured_s") and p.get(f"{kind}_s"):
-                rows.append({"point": f"{p['model']} {p['workload']} batch {p['batch']}", "estimate": kind,
+                # the point's own label where it has one (a model run's points differ only by input size)
+                rows.append({"point": p.get("label") or f"{p['model']} {p['workload']} batch {p['batch']}",
+                             "estimate": kind,
                              "measured_s": p["measured_s"], "predicted_s": p[f"{kind}_s"],
                              "error_pct": 100 * (p[f"{kind}_s"] / p["measured_s"] - 1)})
     return pd.DataFrame(rows, columns=["point", "estimate", "measured_s", "predicted_s", "error_pct"])

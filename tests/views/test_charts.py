@@ -161,6 +161,8 @@ def test_calibration_chart_from_points():
     assert df.error_pct.tolist() == pytest.approx([-90.0, 10.0])
     spec = charts.calibration_chart(df).to_dict()
     assert "Measured on your device (s, log)" in _axis_titles(spec)
+    labelled = [{**points[0], "label": "m forward b1 tokens=64 fp32"}, {**points[0], "label": "m forward b1 tokens=128 fp32"}]
+    assert charts.calibration_data(labelled).point.unique().tolist() == [r["label"] for r in labelled]
 
 
 
