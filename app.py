@@ -778,7 +778,7 @@ def main(inputs: share.Inputs) -> None:
                          selection_mode="single-row", height=min(38 + 35 * len(df), 560))
     dates = page.price_dates(rows, date.today(), inputs.stale)
     st.caption(f"{len(rows)} of {len(ests)} GPUs shown. Time and cost are for the whole job; click a header to sort, "
-               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence(inputs.stale)}. Specs: "
+               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     jobs = charts.whole_jobs_data(rows, OVERHEADS)
     if len(jobs):

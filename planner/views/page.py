@@ -18,6 +18,8 @@ from planner.engine.feasibility import capacity_text
 from planner.engine.job_cost import job_cost
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
+from planner.inputs.price_snapshot import PriceDates
+from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.tools import uncertainty
 from planner.views.charts import best_value
@@ -79,30 +81,9 @@ def price_age(p: Price | None, today: date, stale_after_days: int = STALE_AFTER_
     return ("⚠ " if p.is_stale(today, stale_after_days) else "") + f"{age:,} d ({p.date.isoformat()})"
 
 
-@dataclass(frozen=True)
-class PriceDates:
-    """The dates behind a ranking's prices: oldest and newest in use, and how many are stale."""
-
-    oldest: date | None
-    newest: date | None
-    stale: int
-    priced: int
-
-    def sentence(self, stale_after_days: int) -> str:
-        if not self.priced:
-            return "no GPU in the table has a price in this tier"
-        span = (f"dated {self.oldest.isoformat()}" if self.oldest == self.newest else
-                f"dated {self.oldest.isoformat()} to {self.newest.isoformat()}") if self.oldest else "undated"
-        flag = (f"; {self.stale} of {self.priced} are older than {stale_after_days} days (⚠)" if self.stale
-                else f"; none older than {stale_after_days} days")
-        return f"{self.priced} prices {span}{flag}"
-
-
 def price_dates(rows: Iterable[Estimate], today: date, stale_after_days: int = STALE_AFTER_DAYS) -> PriceDates:
-    prices = [e.price for e in rows if e.price is not None and e.price.origin != "custom"]
-    dated = [p.date for p in prices if p.date]
-    return PriceDates(min(dated, default=None), max(dated, default=None),
-                      sum(p.is_stale(today, stale_after_days) for p in prices), len(prices))
+    """The dates behind a ranking's prices in its tier (planner.inputs.price_snapshot.price_dates)."""
+    return snapshot_price_dates((e.price for e in rows), today, stale_after_days)
 
 
 def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],

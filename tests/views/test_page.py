@@ -194,7 +194,7 @@ def test_the_caption_names_the_oldest_and_newest_price_and_counts_stale_ones():
     priced = [e.price for e in ests if e.price is not None]
     assert dates.priced == len(priced) and dates.oldest == min(p.date for p in priced)
     assert dates.stale == sum((today - p.date).days > 90 for p in priced)
-    assert f"{dates.stale} of {dates.priced} are older than 90 days" in dates.sentence(90)
+    assert f"{dates.stale} of {dates.priced} are older than 90 days" in dates.sentence()
 
 
 def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
