@@ -49,6 +49,9 @@ FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
     "torch-compile": "torch-compile", "nanogpt": "torch-compile", "vllm": "vllm", "tensorrt-llm": "tensorrt-llm",
     "mlc-llm": "mlc-llm", "llm.c": "llm.c", "llm-foundry": "llm-foundry",
+    # closest existing profile, not a tuned one: LMDeploy's TurboMind is, like TensorRT-LLM, a FasterTransformer
+    # descendant (fused CUDA kernels, in-flight batching, paged KV cache)
+    "lmdeploy": "tensorrt-llm",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
