@@ -100,3 +100,17 @@ def test_every_row_resolves_its_gpu_model_precision_and_runtime():
         assert catalog.get(row.gpu).id == row.gpu and models.get(row.model).id == row.model
         assert rules.precision(row.precision).id == row.precision
         assert runtimes.get(FRAMEWORK_RUNTIME[row.framework]).id == FRAMEWORK_RUNTIME[row.framework]
+
+
+def test_bias_is_on_speed_for_throughput_and_for_step_time_rows():
+    from planner.tools.loso import LosoRow
+    from planner.tools.validation import RowResult
+
+    def res(metric, measured, predicted):
+        err = (predicted - measured) / measured * 100
+        return RowResult("r", "h100-sxm", "hbm", "gpt2-124m", "train", "llm.c", "llm.c", "bf16", 8, metric, measured,
+                         predicted, err, "test", "", "lab/x:y")
+    # tokens/s predicted 120 for 100 measured: 20 % too fast; seconds predicted 0.8 for 1.0 measured: 25 % too fast
+    rows = [LosoRow(r, "lab/x", True, r) for r in (res("tokens_per_s", 100, 120), res("step_seconds", 1.0, 0.8))]
+    stats = {(s["set"], s["group"]): s for s in loso_summary(rows)}[("leave-one-source-out", "all")]
+    assert stats["median_bias_pct"] == 22.5 and stats["median_ape"] == 20.0  # medians of (20, 25) and (20, 20)
