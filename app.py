@@ -28,7 +28,7 @@ from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
 from planner.inputs.launch_names import load_skypilot_names  # noqa: E402
-from planner.views import charts, launch, page, share  # noqa: E402
+from planner.views import calibration_text, charts, launch, page, share  # noqa: E402
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit  # noqa: E402
 from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
@@ -166,7 +166,7 @@ def _on_upload_model() -> None:
         where = "" if exc.field == "-" else f" (field '{md_escape(exc.field, 60)}')"
         hint = (" It looks like a benchmark result: upload it under 5 · Calibration." if '"planner-bench-result"' in text
                 else "")
-        ss._upload_msg = ("error", f"{name} could not be used: {md_escape(exc.problem)}{where}.{hint} "
+        ss._upload_msg = ("error", f"{name} could not be used: {md_escape(exc.problem, 600)}{where}.{hint} "
                                    "The plan is unchanged.")
         return
     arch = m.architecture()
@@ -300,6 +300,12 @@ def sidebar() -> None:
             c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn")
             c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act")
             c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm")
+            c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts",
+                            help="mixture of experts: MLPs of the FFN size per layer (1 = a dense MLP)")
+            c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk",
+                            help="top-k: experts the router sends each token to (at most the experts per layer)")
+            c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared",
+                            help="intermediate size of the MLP every token also goes through (Qwen-MoE); 0 = none")
             c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab")
             c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx")
             st.checkbox("Tied input/output embeddings", key="m_tied")
@@ -354,8 +360,13 @@ def sidebar() -> None:
         c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in RULES.kv_dtypes], key="kv",
                      help="auto = the activation dtype")
     sb.selectbox("Attention", [a.id for a in RULES.attention_backends], key="attn",
-                 format_func=lambda a: {"sdpa": "sdpa (PyTorch SDPA)", "flash-attn-2": "flash-attn-2 (SM80+)",
-                                        "manual": "manual (O(N²) scores)"}.get(a, a))
+                 format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
+                 help="; ".join(f"{a.id}: {a.name}" for a in RULES.attention_backends) + ". Each GPU's notes say "
+                 "which kernel it runs (data/precisions.yaml).")
+    sb.selectbox("PyTorch build", ["", *FACTS.builds.choices()], key="pt",
+                 format_func=lambda v: v or "latest (any build that runs each GPU)",
+                 help="Pin the PyTorch you have, e.g. 1.13.1+cu116, or a version for any of its variants: a GPU its "
+                      "build ships no kernels for is marked as unable to run (data/pytorch_builds.yaml).")
     sb.selectbox("Framework / runtime", [r.id for r in RUNTIMES.runtimes], key="rt",
                  format_func=lambda r: RUNTIMES.get(r).name, help="torch.compile = 'torch.compile (reduce-overhead, "
                  "CUDA graphs)'. Each runtime reaches its own fraction of peak bandwidth and compute "
@@ -366,6 +377,10 @@ def sidebar() -> None:
     c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help="data parallel; tensor parallel when the "
                     "weights don't fit one GPU (inference); training: DDP or FSDP (see the Job section)")
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help="RunPod secure cloud, community cloud or spot")
+    sb.slider("Usable memory (% of what each GPU reports)", *_bounds("memory_target_pct"), step=1.0, key="mem",
+              format="%.0f %%", help="A plan fills at most this share of the memory the driver reports (ECC keeps "
+              "1/16 of a data-center GDDR card); 90 % is vLLM's default gpu_memory_utilization, the rest absorbs "
+              "allocator fragmentation. batch=auto stays below it; a fixed batch above it is out of memory.")
     sb.number_input("Flag prices older than (days)", 1, MAX_STALE_DAYS, key="stale",
                     help="A price read longer ago than this is marked ⚠ in the table and in the call-outs")
     sb.radio("Prices", share.PRICE_SOURCES, key="psrc", horizontal=True,
@@ -510,10 +525,12 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
                                     "overhead = kernel launches; communication = GPU-to-GPU links"),
         "Batch": cc.NumberColumn(width="small", help="Per GPU; auto = the cheapest that fits"),
         "Memory (GB)": cc.NumberColumn(format="%.3g", help="Per GPU at this batch, decimal GB (1e9 bytes)"),
+        "Usable (GB)": cc.NumberColumn(format="%.1f", help=f"{inputs.mem:g} % (the memory target, sidebar) "
+                                       "of what the GPU reports: ECC takes 1/16 on data-center GDDR cards"),
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
         "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0,
-                                         help="Memory / VRAM; above 100 % it does not fit"),
+                                         help="Memory / usable memory; above 100 % it does not fit"),
         "gpu_id": None,
     }
     return df, config, page.ranking_order(df.columns, unit, rate_name, inputs.job)
@@ -541,9 +558,9 @@ def calibration_panel(plan, fleet) -> None:
                  "(for a CPU bench, pick the catalog CPU it ran on in the sidebar)")
         with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
                          expanded=len(fleet.members) == 1, icon=":material/tune:"):
-            st.markdown(f"Fitted on {cal.fit_points} points (rms error {cal.fit_rms_pct:.3g} %): bandwidth "
-                        f"efficiency **{cal.mem_bw_efficiency:.3g}**, compute efficiency **{cal.compute_efficiency:.3g}**"
-                        f" ({cal.compute_path}), launch overhead **{cal.launch_overhead_us:.3g} us**; {where}.")
+            st.markdown(f"{calibration_text.fit_markdown(cal)} It is {where}.")
+            for problem in calibration_text.fit_warnings_markdown(cal):
+                st.warning(problem)
             device = cal.measured_gpu(CATALOG)
             a, c = estimate_gpu(plan, device, FACTS), estimate_gpu(plan, device, FACTS, cal.adjust)
             if a.seconds and c.seconds:
@@ -570,8 +587,8 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     rate = page.rate(e)
     c[2].metric(f"Throughput ({page.rate_unit(inputs.job, e.plan.model.counts_tokens)})",
                 fmt_count(rate) if rate else "-", help="average over the whole job")
-    c[3].metric(f"Memory per GPU (of {g.vram_gb:.3g} GB)", f"{e.memory.total_gb:.3g} GB",
-                help=f"at batch {e.batch:,}; decimal GB ({g.vram_gib:g} GiB = {g.vram_gb:.3g} GB)")
+    c[3].metric(f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
+                help=f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")
     if cal_e is not None and cal_e.seconds:
         st.success(f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
                    f"({md_escape(cal_e.efficiency.source, 400)})")
@@ -802,7 +819,7 @@ def main(inputs: share.Inputs) -> None:
                          selection_mode="single-row", height=min(38 + 35 * len(df), 560))
     dates = page.price_dates(rows, date.today(), inputs.stale)
     st.caption(f"{len(rows)} of {len(ests)} GPUs shown. Time and cost are for the whole job; click a header to sort, "
-               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence(inputs.stale)}. Specs: "
+               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     jobs = charts.whole_jobs_data(rows, OVERHEADS)
     if len(jobs):

@@ -14,7 +14,7 @@ from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import efficiency_on, estimate_all
 from planner.engine.job_cost import job_cost
-from planner.engine.plan import Plan
+from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import COMPUTE_PATHS, MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
@@ -27,10 +27,11 @@ from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
+from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
 from planner.views.page import rank_by_whole_job
-from planner.views.report import (csv_text, emit, estimate_row, flat_row, price_rows, text_table, validation_rows,
-                                  validation_summary_text)
+from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
+                                  price_rows, text_table, validation_rows, validation_summary_text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -99,7 +100,12 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", choices=("generate", "infer", "train"), default="generate")
     p.add_argument("--precision", default="bf16", help="fp32 | tf32 | fp16 | bf16 | fp8 | int8 | int4")
     p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: the activation dtype)")
-    p.add_argument("--attention", default="sdpa", help="sdpa | flash-attn-2 | manual")
+    p.add_argument("--attention", default="sdpa", help="sdpa (= auto: PyTorch's pick per GPU) | sdpa-flash | "
+                   "sdpa-efficient | sdpa-math | flash-attn | flash-attn-2 | flash-attn-3 | xformers | xformers-cutlass | "
+                   "triton | manual (data/precisions.yaml)")
+    p.add_argument("--pytorch", default=None, metavar="VERSION[+VARIANT]", help="pin a PyTorch build, e.g. "
+                   "1.13.1+cu116, or a version for any of its variants, e.g. 2.4.1 (default: none, the latest; "
+                   "data/pytorch_builds.yaml)")
     p.add_argument("--runtime", default=None, help="pytorch-eager | torch-compile | llama.cpp | vllm | tensorrt-llm")
     p.add_argument("--compile", action="store_true", help="torch.compile with CUDA graphs (runtime torch-compile)")
     p.add_argument("--batch", type=_batch, default=None, help="a number, or auto (default): cheapest feasible per GPU")
@@ -121,6 +127,9 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--include-cpu", action="store_true", help="also rank the CPU devices of data/cpus.yaml (what a "
                    "CPU fallback costs); name one with --gpu to see it alone")
     p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
+    p.add_argument("--memory-target", type=_bounded("memory_target_pct"), default=MEMORY_TARGET_DEFAULT_PCT,
+                   metavar="PCT", help="percent of the memory each GPU reports that a plan may fill (default "
+                   f"{MEMORY_TARGET_DEFAULT_PCT}, vLLM's gpu_memory_utilization; the rest absorbs fragmentation)")
     p.add_argument("--job-cost", type=_assumption, action="append", default=None, metavar="KEY=VALUE",
                    help="change a whole-job assumption of data/job_costs.yaml, e.g. pod_start_s=120 (repeatable)")
     p.add_argument("--calibration", action="append", default=None,
@@ -152,7 +161,8 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
         workload = Train(a.samples, size, a.epochs, a.optimizer, a.checkpointing, a.grad_accum, a.sharding)
     runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
     gpus = a.gpus if isinstance(a.gpus, int) else 1
-    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, gpus, a.price_tier)
+    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, gpus, a.price_tier,
+                a.memory_target / 100, a.pytorch)
 
 
 def device_names(a: argparse.Namespace) -> tuple[str, ...] | None:
@@ -214,8 +224,30 @@ def cmd_gpus(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backends(a: argparse.Namespace) -> int:
+    """Attention backends per GPU architecture: what sdpa (auto) and xformers pick, which kernels run, the oldest
+    PyTorch build; then what each backend needs and costs."""
+    facts = load_facts()
+    dtype = attention_dtype_of(facts.rules, a.precision)
+    pinned = facts.builds.pin(a.pytorch) if a.pytorch else ()
+    matrix = backend_matrix_rows(facts.rules, facts.catalog, facts.builds, dtype, a.head_dim, pinned)
+    backends = backend_rows(facts.rules)
+    if a.format == "json":
+        print(json.dumps({"attention_dtype": dtype, "head_dim": a.head_dim, "pytorch": a.pytorch,
+                          "matrix": matrix, "backends": backends}, indent=2))
+    elif a.format == "csv":
+        print(csv_text(matrix), end="")
+    else:
+        print(f"Attention in {dtype}, head dim {a.head_dim}" + (f", PyTorch {a.pytorch}" if a.pytorch else "")
+              + ": the kernel sdpa (auto) and xformers pick on each architecture, and which kernels run there\n")
+        print(text_table(matrix) + "\n")
+        print(text_table(backends))
+    return 0
+
+
 def cmd_models(a: argparse.Namespace) -> int:
-    rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params, **m.listing()}
+    rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params, "active_params": m.active_params,
+             **m.listing()}
             for m in load_models().models]
     print(emit(rows, a.format))
     return 0
@@ -306,9 +338,22 @@ def cmd_calibration(a: argparse.Namespace) -> int:
         gpus = [{"gpu": r["gpu_id"], "analytic_s": _sig(r["analytic_s"]), "calibrated_s": _sig(r["calibrated_s"]),
                  "change_pct": None if r["change_pct"] is None else round(r["change_pct"], 1),
                  "efficiency": r["efficiency_source"]} for r in gpus]
-        print(f"calibration: {cal.to_query()}\n")
+        print(f"calibration: {cal.to_query()}")
+        print("\n".join(line for line in fit_lines(cal) if not line.startswith("warning: ")) + "\n")
+    else:
+        print(emit(factor_rows(cal), a.format))
+        print()
+    for problem in cal.problems():
+        print(f"warning: {problem}", file=sys.stderr)
     print(emit(points, a.format))
     print()
+    if result.get("model_runs"):  # measure here, predict a size never fitted: each size from a fit without it
+        held = calibration.holdout_table(result)
+        if a.format == "table":
+            held = [{"held_out_size": r["size"], "workload": r["workload"], "measured_s": _sig(r["measured_s"]),
+                     "predicted_s": _sig(r["predicted_s"]), "error_pct": round(r["error_pct"], 1)} for r in held]
+        print(emit(held, a.format))
+        print()
     print(emit(gpus, a.format))
     return 0
 
@@ -451,6 +496,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog (--include-cpu: and the CPU devices)")
     p.add_argument("--include-cpu", action="store_true", help="also list the CPU devices of data/cpus.yaml")
     _formatted(sub, "models", cmd_models, "list model presets")
+    p = _formatted(sub, "backends", cmd_backends, "attention backends per GPU architecture (which kernel each compute "
+                   "capability gets, O(S) or O(S^2) memory, speed vs FlashAttention-2)")
+    p.add_argument("--precision", default="fp16", help="the plan's precision: attention runs in its activation dtype")
+    p.add_argument("--head-dim", type=_bounded("input_size"), default=64, help="the model's head dim (default 64)")
+    p.add_argument("--pytorch", default=None, help="a pinned PyTorch build or version (SDPA needs 2.0+)")
 
     p = _formatted(sub, "serve", cmd_serve, "serving an LLM: TTFT, TPOT, tokens/s and $/1M tokens per concurrency")
     add_plan_args(p)

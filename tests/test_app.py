@@ -140,7 +140,9 @@ def test_fixed_batch_value_travels():
 def test_each_preset_loads_its_plan_in_one_click(preset):
     at = _app()
     at.button(key=f"preset_{preset.id}").click().run()
-    _ok(at)
+    assert not at.exception, [e.value for e in at.exception]
+    # an error may only be the planner's answer that the GPU asked about can't run the plan (BetaRho's batch 16)
+    assert all(_shown(e.value).startswith("Can't run: needs") for e in at.error), [_shown(e.value) for e in at.error]
     assert _link(at) == share.encode(preset.inputs)
     assert any(preset.question in _shown(i.value) for i in at.info)  # the question and its hint stay on screen
     if preset.inputs.gpu:  # the explain tab opens on the GPU the question is about
@@ -199,6 +201,24 @@ def test_uploaded_hf_config_becomes_an_editable_custom_model():
     assert any("Loaded" in _shown(s.value) for s in at.success)
 
 
+def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_an_encoder_is_refused():
+    at = _app()
+    cfg = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 512,
+           "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 1024,
+           "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 1000, "max_position_embeddings": 2048}
+    at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(cfg).encode(), "application/json")).run()
+    _ok(at)
+    assert (at.number_input(key="m_experts").value, at.number_input(key="m_topk").value) == (8, 2)
+    assert (_link(at)["m_experts"], _link(at)["m_topk"], _link(at)["m_shared"]) == ("8", "2", "0")
+    assert any("8 experts, top 2" in _shown(c.value) for c in at.sidebar.caption)
+    before = _link(at)
+    bert = {"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": 768, "num_hidden_layers": 12,
+            "num_attention_heads": 12, "vocab_size": 30522, "max_position_embeddings": 512}
+    at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(bert).encode(), "application/json")).run()
+    assert not at.exception and _link(at) == before
+    assert any("encoder-only" in _shown(e.value) and "planner profile" in _shown(e.value) for e in at.error)
+
+
 def test_bad_upload_is_explained_and_changes_nothing():
     at = _app({"model": "llama-2-7b", "prec": "fp16"})
     before = _link(at)
@@ -215,11 +235,28 @@ def test_calibration_upload_travels_and_a_bad_one_keeps_it():
     cal = _link(at)["cal"]
     assert cal.startswith("v=1;") and "cls=cpu" in cal
     assert any("Your calibration" in e.label for e in at.expander)
+    # each factor with its 95 % uncertainty; this fixture is the noisy 2-thread quick run of issue 12 (bandwidth 0.042,
+    # launch 384 us): the panel says the fit is loose instead of presenting those factors as measured
+    assert any("95 % interval" in m.value and "±" in m.value for m in at.markdown)
+    assert any("loose fit" in _shown(w.value) for w in at.warning)
     at.file_uploader(key="upload_cal").set_value([("bench.json", b'{"kind": "other"}', "application/json")]).run()
     assert not at.exception and any("bench.json could not be used" in _shown(e.value) for e in at.error)
     assert _link(at)["cal"] == cal  # the good calibration stays
     shared = _app({"cal": cal})  # and the link brings it back without the file
     assert not shared.exception and any("Your calibration" in e.label for e in shared.expander)
+
+
+def test_a_calibration_of_your_own_model_uploads_without_torch(example):
+    """A `bench --model` result carries its traced profile: the app reads it as data (no torch, no Python run), fits
+    it and charts every point, the model's sizes each under their own label."""
+    from tests.fixtures.bench_docs import cpu_result, with_times
+
+    doc = with_times(cpu_result(example), 0.5, 0.7, 6.0, noise=0.02, seed=1)
+    at = _app()
+    at.file_uploader(key="upload_cal").set_value([("mine.json", json.dumps(doc).encode(), "application/json")]).run()
+    _ok(at)
+    assert "ebw=" in _link(at)["cal"] and any("95 % interval" in m.value for m in at.markdown)
+    assert not any("ill-conditioned" in _shown(w.value) for w in at.warning)  # the anchors pin every factor
 
 
 def test_own_price_for_a_gpu_travels_and_marks_its_origin():
@@ -427,3 +464,14 @@ def test_a_cpu_bench_calibrates_the_cpu_row_picked_in_the_sidebar():
     again = _app(_link(at))  # the link carries the calibrated row without the file
     _ok(again)
     assert _ranking(again).set_index("gpu_id").loc["amd-ryzen-9-7950x"][time_col] == pytest.approx(row[time_col])
+def test_a_pinned_pytorch_build_from_the_link_refuses_gpus_it_has_no_kernels_for():
+    # 1.13.1+cu116 ships sm_37 ... sm_86: an H100 (sm_90) can't run it, an RTX A5000 (sm_86) can
+    at = _app({"pt": "1.13.1+cu116", "attn": "manual"})
+    _ok(at)
+    assert at.selectbox(key="pt").value == "1.13.1+cu116" and _link(at)["pt"] == "1.13.1+cu116"
+    df = _ranking(at).set_index("gpu_id")
+    assert not df.loc["h100-sxm", "Runs?"] and "no kernels for SM90" in df.loc["h100-sxm", "Why / notes"]
+    assert df.loc["rtx-a5000", "Runs?"]
+    at.selectbox(key="pt").set_value("").run()  # back to the latest builds
+    _ok(at)
+    assert "pt" not in _link(at) and _ranking(at).set_index("gpu_id").loc["h100-sxm", "Runs?"]

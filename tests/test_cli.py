@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -148,7 +150,10 @@ def test_cpus_are_named_like_gpus_and_say_they_run_on_the_cpu():
     assert cpu["device_kind"] == "cpu" and cpu["feasible"] and cpu["gpus"] == 1
     assert any(r["code"] == "device" and "runs on the CPU" in r["text"] for r in cpu["reasons"])
     # bf16 weights of Llama-2-7B (13.2 GB streamed per token) over 83.2 GB/s x 0.6: about 3.7 tokens/s
-    assert 3.5 < cpu["tokens_per_s"] < 3.8 and rows["rtx-5090"]["tokens_per_s"] > 10 * cpu["tokens_per_s"]
+    assert 3.5 < cpu["tokens_per_s"] < 3.8
+    # the RTX 5090 in eager PyTorch waits for Python's dispatch at batch 1: (32 layers x 12 + 5) kernels x 2.5 eager
+    # factor x 36 us each (data/runtimes.yaml) = 35.0 ms per token, 28.6 tokens/s, still ~8x the CPU
+    assert rows["rtx-5090"]["tokens_per_s"] == pytest.approx(1 / ((32 * 12 + 5) * 2.5 * 36e-6), rel=0.03)
 
 
 def test_include_cpu_adds_every_cpu_and_the_default_has_none():
@@ -167,3 +172,56 @@ def test_serving_on_a_cpu_with_a_gpu_only_runtime_says_why():
     rows = json.loads(out.stdout)
     assert any(r["gpu"] == "amd-epyc-9654" and "does not run on a CPU" in r["note"] for r in rows)
     assert any(r["gpu"] == "h100-sxm" and r["tokens_per_s"] for r in rows)
+def test_the_memory_target_is_a_cli_option_and_its_bounds_are_checked():
+    base = ("estimate", "--model", "cfdna-gen", "--gpu", "l40s", "--sequences", "1000000", "--format", "json")
+    at90 = json.loads(run(*base).stdout)[0]
+    at100 = json.loads(run(*base, "--memory-target", "100").stdout)[0]
+    reported = 46068 * 2**20 / 1e9  # an L40S reports 46,068 MiB with ECC on
+    assert at90["usable_gb"] == round(0.9 * reported, 4) and at100["usable_gb"] == round(reported, 4)
+    assert at90["memory_gb"]["total"] <= at90["usable_gb"] < at100["memory_gb"]["total"] <= reported
+    bad = run(*base, "--memory-target", "120")
+    assert bad.returncode == 2 and "memory" in bad.stderr and "Traceback" not in bad.stderr
+def test_a_pinned_pytorch_build_runs_some_gpus_and_not_others():
+    out = run("estimate", "--model", "sea", "--workload", "infer", "--samples", "10", "--input-size", "1000",
+              "--precision", "fp32", "--attention", "manual", "--batch", "1", "--pytorch", "1.13.1+cu116",
+              "--gpu", "rtx-a5000", "--gpu", "h100-sxm", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["gpu_id"]: r for r in json.loads(out.stdout)}
+    # RTX A5000 is sm_86, in 1.13.1+cu116's list; H100 is sm_90, not in it (sm_37 ... sm_86)
+    assert rows["rtx-a5000"]["feasible"] and not rows["h100-sxm"]["feasible"]
+    assert any(r["code"] == "pytorch_build" and r["blocking"] and "SM90" in r["text"] for r in rows["h100-sxm"]["reasons"])
+
+
+def test_an_unknown_pytorch_version_exits_2_listing_the_known_builds():
+    out = run("estimate", "--gpu", "t4", "--pytorch", "1.13.1+cu999")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "unknown PyTorch build '1.13.1+cu999'" in out.stderr and "1.13.1 (+cu116, +cu117)" in out.stderr
+
+
+def test_backends_lists_the_kernel_each_architecture_gets():
+    out = run("backends", "--precision", "fp16", "--head-dim", "64", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    rows = {r["arch"]: r for r in doc["matrix"]}
+    # SDPA flash kernel: [sm80, sm121]; FA2: SM80-SM90; FA1: SM75-SM90; FA3: SM90 only
+    assert rows["SM75"]["sdpa"] == "sdpa-efficient" and rows["SM75"]["flash-attn"] == "yes"
+    assert rows["SM86"]["sdpa"] == "sdpa-flash" and rows["SM86"]["flash-attn-3"] == "no"
+    assert rows["SM120"]["flash-attn-2"] == "no" and rows["SM120"]["sdpa"] == "sdpa-flash"
+    assert rows["SM90"]["flash-attn-3"] == "yes" and rows["SM90"]["oldest_pytorch"] == "2.0.1+cu118"
+    memory = {b["backend"]: b["memory"] for b in doc["backends"]}
+    assert memory["manual"] == "O(S^2) scores" and memory["flash-attn-2"] == "O(S)"
+
+
+def test_models_list_active_parameters_and_an_encoder_config_is_refused_with_exit_2(tmp_path):
+    models = {m["id"]: m for m in json.loads(run("models", "--format", "json").stdout)}
+    # Mixtral-8x7B: 46.7B in memory, 12.9B per token (Mistral AI; by hand in tests/inputs/test_models.py)
+    assert (models["mixtral-8x7b"]["params"], models["mixtral-8x7b"]["active_params"]) == (46_702_792_704,
+                                                                                           12_879_925_248)
+    assert models["llama-3-8b"]["active_params"] == models["llama-3-8b"]["params"]  # dense: every weight is used
+    config = tmp_path / "config.json"  # google-bert/bert-base-uncased config.json, the fields that matter
+    config.write_text(json.dumps({"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
+                                  "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 30522,
+                                  "max_position_embeddings": 512}))
+    out = run("estimate", "--model", str(config), "--gpu", "h100-sxm")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "encoder-only" in out.stderr and "python3 -m planner profile" in out.stderr

@@ -1,8 +1,9 @@
 """A real torch decoder built from a planner DecoderProfile (random weights), with a preallocated KV cache.
 
 The architecture follows the profile field by field: RMSNorm or LayerNorm, biases or none, RoPE or learned
-positions, SwiGLU or GELU MLP, grouped-query attention through scaled_dot_product_attention, tied or separate
-LM head. Parameter count equals `DecoderProfile.params` (checked in tests/test_bench.py).
+positions, SwiGLU or GELU MLP (or a mixture of such experts with a top-k router and a shared MLP, as Mixtral and
+Qwen-MoE), grouped-query attention through scaled_dot_product_attention, tied or separate LM head. Parameter count
+equals `DecoderProfile.params` (checked in tests/tools/test_bench.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,45 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
 
+class MLP(nn.Module):
+    """SwiGLU (gate, up, down) or GELU (up, down) of intermediate size `ffn`: the dense MLP or one expert."""
+
+    def __init__(self, p: DecoderProfile, ffn: int):
+        super().__init__()
+        self.up = nn.Linear(p.hidden, ffn, bias=p.bias)
+        self.gate = nn.Linear(p.hidden, ffn, bias=p.bias) if p.ffn_kind == "swiglu" else None
+        self.down = nn.Linear(ffn, p.hidden, bias=p.bias)
+
+    def forward(self, h):
+        # separate gate and up matrices as in LLaMA (a fused matrix split by chunk() makes strided, slow SiLU on CPU)
+        return self.down(F.silu(self.gate(h)) * self.up(h) if self.gate is not None else F.gelu(self.up(h)))
+
+
+class MoE(nn.Module):
+    """Mixtral's sparse block: softmax router, top-k experts renormalised, each expert run on its tokens and
+    scatter-added back (HF MixtralSparseMoeBlock's loop); plus the shared MLP every token sees (Qwen-MoE)."""
+
+    def __init__(self, p: DecoderProfile):
+        super().__init__()
+        self.k = p.experts_per_token
+        self.router = nn.Linear(p.hidden, p.experts, bias=False)
+        self.experts = nn.ModuleList(MLP(p, p.ffn) for _ in range(p.experts))
+        self.shared = MLP(p, p.shared_ffn) if p.shared_ffn else None
+
+    def forward(self, h):
+        x = h.reshape(-1, h.shape[-1])
+        weights, chosen = torch.topk(torch.softmax(self.router(x), dim=-1, dtype=torch.float32), self.k, dim=-1)
+        weights = (weights / weights.sum(dim=-1, keepdim=True)).to(x.dtype)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            rows, slot = torch.where(chosen == e)
+            if rows.numel():
+                out.index_add_(0, rows, expert(x[rows]) * weights[rows, slot, None])
+        if self.shared is not None:
+            out = out + self.shared(x)
+        return out.view_as(h)
+
+
 class Block(nn.Module):
     def __init__(self, p: DecoderProfile):
         super().__init__()
@@ -40,9 +80,7 @@ class Block(nn.Module):
         self.norm1, self.norm2 = _norm(p), _norm(p)
         self.qkv = nn.Linear(p.hidden, p.q_dim + 2 * p.kv_dim, bias=p.bias)
         self.out = nn.Linear(p.q_dim, p.hidden, bias=p.bias)
-        self.up = nn.Linear(p.hidden, p.ffn, bias=p.bias)
-        self.gate = nn.Linear(p.hidden, p.ffn, bias=p.bias) if p.ffn_kind == "swiglu" else None
-        self.down = nn.Linear(p.ffn, p.hidden, bias=p.bias)
+        self.mlp = MLP(p, p.ffn) if p.experts == 1 else MoE(p)
 
     def forward(self, x, rope, cache, pos: int):
         p = self.p
@@ -63,10 +101,7 @@ class Block(nn.Module):
         # causal inside the new tokens; with a cache, prefill starts at 0 so the mask is square
         a = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1, enable_gqa=gqa)
         x = x + self.out(a.transpose(1, 2).reshape(b, t, p.q_dim))
-        h = self.norm2(x)
-        # separate gate and up matrices as in LLaMA (a fused matrix split by chunk() makes strided, slow SiLU on CPU)
-        h = F.silu(self.gate(h)) * self.up(h) if self.gate is not None else F.gelu(self.up(h))
-        return x + self.down(h)
+        return x + self.mlp(self.norm2(x))
 
 
 class Decoder(nn.Module):

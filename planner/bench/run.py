@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Callable
 
@@ -9,6 +10,7 @@ import torch
 
 from planner.bench.env import environment
 from planner.bench.micro import copy_bandwidth, launch_overhead, matmul_tflops, supported_paths
+from planner.bench.user_model import run_model, traced_profile
 from planner.bench.workload import Point, run_points
 from planner.inputs.bench_result import BENCH_VERSION, RESULT_KIND, RESULT_SCHEMA_VERSION
 from planner.inputs.models import DecoderProfile, load_models
@@ -22,6 +24,21 @@ TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style 
 TINY_GPT = DecoderProfile(id="bench-tiny-gpt", name="bench tiny GPT-2-style (3 x 512)", layers=3, hidden=512, heads=8,
                           kv_heads=8, head_dim=64, ffn=2048, ffn_kind="gelu", vocab=1024, context=512,
                           tied_embeddings=True, norm="layernorm", learned_pos_emb=True, bias=True, source=SYNTHETIC)
+# Points that each pin one factor down, so the fit can separate them (a fit on mixed points alone slides along a
+# ridge where more launch overhead trades for less bandwidth). NARROW: 0.2 M parameters (under 1 MB), so a decode
+# step is its ~50 kernel launches and little else. DEEP: TINY_LLAMA's 512-wide layers, 16 of them: 54 M parameters,
+# 218 MB in fp32, far beyond a CPU's last-level cache, so a decode step at batch 1 streams its weights from DRAM
+# through the same matrix shapes as the other models (the 2-core EPYC this was tuned on streamed a 2048-wide model's
+# matrix-vector products at 18 GB/s, a 512-wide one's at 11: one bandwidth efficiency can't hold both).
+NARROW = DecoderProfile(id="bench-narrow", name="bench narrow (4 x 64): kernel-launch bound", layers=4, hidden=64,
+                        heads=2, kv_heads=2, head_dim=32, ffn=192, ffn_kind="swiglu", vocab=256, context=512,
+                        tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
+DEEP = DecoderProfile(id="bench-deep", name="bench deep (16 x 512): memory-bandwidth bound", layers=16, hidden=512,
+                      heads=8, kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
+                      tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
+# Copy size for the bandwidth micro-benchmark on a CPU: 16x a 32 MiB last-level cache, so the copy measures DRAM
+# (at 128 MiB a 2-core EPYC guest read 31 to 52 GB/s from run to run, at 512 MiB 30 to 33).
+CPU_COPY_MIB = 512
 
 
 def default_precision(device: str) -> str:
@@ -33,15 +50,25 @@ def default_precision(device: str) -> str:
     return "fp16"
 
 
+def anchor_points(device: str, precision: str) -> list[Point]:
+    """Launch-bound (narrow decode) and bandwidth-bound (deep decode) points: what separates the three factors.
+    Batch 1: on a CPU, decode at batch 4 or more runs thin GEMMs far slower than either roof, which no single
+    bandwidth or compute efficiency represents. On a GPU the deep model is launch-bound too (its 218 MB stream in
+    about 0.1 ms), so only the narrow one anchors there; the decoders' decode points pin bandwidth."""
+    P = lambda m, pos: Point(m, "decode", 1, precision, position=pos)
+    return [P(NARROW, 16), P(NARROW, 128)] + ([P(DEEP, 16), P(DEEP, 128)] if device == "cpu" else [])
+
+
 def workload_points(device: str, quick: bool, precision: str, compile_: bool) -> list[Point]:
-    """The workload grid: decode at several batches and positions, forward passes, a training step, and a second
-    model; sized so --quick stays under a minute on a 2-core CPU and the full CPU run takes a few minutes."""
+    """The workload grid: the anchors, decode at several batches and positions, forward passes, a training step,
+    and a second model; sized so --quick stays under a minute on a 2-core CPU and the full CPU run takes a few
+    minutes."""
     P = lambda m, kind, b, **kw: Point(m, kind, b, precision, **kw)
+    anchors = anchor_points(device, precision)
     if quick and device == "cpu":
         a, g = TINY_LLAMA, TINY_GPT
-        pts = [P(a, "decode", 1, position=64), P(a, "decode", 8, position=64), P(a, "decode", 4, position=192),
-               P(a, "forward", 1, seq=64), P(a, "forward", 4, seq=64), P(a, "train", 2, seq=32),
-               P(g, "decode", 4, position=64), P(g, "forward", 2, seq=64)]
+        pts = [P(a, "decode", 1, position=64), P(a, "forward", 1, seq=64), P(a, "forward", 4, seq=128),
+               P(a, "train", 2, seq=64), P(g, "decode", 1, position=64), P(g, "forward", 2, seq=64)]
     else:
         a, g = load_models().get("cfdna-gen"), load_models().get("gpt2-124m")
         if device == "cpu":  # full CPU run: fp32 132M-parameter model, a few seconds per point
@@ -58,31 +85,23 @@ def workload_points(device: str, quick: bool, precision: str, compile_: bool) ->
     if compile_:  # the same jobs under torch.compile (Inductor; CUDA graphs on NVIDIA)
         pts += [Point(p.model, p.kind, p.batch, precision, p.position, p.seq, compiled=True)
                 for p in (pts[1], next(p for p in pts if p.kind == "forward"))]
-    return pts
+    return anchors + pts
 
 
-def run_bench(device: str, quick: bool = False, precision: str | None = None, compile_: bool | None = None,
-              progress: Callable[[str], None] = lambda text: None, clock: str = "wall",
-              points: list[Point] | None = None, rounds: int | None = None, workload_time_s: float | None = None) -> dict:
-    """Run every benchmark on `device` and return the result document (validated by planner.inputs.bench_result.parse_result).
+def _matmul_sizes(device: str, quick: bool) -> list[int]:
+    if device != "cpu":
+        return [2048, 4096] if quick else [1024, 2048, 4096, 8192]
+    return [256, 512] if quick else [256, 512, 1024, 2048]
 
-    points: the workload points to time (default: `workload_points` for the device and mode); each is timed for
-    about workload_time_s in all, over `rounds` interleaved rounds."""
-    t0 = time.perf_counter()
-    precision = precision or default_precision(device)
-    gpu = device != "cpu"
-    compile_ = (not quick) if compile_ is None else compile_
+
+def run_micro(device: str, quick: bool, precision: str, clock: str, progress: Callable[[str], None]) -> dict:
+    """Copy bandwidth, matmul TFLOPS per dtype and launch overhead: the device's measured peaks."""
     mrt = 0.15 if quick else 0.5
-    env = {**environment(device), "clock": clock if device == "cpu" else "device"}
-    if device == "cpu" and env["load_average"] > 0.5 * env["cpu_threads"] and clock == "wall":
-        progress(f"warning: the machine is busy (load {env['load_average']:.1f} on {env['cpu_threads']} CPUs): wall times "
-                 "will be noisy; --threads 1 --clock cpu measures CPU time instead")
-    progress(f"device: {env['device_name']} ({device}), torch {env['torch_version']}, {env['torch_threads']} threads")
-    mib = (1024 if not quick else 256) if gpu else (256 if not quick else 128)
+    mib = (1024 if not quick else 256) if device != "cpu" else CPU_COPY_MIB
     progress(f"memory bandwidth: copying {mib} MiB")
     bw = copy_bandwidth(device, mib, mrt, clock)
     progress(f"  {bw['gbps']:.1f} GB/s")
-    sizes = ([2048, 4096] if quick else [1024, 2048, 4096, 8192]) if gpu else ([256, 512] if quick else [256, 512, 1024, 2048])
+    sizes = _matmul_sizes(device, quick)
     matmul: dict[str, dict] = {}
     for path in supported_paths(device, torch.cuda.get_device_capability(0) if device == "cuda" else None):
         progress(f"matmul {path}: n = {', '.join(map(str, sizes))}")
@@ -100,17 +119,97 @@ def run_bench(device: str, quick: bool = False, precision: str | None = None, co
     progress("launch overhead: chains of tiny kernels")
     lo = launch_overhead(device, mrt, clock=clock)
     progress(f"  {lo['us_per_op']:.2f} us per op")
+    return {"memory_bandwidth": bw, "matmul": matmul, "launch_overhead": lo}
+
+
+def recheck_micro(micro: dict, device: str, quick: bool, precision: str, clock: str,
+                  progress: Callable[[str], None]) -> None:
+    """Measure the peaks the fit divides by once more after the workloads: copy bandwidth (the median over both
+    passes' allocations) and the workload dtype's best matmul (the faster pass). A neighbour's burst of memory
+    traffic or CPU use during one pass would otherwise move every fitted efficiency with it."""
+    mrt = 0.15 if quick else 0.5
+    bw = micro["memory_bandwidth"]
+    again = copy_bandwidth(device, bw["tensor_mib"], mrt, clock)
+    progress(f"memory bandwidth again: {again['gbps']:.1f} GB/s (before the workloads {bw['gbps']:.1f})")
+    passes, draws = [bw["gbps"], again["gbps"]], sorted(bw["allocations_gbps"] + again["allocations_gbps"])
+    bw.update(gbps=statistics.median(draws), allocations_gbps=draws, passes_gbps=passes)
+    mm = micro["matmul"].get(precision)
+    if not mm or mm.get("status") != "ok":
+        return
+    best = max(mm["sizes"], key=lambda r: r["tflops"])
+    run = matmul_tflops(device, precision, best["n"], mrt, clock)
+    progress(f"matmul {precision} n={best['n']} again: {run['tflops']:.3f} TFLOPS (before {best['tflops']:.3f})")
+    mm["passes_tflops"] = [best["tflops"], run["tflops"]]
+    if run["tflops"] > best["tflops"]:
+        mm["sizes"][mm["sizes"].index(best)] = run
+        mm["best_tflops"] = max(r["tflops"] for r in mm["sizes"])
+
+
+def _start(device: str, clock: str, progress: Callable[[str], None]) -> dict:
+    env = {**environment(device), "clock": clock if device == "cpu" else "device"}
+    if device == "cpu" and env["load_average"] > 0.5 * env["cpu_threads"] and clock == "wall":
+        progress(f"warning: the machine is busy (load {env['load_average']:.1f} on {env['cpu_threads']} CPUs): wall times "
+                 "will be noisy; --threads 1 --clock cpu measures CPU time instead")
+    progress(f"device: {env['device_name']} ({device}), torch {env['torch_version']}, {env['torch_threads']} threads")
+    return env
+
+
+def _document(quick: bool, env: dict, micro: dict, workloads: list[dict], compile_status: str, t0: float,
+              model_runs: list[dict] | None = None) -> dict:
+    doc = {"kind": RESULT_KIND, "schema_version": RESULT_SCHEMA_VERSION, "bench_version": BENCH_VERSION,
+           "quick": quick, "environment": env, "micro": micro, "workloads": workloads,
+           "torch_compile": compile_status}
+    if model_runs is not None:
+        doc["model_runs"] = model_runs
+    doc["elapsed_s"] = round(time.perf_counter() - t0, 1)
+    return doc
+
+
+def run_bench(device: str, quick: bool = False, precision: str | None = None, compile_: bool | None = None,
+              progress: Callable[[str], None] = lambda text: None, clock: str = "wall",
+              points: list[Point] | None = None, rounds: int | None = None, workload_time_s: float | None = None) -> dict:
+    """Run every benchmark on `device` and return the result document (validated by planner.inputs.bench_result.parse_result).
+
+    points: the workload points to time (default: `workload_points` for the device and mode); each is timed for
+    about workload_time_s in all, over `rounds` interleaved rounds."""
+    t0 = time.perf_counter()
+    precision = precision or default_precision(device)
+    compile_ = (not quick) if compile_ is None else compile_
+    env = _start(device, clock, progress)
+    micro = run_micro(device, quick, precision, clock, progress)
     points = points if points is not None else workload_points(device, quick, precision, compile_)
     # many short rounds: background load on a shared machine comes and goes within seconds
     rows = run_points(points, device, workload_time_s or (0.35 if quick else 2.0), rounds or (7 if quick else 5),
                       progress, clock)
+    recheck_micro(micro, device, quick, precision, clock, progress)
     if compile_:
         compile_status = "; ".join(f"{r['workload']}: " + (f"ok, compiled in {r['compile_s']:.1f} s" if r["status"] == "ok"
                                    else f"unavailable ({r['reason']})") for r in rows if r["compiled"])
     else:
         compile_status = ("skipped: --quick (torch.compile takes tens of seconds per graph on a CPU)" if quick
                           else "skipped: --no-compile")
-    return {"kind": RESULT_KIND, "schema_version": RESULT_SCHEMA_VERSION, "bench_version": BENCH_VERSION,
-            "quick": quick, "environment": env,
-            "micro": {"memory_bandwidth": bw, "matmul": matmul, "launch_overhead": lo},
-            "workloads": rows, "torch_compile": compile_status, "elapsed_s": round(time.perf_counter() - t0, 1)}
+    return _document(quick, env, micro, rows, compile_status, t0)
+
+
+def run_model_bench(spec: str, sizes: tuple[int, ...], args: dict, size_name: str, device: str, quick: bool = False,
+                    precision: str | None = None, profile_doc: dict | None = None,
+                    progress: Callable[[str], None] = lambda text: None, clock: str = "wall",
+                    rounds: int | None = None, point_time_s: float | None = None, anchors: bool = True) -> dict:
+    """`--model`: the micro-benchmarks, the anchor points (unless `anchors` is False: they pin down the factors the
+    model's own steps may not, such as launch overhead for a model that is compute-bound here) and the user's model
+    (forward and training step at every size) with its profile (traced here unless `profile_doc` is given). The
+    result document."""
+    t0 = time.perf_counter()
+    precision = precision or default_precision(device)
+    trace_s = None
+    if profile_doc is None:
+        profile_doc, trace_s = traced_profile(spec, sizes, args, size_name, progress)
+    env = _start(device, clock, progress)
+    micro = run_micro(device, quick, precision, clock, progress)
+    rows = run_points(anchor_points(device, precision), device, 0.35, 7, progress, clock) if anchors else []
+    run = run_model(spec, sizes, args, size_name, device, precision, profile_doc,
+                    point_time_s or (0.7 if quick else 2.0), rounds or (8 if quick else 6), clock, progress)
+    if trace_s is not None:
+        run["trace_s"] = trace_s
+    recheck_micro(micro, device, quick, precision, clock, progress)
+    return _document(quick, env, micro, rows, "skipped: --model times eager PyTorch", t0, [run])

@@ -126,6 +126,34 @@ def _check(pt: Point) -> None:
         raise ValueError(f"seq must be in 1..{pt.model.context} for {pt.model.id}")
 
 
+def reason_of(exc: BaseException) -> str:
+    """Why a point could not run, in one line: the exception's type and first line."""
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+
+
+def timed_rounds(fns: list[Callable[[], object]], device: str, min_run_time_s: float, rounds: int, clock: str = "wall",
+                 on_round: Callable[[int], None] = lambda r: None) -> list[dict]:
+    """Time each of `fns` (already warmed up) in `rounds` interleaved passes, each timing every function for
+    min_run_time_s / rounds and taking the median over its runs; per function, the timing record whose median_s is
+    the smallest of its round medians: the round least disturbed by other work (on a shared machine other processes
+    slow whole rounds down; nothing makes a round faster than the hardware)."""
+    meds: list[list] = [[] for _ in fns]
+    for r in range(rounds):
+        on_round(r)
+        for k in range(len(fns)):  # start each round at another function: none always follows the same one
+            i = (k + r) % len(fns)
+            # on the CPU, Timer's block-size estimate already runs the workload before timing it
+            meds[i].append(measure(fns[i], device, min_run_time_s / rounds, warmup=0 if device == "cpu" else 1,
+                                   clock=clock))
+    out = []
+    for m in meds:
+        best = min(t.median_s for t in m)
+        out.append({"median_s": best, "median_of_rounds_s": statistics.median(t.median_s for t in m),
+                    "round_medians_s": [t.median_s for t in m], "runs": sum(t.runs for t in m),
+                    "method": m[0].method + f", median per round, least-disturbed of {len(m)} rounds"})
+    return out
+
+
 def run_points(points: list[Point], device: str, min_run_time_s: float, rounds: int = 3,
                progress: Callable[[str], None] = lambda text: None, clock: str = "wall") -> list[dict]:
     """Measure points interleaved: `rounds` passes over all of them, each timing every point for
@@ -145,7 +173,7 @@ def run_points(points: list[Point], device: str, min_run_time_s: float, rounds: 
             fn()  # first call compiles when compiled; warm-up either way (excluded from the timing)
             synchronize(device)
         except Exception as exc:  # noqa: BLE001 - out of memory, dtype unsupported here, torch.compile failures
-            reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+            reason = reason_of(exc)
             progress(f"  unavailable: {reason}")
             rows.append({**row, "status": "unavailable", "reason": reason})
             if device == "cuda":
@@ -154,17 +182,9 @@ def run_points(points: list[Point], device: str, min_run_time_s: float, rounds: 
         if pt.compiled:
             row["compile_s"] = round(time.perf_counter() - t0, 3)
         rows.append(row)
-        live.append((row, fn, keep, []))
-    for r in range(rounds):
-        progress(f"timing round {r + 1}/{rounds} over {len(live)} workload points")
-        for k in range(len(live)):  # start each round at another point: no point always follows the same one
-            row, fn, _, meds = live[(k + r) % len(live)]
-            # on the CPU, Timer's block-size estimate already runs the workload before timing it
-            meds.append(measure(fn, device, min_run_time_s / rounds, warmup=0 if device == "cpu" else 1, clock=clock))
-    for row, _, _, meds in live:
-        best = min(m.median_s for m in meds)
-        row.update(status="ok", measured_s=best,
-                   timing={"median_s": best, "median_of_rounds_s": statistics.median(m.median_s for m in meds),
-                           "round_medians_s": [m.median_s for m in meds], "runs": sum(m.runs for m in meds),
-                           "method": meds[0].method + f", median per round, least-disturbed of {len(meds)} rounds"})
+        live.append((row, fn, keep))
+    timings = timed_rounds([fn for _, fn, _ in live], device, min_run_time_s, rounds, clock,
+                           lambda r: progress(f"timing round {r + 1}/{rounds} over {len(live)} workload points"))
+    for (row, _, _), timing in zip(live, timings):
+        row.update(status="ok", measured_s=timing["median_s"], timing=timing)
     return rows

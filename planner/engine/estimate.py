@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Callable, Iterable, Mapping
 
 from planner.engine.cost import job_cost_usd, per_million
-from planner.engine.feasibility import Reason, context_reason, memory_reason, support_reasons
-from planner.engine.memory import MemoryBreakdown, breakdown, max_batch
+from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
+                                        support_reasons)
+from planner.engine.memory import MemoryBreakdown, breakdown, max_batch, usable_gb
 from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
-from planner.engine.plan import Plan, check_plan, resolve_setup
+from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, time_split
+from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate, Infer, Train, Workload
-from planner.inputs.precisions import BuildRule
+from planner.inputs.precisions import AttentionBackend
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
 
@@ -72,6 +74,16 @@ class Estimate:
     @property
     def price(self) -> Price | None:
         return self.prices.get(self.plan.price_tier)
+
+    @property
+    def usable_gb(self) -> float:
+        """Memory per GPU the plan may fill (decimal GB): the memory target of what the GPU reports."""
+        return usable_gb(self.gpu, self.plan.memory_target)
+
+    @property
+    def headroom_gb(self) -> float:
+        """Usable memory left per GPU at the planned batch (negative: short by that much)."""
+        return self.usable_gb - self.memory.total_gb
 
 
 def _phases(plan: Plan, s: Setup, batch: int, items_per_gpu: int, n_dp: int) -> tuple:
@@ -127,7 +139,8 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
     if n == 1:
         return s, "single", []
     heads = m.tensor_parallel_heads
-    if not isinstance(w, Train) and heads is not None and breakdown(m, w, s, 1, context_gb).total_gb > gpu.vram_gb:
+    if (not isinstance(w, Train) and heads is not None
+            and breakdown(m, w, s, 1, context_gb).total_gb > usable_gb(gpu, plan.memory_target)):
         notes = [Reason("parallelism", False, f"weights don't fit one GPU: tensor parallel over {n} GPUs, "
                         f"2 all-reduces per layer over {_link(gpu)}")]
         if heads % n:
@@ -141,29 +154,50 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
                               + (" with a gradient all-reduce per optimizer step" if isinstance(w, Train) else ""))]
 
 
+@lru_cache(maxsize=1024)
+def _on_kernel(s: Setup, kernel: AttentionBackend) -> Setup:
+    """The setup with its attention choice replaced by the kernel it runs as (one object per pair: a cache key)."""
+    return s if s.attention is kernel else replace(s, attention=kernel)
+
+
 def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
-                builds: Iterable[BuildRule] = ()) -> Estimate:
-    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup, the runtime's
-    efficiency on this GPU, its prices per tier and the PyTorch build rules that may apply."""
+                builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
+                pinned: tuple[Build, ...] = ()) -> Estimate:
+    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
+    resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
+    runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
+    builds (the GPU's build notes; none without a matrix)."""
     m, w, eff = plan.model, plan.workload, efficiency
-    reasons = support_reasons(gpu, setup, builds)
+    reasons = support_reasons(gpu, setup, w, m)
+    if gpu.kind == "cpu":  # any x86 PyTorch build runs there, and the CPU kernels are PyTorch's own (cpu_reasons)
+        if plan.gpus > 1:
+            reasons.append(Reason("parallelism", True, f"a CPU device is one host: the planner does not split a job "
+                                  f"over {plan.gpus} of them; set GPUs per job to 1"))
+    else:
+        att = attention_on(gpu, setup, m.attention_head_dim, fallback or setup.attention, pinned)
+        reasons.append(att.reason)
+        if att.kernel is not None:
+            setup = _on_kernel(setup, att.kernel)
+        if builds is not None:
+            reasons += build_reasons(builds, gpu, pinned)
     if eff.unsupported:
         reasons.append(Reason("runtime", True, f"{eff.unsupported}: choose PyTorch eager, torch.compile or llama.cpp"))
-    if gpu.kind == "cpu" and plan.gpus > 1:
-        reasons.append(Reason("parallelism", True, f"a CPU device is one host: the planner does not split a job over "
-                              f"{plan.gpus} of them; set GPUs per job to 1"))
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
     reasons += notes
     n_dp = 1 if parallelism == "tensor" else plan.gpus
     per_gpu = _items_per_gpu(w, n_dp)
-    fit = max_batch(m, w, s, gpu.vram_gb, eff.cuda_context_gb, per_gpu)
+    usable = usable_gb(gpu, plan.memory_target)
+    fit = max_batch(m, w, s, usable, eff.cuda_context_gb, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
     mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
-    oom = memory_reason(gpu, mem, batch, plan.gpus)
+    # batch=auto fills the usable memory by design (the target is its margin): only a batch the user fixed, or one
+    # that does not fit at all, gets a memory reason
+    oom = memory_reason(gpu, mem, batch, plan.gpus, usable, plan.memory_target) if plan.batch or not fit else None
     if oom:
         reasons.append(oom)
+    if oom and oom.blocking:
         if isinstance(w, Train) and parallelism == "data":
             reasons.append(Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer states "
                                   "split over the GPUs"))
@@ -194,8 +228,18 @@ def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust |
 def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None,
                  setup: Setup | None = None) -> Estimate:
     """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing)."""
-    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules), efficiency_on(plan, gpu, facts, adjust),
-                       facts.prices.for_gpu(gpu), facts.rules.builds)
+    return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules, facts.runtimes),
+                       efficiency_on(plan, gpu, facts, adjust), facts.prices.for_gpu(gpu), facts.builds,
+                       facts.rules.attention(DEFAULT_ATTENTION), pinned_builds(plan, facts.builds))
+
+
+def setup_on(plan: Plan, gpu: GPU, facts: Facts) -> Setup:
+    """The plan's Setup on `gpu`, its attention resolved to the kernel it runs as there (unresolved when none runs:
+    estimate_gpu says why)."""
+    s = resolve_setup(plan, facts.rules, facts.runtimes)
+    att = attention_on(gpu, s, plan.model.attention_head_dim, facts.rules.attention(DEFAULT_ATTENTION),
+                       pinned_builds(plan, facts.builds))
+    return _on_kernel(s, att.kernel) if att.kernel else s
 
 
 def rank_key(e: Estimate) -> tuple:
@@ -209,6 +253,7 @@ def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = Non
     """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
     (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
     check_plan(plan)
+    pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
-    setup = resolve_setup(plan, facts.rules)  # shared by every GPU (tensor parallel or FSDP derive their own)
+    setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)

@@ -1,25 +1,26 @@
-"""Feasibility of a job on a GPU or a CPU device, with every reason: hardware precision support, attention backend,
-PyTorch build requirements, memory (with the numbers), context length. A CPU is judged by its instruction-set
-extensions (planner.inputs.cpus), never by GPU compute capabilities."""
+"""Feasibility of a job on a GPU or a CPU device, with every reason: hardware precision support, the attention
+backend it gets, the PyTorch builds that run it, memory (with the numbers), context length. A CPU is judged by its
+instruction-set extensions (planner.inputs.cpus), never by GPU compute capabilities."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from functools import lru_cache
 
 from planner.base.schema import sm_label
 from planner.engine.memory import MemoryBreakdown
+from planner.inputs.builds import COMPATIBLE, NATIVE, Build, BuildMatrix, Fit, sm_text, version_text
 from planner.inputs.catalog import GPU
-from planner.inputs.jobs import Workload
+from planner.inputs.jobs import Generate, Workload
 from planner.inputs.models import ModelProfile
-from planner.inputs.precisions import BuildRule
+from planner.inputs.precisions import AttentionBackend
 from planner.inputs.work import Setup
 
 
 @dataclass(frozen=True)
 class Reason:
-    code: str  # 'oom', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price', 'parallelism',
-    # 'device' (runs on the CPU), 'runtime' (the runtime can't run on this device)
+    code: str  # 'oom', 'memory', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price',
+    # 'parallelism', 'device' (runs on the CPU), 'runtime' (the runtime can't run on this device)
     blocking: bool
     text: str
 
@@ -30,9 +31,10 @@ def _sm_ok(gpu: GPU, need: tuple[int, int] | None) -> bool:
     return gpu.compute_capability >= need
 
 
-def cpu_reasons(cpu: GPU, s: Setup) -> list[Reason]:
+def cpu_reasons(cpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason]:
     """What a CPU device can't do for this setup, and the note that the plan runs on the CPU: precisions by the
-    CPU's matmul paths (a slow fallback is a note), KV-cache dtypes by the same, GPU-only attention kernels."""
+    CPU's matmul paths (a slow fallback is a note), KV-cache dtypes by the same (a generate job only), GPU-only
+    attention kernels."""
     spec = cpu.cpu
     what = spec.describe() if spec else f"{cpu.mem_bw_gbps:,.0f} GB/s measured"
     out = [Reason("device", False, f"runs on the CPU, not a GPU: {cpu.name}, {what}")]
@@ -44,7 +46,7 @@ def cpu_reasons(cpu: GPU, s: Setup) -> list[Reason]:
     elif slow:
         out.append(Reason("precision", False, f"{p.id} on {cpu.name}: {slow.note}"))
     kv = s.kv_dtype
-    if kv.min_sm is not None and cpu.peak_tflops(kv.id) is None:
+    if isinstance(w, Generate) and m.can_generate and kv.min_sm is not None and cpu.peak_tflops(kv.id) is None:
         out.append(Reason("kv_dtype", True, f"{kv.id} KV cache: {cpu.name} has no {kv.id} arithmetic"))
     if s.attention.min_sm is not None:  # a kernel defined by a compute capability is a CUDA kernel
         out.append(Reason("attention", True, f"{s.attention.id} is a CUDA kernel for NVIDIA GPUs "
@@ -52,36 +54,206 @@ def cpu_reasons(cpu: GPU, s: Setup) -> list[Reason]:
     return out
 
 
-def support_reasons(gpu: GPU, s: Setup, builds: Iterable[BuildRule]) -> list[Reason]:
-    """What the GPU's (or CPU's) hardware and software stack cannot do for this setup (and notes it needs)."""
+def support_reasons(gpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason]:
+    """What the GPU's (or CPU's) hardware cannot do for this setup: the precision, and for a generate job on a model
+    with a KV cache, the KV-cache dtype (training and plain inference keep no KV cache)."""
     if gpu.kind == "cpu":
-        return cpu_reasons(gpu, s)
+        return cpu_reasons(gpu, s, w, m)
     out: list[Reason] = []
     p = s.precision
-    if gpu.peak_tflops(p.compute_path) is None or not _sm_ok(gpu, p.min_sm):
+    taken = gpu.run_path(p.compute_path)
+    if taken and taken != p.compute_path:  # PyTorch quietly runs the matmuls in another dtype here
+        out.append(Reason("precision", False, f"{p.id} matmuls need {sm_label(p.min_sm)}+; {gpu.name} ({gpu.sm}) runs "
+                          f"them in {taken}, as PyTorch ignores the {p.id} setting there"))
+    elif taken is None or not _sm_ok(gpu, p.min_sm):
         need = f"needs {sm_label(p.min_sm)}+" if p.min_sm else "is not supported"
         out.append(Reason("precision", True, f"{p.id} {need}; {gpu.name} is {gpu.sm} ({gpu.architecture})"
                           if gpu.compute_capability else f"{p.id}: {gpu.name} has no {p.compute_path} path in the catalog"))
-    if not _sm_ok(gpu, s.kv_dtype.min_sm):
+    if isinstance(w, Generate) and m.can_generate and not _sm_ok(gpu, s.kv_dtype.min_sm):
         out.append(Reason("kv_dtype", True, f"{s.kv_dtype.id} KV cache needs {sm_label(s.kv_dtype.min_sm)}+; "
                           f"{gpu.name} is {gpu.sm}"))
-    if not _sm_ok(gpu, s.attention.min_sm):
-        out.append(Reason("attention", True, f"{s.attention.id} needs {sm_label(s.attention.min_sm)}+; "
-                          f"{gpu.name} is {gpu.sm}: use sdpa (memory-efficient kernel) instead"))
-    for rule in builds:
-        if rule.applies(gpu.compute_capability):
-            out.append(Reason("pytorch_build", False, rule.text))
     return out
 
 
-def memory_reason(gpu: GPU, mem: MemoryBreakdown, batch: int, n_gpus: int) -> Reason | None:
-    has = gpu.vram_gb
-    if mem.total_gb <= has:
-        return None
-    parts = ", ".join(f"{i.name} {i.gb:.2f}" for i in mem.items if i.gb >= 0.005)
+# ---------------------------------------------------------------- attention backends
+
+
+def _platform(gpu: GPU) -> str:
+    """'cuda' (NVIDIA, has a compute capability), 'rocm' (AMD) or 'other' (a measured CPU or Apple device)."""
+    if gpu.compute_capability is not None:
+        return "cuda"
+    return "rocm" if gpu.vendor == "AMD" else "other"
+
+
+def attention_dtype(s: Setup) -> str:
+    """The dtype attention runs in: the activation path, with TF32 matmuls taking fp32 tensors."""
+    path = s.attention_path
+    return "fp32" if path == "tf32" else path
+
+
+def _range(k: AttentionBackend) -> str:
+    lo, hi = k.min_sm, k.max_sm
+    if lo and hi:
+        return f"{sm_label(lo)}-{sm_label(hi)}" if lo != hi else f"{sm_label(lo)} only"
+    return f"{sm_label(lo)}+" if lo else f"up to {sm_label(hi)}"
+
+
+def kernel_problem(k: AttentionBackend, cc: tuple[int, int] | None, platform: str, dtype: str,
+                   head_dim: int | None, pytorch: tuple[int, ...] | None) -> str | None:
+    """Why kernel `k` can't run here (None when it can): PyTorch version, vendor, SM range, dtype, head dim."""
+    if pytorch and k.min_pytorch and pytorch < k.min_pytorch:
+        return f"{k.id} needs PyTorch {version_text(k.min_pytorch)}+ (the pinned PyTorch is {version_text(pytorch)})"
+    if platform == "rocm" and not k.amd:
+        return f"{k.id} has no ROCm (AMD) build"
+    if platform == "cuda" and ((k.min_sm and cc < k.min_sm) or (k.max_sm and cc > k.max_sm)):
+        return f"{k.id} runs on {_range(k)} only"
+    if dtype not in k.dtypes:
+        return f"{k.id} takes {'/'.join(k.dtypes)}, not {dtype}"
+    if head_dim and k.max_head_dim and head_dim > k.max_head_dim:
+        return f"{k.id} takes head dims up to {k.max_head_dim}, the model's is {head_dim}"
+    return None
+
+
+def _describe(k: AttentionBackend) -> str:
+    memory = "O(S^2) scores in DRAM" if k.scores_materialized else "O(S) memory"
+    return f"{memory}, {k.speed_vs_fa2:.2f}x FlashAttention-2's speed"
+
+
+@dataclass(frozen=True)
+class AttentionOn:
+    """The kernel a plan's attention choice runs as on one GPU (None: it can't run there), and the reason to show."""
+
+    kernel: AttentionBackend | None
+    reason: Reason
+
+
+@lru_cache(maxsize=4096)
+def resolve_attention(choice: AttentionBackend, fallback: AttentionBackend, cc: tuple[int, int] | None,
+                      platform: str, dtype: str, head_dim: int | None,
+                      pytorch: tuple[int, ...] | None) -> AttentionOn:
+    """What `choice` runs as on a GPU of compute capability `cc` (None on AMD) for `dtype` and `head_dim`: a kernel
+    as itself, a selector as the first of its picks that runs (as PyTorch's SDPA dispatcher or xFormers does).
+    When nothing runs, the blocking reason names what `fallback` (sdpa) would run instead."""
+    where = (sm_label(cc) if cc else "ROCm" if platform == "rocm" else "this device") + f", {dtype}" + (
+        f", head dim {head_dim}" if head_dim else ", head dim not known")
+    if choice.min_pytorch and pytorch and pytorch < choice.min_pytorch:
+        problems = [f"{choice.id} needs PyTorch {version_text(choice.min_pytorch)}+ (the pinned PyTorch is "
+                    f"{version_text(pytorch)})"]
+    else:
+        problems = []
+        for k in choice.picks or (choice,):
+            why = kernel_problem(k, cc, platform, dtype, head_dim, pytorch)
+            if why is None:
+                picked = f"{choice.id} picks {k.id}" if choice.is_selector else k.id
+                return AttentionOn(k, Reason("attention", False, f"attention: {picked} on {where}: {_describe(k)}"))
+            problems.append(why)
+    alt = None if fallback is choice else resolve_attention(fallback, fallback, cc, platform, dtype, head_dim, pytorch)
+    instead = (f"use {fallback.id} instead (it runs {alt.kernel.id} here)" if alt and alt.kernel
+               else "use manual attention instead")
+    return AttentionOn(None, Reason("attention", True, f"{'; '.join(problems)} ({where}): {instead}"))
+
+
+def attention_on(gpu: GPU, s: Setup, head_dim: int | None, fallback: AttentionBackend,
+                 pinned: tuple[Build, ...] = ()) -> AttentionOn:
+    """The plan's attention choice (s.attention) resolved on `gpu`."""
+    return resolve_attention(s.attention, fallback, gpu.compute_capability, _platform(gpu), attention_dtype(s),
+                             head_dim, pinned[0].version if pinned else None)
+
+
+# ---------------------------------------------------------------- PyTorch builds
+
+
+def _variants(builds: tuple[Build, ...]) -> str:
+    return "/".join("+" + b.variant for b in builds)
+
+
+def build_reasons(matrix: BuildMatrix, gpu: GPU, pinned: tuple[Build, ...]) -> tuple[Reason, ...]:
+    """Which PyTorch builds run the GPU: the oldest one and the latest version's variants that do (a note), and with
+    a pinned version, whether it runs it (blocking when it doesn't). Nothing for a device that is not a GPU."""
+    platform = _platform(gpu)
+    if platform == "other":
+        return ()
+    return _build_reasons(matrix, gpu.compute_capability, gpu.gfx_target, gpu.name, platform, pinned)
+
+
+@lru_cache(maxsize=1024)
+def _build_reasons(matrix: BuildMatrix, cc: tuple[int, int] | None, gfx: str | None, name: str, platform: str,
+                   pinned: tuple[Build, ...]) -> tuple[Reason, ...]:
+    arch = sm_label(cc) if cc else gfx
+    oldest = matrix.oldest_running(cc, gfx)
+    if oldest is None:
+        return (Reason("pytorch_build", True, f"no official PyTorch build in the matrix ships kernels for {arch}"),)
+    first, fit = oldest
+    latest = tuple(b for b in matrix.of_version(matrix.latest) if b.fit(cc, gfx))
+    kind = "a ROCm build (CUDA builds don't run AMD GPUs)" if platform == "rocm" else "a CUDA build"
+    note = (f"PyTorch for {arch} needs {kind}: the oldest that runs it is {first.id} ({first.toolkit_text})"
+            f"{_via(fit)}; the latest, "
+            f"{version_text(matrix.latest)}, " + (f"as {_variants(latest)}" if latest else "has no build for it"))
+    out = [Reason("pytorch_build", False, note)]
+    if pinned:
+        out.append(_pinned_reason(cc, gfx, name, arch, pinned, first))
+    return tuple(out)
+
+
+def _via(fit: Fit) -> str:
+    if fit.how == NATIVE:
+        return ""
+    return f" with its {fit.arch} kernels" if fit.how == COMPATIBLE else f" by JIT-compiling its {fit.arch} PTX"
+
+
+def _pinned_reason(cc: tuple[int, int] | None, gfx: str | None, name: str, arch: str, pinned: tuple[Build, ...],
+                   oldest: Build) -> Reason:
+    """Whether the pinned build (or any variant of a pinned version) runs the GPU."""
+    fits = [(b, f) for b in pinned if (f := b.fit(cc, gfx))]
+    native = [(b, f) for b, f in fits if f.how == NATIVE]
+    if native:
+        b, f = native[0]
+        return Reason("pytorch_build", False, f"pinned PyTorch {b.id} runs the {name}: it ships {f.arch} kernels")
+    if fits:
+        b, f = fits[0]
+        how = (f"with its {f.arch} kernels (binary compatible within a major version; it ships no {sm_text(cc)} "
+               "kernels, so none tuned for this GPU)" if f.how == COMPATIBLE else
+               f"by JIT-compiling its {f.arch} PTX at start-up")
+        return Reason("pytorch_build", False, f"pinned PyTorch {b.id} runs the {name} {how}")
+    label = pinned[0].id if len(pinned) == 1 else f"{version_text(pinned[0].version)} ({_variants(pinned)})"
+    needed = "rocm" if gfx else "cuda"
+    if all(b.platform != needed for b in pinned):
+        why = (f"pinned PyTorch {label} is a {pinned[0].toolkit_text.split()[0]} build; the {name} needs a "
+               f"{'ROCm' if gfx else 'CUDA'} build")
+    else:
+        ships = "; ".join(f"{b.id} ships {b.arch_list()}" for b in pinned)
+        why = (f"pinned PyTorch {label} has no kernels for {arch} ({ships}): PyTorch can't use the {name} and "
+               "falls back to the CPU (or fails with 'no kernel image is available for execution on the device')")
+    return Reason("pytorch_build", True, f"{why}; the oldest build that runs {arch} is {oldest.id}")
+
+
+# A plan that fills this much of its usable memory is said to be close to the limit (a note, not a refusal): a few
+# percent is what a longer sequence, a larger workspace or a fragmentation spike takes.
+NEAR_LIMIT_FRACTION = 0.95
+
+
+def capacity_text(gpu: GPU, target: float) -> str:
+    """How the usable memory follows from the card's capacity, e.g. '90 % of the 48.3 GB an L40S reports (48 GiB
+    less 1/16 kept for ECC)'."""
+    reported = gpu.reported_vram_gb
+    why = (f"{gpu.vram_gib:g} GiB = {gpu.vram_gb:.1f} GB, of which the driver reports {gpu.reported_vram_mib:,.0f} MiB"
+           if gpu.reported_vram_mib is not None else f"{gpu.vram_gib:g} GiB")
+    return f"{target:.0%} of the {reported:.1f} GB it reports ({why})"
+
+
+def memory_reason(gpu: GPU, mem: MemoryBreakdown, batch: int, n_gpus: int, usable_gb: float,
+                  target: float) -> Reason | None:
+    """A refusal when the plan needs more than the usable memory; a note when it fills nearly all of it."""
     per = " per GPU" if n_gpus > 1 else ""
-    return Reason("oom", True, f"needs {mem.total_gb:.1f} GB{per} at batch {batch}, has {has:.1f} GB "
-                  f"({gpu.vram_gib:g} GiB; {mem.total_gb - has:.1f} GB short; {parts} GB)")
+    need = mem.total_gb
+    if need > usable_gb:
+        parts = ", ".join(f"{i.name} {i.gb:.2f}" for i in mem.items if i.gb >= 0.005)
+        return Reason("oom", True, f"needs {need:.1f} GB{per} at batch {batch}, usable {usable_gb:.1f} GB "
+                      f"({capacity_text(gpu, target)}; {need - usable_gb:.1f} GB short; {parts} GB)")
+    if need > NEAR_LIMIT_FRACTION * usable_gb:
+        return Reason("memory", False, f"close to the limit: {need:.1f} of {usable_gb:.1f} usable GB{per} at batch "
+                      f"{batch} ({need / usable_gb:.0%}); {usable_gb - need:.2f} GB of headroom")
+    return None
 
 
 def context_reason(m: ModelProfile, w: Workload) -> Reason | None:

@@ -10,13 +10,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
+from planner.inputs.catalog import GPU
 from planner.inputs.jobs import OPTIMIZERS, Generate, Train, Workload
 from planner.inputs.models import ModelProfile
-from planner.inputs.work import MemoryItem, Setup
+from planner.inputs.work import MemoryItem, Setup, weights_item
 
 # FSDP prefetches the next block while one computes: two blocks' weights are gathered at a time
 # (PyTorch FSDP's default backward_prefetch=BACKWARD_PRE; forward_prefetch adds the same ahead of forward).
 FSDP_GATHERED_UNITS = 2
+
+
+def usable_gb(gpu: GPU, target: float) -> float:
+    """Memory a plan may fill on `gpu`, decimal GB: `target` (a fraction) of what the driver reports."""
+    return gpu.reported_vram_gb * target
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,7 @@ def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: fl
     if isinstance(w, Train):
         items += _train_items(m, w, s, batch)
     else:
-        items.append(MemoryItem("weights", m.params * p.weight_bytes / s.tp / BYTES_PER_GB,
-                                "{:,} params x {:g} B / {} GPU(s)", (m.params, p.weight_bytes, s.tp)))
+        items.append(weights_item(m.params, m.quantizable_params, s))
         if isinstance(w, Generate):
             items += m.generate_memory(s, batch, w.prompt_tokens, w.gen_tokens)
         else:
@@ -75,7 +80,7 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
 
 @lru_cache(maxsize=8192)
 def max_batch(m: ModelProfile, w: Workload, s: Setup, vram_gb: float, context_gb: float, limit: int) -> int:
-    """Largest batch (<= limit) whose memory fits in vram_gb (decimal GB); 0 if even batch 1 does not fit.
+    """Largest batch (<= limit) whose memory fits in vram_gb (decimal GB, the usable memory); 0 if batch 1 does not fit.
     Memory is affine in the batch, so batch 1 and 2 determine it."""
     m1 = breakdown(m, w, s, 1, context_gb).total_gb
     if m1 > vram_gb:

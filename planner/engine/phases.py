@@ -49,7 +49,7 @@ def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: 
     P, G = w.prompt_tokens, w.gen_tokens
     kern = m.kernels_per_forward
     comm, calls = m.tensor_parallel_comm(s, batch * P)
-    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern, 1, 0, passes, comm, calls)]
+    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * s.prefill_chunks(P), 1, 0, passes, comm, calls)]
     if G > 1:
         comm, calls = m.tensor_parallel_comm(s, batch)
         phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes, comm, calls))

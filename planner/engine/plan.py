@@ -3,34 +3,60 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import PRICE_TIERS
-from planner.inputs.jobs import OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import PrecisionRules
+from planner.inputs.runtimes import Runtimes
 from planner.inputs.work import Setup
+
+# Plan memory at 90 % of what the GPU reports, as vLLM does (gpu_memory_utilization defaults to 0.9: vLLM docs,
+# engine arguments): the rest absorbs allocator fragmentation and transient workspaces. A setting, within
+# BOUNDS["memory_target_pct"].
+MEMORY_TARGET_DEFAULT_PCT = 90
+MEMORY_TARGET_DEFAULT = MEMORY_TARGET_DEFAULT_PCT / 100
+
+DEFAULT_ATTENTION = "sdpa"  # PyTorch's own choice per GPU; also what a blocked backend's reason suggests instead
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Everything a user chooses: model, job, precision and how it runs. batch None = auto."""
+    """Everything a user chooses: model, job, precision and how it runs. batch None = auto; pytorch None = any
+    build (the latest that runs each GPU), else a pinned build ('1.13.1+cu116') or version ('2.4.1')."""
 
     model: ModelProfile
     workload: Workload
     precision: str = "bf16"
     kv_dtype: str | None = None
-    attention: str = "sdpa"
+    attention: str = DEFAULT_ATTENTION
     runtime: str = "pytorch-eager"
     batch: int | None = None
     gpus: int = 1
     price_tier: str = "secure"
+    memory_target: float = MEMORY_TARGET_DEFAULT  # fraction of the reported memory a plan may fill
+    pytorch: str | None = None
 
 
-def resolve_setup(plan: Plan, rules: PrecisionRules) -> Setup:
-    """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown)."""
+def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
+    """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown), and
+    the runtime's prefill chunk when `runtimes` is given."""
     precision = rules.precision(plan.precision)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
-    return Setup(precision, kv, rules.attention(plan.attention))
+    chunk = runtimes.get(plan.runtime).prefill_chunk_tokens if runtimes else 0
+    return Setup(precision, kv, rules.attention(plan.attention), prefill_chunk=chunk)
+
+
+def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:
+    """The builds the plan pins (none: no pin); ValueError listing the known builds for an unknown version."""
+    return _pin(builds, plan.pytorch) if plan.pytorch else ()
+
+
+@lru_cache(maxsize=64)
+def _pin(builds: BuildMatrix, text: str) -> tuple[Build, ...]:
+    return builds.pin(text)
 
 
 def check_plan(plan: Plan) -> None:
@@ -42,6 +68,10 @@ def check_plan(plan: Plan) -> None:
         raise ValueError("gpus must be at least 1")
     if plan.batch is not None and plan.batch < 1:
         raise ValueError("batch must be at least 1 (or auto)")
+    bound = BOUNDS["memory_target_pct"]
+    if not bound.lo <= plan.memory_target * 100 <= bound.hi:
+        raise ValueError(f"memory target must be between {bound.lo:g} % and {bound.hi:g} % of the memory the GPU "
+                         "reports")
     if plan.price_tier not in PRICE_TIERS:
         raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
     if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):

@@ -46,12 +46,23 @@ class PhaseTime:
     passes: float
     groups: tuple[GroupTime, ...]
     kernels_per_step: float
-    overhead_s: float  # per pass
+    overhead_s: float  # per pass: GPU-side launch gaps
     comm_s: float  # per pass
+    host_s: float = 0.0  # per pass: CPU dispatch, overlapping the GPU's work
+
+    @property
+    def gpu_s(self) -> float:
+        """GPU time per pass: the op groups plus the launch gaps."""
+        return sum(g.time_s for g in self.groups) + self.overhead_s
+
+    @property
+    def host_bound_s(self) -> float:
+        """Per pass, how much longer the CPU takes to dispatch the kernels than the GPU takes to run them."""
+        return max(0.0, self.host_s - self.gpu_s)
 
     @property
     def pass_s(self) -> float:
-        return sum(g.time_s for g in self.groups) + self.overhead_s + self.comm_s
+        return self.gpu_s + self.host_bound_s + self.comm_s
 
     @property
     def total_s(self) -> float:
@@ -62,7 +73,8 @@ class PhaseTime:
         cb = sum(g.compute_bound_s for g in self.groups)
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
-                "overhead": self.overhead_s * self.passes, "communication": self.comm_s * self.passes}
+                "overhead": (self.overhead_s + self.host_bound_s) * self.passes,
+                "communication": self.comm_s * self.passes}
 
 
 LIMITS = ("compute", "memory", "overhead", "communication")  # what a step's time is limited by
@@ -106,8 +118,9 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
 
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
     """(peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
-    peak = gpu.peak_tflops(g.compute_path) or 0.0
-    return peak, peak * FLOPS_PER_TFLOP * eff.compute_efficiency, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
+    peak = gpu.run_peak_tflops(g.compute_path)
+    flops_s = peak * FLOPS_PER_TFLOP * eff.compute_efficiency * g.rate_factor
+    return peak, flops_s, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
 
 
 def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
@@ -126,15 +139,16 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
                      total, comp)
 
 
-def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
-    """(kernels per step, launch overhead per pass, collective seconds per pass)."""
+def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
+    """(kernels per step, launch overhead per pass, collective seconds per pass, host dispatch per pass)."""
     kernels = ph.kernels * eff.kernels_per_layer_factor
     overhead = ph.steps * kernels * eff.launch_overhead_us * 1e-6
+    host = ph.steps * kernels * eff.host_us_per_kernel * 1e-6
     comm = 0.0
     if ph.comm_calls:
         link = (gpu.interconnect_unidir_gbps or 0.0) * BYTES_PER_GB
         comm = ph.steps * (ph.comm_bytes / link + ph.comm_calls * COLLECTIVE_LATENCY_S) if link else float("inf")
-    return kernels, overhead, comm
+    return kernels, overhead, comm, host
 
 
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
@@ -147,18 +161,18 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     for g in ph.groups:
-        flops_s = (gpu.peak_tflops(g.compute_path) or 0.0) * FLOPS_PER_TFLOP * eff.compute_efficiency
+        flops_s = gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency * g.rate_factor
         if g.flops_per_pos or g.bytes_per_pos:
             total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
         else:  # position-independent: every step costs the same
             total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
-    _, overhead, comm = _overhead_comm(ph, gpu, eff)
-    return (total + overhead + comm) * ph.passes
+    _, overhead, comm, host = _overhead_comm(ph, gpu, eff)
+    return (max(total + overhead, host) + comm) * ph.passes
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:
     """Arithmetic intensity (FLOP/byte) where the compute roof meets the bandwidth roof."""
-    peak = gpu.peak_tflops(path)
+    peak = gpu.run_peak_tflops(path)
     if not peak:
         return None
     ce, me = (eff.compute_efficiency, eff.mem_bw_efficiency) if eff else (1.0, 1.0)
@@ -167,5 +181,5 @@ def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | N
 
 def attainable_tflops(gpu: GPU, path: str, intensity: float) -> float:
     """Datasheet roofline: min(peak, intensity x bandwidth), in TFLOPS."""
-    peak = gpu.peak_tflops(path) or 0.0
+    peak = gpu.run_peak_tflops(path)
     return min(peak, intensity * gpu.mem_bw_gbps * BYTES_PER_GB / FLOPS_PER_TFLOP)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.base.units import SECONDS_PER_HOUR
-from planner.engine.estimate import efficiency_on
-from planner.engine.memory import breakdown
+from planner.engine.estimate import efficiency_on, setup_on
+from planner.engine.memory import breakdown, usable_gb
 from planner.engine.phases import generate_phases
-from planner.engine.plan import Plan, resolve_setup
+from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
 from planner.inputs.catalog import GPU
 from planner.inputs.facts import Facts
@@ -36,11 +36,11 @@ class ServingPoint:
     requests_per_s: float
     usd_per_m_tokens: float | None  # at the plan's price tier
     memory_gb: float
-    fits: bool
+    fits: bool  # within the plan's usable memory (its memory target of what the GPU reports)
 
 
 def _decode_step_s(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: int, output: int) -> float:
-    m, s = plan.model, resolve_setup(plan, facts.rules)
+    m, s = plan.model, setup_on(plan, gpu, facts)
     eff = efficiency_on(plan, gpu, facts)
     phases = generate_phases(m, Generate(concurrency, prompt, output), s, concurrency, 1.0)
     decode = next(ph for ph in phases if ph.name == "decode")
@@ -48,7 +48,7 @@ def _decode_step_s(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt:
 
 
 def _prefill_s(plan: Plan, gpu: GPU, facts: Facts, prompt: int) -> float:
-    m, s = plan.model, resolve_setup(plan, facts.rules)
+    m, s = plan.model, setup_on(plan, gpu, facts)
     phases = generate_phases(m, Generate(1, prompt, 1), s, 1, 1.0)
     return phase_seconds(next(ph for ph in phases if ph.name == "prefill"), gpu, efficiency_on(plan, gpu, facts))
 
@@ -70,9 +70,10 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
     price = facts.prices.for_gpu(gpu).get(plan.price_tier)
     usd = price.usd_hr * plan.gpus / SECONDS_PER_HOUR / tokens_per_s * 1e6 if price else None
     context_gb = efficiency_on(plan, gpu, facts).cuda_context_gb
-    s = resolve_setup(plan, facts.rules)
+    s = setup_on(plan, gpu, facts)
     mem = breakdown(plan.model, Generate(concurrency, prompt, output), s, concurrency, context_gb).total_gb
-    return ServingPoint(concurrency, ttft, tpot, tokens_per_s, requests_per_s, usd, mem, mem <= gpu.vram_gb)
+    return ServingPoint(concurrency, ttft, tpot, tokens_per_s, requests_per_s, usd, mem,
+                        mem <= usable_gb(gpu, plan.memory_target))
 
 
 def max_concurrency(plan: Plan, gpu: GPU, facts: Facts, prompt: int, output: int, ttft_target_s: float | None,

@@ -16,12 +16,18 @@ import yaml
 from planner.base.safe_parse import ParseError, load_json_text, load_yaml_text
 from planner.base.schema import DataFileError, Record, UnknownNameError, parse_compute_capability
 from planner.inputs.catalog import GPU, Catalog, load_catalog
-from planner.inputs.models import DecoderProfile, parse_decoder
+from planner.inputs.models import DecoderProfile, ModelProfile, parse_decoder, parse_model
 
 BENCH_VERSION = 1  # bump when the measuring method changes: results of another version are refused
-RESULT_SCHEMA_VERSION = 1
+# 2 added model_runs (`python -m planner.bench --model`: the user's own model at several input sizes); 1 still reads
+RESULT_SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
 MAX_RESULT_BYTES = 1_000_000
 MAX_POINTS = 500
+MAX_MODEL_RUNS = 4  # models measured in one result
+MAX_MODEL_POINTS = 64  # (workload, size) points of one model run
+MAX_MODEL_ARGS = 32  # factory arguments recorded with a model run
+MODEL_KINDS = ("forward", "train")  # what a model run times at each size (no decode: any model, not only decoders)
 RESULT_KIND = "planner-bench-result"
 DEVICE_TYPES = ("cuda", "mps", "cpu")
 PATHS = ("fp32", "tf32", "fp16", "bf16")  # matmul dtypes the bench measures
@@ -172,13 +178,53 @@ def _check_point(pt: Record, paths: set[str]) -> bool:
     return not compiled
 
 
+def run_model(run: Record) -> ModelProfile:
+    """The model a model run measured: its profile as recorded in the run (a traced profile, usually)."""
+    return parse_model(run.child("profile"))
+
+
+def _check_model_run(run: Record, paths: set[str]) -> list[bool]:
+    """Check one model run (`--model`): what ran, its profile, and each point; True per measured point."""
+    run.check_keys(("factory", "args", "input_size_name", "precision", "batch", "profile", "points", "trace_s"))
+    run.text("factory", max_len=500)
+    args = run.child("args", required=False)
+    if args is not None and len(args.data) > MAX_MODEL_ARGS:
+        raise run.fail("args", f"{len(args.data):,} factory arguments; at most {MAX_MODEL_ARGS} are recorded")
+    run.text("input_size_name", max_len=40)
+    run.number("trace_s", required=False, lo=0, hi=1e6)
+    precision = run.text("precision", choices=PATHS)
+    if precision not in paths:
+        raise run.fail("precision", f"{precision} has no matmul measurement in micro.matmul")
+    run.number("batch", lo=1, hi=1e6, integer=True)
+    model = run_model(run)
+    measured = []
+    for pt in run.records("points", MAX_MODEL_POINTS):
+        pt.check_keys(("workload", "size", "status", "measured_s", "reason", "timing"))
+        pt.text("workload", choices=MODEL_KINDS)
+        size = int(pt.number("size", lo=1, hi=1e7, integer=True))
+        try:
+            model.check_size(size)
+        except ValueError as exc:
+            raise pt.fail("size", f"the profile can't be evaluated there: {exc}") from None
+        ok = pt.text("status", choices=STATUSES) == "ok"
+        if ok:
+            pt.number("measured_s", lo=SECONDS[0], hi=SECONDS[1])
+        measured.append(ok)
+    return measured
+
+
 def _check_header(doc: dict, filename: str) -> None:
     if doc.get("kind") != RESULT_KIND:
         raise _fail(filename, f"not a planner bench result (field 'kind' should be '{RESULT_KIND}'); "
                     "run `python -m planner.bench` and upload the file it writes")
-    if doc.get("schema_version") != RESULT_SCHEMA_VERSION:
-        raise _fail(filename, f"schema_version {str(doc.get('schema_version'))[:20]!r} is not supported (this planner "
-                    f"reads {RESULT_SCHEMA_VERSION}); re-run the benchmark with this version of the planner")
+    version = doc.get("schema_version")
+    if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+        raise _fail(filename, f"schema_version {str(version)[:20]!r} is not supported (this planner reads "
+                    f"{', '.join(map(str, READABLE_SCHEMA_VERSIONS))}); re-run the benchmark with this version of "
+                    "the planner")
+    if version == 1 and "model_runs" in doc:
+        raise _fail(filename, "model_runs needs schema_version 2 (schema 1 files hold workloads only); re-run "
+                    "`python -m planner.bench --model ...` with this version of the planner")
     if doc.get("bench_version") != BENCH_VERSION:
         raise _fail(filename, f"measured with bench_version {str(doc.get('bench_version'))[:20]!r}, but this planner "
                     f"fits bench_version {BENCH_VERSION} (the method changed); {RERUN}")
@@ -194,9 +240,14 @@ def parse_result(data: bytes | str, filename: str, catalog: Catalog | None = Non
     try:
         gpu = _check_environment(top.child("environment"), catalog or load_catalog())
         paths = _check_micro(top.child("micro"), gpu)
-        fitted = [_check_point(pt, paths) for pt in top.records("workloads", MAX_POINTS)]
+        runs = top.records("model_runs", MAX_MODEL_RUNS) if "model_runs" in doc else []
+        # a --model result may have no decoder workloads: its runs are what the calibration fits
+        empty = runs and doc.get("workloads") == []
+        fitted = [] if empty else [_check_point(pt, paths) for pt in top.records("workloads", MAX_POINTS)]
+        for run in runs:
+            fitted += _check_model_run(run, paths)
     except DataFileError as exc:
         raise _from_record(exc) from None
     if not any(fitted):
-        raise _fail(filename, f"no eager workload point was measured ('status: ok'); {RERUN}")
+        raise _fail(filename, f"no eager workload point (nor model-run point) was measured ('status: ok'); {RERUN}")
     return doc

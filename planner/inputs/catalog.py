@@ -19,12 +19,16 @@ COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
 MARKETS = ("datacenter", "workstation", "consumer")
 _PEAK_FIELD = {p: ("int8_tops" if p == "int8" else f"{p}_tflops") for p in COMPUTE_PATHS}
+# A path PyTorch quietly replaces where the GPU lacks it: allow_tf32 / float32_matmul_precision('high'|'medium') only
+# take effect on Ampere and later; older GPUs run those matmuls in fp32 (PyTorch docs, CUDA semantics, TF32).
+PATH_FALLBACK = {"tf32": "fp32"}
 # A listed $/GPU-hour outside these is a placeholder or an error (RunPod's cheapest GPU rents for ~$0.1/h, an
 # 8-GPU B200 node ~$6/GPU-h: runpod_prices.csv); data/gpus.yaml, data/prices/ and live answers share them.
 MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
 # A price the user types (own hardware, another cloud) may lie outside any listing, within a tenth of a cent and
 # $1,000 per GPU-hour; the page's widget, share links and the price table all check these.
 CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR = 0.001, 1000.0
+MIB_PER_GIB = 1024
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
 
@@ -81,6 +85,8 @@ class GPU:
     gfx_target: str | None
     market: str
     vram_gib: float
+    reported_vram_mib: float | None  # what nvidia-smi reports (ECC reserve, driver) where it differs from vram_gib
+    reported_vram_source: str
     memory_type: str
     mem_bw_gbps: float
     fp32_tflops: float
@@ -103,10 +109,31 @@ class GPU:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
         return getattr(self, _PEAK_FIELD[path])
 
+    def run_path(self, path: str) -> str | None:
+        """The path matmuls asked to run in `path` actually take here: itself, its PATH_FALLBACK, or None."""
+        if self.peak_tflops(path) is not None and (path != "tf32" or self.compute_capability is None
+                                                   or self.compute_capability >= (8, 0)):
+            return path
+        fallback = PATH_FALLBACK.get(path)
+        return fallback if fallback and self.peak_tflops(fallback) is not None else None
+
+    def run_peak_tflops(self, path: str) -> float:
+        """Dense peak of the path matmuls in `path` actually run at here (0 when none)."""
+        taken = self.run_path(path)
+        return (self.peak_tflops(taken) or 0.0) if taken else 0.0
+
     @property
     def vram_gb(self) -> float:
         """Memory in decimal GB (1e9 B): GPU memory is marketed in GiB, so '24 GB' holds 24 x 2**30 bytes."""
         return gib_to_gb(self.vram_gib)
+
+    @property
+    def reported_vram_gb(self) -> float:
+        """Memory the driver reports, decimal GB: the capacity less ECC (data-center GDDR cards keep 1/16 for it with
+        ECC on, their default) and the driver's own reserve, where the catalog has the figure; else the capacity."""
+        if self.reported_vram_mib is None:
+            return self.vram_gb
+        return gib_to_gb(self.reported_vram_mib / MIB_PER_GIB)
 
     @property
     def memory_class(self) -> str:
@@ -180,9 +207,20 @@ def _runpod(rec: Record) -> RunPodListing | None:
     return RunPodListing(rp.strings("gpu_type_ids"), *(_quote(rp, t) for t in PRICE_TIERS))
 
 
+def _reported_vram(rec: Record) -> dict:
+    """The optional `reported_vram: {mib, source}`: at most the capacity, at least 3/4 of it (ECC takes 1/16)."""
+    sub = rec.child("reported_vram", required=False)
+    if sub is None:
+        return {"reported_vram_mib": None, "reported_vram_source": ""}
+    sub.check_keys(("mib", "source"))
+    cap_mib = rec.number("vram_gib", lo=1, hi=MAX_VRAM_GB) * MIB_PER_GIB
+    return {"reported_vram_mib": sub.number("mib", lo=0.75 * cap_mib, hi=cap_mib),
+            "reported_vram_source": sub.text("source")}
+
+
 def parse_gpu(rec: Record) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
-                    "market", "vram_gib", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
+                    "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
                     "interconnect", "runpod", "source", "notes"))
     gpu_id = rec.text("id")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", gpu_id):
@@ -198,6 +236,7 @@ def parse_gpu(rec: Record) -> GPU:
         compute_capability=rec.compute_capability(
             "compute_capability", required=rec.data.get("vendor") == "NVIDIA"), gfx_target=rec.text("gfx_target", required=False),
         market=rec.text("market", choices=MARKETS), vram_gib=rec.number("vram_gib", lo=1, hi=MAX_VRAM_GB),
+        **_reported_vram(rec),
         memory_type=rec.text("memory_type"), mem_bw_gbps=rec.number("mem_bw_gbps", lo=10, hi=50000),
         fp32_tflops=rates["fp32"], tf32_tflops=rates["tf32"], fp16_tflops=rates["fp16"],
         bf16_tflops=rates["bf16"], fp8_tflops=rates["fp8"], int8_tops=rates["int8"],
@@ -225,7 +264,8 @@ def cpu_device(spec: CpuSpec) -> GPU:
                memory_type=spec.memory_type, mem_bw_gbps=spec.mem_bw_gbps,
                **{_PEAK_FIELD[p]: spec.peak_tflops(p) for p in COMPUTE_PATHS}, tdp_w=spec.tdp_w, pcie_gen=None,
                pcie_unidir_gbps=None, nvlink_unidir_gbps=None, runpod=None, source=spec.source,
-               notes=f"{spec.notes} Host RAM: {spec.memory_config}.".strip(), kind="cpu", cpu=spec)
+               notes=f"{spec.notes} Host RAM: {spec.memory_config}.".strip(), kind="cpu", cpu=spec,
+               reported_vram_mib=None, reported_vram_source="")
 
 
 @lru_cache(maxsize=8)

@@ -1,10 +1,12 @@
-"""Everything the engine reads, loaded once at the boundary: GPU catalog, precision rules, runtimes, prices."""
+"""Everything the engine reads, loaded once at the boundary: GPU catalog, precision rules, runtimes, prices and the
+PyTorch build matrix."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 
+from planner.inputs.builds import BuildMatrix, load_builds
 from planner.inputs.catalog import Catalog, load_catalog
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.price_snapshot import PriceTable, snapshot_table
@@ -19,10 +21,11 @@ class Facts:
     rules: PrecisionRules
     runtimes: Runtimes
     prices: PriceTable
+    builds: BuildMatrix
 
 
 @lru_cache(maxsize=1)
 def load_facts() -> Facts:
     """The committed data files (data/), parsed and validated once; raises DataFileError naming a broken file."""
     catalog = load_catalog()
-    return Facts(catalog, load_rules(), load_runtimes(), snapshot_table(catalog))
+    return Facts(catalog, load_rules(), load_runtimes(), snapshot_table(catalog), load_builds())

@@ -30,6 +30,8 @@ BOUNDS = {
     "sequences": Bound(1, 10**12), "prompt_tokens": Bound(1, 10**7), "gen_tokens": Bound(1, 10**7),
     "samples": Bound(1, 10**12), "input_size": Bound(1, 10**7), "epochs": Bound(0.001, 10**5, integer=False),
     "grad_accum": Bound(1, 10**5), "gpus": Bound(1, 1024), "batch": Bound(1, 10**7),
+    # percent of the memory the GPU reports that a plan may fill (planner.engine.plan.MEMORY_TARGET_DEFAULT)
+    "memory_target_pct": Bound(50, 100, integer=False),
 }
 
 

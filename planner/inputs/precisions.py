@@ -1,4 +1,4 @@
-"""Precisions, KV-cache dtypes, attention backends and PyTorch build rules (data/precisions.yaml)."""
+"""Precisions, KV-cache dtypes and attention backends (data/precisions.yaml)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,26 @@ from pathlib import Path
 
 from planner import DATA_DIR
 from planner.inputs.catalog import COMPUTE_PATHS
-from planner.base.schema import Record, UnknownNameError, load_sections, suggest, unique_ids
+from planner.base.schema import CachedHash, Record, UnknownNameError, load_sections, suggest, unique_ids
 from planner.base.units import FP32_BYTES
+from planner.inputs.builds import parse_torch_version
 
 PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
 
 
+QUANTIZED_SCOPES = ("all", "layers")  # which weights a precision's weight_bytes applies to
+MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend (4-bit formats need ~5)
+
+
 @dataclass(frozen=True)
 class Precision:
+    """A numeric format: the tensor-core path matmuls run at, bytes per weight and per activation element.
+
+    quantized_weights 'layers': weight_bytes applies to the transformer layers' matrices only; embeddings, LM head and
+    norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints). dequant_ops_per_weight: CUDA-core
+    instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
+    """
+
     id: str
     compute_path: str
     weight_bytes: float
@@ -23,6 +35,15 @@ class Precision:
     min_sm: tuple[int, int] | None
     note: str
     source: str
+    quantized_weights: str = "all"
+    dequant_ops_per_weight: float = 0.0
+
+    @property
+    def outside_weight_bytes(self) -> float:
+        """Bytes per weight outside the quantized layers (embeddings, LM head, norms)."""
+        if self.quantized_weights == "layers" and self.weight_bytes < self.act_bytes:
+            return self.act_bytes
+        return self.weight_bytes
 
 
 @dataclass(frozen=True)
@@ -33,26 +54,43 @@ class KVDtype:
     source: str
 
 
-@dataclass(frozen=True)
-class AttentionBackend:
+ATTENTION_DTYPES = ("fp32", "fp16", "bf16", "fp8")  # dtypes an attention kernel may accept (tf32 runs as fp32)
+_KERNEL_FIELDS = ("min_sm", "max_sm", "max_head_dim", "dtypes", "scores_materialized", "speed_vs_fa2", "speed_source",
+                  "amd")
+
+
+@dataclass(frozen=True, eq=True)
+class AttentionBackend(CachedHash):
+    """An attention kernel, or a selector (`picks`) that stands for the first of its kernels that runs on a GPU.
+
+    Kernel: compute capability range [min_sm, max_sm] (None = no bound; AMD GPUs have none and need `amd`), the
+    dtypes it takes, its largest head dim (None = any), whether it writes the S x S scores to DRAM (O(S^2) memory and
+    traffic), and its attention FLOP rate relative to FlashAttention-2. An unresolved selector carries its first
+    pick's memory order and speed.
+    """
+
+    __hash__ = CachedHash.__hash__  # part of Setup, a cache key
     id: str
     name: str
-    min_sm: tuple[int, int] | None
-    scores_materialized: bool
     source: str
+    aliases: tuple[str, ...] = ()
+    picks: tuple["AttentionBackend", ...] = ()
+    min_sm: tuple[int, int] | None = None
+    max_sm: tuple[int, int] | None = None
+    max_head_dim: int | None = None
+    dtypes: tuple[str, ...] = ATTENTION_DTYPES
+    scores_materialized: bool = False
+    speed_vs_fa2: float = 1.0
+    speed_source: str = ""
+    amd: bool = True
+    min_pytorch: tuple[int, ...] | None = None  # oldest PyTorch that has it (None: any, or its own package)
 
+    @property
+    def is_selector(self) -> bool:
+        return bool(self.picks)
 
-@dataclass(frozen=True)
-class BuildRule:
-    """A PyTorch build requirement for GPUs whose compute capability lies in [min_sm, max_sm]."""
-
-    min_sm: tuple[int, int]
-    max_sm: tuple[int, int]
-    text: str
-    source: str
-
-    def applies(self, sm: tuple[int, int] | None) -> bool:
-        return sm is not None and self.min_sm <= sm <= self.max_sm
+    def names(self) -> tuple[str, ...]:
+        return (self.id, *self.aliases)
 
 
 @dataclass(frozen=True)
@@ -60,7 +98,6 @@ class PrecisionRules:
     precisions: tuple[Precision, ...]
     kv_dtypes: tuple[KVDtype, ...]
     attention_backends: tuple[AttentionBackend, ...]
-    builds: tuple[BuildRule, ...]
 
     def _find(self, items, kind: str, name: str):
         for item in items:
@@ -75,7 +112,13 @@ class PrecisionRules:
         return self._find(self.kv_dtypes, "KV-cache dtype", name)
 
     def attention(self, name: str) -> AttentionBackend:
-        return self._find(self.attention_backends, "attention backend", name)
+        """A backend by id or alias ('auto' is sdpa), ignoring case."""
+        key = name.strip().lower()
+        for b in self.attention_backends:
+            if key in b.names():
+                return b
+        raise UnknownNameError("attention backend", name,
+                               suggest(name, [n for b in self.attention_backends for n in b.names()]))
 
     def default_kv_dtype(self, precision: Precision) -> KVDtype:
         """The KV cache is kept in the activation dtype unless chosen otherwise."""
@@ -86,16 +129,20 @@ class PrecisionRules:
 
 @lru_cache(maxsize=4)
 def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
-    doc = load_sections(path, ("precisions", "kv_dtypes", "attention_backends", "pytorch_builds"), dated=True)
+    doc = load_sections(path, ("precisions", "kv_dtypes", "attention_backends"), dated=True)
     records = doc["precisions"]
     precisions = []
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "note", "source"))
+        rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
+                        "dequant_ops_per_weight", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
-                                    rec.text("source")))
+                                    rec.text("source"),
+                                    rec.text("quantized_weights", required=False, choices=QUANTIZED_SCOPES) or "all",
+                                    rec.number("dequant_ops_per_weight", required=False, lo=0,
+                                               hi=MAX_DEQUANT_OPS) or 0.0))
     unique_ids(path, (p.id for p in precisions))
     kvs = []
     for i, raw in enumerate(doc["kv_dtypes"]):
@@ -103,17 +150,51 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec.check_keys(("id", "bytes", "min_sm", "source"))
         kvs.append(KVDtype(rec.text("id"), rec.number("bytes", lo=0.25, hi=8),
                            rec.compute_capability("min_sm", required=False), rec.text("source")))
-    backends = []
-    for i, raw in enumerate(doc["attention_backends"]):
+    return PrecisionRules(tuple(precisions), tuple(kvs), _attention_backends(path, doc["attention_backends"]))
+
+
+def _kernel(rec: Record, common: dict) -> AttentionBackend:
+    rec.check_keys(("id", "name", "aliases", "min_pytorch", "source") + _KERNEL_FIELDS)
+    lo, hi = rec.compute_capability("min_sm", required=False), rec.compute_capability("max_sm", required=False)
+    if lo and hi and hi < lo:
+        raise rec.fail("max_sm", "is below min_sm")
+    dtypes = rec.strings("dtypes")
+    bad = [d for d in dtypes if d not in ATTENTION_DTYPES]
+    if bad:
+        raise rec.fail("dtypes", f"unknown dtype {bad[0]!r}; expected some of {', '.join(ATTENTION_DTYPES)}")
+    head = rec.number("max_head_dim", required=False, lo=8, hi=4096, integer=True)
+    return AttentionBackend(**common, min_sm=lo, max_sm=hi, max_head_dim=head, dtypes=dtypes,
+                            scores_materialized=rec.flag("scores_materialized"),
+                            speed_vs_fa2=rec.number("speed_vs_fa2", lo=0.05, hi=10),
+                            speed_source=rec.text("speed_source"), amd=rec.flag("amd"))
+
+
+def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBackend, ...]:
+    """Kernel records, and selector records (`picks`) whose picks name kernel records of the same file."""
+    parsed: list[tuple[Record, dict]] = []
+    for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "name", "min_sm", "scores_materialized", "source"))
-        backends.append(AttentionBackend(rec.text("id"), rec.text("name"),
-                                         rec.compute_capability("min_sm", required=False),
-                                         rec.flag("scores_materialized"), rec.text("source")))
-    builds = []
-    for i, raw in enumerate(doc["pytorch_builds"]):
-        rec = Record.of(path, i, raw)
-        rec.check_keys(("min_sm", "max_sm", "text", "source"))
-        builds.append(BuildRule(rec.compute_capability("min_sm"), rec.compute_capability("max_sm"),
-                                rec.text("text"), rec.text("source")))
-    return PrecisionRules(tuple(precisions), tuple(kvs), tuple(backends), tuple(builds))
+        version = rec.text("min_pytorch", required=False)
+        try:
+            min_pt = parse_torch_version(version) if version else None
+        except ValueError as exc:
+            raise rec.fail("min_pytorch", str(exc)) from None
+        parsed.append((rec, dict(id=rec.text("id"), name=rec.text("name"), source=rec.text("source"),
+                                 aliases=tuple(a.lower() for a in rec.strings("aliases", required=False)),
+                                 min_pytorch=min_pt)))
+    unique_ids(path, (n for _, c in parsed for n in (c["id"], *c["aliases"])))
+    kernels = {c["id"]: _kernel(rec, c) for rec, c in parsed if rec.raw("picks", required=False) is None}
+    out = []
+    for rec, common in parsed:
+        if common["id"] in kernels:
+            out.append(kernels[common["id"]])
+            continue
+        rec.check_keys(("id", "name", "aliases", "picks", "min_pytorch", "source"))
+        picks = rec.strings("picks")
+        missing = [p for p in picks if p not in kernels]
+        if missing:
+            raise rec.fail("picks", f"{missing[0]!r} is not a kernel record of this file (a selector picks kernels)")
+        chosen = tuple(kernels[p] for p in picks)
+        out.append(AttentionBackend(**common, picks=chosen, scores_materialized=chosen[0].scores_materialized,
+                                    speed_vs_fa2=chosen[0].speed_vs_fa2, speed_source=chosen[0].speed_source))
+    return tuple(out)

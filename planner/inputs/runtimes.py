@@ -21,9 +21,11 @@ class Efficiency:
 
     mem_bw_efficiency: achieved / datasheet DRAM bandwidth in memory-bound kernels.
     compute_efficiency: achieved / dense peak in matrix multiplies.
-    launch_overhead_us: time added per kernel launch.
+    launch_overhead_us: GPU time added per kernel launch (the gap between kernels; CUDA graphs keep only this).
     kernels_per_layer_factor: kernels launched per layer relative to a fused block.
     source: where the numbers come from ('prior: ...' or 'calibrated: ...').
+    host_us_per_kernel: CPU time to dispatch one kernel from Python (eager frameworks). It overlaps the GPU's work:
+      a step takes the longer of the two, so a small-batch decode in eager PyTorch is host-bound.
     """
 
     mem_bw_efficiency: float
@@ -32,13 +34,15 @@ class Efficiency:
     kernels_per_layer_factor: float
     cuda_context_gb: float
     source: str
+    host_us_per_kernel: float = 0.0
     unsupported: str = ""  # why the runtime can't run on this device class ('' = it can); nothing is timed then
 
 
 @dataclass(frozen=True)
 class CpuProfile:
     """A runtime on a CPU: fractions of the CPU's peak DRAM bandwidth and base-clock matmul peak, the time per
-    operator dispatch, and the runtime's own host memory (in place of a CUDA context)."""
+    operator dispatch (serial with the compute: on a CPU the host is the device, so there is no separate
+    host_us_per_kernel to overlap), and the runtime's own host memory (in place of a CUDA context)."""
 
     mem_bw_efficiency: float
     compute_efficiency: float
@@ -57,6 +61,8 @@ class RuntimeProfile:
     kernels_per_layer_factor: float
     cuda_context_gb: float
     source: str
+    host_us_per_kernel: float = 0.0
+    prefill_chunk_tokens: int = 0  # prompt tokens per prefill pass (llama.cpp's n_ubatch); 0 = the whole prompt
     cpu: CpuProfile | None = None
     cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
 
@@ -67,14 +73,15 @@ class RuntimeProfile:
             return self._cpu_efficiency()
         return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
                           self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
-                          f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)")
+                          f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)",
+                          self.host_us_per_kernel)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
         if c is None:
             why = self.cpu_unsupported or "data/runtimes.yaml has no CPU profile for it"
             return Efficiency(0.0, 0.0, 0.0, self.kernels_per_layer_factor, 0.0,
-                              f"{self.name} does not run on a CPU", f"{self.name} does not run on a CPU: {why}")
+                              f"{self.name} does not run on a CPU", unsupported=f"{self.name} does not run on a CPU: {why}")
         return Efficiency(c.mem_bw_efficiency, c.compute_efficiency, c.launch_overhead_us,
                           self.kernels_per_layer_factor, c.host_memory_gb,
                           f"prior for {self.name} on CPUs (data/runtimes.yaml)")
@@ -118,11 +125,15 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
     for i, raw in enumerate(load_yaml(path, "runtimes", dated=True)):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
-                        "kernels_per_layer_factor", "cuda_context_gb", "source", "cpu"))
+                        "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
+                        "source", "cpu"))
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
-                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"), *_cpu(rec)))
+                                  rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
+                                  rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
+                                  rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
+                                  or 0, *_cpu(rec)))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.base.schema import CachedHash
+from planner.base.units import BYTES_PER_GB
 from planner.inputs.precisions import AttentionBackend, KVDtype, Precision
 
 ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and attention) can run in
 # A backward pass costs about two forwards: gradients w.r.t. inputs and w.r.t. weights (Kaplan et al. 2020: 6N
 # training FLOPs per token vs 2N forward).
 BACKWARD_FORWARD_RATIO = 2.0
+# Eager PyTorch launches 2.5 kernels for each kernel of a fused block (data/runtimes.yaml, pytorch-eager's
+# kernels_per_layer_factor; tests/inputs/test_runtimes.py keeps the two equal). Profiles that count eager ATen ops
+# (generic formulas, traces) divide by it to state kernels in the fused units every runtime's factor multiplies.
+EAGER_KERNELS_PER_FUSED = 2.5
 
 
 def forward_equivalents(checkpointing: bool) -> float:
@@ -35,6 +40,7 @@ class OpGroup:
     formula: str
     flops_per_pos: float = 0.0
     bytes_per_pos: float = 0.0
+    rate_factor: float = 1.0  # x the achieved FLOP/s: an attention kernel's speed vs FlashAttention-2 (the reference)
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,8 @@ class MemoryItem:
 
 @dataclass(frozen=True, eq=True)
 class Setup(CachedHash):
-    """How a model runs: resolved precision, KV-cache dtype and attention backend, and how it is split."""
+    """How a model runs: resolved precision, KV-cache dtype and attention backend (on one GPU, the kernel it runs as;
+    before a GPU is known, the user's choice), and how it is split."""
 
     __hash__ = CachedHash.__hash__  # dataclass would otherwise regenerate it
     precision: Precision
@@ -61,9 +68,39 @@ class Setup(CachedHash):
     attention: AttentionBackend
     tp: int = 1  # tensor-parallel degree: weights, heads and FLOPs split over tp GPUs
     shard: int = 1  # FSDP/ZeRO-3 degree: training states sharded over `shard` GPUs
+    prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
+
+    def prefill_chunks(self, prompt: int) -> int:
+        """Passes a prompt of `prompt` tokens is prefilled in."""
+        return -(-prompt // self.prefill_chunk) if self.prefill_chunk else 1
 
     @property
     def attention_path(self) -> str:
         """Attention and elementwise work run in the activation dtype; quantized weights don't change it."""
         p = self.precision
         return p.compute_path if p.compute_path in ACTIVATION_PATHS else "fp16"
+
+
+def dequant_groups(quantized_weights: float, s: Setup) -> tuple[OpGroup, ...]:
+    """Weight-only quantized kernels unpack and scale every weight on the CUDA cores before the fp16 multiply, once per
+    weight per pass; the instructions run at the fp32 rate (one per core per clock = fp32 FLOPs / 2) and are not
+    hidden behind the weight loads. () for precisions that multiply their stored format directly."""
+    ops = s.precision.dequant_ops_per_weight
+    if not ops or not quantized_weights:
+        return ()
+    return (OpGroup("dequantize weights", 2.0 * ops * quantized_weights, 0.0, "fp32",
+                    f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
+                    f"({s.precision.id}: unpack, convert, scale), once per pass"),)
+
+
+def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:
+    """Stored weights per GPU (decimal GB): the quantized matrices at the precision's bytes, the rest (embeddings, LM
+    head, norms) at its outside bytes, split over the tensor-parallel GPUs."""
+    p = s.precision
+    total = quantized * p.weight_bytes + (params - quantized) * p.outside_weight_bytes
+    if p.outside_weight_bytes == p.weight_bytes:
+        return MemoryItem("weights", total / s.tp / BYTES_PER_GB, "{:,} params x {:g} B / {} GPU(s)",
+                          (params, p.weight_bytes, s.tp))
+    return MemoryItem("weights", total / s.tp / BYTES_PER_GB,
+                      "({:,} quantized x {:g} B + {:,} others (embeddings, LM head, norms) x {:g} B) / {} GPU(s)",
+                      (quantized, p.weight_bytes, params - quantized, p.outside_weight_bytes, s.tp))

@@ -23,15 +23,17 @@ from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
 from planner.base.safe_parse import shown
 from planner.base.schema import Record, UnknownNameError
 from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTES, MEMORY_GB, OVER_DATASHEET, PATHS,
-                                         TFLOPS, CalibrationError, datasheet_problem, parse_result, point_model)
+                                         TFLOPS, CalibrationError, datasheet_problem, parse_result, point_model,
+                                         run_model)
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
 from planner.inputs.catalog import GPU, Catalog, load_catalog
 from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import Generate, Infer, Train
-from planner.inputs.models import DecoderProfile
+from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
+from planner.tools.growth import _solve
 
 DEVICE_CLASSES = ("hbm", "gddr", "cpu", "mps")
 FIT_RUNTIME = "pytorch-eager"  # the workload points run eager PyTorch; compiled points are shown, not fitted
@@ -40,22 +42,57 @@ OTHER_ARCH_WEIGHT = 0.5  # share (geometric) of the measured/prior ratio carried
 EFF_BOUNDS = (0.005, 8.0)
 LO_BOUNDS = (0.01, 5000.0)
 PRIOR_WEIGHT = 0.003  # weak log-normal pull toward the micro-benchmarks, so unidentified factors stay sensible
+FACTORS = ("bandwidth", "compute", "overhead")  # the fitted factors, in the fit's parameter order
+FACTOR_KEYS = {"bandwidth": "bw", "compute": "mm", "overhead": "lo"}  # their keys in a calibration link
+FACTOR_NAMES = {"bandwidth": "bandwidth efficiency", "compute": "compute efficiency", "overhead": "launch overhead"}
+# What pins each factor down: steps whose time it dominates.
+MISSING = {
+    "bandwidth": "memory-bound steps (decode at batch 1 of a model whose weights are far larger than the CPU cache "
+                 "or GPU L2: `python -m planner.bench` without --model measures one)",
+    "compute": "compute-bound steps (forward or training passes over thousands of tokens at once, or your model at "
+               "larger input sizes)",
+    "overhead": "overhead-bound steps (many small kernels: decode of a narrow model at batch 1, which the default "
+                "bench measures, or your model at its smallest input sizes)",
+}
+NOISE_FLOOR = 0.01  # timing repeatability assumed at least (1 % relative): a perfect fit still has this uncertainty
+# A factor is pinned down when a 1 % timing noise moves it by at most COND_LIMIT % (its design standard error):
+# e.g. one point whose time it explains entirely gives 1, three points where it explains 30 % about 2.
+COND_LIMIT = 3.0
+LOOSE_PCT = 50.0  # a pinned factor whose 95 % uncertainty is wider than this is reported as loosely fitted
+ERR_CAP_PCT = 1000.0  # uncertainty reported when it can't be estimated (as many points as factors, or worse)
+# Two-sided 95 % quantiles of Student's t by degrees of freedom: NIST/SEMATECH e-Handbook of Statistical Methods,
+# table 1.3.6.7.2 (https://www.itl.nist.gov/div898/handbook/eda/section3/eda3672.htm), read 2026-11-22.
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+       11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086,
+       21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042,
+       40: 2.021, 60: 2.000, 100: 1.984}
 
 
 # ---------------------------------------------------------------------------------------------------- points
 
 @dataclass(frozen=True)
 class _Point:
-    model: DecoderProfile
+    model: ModelProfile
     kind: str
     batch: int
     precision: str
-    size: int  # decode: KV position; forward/train: tokens per sample
+    size: int  # decode: KV position; forward/train: tokens per sample (a model run: its input size)
     runtime: str
     measured_s: float
+    from_run: bool = False  # a model run's point (`--model`), not a decoder workload
+
+
+def _run_points(result: dict) -> list[tuple[dict, dict, ModelProfile]]:
+    """(model run, point, the run's model) for every point of every model run (`--model`), in file order."""
+    out = []
+    for i, run in enumerate(result.get("model_runs") or ()):
+        model = run_model(Record("result", f"model_runs[{i}]", run))
+        out += [(run, pt, model) for pt in run["points"]]
+    return out
 
 
 def _points(result: dict, fitted_only: bool = False) -> list[_Point]:
+    """Measured points: decoder workloads (compiled ones only unless fitted_only), then model-run points."""
     out = []
     for i, row in enumerate(result["workloads"]):
         if row.get("status") != "ok" or (fitted_only and row.get("compiled")):
@@ -63,10 +100,14 @@ def _points(result: dict, fitted_only: bool = False) -> list[_Point]:
         out.append(_Point(point_model(Record("result", f"workloads[{i}]", row)), row["workload"], int(row["batch"]),
                           row["precision"], int(row["position"] if row["workload"] == "decode" else row["seq"]),
                           "torch-compile" if row.get("compiled") else FIT_RUNTIME, float(row["measured_s"])))
+    for run, pt, model in _run_points(result):
+        if pt.get("status") == "ok":
+            out.append(_Point(model, pt["workload"], int(run["batch"]), run["precision"], int(pt["size"]), FIT_RUNTIME,
+                              float(pt["measured_s"]), from_run=True))
     return out
 
 
-def point_plan(kind: str, model: DecoderProfile, batch: int, size: int, precision: str,
+def point_plan(kind: str, model: ModelProfile, batch: int, size: int, precision: str,
                runtime: str = FIT_RUNTIME) -> Plan:
     """The planner plan a workload point is estimated as (see planner/bench/workload.py)."""
     workload = {"decode": lambda: Generate(batch, size, 2), "forward": lambda: Infer(batch, size),
@@ -79,11 +120,14 @@ def _timed_phases(kind: str, work: tuple) -> tuple:
     return tuple(ph for ph in work if ph.name == "decode") if kind == "decode" else work
 
 
-def _estimate(kind: str, model: DecoderProfile, batch: int, size: int, precision: str, gpu: GPU,
+def _estimate(kind: str, model: ModelProfile, batch: int, size: int, precision: str, gpu: GPU,
               adjust: Callable[[GPU, Efficiency], Efficiency] | None, runtime: str):
     # a point that ran is timed even where the planner's memory model would call it out of memory
-    roomy = replace(gpu, vram_gib=max(gpu.vram_gib, 1e6))
-    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(), adjust)
+    roomy = replace(gpu, vram_gib=max(gpu.vram_gib, 1e6), reported_vram_mib=None)
+
+    def bare(g: GPU, eff: Efficiency) -> Efficiency:  # the bench runs bare torch modules: no framework Python
+        return replace(adjust(g, eff) if adjust else eff, host_us_per_kernel=0.0)
+    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(), bare)
     if not est.feasible:
         raise CalibrationError(f"the planner cannot estimate {model.id} {kind} in {precision} on {gpu.name}: "
                                + "; ".join(r.text for r in est.reasons if r.blocking))
@@ -95,7 +139,7 @@ def _point_phases(pt: _Point, gpu: GPU) -> tuple:
     return _timed_phases(pt.kind, est.work)
 
 
-def predict_seconds(kind: str, model: DecoderProfile, batch: int, size: int, precision: str, gpu: GPU,
+def predict_seconds(kind: str, model: ModelProfile, batch: int, size: int, precision: str, gpu: GPU,
                     adjust: Callable[[GPU, Efficiency], Efficiency] | None = None, runtime: str = FIT_RUNTIME) -> float:
     """The planner's time for one workload point on `gpu` (seconds), analytic or with `adjust`."""
     est, roomy = _estimate(kind, model, batch, size, precision, gpu, adjust, runtime)
@@ -104,7 +148,8 @@ def predict_seconds(kind: str, model: DecoderProfile, batch: int, size: int, pre
 
 def measured_points(result: dict) -> list[dict]:
     """Workload points for charts, one uniform row each: label, model, model_name, workload, batch, position (decode)
-    and seq (forward/train; the other is None), precision, runtime, status, measured_s (None if unavailable), reason."""
+    and seq (forward/train, a model run's input size; the other is None), precision, runtime, status, measured_s (None
+    if unavailable), reason. Decoder workloads first, then model-run points (as `_points`)."""
     rows = []
     for row in result["workloads"]:
         decode = row["workload"] == "decode"
@@ -116,6 +161,12 @@ def measured_points(result: dict) -> list[dict]:
                      "batch": row["batch"], "position": row["position"] if decode else None,
                      "seq": None if decode else row["seq"], "precision": row["precision"], "runtime": runtime,
                      "status": row.get("status"), "measured_s": row.get("measured_s"), "reason": row.get("reason")})
+    for run, pt, model in _run_points(result):
+        rows.append({"label": f"{model.id} {pt['workload']} b{run['batch']} {run['input_size_name']}={pt['size']} "
+                              f"{run['precision']}",
+                     "model": model.id, "model_name": model.name, "workload": pt["workload"], "batch": run["batch"],
+                     "position": None, "seq": pt["size"], "precision": run["precision"], "runtime": FIT_RUNTIME,
+                     "status": pt.get("status"), "measured_s": pt.get("measured_s"), "reason": pt.get("reason")})
     return rows
 
 
@@ -138,7 +189,8 @@ def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float,
     fields = dict(id=f"measured-{key}", name=f"{base.name if base else name} (measured)", aliases=(),
                   mem_bw_gbps=bw_gbps, fp32_tflops=peaks.get("fp32", 0.0), tf32_tflops=peaks.get("tf32"),
                   fp16_tflops=peaks.get("fp16"), bf16_tflops=peaks.get("bf16"), fp8_tflops=None, int8_tops=None,
-                  vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
+                  vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, reported_vram_mib=None,  # measured = as reported
+                  reported_vram_source="", source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
                   f"on {day}: copy bandwidth and matmul peaks", notes="peaks are measured, not datasheet figures")
     if base:
         return replace(base, **fields)
@@ -236,6 +288,18 @@ class Calibration:
     bench_date: str = ""
     fit_rms_pct: float = 0.0
     fit_points: int = 0
+    fit_err_pct: tuple[float, float, float] | None = None  # 95 % half-width per factor (FACTORS order), percent
+    unidentified: tuple[str, ...] = ()  # factors (FACTORS names) the points could not pin down
+
+    def uncertainty(self) -> list[tuple[str, float, float | None]]:
+        """(factor, value, 95 % relative half-width in percent or None when not recorded) in FACTORS order."""
+        values = (self.mem_bw_efficiency, self.compute_efficiency, self.launch_overhead_us)
+        errs = self.fit_err_pct or (None,) * len(FACTORS)
+        return list(zip(FACTORS, values, errs))
+
+    def problems(self) -> list[str]:
+        """What the fit could not pin down, and which measurements would (empty when every factor is pinned)."""
+        return fit_problems(self.unidentified, self.fit_points, self.fit_err_pct, self.fit_rms_pct)
 
     # -- the measured device
     @property
@@ -317,6 +381,10 @@ class Calibration:
         parts += [f"{p}={t:.5g}" for p, t in self.measured_tflops]
         parts += [f"mem={self.memory_gb:.4g}", f"d={self.bench_date.replace('-', '')}", f"err={self.fit_rms_pct:.3g}",
                   f"n={self.fit_points}"]
+        if self.fit_err_pct is not None:  # the fit's 95 % uncertainty per factor, and what it could not pin down
+            parts += [f"e{FACTOR_KEYS[f]}={e:.4g}" for f, e in zip(FACTORS, self.fit_err_pct)]
+        if self.unidentified:
+            parts.append("ill=" + ".".join(FACTOR_KEYS[f] for f in self.unidentified))
         return ";".join(parts)
 
     @classmethod
@@ -331,7 +399,8 @@ class Calibration:
             if not sep or not value or key in fields:
                 raise CalibrationError(f"calibration link: bad or repeated entry {shown(part)}{hint}")
             fields[key] = value
-        known = {"v", "dev", "cls", "bw", "mm", "lo", "path", "pbw", "mem", "d", "err", "n", *PATHS}
+        err_keys = [f"e{FACTOR_KEYS[f]}" for f in FACTORS]
+        known = {"v", "dev", "cls", "bw", "mm", "lo", "path", "pbw", "mem", "d", "err", "n", "ill", *err_keys, *PATHS}
         unknown = sorted(set(fields) - known)
         missing = sorted({"v", "dev", "cls", "bw", "mm", "lo", "path", "pbw", "mem", "d"} - set(fields))
         if unknown or missing:
@@ -382,78 +451,200 @@ class Calibration:
                 problem = f"an efficiency above {OVER_DATASHEET:g} x the {gpu.name} datasheet"
             if problem:
                 raise CalibrationError(f"calibration link: {problem}{hint}")
+        if any(k in fields for k in err_keys) and not all(k in fields for k in err_keys):
+            raise CalibrationError(f"calibration link: give all of {', '.join(err_keys)} or none{hint}")
+        errs = tuple(num(k, (0, ERR_CAP_PCT)) for k in err_keys) if err_keys[0] in fields else None
+        by_key = {v: k for k, v in FACTOR_KEYS.items()}
+        ill = fields["ill"].split(".") if "ill" in fields else []
+        if any(k not in by_key for k in ill) or len(set(ill)) != len(ill):
+            raise CalibrationError(f"calibration link: ill={shown(fields['ill'])} must name factors among "
+                                   f"{', '.join(by_key)}, each once{hint}")
         return cls(name, gpu_id, klass, num("bw", EFF_BOUNDS), num("mm", EFF_BOUNDS),
                    num("lo", LO_BOUNDS), fields["path"], num("pbw", BW_GBPS), peaks, num("mem", MEMORY_GB), day,
                    num("err", (0, 1000)) if "err" in fields else 0.0,
-                   int(num("n", (0, 500))) if "n" in fields else 0)
+                   int(num("n", (0, 500))) if "n" in fields else 0, errs,
+                   tuple(f for f in FACTORS if FACTOR_KEYS[f] in ill))
 
 
 # ---------------------------------------------------------------------------------------------------- fit
 
-def _nelder_mead(f: Callable[[list[float]], float], x0: list[float], step: float = 0.5, iters: int = 400) -> list[float]:
-    """Minimise f from x0 (plain Nelder-Mead; 3 parameters, so no dependency on scipy)."""
-    n = len(x0)
-    simplex = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
-    values = [f(x) for x in simplex]
+def _jacobian(resid: Callable[[list[float]], list[float]], x: list[float], h: float = 1e-4) -> list[list[float]]:
+    """d residual_i / d x_j by central differences (the roofline's max() has kinks: an average slope there)."""
+    cols = []
+    for j in range(len(x)):
+        up, down = list(x), list(x)
+        up[j] += h
+        down[j] -= h
+        cols.append([(a - b) / (2 * h) for a, b in zip(resid(up), resid(down))])
+    return [list(row) for row in zip(*cols)]
+
+
+def _normal(jac: list[list[float]], weight: float) -> list[list[float]]:
+    """J^T J + weight x I (the prior's information added on the diagonal)."""
+    k = len(jac[0])
+    return [[sum(r[i] * r[j] for r in jac) + (weight if i == j else 0.0) for j in range(k)] for i in range(k)]
+
+
+def _inverse(a: list[list[float]]) -> list[list[float]]:
+    k = len(a)
+    cols = [_solve(a, [1.0 if i == j else 0.0 for i in range(k)]) for j in range(k)]
+    return [[cols[j][i] for j in range(k)] for i in range(k)]
+
+
+def _levenberg_marquardt(resid: Callable[[list[float]], list[float]], x0: list[float],
+                         bounds: list[tuple[float, float]], iters: int = 60) -> list[float]:
+    """Minimise the sum of squared residuals within box bounds (a step leaving the box is clipped to it)."""
+    clip = lambda x: [min(max(v, lo), hi) for v, (lo, hi) in zip(x, bounds)]
+    x = clip(x0)
+    cost = sum(r * r for r in resid(x))
+    damping = 1e-3
     for _ in range(iters):
-        order = sorted(range(n + 1), key=values.__getitem__)
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if values[-1] - values[0] < 1e-12:
-            break
-        centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
-        move = lambda t: [c + t * (w - c) for c, w in zip(centroid, simplex[-1])]
-        xr = move(-1.0)
-        fr = f(xr)
-        if fr < values[0]:
-            xe = move(-2.0)
-            fe = f(xe)
-            simplex[-1], values[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = xr, fr
+        r, jac = resid(x), _jacobian(resid, x)
+        a, g = _normal(jac, 0.0), [sum(row[j] * ri for row, ri in zip(jac, r)) for j in range(len(x))]
+        while damping < 1e9:
+            damped = [[a[i][j] + (damping * (a[i][i] + 1e-9) if i == j else 0.0) for j in range(len(x))]
+                      for i in range(len(x))]
+            try:
+                step = _solve(damped, [-v for v in g])
+            except ZeroDivisionError:
+                step = [0.0] * len(x)
+            trial = clip([v + d for v, d in zip(x, step)])
+            trial_cost = sum(v * v for v in resid(trial))
+            if trial_cost < cost:
+                break
+            damping *= 4.0
         else:
-            xc = move(0.5)
-            fc = f(xc)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = xc, fc
-            else:
-                simplex = [simplex[0]] + [[b + 0.5 * (x - b) for x, b in zip(s, simplex[0])] for s in simplex[1:]]
-                values = [values[0]] + [f(s) for s in simplex[1:]]
-    return simplex[min(range(n + 1), key=values.__getitem__)]
+            return x
+        improvement = cost - trial_cost
+        x, cost, damping = trial, trial_cost, max(damping / 3.0, 1e-9)
+        if improvement < 1e-12 * max(cost, 1e-12) or max(abs(d) for d in step) < 1e-9:
+            break
+    return x
 
 
-def _clip(x: float, bounds: tuple[float, float]) -> float:
-    return min(max(x, math.log(bounds[0])), math.log(bounds[1]))
+@dataclass(frozen=True)
+class Fit:
+    """Fitted factors (fractions of `gpu`'s peaks; launch overhead in us), their 95 % uncertainty and what the points
+    could not pin down.
+
+    err_pct: per factor (FACTORS order) the 95 % interval's relative half-width in percent, from the residuals: the
+        covariance s^2 (J^T J + prior)^-1 of the log-factors, s^2 the residual variance (at least NOISE_FLOOR^2),
+        times Student's t for the points' degrees of freedom. ERR_CAP_PCT when it can't be estimated.
+    unidentified: factors that no point constrains (design standard error above COND_LIMIT per unit of timing
+        noise) or that ran into their bounds; `problems()` says which measurements would pin them down.
+    """
+
+    mem_bw_efficiency: float
+    compute_efficiency: float
+    launch_overhead_us: float
+    rms_pct: float
+    points: int
+    err_pct: tuple[float, float, float]
+    unidentified: tuple[str, ...]
 
 
-def fit_factors(points: list[_Point], gpu: GPU, launch_us_prior: float) -> tuple[float, float, float, float]:
-    """Least squares on log time: (bandwidth eff, compute eff, launch us, rms relative error) on `gpu`'s peaks.
+def _t95(dof: int) -> float:
+    """Two-sided 95 % quantile of Student's t with `dof` >= 1 degrees of freedom: T95 at the largest tabled dof not
+    above it (t falls as dof grows, so this errs wide)."""
+    return T95[max(d for d in T95 if d <= dof)]
 
-    A weak log-normal prior (weight PRIOR_WEIGHT per factor) centred on the micro-benchmarks (efficiency 1 of the
-    measured peaks, the measured per-op launch time) keeps factors that the points cannot identify sensible.
+
+def fit_problems(unidentified: Iterable[str], points: int, err_pct: Iterable[float] | None = None,
+                 rms_pct: float = 0.0) -> list[str]:
+    """Plain sentences: which factors the points could not pin down and which measurements would; which ones the
+    points pin down but only loosely (95 % uncertainty above LOOSE_PCT: noisy times, or points the roofline can't
+    all fit)."""
+    out = []
+    if 0 < points <= len(FACTORS):
+        out.append(f"only {points} measured point{'s' if points > 1 else ''} for {len(FACTORS)} factors: the fit's "
+                   "uncertainty can't be estimated; measure more points")
+    names = [f for f in FACTORS if f in set(unidentified)]
+    if len(names) > 1:
+        out.append(f"ill-conditioned: these points can't separate {' from '.join(FACTOR_NAMES[f] for f in names)} "
+                   f"(held near the micro-benchmarks); add " + "; and ".join(MISSING[f] for f in names))
+    elif names:
+        out.append(f"ill-conditioned: no point pins down the {FACTOR_NAMES[names[0]]} (held near the "
+                   f"micro-benchmarks); add {MISSING[names[0]]}")
+    loose = [FACTOR_NAMES[f] for f, e in zip(FACTORS, err_pct or ()) if f not in names and e > LOOSE_PCT
+             and points > len(FACTORS)]
+    if loose:
+        it, them = ("it", "it dominates") if len(loose) == 1 else ("them", "each dominates")
+        out.append(f"loose fit: {', '.join(loose)} uncertain by more than {LOOSE_PCT:g} %: the points constrain "
+                   f"{it} only weakly, or disagree with the roofline (rms {rms_pct:.2g} %); more points where {them}, "
+                   "or times from an idle machine (on a CPU: --threads 1 --clock cpu, the default), narrow "
+                   f"{it}")
+    return out
+
+
+def fit_factors(points: list[_Point], gpu: GPU, prior: tuple[float, float, float]) -> Fit:
+    """Least squares on log time with box bounds: bandwidth and compute efficiency (of `gpu`'s peaks) and launch
+    overhead (us per kernel), with their uncertainty.
+
+    A weak log-normal prior (weight PRIOR_WEIGHT per factor) centred on `prior` (bandwidth, compute, launch us:
+    the micro-benchmarks, or another fit) keeps factors that the points cannot identify sensible; such factors are
+    reported in Fit.unidentified, never silently trusted.
     """
     if not points:
         raise CalibrationError("no workload points to fit; run the benchmark with at least one workload")
     work = [(_point_phases(pt, gpu), math.log(pt.measured_s)) for pt in points]
-    base = _prior(gpu.memory_class)
-    centre = [0.0, 0.0, math.log(launch_us_prior)]
+    # the bench times bare torch ops: their whole per-op cost is the fitted launch time, with no framework's Python
+    base = replace(_prior(gpu.memory_class), host_us_per_kernel=0.0)
+    centre = [math.log(v) for v in prior]
+    bounds = [tuple(map(math.log, b)) for b in (EFF_BOUNDS, EFF_BOUNDS, LO_BOUNDS)]
+    prior_w = math.sqrt(PRIOR_WEIGHT)
 
-    def params(x):
-        return (math.exp(_clip(x[0], EFF_BOUNDS)), math.exp(_clip(x[1], EFF_BOUNDS)), math.exp(_clip(x[2], LO_BOUNDS)))
+    def efficiency(x):
+        return replace(base, mem_bw_efficiency=math.exp(x[0]), compute_efficiency=math.exp(x[1]),
+                       launch_overhead_us=math.exp(x[2]))
 
-    def loss(x):
-        bw, mm, lo = params(x)
-        eff = replace(base, mem_bw_efficiency=bw, compute_efficiency=mm, launch_overhead_us=lo)
-        err = sum((math.log(sum(phase_seconds(ph, gpu, eff) for ph in phases)) - y) ** 2 for phases, y in work)
-        return err + PRIOR_WEIGHT * sum((a - c) ** 2 for a, c in zip(x, centre))
+    def data_resid(x):
+        eff = efficiency(x)
+        return [math.log(sum(phase_seconds(ph, gpu, eff) for ph in phases)) - y for phases, y in work]
 
-    starts = [[a, b, c] for a in (-1.0, 0.0, 1.0) for b in (-1.5, 0.0) for c in (centre[2] - 1.0, centre[2] + 1.0)]
-    best = min(starts, key=loss)
-    x = _nelder_mead(loss, best)
-    x = _nelder_mead(loss, x, step=0.1)  # restart: Nelder-Mead can stall on a flat ridge
-    bw, mm, lo = params(x)
-    eff = replace(base, mem_bw_efficiency=bw, compute_efficiency=mm, launch_overhead_us=lo)
-    rel = [sum(phase_seconds(ph, gpu, eff) for ph in phases) / math.exp(y) - 1 for phases, y in work]
-    return bw, mm, lo, 100 * math.sqrt(sum(r * r for r in rel) / len(rel))
+    def resid(x):
+        return data_resid(x) + [prior_w * (a - c) for a, c in zip(x, centre)]
+
+    cost = lambda x: sum(r * r for r in resid(x))
+    starts = sorted(([centre[0] + a, centre[1] + b, centre[2] + c] for a in (-2.0, -1.0, 0.0, 1.0)
+                     for b in (-1.5, -0.5, 0.3) for c in (-1.5, 0.0, 1.5)), key=cost)
+    # the roofline's max() makes the surface piecewise: polish the three best starts and keep the best
+    x = min((_levenberg_marquardt(resid, s, bounds) for s in starts[:3]), key=cost)
+    rel = [math.exp(r) - 1 for r in data_resid(x)]
+    n = len(points)
+    jac = _jacobian(data_resid, x)
+    design = _inverse(_normal(jac, PRIOR_WEIGHT))
+    dof = n - len(FACTORS)
+    s2 = max(sum(r * r for r in data_resid(x)) / dof, NOISE_FLOOR ** 2) if dof > 0 else math.inf
+    err, unidentified = [], []
+    for j, name in enumerate(FACTORS):
+        half = _t95(dof) * math.sqrt(s2 * design[j][j]) if dof > 0 else math.inf
+        err.append(min(ERR_CAP_PCT, 100 * (math.exp(min(half, 50.0)) - 1)))
+        at_bound = min(abs(x[j] - bounds[j][0]), abs(x[j] - bounds[j][1])) < 1e-6
+        if math.sqrt(design[j][j]) > COND_LIMIT or at_bound:
+            unidentified.append(name)
+    bw, mm, lo = (math.exp(v) for v in x)
+    return Fit(bw, mm, lo, 100 * math.sqrt(sum(r * r for r in rel) / n), n, tuple(err), tuple(unidentified))
+
+
+def _fit_layers(pts: list[_Point], gpu: GPU, launch_us: float) -> Fit:
+    """The fit of a result's points. With model runs (`--model`) the factors are the model's own: fitted on its
+    points alone, centred on the fit of the decoder points (the bench's anchors) instead of the micro-benchmarks, so a
+    factor the model's steps don't exercise (launch overhead, for a model that is compute-bound here) takes the
+    anchors' value and uncertainty; a factor neither pins down is reported. One set of factors can't serve both:
+    a model's op mix reaches its own fractions of the peaks (its FLOPs are counted by torch, a decoder's by formula)."""
+    micro = (1.0, 1.0, launch_us)
+    decoders, runs = [pt for pt in pts if not pt.from_run], [pt for pt in pts if pt.from_run]
+    if not runs or not decoders:
+        return fit_factors(pts, gpu, micro)
+    anchors = fit_factors(decoders, gpu, micro)
+    own = fit_factors(runs, gpu, (anchors.mem_bw_efficiency, anchors.compute_efficiency, anchors.launch_overhead_us))
+    errs, unpinned = [], []
+    for j, name in enumerate(FACTORS):
+        from_anchors = name in own.unidentified
+        errs.append(anchors.err_pct[j] if from_anchors else own.err_pct[j])
+        if from_anchors and name in anchors.unidentified:
+            unpinned.append(name)
+    return replace(own, err_pct=tuple(errs), unidentified=tuple(unpinned), points=len(pts))
 
 
 def _fit_path(points: list[_Point]) -> str:
@@ -465,14 +656,17 @@ def _fit_path(points: list[_Point]) -> str:
 
 def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None = None,
         device: str | None = None) -> Calibration:
-    """Fit the calibration from a validated result (`parse_result`); `points` (rows of result['workloads'])
-    restricts the fit to some of the measured points (held-out checks); `device` names the catalog CPU a CPU bench
+    """Fit the calibration from a validated result (`parse_result`) over every measured eager point: decoder
+    workloads and model runs. `points` (rows of result['workloads']) restricts the workloads to some of them
+    (held-out checks; `holdout_table` leaves sizes of a model run out); `device` names the catalog CPU a CPU bench
     calibrates (bench_cpu: default by the recorded CPU name; THIS_MACHINE for the measured machine only)."""
     catalog = catalog or load_catalog()
     env = result["environment"]
     dev = device_gpu(result, catalog, device)
-    pts = _points({"workloads": points if points is not None else result["workloads"]}, fitted_only=True)
-    bw_m, mm_m, lo, rms = fit_factors(pts, dev, float(result["micro"]["launch_overhead"]["us_per_op"]))
+    chosen = points if points is not None else result["workloads"]
+    pts = _points({"workloads": chosen, "model_runs": result.get("model_runs")}, fitted_only=True)
+    f = _fit_layers(pts, dev, float(result["micro"]["launch_overhead"]["us_per_op"]))
+    bw_m, mm_m, lo = f.mem_bw_efficiency, f.compute_efficiency, f.launch_overhead_us
     path = _fit_path(pts)
     peaks = _measured_peaks(result)
     base = _reference(result, catalog, device)
@@ -486,7 +680,7 @@ def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None 
         bw, mm, klass = bw_m, mm_m, env["device_type"]
     return Calibration(env["device_name"] if not base else base.name, base.id if base else None, klass, bw, mm, lo,
                        path, dev.mem_bw_gbps, tuple(sorted(peaks.items(), key=lambda kv: PATHS.index(kv[0]))),
-                       float(env["memory_gb"]), str(env["date"])[:10], rms, len(pts))
+                       float(env["memory_gb"]), str(env["date"])[:10], f.rms_pct, len(pts), f.err_pct, f.unidentified)
 
 
 def load_calibration(path: str | Path, device: str | None = None) -> Calibration:
@@ -515,6 +709,32 @@ def point_table(result: dict, cal: Calibration) -> list[dict]:
         calibrated = predict_seconds(pt.kind, pt.model, pt.batch, pt.size, pt.precision, dev, cal.adjust, pt.runtime)
         rows.append({**row, "analytic_s": analytic, "calibrated_s": calibrated,
                      "calibrated_error_pct": 100 * (calibrated / pt.measured_s - 1)})
+    return rows
+
+
+def holdout_table(result: dict, run: int = 0) -> list[dict]:
+    """Measure here, predict a size never fitted: for each input size of model run `run`, the calibration fitted
+    without that size (every other point of the result kept) predicts the size's forward and train steps on the
+    measured device. Rows: size, workload, measured_s, predicted_s, error_pct, and the fit's factors."""
+    runs = result.get("model_runs") or []
+    if not 0 <= run < len(runs):
+        raise CalibrationError(f"the result has {len(runs)} model run(s); no run {run} to hold sizes out of")
+    model = run_model(Record("result", f"model_runs[{run}]", runs[run]))
+    measured = [pt for pt in runs[run]["points"] if pt.get("status") == "ok"]
+    rows = []
+    for size in sorted({pt["size"] for pt in measured}):
+        kept = {**result, "model_runs": [r if i != run else {**r, "points": [pt for pt in r["points"]
+                                                                             if pt["size"] != size]}
+                                         for i, r in enumerate(runs)]}
+        cal = fit(kept)
+        dev = cal.measured_gpu()
+        for pt in (pt for pt in measured if pt["size"] == size):
+            pred = predict_seconds(pt["workload"], model, int(runs[run]["batch"]), size, runs[run]["precision"], dev,
+                                   cal.adjust)
+            rows.append({"size": size, "workload": pt["workload"], "measured_s": pt["measured_s"],
+                         "predicted_s": pred, "error_pct": 100 * (pred / pt["measured_s"] - 1),
+                         "mem_bw_efficiency": cal.mem_bw_efficiency, "compute_efficiency": cal.compute_efficiency,
+                         "launch_overhead_us": cal.launch_overhead_us})
     return rows
 
 

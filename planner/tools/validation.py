@@ -49,6 +49,9 @@ FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
     "torch-compile": "torch-compile", "nanogpt": "torch-compile", "vllm": "vllm", "tensorrt-llm": "tensorrt-llm",
     "mlc-llm": "mlc-llm", "llm.c": "llm.c", "llm-foundry": "llm-foundry",
+    # closest existing profile, not a tuned one: LMDeploy's TurboMind is, like TensorRT-LLM, a FasterTransformer
+    # descendant (fused CUDA kernels, in-flight batching, paged KV cache)
+    "lmdeploy": "tensorrt-llm",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
@@ -224,13 +227,19 @@ def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | 
 
 # ---------------------------------------------------------------- rows -> plans -> results
 
+# A measured run fitted in its GPU: scoring its speed must not refuse it for the planning margin (tuned servers such
+# as TensorRT-LLM and vLLM fill 90-95 % of memory with KV cache), so rows are planned against all the reported memory.
+MEASURED_RUN_MEMORY_TARGET = 1.0
+
+
 def precision_for(row: Measurement, rules: PrecisionRules) -> tuple[str, PrecisionRules, str]:
     """(precision id, rules holding it, note): the preset, or the preset at the row's bits per weight."""
     preset = rules.precision(row.precision)
     if abs(preset.weight_bytes * 8 - row.weight_bits) <= BITS_TOLERANCE:
         return preset.id, rules, ""
+    # a row's bits per weight are its file size over all parameters (GGUF quantizes embeddings and head too)
     derived = replace(preset, id=f"{preset.id}@{row.weight_bits:g}b", weight_bytes=row.weight_bits / 8,
-                      note=f"{preset.id} at {row.weight_bits:g} bits per weight (validation row)")
+                      quantized_weights="all", note=f"{preset.id} at {row.weight_bits:g} bits per weight (validation row)")
     note = f"{preset.id} preset run at the row's {row.weight_bits:g} bits/weight (preset: {preset.weight_bytes * 8:g})"
     return derived.id, replace(rules, precisions=rules.precisions + (derived,)), note
 
@@ -248,7 +257,7 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
     else:
         workload, batch = Generate(row.batch, max(1, row.prompt_tokens), row.gen_tokens), row.batch
     plan = Plan(model, workload, precision, row.kv_dtype, row.attention, FRAMEWORK_RUNTIME[row.framework],
-                batch, row.gpus)
+                batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET)
     return plan, rules, note
 
 

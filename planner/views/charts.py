@@ -25,6 +25,8 @@ from planner.views.format import short_name
 
 ESTIMATE_SOURCE = "planner estimate (roofline model, data/gpus.yaml datasheet peaks, data/runtimes.yaml efficiencies)"
 MEMORY_ORDER = ("weights", "gradients", "optimizer", "kv_cache", "activations", "cuda_context")
+# One colour per memory consumer whatever the plan holds, so a colour keeps its meaning between plans (tableau10)
+MEMORY_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#9c755f")
 
 
 def _title(text: str, *subtitle: str) -> alt.TitleParams:
@@ -106,9 +108,13 @@ def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> alt.LayerCh
     front = df[df.on_front]
     line = alt.Chart(front).mark_line(color="#d62728", strokeDash=[4, 3]).encode(
         x="time:Q", y="cost_usd:Q", detail="estimate:N", order="time:Q")
-    labels = alt.Chart(front[front.estimate == "analytic"]).mark_text(align="left", dx=7, dy=-7, fontSize=11).encode(
+    named = front[front.estimate == "analytic"].sort_values("time")
+    # neighbours on the front sit close together: alternate labels above and below their points
+    above = alt.Chart(named.iloc[::2]).mark_text(align="left", dx=7, dy=-9, fontSize=11).encode(
         x="time:Q", y="cost_usd:Q", text="label:N")
-    return alt.layer(points, line, labels).properties(
+    below = alt.Chart(named.iloc[1::2]).mark_text(align="right", dx=-7, dy=12, fontSize=11).encode(
+        x="time:Q", y="cost_usd:Q", text="label:N")
+    return alt.layer(points, line, above, below).properties(
         height=480, title=_title("Cost vs time: every GPU that can run the job",
                                  "Red: the Pareto front (nothing else is both faster and cheaper). "
                                  "Down-left is better.",
@@ -148,7 +154,7 @@ def roofline_data(estimates: Sequence[Estimate]) -> tuple[pd.DataFrame, pd.DataF
             continue
         for x in sorted({lo, min(max(ridge, lo), hi), hi}):
             ceilings.append({"gpu": e.gpu.name, "intensity": x, "tflops": attainable_tflops(e.gpu, path, x),
-                             "peak_tflops": e.gpu.peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps, "path": path})
+                             "peak_tflops": e.gpu.run_peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps, "path": path})
     return pd.DataFrame(ceilings), pd.DataFrame(points)
 
 
@@ -205,21 +211,25 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficienc
             rows.append({"gpu": gpu.name, "gpu_id": gpu.id, "batch": b, "feasible": e.feasible,
                          "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
                          "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
-                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_gb, "max_batch": auto.max_batch})
+                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_gb, "usable_gb": e.usable_gb,
+                         "max_batch": auto.max_batch})
     return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
-                                       "seconds", "bound", "memory_gb", "vram_gb", "max_batch"])
+                                       "seconds", "bound", "memory_gb", "vram_gb", "usable_gb", "max_batch"])
 
 
 def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
     """One quantity (throughput or job cost) vs batch size per GPU: the shape says what limits the steps
     (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory."""
     ok = df[df.feasible & df[y].notna()]
-    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="Batch size (per GPU, log2)")
-    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=280))
+    ticks = sorted({int(b) for b in df.batch})  # the batches swept: whole numbers, never 1.2 or 1.6
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="Batch size (per GPU, log2)",
+              axis=alt.Axis(values=ticks, format="d", labelOverlap="greedy"))
+    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"),
+                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("batch:Q"), alt.Tooltip("bound:N", title="limited by"),
            alt.Tooltip(f"{y}:Q", title=y_title, format=",.4g"),
            alt.Tooltip("memory_gb:Q", title="memory GB", format=".3g"),
-           alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")]
+           alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")]
     limits = df.drop_duplicates("gpu")[["gpu", "max_batch"]]
     rule = alt.Chart(limits[limits.max_batch >= 1]).mark_rule(strokeDash=[5, 4]).encode(
         x="max_batch:Q", color=color, tooltip=[alt.Tooltip("gpu:N", title="GPU"),
@@ -230,7 +240,7 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
         x=x, y=f"{y}:Q", color=color, shape=alt.Shape("bound:N", title="Limited by"), tooltip=tip)
     return alt.layer(line, pts, rule).properties(
         height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
-                                 "Dashed line: the largest batch that fits in VRAM; beyond it, out of memory. "
+                                 "Dashed line: the largest batch that fits in the usable memory; beyond it, out of memory. "
                                  "Shape: what limits the steps at that batch.", f"Source: {ESTIMATE_SOURCE}."))
 
 
@@ -238,33 +248,39 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
 
 
 def memory_data(estimates: Iterable[Estimate]) -> pd.DataFrame:
-    """Memory per GPU and consumer (decimal GB) at each estimate's batch, with the VRAM capacity (decimal GB)."""
+    """Memory per GPU and consumer (decimal GB) at each estimate's batch, with the VRAM capacity and the usable
+    memory (the plan's target of what the GPU reports), both decimal GB."""
     rows = []
     for e in estimates:
         for item in e.memory.items:
             rows.append({"gpu": e.gpu.name, "item": item.name.replace("_", " "), "gb": item.gb, "formula": item.formula,
                          "order": MEMORY_ORDER.index(item.name) if item.name in MEMORY_ORDER else len(MEMORY_ORDER),
-                         "vram_gb": e.gpu.vram_gb, "batch": e.batch})
-    return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "batch"])
+                         "vram_gb": e.gpu.vram_gb, "usable_gb": e.usable_gb, "batch": e.batch})
+    return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "usable_gb", "batch"])
 
 
 def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
-    """Stacked memory per GPU (GB) with a black tick at its VRAM."""
+    """Stacked memory per GPU (GB) with a black tick at its VRAM and a red one at its usable memory."""
     label = df.assign(label=df.gpu.map(short_name) + " · batch " + df.batch.astype(str))
     y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
     bars = alt.Chart(label).mark_bar().encode(
         x=alt.X("sum(gb):Q", title="Memory per GPU (GB, decimal)"), y=y,
-        color=alt.Color("item:N", title="Used by", sort=[m.replace("_", " ") for m in MEMORY_ORDER]),
+        color=alt.Color("item:N", title="Used by", sort=[m.replace("_", " ") for m in MEMORY_ORDER],
+                        scale=alt.Scale(domain=[m.replace("_", " ") for m in MEMORY_ORDER], range=list(MEMORY_COLOURS)),
+                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=200)),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("item:N", title="used by"),
                  alt.Tooltip("gb:Q", title="GB", format=".3g"), alt.Tooltip("formula:N")])
     vram = alt.Chart(label.drop_duplicates("label")).mark_tick(color="black", thickness=3, size=22).encode(
         x="vram_gb:Q", y=y, tooltip=[alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")])
+    usable = alt.Chart(label.drop_duplicates("label")).mark_tick(color="#d62728", thickness=3, size=22).encode(
+        x="usable_gb:Q", y=y, tooltip=[alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")])
     n = label.label.nunique()
-    return alt.layer(bars, vram).properties(
+    return alt.layer(bars, vram, usable).properties(
         height=int(110 + 34 * n), title=_title("Memory breakdown at the batch each GPU runs",
                                               "Black tick: the GPU's VRAM in decimal GB (data/gpus.yaml GiB x "
-                                              "1.074). Bars past it do not fit.",
+                                              "1.074). Red tick: the usable memory (the memory target of what the "
+                                              "GPU reports); bars past it do not fit.",
                                               "Source: planner memory model (planner/memory.py formulas; hover "
                                               "for each)."))
 
@@ -307,7 +323,9 @@ def calibration_data(points: Iterable[Mapping]) -> pd.DataFrame:
     for p in points:
         for kind in ("analytic", "calibrated"):
             if p.get("measured_s") and p.get(f"{kind}_s"):
-                rows.append({"point": f"{p['model']} {p['workload']} batch {p['batch']}", "estimate": kind,
+                # the point's own label where it has one (a model run's points differ only by input size)
+                rows.append({"point": p.get("label") or f"{p['model']} {p['workload']} batch {p['batch']}",
+                             "estimate": kind,
                              "measured_s": p["measured_s"], "predicted_s": p[f"{kind}_s"],
                              "error_pct": 100 * (p[f"{kind}_s"] / p["measured_s"] - 1)})
     return pd.DataFrame(rows, columns=["point", "estimate", "measured_s", "predicted_s", "error_pct"])

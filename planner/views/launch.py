@@ -23,7 +23,7 @@ MAX_CANDIDATES = 8  # SkyPilot tries them in order; more rarely helps and makes 
 BASE_DISK_GB = 50  # image, Python environment and caches (SkyPilot's own default disk is 256 GB; RunPod's 20)
 DISK_HEADROOM = 2.0  # the model's files twice (download + converted or checkpointed copy)
 DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"  # public; CUDA 12.4 wheels run SM 5.0-9.0
-# Blackwell (SM 10.0, 12.0) needs PyTorch 2.7+ built with CUDA 12.8 (data/precisions.yaml pytorch_builds)
+# Blackwell (SM 10.0, 12.0) needs PyTorch 2.7+ built with CUDA 12.8 (data/pytorch_builds.yaml)
 BLACKWELL_IMAGE = "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
 BLACKWELL_MIN_SM = (10, 0)
 RUN_PLACEHOLDER = "# replace with your job's command, e.g.: python generate.py --n 1000000"

@@ -14,9 +14,12 @@ from typing import Iterable, Mapping
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate, efficiency_on
+from planner.engine.feasibility import capacity_text
 from planner.engine.job_cost import job_cost
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
+from planner.inputs.price_snapshot import PriceDates
+from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.tools import uncertainty
 from planner.views.charts import best_value
@@ -78,30 +81,9 @@ def price_age(p: Price | None, today: date, stale_after_days: int = STALE_AFTER_
     return ("⚠ " if p.is_stale(today, stale_after_days) else "") + f"{age:,} d ({p.date.isoformat()})"
 
 
-@dataclass(frozen=True)
-class PriceDates:
-    """The dates behind a ranking's prices: oldest and newest in use, and how many are stale."""
-
-    oldest: date | None
-    newest: date | None
-    stale: int
-    priced: int
-
-    def sentence(self, stale_after_days: int) -> str:
-        if not self.priced:
-            return "no GPU in the table has a price in this tier"
-        span = (f"dated {self.oldest.isoformat()}" if self.oldest == self.newest else
-                f"dated {self.oldest.isoformat()} to {self.newest.isoformat()}") if self.oldest else "undated"
-        flag = (f"; {self.stale} of {self.priced} are older than {stale_after_days} days (⚠)" if self.stale
-                else f"; none older than {stale_after_days} days")
-        return f"{self.priced} prices {span}{flag}"
-
-
 def price_dates(rows: Iterable[Estimate], today: date, stale_after_days: int = STALE_AFTER_DAYS) -> PriceDates:
-    prices = [e.price for e in rows if e.price is not None and e.price.origin != "custom"]
-    dated = [p.date for p in prices if p.date]
-    return PriceDates(min(dated, default=None), max(dated, default=None),
-                      sum(p.is_stale(today, stale_after_days) for p in prices), len(prices))
+    """The dates behind a ranking's prices in its tier (planner.inputs.price_snapshot.price_dates)."""
+    return snapshot_price_dates((e.price for e in rows), today, stale_after_days)
 
 
 def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],
@@ -135,8 +117,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
                     "Price date": price_age(p, today or date.today(), stale_after_days),
                     "Price source": f"{p.origin}: {p.source}" if p else "no price: enter your own in 'Explain a GPU'",
                     "Limited by": e.bound if e.feasible else "-", "Batch": e.batch,
-                    "Memory (GB)": e.memory.total_gb, "VRAM (GB)": e.gpu.vram_gb,
-                    "Memory used": e.memory.total_gb / e.gpu.vram_gb, "gpu_id": e.gpu.id})
+                    "Memory (GB)": e.memory.total_gb, "Usable (GB)": e.usable_gb, "VRAM (GB)": e.gpu.vram_gb,
+                    "Memory used": e.memory.total_gb / e.usable_gb, "gpu_id": e.gpu.id})
         out.append(row)
     return out, unit, rate_name
 
@@ -148,7 +130,7 @@ def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -
     want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
             f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
             f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used", "Why / notes",
-            "Memory (GB)", "VRAM (GB)", "Batch", "Price source")
+            "Memory (GB)", "Usable (GB)", "VRAM (GB)", "Batch", "Price source")
     have = set(columns)
     return [c for c in want if c in have]
 
@@ -255,6 +237,12 @@ def step_time_rows(e: Estimate) -> list[dict]:
                      "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
                      "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
                      "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.host_bound_s:
+            rows.append({"phase": ph.name, "op group": "waiting for the CPU (host-bound dispatch)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.host_bound_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
+                                    "minus the GPU time it overlaps"})
         if ph.comm_s:
             rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
@@ -266,28 +254,44 @@ def step_time_rows(e: Estimate) -> list[dict]:
 def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
     """(input, value, source) behind the figures of one GPU: peaks, bandwidth, efficiencies, batch, price."""
     g, eff = e.gpu, e.efficiency
-    path = e.setup.precision.compute_path
+    asked = e.setup.precision.compute_path
+    path = g.run_path(asked) or asked
     peak = g.peak_tflops(path)
     where = ("data/cpus.yaml (cores x base clock x FMA lanes x 2, or the extension's rate)",
              "data/cpus.yaml (memory channels x MT/s x 8 B)") if g.cpu else ("data/gpus.yaml (datasheet)",) * 2
     if g.kind == "cpu" and not g.cpu:
         where = ("measured by python -m planner.bench",) * 2
     rows = [
-        (f"Peak {path} TFLOPS (dense)", f"{peak:.4g}" if peak else "none", where[0]),
+        (f"Peak {path} TFLOPS (dense)" + (f", as {asked} is not available" if path != asked else ""),
+         f"{peak:g}" if peak else "none", where[0]),
         ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", where[1]),
         ("Compute efficiency", f"{eff.compute_efficiency:.0%} of peak", eff.source),
         ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
         ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
          eff.source),
+        ("Host dispatch", f"{eff.host_us_per_kernel:g} us of CPU per kernel (overlaps the GPU's work)"
+         if eff.host_us_per_kernel else "none (CUDA graphs or a compiled runtime)", eff.source),
         ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
          "auto: the cheapest that fits" if auto_batch else "yours"),
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
+        attention_row(e),
     ]
     price = e.price
     if price:
         rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
                      f"{price.origin}, {price.date or 'undated'}: {price.source}"))
     return rows
+
+
+def attention_row(e: Estimate) -> tuple[str, str, str]:
+    """(input, value, source) for the attention kernel this GPU runs: its memory order and speed vs FlashAttention-2."""
+    k, chosen = e.setup.attention, e.plan.attention
+    if any(r.code == "attention" and r.blocking for r in e.reasons):
+        return ("Attention kernel", f"{chosen}: none runs on this GPU (reasons above)", k.source)
+    name = k.id if k.id == chosen else f"{k.id} ({chosen}'s pick on this GPU)"
+    memory = "S x S scores in DRAM, O(S^2)" if k.scores_materialized else "no score matrix, O(S)"
+    return ("Attention kernel", f"{name}: {memory}, {k.speed_vs_fa2:.2f}x FlashAttention-2's FLOP rate",
+            k.speed_source or k.source)
 
 
 def md_table(header: list[str], rows: Iterable[Iterable]) -> str:
@@ -297,11 +301,12 @@ def md_table(header: list[str], rows: Iterable[Iterable]) -> str:
 
 
 def memory_sentence(e: Estimate) -> str:
-    """Memory per GPU against its capacity, both in decimal GB (the GiB the card is sold by in brackets)."""
-    g = e.gpu
-    verdict = "fits" if e.memory.total_gb <= g.vram_gb else "does NOT fit"
-    return (f"Total **{e.memory.total_gb:.3g} GB** per GPU at batch {e.batch:,}, of {g.vram_gb:.3g} GB "
-            f"({g.vram_gib:g} GiB): {verdict}.")
+    """Memory per GPU against the usable memory and what it follows from, all in decimal GB."""
+    g, need, usable = e.gpu, e.memory.total_gb, e.usable_gb
+    verdict = (f"fits, {usable - need:.2f} GB of headroom" if need <= usable
+               else f"does NOT fit, {need - usable:.2f} GB short")
+    return (f"Total **{need:.3g} GB** per GPU at batch {e.batch:,}, of {usable:.3g} GB usable ("
+            f"{capacity_text(g, e.plan.memory_target)}): {verdict}.")
 
 
 def gpu_caption(e: Estimate) -> str:

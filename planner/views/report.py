@@ -8,13 +8,20 @@ import json
 from datetime import date
 from typing import Any
 
+from planner.base.schema import sm_label
 from planner.engine.estimate import Estimate
+from planner.engine.feasibility import attention_dtype, resolve_attention
 from planner.engine.job_cost import job_cost
+from planner.engine.plan import DEFAULT_ATTENTION
+from planner.inputs.builds import Build, BuildMatrix, version_text
 from planner.inputs.job_costs import JobOverheads
-from planner.inputs.catalog import PRICE_TIERS, STALE_AFTER_DAYS, Price
+from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, Price
+from planner.inputs.precisions import PrecisionRules
+from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
 from planner.tools.uncertainty import band
 from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
+from planner.views.format import short_name
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
@@ -70,6 +77,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "phases": [{
             "name": ph.name, "steps_per_pass": ph.steps, "passes": ph.passes, "seconds": _r(ph.total_s, 4),
             "kernels_per_step": _r(ph.kernels_per_step, 1), "launch_overhead_s": _r(ph.overhead_s * ph.passes, 4),
+            "host_bound_s": _r(ph.host_bound_s * ph.passes, 4),
             "communication_s": _r(ph.comm_s * ph.passes, 4),
             "groups": [{"name": g.name, "bound": g.bound, "compute_path": g.compute_path, "flops": g.flops * ph.passes,
                         "bytes": g.bytes * ph.passes, "achieved_tflops": _r(g.achieved_tflops, 2),
@@ -90,6 +98,10 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "memory_gb": {k: _r(v, 4) for k, v in e.memory.as_dict().items()},
         "vram_gb": _r(e.gpu.vram_gb, 4),
         "vram_gib": e.gpu.vram_gib,
+        "reported_vram_gb": _r(e.gpu.reported_vram_gb, 4),
+        "memory_target": e.plan.memory_target,
+        "usable_gb": _r(e.usable_gb, 4),
+        "headroom_gb": _r(e.headroom_gb, 4),
         "efficiency": {"mem_bw": e.efficiency.mem_bw_efficiency, "compute": e.efficiency.compute_efficiency,
                        "launch_overhead_us": e.efficiency.launch_overhead_us, "source": e.efficiency.source},
         **job_fields(e, overheads),
@@ -108,7 +120,7 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | N
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
-        "memory_gb": _r(e.memory.total_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
+        "memory_gb": _r(e.memory.total_gb, 2), "usable_gb": _r(e.usable_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
         **{k: v for k, v in job_fields(e, overheads).items() if k != "job_parts_s"},
         "reasons": "; ".join(r.text for r in e.reasons),
     }
@@ -180,3 +192,60 @@ def validation_summary_text(report: ValidationReport) -> str:
     lines.append(f"\nsplit: tune = rows whose sha256(id) mod {TUNE_MODULUS} == 0, {SPLIT_RULE}; "
                  f"{n_ex} rows excluded (reason in 'note').")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- attention backends per architecture (seed 004)
+
+
+def _arch_groups(catalog: Catalog) -> list[tuple[tuple[int, int] | None, str | None, list[GPU]]]:
+    """Catalog GPUs grouped by compute capability (NVIDIA) or gfx target (AMD), oldest NVIDIA first, AMD last."""
+    groups: dict[tuple, list[GPU]] = {}
+    for g in catalog.gpus:
+        groups.setdefault((g.compute_capability, g.gfx_target), []).append(g)
+    return [(cc, gfx, gpus) for (cc, gfx), gpus in sorted(groups.items(), key=lambda kv: (kv[0][0] is None,
+                                                                                          kv[0][0] or (0, 0),
+                                                                                          kv[0][1] or ""))]
+
+
+def attention_dtype_of(rules: PrecisionRules, precision: str) -> str:
+    """The dtype attention runs in under `precision` (UnknownNameError for an unknown precision)."""
+    p = rules.precision(precision)
+    return attention_dtype(Setup(p, rules.default_kv_dtype(p), rules.attention(DEFAULT_ATTENTION)))
+
+
+def backend_matrix_rows(rules: PrecisionRules, catalog: Catalog, builds: BuildMatrix, dtype: str = "fp16",
+                        head_dim: int | None = 64, pinned: tuple[Build, ...] = ()) -> list[dict]:
+    """One row per GPU architecture of the catalog: the kernel each selector (sdpa = auto, xformers) picks there and
+    whether each kernel runs ('yes' / 'no'), for attention in `dtype` at `head_dim`, and the oldest PyTorch build
+    that runs the architecture. The pinned builds' version decides which backends exist (SDPA needs 2.0+)."""
+    fallback = rules.attention(DEFAULT_ATTENTION)
+    version = pinned[0].version if pinned else None
+    rows = []
+    for cc, gfx, gpus in _arch_groups(catalog):
+        platform = "cuda" if cc else "rocm" if gfx else "other"
+        oldest = builds.oldest_running(cc, gfx)
+        row = {"arch": sm_label(cc) if cc else gfx, "gpus": ", ".join(short_name(g.name) for g in gpus[:2])
+               + (f" +{len(gpus) - 2}" if len(gpus) > 2 else ""),
+               "oldest_pytorch": oldest[0].id if oldest else None}
+        for b in rules.attention_backends:
+            got = resolve_attention(b, fallback, cc, platform, dtype, head_dim, version).kernel
+            row[b.id] = (got.id if got else "none") if b.is_selector else ("yes" if got else "no")
+        rows.append(row)
+    return rows
+
+
+def backend_rows(rules: PrecisionRules) -> list[dict]:
+    """What each attention backend needs and costs: SM range, dtypes, head dims, memory order, speed vs FA2."""
+    rows = []
+    for b in rules.attention_backends:
+        kernel = not b.is_selector
+        lo, hi = b.min_sm, b.max_sm
+        rows.append({"backend": b.id, "kind": "kernel" if kernel else "picks " + " > ".join(k.id for k in b.picks),
+                     "sm": f"{sm_label(lo) if lo else 'any'} to {sm_label(hi) if hi else 'newest'}" if kernel else None,
+                     "amd": ("yes" if b.amd else "no") if kernel else None,
+                     "dtypes": "/".join(b.dtypes) if kernel else None,
+                     "max_head_dim": b.max_head_dim if kernel else None,
+                     "memory": ("O(S^2) scores" if b.scores_materialized else "O(S)") if kernel else None,
+                     "speed_vs_fa2": b.speed_vs_fa2 if kernel else None,
+                     "min_pytorch": version_text(b.min_pytorch) if b.min_pytorch else None})
+    return rows

@@ -19,10 +19,11 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from planner.base.schema import DataFileError, Record, suggest
+from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.estimate import Estimate
-from planner.engine.plan import Plan
+from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
 from planner.base.safe_parse import parse_number, shown
+from planner.inputs.builds import load_builds
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
                                     STALE_AFTER_DAYS, load_catalog)
 from planner.inputs.job_costs import JobOverheads
@@ -50,7 +51,8 @@ class LinkField(ArchField):
 
 
 _PARAMS = {"name": "m_name", "layers": "m_layers", "hidden": "m_hidden", "heads": "m_heads", "kv_heads": "m_kv",
-           "head_dim": "m_hd", "ffn": "m_ffn", "ffn_kind": "m_act", "vocab": "m_vocab", "context": "m_ctx",
+           "head_dim": "m_hd", "ffn": "m_ffn", "ffn_kind": "m_act", "experts": "m_experts", "experts_per_token": "m_topk",
+           "shared_ffn": "m_shared", "vocab": "m_vocab", "context": "m_ctx",
            "tied_embeddings": "m_tied", "norm": "m_norm", "learned_pos_emb": "m_pos", "bias": "m_bias"}
 ARCH_FIELDS = tuple(LinkField(f.name, f.kind, f.lo, f.hi, _PARAMS[f.name]) for f in DECODER_ARCH_FIELDS)
 ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
@@ -71,8 +73,8 @@ MAX_SPEC_BYTES = 256_000
 class Inputs:
     """Everything on the page that decides what is shown. `arch` (decoder fields) or `spec` (a generic
     profile's YAML) describe the model when model == 'custom'. batch None = auto; kv 'auto' = the
-    activation dtype; maxusd 0 = no limit; gpu '' = the top of the ranking; cmp () = the top three; cpus: the CPU
-    devices (data/cpus.yaml) join the ranking."""
+    activation dtype; pt '' = no pinned PyTorch build (the latest); maxusd 0 = no limit; gpu '' = the top of the
+    ranking; cmp () = the top three; cpus: the CPU devices (data/cpus.yaml) join the ranking."""
 
     model: str = "cfdna-gen"
     arch: tuple[tuple[str, Any], ...] = ()
@@ -92,9 +94,11 @@ class Inputs:
     prec: str = "bf16"
     kv: str = "auto"
     attn: str = "sdpa"
+    pt: str = ""
     rt: str = "pytorch-eager"
     gpus: int = 1
     tier: str = "secure"
+    mem: float = float(MEMORY_TARGET_DEFAULT_PCT)  # percent of the reported memory a plan may fill
     psrc: str = "snapshot"
     myprice: tuple[tuple[str, float], ...] = ()
     cal: str = ""
@@ -218,8 +222,23 @@ def _kv_dtypes() -> list[str]:
     return ["auto"] + [k.id for k in load_rules().kv_dtypes]
 
 
-def _attention() -> list[str]:
-    return [a.id for a in load_rules().attention_backends]
+def _attention(text: str) -> str:
+    """An attention backend by id or alias ('auto' -> sdpa), as its id."""
+    try:
+        return load_rules().attention(text).id
+    except UnknownNameError as exc:
+        listed = ", ".join(a.id for a in load_rules().attention_backends)
+        raise ValueError(f"{exc}" + ("" if exc.suggestions else f"; expected one of {listed}")) from None
+
+
+def _pytorch(text: str) -> str:
+    """A pinned PyTorch build ('1.13.1+cu116') or version ('2.4.1'); '' or 'latest' for none. ValueError listing the
+    known builds otherwise."""
+    t = text.strip().lower().replace(" ", "+")  # an unescaped '+' in a typed link arrives as a space
+    if t in ("", "latest"):
+        return ""
+    load_builds().pin(t)
+    return t
 
 
 SCALARS: dict[str, Callable[[str], Any]] = {
@@ -228,8 +247,10 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "samples": _bounded("samples"), "size": _bounded("input_size"), "epochs": _bounded("epochs"),
     "opt": _choice(lambda: sorted(OPTIMIZERS)), "ckpt": _bool, "accum": _bounded("grad_accum"),
     "shard": _choice(lambda: SHARDINGS),
-    "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _choice(_attention),
+    "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _attention,
+    "pt": _pytorch,
     "rt": _choice(_runtimes), "gpus": _bounded("gpus"), "tier": _choice(lambda: PRICE_TIERS),
+    "mem": _bounded("memory_target_pct"),
     "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
     "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
@@ -441,6 +462,8 @@ def _shown(name: str, value: Any) -> str:
         return "auto"
     if name == "gpu" and not value:
         return "the top of the ranking"
+    if name == "pt" and not value:
+        return "the latest builds"
     return _text(value)
 
 
@@ -486,7 +509,10 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out["prec"] = inputs.prec
     if inputs.job == "generate" and inputs.kv != DEFAULTS.kv:
         out["kv"] = inputs.kv
-    out.update(attn=inputs.attn, rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier)
+    out["attn"] = inputs.attn
+    if inputs.pt:
+        out["pt"] = inputs.pt
+    out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     for name in VIEW_FIELDS:
         value = getattr(inputs, name)
         if value == getattr(DEFAULTS, name):
@@ -522,7 +548,8 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
     else:
         workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum, inputs.shard)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
-    return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier)
+    return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
+                inputs.mem / 100, inputs.pt or None)
 
 
 def size_name(model: ModelProfile) -> str:
@@ -547,8 +574,10 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     runtime = load_runtimes().get(inputs.rt).name
     batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"
+    memory = f", memory filled to at most {_num(inputs.mem)} % of what each GPU reports" if inputs.mem != DEFAULTS.mem else ""
     return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {inputs.prec}, "
-            f"{runtime}, {inputs.attn} attention, {batch}, {gpus}, RunPod {inputs.tier} prices.")
+            f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}, {batch}, {gpus}"
+            f"{memory}, RunPod {inputs.tier} prices.")
 
 
 # ---------------------------------------------------------------- exports

@@ -16,7 +16,7 @@ from planner.inputs.facts import load_facts
 
 FACTS = load_facts()
 
-NO_OVERHEAD = lambda gpu, eff: replace(eff, launch_overhead_us=0.0)  # noqa: E731
+NO_OVERHEAD = lambda gpu, eff: replace(eff, launch_overhead_us=0.0, host_us_per_kernel=0.0)  # noqa: E731
 
 
 def _plan(model="llama-2-7b", precision="fp16", batch=1, **kw):
@@ -188,3 +188,156 @@ def test_a_slow_fp16_path_is_timed_at_its_fraction_of_fp32():
     rate = 96 * 2.4 * 32 * 1e9 * 0.01 * 0.60  # fp32 peak x slow-path fraction x PyTorch's CPU compute fraction
     linear = next(g for p in e.phases for g in p.groups if g.name == "linear layers")
     assert linear.time_s == pytest.approx(matmul_flops / rate, rel=0.02) and linear.bound == "compute"
+def _auto(model, workload, gpu_id, precision="bf16", **kw):
+    plan = Plan(load_models().get(model), workload, precision, batch=None, **kw)
+    return estimate_gpu(plan, load_catalog().get(gpu_id), FACTS)
+
+
+@pytest.mark.parametrize("gpu_id, reported_gb", [
+    ("rtx-a5000", 24 * 2**30 / 1e9),    # workstation card, ECC off by default: all 24 GiB
+    ("l40s", 46068 * 2**20 / 1e9),      # ECC on: nvidia-smi reports 46,068 MiB
+    ("a100-sxm-40gb", 40 * 2**30 / 1e9),
+])
+def test_auto_batch_never_plans_above_the_memory_target(gpu_id, reported_gb):
+    e = _auto("cfdna-gen", Generate(1_000_000, 1, 165), gpu_id)
+    assert e.feasible and e.memory.total_gb <= 0.90 * reported_gb
+    assert e.headroom_gb == pytest.approx(0.90 * reported_gb - e.memory.total_gb)
+    # one more sequence would cross the target: auto takes the largest batch that fits (affine memory)
+    per_sequence = breakdown_gb(e, e.batch + 1) - e.memory.total_gb
+    assert e.memory.total_gb + per_sequence * (e.max_batch + 1 - e.batch) > 0.90 * reported_gb
+
+
+def breakdown_gb(e, batch):
+    from planner.engine.memory import breakdown
+    return breakdown(e.plan.model, e.plan.workload, e.setup, batch, e.efficiency.cuda_context_gb).total_gb
+
+
+def test_a_higher_target_fits_a_larger_batch_and_100_percent_is_the_reported_memory():
+    at90 = _auto("cfdna-gen", Generate(1_000_000, 1, 165), "l40s")
+    at100 = _auto("cfdna-gen", Generate(1_000_000, 1, 165), "l40s", memory_target=1.0)
+    assert at100.max_batch > at90.max_batch
+    assert at100.memory.total_gb <= 46068 * 2**20 / 1e9 < at100.gpu.vram_gb  # never the 48 GiB of the box
+
+
+def test_a_fixed_batch_over_the_target_is_out_of_memory_and_one_near_it_says_so():
+    probe = _auto("cfdna-gen", Generate(1_000_000, 1, 165), "rtx-a5000")
+    fixed = lambda b: estimate_gpu(Plan(probe.plan.model, probe.plan.workload, "bf16", batch=b),  # noqa: E731
+                                   probe.gpu, FACTS)
+    over = fixed(probe.max_batch + 1)
+    assert not over.feasible and any(r.code == "oom" and "usable" in r.text for r in over.reasons)
+    near = fixed(probe.max_batch)  # within a few percent of the limit: a note, still feasible
+    assert near.feasible and any(r.code == "memory" and not r.blocking and "close to the limit" in r.text
+                                 for r in near.reasons)
+    half = fixed(probe.max_batch // 2)
+    assert not any(r.code == "memory" for r in half.reasons)
+
+
+def test_a_memory_target_outside_its_bounds_is_refused():
+    with pytest.raises(ValueError, match="memory target must be between 50 % and 100 %"):
+        estimate_all(Plan(load_models().get("cfdna-gen"), Generate(10, 1, 16), memory_target=0.3), FACTS)
+
+
+def test_weight_only_quantization_speeds_decode_up_as_gpt_fast_measured():
+    """pytorch.org/blog/accelerating-generative-ai-2 (gpt-fast, Llama-2-7B, batch 1, A100, torch.compile):
+    bf16 107 tok/s, int8 weight-only 157 (x1.47), int4 weight-only 202 (x1.89). Fewer bytes alone would give
+    ~x1.9 and ~x3.3; dequantization work keeps the planner within 10 % of the measured ratios."""
+    gpu = load_catalog().get("a100-sxm-80gb")
+    rate = {p: estimate_gpu(Plan(load_models().get("llama-2-7b"), Generate(1, 1, 200), p, batch=1,
+                                 runtime="torch-compile"), gpu, FACTS).tokens_per_s for p in ("bf16", "int8", "int4")}
+    assert rate["int8"] / rate["bf16"] == pytest.approx(157 / 107, rel=0.10)
+    assert rate["int4"] / rate["bf16"] == pytest.approx(202 / 107, rel=0.10)
+
+
+def test_eager_decode_at_batch_one_waits_for_the_cpu():
+    """Eager Hugging Face generate dispatches every op from Python: gpt-fast's eager baseline decodes Llama-2-7B at
+    25.5 tok/s on an A100 (pytorch.org/blog/accelerating-generative-ai-2), far below the ~150 tok/s its weights allow."""
+    gpu = load_catalog().get("a100-sxm-80gb")
+    m = load_models().get("llama-2-7b")
+    e = estimate_gpu(Plan(m, Generate(1, 1, 200), "bf16", batch=1), gpu, FACTS)
+    kernels = (32 * 12 + 5) * 2.5  # per token: 12 per LLaMA layer x 32 layers + 5, x the eager factor 2.5
+    eff = e.efficiency
+    assert e.tokens_per_s == pytest.approx(1 / (kernels * eff.host_us_per_kernel * 1e-6), rel=0.05)
+    assert e.tokens_per_s == pytest.approx(25.5, rel=0.15)
+    assert e.bound == "overhead"
+    faster_gpu = replace(gpu, mem_bw_gbps=2 * gpu.mem_bw_gbps)  # host-bound: more bandwidth buys nothing
+    assert estimate_gpu(e.plan, faster_gpu, FACTS).tokens_per_s == pytest.approx(e.tokens_per_s, rel=0.01)
+
+
+def test_runtimes_rank_at_batch_one_as_published_comparisons_do():
+    """Batch-1 decode: TensorRT-LLM and CUDA-graph runtimes ahead, eager Hugging Face last (NVIDIA TensorRT-LLM
+    performance overview; gpt-fast: compile 4-5x eager; Hugging Face llm_optims: up to 4x)."""
+    gpu = load_catalog().get("h100-sxm")
+    m = load_models().get("llama-3-8b")
+    rate = {rt: estimate_gpu(Plan(m, Generate(1, 100, 100), "fp16", batch=1, runtime=rt), gpu, FACTS).tokens_per_s
+            for rt in ("pytorch-eager", "torch-compile", "vllm", "tensorrt-llm")}
+    assert rate["tensorrt-llm"] >= max(rate["vllm"], rate["torch-compile"]) > 3 * rate["pytorch-eager"]
+
+
+def test_llama_cpp_prefills_a_long_prompt_in_512_token_chunks():
+    """llama.cpp evaluates a prompt n_ubatch = 512 tokens at a time (its default), so with flash attention off an
+    8,192-token prompt holds 512 x 8,192 scores per head, not 8,192 x 8,192 (Llama-3-8B Q4 runs on 12 GB cards)."""
+    m = load_models().get("llama-3-8b")
+    plan = lambda rt: Plan(m, Generate(1, 8192, 16), "int4", attention="manual", runtime=rt, batch=1)  # noqa: E731
+    gpu = load_catalog().get("rtx-4070-ti")  # 12 GiB
+    chunked, whole = estimate_gpu(plan("llama.cpp"), gpu, FACTS), estimate_gpu(plan("pytorch-eager"), gpu, FACTS)
+    assert chunked.feasible and not whole.feasible
+    scores_chunk = 2 * 32 * 512 * 8192 * 2 / 1e9  # probs + logits, 32 heads, fp16: 0.54 GB
+    scores_whole = 2 * 32 * 8192 * 8192 * 2 / 1e9  # 8.6 GB
+    # and 7,680 fewer live tokens of hidden, hidden, Q (4096), K and V (2 x 1024) and the MLP (3 x 14336), fp16
+    tokens = (8192 - 512) * (2 * 4096 + 4096 + 2 * 1024 + 3 * 14336) * 2 / 1e9
+    assert whole.memory.get("activations") - chunked.memory.get("activations") == pytest.approx(
+        scores_whole - scores_chunk + tokens, rel=1e-6)
+    prefill = next(p for p in chunked.phases if p.name == "prefill")
+    assert prefill.kernels_per_step == pytest.approx(16 * (32 * 12 + 5) * 1.2)  # 16 chunks x kernels x llama.cpp's 1.2
+# ---------------------------------------------------------------- attention backends: speed and memory order
+
+
+def _attention_group(e):
+    return next(g for ph in e.phases for g in ph.groups if g.name.startswith("attention"))
+
+
+def test_an_attention_kernels_speed_factor_scales_the_attention_time():
+    # cfDNA-Gen training at 2048 tokens on an A100: 4.5 x 4 x 14 x 768 x 8 x 2048 x 2049 / 2 = 3.3e12 attention FLOPs
+    # against 8 x 2048 x 14 x (2 x 768 + 2 x 768) x 2 B x 3 = 4.2e9 B per micro-step: ~770 FLOP/B, past the A100's
+    # ridge (~200 FLOP/B), so compute-bound and the time is FLOPs / (rate x speed factor).
+    # FlashAttention 1.x runs at 1 / sqrt(1.7 x 3.0) of FA2's rate (FA2 paper: 1.7-3.0x faster than FlashAttention).
+    gpu = load_catalog().get("a100-sxm-80gb")
+    plan = _plan("cfdna-gen", "fp16", 8, workload=Train(64, 2048, 1))
+    fa2 = estimate_gpu(replace(plan, attention="flash-attn-2"), gpu, FACTS)
+    fa1 = estimate_gpu(replace(plan, attention="flash-attn"), gpu, FACTS)
+    t2, t1 = _attention_group(fa2), _attention_group(fa1)
+    assert t2.bound == "compute" and t1.bound == "compute"
+    assert t1.time_s / t2.time_s == pytest.approx((1.7 * 3.0) ** 0.5, rel=0.01)
+    others = lambda e: [g.time_s for ph in e.phases for g in ph.groups if not g.name.startswith("attention")]  # noqa: E731
+    assert others(fa1) == others(fa2)  # only the attention group changes
+    # FA3 on an H100: 1.5-2.0x faster than FA2 (FA3 paper) -> time / sqrt(3)
+    h100 = load_catalog().get("h100-sxm")
+    fa3 = _attention_group(estimate_gpu(replace(plan, attention="flash-attn-3"), h100, FACTS))
+    fa2_h = _attention_group(estimate_gpu(replace(plan, attention="flash-attn-2"), h100, FACTS))
+    assert fa2_h.time_s / fa3.time_s == pytest.approx(3 ** 0.5, rel=0.01)
+
+
+def test_auto_resolves_per_gpu_in_one_ranking():
+    ranked = {e.gpu.id: e for e in estimate_all(_plan("cfdna-gen", "fp16", 8, attention="auto"), FACTS,
+                                                ["t4", "rtx-3090", "rtx-5090"])}
+    # SDPA's flash kernel needs sm80 (T4 is sm75) and covers up to sm121 (RTX 5090 is sm120)
+    assert {k: e.setup.attention.id for k, e in ranked.items()} == {
+        "t4": "sdpa-efficient", "rtx-3090": "sdpa-flash", "rtx-5090": "sdpa-flash"}
+
+
+def test_materialized_scores_grow_training_memory_with_the_square_of_the_sequence():
+    # sdpa-math writes S x S scores per head: the memory it adds over the flash kernel quadruples when S doubles
+    gpu = load_catalog().get("h100-sxm")
+
+    def extra_gb(size):
+        plan = _plan("cfdna-gen", "bf16", 2, workload=Train(64, size, 1))
+        math_ = estimate_gpu(replace(plan, attention="sdpa-math"), gpu, FACTS).memory.get("activations")
+        flash = estimate_gpu(replace(plan, attention="sdpa-flash"), gpu, FACTS).memory.get("activations")
+        return math_ - flash
+
+    assert extra_gb(1024) > 0 and extra_gb(2048) / extra_gb(1024) == pytest.approx(4.0, rel=1e-9)
+
+
+def test_an_unknown_pinned_pytorch_fails_the_whole_ranking_with_the_known_builds():
+    with pytest.raises(ValueError, match=r"unknown PyTorch build '3\.0\.0'.*known: 1\.13\.1"):
+        estimate_all(_plan("cfdna-gen", pytorch="3.0.0"), FACTS)

@@ -60,3 +60,12 @@ def test_fsdp_shards_weights_gradients_and_optimizer_states():
     # ZeRO-3: 16 B/param of fp32 states split 8 ways, + two gathered bf16 layers (prefetch)
     assert mem.get("gradients") + mem.get("optimizer") == pytest.approx(12 * m.params / 8 / 1e9)
     assert mem.get("weights") == pytest.approx((4 * m.params / 8 + 2 * 2 * m.layer_matmul_params) / 1e9)
+
+
+def test_usable_memory_is_the_target_share_of_what_the_gpu_reports():
+    from planner.engine.memory import usable_gb
+    from planner.inputs.catalog import load_catalog
+    l40s = load_catalog().get("l40s")
+    # 46,068 MiB reported (ECC on) x 2**20 B = 48.31 GB; 90 % of it
+    assert usable_gb(l40s, 0.9) == pytest.approx(0.9 * 46068 * 2**20 / 1e9)
+    assert usable_gb(l40s, 1.0) < l40s.vram_gb  # even at 100 % the ECC reserve is not usable

@@ -1,12 +1,15 @@
 """The bench result file: its format, its limits and every way an upload can be wrong."""
 
 import copy
+import json
 import pickle
 from pathlib import Path
 
 import pytest
 
-from planner.inputs.bench_result import BENCH_VERSION, RESULT_SCHEMA_VERSION, parse_result
+from planner.inputs.bench_result import (BENCH_VERSION, MAX_MODEL_ARGS, READABLE_SCHEMA_VERSIONS,
+                                         RESULT_SCHEMA_VERSION, parse_result)
+from tests.fixtures.bench_docs import cpu_result, model_run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
@@ -17,7 +20,8 @@ EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
 def test_example_file_is_valid_and_names_its_date_and_device(example):
     name = EXAMPLES[0].name
     assert name.startswith(example["environment"]["date"][:10]) and "_cpu-" in name
-    assert example["schema_version"] == RESULT_SCHEMA_VERSION and example["bench_version"] == BENCH_VERSION
+    # written before model runs existed (schema 1): still read, as every schema in READABLE_SCHEMA_VERSIONS
+    assert example["schema_version"] in READABLE_SCHEMA_VERSIONS and example["bench_version"] == BENCH_VERSION
     parse_result(EXAMPLES[0].read_bytes(), name)
     parse_result(EXAMPLES[0].read_text(), name)  # str as well as bytes
 
@@ -46,7 +50,9 @@ def test_pickle_and_yaml_object_tags_are_never_executed(tmp_path, refused):
 
 
 def test_wrong_schema_kind_and_bench_versions(example, refused):
-    for key, value, needle in (("schema_version", 2, "schema_version"), ("bench_version", BENCH_VERSION + 1, "bench_version"),
+    for key, value, needle in (("schema_version", RESULT_SCHEMA_VERSION + 1, "schema_version"),
+                               ("schema_version", True, "schema_version"),
+                               ("bench_version", BENCH_VERSION + 1, "bench_version"),
                                ("bench_version", None, "bench_version"), ("kind", "something-else", "not a planner bench result")):
         doc = copy.deepcopy(example)
         doc[key] = value
@@ -87,3 +93,61 @@ def test_missing_sections_and_no_measured_points(example, refused):
         w["status"], w["reason"] = "unavailable", "test"
         w.pop("measured_s", None)
     refused(doc, "no eager workload point")
+
+
+# ---------------------------------------------------------------- model runs (schema 2: `planner.bench --model`)
+
+def test_a_model_run_is_read_with_or_without_decoder_workloads(example):
+    doc = cpu_result(example)
+    assert parse_result(json.dumps(doc), "run.json")["model_runs"][0]["profile"]["kind"] == "traced"
+    doc["workloads"] = []  # `--model --no-anchors`: only the model's own points
+    parse_result(json.dumps(doc), "run.json")
+
+
+def test_schema_1_has_no_model_runs(example, refused):
+    doc = cpu_result(example)
+    doc["schema_version"] = 1
+    refused(doc, "model_runs needs schema_version 2")
+
+
+def _run_doc(example, **changes):
+    doc = cpu_result(example)
+    run = doc["model_runs"][0]
+    for key, value in changes.items():
+        if key.startswith("point_"):
+            run["points"][0][key.removeprefix("point_")] = value
+        else:
+            run[key] = value
+    return doc
+
+
+@pytest.mark.parametrize("changes, needle", [
+    ({"point_workload": "decode"}, "model_runs[0].points[0].workload"),  # a model run times forward and train only
+    ({"point_size": 0}, ">="),
+    ({"point_size": 2.5}, "whole number"),
+    ({"point_measured_s": -1.0}, "model_runs[0].points[0].measured_s"),
+    ({"point_measured_s": float("nan")}, "finite"),
+    ({"point_status": "maybe"}, "one of"),
+    ({"point_colour": "red"}, "colour"),
+    ({"precision": "tf32"}, "no matmul measurement"),  # the example CPU measured fp32, fp16, bf16
+    ({"batch": 0}, "batch"),
+    ({"points": []}, "non-empty"),
+    ({"profile": "gpt2.yaml"}, "mapping"),
+    ({"args": {f"a{i}": i for i in range(MAX_MODEL_ARGS + 1)}}, "factory arguments"),
+])
+def test_bad_model_runs_are_named(example, refused, changes, needle):
+    refused(_run_doc(example, **changes), needle)
+
+
+def test_a_hand_edited_profile_in_a_run_names_its_field(example, refused):
+    doc = cpu_result(example)
+    law = doc["model_runs"][0]["profile"]["work"]["forward"]["attention"]["flops"]
+    law["points"][1] = -law["points"][1]  # a negative FLOP count at the second traced size
+    msg = refused(doc, "negative")
+    assert "model_runs[0].profile" in msg and "flops" in msg
+    doc = cpu_result(example)
+    doc["model_runs"][0]["profile"]["kind"] = "magic"
+    refused(doc, "model_runs[0].profile")
+    doc = cpu_result(example)
+    doc["model_runs"] = [model_run() for _ in range(5)]  # MAX_MODEL_RUNS is 4
+    refused(doc, "at most")

@@ -154,3 +154,25 @@ def test_a_family_name_lists_every_member(typed, members):
 def test_a_typo_suggests_the_closest_names():
     with pytest.raises(UnknownNameError, match="did you mean rtx-4090"):
         load_catalog().get("rtx 4900")
+
+
+def test_datacenter_gddr_cards_report_their_memory_less_the_ecc_reserve():
+    cat = load_catalog()
+    # CUDA C++ Best Practices Guide: ECC on GDDR takes 6.25 % of the DRAM; nvidia-smi shows 46,068 MiB on an L40S
+    # (15/16 of 49,152 = 46,080) and 15,360 on a T4 (15/16 of 16,384)
+    for gpu_id, gib in (("l40s", 48), ("l40", 48), ("a40", 48), ("t4", 16), ("a10", 24), ("l4", 24)):
+        g = cat.get(gpu_id)
+        assert g.reported_vram_gb == pytest.approx(gib * 2**30 * 15 / 16 / 1e9, rel=0.002), gpu_id
+        assert "ECC" in g.reported_vram_source
+    rtx = cat.get("rtx-4090")  # GeForce: no ECC reserve, the driver reports the whole 24 GiB
+    assert rtx.reported_vram_mib is None and rtx.reported_vram_gb == rtx.vram_gb == pytest.approx(24 * 2**30 / 1e9)
+
+
+@pytest.mark.parametrize("mib, problem", [(24 * 1024 + 1, "must be <= 24576"),  # 24 GiB = 24,576 MiB
+                                          (10_000, "must be >= 18432"),  # 3/4 of it: ECC takes only 1/16
+                                          ("lots", "expected a number")])
+def test_a_reported_memory_above_the_capacity_or_far_below_it_is_refused(tmp_path, mib, problem):
+    body = GOOD.replace("vram_gib: 24\n", f"vram_gib: 24\n    reported_vram: {{mib: {mib}, source: test}}\n")
+    with pytest.raises(DataFileError) as err:
+        load_catalog(_write(tmp_path, body))
+    assert "'toy'" in str(err.value) and "'mib'" in str(err.value) and problem in str(err.value)

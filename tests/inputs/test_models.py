@@ -159,3 +159,304 @@ def test_model_family_names_resolve_when_unique_and_list_otherwise():
     assert load_models().get("gpt2").id == "gpt2-124m" and load_models().get("Llama 3 8B").id == "llama-3-8b"
     with pytest.raises(AmbiguousNameError, match="llama-3-8b, llama-3-70b"):
         load_models().get("llama 3")
+
+
+def _train_setup(precision):
+    from planner.inputs.precisions import load_rules
+    from planner.inputs.work import Setup
+    r = load_rules()
+    p = r.precision(precision)
+    return Setup(p, r.default_kv_dtype(p), r.attention("sdpa"))
+
+
+def test_betarho_checkpointing_keeps_every_block_input_not_a_segment_share():
+    m = load_models().get("betarho-full")
+    L = 500
+    # With checkpointing per transformer block and IPA iteration (data/models_generic.yaml derivation), kept per pair:
+    # embedding 35 + the 4 blocks' pair inputs 4 x 64 + IPA entry 64 + 128 + 2 = 485; per residue 4 x 128 + 4 x 9.5 x 384
+    # + 1800 = 16,904; plus one transformer block re-materialized: per pair 2 x 128 + 9 x 64 + 3 = 835, per residue
+    # 24 x 128 = 3,072.
+    kept = L**2 * 485 + L * 16_904
+    segment = L**2 * 835 + L * 3_072
+    fp32 = m.train_activation_memory(_train_setup("fp32"), 1, L, True).gb
+    assert fp32 == pytest.approx((kept + segment) * 4 / 1e9)
+    # the traced reference (examples/profiles/betarho-full.yaml, fp32, checkpointed, L=500) saw 1.342e9 B
+    assert fp32 == pytest.approx(1.342e9 / 1e9, rel=0.03)
+    plain = m.train_activation_memory(_train_setup("fp32"), 1, L, False).gb
+    assert 0.25 < fp32 / plain < 0.35  # a checkpointed step keeps ~30 %, not 1/8 (the 8 segments)
+
+
+def test_betarho_mixed_precision_saves_2_25_bytes_per_element():
+    m = load_models().get("betarho-full")
+    L = 500
+    elems = L**2 * 4913 + L * 28_680  # the profile's activation_elems at L=500, term by term (see test_presets)
+    bf16 = m.train_activation_memory(_train_setup("bf16"), 16, L, False)
+    assert bf16.gb == pytest.approx(16 * elems * 2.25 / 1e9)  # 44.7 GB: the seed's batch 16 does not fit 40 GB
+    assert m.train_activation_memory(_train_setup("fp32"), 1, L, False).gb == pytest.approx(elems * 4 / 1e9)
+
+
+def test_a_profile_with_only_half_of_the_checkpoint_pair_is_refused():
+    text = """\
+id: toy
+name: Toy
+kind: generic
+input_size_name: L
+default_input_size: 10
+params: "100"
+fwd_flops_per_sample: "L"
+activation_elems_per_sample: "L"
+peak_inference_elems_per_sample: "L"
+activation_traffic_elems_per_sample: "L"
+kernels_per_forward: 10
+checkpoint_kept_elems_per_sample: "L"
+derivation: test
+source: test
+"""
+    with pytest.raises(DataFileError, match="checkpoint_kept_elems_per_sample.*give both"):
+        parse_model_text(text, "toy.yaml", "upload")
+
+
+def _setup(precision, attention="sdpa"):
+    from planner.inputs.precisions import load_rules
+    from planner.inputs.work import Setup
+    r = load_rules()
+    p = r.precision(precision)
+    return Setup(p, r.default_kv_dtype(p), r.attention(attention))
+
+
+def _group(groups, name):
+    return next(g for g in groups if g.name.startswith(name))
+
+
+def test_manual_attention_computes_every_score_and_its_backward_is_twice_the_forward():
+    m = load_models().get("gpt2-124m")  # 12 layers, 12 heads x 64 = 768
+    S, B = 1024, 2
+    fused = _group(m.forward_work(_setup("fp16"), B, S), "attention").flops
+    manual = _group(m.forward_work(_setup("fp16", "manual"), B, S), "attention").flops
+    assert fused == 4 * 12 * 768 * B * S * (S + 1) / 2  # causal: query t attends t keys
+    assert manual == 4 * 12 * 768 * B * S * S  # softmax(QK^T)V fills the whole S x S matrix, then masks it
+    train_manual = _group(m.train_work(_setup("fp16", "manual"), B, S, False), "attention").flops
+    train_fused = _group(m.train_work(_setup("fp16"), B, S, False), "attention").flops
+    assert train_manual == manual * (1 + 2)  # dQ, dK, dP, dV: 4 matmuls for the forward's 2
+    assert train_fused == fused * (1 + 2.5)  # FlashAttention-2 recomputes QK^T: 5 matmuls (Dao 2023)
+
+
+def test_swiglu_saves_four_ffn_widths_per_token_in_eager_pytorch():
+    m = load_models().get("llama-2-7b")  # hidden 4096, 32 heads, kv 32 x 128, ffn 11008, 32 layers
+    h, f, q, kv = 4096, 11008, 4096, 4096
+    # norm in/out 4h, Q, K, V and attention output (2q + 2kv), MLP: gate, up, silu(gate), gate*up = 4f
+    assert m.saved_act_elems == 32 * (4 * h + 2 * q + 2 * kv + 4 * f)
+
+
+def test_int4_keeps_embeddings_and_lm_head_in_fp16():
+    from planner.engine.memory import breakdown
+    from planner.inputs.jobs import Generate
+    m = load_models().get("llama-3-8b")  # 32 layers, hidden 4096, kv 8 x 128, ffn 14336, vocab 128256, untied
+    layers = 32 * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336)  # Q, O, K, V and the SwiGLU MLP
+    others = m.params - layers  # embeddings 525M + LM head 525M + norms
+    assert others == 2 * 128256 * 4096 + 65 * 4096
+    weights = breakdown(m, Generate(1, 1, 1), _setup("int4"), 1, 0.0).get("weights")
+    assert weights == pytest.approx((layers * 0.515625 + others * 2) / 1e9)
+    assert 5.6 < weights < 5.8  # ~5.7 GB, as AWQ checkpoints of Llama-3-8B are (the old 4.14 quantized everything)
+    lin = _group(m.decode_work(_setup("int4"), 1), "linear layers")
+    assert lin.bytes == layers * 0.515625 + 128256 * 4096 * 2  # the LM head is read in fp16 every token
+
+
+def test_weight_only_int8_and_int4_pay_for_dequantization_and_w8a8_does_not():
+    m = load_models().get("llama-2-7b")
+    layers = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+    # 3 instructions per pair of weights (bit op, zero/scale, multiply-accumulate: vLLM Marlin 'fast dequantization')
+    for precision, ops in (("int8", 1.5), ("int4", 1.5)):
+        g = _group(m.decode_work(_setup(precision), 1), "dequantize weights")
+        assert g.compute_path == "fp32" and g.flops == 2 * ops * layers and g.bytes == 0
+        assert _group(m.decode_work(_setup(precision), 1), "linear layers").compute_path == "fp16"
+    for precision in ("fp16", "int8-w8a8", "fp8"):
+        assert not any(g.name == "dequantize weights" for g in m.decode_work(_setup(precision), 1))
+    assert _group(m.decode_work(_setup("int8-w8a8"), 1), "linear layers").compute_path == "int8"
+
+
+# ---------------------------------------------------------------- Hugging Face configs: mixtures of experts, refusals
+
+# mistralai/Mixtral-8x7B-v0.1 config.json (huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json)
+MIXTRAL = {"architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+           "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+           "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
+           "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+           "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+           "router_aux_loss_coef": 0.02, "sliding_window": None, "tie_word_embeddings": False,
+           "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0", "use_cache": True, "vocab_size": 32000}
+# Qwen/Qwen1.5-MoE-A2.7B-Chat config.json (huggingface.co/Qwen/Qwen1.5-MoE-A2.7B-Chat), the fields that matter
+QWEN_MOE = {"architectures": ["Qwen2MoeForCausalLM"], "decoder_sparse_step": 1, "hidden_act": "silu",
+            "hidden_size": 2048, "intermediate_size": 5632, "max_position_embeddings": 32768, "max_window_layers": 21,
+            "mlp_only_layers": [], "model_type": "qwen2_moe", "moe_intermediate_size": 1408,
+            "norm_topk_prob": False, "num_attention_heads": 16, "num_experts": 60, "num_experts_per_tok": 4,
+            "num_hidden_layers": 24, "num_key_value_heads": 16, "shared_expert_intermediate_size": 5632,
+            "sliding_window": 32768, "tie_word_embeddings": False, "use_sliding_window": False, "vocab_size": 151936}
+# google-bert/bert-base-uncased config.json (huggingface.co/google-bert/bert-base-uncased)
+BERT = {"architectures": ["BertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "gradient_checkpointing": False,
+        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02,
+        "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert",
+        "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute",
+        "type_vocab_size": 2, "use_cache": True, "vocab_size": 30522}
+# FacebookAI/roberta-base config.json
+ROBERTA = {"architectures": ["RobertaForMaskedLM"], "hidden_act": "gelu", "hidden_size": 768,
+           "intermediate_size": 3072, "max_position_embeddings": 514, "model_type": "roberta",
+           "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 1, "vocab_size": 50265}
+# google-t5/t5-small config.json
+T5 = {"architectures": ["T5ForConditionalGeneration"], "d_ff": 2048, "d_kv": 64, "d_model": 512,
+      "is_encoder_decoder": True, "model_type": "t5", "num_decoder_layers": 6, "num_heads": 8, "num_layers": 6,
+      "vocab_size": 32128}
+# facebook/bart-base config.json (is_encoder_decoder is the class default there, not in the file)
+BART = {"architectures": ["BartModel"], "d_model": 768, "decoder_layers": 6, "encoder_layers": 6,
+        "max_position_embeddings": 1024, "model_type": "bart", "vocab_size": 50265}
+# deepseek-ai/DeepSeek-V2-Lite config.json, the fields that matter
+DEEPSEEK_V2_LITE = {"architectures": ["DeepseekV2ForCausalLM"], "first_k_dense_replace": 1, "hidden_size": 2048,
+                    "intermediate_size": 10944, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+                    "model_type": "deepseek_v2", "moe_intermediate_size": 1408, "n_routed_experts": 64,
+                    "n_shared_experts": 2, "num_attention_heads": 16, "num_experts_per_tok": 6,
+                    "num_hidden_layers": 27, "num_key_value_heads": 16, "q_lora_rank": None, "vocab_size": 102400}
+# mistralai/Mistral-7B-v0.1 config.json
+MISTRAL_V01 = {"architectures": ["MistralForCausalLM"], "hidden_act": "silu", "hidden_size": 4096,
+               "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+               "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+               "sliding_window": 4096, "tie_word_embeddings": False, "vocab_size": 32000}
+# google/gemma-7b config.json (no tie_word_embeddings key: GemmaConfig ties them by default)
+GEMMA_7B = {"architectures": ["GemmaForCausalLM"], "head_dim": 256, "hidden_act": "gelu", "hidden_size": 3072,
+            "intermediate_size": 24576, "max_position_embeddings": 8192, "model_type": "gemma",
+            "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 16, "vocab_size": 256000}
+
+
+def _hf(config):
+    return parse_model_text(json.dumps(config), "config.json", "upload")
+
+
+def test_mixtral_config_counts_every_expert_in_memory_and_two_per_token():
+    m = _hf(MIXTRAL)
+    attn = 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096  # Q, K and V (8 KV heads x 128), O
+    expert = 3 * 4096 * 14336  # gate, up, down of one expert
+    router, norms = 4096 * 8, 2 * 4096
+    layer = attn + 8 * expert + router + norms
+    total = 32 * layer + 2 * 32000 * 4096 + 4096  # + embedding, LM head (untied), final norm
+    active = total - 32 * (8 - 2) * expert  # each token skips 6 of the 8 experts per layer
+    assert (total, active) == (46_702_792_704, 12_879_925_248)
+    assert (m.params, m.active_params) == (total, active)
+    # Mistral AI, "Mixtral of experts" (2023-12-11): 46.7B total parameters, 12.9B used per token
+    assert m.params == pytest.approx(46.7e9, rel=0.01) and m.active_params == pytest.approx(12.9e9, rel=0.01)
+    preset = load_models().get("mixtral-8x7b")
+    assert (preset.params, preset.active_params, preset.context) == (total, active, 32768)
+
+
+def test_qwen_moe_config_with_a_shared_expert_by_hand():
+    m = _hf(QWEN_MOE)
+    attn = 4 * 2048 * 2048  # 16 heads x 128 = 2048 for Q, K, V, O
+    expert, shared = 3 * 2048 * 1408, 3 * 2048 * 5632  # moe_intermediate_size, shared_expert_intermediate_size
+    layer = attn + 60 * expert + shared + 2048 * 60 + 2 * 2048  # + router + two RMSNorms
+    total = 24 * layer + 2 * 151936 * 2048 + 2048
+    active = total - 24 * (60 - 4) * expert
+    assert (m.params, m.active_params) == (total, active) == (14_315_587_584, 2_688_976_896)
+    # model card: "14.3B parameters in total and 2.7B activated parameters during runtime"
+    assert m.params == pytest.approx(14.3e9, rel=0.01) and m.active_params == pytest.approx(2.7e9, rel=0.01)
+    assert load_models().get("qwen1.5-moe-a2.7b").params == total
+
+
+def test_experts_read_per_pass_grow_from_k_to_all_with_the_tokens():
+    m = load_models().get("mixtral-8x7b")
+    assert m.experts_read(1) == pytest.approx(2)  # one token reads its own 2 experts
+    # 8 tokens: an expert is missed by one token with probability 6/8, by all 8 with 0.75^8 = 0.1001129
+    assert m.experts_read(8) == pytest.approx(8 * (1 - 0.75 ** 8)) == pytest.approx(7.19910, rel=1e-5)
+    assert m.experts_read(4096) == pytest.approx(8)
+
+
+def test_mixtral_decode_step_flops_use_top_k_and_bytes_read_the_experts_touched():
+    m = load_models().get("mixtral-8x7b")
+    lin = lambda batch: next(g for g in m.decode_work(_setup("bf16"), batch) if g.name == "linear layers")  # noqa: E731
+    attn = 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096
+    expert, router, head = 3 * 4096 * 14336, 4096 * 8, 32000 * 4096
+    fixed = 32 * (attn + router) + head  # weights every step reads whatever the routing
+    # batch 1: FLOPs of 2 experts per layer; bytes of the same 2 experts: 2/8 of the expert weights (bf16: 2 B)
+    assert lin(1).flops == 2 * (32 * (attn + router + 2 * expert) + head)
+    assert lin(1).bytes == (fixed + 32 * 2 * expert) * 2
+    # batch 8: 8 x the FLOPs, but 8 x (1 - 0.75^8) = 7.2 experts per layer read, not 8 x 2 = 16
+    assert lin(8).flops == 8 * lin(1).flops
+    assert lin(8).bytes == pytest.approx((fixed + 32 * 8 * (1 - 0.75 ** 8) * expert) * 2)
+    # batch 256: every expert read; the step reads the whole model's matrices (46.7B - embeddings - norms)
+    assert lin(256).bytes == pytest.approx((fixed + 32 * 8 * expert) * 2)
+    # the expert share of the bytes read at batch 1 is k/E of the expert weights
+    assert (lin(1).bytes - fixed * 2) / (lin(256).bytes - fixed * 2) == pytest.approx(2 / 8)
+
+
+def test_moe_training_reads_every_expert_and_counts_top_k_flops():
+    m = load_models().get("mixtral-8x7b")
+    lin = next(g for g in m.train_work(_setup("bf16"), 1, 512, False) if g.name == "linear layers (fwd+bwd)")
+    assert lin.flops == 6 * 512 * m.matmul_params  # fwd 2 + bwd 4 per token and active weight
+    assert m.matmul_params == 32 * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 4096 * 8 + 2 * 3 * 4096 * 14336) + 32000 * 4096
+    # 512 tokens miss an expert with probability 0.75^512 ~ 1e-64: all 8 x 32 experts are read, with their gradients
+    all_matrices = 32 * m.layer_matmul_params + 32000 * 4096
+    assert lin.bytes == pytest.approx(all_matrices * (2 * 3 + 8))  # 3 reads of bf16 + fp32 gradient read and write
+
+
+def test_moe_memory_and_sharding_hold_every_expert():
+    m = load_models().get("mixtral-8x7b")
+    assert m.shard_unit_params == m.layer_matmul_params  # FSDP gathers a whole layer, all 8 experts
+    assert m.quantizable_params == 32 * m.layer_matmul_params
+    assert m.params - m.quantizable_params == 2 * 32000 * 4096 + 65 * 4096  # embeddings, LM head, norms
+
+
+def test_a_moe_config_and_its_decoder_fields_are_validated_by_name():
+    base = ("id: x\nkind: decoder\nname: x\nlayers: 2\nhidden: 64\nheads: 4\nffn: 128\nffn_kind: swiglu\nvocab: 10\n"
+            "context: 16\ntied_embeddings: true\nnorm: rmsnorm\nsource: s\n")
+    with pytest.raises(DataFileError, match="experts_per_token.*more experts \\(3\\) than a layer has"):
+        parse_model_text(base + "experts: 2\nexperts_per_token: 3\n", "m.yaml", "upload")
+    with pytest.raises(DataFileError, match="'shared_ffn'.*mixture-of-experts"):
+        parse_model_text(base + "shared_ffn: 64\n", "m.yaml", "upload")
+    with pytest.raises(DataFileError, match="'experts'"):
+        parse_model_text(base + "experts: 0\n", "m.yaml", "upload")
+    moe = parse_model_text(base + "experts: 4\nexperts_per_token: 1\nshared_ffn: 32\n", "m.yaml", "upload")
+    assert moe.layer_matmul_params == 4 * 64 * 64 + 64 * 4 + 4 * 3 * 64 * 128 + 3 * 64 * 32
+    assert "4 experts, top 1 + shared 32" in moe.describe()
+
+
+def test_mixtral_config_without_top_k_names_the_key():
+    cfg = {k: v for k, v in MIXTRAL.items() if k != "num_experts_per_tok"}
+    with pytest.raises(DataFileError, match="experts_per_token.*num_experts_per_tok"):
+        _hf(cfg)
+
+
+@pytest.mark.parametrize("config, field, needle", [
+    (BERT, "model_type", "model_type 'bert' \\(BertForMaskedLM\\): an encoder-only model"),
+    (ROBERTA, "model_type", "model_type 'roberta' \\(RobertaForMaskedLM\\): an encoder-only model"),
+    ({**BERT, "model_type": "my-encoder"}, "architectures", "encoder-only"),
+    (T5, "is_encoder_decoder", "an encoder-decoder model"),
+    (BART, "model_type", "model_type 'bart' \\(BartModel\\): an encoder-decoder model"),
+    (DEEPSEEK_V2_LITE, "kv_lora_rank", "sets kv_lora_rank = 512: multi-head latent attention \\(MLA\\)"),
+    ({**QWEN_MOE, "mlp_only_layers": [0]}, "mlp_only_layers", "layers of two kinds"),
+    ({**QWEN_MOE, "decoder_sparse_step": 2}, "decoder_sparse_step", "alternate with dense"),
+    ({**QWEN_MOE, "use_sliding_window": True}, "max_window_layers", "layers from max_window_layers \\(21\\) up"),
+    ({**MISTRAL_V01, "layer_types": ["sliding_attention", "full_attention"] * 16}, "layer_types", "several kinds"),
+    ({**GEMMA_7B, "model_type": "gemma2"}, "model_type", "alternates sliding-window and global attention"),
+    ({**MISTRAL_V01, "model_type": "gpt_neox"}, "model_type", "parallel attention and MLP"),
+    ({**MISTRAL_V01, "model_type": "starcoder2"}, "model_type", "not a family the planner reads"),
+    ({**MISTRAL_V01, "architectures": ["MistralForSequenceClassification"]}, "architectures",
+     "not a causal language model"),
+    ({k: v for k, v in MISTRAL_V01.items() if k != "model_type"}, "model_type", "missing from config.json"),
+])
+def test_configs_the_decoder_cannot_model_are_refused_naming_why(config, field, needle):
+    with pytest.raises(DataFileError, match=needle) as info:
+        _hf(config)
+    assert info.value.field == field
+    if field != "model_type" or "missing" not in needle:  # a refusal says what to do instead
+        assert "python3 -m planner profile" in info.value.problem
+
+
+def test_a_sliding_window_every_layer_uses_caps_the_context_at_the_window():
+    m = _hf(MISTRAL_V01)
+    assert m.context == 4096 and "sliding_window 4096" in m.source
+    assert m.params == 7_241_732_096  # the window changes nothing in the weights (the mistral-7b preset's count)
+    assert _hf(QWEN_MOE).context == 32768  # use_sliding_window false: full attention, no cap
+
+
+def test_gemma_gated_gelu_counts_three_matrices():
+    m = _hf(GEMMA_7B)  # hidden_act 'gelu' but GemmaMLP has gate, up and down projections
+    assert m.ffn_kind == "swiglu" and m.tied_embeddings
+    # Gemma technical report (Gemma Team 2024, table 2): 7B has 7,751,248,896 non-embedding parameters
+    assert m.params - 256000 * 3072 == 7_751_248_896

@@ -36,7 +36,95 @@ def test_a_bad_compute_path_is_named(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n  - {id: fp5, compute_path: fp5, weight_bytes: 1, act_bytes: 2,"
                     " note: n, source: s}\nkv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
-                    "attention_backends: [{id: sdpa, name: n, scores_materialized: false, source: s}]\n"
-                    "pytorch_builds: [{min_sm: '12.0', max_sm: '12.9', text: t, source: s}]\n")
+                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
+                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
+                    "source: s}]\n")
     with pytest.raises(DataFileError, match="'fp5'.*compute_path"):
         load_rules(path)
+
+
+# ---------------------------------------------------------------- attention backends
+
+
+def test_sdpa_picks_flash_then_memory_efficient_then_math_and_auto_is_sdpa():
+    r = load_rules()
+    sdpa = r.attention("sdpa")
+    # PyTorch docs, scaled_dot_product_attention: FlashAttention-2, Memory-Efficient Attention, the C++ math version
+    assert [k.id for k in sdpa.picks] == ["sdpa-flash", "sdpa-efficient", "sdpa-math"]
+    assert r.attention("auto") is sdpa and r.attention("AUTO") is sdpa
+    assert sdpa.min_pytorch == (2, 0)  # SDPA arrived in PyTorch 2.0
+
+
+def test_old_share_link_ids_still_name_backends():
+    r = load_rules()
+    assert {r.attention(i).id for i in ("sdpa", "flash-attn-2", "manual")} == {"sdpa", "flash-attn-2", "manual"}
+
+
+def test_kernel_ranges_follow_their_sources():
+    r = load_rules()
+    # FlashAttention-2 README: Ampere, Ada or Hopper, fp16/bf16, head dims up to 256
+    fa2 = r.attention("flash-attn-2")
+    assert (fa2.min_sm, fa2.max_sm, fa2.max_head_dim, fa2.dtypes) == ((8, 0), (9, 0), 256, ("fp16", "bf16"))
+    # FlashAttention 1.x README: Turing to Hopper, head dims up to 128
+    fa1 = r.attention("flash-attn")
+    assert (fa1.min_sm, fa1.max_sm, fa1.max_head_dim) == ((7, 5), (9, 0), 128)
+    # FlashAttention-3: H100/H800 only, fp8 forward too, no ROCm build
+    fa3 = r.attention("flash-attn-3")
+    assert fa3.min_sm == fa3.max_sm == (9, 0) and "fp8" in fa3.dtypes and not fa3.amd
+    # sdp_utils.cpp: flash [sm80, sm121] fp16/bf16, head dim <= 256; memory-efficient from sm50, fp32 too
+    flash, eff = r.attention("sdpa-flash"), r.attention("sdpa-efficient")
+    assert (flash.min_sm, flash.max_sm, flash.max_head_dim) == ((8, 0), (12, 1), 256) and "fp32" not in flash.dtypes
+    assert eff.min_sm == (5, 0) and "fp32" in eff.dtypes and eff.max_head_dim is None
+
+
+def test_speed_factors_are_the_geometric_means_of_the_cited_ranges():
+    r = load_rules()
+    # FA2 paper: FA2 is 1.7-3.0x faster than FlashAttention, 1.3-2.5x faster than FlashAttention in Triton
+    assert r.attention("flash-attn").speed_vs_fa2 == pytest.approx(1 / (1.7 * 3.0) ** 0.5, abs=0.005)
+    assert r.attention("triton").speed_vs_fa2 == pytest.approx(1 / (1.3 * 2.5) ** 0.5, abs=0.006)
+    # FA3 paper: 1.5-2.0x faster than FA2 on H100 (fp16)
+    assert r.attention("flash-attn-3").speed_vs_fa2 == pytest.approx((1.5 * 2.0) ** 0.5, abs=0.005)
+    # xformers#1074: the CUTLASS op is ~2x slower than the flash op
+    assert r.attention("xformers-cutlass").speed_vs_fa2 == r.attention("sdpa-efficient").speed_vs_fa2 == 0.5
+
+
+def test_only_unfused_backends_write_the_score_matrix():
+    r = load_rules()
+    kernels = [b for b in r.attention_backends if not b.is_selector]
+    assert {b.id for b in kernels if b.scores_materialized} == {"sdpa-math", "manual"}
+
+
+def test_an_unresolved_selector_stands_for_its_first_pick():
+    r = load_rules()
+    xf = r.attention("xformers")
+    assert xf.picks[0].id == "flash-attn-2" and not xf.scores_materialized and xf.speed_vs_fa2 == 1.0
+
+
+def _backends_file(tmp_path, backends):
+    path = tmp_path / "p.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n  - {id: fp16, compute_path: fp16, "
+                    "weight_bytes: 2, act_bytes: 2, note: n, source: s}\nkv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
+                    "attention_backends:\n" + "".join(f"  - {b}\n" for b in backends))
+    return path
+
+
+KERNEL = ("{id: k, name: n, min_sm: '8.0', max_sm: '9.0', max_head_dim: 256, dtypes: [fp16], "
+          "scores_materialized: false, speed_vs_fa2: 1, speed_source: s, amd: false, source: s}")
+
+
+@pytest.mark.parametrize("bad, field", [
+    ("{id: sel, name: n, picks: [nope], source: s}", "picks"),
+    (KERNEL.replace("max_sm: '9.0'", "max_sm: '7.0'"), "max_sm"),
+    (KERNEL.replace("dtypes: [fp16]", "dtypes: [fp4]"), "dtypes"),
+    (KERNEL.replace("speed_vs_fa2: 1,", "speed_vs_fa2: 0,"), "speed_vs_fa2"),
+    (KERNEL.replace("source: s}", "source: s, min_pytorch: two}"), "min_pytorch"),
+])
+def test_bad_attention_records_are_named(tmp_path, bad, field):
+    with pytest.raises(DataFileError) as err:
+        load_rules(_backends_file(tmp_path, [KERNEL.replace("id: k", "id: ok"), bad]))
+    assert err.value.field == field
+
+
+def test_an_alias_may_not_shadow_another_backend(tmp_path):
+    with pytest.raises(DataFileError, match="duplicate"):
+        load_rules(_backends_file(tmp_path, [KERNEL, "{id: sel, name: n, aliases: [k], picks: [k], source: s}"]))

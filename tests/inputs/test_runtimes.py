@@ -70,3 +70,8 @@ def test_a_bad_cpu_block_names_its_field(tmp_path, block, field):
     with pytest.raises(DataFileError) as exc:
         load_runtimes(path)
     assert exc.value.field == field and "'x'.cpu" in exc.value.record
+def test_the_eager_kernel_ratio_is_one_fact():
+    """Generic and traced profiles count eager ops and divide by EAGER_KERNELS_PER_FUSED; the pytorch-eager profile
+    multiplies fused units by its kernels_per_layer_factor: the two must be the same number."""
+    from planner.inputs.work import EAGER_KERNELS_PER_FUSED
+    assert load_runtimes().get("pytorch-eager").kernels_per_layer_factor == EAGER_KERNELS_PER_FUSED

@@ -13,7 +13,17 @@ LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B config.json (hf.co, 2024-04-18), the
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
     "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256,
     "max_position_embeddings": 8192, "tie_word_embeddings": False, "hidden_act": "silu"}
-REPOS = {"meta-llama/Meta-Llama-3-8B": json.dumps(LLAMA3_8B).encode()}
+MIXTRAL = {  # mistralai/Mixtral-8x7B-v0.1 config.json (hf.co), the fields the planner reads
+    "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": None,
+    "tie_word_embeddings": False, "hidden_act": "silu"}
+BERT = {  # google-bert/bert-base-uncased config.json (hf.co), the fields that matter
+    "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768, "intermediate_size": 3072,
+    "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 30522, "max_position_embeddings": 512}
+REPOS = {"meta-llama/Meta-Llama-3-8B": json.dumps(LLAMA3_8B).encode(),
+         "mistralai/Mixtral-8x7B-v0.1": json.dumps(MIXTRAL).encode(),
+         "google-bert/bert-base-uncased": json.dumps(BERT).encode()}
 COMMIT = "a" * 40
 
 
@@ -97,3 +107,37 @@ def test_an_unreachable_hub_says_so_within_the_deadline(tmp_path):
 def test_what_counts_as_a_hub_id():
     assert is_repo_id("meta-llama/Meta-Llama-3-8B") and is_repo_id("gpt2/gpt2")
     assert not is_repo_id("llama-3-8b") and not is_repo_id("data/models.yaml") and not is_repo_id("a/b/c")
+
+
+def test_a_mixture_of_experts_counts_all_experts_and_top_k_active(hub, tmp_path):
+    m = model_from_hub("mistralai/Mixtral-8x7B-v0.1", endpoint=hub, cache_dir=str(tmp_path))
+    # Mistral AI, "Mixtral of experts" (2023-12-11): 46.7B total parameters, 12.9B used per token; by hand in
+    # tests/inputs/test_models.py: 46,702,792,704 and 12,879,925,248
+    assert (m.params, m.active_params) == (46_702_792_704, 12_879_925_248)
+
+
+def test_an_encoder_from_the_hub_is_refused_with_the_reason(hub, tmp_path):
+    with pytest.raises(HubError, match="google-bert/bert-base-uncased: model_type 'bert' .*encoder-only.*"
+                                       "python3 -m planner profile.*field 'model_type'"):
+        model_from_hub("google-bert/bert-base-uncased", endpoint=hub, cache_dir=str(tmp_path))
+
+
+def test_the_cli_plans_a_hub_mixture_of_experts_and_refuses_a_hub_encoder(hub, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    for repo in ("mistralai/Mixtral-8x7B-v0.1", "google-bert/bert-base-uncased"):  # into the cache HF_HOME names
+        fetch_config(repo, endpoint=hub, cache_dir=str(tmp_path / "hub"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)}
+    cli = lambda model: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "planner", "estimate", "--model", model, "--gpu", "h200-sxm", "--precision", "bf16",
+         "--batch", "1", "--sequences", "10", "--format", "json"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120, env=env)
+    ok = cli("mistralai/Mixtral-8x7B-v0.1")
+    assert ok.returncode == 0, ok.stderr
+    row = json.loads(ok.stdout)[0]
+    assert row["feasible"] and row["memory_gb"]["weights"] == pytest.approx(46_702_792_704 * 2 / 1e9, rel=1e-3)
+    refused = cli("google-bert/bert-base-uncased")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "encoder-only" in refused.stderr and "python3 -m planner profile" in refused.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import hashlib
 import io
 import json
@@ -61,8 +63,8 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 def test_every_published_row_loads_and_is_usable(report):
     rows = load_measurements()
-    assert len(rows) == 101 and len({r.id for r in rows}) == 101
-    assert len(report.rows) == 101
+    assert len(rows) == 180 and len({r.id for r in rows}) == 180
+    assert len(report.rows) == 180
     for r in report.rows:
         assert r.split in ("tune", "test", "excluded")
         if r.split == "excluded":
@@ -136,12 +138,16 @@ def test_error_matches_the_planners_own_estimate_on_a_hand_made_file(tmp_path):
 
 
 def test_quantized_row_runs_at_its_own_bits_per_weight(tmp_path):
-    """A 4.9-bit row must be slower than the 4.125-bit int4 preset in memory-bound decode, by at most 4.9/4.125."""
+    """A 4.9-bit row (a GGUF file's size over all its parameters) runs every weight at 4.9 bits: slower than the same
+    format at 4.125 bits over all weights in memory-bound decode, by at most 4.9/4.125."""
     q4 = {**BASE_ROW, "id": "hand-q4", "precision": "int4", "weight_bits": 4.9}
     res = run_validation(write_rows(tmp_path, [q4])).rows[0]
     assert res.precision == "int4@4.9b" and "4.9 bits" in res.note
-    preset = estimate_all(Plan(load_models().get("llama-3-8b"), Generate(1, 1, 512), "int4", runtime="llama.cpp",
-                               batch=1), FACTS, gpu_names=["rtx-4090"])[0]
+    rules = FACTS.rules
+    flat = replace(rules.precision("int4"), id="int4-all", quantized_weights="all")  # 4.125 bits on every weight
+    facts = replace(FACTS, rules=replace(rules, precisions=rules.precisions + (flat,)))
+    preset = estimate_all(Plan(load_models().get("llama-3-8b"), Generate(1, 1, 512), "int4-all", runtime="llama.cpp",
+                               batch=1, memory_target=1.0), facts, gpu_names=["rtx-4090"])[0]
     assert preset.tokens_per_s / 4.9 * 4.125 < res.predicted < preset.tokens_per_s
 
 
@@ -210,7 +216,7 @@ def test_cli_prints_rows_and_median_p90_summary():
 def test_cli_json_plot_and_uncertainty_file(tmp_path):
     rc, out = run_cli("--format", "json")
     doc = json.loads(out)
-    assert rc == 0 and len(doc["rows"]) == 101
+    assert rc == 0 and len(doc["rows"]) == 180
     assert {s["split"] for s in doc["summary"]} == {"test", "tune"}
     plot, unc = tmp_path / "v.html", tmp_path / "u.yaml"
     rc, out = run_cli("--format", "csv", "--plot", str(plot), "--write-uncertainty", "--uncertainty-file", str(unc))

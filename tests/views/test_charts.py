@@ -112,8 +112,10 @@ def test_batch_sweep_memory_limit_and_throughput():
     df = charts.batch_sweep(plan, [gpu], FACTS)
     fit = df.max_batch.iloc[0]
     assert (df[df.batch <= fit].feasible).all() and not (df[df.batch > fit].feasible).any()
-    assert (df[df.feasible].memory_gb <= gpu.vram_gb).all()
-    assert (df[~df.feasible].memory_gb > gpu.vram_gb).all()
+    usable = 0.90 * 24 * 2**30 / 1e9  # the default target: 90 % of the 24 GiB a GeForce card reports
+    assert df.usable_gb.tolist() == pytest.approx([usable] * len(df))
+    assert (df[df.feasible].memory_gb <= usable).all()
+    assert (df[~df.feasible].memory_gb > usable).all()
     # powers of two divide 2**16 sequences exactly: per-item time never rises with the batch (roofline max(a + bB))
     pow2 = df[df.feasible & df.batch.map(lambda b: b & (b - 1) == 0)].sort_values("batch")
     assert (pow2.items_per_s.diff().dropna() >= -1e-9 * pow2.items_per_s.max()).all()
@@ -159,6 +161,8 @@ def test_calibration_chart_from_points():
     assert df.error_pct.tolist() == pytest.approx([-90.0, 10.0])
     spec = charts.calibration_chart(df).to_dict()
     assert "Measured on your device (s, log)" in _axis_titles(spec)
+    labelled = [{**points[0], "label": "m forward b1 tokens=64 fp32"}, {**points[0], "label": "m forward b1 tokens=128 fp32"}]
+    assert charts.calibration_data(labelled).point.unique().tolist() == [r["label"] for r in labelled]
 
 
 
@@ -171,3 +175,33 @@ def test_whole_jobs_stack_the_billed_parts_per_gpu_in_ranking_order(ranking):
     assert df.groupby("rank").seconds.sum().tolist() == pytest.approx([job_cost(e, overheads).billed_s for e in firsts])
     spec = charts.whole_jobs_chart(df).to_dict()
     assert "Billed seconds of the whole job" in _axis_titles(spec)
+
+
+def _chart_layers(chart):
+    return chart.to_dict()["layer"]
+
+
+def test_memory_colours_keep_their_meaning_between_plans():
+    gen = estimate_all(_plan(), FACTS, gpu_names=["rtx-4090"])
+    train = estimate_all(_plan(workload=Train(100, 256, 1.0)), FACTS, gpu_names=["rtx-4090"])
+    scales = []
+    for ests in (gen, train):  # generate has a KV cache and no optimizer; training the other way round
+        bars = _chart_layers(charts.memory_chart(charts.memory_data(ests)))[0]
+        scales.append(bars["encoding"]["color"]["scale"])
+    assert scales[0] == scales[1] and scales[0]["domain"][:3] == ["weights", "gradients", "optimizer"]
+    assert len(set(scales[0]["range"])) == len(scales[0]["domain"])  # one colour each
+
+
+def test_batch_ticks_are_whole_batches():
+    df = charts.batch_sweep(_plan(workload=Generate(2**10, 1, 64)), [CATALOG.get("rtx-4090")], FACTS)
+    axis = _chart_layers(charts.batch_chart(df, "items_per_s", "Throughput"))[0]["encoding"]["x"]["axis"]
+    assert axis["values"] == sorted({int(b) for b in df.batch}) and axis["format"] == "d"
+    assert all(float(v).is_integer() for v in axis["values"])
+
+
+def test_pareto_labels_alternate_above_and_below():
+    ests = estimate_all(_plan(), FACTS)
+    df = charts.cost_time_data(ests)
+    layers = _chart_layers(charts.cost_time_chart(df, "community"))
+    texts = [layer for layer in layers if layer["mark"]["type"] == "text"]
+    assert [t["mark"]["dy"] for t in texts] == [-9, 12]  # one layer above its points, one below

@@ -46,7 +46,8 @@ def test_ranking_rows_are_named_columns_with_capacity_and_use_in_one_unit():
     row = next(r for r in rows if r["gpu_id"] == "rtx-4090")
     e = next(e for e in ests if e.gpu.id == "rtx-4090")
     assert row["VRAM (GB)"] == pytest.approx(24 * 2**30 / 1e9)
-    assert row["Memory used"] == pytest.approx(row["Memory (GB)"] / row["VRAM (GB)"])
+    assert row["Usable (GB)"] == pytest.approx(0.90 * 24 * 2**30 / 1e9)  # the default target of 24 GiB
+    assert row["Memory used"] == pytest.approx(row["Memory (GB)"] / row["Usable (GB)"])
     assert rate_name == "tokens/s" and row["Throughput (tokens/s)"] == e.tokens_per_s
     assert row[f"Time ({unit})"] is not None and [r["Rank"] for r in rows] == list(range(1, len(rows) + 1))
     assert "Likely range" not in " ".join(row)  # no band column without bands
@@ -159,7 +160,17 @@ def test_markdown_cells_are_escaped():
 def test_the_memory_sentence_states_capacity_in_the_unit_of_use():
     e = next(e for e in _ranking() if e.gpu.id == "rtx-4090")
     text = page.memory_sentence(e)
-    assert "of 25.8 GB (24 GiB)" in text and text.endswith("fits.")
+    usable = 0.9 * 24 * 2**30 / 1e9  # 23.19 GB: 90 % of 24 GiB
+    assert f"of {usable:.3g} GB usable (90% of the 25.8 GB it reports (24 GiB))" in text
+    assert f"fits, {usable - e.memory.total_gb:.2f} GB of headroom" in text
+
+
+def test_the_memory_sentence_shows_the_ecc_reserve_of_a_datacenter_gddr_card():
+    e = next(e for e in _ranking() if e.gpu.id == "l40s")
+    # nvidia-smi reports 46,068 MiB on an L40S with ECC on (48 GiB less 1/16): 46068 x 2**20 / 1e9 = 48.31 GB
+    reported = 46068 * 2**20 / 1e9
+    assert f"90% of the {reported:.1f} GB it reports (48 GiB = 51.5 GB, of which the driver reports 46,068 MiB)" \
+        in page.memory_sentence(e)
 
 
 def test_a_price_shows_its_age_and_a_stale_flag():
@@ -183,7 +194,7 @@ def test_the_caption_names_the_oldest_and_newest_price_and_counts_stale_ones():
     priced = [e.price for e in ests if e.price is not None]
     assert dates.priced == len(priced) and dates.oldest == min(p.date for p in priced)
     assert dates.stale == sum((today - p.date).days > 90 for p in priced)
-    assert f"{dates.stale} of {dates.priced} are older than 90 days" in dates.sentence(90)
+    assert f"{dates.stale} of {dates.priced} are older than 90 days" in dates.sentence()
 
 
 def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():

@@ -52,7 +52,8 @@ def test_empty_link_is_the_default_plan():
 
 def test_encode_writes_the_plan_and_only_changed_view_options():
     params = encode(DEFAULTS)
-    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier"} <= set(params)
+    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier", "mem"} <= set(params)
+    assert params["mem"] == "90"  # the memory target, percent of what each GPU reports
     view = {"vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp", "psrc", "myprice", "cal"}
     assert not set(params) & view
     assert "samples" not in params and "epochs" not in params  # other jobs' fields stay out of the link
@@ -69,9 +70,12 @@ inputs_strategy = st.builds(
     epochs=st.sampled_from([0.5, 1.0, 3.0, 12.25]), opt=st.sampled_from(["adam", "adamw", "sgd"]),
     ckpt=st.booleans(), accum=st.integers(1, 64), batch=st.none() | st.integers(1, 4096),
     prec=st.sampled_from(["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4"]),
-    kv=st.sampled_from(["auto", "fp16", "fp8"]), attn=st.sampled_from(["sdpa", "flash-attn-2", "manual"]),
+    kv=st.sampled_from(["auto", "fp16", "fp8"]),
+    attn=st.sampled_from(["sdpa", "flash-attn-2", "manual", "sdpa-math", "flash-attn-3", "xformers", "triton"]),
+    pt=st.sampled_from(["", "1.13.1+cu116", "2.4.1", "2.14.0+rocm7.14"]),
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
-    tier=st.sampled_from(["secure", "community", "spot"]), psrc=st.sampled_from(share.PRICE_SOURCES),
+    tier=st.sampled_from(["secure", "community", "spot"]), mem=st.sampled_from([50.0, 85.5, 90.0, 100.0]),
+    psrc=st.sampled_from(share.PRICE_SOURCES),
     myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
                      max_size=3, unique_by=lambda t: t[0]).map(lambda xs: tuple(sorted(xs))),
     vendor=st.sampled_from(share.VENDORS), minvram=st.sampled_from([0.0, 16.0, 80.0]),
@@ -113,7 +117,8 @@ def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
     ("samples", "nan"), ("size", "1e99"), ("epochs", "0"), ("opt", "adagrad"), ("ckpt", "maybe"), ("accum", "x"),
     ("batch", "big"), ("prec", "bf17"), ("kv", "fp4"), ("attn", "flash3"), ("rt", "jax"), ("gpus", "0"),
     ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Apple"), ("cpus", "maybe"), ("minvram", "-1"), ("maxusd", "inf"),
-    ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"),
+    ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"), ("mem", "120"),
+    ("mem", "49"), ("mem", "ninety"),
 ])
 def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
     good = {"model": "llama-2-7b", "job": "train", "samples": "5000", "prec": "fp16", "tier": "community"}
@@ -157,6 +162,24 @@ def test_custom_decoder_from_link_builds_the_model_it_describes():
     assert (m.params, m.kv_heads, m.head_dim, m.name) == (212, 2, 2, "tiny")
     again, _ = decode(encode(inputs))
     assert share.resolve_model(again) == m
+
+
+def test_a_custom_mixture_of_experts_travels_in_the_link():
+    link = {"model": "custom", "m_name": "tiny-moe", "m_layers": "1", "m_hidden": "4", "m_heads": "2", "m_ffn": "8",
+            "m_act": "swiglu", "m_experts": "4", "m_topk": "2", "m_shared": "6", "m_vocab": "10", "m_ctx": "16",
+            "m_tied": "1", "m_norm": "rmsnorm"}
+    inputs, warnings = decode(link)
+    assert warnings == []
+    m = share.resolve_model(inputs)
+    # by hand: Q, K, V, O 64; router 4 x 4 = 16; 4 experts x SwiGLU 3 x 4x8 = 384; shared 3 x 4x6 = 72; norms 8;
+    # tied embedding 40; final norm 4: 588 parameters, of which 2 experts x 96 are skipped per token
+    assert (m.params, m.active_params) == (588, 588 - 2 * 96)
+    assert {"m_experts": "4", "m_topk": "2", "m_shared": "6"}.items() <= encode(inputs).items()
+    assert share.resolve_model(decode(encode(inputs))[0]) == m
+    # more experts per token than experts: that value alone is named and falls back to 1
+    inputs, warnings = decode({**link, "m_topk": "5"})
+    assert [w.param for w in warnings] == ["m_topk"] and "more experts (5)" in str(warnings[0])
+    assert dict(inputs.arch)["experts_per_token"] == 1 and dict(inputs.arch)["experts"] == 4
 
 
 def test_invalid_custom_architecture_names_the_field_and_falls_back():
@@ -275,3 +298,39 @@ def test_cpus_travel_in_the_link_and_a_cpu_can_be_named():
     assert link["cpus"] == "1" and link["gpu"] == "amd-ryzen-9-7950x" and "cpus" not in encode(DEFAULTS)
     back, warnings = decode(link)
     assert warnings == [] and back.cpus and back.cmp == inputs.cmp and back.myprice == inputs.myprice
+
+
+def test_the_memory_target_travels_as_a_percent_and_reaches_the_plan():
+    inputs, warnings = decode({"model": "cfdna-gen", "mem": "95"})
+    assert warnings == [] and inputs.mem == 95.0
+    assert share.to_plan(inputs, load_models().get("cfdna-gen")).memory_target == pytest.approx(0.95)
+    assert "at most 95 % of what each GPU reports" in share.plan_sentence(inputs, load_models().get("cfdna-gen"))
+def test_a_pinned_pytorch_build_travels_in_the_link_and_reaches_the_plan():
+    inputs = Inputs(pt="1.13.1+cu116")
+    params = encode(inputs)
+    assert params["pt"] == "1.13.1+cu116" and "pt" not in encode(DEFAULTS)  # unpinned: nothing written
+    back, warnings = decode(parse_qs(share.query_string(inputs)))  # '+' is escaped in the query string
+    assert warnings == [] and back.pt == "1.13.1+cu116"
+    assert share.to_plan(back, share.resolve_model(back)).pytorch == "1.13.1+cu116"
+    assert share.to_plan(DEFAULTS, share.resolve_model(DEFAULTS)).pytorch is None
+
+
+def test_a_typed_link_whose_plus_became_a_space_still_pins_the_build():
+    back, warnings = decode({"pt": "1.13.1 cu116"})  # '?pt=1.13.1+cu116' typed by hand: '+' decodes to ' '
+    assert warnings == [] and back.pt == "1.13.1+cu116"
+
+
+def test_a_hand_edited_unknown_pytorch_build_warns_with_the_known_ones_and_falls_back():
+    back, warnings = decode({"pt": "1.13.9+cu116"})
+    assert back.pt == "" and len(_warned(warnings, "pt")) == 1
+    text = str(_warned(warnings, "pt")[0])
+    assert "unknown PyTorch build '1.13.9+cu116'" in text and "1.13.1 (+cu116, +cu117)" in text
+    assert text.endswith("using the latest builds")
+
+
+def test_old_attention_ids_still_decode_and_auto_is_sdpa():
+    for old in ("sdpa", "flash-attn-2", "manual"):  # share links written before the backend list grew
+        back, warnings = decode({"attn": old})
+        assert warnings == [] and back.attn == old
+    back, warnings = decode({"attn": "auto"})
+    assert warnings == [] and back.attn == "sdpa"  # 'auto' is PyTorch SDPA's own per-GPU choice

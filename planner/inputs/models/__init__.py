@@ -46,19 +46,25 @@ class ModelProfile(Protocol):
     counts_tokens: bool  # throughput is stated in tokens/s
 
     @property
-    def params(self) -> int: ...
+    def params(self) -> int: ...  # all of them: what memory holds (every expert of a mixture of experts)
+    @property
+    def active_params(self) -> int: ...  # those one token's forward pass uses (its top-k experts); = params if dense
     @property
     def default_input_size(self) -> int: ...
     @property
     def trained_context(self) -> int | None: ...  # longest input it was trained for (None: no limit modelled)
     @property
+    def attention_head_dim(self) -> int | None: ...  # per-head width attention kernels see (None: not known)
+    @property
     def tensor_parallel_heads(self) -> int | None: ...  # units tensor parallel splits; None: no TP modelled
+    @property
+    def quantizable_params(self) -> int: ...  # weights a quantized precision stores at its own bytes (the rest 16-bit)
     @property
     def shard_units(self) -> int: ...  # blocks FSDP gathers one at a time (collectives per pass = 3 x this)
     @property
     def shard_unit_params(self) -> int: ...  # parameters of one such block
     @property
-    def kernels_per_forward(self) -> float: ...  # kernel launches of one forward pass (eager)
+    def kernels_per_forward(self) -> float: ...  # launches of one forward pass, fused-block units (x runtime factor)
 
     def check_size(self, size: int) -> None: ...  # ValueError naming the field when the model can't run at `size`
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]: ...

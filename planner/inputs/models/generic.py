@@ -7,14 +7,16 @@ from typing import Any
 
 from planner.base import expressions
 from planner.base.schema import CachedHash, Record
-from planner.base.units import BYTES_PER_GB
-from planner.inputs.work import MemoryItem, OpGroup, Setup, forward_equivalents
+from planner.base.units import BYTES_PER_GB, FP32_BYTES
+from planner.inputs.work import (EAGER_KERNELS_PER_FUSED, MemoryItem, OpGroup, Setup, dequant_groups,
+                                 forward_equivalents)
 
 FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "constants", "params",
           "fwd_flops_per_sample", "activation_elems_per_sample", "attention_score_elems_per_sample",
           "peak_inference_elems_per_sample", "peak_inference_score_elems_per_sample",
-          "activation_traffic_elems_per_sample", "kernels_per_forward", "checkpoint_segments", "derivation",
-          "source")
+          "activation_traffic_elems_per_sample", "kernels_per_forward", "checkpoint_segments",
+          "checkpoint_kept_elems_per_sample", "checkpoint_segment_elems_per_sample", "autocast_bytes_per_saved_elem",
+          "derivation", "source")
 MAX_CONSTANTS = 200  # named constants in one profile (the presets use under 20); each formula evaluation copies them
 TRAIN_WEIGHT_READS = 3  # a training micro-step reads the weights in forward, backward-input, backward-weight
 
@@ -37,10 +39,17 @@ class GenericProfile(CachedHash):
     peak_inference_elems_expr: str
     peak_inference_score_elems_expr: str
     activation_traffic_elems_expr: str
-    kernels_per_forward: int
+    eager_kernels_per_forward: int  # ATen ops one eager forward dispatches (the YAML's kernels_per_forward)
     derivation: str
     source: str
     checkpoint_segments_expr: str = "1"  # blocks activation checkpointing splits the model into
+    # With checkpointing: elements live for the whole step (the input saved at every checkpoint boundary, everything
+    # outside the checkpointed blocks) and the largest segment re-materialized in backward. '' = not given.
+    checkpoint_kept_expr: str = ""
+    checkpoint_segment_expr: str = ""
+    # Bytes per saved activation element in mixed-precision training (norms, softmax and fp32 residual streams stay
+    # fp32 under autocast, so the average is above 2); None = the precision's activation bytes.
+    autocast_bytes_per_saved_elem: float | None = None
     kind: str = field(default="generic", init=False)
 
     # ------------------------------------------------------------ the model protocol: what it is
@@ -53,6 +62,25 @@ class GenericProfile(CachedHash):
     @property
     def shard_unit_params(self) -> int:
         return self.params
+
+    @property
+    def active_params(self) -> int:
+        return self.params  # formulas describe dense models: every parameter is used
+
+    @property
+    def quantizable_params(self) -> int:
+        return self.params  # formulas don't say which weights are embeddings: all count as quantized
+
+    @property
+    def kernels_per_forward(self) -> float:
+        """The profile counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""
+        return self.eager_kernels_per_forward / EAGER_KERNELS_PER_FUSED
+
+    @property
+    def attention_head_dim(self) -> int | None:
+        """The constant `head_dim`, when the profile names one (attention kernels cap it)."""
+        value = dict(self.constants).get("head_dim")
+        return int(value) if value else None
 
     def architecture(self) -> dict[str, Any] | None:
         return None  # formulas, not editable fields: the profile's YAML is the description
@@ -100,7 +128,10 @@ class GenericProfile(CachedHash):
                  ("attention_score_elems_per_sample", self.attention_score_elems_expr, True),
                  ("peak_inference_elems_per_sample", self.peak_inference_elems_expr, True),
                  ("peak_inference_score_elems_per_sample", self.peak_inference_score_elems_expr, True),
-                 ("activation_traffic_elems_per_sample", self.activation_traffic_elems_expr, False))
+                 ("activation_traffic_elems_per_sample", self.activation_traffic_elems_expr, False),
+                 *((("checkpoint_kept_elems_per_sample", self.checkpoint_kept_expr, True),
+                    ("checkpoint_segment_elems_per_sample", self.checkpoint_segment_expr, True))
+                   if self.checkpoint_kept_expr else ()))
         lo, hi = sorted((size, self.default_input_size))
         for name, expr, memory in sized:
             try:
@@ -130,6 +161,7 @@ class GenericProfile(CachedHash):
             OpGroup("matmuls (all layers)", flops, w_bytes, p.compute_path,
                     f"FLOPs = {fwd_factor:g} x batch x fwd_flops(L) [{m.fwd_flops_expr}]; "
                     f"bytes = params x {p.weight_bytes:g} B"),
+            *dequant_groups(m.params, s),
             OpGroup("elementwise & attention traffic", 0.0, act + scores, s.attention_path,
                     f"bytes = {fwd_factor:g} x batch x traffic(L) [{m.activation_traffic_elems_expr}] x {p.act_bytes:g} B"
                     + (" + score matrices (manual attention)" if scores else "")),
@@ -161,14 +193,35 @@ class GenericProfile(CachedHash):
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         raise ValueError(f"{self.name} is a generic profile: it cannot generate (use infer or train)")
 
+    def saved_elem_bytes(self, s: Setup) -> float:
+        """Bytes per saved activation element in training: the profile's autocast average under mixed precision."""
+        p = s.precision
+        if p.act_bytes < FP32_BYTES and self.autocast_bytes_per_saved_elem is not None:
+            return self.autocast_bytes_per_saved_elem
+        return p.act_bytes
+
+    def _checkpointed_elems(self, L: int, scores: float) -> tuple[float, str]:
+        """Elements saved per sample with activation checkpointing, and how they were counted."""
+        n = self.checkpoint_segments
+        if self.checkpoint_kept_expr and self.checkpoint_segment_expr:
+            kept, seg = self._eval(self.checkpoint_kept_expr, L), self._eval(self.checkpoint_segment_expr, L)
+            return kept + seg + scores / n, (f"(kept(L={L}) [{self.checkpoint_kept_expr}] + one segment "
+                                             f"[{self.checkpoint_segment_expr}]" + (f" + scores / {n:g}" if scores else "")
+                                             + ")")
+        # The profile says nothing of what stays saved: divide by the segments, a lower bound (block inputs ignored)
+        return (self.activation_elems(L) + scores) / n, (
+            f"activation_elems(L={L}) / {n:g} checkpointed segments (a lower bound: the profile gives no "
+            "checkpoint_kept_elems_per_sample, so the inputs saved at every block are not counted)")
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
-        L, p = size, s.precision
-        per = self.activation_elems(L) + (self.attention_score_elems(L) if s.attention.scores_materialized else 0)
-        if checkpointing:  # one checkpointed segment is re-materialised at a time; block inputs are small
-            per = per / self.checkpoint_segments
-        formula = f"batch x activation_elems(L={L}) x {p.act_bytes:g} B" + (
-            f" / {self.checkpoint_segments:g} checkpointed segments" if checkpointing else "")
-        return MemoryItem("activations", batch * per * p.act_bytes / BYTES_PER_GB, formula)
+        L, nbytes = size, self.saved_elem_bytes(s)
+        scores = self.attention_score_elems(L) if s.attention.scores_materialized else 0.0
+        if checkpointing:
+            per, how = self._checkpointed_elems(L, scores)
+        else:
+            per, how = self.activation_elems(L) + scores, f"activation_elems(L={L})" + (" + scores" if scores else "")
+        return MemoryItem("activations", batch * per * nbytes / BYTES_PER_GB, "batch {} x {} x {:g} B",
+                          (batch, how, nbytes))
 
 
 def _formula(rec: Record, fld: str, names: set[str], required: bool = True, default: str = "0") -> str:
@@ -206,10 +259,17 @@ def parse_generic(rec: Record) -> GenericProfile:
         peak_inference_elems_expr=_formula(rec, "peak_inference_elems_per_sample", with_l),
         peak_inference_score_elems_expr=_formula(rec, "peak_inference_score_elems_per_sample", with_l, required=False),
         activation_traffic_elems_expr=_formula(rec, "activation_traffic_elems_per_sample", with_l),
-        kernels_per_forward=rec.number("kernels_per_forward", lo=1, hi=10**6, integer=True),
+        eager_kernels_per_forward=rec.number("kernels_per_forward", lo=1, hi=10**6, integer=True),
         derivation=rec.text("derivation"), source=rec.text("source"),
         checkpoint_segments_expr=_formula(rec, "checkpoint_segments", set(constants), required=False, default="1"),
+        checkpoint_kept_expr=_formula(rec, "checkpoint_kept_elems_per_sample", with_l, required=False, default=""),
+        checkpoint_segment_expr=_formula(rec, "checkpoint_segment_elems_per_sample", with_l, required=False,
+                                         default=""),
+        autocast_bytes_per_saved_elem=rec.number("autocast_bytes_per_saved_elem", required=False, lo=1, hi=4),
     )
+    if bool(profile.checkpoint_kept_expr) != bool(profile.checkpoint_segment_expr):
+        raise rec.fail("checkpoint_kept_elems_per_sample", "give both checkpoint_kept_elems_per_sample and "
+                       "checkpoint_segment_elems_per_sample, or neither")
     for fld, fn in (("params", lambda: profile.params),
                     ("fwd_flops_per_sample", lambda: profile.fwd_flops(profile.default_input_size)),
                     ("activation_elems_per_sample", lambda: profile.activation_elems(profile.default_input_size)),

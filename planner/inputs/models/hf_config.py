@@ -1,34 +1,192 @@
-"""Decoder profiles from a Hugging Face config.json (LLaMA / Mistral / Qwen or GPT-2 key names)."""
+"""Decoder profiles from a Hugging Face config.json, for the model families the decoder profile describes exactly;
+anything else is refused with a message naming the model type or field, why the formulas don't fit it, and what to
+use instead (a DataFileError, as for any bad model file).
+
+Read: LLaMA-style decoders (RMSNorm, gated MLP of three matrices, RoPE, no linear biases: llama, mistral, qwen2,
+qwen3, gemma), their mixture-of-experts forms (mixtral; qwen2_moe with shared experts; qwen3_moe) and GPT-2.
+Weights under 0.01 % of a model are not counted: Qwen2's q/k/v biases, Qwen3's q/k norms, Qwen2-MoE's shared-expert
+gate (hidden x 1). A sliding window every layer uses is modelled as full attention with the context capped at the
+window (what vLLM does when it runs such a model without sliding-window kernels, vllm-project/vllm PR 9414).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from planner.base.schema import Record
+from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
+
+GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma")
+GPT2 = ("gpt2",)
+READ = GATED + GPT2
+TIED_BY_DEFAULT = ("gemma",)  # transformers' config class defaults tie_word_embeddings to true for these
+
+WHAT_TO_DO = "use a generic profile (docs/SCHEMAS.md) or trace its PyTorch code: `python3 -m planner profile`"
+LLAMA_LIKE_HINT = ("if its layers are LLaMA-like after all, write a decoder profile or edit a custom model; "
+                   "otherwise " + WHAT_TO_DO)
+
+ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2",
+                "camembert", "mpnet", "modernbert", "ernie", "xlm", "flaubert", "longformer", "big_bird",
+                "nomic_bert", "esm")
+ENCODER_DECODER = ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian", "whisper", "led",
+                   "blenderbot", "prophetnet", "fsmt", "switch_transformers", "nllb_moe", "encoder-decoder")
+# Families refused with the reason the decoder formulas don't fit them.
+NOT_MODELLED = {
+    "gemma2": "it alternates sliding-window and global attention layers and soft-caps its logits",
+    "gemma3": "it alternates sliding-window and global attention layers",
+    "deepseek_v2": "multi-head latent attention (kv_lora_rank) and a dense first layer before its experts",
+    "deepseek_v3": "multi-head latent attention (kv_lora_rank) and dense first layers before its experts",
+    "deepseek": "dense first layers before its experts (first_k_dense_replace)",
+    "jamba": "it interleaves Mamba (state-space) layers with attention layers",
+    "mamba": "its layers are state-space (Mamba) layers, not attention",
+    "mamba2": "its layers are state-space (Mamba-2) layers, not attention",
+    "rwkv": "its layers are RWKV (linear-attention recurrences), not softmax attention",
+    "recurrent_gemma": "it interleaves recurrent (RG-LRU) layers with local attention",
+    "gpt_neox": "parallel attention and MLP, LayerNorm with biases and biased linear layers",
+    "falcon": "parallel attention and MLP and LayerNorm with biases",
+    "phi": "parallel attention and MLP, LayerNorm with biases and biased linear layers",
+    "bloom": "ALiBi positions, LayerNorm with biases and biased linear layers",
+    "opt": "LayerNorm with biases, biased linear layers and a ReLU MLP",
+}
+# Fields that change the math in ways the decoder profile does not model: field -> (is it set?, why).
+UNMODELLED_FIELDS = (
+    ("kv_lora_rank", lambda v: v is not None,
+     "multi-head latent attention (MLA) caches a compressed latent, not per-head K and V"),
+    ("q_lora_rank", lambda v: v is not None, "multi-head latent attention (MLA): Q is compressed into a latent"),
+    ("first_k_dense_replace", lambda v: bool(v),
+     "its first layers are dense and the rest mixture-of-experts: layers of two kinds are not modelled"),
+    ("moe_layer_freq", lambda v: v not in (None, 1),
+     "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
+    ("decoder_sparse_step", lambda v: v not in (None, 1),
+     "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
+    ("interleave_moe_layer_step", lambda v: v not in (None, 1),
+     "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
+    ("mlp_only_layers", lambda v: bool(v),
+     "some layers are dense and the rest mixture-of-experts: layers of two kinds are not modelled"),
+    ("layer_types", lambda v: isinstance(v, list) and len({str(t) for t in v}) > 1,
+     "its layers are of several kinds (e.g. sliding-window and full, or linear and full attention)"),
+    ("sliding_window_pattern", lambda v: v not in (None, 1),
+     "it alternates sliding-window and global attention layers"),
+    ("attn_layer_period", lambda v: v not in (None, 1), "it interleaves attention with other (state-space) layers"),
+    ("full_attention_interval", lambda v: v not in (None, 1), "it interleaves linear-attention and full layers"),
+    ("attn_type_list", lambda v: bool(v), "it interleaves linear-attention and softmax-attention layers"),
+    ("linear_num_key_heads", lambda v: v is not None, "it has linear-attention (gated delta-net) layers"),
+)
+
+
+def _refuse(rec: Record, field: str, what: str, why: str, hint: str = WHAT_TO_DO) -> DataFileError:
+    return rec.fail(field, f"{what}: {why}. Refused rather than estimated wrong; to plan it, {hint}")
+
+
+def _model_type(config: Mapping[str, Any]) -> str | None:
+    model_type = config.get("model_type")
+    return model_type.lower() if isinstance(model_type, str) else None
+
+
+def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
+    """The family to read the config as ('gated' or 'gpt2'); DataFileError naming what can't be modelled."""
+    mt = _model_type(config)
+    archs = config.get("architectures")
+    archs = [str(a) for a in archs] if isinstance(archs, list) else []
+    shown = f"model_type '{mt}'" + (f" ({', '.join(archs)})" if archs else "") if mt else "this config"
+    if config.get("is_encoder_decoder") or mt in ENCODER_DECODER:
+        raise _refuse(rec, "is_encoder_decoder" if config.get("is_encoder_decoder") else "model_type", shown,
+                      "an encoder-decoder model (its decoder cross-attends to an encoder), not a decoder-only LM")
+    if mt in ENCODER_ONLY or any(a.endswith("ForMaskedLM") for a in archs):
+        raise _refuse(rec, "model_type" if mt in ENCODER_ONLY else "architectures", shown,
+                      "an encoder-only model (bidirectional, no token-by-token generation), not a decoder-only LM")
+    for name, is_set, why in UNMODELLED_FIELDS:
+        if name in config and is_set(config[name]):
+            raise _refuse(rec, name, f"{shown} sets {name} = {str(config[name])[:60]}", why)
+    if _sliding_layers_mixed(config):
+        raise _refuse(rec, "max_window_layers", shown, "use_sliding_window puts the layers from max_window_layers "
+                      f"({config.get('max_window_layers')}) up on sliding-window attention and those below on full "
+                      "attention: layers of two kinds are not modelled")
+    if mt is None:
+        if "n_embd" in config:
+            return "gpt2"
+        raise rec.fail("model_type", "missing from config.json: the planner reads the families "
+                                     f"{', '.join(READ)} and needs model_type to know which (e.g. \"model_type\": "
+                                     "\"llama\")")
+    if mt in NOT_MODELLED:
+        raise _refuse(rec, "model_type", shown, NOT_MODELLED[mt])
+    if mt not in READ:
+        multimodal = ("; it looks multimodal (it has a text_config), and no vision or audio part is modelled"
+                      if "text_config" in config else "")
+        raise _refuse(rec, "model_type", shown, f"not a family the planner reads from config.json ({', '.join(READ)})"
+                      f", so its layers may differ in ways that change the counts (norms, biases, attention, MLP)"
+                      f"{multimodal}", LLAMA_LIKE_HINT)
+    if archs and not any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
+        raise _refuse(rec, "architectures", shown, "not a causal language model (…ForCausalLM): a classification "
+                      "or embedding head replaces the LM head the decoder profile counts",
+                      "plan its base model's config.json (…ForCausalLM) for an upper bound; otherwise " + WHAT_TO_DO)
+    return "gpt2" if mt in GPT2 else "gated"
+
+
+def _sliding_layers_mixed(config: Mapping[str, Any]) -> bool:
+    """Qwen2-style configs: sliding windows on the layers from max_window_layers on, when use_sliding_window."""
+    layers, first = config.get("num_hidden_layers"), config.get("max_window_layers")
+    return (bool(config.get("use_sliding_window")) and isinstance(layers, int) and isinstance(first, int)
+            and 0 < first < layers)
+
+
+def _sliding_window(config: Mapping[str, Any]) -> int | None:
+    """The window every layer attends over, or None (no window, or one the config switches off)."""
+    window = config.get("sliding_window")
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        return None
+    if "use_sliding_window" in config and not config["use_sliding_window"]:
+        return None  # Qwen2/Qwen3 name a window but run full attention unless use_sliding_window
+    layers, first = config.get("num_hidden_layers"), config.get("max_window_layers")
+    if isinstance(layers, int) and isinstance(first, int) and first >= layers:
+        return None  # every layer is below max_window_layers: full attention
+    return window
+
+
+def _experts(config: Mapping[str, Any], get, ffn: Any) -> dict[str, Any]:
+    """Mixture-of-experts fields: Mixtral (num_local_experts) or Qwen-MoE (num_experts, moe_intermediate_size, shared
+    expert) key names; {} for a dense model."""
+    experts = get("num_local_experts", "num_experts")
+    if experts is None or experts == 1:
+        return {}
+    out = {"experts": experts, "experts_per_token": get("num_experts_per_tok"),
+           "ffn": get("moe_intermediate_size") or ffn}
+    if config.get("shared_expert_intermediate_size"):
+        out["shared_ffn"] = config["shared_expert_intermediate_size"]
+    return out
 
 
 def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> DecoderProfile:
-    """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Qwen or GPT-2 keys)."""
+    """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys);
+    DataFileError naming the field when the config describes something the decoder profile can't model."""
     rec = Record(source, f"'{model_id}'", dict(config))
+    family = _check_modelled(config, rec)
     get = lambda *keys: next((config[k] for k in keys if config.get(k) is not None), None)  # noqa: E731
-    is_gpt2 = "n_embd" in config or config.get("model_type") == "gpt2"
+    is_gpt2 = family == "gpt2"
     hidden = get("hidden_size", "n_embd", "d_model")
     heads = get("num_attention_heads", "n_head")
-    act = str(get("hidden_act", "activation_function") or "silu").lower()
+    ffn = get("intermediate_size", "n_inner") or (4 * hidden if isinstance(hidden, int) else None)
+    tied_default = is_gpt2 or _model_type(config) in TIED_BY_DEFAULT
     data = {
         "id": model_id, "name": model_id, "kind": "decoder", "layers": get("num_hidden_layers", "n_layer"),
-        "hidden": hidden, "heads": heads, "kv_heads": get("num_key_value_heads") or heads,
-        "ffn": get("intermediate_size", "n_inner") or (4 * hidden if isinstance(hidden, int) else None),
-        "ffn_kind": "gelu" if is_gpt2 or "gelu" in act else "swiglu",
+        "hidden": hidden, "heads": heads, "kv_heads": get("num_key_value_heads") or heads, "ffn": ffn,
+        "ffn_kind": "gelu" if is_gpt2 else "swiglu",  # 'swiglu': any gated MLP of three matrices (Gemma's GeGLU too)
         "vocab": get("vocab_size"), "context": get("max_position_embeddings", "n_positions", "n_ctx"),
-        "tied_embeddings": bool(config.get("tie_word_embeddings", is_gpt2)),
+        "tied_embeddings": bool(config.get("tie_word_embeddings", tied_default)),
         "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2, "bias": is_gpt2,
-        "source": source,
+        "source": source, **_experts(config, get, ffn),
     }
     if config.get("head_dim"):
         data["head_dim"] = config["head_dim"]
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "context") if data[k] is None]
+    if "experts" in data and data["experts_per_token"] is None:
+        missing.append("experts_per_token")
     if missing:
-        raise rec.fail(missing[0], "missing from config.json (looked for the LLaMA and GPT-2 key names)")
+        keys = {"experts_per_token": "num_experts_per_tok"}.get(missing[0], "the LLaMA and GPT-2 key names")
+        raise rec.fail(missing[0], f"missing from config.json (looked for {keys})")
+    window = _sliding_window(config)
+    if window and isinstance(data["context"], int) and window < data["context"]:
+        data["source"] = (f"{source}; sliding_window {window} < max_position_embeddings {data['context']}: modelled "
+                          f"as full attention over at most {window} tokens (context capped at the window)")
+        data["context"] = window
     return parse_decoder(Record(source, f"'{model_id}'", data))

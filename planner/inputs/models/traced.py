@@ -21,7 +21,7 @@ from typing import Any
 from planner.base.safe_parse import shown
 from planner.base.schema import CachedHash, Record, check_number
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import MemoryItem, OpGroup, Setup
+from planner.inputs.work import EAGER_KERNELS_PER_FUSED, dequant_groups, MemoryItem, OpGroup, Setup
 
 FIELDS = ("id", "kind", "name", "source", "input_size_name", "default_input_size", "params", "trace", "work",
           "kernels", "memory", "ops", "notes")
@@ -156,6 +156,7 @@ class TracedProfile(CachedHash):
     trained_context = None
     tensor_parallel_heads = None  # traced on one device: no tensor-parallel split is modelled
     shard_units = 1  # FSDP gathers the whole model at once
+    attention_head_dim = None  # the trace measures the code's own attention, not its head width
 
     @property
     def counts_tokens(self) -> bool:
@@ -166,8 +167,17 @@ class TracedProfile(CachedHash):
         return self.params
 
     @property
+    def active_params(self) -> int:
+        return self.params  # a trace measures what ran: every parameter counts as used
+
+    @property
+    def quantizable_params(self) -> int:
+        return self.params  # the trace does not tell embeddings from matrices: all count as quantized
+
+    @property
     def kernels_per_forward(self) -> float:
-        return max(1.0, self._kernels("forward").at(self.default_input_size))
+        """The trace counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""
+        return max(1.0, self._kernels("forward").at(self.default_input_size)) / EAGER_KERNELS_PER_FUSED
 
     def architecture(self) -> dict[str, Any] | None:
         return None  # measured, not editable: re-trace the code to change it
@@ -224,7 +234,7 @@ class TracedProfile(CachedHash):
                                f"traced {step}: FLOPs per sample {self.law(step, group, 'flops').formula()}; bytes = "
                                f"weights x {p.weight_bytes:g}/4 + activations x {p.act_bytes:g}/4 (fp32 trace); "
                                "terms constant in L once per step, the rest x batch"))
-        return tuple(out)
+        return (*out[:1], *dequant_groups(self.params, s), *out[1:])
 
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
         return self._groups("forward", s, batch, size, "")
