@@ -29,6 +29,7 @@ from planner.inputs.models import load_models, parse_model_text  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
 from planner.inputs.launch_names import load_skypilot_names  # noqa: E402
 from planner.views import calibration_text, charts, launch, page, share  # noqa: E402
+from planner.views.cache_key import content_key  # noqa: E402
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit  # noqa: E402
 from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
@@ -460,21 +461,33 @@ def _calibration(inputs: share.Inputs):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _rankings(plan, price_key: tuple, cal_text: str, include_cpus: bool, _table, _cal) -> tuple[list, dict]:
+def _rankings(key: str, _plan, _include_cpus: bool, _table, _cal) -> tuple[list, dict]:
     """(analytic ranking, calibrated estimates by GPU id) for one distinct plan, shared by every session: a page
-    rerun that only changes the view, or another visitor asking the same, costs nothing. The key is the plan, the
-    prices' identity (source, date, your own prices), the calibration text and whether CPUs join; the table and fit
-    ride along."""
-    facts = replace(FACTS, prices=_table)
-    ests = estimate_all(plan, facts, include_cpus=include_cpus)
-    cal_all = estimate_all(plan, facts, adjust=_cal.adjust, include_cpus=include_cpus) if _cal else []
+    rerun that only changes the view, or another visitor asking the same, costs nothing. The key is the content of
+    the plan, the prices' identity (source, date, your own prices), the calibration text and whether CPUs join; the
+    rest rides along."""
+    plan, facts = _plan, replace(FACTS, prices=_table)
+    ests = estimate_all(plan, facts, include_cpus=_include_cpus)
+    cal_all = estimate_all(plan, facts, adjust=_cal.adjust, include_cpus=_include_cpus) if _cal else []
     # only GPUs the calibration reaches (a CPU calibration changes none of the catalog's)
     return ests, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
+    """The Vega-Lite spec of charts.<builder>(*args), built and validated once per distinct input (key) and shared
+    by every session: building an Altair chart is the largest part of a rerun (~10 ms a chart), and twenty sessions
+    on one plan then pay it once."""
+    return getattr(charts, builder)(*_args).to_dict()
+
+
+def _chart(builder: str, *args) -> None:
+    st.vega_lite_chart(_chart_spec(content_key(builder, args), builder, args), width="stretch")
+
+
 def estimates(plan, inputs: share.Inputs, table, cal) -> tuple[list, dict]:
-    return _rankings(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus, table,
-                     cal)
+    key = content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus)
+    return _rankings(key, plan, inputs.cpus, table, cal)
 
 
 def _skypilot_text(ests, plan, url: str) -> str:
@@ -570,7 +583,7 @@ def calibration_panel(plan, fleet) -> None:
             if result is not None:
                 df = charts.calibration_data(calibration.point_table(result, cal))
                 if len(df):
-                    st.altair_chart(charts.calibration_chart(df), width="stretch")
+                    _chart("calibration_chart", df)
 
 
 def explain(e, cal_e, inputs: share.Inputs) -> None:
@@ -602,8 +615,7 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     job = job_cost(e, OVERHEADS)
     if job is not None:
         st.markdown(f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**")
-        st.altair_chart(charts.job_cost_chart(charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus)),
-                        width="stretch")
+        _chart("job_cost_chart", charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus))
         st.caption(" · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
                    + ". Assumptions (each with its source): data/job_costs.yaml.")
     st.markdown("#### Memory breakdown")
@@ -637,7 +649,7 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
         "and passes (a pass = one batch through the model). Whichever side of the max wins limits the group.")
     split = charts.time_split_data(e)
     if len(split):
-        st.altair_chart(charts.time_split_chart(split), width="stretch")
+        _chart("time_split_chart", split)
     secs = st.column_config.NumberColumn(format="%.4g")
     st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, column_config={
         "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
@@ -653,14 +665,14 @@ def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, cmp_ids) -> N
         if df.empty:
             st.info("No GPU in the table can run this plan with a price.")
         else:
-            st.altair_chart(charts.cost_time_chart(df, inputs.tier, unit[0]), width="stretch")
+            _chart("cost_time_chart", df, inputs.tier, unit[0])
     elif name == "Roofline":
         chosen = [e for e in rows if e.gpu.id in cmp_ids]
         ceilings, points = charts.roofline_data(chosen)
         if points.empty:
             st.info("None of the compared GPUs can run this plan.")
         else:
-            st.altair_chart(charts.roofline_chart(ceilings, points), width="stretch")
+            _chart("roofline_chart", ceilings, points)
     elif name == "Batch size":
         gpus = [GPU_BY_ID[g] for g in cmp_ids]
         df = charts.batch_sweep(plan, gpus, replace(FACTS, prices=table), cal.adjust if cal else None)
@@ -669,11 +681,11 @@ def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, cmp_ids) -> N
             st.caption(f"The job has only {per_gpu:,} item(s) per GPU, so no batch can be larger: raise the job size "
                        f"in the sidebar to see how larger batches would run.")
         col, title = charts.rate_column(inputs.job, plan.model.counts_tokens)
-        st.altair_chart(charts.batch_chart(df, col, title), width="stretch")
-        st.altair_chart(charts.batch_chart(df, "cost_usd", f"Job cost ($, RunPod {inputs.tier})"), width="stretch")
+        _chart("batch_chart", df, col, title)
+        _chart("batch_chart", df, "cost_usd", f"Job cost ($, RunPod {inputs.tier})")
     elif name == "Memory":
         chosen = [e for e in rows if e.gpu.id in cmp_ids]
-        st.altair_chart(charts.memory_chart(charts.memory_data(chosen)), width="stretch")
+        _chart("memory_chart", charts.memory_data(chosen))
     elif name == "Serving":
         serving(plan, inputs, table, cmp_ids)
     elif name == "Accuracy":
@@ -825,7 +837,7 @@ def main(inputs: share.Inputs) -> None:
     if len(jobs):
         with st.expander("**The whole job** · compute next to the pod's start, download, warm-up and billing, top 10",
                          icon=":material/stacked_bar_chart:"):
-            st.altair_chart(charts.whole_jobs_chart(jobs), width="stretch")
+            _chart("whole_jobs_chart", jobs)
     sel = getattr(getattr(event, "selection", None), "rows", None) or []
     picked = df.gpu_id.iloc[sel[0]] if sel and sel[0] < len(df) else None
     if picked and picked != ss.get("_picked"):

@@ -6,7 +6,7 @@ computed yet) and prints the median and 90th percentile of the time from the key
 updated, the script not running), next to the same figure for one session alone. Loading N fresh pages at once is
 also printed: it is dominated by the browser parsing Streamlit's JavaScript N times on the same 2 cores. The expensive part of a rerun (the ranking) is computed once per
 distinct plan and shared by every session (app.py: _rankings), so N sessions cost little more than one.
-Run: python3 benchmarks/concurrent_sessions.py [sessions, default 20]
+Run: python3 benchmarks/concurrent_sessions.py [sessions, default 20] [--server-only]
 """
 
 import asyncio
@@ -80,40 +80,67 @@ async def _run(url: str, sessions: int) -> None:
     print(f"{sessions} fresh pages loading at once: median {statistics.median(loads):.1f} s (browser-bound)")
 
 
-def _server_only(sessions: int) -> None:
-    """The same change in N sessions at once, without a browser: N AppTest sessions in one process (one GIL, as
-    the server's script threads share one) rerun the script together; prints median and slowest seconds."""
-    import threading
+async def _script_run(ws, query: str, seqs_widget: str | None = None, seqs: int = 0) -> tuple[float, dict]:
+    """Ask the server for one script run, as a browser tab does (a BackMsg over the app's websocket), and read its
+    answer up to script_finished; returns (seconds, {widget id: element kind, '_qs': the link it set})."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    from streamlit.testing.v1 import AppTest
+    msg = BackMsg()
+    msg.rerun_script.query_string = query
+    if seqs_widget:
+        state = msg.rerun_script.widget_states.widgets.add()
+        state.id, state.int_value = seqs_widget, seqs
+    t0 = time.perf_counter()
+    await ws.send(msg.SerializeToString())
+    seen: dict = {}
+    while True:
+        fwd = ForwardMsg()
+        fwd.ParseFromString(await ws.recv())
+        kind = fwd.WhichOneof("type")
+        if kind == "script_finished":
+            return time.perf_counter() - t0, seen
+        if kind == "page_info_changed":
+            seen["_qs"] = fwd.page_info_changed.query_string
+        elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+            element = getattr(fwd.delta.new_element, fwd.delta.new_element.WhichOneof("type"))
+            if isinstance(getattr(element, "id", None), str) and element.id:
+                seen[element.id] = True
 
-    apps = [AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run() for _ in range(sessions)]
-    start, times = threading.Barrier(sessions), [0.0] * sessions
 
-    def rerun(i: int) -> None:
-        apps[i].number_input(key="seqs").set_value(123_457)
-        start.wait()
-        t0 = time.perf_counter()
-        apps[i].run()
-        times[i] = time.perf_counter() - t0
+async def _server_sessions(url: str, sessions: int) -> None:
+    """N sessions on the real server without a browser: each holds the app's websocket, as a tab does, and all N
+    ask for the same new plan at once; prints the median and slowest time from the request to the end of the
+    script run (every message of the page received). What the browsers then spend drawing is left out: on this
+    machine N Chromium tabs share the server's 2 cores."""
+    from websockets.asyncio.client import connect
 
-    threads = [threading.Thread(target=rerun, args=(i,)) for i in range(sessions)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    print(f"{sessions} sessions rerunning the same new plan at once, server side only: median "
-          f"{statistics.median(times):.2f} s, slowest {max(times):.2f} s")
+    socks = [await connect(url.replace("http", "ws") + "_stcore/stream", max_size=2**26) for _ in range(sessions)]
+    firsts = [await _script_run(ws, "") for ws in socks]
+    query = firsts[0][1].get("_qs", "")
+    widget = next(k for k in firsts[0][1] if k.endswith("-seqs"))  # the key 'seqs' ends the widget's id
+    alone = [(await _script_run(socks[0], query, widget, 300_000 + i))[0] for i in range(5)]
+    together = await asyncio.gather(*(_script_run(ws, query, widget, 123_456) for ws in socks))
+    times = [t for t, seen in together if "seqs=123456" in seen.get("_qs", "")]
+    for ws in socks:
+        await ws.close()
+    if len(times) != sessions:
+        raise SystemExit(f"only {len(times)} of {sessions} sessions reached the new plan")
+    print(f"server, one session alone, a new plan: median {statistics.median(alone):.2f} s over {len(alone)} changes")
+    print(f"server, {sessions} sessions asking for the same new plan at once: median {statistics.median(times):.2f} s, "
+          f"slowest {max(times):.2f} s")
 
 
-def main(sessions: int = 20) -> None:
-    _server_only(sessions)
+def main(sessions: int = 20, browsers: bool = True) -> None:
     proc, url = _start_server()
     try:
-        asyncio.run(_run(url, sessions))
+        asyncio.run(_server_sessions(url, sessions))
+        if browsers:
+            asyncio.run(_run(url, sessions))
     finally:
         proc.terminate()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    args = [a for a in sys.argv[1:] if a != "--server-only"]
+    main(int(args[0]) if args else 20, browsers="--server-only" not in sys.argv)
