@@ -3,10 +3,12 @@ against the cloud's price per GPU-hour, and the hours of use a month at which bo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from planner.engine.estimate import Estimate
+from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.job_cost import job_cost
+from planner.engine.plan import Plan
+from planner.inputs.facts import Facts
 from planner.inputs.job_costs import JobOverheads
 from planner.inputs.ownership import OwnAssumptions, Owned
 
@@ -32,6 +34,11 @@ class OwnCost:
     rent_usd_per_h: float | None  # all cards, the plan's tier
     job_rent_usd: float | None  # the whole job on a rented pod of as many cards
     break_even_h_per_month: float | None
+
+
+def estimate_owned(plan: Plan, owned: Owned, facts: Facts, adjust=None) -> Estimate:
+    """The plan run on all the owned cards of one kind together (GPUs per job = the cards owned)."""
+    return estimate_gpu(replace(plan, gpus=owned.count), facts.catalog.get(owned.gpu_id), facts, adjust)
 
 
 def own_cost(e: Estimate, owned: Owned, a: OwnAssumptions, overheads: JobOverheads | None = None) -> OwnCost:

@@ -16,8 +16,10 @@ from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import capacity_text
 from planner.engine.job_cost import job_cost
+from planner.engine.owning import HOURS_PER_MONTH, OwnCost, estimate_owned, own_cost
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
+from planner.inputs.ownership import OwnAssumptions, Owned
 from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
@@ -345,3 +347,97 @@ def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | No
                "$ per 1M tokens at max": best.usd_per_m_tokens if best else None, "gpu_id": gpu.id}
         rows.append(row)
     return rows
+
+
+# ---------------------------------------------------------------- the user's own GPUs
+
+
+@dataclass(frozen=True)
+class Mine:
+    """Cards the user owns, the plan run on all of them, and owning them vs renting as many."""
+
+    owned: Owned
+    estimate: Estimate
+    cost: OwnCost
+
+    @property
+    def label(self) -> str:
+        return f"{self.owned.count} × {self.estimate.gpu.name}"
+
+
+def my_gpus(plan, owned: Iterable[Owned], facts, assumptions: OwnAssumptions, overheads: JobOverheads | None,
+            adjust=None) -> list[Mine]:
+    """The plan on each kind of card the user owns (all cards of a kind together), with its cost to own."""
+    out = []
+    for o in owned:
+        e = estimate_owned(plan, o, facts, adjust)
+        out.append(Mine(o, e, own_cost(e, o, assumptions, overheads)))
+    return out
+
+
+def mine_rows(mine: Iterable[Mine], job: str, unit: str, div: float, today: date | None = None,
+              stale_after_days: int = STALE_AFTER_DAYS, overheads: JobOverheads | None = None) -> list[dict]:
+    """Rows pinned above the ranking, one per kind of card owned, with the ranking's columns (ranking_rows) and
+    the owning ones; Rank 0 keeps them on top when the table is sorted by rank."""
+    out = []
+    for m in mine:
+        rows, _, _ = ranking_rows([m.estimate], job, {}, {}, today, stale_after_days, overheads)
+        row = rows[0]
+        row.pop(next(k for k in row if k.startswith("Time (")))
+        e, c = m.estimate, m.cost
+        row.update({"Rank": 0, "GPU": f"★ Yours: {m.label}", f"Time ({unit})": e.seconds / div if e.seconds else None,
+                    "Electricity for the job ($)": c.job_energy_usd, "Own ($/month)": c.fixed_usd_per_month,
+                    "Break-even (h/month)": c.break_even_h_per_month, "gpu_id": e.gpu.id})
+        out.append(row)
+    return out
+
+
+def own_verdict(m: Mine, tier: str) -> tuple[str, list[str]]:
+    """(headline, lines in Markdown) of the 'Your GPUs' card: runs or not and why, time, batch, what it needs,
+    and cost to own vs rent with every assumption named. Catalog text is escaped."""
+    e, c = m.estimate, m.cost
+    if not e.feasible:
+        blocking = "; ".join(md_escape(r.text, 300) for r in e.reasons if r.blocking)
+        return f"✗ {md_escape(m.label)} can't run this plan", [f"Why: {blocking}."]
+    r = rate(e)
+    unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
+    lines = [f"**{fmt_seconds(e.seconds)}** for the job · batch {e.batch:,} per GPU · {md_escape(e.parallelism)} "
+             f"over {m.owned.count} GPU{'s' if m.owned.count > 1 else ''}" + (f" · {fmt_count(r)} {unit}" if r else "")]
+    notes = [md_escape(x.text, 300) for x in e.reasons if not x.blocking]
+    if notes:
+        lines.append("Needs: " + "; ".join(notes))
+    lines.append(own_cost_sentence(m, tier))
+    return f"✓ {md_escape(m.label)} can run it", lines
+
+
+def own_cost_sentence(m: Mine, tier: str) -> str:
+    """Cost to own (purchase written off + electricity) against renting as many cards, and the break-even use."""
+    c = m.cost
+    parts = []
+    if c.fixed_usd_per_month is not None:
+        parts.append(f"owning: {fmt_usd(c.fixed_usd_per_month)}/month ({c.count} × {fmt_usd(c.purchase_usd_each)}, "
+                     f"{md_escape(c.purchase_source, 300)}, written off over the lifetime)")
+    else:
+        parts.append("owning: no purchase price on file for this card (give yours as gpu-id:count:usd)")
+    if c.energy_usd_per_h is not None:
+        parts.append(f"electricity {fmt_usd(c.energy_usd_per_h)}/h ({c.power_kw:.3g} kW), "
+                     f"{fmt_usd(c.job_energy_usd)} for this job")
+    if c.rent_usd_per_h is not None:
+        parts.append(f"renting {c.count} of them ({tier}): {fmt_usd(c.rent_usd_per_h)}/h, "
+                     f"{fmt_usd(c.job_rent_usd)} for this whole job")
+    else:
+        parts.append(f"no cloud price for this card in the {tier} tier")
+    if c.break_even_h_per_month is not None:
+        h = c.break_even_h_per_month
+        parts.append(f"**break-even at {h:,.0f} h of use a month**"
+                     + (" (more than a month has: renting stays cheaper)" if h > HOURS_PER_MONTH
+                        else "; above it owning is cheaper"))
+    elif c.fixed_usd_per_month is not None and c.rent_usd_per_h is not None and c.energy_usd_per_h is not None:
+        parts.append("the rent is no more than the electricity: owning never catches up")
+    return "Cost: " + " · ".join(parts) + "."
+
+
+def own_assumptions_sentence(a: OwnAssumptions) -> str:
+    """The owning assumptions in one line, each with its value (sources: data/ownership.yaml)."""
+    return (f"Assumed: written off over {a.lifetime_years:g} years; drawing {a.utilization:.0%} of TDP while a job "
+            f"runs; electricity at ${a.usd_per_kwh:.3g}/kWh (data/ownership.yaml, each with its source).")
