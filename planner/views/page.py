@@ -127,12 +127,14 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
 
 def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -> list[str]:
     """The ranking's columns as shown, left to right: what decides a rental first (rank, GPU, whether it runs, time,
-    what the job bills, the price and its age), the details after; only columns present, gpu_id never shown."""
+    what the job bills, owning vs renting when you own cards, throughput, memory, batch, the price, why), the details
+    after; only columns present, gpu_id never shown."""
     noun = NOUNS[job]
-    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
-            f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
-            f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used", "Why / notes",
-            "Memory (GB)", "Usable (GB)", "VRAM (GB)", "Batch", "Price source")
+    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "Own ($/month)", "Break-even (h/month)",
+            "Electricity for the job ($)", f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Memory used",
+            "Batch", "$/GPU-h", "Why / notes", "Price date", f"Likely range ({unit})", f"Calibrated time ({unit})",
+            "Compute cost ($)", "Calibrated cost ($)", "Limited by", "Memory (GB)", "Usable (GB)", "VRAM (GB)",
+            "Price source")
     have = set(columns)
     return [c for c in want if c in have]
 
