@@ -456,3 +456,34 @@ def test_a_pinned_pytorch_build_from_the_link_refuses_gpus_it_has_no_kernels_for
     at.selectbox(key="pt").set_value("").run()  # back to the latest builds
     _ok(at)
     assert "pt" not in _link(at) and _ranking(at).set_index("gpu_id").loc["h100-sxm", "Runs?"]
+
+
+def test_my_gpus_from_a_link_give_a_verdict_and_a_row_on_top():
+    at = _app({"model": "llm-7b-seed002", "job": "generate", "seqs": "1000", "tier": "community",
+               "own": "rtx-a5000:3"})
+    _ok(at)
+    assert at.multiselect(key="own_ids").value == ["rtx-a5000"] and at.number_input(key="own_n_rtx-a5000").value == 3
+    top = _ranking(at).iloc[0]
+    assert top.gpu_id == "rtx-a5000" and top.GPU.startswith("★ Yours: 3 × ") and top.Rank == 0
+    card = " ".join(_shown(m.value) for m in at.markdown if "Your GPUs" in m.value or "Cost:" in m.value)
+    assert "3 × NVIDIA RTX A5000" in card and "break-even" in " ".join(_shown(m.value) for m in at.markdown)
+    assert _link(at)["own"] == "rtx-a5000:3"
+
+
+def test_picking_owned_cards_in_the_sidebar_travels_in_the_link():
+    at = _app({"model": "cfdna-gen", "seqs": "1000"})
+    at.multiselect(key="own_ids").set_value(["rtx-5090"]).run()
+    at.number_input(key="own_n_rtx-5090").set_value(2).run()
+    _ok(at)
+    assert _link(at)["own"] == "rtx-5090:2"
+    assert _ranking(at).iloc[0].GPU == "★ Yours: 2 × NVIDIA GeForce RTX 5090 32GB"
+    again = _app(_link(at))
+    assert again.number_input(key="own_n_rtx-5090").value == 2
+
+
+def test_the_open_tab_travels_in_the_link():
+    at = _app({"tab": "memory"})
+    _ok(at)
+    assert at.session_state["view"] == "Memory" and _link(at)["tab"] == "memory"
+    bad = _app({"tab": "sideways"})
+    assert "'tab'" in " ".join(_shown(w.value) for w in bad.warning) and "tab" not in _link(bad)
