@@ -42,7 +42,7 @@ st.markdown("""<style>
 /* the share link's copy button: always visible, not only on hover */
 [data-testid="stCode"] > div:last-child, [data-testid="stCode"] > div:last-child * {
   opacity: 1 !important; visibility: visible !important;}
-div.block-container {padding-top: 2.2rem;}
+div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1.5rem;}
 </style>""", unsafe_allow_html=True)
 
 FACTS = load_facts()
@@ -516,24 +516,24 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
         "Rank": cc.NumberColumn(width=40, pinned=True, help="Feasible first, then by what the whole job bills "
                                 "(compute, start, download, warm-up, billing increments), then by time; "
                                 "0 = your own cards"),
-        "GPU": cc.TextColumn(width=300, pinned=True, help="★ = cards you own (sidebar, section 5)"),
+        "GPU": cc.TextColumn(width=330, pinned=True, help="★ = cards you own (sidebar, section 5)"),
         "Own ($/month)": cc.NumberColumn(format="$%.4g", help="Your cards' purchase written off over the lifetime "
                                          "(data/ownership.yaml; sidebar, section 5)"),
         "Break-even (h/month)": cc.NumberColumn(format="%.0f", help="Hours of use a month above which owning your "
                                                 "cards costs less than renting as many in this tier"),
         "Electricity for the job ($)": cc.NumberColumn(format="$%.3g", help="Your cards' TDP x power draw x $/kWh "
                                                        "over the job's compute time"),
-        "Runs?": cc.CheckboxColumn(width="small", help="Can this GPU run the plan? If not, 'Why / notes' says why"),
+        "Runs?": cc.CheckboxColumn(width=50, help="Can this GPU run the plan? If not, 'Why / notes' says why"),
         "Why / notes": cc.TextColumn(width=420, help="✗ = blocks the plan; • = a note (software requirements, "
                                      "parallelism). Hover a cell to read it whole, or click the row to explain it"),
-        f"Time ({unit})": cc.NumberColumn(format="%.3g", help="Estimated wall-clock time of the whole job"),
+        f"Time ({unit})": cc.NumberColumn(format="%.3g", width=80, help="Estimated wall-clock time of the whole job"),
         f"Likely range ({unit})": cc.TextColumn(help="80 % range from the planner's errors on published measurements"),
         f"Calibrated time ({unit})": cc.NumberColumn(format="%.3g", help="With the efficiencies of your calibration"),
-        f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", help="Average over the whole job"),
+        f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", width=135, help="Average over the whole job"),
         f"{noun.capitalize()}/s": cc.NumberColumn(format="%.4g"),
         "Compute cost ($)": cc.NumberColumn(format="$%.3g", help=f"compute time x GPUs x $/GPU-hour ({inputs.tier} "
                                             "tier)"),
-        "Whole job ($)": cc.NumberColumn(format="$%.3g", help="what the pod bills: compute plus start, image pull, "
+        "Whole job ($)": cc.NumberColumn(format="$%.3g", width=95, help="what the pod bills: compute plus start, image pull, "
                                          "model download, warm-up, checkpoint upload, spot rework and billing "
                                          "increments (data/job_costs.yaml; 'Explain a GPU' shows the parts)"),
         "Calibrated cost ($)": cc.NumberColumn(format="$%.3g"),
@@ -543,13 +543,13 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
         "Price source": cc.TextColumn(width="medium"),
         "Limited by": cc.TextColumn(width="small", help="memory = bandwidth-bound; compute = TFLOPS-bound; "
                                     "overhead = kernel launches; communication = GPU-to-GPU links"),
-        "Batch": cc.NumberColumn(width="small", help="Per GPU; auto = the cheapest that fits"),
+        "Batch": cc.NumberColumn(width=60, help="Per GPU; auto = the cheapest that fits"),
         "Memory (GB)": cc.NumberColumn(format="%.3g", help="Per GPU at this batch, decimal GB (1e9 bytes)"),
         "Usable (GB)": cc.NumberColumn(format="%.1f", help=f"{inputs.mem:g} % (the memory target, sidebar) "
                                        "of what the GPU reports: ECC takes 1/16 on data-center GDDR cards"),
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
-        "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0,
+        "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, width=110,
                                          help="Memory / usable memory; above 100 % it does not fit"),
         "gpu_id": None,
     }
@@ -561,10 +561,9 @@ def callouts(rows, gpus: int, stale_after_days: int) -> None:
     if not found:
         return
     for col, c in zip(st.columns(len(found)), found):
-        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}"):
-            st.markdown(f"**{c.label}** · {c.why}")
-            st.markdown(f"#### {page.callout_title(c)}")
-            st.markdown(page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS))
+        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}", gap="small"):
+            st.markdown(f"**{c.label}** · **{page.callout_title(c)}**  \n"
+                        f"{page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS)}", help=c.why)
 
 
 def calibration_panel(plan, fleet) -> None:
@@ -656,7 +655,7 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     if len(split):
         st.altair_chart(charts.time_split_chart(split), width="stretch")
     secs = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, column_config={
+    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, placeholder="-", column_config={
         "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
         "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
         "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
@@ -712,7 +711,7 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     gpus = [GPU_BY_ID[g] for g in cmp_ids]
     rows = page.serving_rows(plan, gpus, replace(FACTS, prices=table), prompt, max(output, 2), ttft / 1e3, tpot / 1e3)
     num = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+    st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder="-", column_config={
         "gpu_id": None, "TTFT alone (ms)": num, "TPOT alone (ms)": num, "TPOT at max (ms)": num,
         "Tokens/s at max": num, "$ per 1M tokens at max": st.column_config.NumberColumn(format="$%.3g")})
 
@@ -731,7 +730,7 @@ def accuracy() -> None:
         "group": "grouped by", "key": "group", "n": "rows", "median_ape": "median |error| %",
         "p90_ape": "90th pct |error| %", "median_speed_bias_pct": "median bias % (+ = real runs slower than estimated)",
         "target_median_ape": "target median %", "meets_target": "meets target"}).drop(columns=["split"])
-    st.dataframe(summary, hide_index=True)
+    st.dataframe(summary, hide_index=True, placeholder="-")
     st.altair_chart(charts.validation_chart(report), width="stretch")
 
 
@@ -764,18 +763,16 @@ def own_assumptions() -> OwnAssumptions:
 def own_cards(mine, tier: str) -> None:
     """One verdict card per kind of card the user owns, above the call-outs."""
     for col, m in zip(st.columns(len(mine)), mine):
-        with col.container(border=True, key=f"own_{m.owned.gpu_id}"):
-            title, lines = page.own_verdict(m, tier)
-            st.markdown(f"**Your GPUs** · {title}")
-            for line in lines:
-                st.markdown(line)
-    st.caption(page.own_assumptions_sentence(own_assumptions()))
+        with col.container(border=True, key=f"own_card_{m.owned.gpu_id}", gap="small"):
+            v = page.own_verdict(m, tier)
+            st.markdown("  \n".join(x for x in (v.headline, v.needs, v.cost) if x),
+                        help=f"{v.details}  \n{page.own_assumptions_sentence(own_assumptions())}")
 
 
 def main(inputs: share.Inputs) -> None:
     ss = st.session_state
     c_title, c_presets = st.columns([5, 1.3], vertical_alignment="bottom")
-    c_title.markdown("## GPU cost & throughput planner")
+    c_title.markdown("### GPU cost & throughput planner")
     presets_block(c_presets, inputs)
     if ss._link_warnings:
         st.warning("Some values in this link could not be used; they fell back to defaults:\n\n"
@@ -799,8 +796,7 @@ def main(inputs: share.Inputs) -> None:
     except (ValueError, UnknownNameError, DataFileError) as exc:
         st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
         return
-    st.markdown(f"**Plan:** {md_escape(share.plan_sentence(inputs, model), 1000)} "
-                "Every GPU is ranked by what the **whole job** costs; set the plan in the sidebar.")
+    st.markdown(f"**Plan:** {md_escape(share.plan_sentence(inputs, model), 1000)}")
     if table.pending:
         st.info(f"Prices: {md_escape(table.message, 600)}", icon=":material/hourglass_top:")
         _await_live()
@@ -828,13 +824,13 @@ def main(inputs: share.Inputs) -> None:
         st.checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
                     "them; type your own price in 'Explain a GPU')")
     df, config, order = ranking_table(rows, inputs, cal_ests, bands, mine)
-    event = st.dataframe(df, hide_index=True, column_config=config, column_order=order, key="ranking",
+    event = st.dataframe(df, hide_index=True, placeholder="-", column_config=config, column_order=order, key="ranking",
                          on_select="rerun", row_height=35,
                          selection_mode="single-row", height=min(38 + 35 * len(df), 560))
     dates = page.price_dates(rows, date.today(), inputs.stale)
     st.caption(f"{len(rows)} of {len(ests)} GPUs shown"
                + (" (your own cards on top, marked ★)" if mine else "")
-               + ". Time and cost are for the whole job; click a header to sort, "
+               + ". Ranked by what the whole job bills; time and cost are for the whole job; click a header to sort, "
                f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     if cal is not None:

@@ -92,7 +92,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
                  bands: Mapping[str, tuple[float, float]], today: date | None = None,
                  stale_after_days: int = STALE_AFTER_DAYS,
                  overheads: JobOverheads | None = None) -> tuple[list[dict], str, str]:
-    """(table rows, time unit, rate unit): one row per GPU in ranking order, every capacity and use in decimal GB."""
+    """(table rows, time unit, rate unit): one row per GPU in ranking order (its name without the vendor's brand
+    words), every capacity and use in decimal GB."""
     unit, div = time_unit(e.seconds for e in rows)
     counts_tokens = bool(rows) and rows[0].plan.model.counts_tokens
     rate_name = rate_unit(job, counts_tokens)
@@ -100,7 +101,7 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
     out = []
     for i, e in enumerate(rows, 1):
         p, cal, band = e.price, calibrated.get(e.gpu.id), bands.get(e.gpu.id)
-        row = {"Rank": i, "GPU": e.gpu.name, "Runs?": e.feasible, "Why / notes": reason_text(e),
+        row = {"Rank": i, "GPU": short_name(e.gpu.name), "Runs?": e.feasible, "Why / notes": reason_text(e),
                f"Time ({unit})": e.seconds / div if e.seconds else None}
         if bands:
             row[f"Likely range ({unit})"] = f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None
@@ -130,9 +131,9 @@ def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -
     what the job bills, owning vs renting when you own cards, throughput, memory, batch, the price, why), the details
     after; only columns present, gpu_id never shown."""
     noun = NOUNS[job]
-    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "Own ($/month)", "Break-even (h/month)",
-            "Electricity for the job ($)", f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Memory used",
-            "Batch", "$/GPU-h", "Why / notes", "Price date", f"Likely range ({unit})", f"Calibrated time ({unit})",
+    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", f"Throughput ({rate_name})", "Memory used",
+            "Batch", "Own ($/month)", "Break-even (h/month)", "Electricity for the job ($)", f"{noun.capitalize()}/s",
+            "$/GPU-h", "Why / notes", "Price date", f"Likely range ({unit})", f"Calibrated time ({unit})",
             "Compute cost ($)", "Calibrated cost ($)", "Limited by", "Memory (GB)", "Usable (GB)", "VRAM (GB)",
             "Price source")
     have = set(columns)
@@ -387,29 +388,57 @@ def mine_rows(mine: Iterable[Mine], job: str, unit: str, div: float, today: date
         row = rows[0]
         row.pop(next(k for k in row if k.startswith("Time (")))
         e, c = m.estimate, m.cost
-        row.update({"Rank": 0, "GPU": f"★ Yours: {m.label}", f"Time ({unit})": e.seconds / div if e.seconds else None,
+        row.update({"Rank": 0, "GPU": f"★ Yours: {m.owned.count} × {short_name(e.gpu.name)}",
+                    f"Time ({unit})": e.seconds / div if e.seconds else None,
                     "Electricity for the job ($)": c.job_energy_usd, "Own ($/month)": c.fixed_usd_per_month,
                     "Break-even (h/month)": c.break_even_h_per_month, "gpu_id": e.gpu.id})
         out.append(row)
     return out
 
 
-def own_verdict(m: Mine, tier: str) -> tuple[str, list[str]]:
-    """(headline, lines in Markdown) of the 'Your GPUs' card: runs or not and why, time, batch, what it needs,
-    and cost to own vs rent with every assumption named. Catalog text is escaped."""
+@dataclass(frozen=True)
+class Verdict:
+    """The 'Your GPUs' card in Markdown: headline (runs or not, time, batch, rate), what it needs (the software
+    notes, or why it can't run), cost to own vs rent in short, and the whole cost sentence behind it."""
+
+    headline: str
+    needs: str
+    cost: str
+    details: str
+
+
+def own_verdict(m: Mine, tier: str) -> Verdict:
+    """The card of one kind of owned card; catalog text is escaped."""
     e, c = m.estimate, m.cost
+    name = f"Your {m.owned.count} × {md_escape(short_name(e.gpu.name))}"
+    details = own_cost_sentence(m, tier)
     if not e.feasible:
         blocking = "; ".join(md_escape(r.text, 300) for r in e.reasons if r.blocking)
-        return f"✗ {md_escape(m.label)} can't run this plan", [f"Why: {blocking}."]
+        return Verdict(f"**{name}** · ✗ can't run this plan", f"Why: {blocking}.", "", details)
     r = rate(e)
     unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
-    lines = [f"**{fmt_seconds(e.seconds)}** for the job · batch {e.batch:,} per GPU · {md_escape(e.parallelism)} "
-             f"over {m.owned.count} GPU{'s' if m.owned.count > 1 else ''}" + (f" · {fmt_count(r)} {unit}" if r else "")]
-    notes = [md_escape(x.text, 300) for x in e.reasons if not x.blocking]
-    if notes:
-        lines.append("Needs: " + "; ".join(notes))
-    lines.append(own_cost_sentence(m, tier))
-    return f"✓ {md_escape(m.label)} can run it", lines
+    head = (f"**{name}** · ✓ runs it · **{fmt_seconds(e.seconds)}** · batch {e.batch:,} per GPU"
+            + (f" · {fmt_count(r)} {unit}" if r else "") + f" · {md_escape(e.parallelism)} parallel"
+            * (m.owned.count > 1))
+    software = [md_escape(x.text, 300) for x in e.reasons
+                if not x.blocking and x.code in ("pytorch_build", "precision")]
+    return Verdict(head, ("Needs: " + "; ".join(software)) if software else "", own_cost_short(m, tier), details)
+
+
+def own_cost_short(m: Mine, tier: str) -> str:
+    """'Own $41.65/month + $0.078/h power · rent $0.69/h (community) · break-even 68 h/month' (what is known)."""
+    c = m.cost
+    own = (f"own {fmt_usd(c.fixed_usd_per_month)}/month" if c.fixed_usd_per_month is not None
+           else "own: no purchase price on file")
+    if c.energy_usd_per_h is not None:
+        own += f" + {fmt_usd(c.energy_usd_per_h)}/h power"
+    rent = f"rent {fmt_usd(c.rent_usd_per_h)}/h ({tier})" if c.rent_usd_per_h is not None else f"no {tier} rent"
+    if c.break_even_h_per_month is not None:
+        even = (f"**break-even {c.break_even_h_per_month:,.0f} h/month**"
+                + (" (more than a month: renting stays cheaper)" if c.break_even_h_per_month > HOURS_PER_MONTH else ""))
+    else:
+        even = "no break-even"
+    return f"Cost: {own} · {rent} · {even}"
 
 
 def own_cost_sentence(m: Mine, tier: str) -> str:
