@@ -39,9 +39,6 @@ from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
 st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide")  # no icon font fetched
 st.markdown("""<style>
-/* the share link's copy button: always visible, not only on hover */
-[data-testid="stCode"] > div:last-child, [data-testid="stCode"] > div:last-child * {
-  opacity: 1 !important; visibility: visible !important;}
 div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1.5rem;}
 </style>""", unsafe_allow_html=True)
 
@@ -838,9 +835,10 @@ def main(inputs: share.Inputs) -> None:
 
     url = share.link(st.context.url, inputs)
     c_link, c_csv, c_json, c_sky = st.columns([6, 1, 1, 1.4], vertical_alignment="bottom")
-    with c_link:
-        st.markdown("**Share this plan** · copy the link (button on the right of the box); it opens exactly this plan")
-        st.code(url, language=None, wrap_lines=True)
+    with c_link.container(key="share"):
+        # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
+        st.markdown(f"**Share this plan** · [link to exactly this plan]({url}) (right-click it: *Copy link*); "
+                    "it is also the address in your browser's bar")
     ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
                               OVERHEADS, mine)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
