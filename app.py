@@ -513,7 +513,7 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
         "Rank": cc.NumberColumn(width=40, pinned=True, help="Feasible first, then by what the whole job bills "
                                 "(compute, start, download, warm-up, billing increments), then by time; "
                                 "0 = your own cards"),
-        "GPU": cc.TextColumn(width=330, pinned=True, help="★ = cards you own (sidebar, section 5)"),
+        "GPU": cc.TextColumn(width=320, pinned=True, help="★ = cards you own (sidebar, section 5)"),
         "Own ($/month)": cc.NumberColumn(format="$%.4g", help="Your cards' purchase written off over the lifetime "
                                          "(data/ownership.yaml; sidebar, section 5)"),
         "Break-even (h/month)": cc.NumberColumn(format="%.0f", help="Hours of use a month above which owning your "
@@ -526,7 +526,7 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
         f"Time ({unit})": cc.NumberColumn(format="%.3g", width=80, help="Estimated wall-clock time of the whole job"),
         f"Likely range ({unit})": cc.TextColumn(help="80 % range from the planner's errors on published measurements"),
         f"Calibrated time ({unit})": cc.NumberColumn(format="%.3g", help="With the efficiencies of your calibration"),
-        f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", width=135, help="Average over the whole job"),
+        f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", width=155, help="Average over the whole job"),
         f"{noun.capitalize()}/s": cc.NumberColumn(format="%.4g"),
         "Compute cost ($)": cc.NumberColumn(format="$%.3g", help=f"compute time x GPUs x $/GPU-hour ({inputs.tier} "
                                             "tier)"),
@@ -546,7 +546,7 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
                                        "of what the GPU reports: ECC takes 1/16 on data-center GDDR cards"),
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
-        "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, width=110,
+        "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, width=105,
                                          help="Memory / usable memory; above 100 % it does not fit"),
         "gpu_id": None,
     }
