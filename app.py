@@ -837,8 +837,8 @@ def main(inputs: share.Inputs) -> None:
     c_link, c_csv, c_json, c_sky = st.columns([6, 1, 1, 1.4], vertical_alignment="bottom")
     with c_link.container(key="share"):
         # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
-        st.markdown(f"**Share this plan** · [link to exactly this plan]({url}) (right-click it: *Copy link*); "
-                    "it is also the address in your browser's bar")
+        st.link_button("Share this plan: a link to exactly this page", url, icon=":material/link:",
+                       help="Right-click it and copy the link to share; it is also the address in your browser's bar")
     ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
                               OVERHEADS, mine)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
