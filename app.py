@@ -26,6 +26,10 @@ from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS  # noqa: E402
 from planner.inputs.job_costs import load_job_costs, with_values  # noqa: E402
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS  # noqa: E402
 from planner.inputs.models import load_models, parse_model_text  # noqa: E402
+from planner.inputs.ownership import LIMITS as OWN_LIMITS  # noqa: E402
+from planner.inputs.ownership import (MAX_CARDS, MAX_OWNED, MAX_PAID_USD, OwnAssumptions, Owned,  # noqa: E402
+                                      load_ownership)
+from planner.inputs.ownership import with_values as own_with_values  # noqa: E402
 from planner.tools import calibration, live_prices, validation  # noqa: E402
 from planner.inputs.launch_names import load_skypilot_names  # noqa: E402
 from planner.views import calibration_text, charts, launch, page, share  # noqa: E402
@@ -36,10 +40,7 @@ from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
 st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide")  # no icon font fetched
 st.markdown("""<style>
-/* the share link's copy button: always visible, not only on hover */
-[data-testid="stCode"] > div:last-child, [data-testid="stCode"] > div:last-child * {
-  opacity: 1 !important; visibility: visible !important;}
-div.block-container {padding-top: 2.2rem;}
+div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1.5rem;}
 </style>""", unsafe_allow_html=True)
 
 FACTS = load_facts()
@@ -52,11 +53,16 @@ JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image 
 MODELS = load_models()
 GPU_BY_ID = {g.id: g for g in CATALOG.devices}  # GPUs and CPU devices
 JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
-TABS = ("Explain a GPU", "Cost vs time", "Roofline", "Batch size", "Memory", "Serving", "Accuracy")
+TABS = tuple(share.TABS.values())
+TAB_IDS = {label: tab_id for tab_id, label in share.TABS.items()}
+OWN_DEFAULT = load_ownership(gpu_ids=CATALOG.ids())
+OWN_WIDGETS = (("lifetime_years", "Lifetime (years)", 0.5), ("utilization", "Power draw (fraction of TDP)", 0.05),
+               ("usd_per_kwh", "Electricity ($/kWh)", 0.01))
 BATCH_N_DEFAULT = 8
 ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
-STATE_KEYS = [f.name for f in fields(share.Inputs) if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp")]
-STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", *ARCH_KEYS]
+STATE_KEYS = [f.name for f in fields(share.Inputs)
+              if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
+STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
 
 
 # ---------------------------------------------------------------- state <-> inputs
@@ -72,6 +78,11 @@ def _load(inputs: share.Inputs) -> None:
     ss.batch_n = inputs.batch or BATCH_N_DEFAULT
     ss.cmp = list(inputs.cmp)
     ss.myprice = dict(inputs.myprice)
+    ss.own_ids = [o.gpu_id for o in inputs.own]
+    for o in inputs.own:
+        ss[f"own_n_{o.gpu_id}"] = o.count
+        ss[f"own_paid_{o.gpu_id}"] = float(o.paid_usd or 0.0)
+    ss.view = share.TABS[inputs.tab]
     _load_arch(dict(inputs.arch) if inputs.arch else _arch_for(inputs.model))
     ss._prev_model = inputs.model
 
@@ -95,7 +106,7 @@ def _inputs() -> share.Inputs:
     ss = st.session_state
     values = {k: ss[k] for k in STATE_KEYS if k in {f.name for f in fields(share.Inputs)}}
     values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
-                  myprice=tuple(sorted(ss.myprice.items())))
+                  myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"))
     if ss.model == share.CUSTOM and not ss.spec:
         values["arch"] = share.arch_items(_arch_from_state())
     if ss.model != share.CUSTOM:
@@ -103,16 +114,26 @@ def _inputs() -> share.Inputs:
     return share.Inputs(**values)
 
 
+def _owned() -> tuple[Owned, ...]:
+    """The cards picked under 'Your own GPUs': count and price paid (0 = the listed price) per kind."""
+    ss = st.session_state
+    return tuple(Owned(g, int(ss.get(f"own_n_{g}", 1)), float(ss.get(f"own_paid_{g}") or 0) or None)
+                 for g in ss.own_ids)
+
+
 def _init() -> None:
     ss = st.session_state
     if "_ready" in ss:
-        for k in STATE_KEYS:  # keep values of widgets that are hidden in this run
-            if k in ss:
+        for k in [*STATE_KEYS, *(f"own_{w}_{g}" for g in ss.own_ids for w in ("n", "paid"))]:
+            if k in ss:  # keep values of widgets that are hidden in this run
                 ss[k] = ss[k]
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
     inputs, warnings = share.decode(params)
+    view = ss.get("view")
     _load(inputs)
+    if view in TABS and "tab" not in params:  # a tab opened before the link was read stays open
+        ss.view = view
     ss._link_warnings = [str(w) for w in warnings]
     ss._fresh = not params
     ss._ready = True
@@ -400,7 +421,29 @@ def sidebar() -> None:
                             help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
         st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in links).")
 
-    sb.subheader("5 · Calibration (optional)")
+    sb.subheader("5 · Your own GPUs (optional)")
+    sb.multiselect("GPUs you own", CATALOG.ids(), key="own_ids", max_selections=MAX_OWNED,
+                   format_func=lambda gid: GPU_BY_ID[gid].name, placeholder="Pick the cards you have",
+                   help="Each kind runs the plan on all its cards together; a verdict and a row on top of the table "
+                        "compare owning them with renting as many")
+    for gid in ss.own_ids:
+        c1, c2 = sb.columns(2)
+        ss.setdefault(f"own_n_{gid}", 1)
+        ss.setdefault(f"own_paid_{gid}", 0.0)
+        c1.number_input(f"How many {short_name(GPU_BY_ID[gid].name)}", 1, MAX_CARDS, key=f"own_n_{gid}")
+        c2.number_input("Paid per card ($, 0 = listed)", 0.0, MAX_PAID_USD, step=50.0, key=f"own_paid_{gid}",
+                        format="%g", help=md_escape(OWN_DEFAULT.source(f"purchase_usd.{gid}") or
+                                                   "no listed price for this card: give what you paid"))
+    if ss.own_ids:
+        with sb.expander("Owning assumptions (lifetime, power, electricity)"):
+            for key, label, step in OWN_WIDGETS:
+                lo, hi = OWN_LIMITS[key]
+                ss.setdefault(f"ow_{key}", float(getattr(OWN_DEFAULT, key)))
+                st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}",
+                                help=OWN_DEFAULT.source(key))
+            st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
+
+    sb.subheader("6 · Calibration (optional)")
     sb.caption("Upload results of `python -m planner.bench` run on your GPUs (one file per GPU, several at once "
                "for a fleet): each one's measured efficiencies replace the priors for its GPU.")
     sb.file_uploader("Benchmark results", key="upload_cal", on_change=_on_upload_cal, max_upload_size=5,
@@ -415,7 +458,7 @@ def sidebar() -> None:
         sb.selectbox("CPU the bench ran on", [calibration.THIS_MACHINE, *(c.id for c in CATALOG.cpus)], key="cal_cpu",
                      on_change=_on_cal_cpu,
                      format_func=lambda c: GPU_BY_ID[c].name if c else "the measured machine only",
-                     help="A CPU bench calibrates this CPU's row (tick 'Include CPUs' above the ranking to see it); "
+                     help="A CPU bench calibrates this CPU's row (tick Filters → Include CPUs above the ranking to see it); "
                           "a VM or container slice calibrates only the measured machine")
     if ss.cal:
         sb.button("Remove calibration", on_click=lambda: ss.update(cal="", _cal_result=None))
@@ -506,27 +549,36 @@ def _filters(inputs: share.Inputs) -> page.Filters:
 # ---------------------------------------------------------------- rendering
 
 
-def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, list]:
+def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame, dict, list]:
     data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands, date.today(), inputs.stale,
                                               OVERHEADS)
+    div = time_unit(e.seconds for e in rows)[1]
+    data = page.mine_rows(mine, inputs.job, unit, div, date.today(), inputs.stale, OVERHEADS) + data
     df = pd.DataFrame(data)
     noun = page.NOUNS[inputs.job]
     cc = st.column_config
     config = {
-        "Rank": cc.NumberColumn(width="small", pinned=True, help="Feasible first, then by what the whole job bills "
-                                "(compute, start, download, warm-up, billing increments), then by time"),
-        "GPU": cc.TextColumn(width="medium", pinned=True, help="Full name in 'Explain a GPU'"),
-        "Runs?": cc.CheckboxColumn(width="small", help="Can this GPU run the plan? If not, 'Why / notes' says why"),
-        "Why / notes": cc.TextColumn(width="large", help="✗ = blocks the plan; • = a note (software requirements, "
-                                     "parallelism)"),
-        f"Time ({unit})": cc.NumberColumn(format="%.3g", help="Estimated wall-clock time of the whole job"),
+        "Rank": cc.NumberColumn(width=40, pinned=True, help="Feasible first, then by what the whole job bills "
+                                "(compute, start, download, warm-up, billing increments), then by time; "
+                                "0 = your own cards"),
+        "GPU": cc.TextColumn(width=320, pinned=True, help="★ = cards you own (sidebar, section 5)"),
+        "Own ($/month)": cc.NumberColumn(format="$%.4g", help="Your cards' purchase written off over the lifetime "
+                                         "(data/ownership.yaml; sidebar, section 5)"),
+        "Break-even (h/month)": cc.NumberColumn(format="%.0f", help="Hours of use a month above which owning your "
+                                                "cards costs less than renting as many in this tier"),
+        "Electricity for the job ($)": cc.NumberColumn(format="$%.3g", help="Your cards' TDP x power draw x $/kWh "
+                                                       "over the job's compute time"),
+        "Runs?": cc.CheckboxColumn(width=50, help="Can this GPU run the plan? If not, 'Why / notes' says why"),
+        "Why / notes": cc.TextColumn(width=420, help="✗ = blocks the plan; • = a note (software requirements, "
+                                     "parallelism). Hover a cell to read it whole, or click the row to explain it"),
+        f"Time ({unit})": cc.NumberColumn(format="%.3g", width=80, help="Estimated wall-clock time of the whole job"),
         f"Likely range ({unit})": cc.TextColumn(help="80 % range from the planner's errors on published measurements"),
         f"Calibrated time ({unit})": cc.NumberColumn(format="%.3g", help="With the efficiencies of your calibration"),
-        f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", help="Average over the whole job"),
+        f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", width=155, help="Average over the whole job"),
         f"{noun.capitalize()}/s": cc.NumberColumn(format="%.4g"),
         "Compute cost ($)": cc.NumberColumn(format="$%.3g", help=f"compute time x GPUs x $/GPU-hour ({inputs.tier} "
                                             "tier)"),
-        "Whole job ($)": cc.NumberColumn(format="$%.3g", help="what the pod bills: compute plus start, image pull, "
+        "Whole job ($)": cc.NumberColumn(format="$%.3g", width=95, help="what the pod bills: compute plus start, image pull, "
                                          "model download, warm-up, checkpoint upload, spot rework and billing "
                                          "increments (data/job_costs.yaml; 'Explain a GPU' shows the parts)"),
         "Calibrated cost ($)": cc.NumberColumn(format="$%.3g"),
@@ -536,13 +588,13 @@ def ranking_table(rows, inputs, cal_ests, bands) -> tuple[pd.DataFrame, dict, li
         "Price source": cc.TextColumn(width="medium"),
         "Limited by": cc.TextColumn(width="small", help="memory = bandwidth-bound; compute = TFLOPS-bound; "
                                     "overhead = kernel launches; communication = GPU-to-GPU links"),
-        "Batch": cc.NumberColumn(width="small", help="Per GPU; auto = the cheapest that fits"),
+        "Batch": cc.NumberColumn(width=60, help="Per GPU; auto = the cheapest that fits"),
         "Memory (GB)": cc.NumberColumn(format="%.3g", help="Per GPU at this batch, decimal GB (1e9 bytes)"),
         "Usable (GB)": cc.NumberColumn(format="%.1f", help=f"{inputs.mem:g} % (the memory target, sidebar) "
                                        "of what the GPU reports: ECC takes 1/16 on data-center GDDR cards"),
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
-        "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0,
+        "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, width=105,
                                          help="Memory / usable memory; above 100 % it does not fit"),
         "gpu_id": None,
     }
@@ -554,16 +606,15 @@ def callouts(rows, gpus: int, stale_after_days: int) -> None:
     if not found:
         return
     for col, c in zip(st.columns(len(found)), found):
-        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}"):
-            st.markdown(f"**{c.label}** · {c.why}")
-            st.markdown(f"#### {page.callout_title(c)}")
-            st.markdown(page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS))
+        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}", gap="small"):
+            st.markdown(f"**{c.label}** · **{page.callout_title(c)}**  \n"
+                        f"{page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS)}", help=c.why)
 
 
 def calibration_panel(plan, fleet) -> None:
     """Each calibration: what it is, where it applies, and (file at hand) its points: measured vs analytic vs calibrated."""
     for cal in fleet.members:
-        where = (f"applied to the {cal.device_name} row as fitted (tick 'Include CPUs' to rank it); it does not "
+        where = (f"applied to the {cal.device_name} row as fitted (tick Filters → Include CPUs to rank it); it does not "
                  "carry to GPUs or other CPUs" if cal.gpu_id and cal.device_class == "cpu" else
                  f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
                  f"(half of it across architectures)" if cal.gpu_id else
@@ -651,7 +702,7 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     if len(split):
         _chart("time_split_chart", split)
     secs = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, column_config={
+    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, placeholder="-", column_config={
         "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
         "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
         "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
@@ -707,7 +758,7 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     gpus = [GPU_BY_ID[g] for g in cmp_ids]
     rows = page.serving_rows(plan, gpus, replace(FACTS, prices=table), prompt, max(output, 2), ttft / 1e3, tpot / 1e3)
     num = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, column_config={
+    st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder="-", column_config={
         "gpu_id": None, "TTFT alone (ms)": num, "TPOT alone (ms)": num, "TPOT at max (ms)": num,
         "Tokens/s at max": num, "$ per 1M tokens at max": st.column_config.NumberColumn(format="$%.3g")})
 
@@ -726,11 +777,12 @@ def accuracy() -> None:
         "group": "grouped by", "key": "group", "n": "rows", "median_ape": "median |error| %",
         "p90_ape": "90th pct |error| %", "median_speed_bias_pct": "median bias % (+ = real runs slower than estimated)",
         "target_median_ape": "target median %", "meets_target": "meets target"}).drop(columns=["split"])
-    st.dataframe(summary, hide_index=True)
+    st.dataframe(summary, hide_index=True, placeholder="-")
     st.altair_chart(charts.validation_chart(report), width="stretch")
 
 
-def presets_block(fresh: bool, inputs: share.Inputs) -> None:
+def presets_block(where, inputs: share.Inputs) -> None:
+    """The example questions in a popover (one click away, not in the answer's way); the chosen one's hint below."""
     try:
         presets, broken = load_all_presets()
     except DataFileError as exc:
@@ -738,27 +790,37 @@ def presets_block(fresh: bool, inputs: share.Inputs) -> None:
         return
     for exc in broken:
         st.error(f"An example question could not be loaded: {md_escape(exc, 400)}")
-    with st.expander("**Example questions** · one click fills in the whole plan", expanded=fresh,
-                     icon=":material/lightbulb:"):
-        cols = st.columns(3)
-        for i, p in enumerate(presets):
-            cols[i % 3].button(p.question, key=f"preset_{p.id}", on_click=_apply_preset, args=(p.id,), width="stretch",
-                              wrap=True)
+    with where.popover("Example questions", icon=":material/lightbulb:", width="stretch",
+                       help="One click fills in the whole plan"):
+        for p in presets:
+            st.button(p.question, key=f"preset_{p.id}", on_click=_apply_preset, args=(p.id,), width="stretch")
     p = next((p for p in presets if p.id == st.session_state.get("_preset")), None)
-    if p and share.encode(p.inputs) == share.encode(inputs):  # while the plan is still the example's
-        st.info(f"**{p.question}**  \n{p.answer_hint}  \n*Assumed:* {p.assumptions}", icon=":material/lightbulb:")
+    if p and share.encode(replace(p.inputs, tab=inputs.tab)) == share.encode(inputs):  # still the example's plan
+        with st.expander(f"**{md_escape(p.question)}** · what the example assumes", icon=":material/lightbulb:"):
+            st.info(f"{p.answer_hint}  \n*Assumed:* {p.assumptions}")
     elif p:
         st.caption(f"Started from the example “{p.question}”, then changed.")
 
 
+def own_assumptions() -> OwnAssumptions:
+    ss = st.session_state
+    return own_with_values(OWN_DEFAULT, {k: float(ss[f"ow_{k}"]) for k, _, _ in OWN_WIDGETS if f"ow_{k}" in ss})
+
+
+def own_cards(mine, tier: str) -> None:
+    """One verdict card per kind of card the user owns, above the call-outs."""
+    for col, m in zip(st.columns(len(mine)), mine):
+        with col.container(border=True, key=f"own_card_{m.owned.gpu_id}", gap="small"):
+            v = page.own_verdict(m, tier)
+            st.markdown("  \n".join(x for x in (v.headline, v.needs, v.cost) if x),
+                        help=f"{v.details}  \n{page.own_assumptions_sentence(own_assumptions())}")
+
+
 def main(inputs: share.Inputs) -> None:
     ss = st.session_state
-    st.title("GPU cost & throughput planner")
-    st.markdown("Pick a **model**, a **job** and a **precision** in the sidebar, or start from an example question. "
-                "Every GPU in the catalog is ranked by what the **whole job** costs and how long it takes; "
-                "a GPU that can't run it says why. Tick **Include CPUs** above the ranking to see what the job costs "
-                "when it falls back to the CPU.")
-    presets_block(ss.get("_fresh", False), inputs)
+    c_title, c_presets = st.columns([5, 1.3], vertical_alignment="bottom")
+    c_title.markdown("### GPU cost & throughput planner")
+    presets_block(c_presets, inputs)
     if ss._link_warnings:
         st.warning("Some values in this link could not be used; they fell back to defaults:\n\n"
                    + "\n".join(f"- {md_escape(w, 300)}" for w in ss._link_warnings), icon=":material/link_off:")
@@ -776,6 +838,8 @@ def main(inputs: share.Inputs) -> None:
     cal = _calibration(inputs)
     try:
         ests, cal_ests = estimates(plan, inputs, table, cal)
+        mine = page.my_gpus(plan, inputs.own, replace(FACTS, prices=table), own_assumptions(), OVERHEADS,
+                            cal.adjust if cal else None)
     except (ValueError, UnknownNameError, DataFileError) as exc:
         st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
         return
@@ -789,20 +853,46 @@ def main(inputs: share.Inputs) -> None:
     ests = page.rank_by_whole_job(ests, OVERHEADS)
     rows = page.filtered(ests, _filters(inputs))
     bands = page.bands(rows, cal_ests)
-    if cal is not None:
-        calibration_panel(plan, cal)
+    if mine:
+        own_cards(mine, inputs.tier)
     callouts(rows, plan.gpus, inputs.stale)
     nothing = page.nothing_runs_message(rows, ests)
     if nothing:
         st.error(nothing)
 
+    c_head, c_filters = st.columns([5, 1.3], vertical_alignment="bottom")
+    c_head.markdown("#### Every GPU, ranked")
+    with c_filters.popover("Filters", icon=":material/filter_list:", width="stretch"):
+        st.selectbox("Vendor", share.VENDORS, key="vendor")
+        st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
+                        help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
+        st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
+        st.checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
+        st.checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
+                    "them; type your own price in 'Explain a GPU')")
+        st.checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
+                    "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
+    df, config, order = ranking_table(rows, inputs, cal_ests, bands, mine)
+    event = st.dataframe(df, hide_index=True, placeholder="-", column_config=config, column_order=order, key="ranking",
+                         on_select="rerun", row_height=35,
+                         selection_mode="single-row", height=min(38 + 35 * len(df), 560))
+    dates = page.price_dates(rows, date.today(), inputs.stale)
+    st.caption(f"{len(rows)} of {len(ests)} GPUs shown"
+               + (" (your own cards on top, marked ★)" if mine else "")
+               + ". Ranked by what the whole job bills; time and cost are for the whole job; click a header to sort, "
+               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
+               f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
+    if cal is not None:
+        calibration_panel(plan, cal)
+
     url = share.link(st.context.url, inputs)
     c_link, c_csv, c_json, c_sky = st.columns([6, 1, 1, 1.4], vertical_alignment="bottom")
-    with c_link:
-        st.markdown("**Share this plan** · copy the link (button on the right of the box); it opens exactly this plan")
-        st.code(url, language=None, wrap_lines=True)
+    with c_link.container(key="share"):
+        # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
+        st.link_button("Share this plan: a link to exactly this page", url, icon=":material/link:",
+                       help="Right-click it and copy the link to share; it is also the address in your browser's bar")
     ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
-                              OVERHEADS)
+                              OVERHEADS, mine)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",
@@ -813,26 +903,6 @@ def main(inputs: share.Inputs) -> None:
                               mime="application/x-yaml", icon=":material/rocket_launch:", on_click="ignore",
                               key="dl_sky", help="The GPUs that can run this plan, in this order, for `sky launch "
                               "task.yaml` (SkyPilot tries them in turn)")
-
-    st.subheader("Every GPU, ranked")
-    f = st.columns([1.2, 1, 1, 1.1, 1.1, 1.1])
-    f[0].selectbox("Vendor", share.VENDORS, key="vendor")
-    f[1].number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
-                      help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
-    f[2].number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
-    f[3].checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
-    f[5].checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
-                  "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
-    f[4].checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
-                  "them; type your own price in 'Explain a GPU')")
-    df, config, order = ranking_table(rows, inputs, cal_ests, bands)
-    event = st.dataframe(df, hide_index=True, column_config=config, column_order=order, key="ranking",
-                         on_select="rerun",
-                         selection_mode="single-row", height=min(38 + 35 * len(df), 560))
-    dates = page.price_dates(rows, date.today(), inputs.stale)
-    st.caption(f"{len(rows)} of {len(ests)} GPUs shown. Time and cost are for the whole job; click a header to sort, "
-               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
-               f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     jobs = charts.whole_jobs_data(rows, OVERHEADS)
     if len(jobs):
         with st.expander("**The whole job** · compute next to the pod's start, download, warm-up and billing, top 10",

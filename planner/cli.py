@@ -22,6 +22,9 @@ from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.job_costs import load_job_costs, with_values
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_model_file, load_models
+from planner.inputs.ownership import LIMITS as OWN_LIMITS
+from planner.inputs.ownership import load_ownership, parse_owned
+from planner.inputs.ownership import with_values as own_with_values
 from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
@@ -29,9 +32,9 @@ from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
 from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
-from planner.views.page import rank_by_whole_job
+from planner.views.page import my_gpus, own_assumptions_sentence, rank_by_whole_job
 from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
-                                  price_rows, text_table, validation_rows, validation_summary_text)
+                                  own_fields, price_rows, text_table, validation_rows, validation_summary_text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,6 +68,33 @@ def _assumption(text: str) -> tuple[str, float]:
         return key, float(parse_number(value, lo, hi, False))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
+
+
+def _own_assumption(text: str) -> tuple[str, float]:
+    """'key=value' for an ownership assumption (data/ownership.yaml), e.g. usd_per_kwh=0.30."""
+    key, sep, value = text.partition("=")
+    if not sep or key not in OWN_LIMITS:
+        raise argparse.ArgumentTypeError(f"expected key=value with a key among {', '.join(OWN_LIMITS)}")
+    lo, hi = OWN_LIMITS[key]
+    try:
+        return key, float(parse_number(value, lo, hi, False))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
+
+
+def _catalog_id(name: str) -> str:
+    try:
+        return load_facts().catalog.get(name).id
+    except UnknownNameError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _owned(text: str):
+    """'rtx-a5000:3' (comma-separated, count 1 when left out, an optional :USD paid per card): the cards you own."""
+    owned, bad = parse_owned(text, _catalog_id)
+    if bad:
+        raise argparse.ArgumentTypeError("; ".join(bad))
+    return owned
 
 
 def _stale_days(text: str) -> int:
@@ -185,13 +215,21 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
     fleet = load_calibrations(a)
     facts = load_facts()
-    results = estimate_all(plan, facts, gpu_names=device_names(a), adjust=fleet.adjust if fleet else None,
-                           include_cpus=a.include_cpu)
+    adjust = fleet.adjust if fleet else None
+    results = estimate_all(plan, facts, gpu_names=device_names(a), adjust=adjust, include_cpus=a.include_cpu)
     overheads = _overheads(a, facts)
     results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
     today, stale = utc_today(), a.stale_after_days
-    print(emit([estimate_row(e, overheads, today, stale) for e in results], a.format,
-               [flat_row(e, overheads, today, stale) for e in results]))
+    owned = tuple(o for group in (a.own or ()) for o in group)
+    assumptions = own_with_values(load_ownership(gpu_ids=facts.catalog.ids()), dict(a.own_assumption or ()))
+    mine = my_gpus(plan, owned, facts, assumptions, overheads, adjust)
+    print(emit([{"yours": m.owned.text(), **estimate_row(m.estimate, overheads, today, stale), **own_fields(m.cost)}
+                for m in mine] + [estimate_row(e, overheads, today, stale) for e in results], a.format,
+               [{"yours": m.owned.text(), **flat_row(m.estimate, overheads, today, stale), **own_fields(m.cost)}
+                for m in mine] + [flat_row(e, overheads, today, stale) for e in results]))
+    if mine:  # stderr: the rows stay machine-readable
+        print(f"your GPUs: the first {len(mine)} row(s), the plan on all cards of a kind together. "
+              f"{own_assumptions_sentence(assumptions)}", file=sys.stderr)
     for line in price_date_lines(results, overheads, today, stale):  # stderr: the rows stay machine-readable
         print(line, file=sys.stderr)
     return 0
@@ -493,6 +531,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_args(p)
     p.add_argument("--stale-after-days", type=_stale_days, default=STALE_AFTER_DAYS,
                    help=f"flag prices older than this many days (default {STALE_AFTER_DAYS})")
+    p.add_argument("--own", type=_owned, action="append", default=None, metavar="GPU:COUNT[:USD]",
+                   help="GPUs you own, e.g. rtx-a5000:3 (repeatable or comma-separated; :USD = price paid per card): "
+                        "rows on top with the plan on all of them, and owning vs renting them")
+    p.add_argument("--own-assumption", type=_own_assumption, action="append", default=None, metavar="KEY=VALUE",
+                   help=f"change an owning assumption (data/ownership.yaml): {', '.join(OWN_LIMITS)}")
     p = _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog (--include-cpu: and the CPU devices)")
     p.add_argument("--include-cpu", action="store_true", help="also list the CPU devices of data/cpus.yaml")
     _formatted(sub, "models", cmd_models, "list model presets")

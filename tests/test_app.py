@@ -144,7 +144,9 @@ def test_each_preset_loads_its_plan_in_one_click(preset):
     # an error may only be the planner's answer that the GPU asked about can't run the plan (BetaRho's batch 16)
     assert all(_shown(e.value).startswith("Can't run: needs") for e in at.error), [_shown(e.value) for e in at.error]
     assert _link(at) == share.encode(preset.inputs)
-    assert any(preset.question in _shown(i.value) for i in at.info)  # the question and its hint stay on screen
+    # the question stays on screen, its hint one click away
+    assert any(preset.question in _shown(x.label) for x in at.expander)
+    assert any(_shown(preset.answer_hint)[:40] in _shown(i.value) for i in at.info)
     if preset.inputs.gpu:  # the explain tab opens on the GPU the question is about
         assert any(m.value == f"### {CATALOG.get(preset.inputs.gpu).name}" for m in at.markdown)
 
@@ -475,3 +477,34 @@ def test_a_pinned_pytorch_build_from_the_link_refuses_gpus_it_has_no_kernels_for
     at.selectbox(key="pt").set_value("").run()  # back to the latest builds
     _ok(at)
     assert "pt" not in _link(at) and _ranking(at).set_index("gpu_id").loc["h100-sxm", "Runs?"]
+
+
+def test_my_gpus_from_a_link_give_a_verdict_and_a_row_on_top():
+    at = _app({"model": "llm-7b-seed002", "job": "generate", "seqs": "1000", "tier": "community",
+               "own": "rtx-a5000:3"})
+    _ok(at)
+    assert at.multiselect(key="own_ids").value == ["rtx-a5000"] and at.number_input(key="own_n_rtx-a5000").value == 3
+    top = _ranking(at).iloc[0]
+    assert top.gpu_id == "rtx-a5000" and top.GPU.startswith("★ Yours: 3 × ") and top.Rank == 0
+    card = " ".join(_shown(m.value) for m in at.markdown if "Your GPUs" in m.value or "Cost:" in m.value)
+    assert "Your 3 × RTX A5000" in card and "break-even" in card
+    assert _link(at)["own"] == "rtx-a5000:3"
+
+
+def test_picking_owned_cards_in_the_sidebar_travels_in_the_link():
+    at = _app({"model": "cfdna-gen", "seqs": "1000"})
+    at.multiselect(key="own_ids").set_value(["rtx-5090"]).run()
+    at.number_input(key="own_n_rtx-5090").set_value(2).run()
+    _ok(at)
+    assert _link(at)["own"] == "rtx-5090:2"
+    assert _ranking(at).iloc[0].GPU == "★ Yours: 2 × RTX 5090 32GB"
+    again = _app(_link(at))
+    assert again.number_input(key="own_n_rtx-5090").value == 2
+
+
+def test_the_open_tab_travels_in_the_link():
+    at = _app({"tab": "memory"})
+    _ok(at)
+    assert at.session_state["view"] == "Memory" and _link(at)["tab"] == "memory"
+    bad = _app({"tab": "sideways"})
+    assert "'tab'" in " ".join(_shown(w.value) for w in bad.warning) and "tab" not in _link(bad)

@@ -225,3 +225,23 @@ def test_models_list_active_parameters_and_an_encoder_config_is_refused_with_exi
     out = run("estimate", "--model", str(config), "--gpu", "h100-sxm")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "encoder-only" in out.stderr and "python3 -m planner profile" in out.stderr
+
+
+def test_own_puts_your_cards_on_top_with_owning_vs_renting():
+    out = run("estimate", "--model", "cfdna-gen", "--sequences", "1000", "--gpu", "rtx-4090", "--price-tier",
+              "community", "--own", "rtx-a5000:3:1000", "--own-assumption", "lifetime_years=5",
+              "--own-assumption", "utilization=0.5", "--own-assumption", "usd_per_kwh=0.2", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    mine, theirs = rows[0], rows[1]
+    assert mine["yours"] == "rtx-a5000:3" + ":1000" and mine["gpus"] == 3 and theirs["gpu_id"] == "rtx-4090"
+    assert mine["own_fixed_usd_per_month"] == 50  # 3 cards x $1000 / (5 years x 12 months)
+    assert mine["own_power_kw"] == 0.345  # 3 x 230 W (A5000 TDP, data/gpus.yaml) x 0.5 / 1000
+    rent = mine["rent_usd_per_h"]  # 3 x the A5000's community $/GPU-h
+    assert abs(mine["break_even_h_per_month"] - 50 / (rent - 0.345 * 0.2)) < 0.1
+    assert "your GPUs" in out.stderr and "ownership.yaml" in out.stderr
+
+
+def test_a_bad_own_value_exits_2_naming_it():
+    out = run("estimate", "--own", "rtx-a5000:zero")
+    assert out.returncode == 2 and "rtx-a5000:zero" in out.stderr and "Traceback" not in out.stderr

@@ -16,8 +16,10 @@ from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate, efficiency_on
 from planner.engine.feasibility import capacity_text
 from planner.engine.job_cost import job_cost
+from planner.engine.owning import HOURS_PER_MONTH, OwnCost, estimate_owned, own_cost
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.job_costs import JobOverheads
+from planner.inputs.ownership import OwnAssumptions, Owned
 from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
@@ -90,7 +92,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
                  bands: Mapping[str, tuple[float, float]], today: date | None = None,
                  stale_after_days: int = STALE_AFTER_DAYS,
                  overheads: JobOverheads | None = None) -> tuple[list[dict], str, str]:
-    """(table rows, time unit, rate unit): one row per GPU in ranking order, every capacity and use in decimal GB."""
+    """(table rows, time unit, rate unit): one row per GPU in ranking order (its name without the vendor's brand
+    words), every capacity and use in decimal GB."""
     unit, div = time_unit(e.seconds for e in rows)
     counts_tokens = bool(rows) and rows[0].plan.model.counts_tokens
     rate_name = rate_unit(job, counts_tokens)
@@ -98,7 +101,7 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
     out = []
     for i, e in enumerate(rows, 1):
         p, cal, band = e.price, calibrated.get(e.gpu.id), bands.get(e.gpu.id)
-        row = {"Rank": i, "GPU": e.gpu.name, "Runs?": e.feasible, "Why / notes": reason_text(e),
+        row = {"Rank": i, "GPU": short_name(e.gpu.name), "Runs?": e.feasible, "Why / notes": reason_text(e),
                f"Time ({unit})": e.seconds / div if e.seconds else None}
         if bands:
             row[f"Likely range ({unit})"] = f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None
@@ -125,12 +128,14 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
 
 def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -> list[str]:
     """The ranking's columns as shown, left to right: what decides a rental first (rank, GPU, whether it runs, time,
-    what the job bills, the price and its age), the details after; only columns present, gpu_id never shown."""
+    what the job bills, owning vs renting when you own cards, throughput, memory, batch, the price, why), the details
+    after; only columns present, gpu_id never shown."""
     noun = NOUNS[job]
-    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", "$/GPU-h", "Price date",
-            f"Likely range ({unit})", f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)",
-            f"Throughput ({rate_name})", f"{noun.capitalize()}/s", "Limited by", "Memory used", "Why / notes",
-            "Memory (GB)", "Usable (GB)", "VRAM (GB)", "Batch", "Price source")
+    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", f"Throughput ({rate_name})", "Memory used",
+            "Batch", "Own ($/month)", "Break-even (h/month)", "Electricity for the job ($)", f"{noun.capitalize()}/s",
+            "$/GPU-h", "Why / notes", "Price date", f"Likely range ({unit})", f"Calibrated time ({unit})",
+            "Compute cost ($)", "Calibrated cost ($)", "Limited by", "Memory (GB)", "Usable (GB)", "VRAM (GB)",
+            "Price source")
     have = set(columns)
     return [c for c in want if c in have]
 
@@ -359,3 +364,125 @@ def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | No
                "$ per 1M tokens at max": best.usd_per_m_tokens if best else None, "gpu_id": gpu.id}
         rows.append(row)
     return rows
+
+
+# ---------------------------------------------------------------- the user's own GPUs
+
+
+@dataclass(frozen=True)
+class Mine:
+    """Cards the user owns, the plan run on all of them, and owning them vs renting as many."""
+
+    owned: Owned
+    estimate: Estimate
+    cost: OwnCost
+
+    @property
+    def label(self) -> str:
+        return f"{self.owned.count} × {self.estimate.gpu.name}"
+
+
+def my_gpus(plan, owned: Iterable[Owned], facts, assumptions: OwnAssumptions, overheads: JobOverheads | None,
+            adjust=None) -> list[Mine]:
+    """The plan on each kind of card the user owns (all cards of a kind together), with its cost to own."""
+    out = []
+    for o in owned:
+        e = estimate_owned(plan, o, facts, adjust)
+        out.append(Mine(o, e, own_cost(e, o, assumptions, overheads)))
+    return out
+
+
+def mine_rows(mine: Iterable[Mine], job: str, unit: str, div: float, today: date | None = None,
+              stale_after_days: int = STALE_AFTER_DAYS, overheads: JobOverheads | None = None) -> list[dict]:
+    """Rows pinned above the ranking, one per kind of card owned, with the ranking's columns (ranking_rows) and
+    the owning ones; Rank 0 keeps them on top when the table is sorted by rank."""
+    out = []
+    for m in mine:
+        rows, _, _ = ranking_rows([m.estimate], job, {}, {}, today, stale_after_days, overheads)
+        row = rows[0]
+        row.pop(next(k for k in row if k.startswith("Time (")))
+        e, c = m.estimate, m.cost
+        row.update({"Rank": 0, "GPU": f"★ Yours: {m.owned.count} × {short_name(e.gpu.name)}",
+                    f"Time ({unit})": e.seconds / div if e.seconds else None,
+                    "Electricity for the job ($)": c.job_energy_usd, "Own ($/month)": c.fixed_usd_per_month,
+                    "Break-even (h/month)": c.break_even_h_per_month, "gpu_id": e.gpu.id})
+        out.append(row)
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The 'Your GPUs' card in Markdown: headline (runs or not, time, batch, rate), what it needs (the software
+    notes, or why it can't run), cost to own vs rent in short, and the whole cost sentence behind it."""
+
+    headline: str
+    needs: str
+    cost: str
+    details: str
+
+
+def own_verdict(m: Mine, tier: str) -> Verdict:
+    """The card of one kind of owned card; catalog text is escaped."""
+    e, c = m.estimate, m.cost
+    name = f"Your {m.owned.count} × {md_escape(short_name(e.gpu.name))}"
+    details = own_cost_sentence(m, tier)
+    if not e.feasible:
+        blocking = "; ".join(md_escape(r.text, 300) for r in e.reasons if r.blocking)
+        return Verdict(f"**{name}** · ✗ can't run this plan", f"Why: {blocking}.", "", details)
+    r = rate(e)
+    unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
+    head = (f"**{name}** · ✓ runs it · **{fmt_seconds(e.seconds)}** · batch {e.batch:,} per GPU"
+            + (f" · {fmt_count(r)} {unit}" if r else "") + f" · {md_escape(e.parallelism)} parallel"
+            * (m.owned.count > 1))
+    software = [md_escape(x.text, 300) for x in e.reasons
+                if not x.blocking and x.code in ("pytorch_build", "precision")]
+    return Verdict(head, ("Needs: " + "; ".join(software)) if software else "", own_cost_short(m, tier), details)
+
+
+def own_cost_short(m: Mine, tier: str) -> str:
+    """'Own $41.65/month + $0.078/h power · rent $0.69/h (community) · break-even 68 h/month' (what is known)."""
+    c = m.cost
+    own = (f"own {fmt_usd(c.fixed_usd_per_month)}/month" if c.fixed_usd_per_month is not None
+           else "own: no purchase price on file")
+    if c.energy_usd_per_h is not None:
+        own += f" + {fmt_usd(c.energy_usd_per_h)}/h power"
+    rent = f"rent {fmt_usd(c.rent_usd_per_h)}/h ({tier})" if c.rent_usd_per_h is not None else f"no {tier} rent"
+    if c.break_even_h_per_month is not None:
+        even = (f"**break-even {c.break_even_h_per_month:,.0f} h/month**"
+                + (" (more than a month: renting stays cheaper)" if c.break_even_h_per_month > HOURS_PER_MONTH else ""))
+    else:
+        even = "no break-even"
+    return f"Cost: {own} · {rent} · {even}"
+
+
+def own_cost_sentence(m: Mine, tier: str) -> str:
+    """Cost to own (purchase written off + electricity) against renting as many cards, and the break-even use."""
+    c = m.cost
+    parts = []
+    if c.fixed_usd_per_month is not None:
+        parts.append(f"owning: {fmt_usd(c.fixed_usd_per_month)}/month ({c.count} × {fmt_usd(c.purchase_usd_each)}, "
+                     f"{md_escape(c.purchase_source, 300)}, written off over the lifetime)")
+    else:
+        parts.append("owning: no purchase price on file for this card (give yours as gpu-id:count:usd)")
+    if c.energy_usd_per_h is not None:
+        parts.append(f"electricity {fmt_usd(c.energy_usd_per_h)}/h ({c.power_kw:.3g} kW), "
+                     f"{fmt_usd(c.job_energy_usd)} for this job")
+    if c.rent_usd_per_h is not None:
+        parts.append(f"renting {c.count} of them ({tier}): {fmt_usd(c.rent_usd_per_h)}/h, "
+                     f"{fmt_usd(c.job_rent_usd)} for this whole job")
+    else:
+        parts.append(f"no cloud price for this card in the {tier} tier")
+    if c.break_even_h_per_month is not None:
+        h = c.break_even_h_per_month
+        parts.append(f"**break-even at {h:,.0f} h of use a month**"
+                     + (" (more than a month has: renting stays cheaper)" if h > HOURS_PER_MONTH
+                        else "; above it owning is cheaper"))
+    elif c.fixed_usd_per_month is not None and c.rent_usd_per_h is not None and c.energy_usd_per_h is not None:
+        parts.append("the rent is no more than the electricity: owning never catches up")
+    return "Cost: " + " · ".join(parts) + "."
+
+
+def own_assumptions_sentence(a: OwnAssumptions) -> str:
+    """The owning assumptions in one line, each with its value (sources: data/ownership.yaml)."""
+    return (f"Assumed: written off over {a.lifetime_years:g} years; drawing {a.utilization:.0%} of TDP while a job "
+            f"runs; electricity at ${a.usd_per_kwh:.3g}/kWh (data/ownership.yaml, each with its source).")

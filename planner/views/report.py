@@ -12,6 +12,7 @@ from planner.base.schema import sm_label
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import attention_dtype, resolve_attention
 from planner.engine.job_cost import job_cost
+from planner.engine.owning import OwnCost
 from planner.engine.plan import DEFAULT_ATTENTION
 from planner.inputs.builds import Build, BuildMatrix, version_text
 from planner.inputs.job_costs import JobOverheads
@@ -124,6 +125,15 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | N
         **{k: v for k, v in job_fields(e, overheads).items() if k != "job_parts_s"},
         "reasons": "; ".join(r.text for r in e.reasons),
     }
+
+
+def own_fields(c: OwnCost) -> dict:
+    """Owning the cards vs renting as many (planner.engine.owning), flat, for JSON, CSV and the CLI; USD."""
+    return {"own_count": c.count, "own_purchase_usd_each": c.purchase_usd_each, "own_purchase_source": c.purchase_source,
+            "own_fixed_usd_per_month": _sig(c.fixed_usd_per_month), "own_power_kw": _sig(c.power_kw),
+            "own_energy_usd_per_h": _sig(c.energy_usd_per_h), "own_job_energy_usd": _sig(c.job_energy_usd),
+            "rent_usd_per_h": _sig(c.rent_usd_per_h), "rent_job_usd": _sig(c.job_rent_usd),
+            "break_even_h_per_month": _r(c.break_even_h_per_month, 1)}
 
 
 def csv_text(rows: list[dict]) -> str:

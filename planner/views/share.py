@@ -28,12 +28,13 @@ from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_ST
                                     STALE_AFTER_DAYS, load_catalog)
 from planner.inputs.job_costs import JobOverheads
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
+from planner.inputs.ownership import Owned, owned_text, parse_owned
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import load_runtimes
 from planner.tools.calibration import CalibrationError, Fleet
 from planner.views.format import fmt_count
-from planner.views.report import csv_text, estimate_row, flat_row
+from planner.views.report import csv_text, estimate_row, flat_row, own_fields
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 
 CUSTOM = "custom"  # the model id of a model edited in the page or uploaded
@@ -41,6 +42,9 @@ JOBS = ("generate", "infer", "train")
 VENDORS = ("all", "NVIDIA", "AMD", "Intel")
 PRICE_SOURCES = ("snapshot", "live")
 MAX_CMP = 6  # GPUs compared in the batch-size chart
+# The page's tabs: link id -> label; the first one is open by default
+TABS = {"explain": "Explain a GPU", "cost-time": "Cost vs time", "roofline": "Roofline", "batch": "Batch size",
+        "memory": "Memory", "serving": "Serving", "accuracy": "Accuracy"}
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ class Inputs:
     cpus: bool = False
     gpu: str = ""
     cmp: tuple[str, ...] = ()
+    own: tuple[Owned, ...] = ()
+    tab: str = "explain"
 
     @property
     def custom_prices(self) -> dict[str, float]:
@@ -121,7 +127,7 @@ DEFAULTS = Inputs()
 JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"),
               "train": ("samples", "size", "epochs", "opt", "ckpt", "accum", "shard")}
 VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "cpus", "gpu",
-               "cmp")
+               "cmp", "own", "tab")
 KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}
 
 
@@ -256,6 +262,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
     "feasible": _bool, "priced": _bool, "cpus": _bool, "gpu": _choice(gpu_ids),
     "stale": lambda t: int(parse_number(t, 1, MAX_STALE_DAYS, True)),
+    "tab": _choice(lambda: tuple(TABS)),
 }
 
 
@@ -443,6 +450,10 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
         values["cmp"], bad = _gpu_list(raw["cmp"])
         for problem in bad:
             warn("cmp", f"{problem}; left out")
+    if "own" in raw:
+        values["own"], bad = parse_owned(raw["own"], _choice(gpu_ids))
+        for problem in bad:
+            warn("own", f"{problem}; left out")
     if "myprice" in raw:
         values["myprice"], bad = _prices(raw["myprice"])
         for problem in bad:
@@ -521,6 +532,8 @@ def encode(inputs: Inputs) -> dict[str, str]:
             out[name] = ",".join(f"{g}:{_num(v)}" for g, v in value)
         elif name == "cmp":
             out[name] = ",".join(value)
+        elif name == "own":
+            out[name] = owned_text(value)
         else:
             out[name] = _text(value)
     return out
@@ -593,6 +606,7 @@ class ExportContext:
     price_as_of: str
     extra_columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gpu_id -> column -> value
     overheads: JobOverheads | None = None  # the whole job's assumptions (data/job_costs.yaml)
+    mine: Sequence[Any] = ()  # planner.views.page.Mine: the user's own cards, rows on top of the ranking
 
 
 def _header(inputs: Inputs, ctx: ExportContext, model: ModelProfile) -> dict[str, Any]:
@@ -604,23 +618,28 @@ def export_json(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimat
     """The ranking as JSON: the inputs and their link, catalog and price dates, then one row per GPU."""
     rows = []
     for e in estimates:
-        row = estimate_row(e, ctx.overheads)
+        row = estimate_row(e, ctx.overheads, stale_after_days=inputs.stale)
         row.update(ctx.extra_columns.get(e.gpu.id, {}))
         rows.append(row)
-    return json.dumps({**_header(inputs, ctx, model), "ranking": rows}, indent=2, default=str)
+    mine = [{"owned": m.owned.text(), **estimate_row(m.estimate, ctx.overheads, stale_after_days=inputs.stale),
+             **own_fields(m.cost)} for m in ctx.mine]
+    return json.dumps({**_header(inputs, ctx, model), **({"my_gpus": mine} if mine else {}), "ranking": rows},
+                      indent=2, default=str)
 
 
 def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate], ctx: ExportContext) -> str:
-    """The ranking as plain CSV (the header row first, as every CSV reader expects); each row also carries the
-    plan's link, the price source and date, so a row alone still says where it comes from."""
+    """The ranking as plain CSV (the header row first, as every CSV reader expects), the user's own cards first
+    (column 'yours'); each row also carries the plan's link, the price source and date, so a row alone still says
+    where it comes from. Prices count as stale after the page's threshold (inputs.stale)."""
+    mine = [(m.estimate, {"yours": m.owned.text()}, own_fields(m.cost)) for m in ctx.mine]
     rows = []
-    for e in estimates:
-        row = flat_row(e, ctx.overheads)
+    for e, first, last in mine + [(e, {}, ctx.extra_columns.get(e.gpu.id, {})) for e in estimates]:
+        row = {**first, **flat_row(e, ctx.overheads, stale_after_days=inputs.stale)}
         price = e.price
         row["price_date"] = price.date.isoformat() if price and price.date else None
         row["price_origin"] = price.origin if price else None
         row["price_source"] = price.source if price else None
-        row.update(ctx.extra_columns.get(e.gpu.id, {}))
+        row.update(last)
         row.update(plan_link=ctx.link, prices=f"{ctx.price_source}, as of {ctx.price_as_of}")
         rows.append(row)
     return csv_text(rows)

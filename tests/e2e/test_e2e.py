@@ -48,13 +48,9 @@ def test_link_copied_from_one_browser_opens_the_same_plan_in_another(server, bro
     _number(page, "seqs", "250000", wait_for_app)
     page.wait_for_function("() => location.search.includes('seqs=250000') && location.search.includes('prec=fp16')")
     assert _query(page.url)["tier"] == "community"
-    link = page.locator("[data-testid='stCode'] code").first.inner_text().replace("\n", "")
+    link = page.locator(".st-key-share a").first.get_attribute("href")
     assert _query(link) == _query(page.url)  # the visible link is the page's own URL
-    copy = page.locator("[data-testid='stCode'] button").first
-    page.locator("[data-testid='stCode']").first.hover()
-    copy.click()
-    copied = page.evaluate("() => navigator.clipboard.readText()")
-    assert _query(copied) == _query(link)
+    copied = link  # what 'Copy link' on it puts in the clipboard
     plan, callouts = _plan(page), _callouts(page)
     assert "250,000 sequences" in plan and "fp16" in plan
     page.screenshot(path=str(shots / "02-changed-inputs-1440.png"))
@@ -75,8 +71,10 @@ def test_preset_and_tabs_at_laptop_size(server, browser, wait_for_app, shots):
     page = ctx.new_page()
     page.goto(server)
     wait_for_app(page)
+    page.get_by_role("button", name="Example questions").click()
     page.get_by_role("button", name="A 7-8B LLM in fp16 on an RTX 5090", exact=False).click()
     wait_for_app(page)
+    page.keyboard.press("Escape")
     q = _query(page.url)
     assert q["model"] == "llm-7b-seed002" and q["gpu"] == "rtx-5090"
     page.get_by_role("heading", name="NVIDIA GeForce RTX 5090 32GB").scroll_into_view_if_needed()
@@ -134,4 +132,51 @@ def test_clicking_a_row_explains_that_gpu(server, browser, wait_for_app):
     wait_for_app(page)
     name = load_catalog().get(_query(page.url)["gpu"]).name
     page.get_by_role("heading", name=name).wait_for()  # the explain tab now shows the clicked GPU
+    page.close()
+
+
+def _above_the_fold(page, viewport) -> None:
+    """The verdict (call-outs, or your own GPUs' card) and the ranking's header and first row are on screen
+    without scrolling."""
+    assert page.evaluate("() => window.scrollY") == 0
+    grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+    row_px = 35  # Streamlit's row height; the header is one row
+    assert grid["y"] + 2 * row_px <= viewport["height"], grid
+    for card in page.locator("[class*='st-key-callout_'], [class*='st-key-own_card_']").all():
+        box = card.bounding_box()
+        assert box["y"] + box["height"] <= viewport["height"], box
+
+
+def test_the_answer_is_above_the_fold_at_laptop_and_desktop_sizes(server, browser, wait_for_app, shots):
+    for viewport in (LAPTOP, DESKTOP):
+        size = f"{viewport['width']}x{viewport['height']}"
+        page = browser.new_page(viewport=viewport)
+        page.goto(server)
+        wait_for_app(page)
+        _above_the_fold(page, viewport)
+        page.screenshot(path=str(shots / f"10-landing-{size}.png"))
+        page.get_by_role("button", name="Example questions").click()
+        page.get_by_role("button", name="A 7-8B LLM in fp16 on an RTX 5090", exact=False).click()
+        wait_for_app(page)
+        page.keyboard.press("Escape")  # close the popover, as a click elsewhere would
+        page.evaluate("() => window.scrollTo(0, 0)")
+        _above_the_fold(page, viewport)
+        page.screenshot(path=str(shots / f"11-preset-5090-{size}.png"))
+        assert "None" not in page.locator("[data-testid='stMain']").inner_text()
+        page.close()
+
+
+def test_your_own_gpus_and_the_open_tab_come_back_from_a_link(server, browser, wait_for_app, shots):
+    page = browser.new_page(viewport=LAPTOP)
+    page.goto(server + "?model=llm-7b-seed002&job=generate&seqs=1000&prec=fp16&tier=community&own=rtx-a5000:3"
+                       "&tab=memory")
+    wait_for_app(page)
+    _above_the_fold(page, LAPTOP)
+    card = page.locator(".st-key-own_card_rtx-a5000").inner_text()
+    assert "Your 3 × RTX A5000" in card and "break-even" in card
+    assert page.get_by_role("tab", name="Memory").get_attribute("aria-selected") == "true"
+    page.screenshot(path=str(shots / "12-own-3x-a5000-1280x800.png"))
+    page.get_by_role("tab", name="Roofline").click()
+    wait_for_app(page)
+    page.wait_for_function("() => location.search.includes('tab=roofline')")
     page.close()

@@ -16,6 +16,8 @@ from planner.inputs.models import DecoderProfile, load_models
 from planner.views.share import DEFAULTS, Inputs, decode, encode
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
+from planner.inputs.ownership import Owned, load_ownership
+from planner.views import page
 
 FACTS = load_facts()
 
@@ -82,6 +84,9 @@ inputs_strategy = st.builds(
     maxusd=st.sampled_from([0.0, 0.5, 2.25]), feasible=st.booleans(), priced=st.booleans(), cpus=st.booleans(),
     gpu=st.sampled_from([""] + GPU_IDS[:5] + GPU_IDS[-2:]),  # the catalog's ids end with its CPU devices
     cmp=st.lists(st.sampled_from(GPU_IDS), max_size=share.MAX_CMP, unique=True).map(tuple),
+    own=st.lists(st.builds(Owned, st.sampled_from(GPU_IDS), st.integers(1, 64), st.none() | st.sampled_from([799.0, 2250.5])),
+                 max_size=4, unique_by=lambda o: o.gpu_id).map(tuple),
+    tab=st.sampled_from(list(share.TABS)),
 )
 
 
@@ -334,3 +339,28 @@ def test_old_attention_ids_still_decode_and_auto_is_sdpa():
         assert warnings == [] and back.attn == old
     back, warnings = decode({"attn": "auto"})
     assert warnings == [] and back.attn == "sdpa"  # 'auto' is PyTorch SDPA's own per-GPU choice
+
+
+def test_own_and_tab_travel_and_bad_values_are_named():
+    inputs, warnings = decode({"own": "rtx-a5000:3,rtx-5090:1:1800,rtx-a5000x:2", "tab": "roofline"})
+    assert inputs.own == (Owned("rtx-a5000", 3), Owned("rtx-5090", 1, 1800.0)) and inputs.tab == "roofline"
+    assert [w.param for w in warnings] == ["own"] and "rtx-a5000x" in str(warnings[0])
+    assert encode(inputs)["own"] == "rtx-a5000:3,rtx-5090:1:1800" and encode(inputs)["tab"] == "roofline"
+    assert "own" not in encode(DEFAULTS) and "tab" not in encode(DEFAULTS)  # defaults stay out of the link
+
+
+def test_exports_put_your_cards_first_and_follow_the_pages_stale_threshold():
+    inputs = Inputs(tier="community", gen=20, seqs=1000, own=(Owned("rtx-a5000", 3),), stale=1000)
+    model = share.resolve_model(inputs)
+    plan = share.to_plan(inputs, model)
+    ests = estimate_all(plan, FACTS, gpu_names=["rtx-4090"])
+    mine = page.my_gpus(plan, inputs.own, FACTS, load_ownership(), None)
+    ctx = share.ExportContext("http://x/", "data/gpus.yaml", "snapshot", "2026-11-09", mine=mine)
+    doc = json.loads(share.export_json(inputs, model, ests, ctx))
+    assert doc["my_gpus"][0]["owned"] == "rtx-a5000:3" and doc["my_gpus"][0]["gpus"] == 3
+    rows = list(csv.DictReader(io.StringIO(share.export_csv(inputs, model, ests, ctx))))
+    assert [r["yours"] for r in rows] == ["rtx-a5000:3", ""] and rows[0]["own_count"] == "3"
+    # a threshold of 1,000 days: the snapshot's prices (read in 2025-2026) are not stale, as the page then shows
+    assert rows[1]["price_stale"] == "False" and doc["ranking"][0]["price_stale"]["community"] is False
+    strict = json.loads(share.export_json(Inputs(tier="community", gen=20, seqs=1000, stale=1), model, ests, ctx))
+    assert strict["ranking"][0]["price_stale"]["community"] is True
