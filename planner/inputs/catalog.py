@@ -158,9 +158,13 @@ class GPU:
             return found
         return Ceiling(self.peak_tflops(taken) or 0.0, 1.0, "datasheet peak: no ceiling recorded for this device")
 
+    @cached_property
+    def _ceiling_tflops_by_path(self) -> dict[str, float]:
+        return {p: self.ceiling(p).tflops for p in COMPUTE_PATHS}
+
     def ceiling_tflops(self, path: str) -> float:
-        """ceiling(path).tflops: what the roofline multiplies by the runtime and shape efficiencies."""
-        return self.ceiling(path).tflops
+        """ceiling(path).tflops: what the roofline multiplies by the runtime and shape efficiencies (hot loop)."""
+        return self._ceiling_tflops_by_path[path]
 
     @property
     def vram_gb(self) -> float:
