@@ -171,7 +171,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     for g in ph.groups:
-        flops_s = _flops_s(g, gpu, eff)
+        flops_s = _flops_s(g, gpu, eff) if g.flops or g.flops_per_pos else 0.0  # elementwise groups: bytes only
         if g.flops_per_pos or g.bytes_per_pos:
             total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
         else:  # position-independent: every step costs the same
