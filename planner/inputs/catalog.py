@@ -249,8 +249,11 @@ def _reported_vram(rec: Record) -> dict:
 
 
 def _sm_count(rec: Record) -> dict:
-    """`sm_count: {count, source}`: SMs (NVIDIA) or compute units (AMD)."""
-    sub = rec.child("sm_count")
+    """`sm_count: {count, source}`: SMs (NVIDIA) or compute units (AMD). Every GPU in data/gpus.yaml has one
+    (tests/inputs/test_catalog.py); a catalog of one's own may leave it out: no tile or wave quantization then."""
+    sub = rec.child("sm_count", required=False)
+    if sub is None:
+        return {}
     sub.check_keys(("count", "source"))
     return {"sm_count": int(sub.number("count", lo=1, hi=MAX_SMS, integer=True)), "sm_source": sub.text("source")}
 
@@ -347,6 +350,8 @@ def _family_ratio(g: GPU, fam: str, pub: dict[str, list[tuple[GPU, float, float]
         ratio, why = _family_ratio(g, "bf16", pub)
         return ratio, f"derived: no {fam} figure for {g.architecture}, so the GPU's 16-bit ratio ({why})"
     vendor = [r for r in pub[fam] if r[0].vendor == g.vendor] or pub[fam]
+    if not vendor:  # a catalog with no published figure at all (one's own file): the datasheet, said so
+        return 1.0, "datasheet peak: no GPU in this catalog has a published matmul ceiling"
     ratio, why = _median_of(vendor, f"all {g.vendor} GPUs with a published {fam} figure (none of {g.architecture})")
     return ratio, f"derived: {why}"
 
