@@ -182,7 +182,9 @@ def cmd_gpus(a: argparse.Namespace) -> int:
         rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "sm": g.sm, "vram_gib": g.vram_gib,
                      "vram_gb": round(g.vram_gb, 2), "mem_bw_gbps": g.mem_bw_gbps, "fp32": g.fp32_tflops,
                      "tf32": g.tf32_tflops, "fp16": g.fp16_tflops, "bf16": g.bf16_tflops, "fp8": g.fp8_tflops,
-                     "int8": g.int8_tops,
+                     "int8": g.int8_tops, "sms": g.sm_count or None,
+                     "bf16_ceiling": round(g.ceiling_tflops("bf16"), 1) if g.bf16_tflops else None,
+                     "ceiling": ("measured" if g.ceiling("bf16").measured else "derived") if g.bf16_tflops else None,
                      **{f"{t}_usd_hr": (g.price(t).usd_hr if g.price(t) else None) for t in PRICE_TIERS}})
     print(emit(rows, a.format))
     return 0
