@@ -21,7 +21,6 @@ What is not modelled: per-tile efficiency differences between tile sizes, and th
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 TILE_M = 128  # rows of an output tile (CUTLASS default 128 x 128 threadblock tile)
@@ -32,10 +31,9 @@ MMA_ROWS = 16  # the smallest tensor-core MMA's rows (PTX mma.m16n8k16)
 
 def tile_rows(m: int) -> int:
     """Rows of the output tile a GEMM with `m` rows runs: the next power of two >= m within [16, 128]."""
-    return min(TILE_M, max(MMA_ROWS, 1 << max(0, math.ceil(math.log2(max(m, 1))))))
+    return min(TILE_M, max(MMA_ROWS, 1 << (max(m, 1) - 1).bit_length()))
 
 
-@lru_cache(maxsize=65536)
 def gemm_efficiency(m: int, n: int, k: int, sms: int) -> float:
     """Fraction of the ceiling an M x N x K GEMM reaches on `sms` SMs: tile fill x wave utilization (0 < e <= 1).
 
@@ -44,13 +42,12 @@ def gemm_efficiency(m: int, n: int, k: int, sms: int) -> float:
     """
     if sms <= 0:
         return 1.0
-    tm = tile_rows(m)
-    rows, cols = math.ceil(m / tm), math.ceil(n / TILE_N)
-    fill = (m / (rows * tm)) * (n / (cols * TILE_N))
+    tm = min(TILE_M, max(MMA_ROWS, 1 << (max(m, 1) - 1).bit_length()))  # tile_rows(m), inlined: a hot path
+    rows, cols = -(-m // tm), -(-n // TILE_N)
     tiles = rows * cols
     slices = max(1, min(sms // tiles, k // TILE_K)) if tiles < sms else 1
     units = tiles * slices
-    return fill * units / (math.ceil(units / sms) * sms)
+    return m * n * units / (rows * tm * cols * TILE_N * -(-units // sms) * sms)
 
 
 @lru_cache(maxsize=16384)
@@ -61,7 +58,7 @@ def shape_efficiency(gemms: tuple[tuple[int, int, int, float], ...], sms: int) -
         return 1.0
     work = time = 0.0
     for m, n, k, count in gemms:
-        flops = 2.0 * m * n * k * count
+        flops = m * n * k * count
         work += flops
         time += flops / gemm_efficiency(m, n, k, sms)
     return work / time if time else 1.0
