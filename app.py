@@ -391,8 +391,8 @@ def sidebar() -> None:
                       "build ships no kernels for is marked as unable to run (data/pytorch_builds.yaml).")
     sb.selectbox("Framework / runtime", [r.id for r in RUNTIMES.runtimes], key="rt",
                  format_func=lambda r: RUNTIMES.get(r).name, help="torch.compile = 'torch.compile (reduce-overhead, "
-                 "CUDA graphs)'. Each runtime reaches its own fraction of peak bandwidth and compute "
-                 "(data/runtimes.yaml).")
+                 "CUDA graphs)'. Each runtime reaches its own fraction of peak bandwidth and of each GPU's measured "
+                 "matmul ceiling (data/runtimes.yaml, data/gpus.yaml).")
 
     sb.subheader("4 · GPUs & prices")
     c1, c2 = sb.columns([2, 3])

@@ -256,7 +256,9 @@ def cmd_gpus(a: argparse.Namespace) -> int:
     for g in load_facts().catalog.selection(a.include_cpu):
         rows.append({"id": g.id, "name": g.name, "vendor": g.vendor, "sm": g.sm, "vram_gib": g.vram_gib,
                      "vram_gb": round(g.vram_gb, 2), "mem_bw_gbps": g.mem_bw_gbps,
-                     **{p: _sig(g.peak_tflops(p)) for p in COMPUTE_PATHS},
+                     **{p: _sig(g.peak_tflops(p)) for p in COMPUTE_PATHS}, "sms": g.sm_count or None,
+                     "bf16_ceiling": round(g.ceiling_tflops("bf16"), 1) if g.bf16_tflops else None,
+                     "ceiling": ("measured" if g.ceiling("bf16").measured else "derived") if g.bf16_tflops else None,
                      **{f"{t}_usd_hr": (g.price(t).usd_hr if g.price(t) else None) for t in PRICE_TIERS}})
     print(emit(rows, a.format))
     return 0

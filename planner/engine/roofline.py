@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
+from planner.engine.gemm import shape_efficiency
 from planner.engine.phases import Phase
 from planner.inputs.catalog import GPU
 from planner.inputs.runtimes import Efficiency
@@ -26,13 +27,16 @@ class GroupTime:
     compute_path: str
     flops: float
     bytes: float
-    peak_tflops: float
+    peak_tflops: float  # datasheet dense peak of the path run
     achieved_tflops: float
     achieved_gbps: float
     compute_s: float  # sum over steps of FLOPs / achieved peak
     memory_s: float  # sum over steps of bytes / achieved bandwidth
     time_s: float  # sum over steps of max(compute, memory)
     compute_bound_s: float  # part of time_s spent in steps where compute is the limit
+    ceiling_tflops: float = 0.0  # measured (or derived) matmul ceiling of the path
+    ceiling_how: str = ""  # where the ceiling comes from (Ceiling.how)
+    shape_efficiency: float = 1.0  # tile and wave quantization of the group's GEMMs (planner.engine.gemm)
 
     @property
     def bound(self) -> str:
@@ -116,11 +120,16 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
     return mem + comp, comp
 
 
+def _flops_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
+    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor."""
+    shape = shape_efficiency(g.gemms, gpu.sm_count) if g.gemms else 1.0
+    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency * shape * g.rate_factor
+
+
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
-    """(peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
-    peak = gpu.run_peak_tflops(g.compute_path)
-    flops_s = peak * FLOPS_PER_TFLOP * eff.compute_efficiency * g.rate_factor
-    return peak, flops_s, gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
+    """(datasheet peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
+    return (gpu.run_peak_tflops(g.compute_path), _flops_s(g, gpu, eff),
+            gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency)
 
 
 def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
@@ -131,12 +140,13 @@ def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, 
 
 def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> GroupTime:
     peak, flops_s, bw = _rates(g, gpu, eff)
+    ceiling = gpu.ceiling(g.compute_path)
     c0, c1, m0, m1 = _terms(g, flops_s, bw)
     total, comp = sum_max_affine(c0, c1, m0, m1, p0, steps)
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
                      peak, flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
-                     total, comp)
+                     total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count))
 
 
 def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
@@ -161,7 +171,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     for g in ph.groups:
-        flops_s = gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency * g.rate_factor
+        flops_s = _flops_s(g, gpu, eff) if g.flops or g.flops_per_pos else 0.0  # elementwise groups: bytes only
         if g.flops_per_pos or g.bytes_per_pos:
             total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
         else:  # position-independent: every step costs the same
@@ -171,12 +181,15 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:
-    """Arithmetic intensity (FLOP/byte) where the compute roof meets the bandwidth roof."""
+    """Arithmetic intensity (FLOP/byte) where the compute roof meets the bandwidth roof: the datasheet roofs, or with
+    `eff` the achieved ones (matmul ceiling x runtime factor, a large GEMM's shape)."""
     peak = gpu.run_peak_tflops(path)
     if not peak:
         return None
-    ce, me = (eff.compute_efficiency, eff.mem_bw_efficiency) if eff else (1.0, 1.0)
-    return peak * FLOPS_PER_TFLOP * ce / (gpu.mem_bw_gbps * BYTES_PER_GB * me)
+    if eff is None:
+        return peak * FLOPS_PER_TFLOP / (gpu.mem_bw_gbps * BYTES_PER_GB)
+    return (gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * eff.compute_efficiency
+            / (gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency))
 
 
 def attainable_tflops(gpu: GPU, path: str, intensity: float) -> float:

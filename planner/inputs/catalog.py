@@ -4,9 +4,10 @@ devices (kind 'cpu': peaks from cores and vector units, host RAM as memory) from
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 from datetime import date
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
@@ -29,6 +30,13 @@ MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
 # $1,000 per GPU-hour; the page's widget, share links and the price table all check these.
 CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR = 0.001, 1000.0
 MIB_PER_GIB = 1024
+# Published matmul ceilings (MAMF) come in two families: 16-bit tensor-core matmuls and 8-bit ones. A path without its
+# own figure takes its family's measured/datasheet ratio: fp16 runs at the bf16 datasheet rate on every catalog GPU,
+# int8 at the fp8 rate where both exist (Hopper, Ada, Blackwell datasheets); tf32 and fp32 have no published ceiling
+# and take the 16-bit ratio (an assumption: the same clocks and power limits hold them below the datasheet).
+CEILING_FAMILY = {"fp32": "bf16", "tf32": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "int8": "fp8"}
+CEILING_FAMILIES = ("bf16", "fp8")
+MAX_SMS = 1024  # streaming multiprocessors (NVIDIA) or compute units (AMD); B200 has 148, MI300X 304
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
 
@@ -57,6 +65,20 @@ class Price:
             return False
         age = self.age_days(today)
         return age is None or age > stale_after_days
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The dense matmul rate a GPU reaches on its best large GEMM in one path (TFLOPS), its ratio to the datasheet
+    peak, and how it was obtained ('measured: ...' from a published MAMF figure or a local bench, 'derived: ...')."""
+
+    tflops: float
+    ratio: float
+    how: str
+
+    @property
+    def measured(self) -> bool:
+        return self.how.startswith("measured")
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,11 @@ class GPU:
     notes: str
     kind: str = "gpu"  # 'gpu' or 'cpu'
     cpu: CpuSpec | None = None  # a catalog CPU's specification (None for GPUs and for measured CPUs)
+    sm_count: int = 0  # SMs (NVIDIA) / compute units (AMD) a GEMM's tiles are spread over; 0 = unknown
+    sm_source: str = ""
+    published_ceilings: tuple[tuple[str, float], ...] = ()  # (family, MAMF TFLOPS) from data/gpus.yaml
+    ceiling_source: str = ""
+    ceilings: tuple[tuple[str, Ceiling], ...] = ()  # per compute path, filled by derive_ceilings (load_catalog)
 
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
@@ -121,6 +148,29 @@ class GPU:
         """Dense peak of the path matmuls in `path` actually run at here (0 when none)."""
         taken = self.run_path(path)
         return (self.peak_tflops(taken) or 0.0) if taken else 0.0
+
+    @cached_property
+    def _ceiling_by_path(self) -> dict[str, Ceiling]:
+        return dict(self.ceilings)
+
+    def ceiling(self, path: str) -> Ceiling:
+        """The matmul ceiling of the path matmuls in `path` actually run at here (TFLOPS 0 when none); a GPU built
+        outside the catalog without ceilings (tests, a measured device's unmeasured path) keeps its peak and says so."""
+        taken = self.run_path(path)
+        if taken is None:
+            return Ceiling(0.0, 0.0, f"no {path} hardware path")
+        found = self._ceiling_by_path.get(taken)
+        if found is not None:
+            return found
+        return Ceiling(self.peak_tflops(taken) or 0.0, 1.0, "datasheet peak: no ceiling recorded for this device")
+
+    @cached_property
+    def _ceiling_tflops_by_path(self) -> dict[str, float]:
+        return {p: self.ceiling(p).tflops for p in COMPUTE_PATHS}
+
+    def ceiling_tflops(self, path: str) -> float:
+        """ceiling(path).tflops: what the roofline multiplies by the runtime and shape efficiencies (hot loop)."""
+        return self._ceiling_tflops_by_path[path]
 
     @property
     def vram_gb(self) -> float:
@@ -218,10 +268,40 @@ def _reported_vram(rec: Record) -> dict:
             "reported_vram_source": sub.text("source")}
 
 
+def _sm_count(rec: Record) -> dict:
+    """`sm_count: {count, source}`: SMs (NVIDIA) or compute units (AMD). Every GPU in data/gpus.yaml has one
+    (tests/inputs/test_catalog.py); a catalog of one's own may leave it out: no tile or wave quantization then."""
+    sub = rec.child("sm_count", required=False)
+    if sub is None:
+        return {}
+    sub.check_keys(("count", "source"))
+    return {"sm_count": int(sub.number("count", lo=1, hi=MAX_SMS, integer=True)), "sm_source": sub.text("source")}
+
+
+def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
+    """Optional `matmul_ceiling_tflops: {bf16, fp8, date, source}`: a published MAMF figure, at most the datasheet
+    peak of its path (a measured matmul cannot beat the dense peak by more than boost clocks allow: 1.1x)."""
+    sub = rec.child("matmul_ceiling_tflops", required=False)
+    if sub is None:
+        return {}
+    sub.check_keys((*CEILING_FAMILIES, "date", "source"))
+    found = []
+    for fam in CEILING_FAMILIES:
+        peak = rates.get(fam)
+        if fam in sub.data and peak is None:
+            raise sub.fail(fam, f"a {fam} ceiling on a GPU with no {fam} datasheet rate")
+        value = sub.number(fam, required=False, lo=0.05 * (peak or 1), hi=1.1 * (peak or 1))
+        if value is not None:
+            found.append((fam, value))
+    if not found:
+        raise sub.fail("bf16", "give at least one of " + ", ".join(CEILING_FAMILIES))
+    return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})"}
+
+
 def parse_gpu(rec: Record) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
                     "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
-                    "interconnect", "runpod", "source", "notes"))
+                    "sm_count", "matmul_ceiling_tflops", "interconnect", "runpod", "source", "notes"))
     gpu_id = rec.text("id")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", gpu_id):
         raise rec.fail("id", f"expected a slug of a-z, 0-9 and '-', got {gpu_id!r}")
@@ -245,6 +325,7 @@ def parse_gpu(rec: Record) -> GPU:
         pcie_unidir_gbps=ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000),
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
+        **_sm_count(rec), **_published_ceilings(rec, rates),
     )
 
 
@@ -257,6 +338,10 @@ def _check_names_unique(path: str, gpus: list[GPU]) -> None:
                                     f"name '{name}' is also a name of '{owner[name]}'")
 
 
+CPU_CEILING = ("base-clock peak of data/cpus.yaml (cores x GHz x FMA lanes, or the extension's rate): the runtime's "
+               "CPU compute fraction (data/runtimes.yaml) carries what PyTorch reaches there")
+
+
 def cpu_device(spec: CpuSpec) -> GPU:
     """A catalog CPU as a device: its peaks per path, DRAM bandwidth and host RAM (planner.inputs.cpus)."""
     return GPU(id=spec.id, name=spec.name, aliases=spec.aliases, vendor=spec.vendor, architecture=spec.architecture,
@@ -265,14 +350,74 @@ def cpu_device(spec: CpuSpec) -> GPU:
                **{_PEAK_FIELD[p]: spec.peak_tflops(p) for p in COMPUTE_PATHS}, tdp_w=spec.tdp_w, pcie_gen=None,
                pcie_unidir_gbps=None, nvlink_unidir_gbps=None, runpod=None, source=spec.source,
                notes=f"{spec.notes} Host RAM: {spec.memory_config}.".strip(), kind="cpu", cpu=spec,
-               reported_vram_mib=None, reported_vram_source="")
+               reported_vram_mib=None, reported_vram_source="",
+               ceilings=tuple((p, Ceiling(spec.peak_tflops(p), 1.0, CPU_CEILING)) for p in COMPUTE_PATHS
+                              if spec.peak_tflops(p) is not None))
+
+
+def _published_ratios(gpus: list[GPU]) -> dict[str, list[tuple[GPU, float, float]]]:
+    """Per family: (gpu, MAMF TFLOPS, MAMF / datasheet peak) of every GPU with a published figure."""
+    out: dict[str, list[tuple[GPU, float, float]]] = {f: [] for f in CEILING_FAMILIES}
+    for g in gpus:
+        for fam, tflops in g.published_ceilings:
+            out[fam].append((g, tflops, tflops / g.peak_tflops(fam)))
+    return out
+
+
+def _median_of(rows: list[tuple[GPU, float, float]], what: str) -> tuple[float, str]:
+    ratio = statistics.median(r for _, _, r in rows)
+    inputs = ", ".join(f"{g.id} {t:g}/{g.peak_tflops(fam):g} = {r:.3f}" for g, t, r in rows
+                       for fam in [next(f for f, v in g.published_ceilings if v == t)])
+    return ratio, f"median measured/datasheet ratio {ratio:.3f} of {what} ({inputs})"
+
+
+def _family_ratio(g: GPU, fam: str, pub: dict[str, list[tuple[GPU, float, float]]]) -> tuple[float, str]:
+    """(ceiling / datasheet, how) for one family on one GPU, by the documented rule (docs/SCHEMAS.md):
+    1. its own published figure; 2. the median ratio of the same vendor and architecture; 3. an 8-bit path with
+    neither takes the GPU's 16-bit ratio; 4. the median ratio of the vendor's GPUs (else of all)."""
+    own = [r for r in pub[fam] if r[0].id == g.id]
+    if own:
+        _, tflops, ratio = own[0]
+        return ratio, f"measured: MAMF {tflops:g} TFLOPS {fam} = {ratio:.3f} x datasheet; {g.ceiling_source}"
+    arch = [r for r in pub[fam] if r[0].vendor == g.vendor and r[0].architecture == g.architecture]
+    if arch:
+        ratio, why = _median_of(arch, f"{g.vendor} {g.architecture} GPUs in {fam}")
+        return ratio, f"derived: {why}"
+    if fam != "bf16":
+        ratio, why = _family_ratio(g, "bf16", pub)
+        return ratio, f"derived: no {fam} figure for {g.architecture}, so the GPU's 16-bit ratio ({why})"
+    vendor = [r for r in pub[fam] if r[0].vendor == g.vendor] or pub[fam]
+    if not vendor:  # a catalog with no published figure at all (one's own file): the datasheet, said so
+        return 1.0, "datasheet peak: no GPU in this catalog has a published matmul ceiling"
+    ratio, why = _median_of(vendor, f"all {g.vendor} GPUs with a published {fam} figure (none of {g.architecture})")
+    return ratio, f"derived: {why}"
+
+
+def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
+    """Each GPU with a Ceiling for every compute path it has: the published MAMF figure of its family, or the
+    datasheet peak times the family ratio of `_family_ratio`'s rule."""
+    pub = _published_ratios(gpus)
+    out = []
+    for g in gpus:
+        ratios = {fam: _family_ratio(g, fam, pub) for fam in CEILING_FAMILIES}
+        ceilings = []
+        for path in COMPUTE_PATHS:
+            peak = g.peak_tflops(path)
+            if peak is None:
+                continue
+            ratio, how = ratios[CEILING_FAMILY[path]]
+            if CEILING_FAMILY[path] != path:
+                how = f"{how}; {path} takes its {CEILING_FAMILY[path]}-family ratio"
+            ceilings.append((path, Ceiling(peak * ratio, ratio, how)))
+        out.append(replace(g, ceilings=tuple(ceilings)))
+    return out
 
 
 @lru_cache(maxsize=8)
 def load_catalog(path: str | Path = GPUS_FILE, cpus_path: str | Path = CPUS_FILE) -> Catalog:
     """Load and validate the GPU catalog and the CPU devices (cached per paths; the result is immutable)."""
     records = load_yaml(path, "gpus", dated=True)
-    gpus = [parse_gpu(Record.of(path, i, r)) for i, r in enumerate(records)]
+    gpus = derive_ceilings([parse_gpu(Record.of(path, i, r)) for i, r in enumerate(records)])
     unique_ids(path, (g.id for g in gpus))
     cpus = [cpu_device(c) for c in load_cpu_specs(cpus_path, COMPUTE_PATHS)]
     unique_ids(cpus_path, (g.id for g in gpus + cpus))

@@ -20,7 +20,8 @@ class Efficiency:
     """Achievable fractions and overheads for one GPU under one runtime.
 
     mem_bw_efficiency: achieved / datasheet DRAM bandwidth in memory-bound kernels.
-    compute_efficiency: achieved / dense peak in matrix multiplies.
+    compute_efficiency: achieved / the GPU's matmul ceiling (GPU.ceiling: measured MAMF or derived) in matrix
+      multiplies of a shape that fills the GPU; the engine multiplies in the shape efficiency (planner.engine.gemm).
     launch_overhead_us: GPU time added per kernel launch (the gap between kernels; CUDA graphs keep only this).
     kernels_per_layer_factor: kernels launched per layer relative to a fused block.
     source: where the numbers come from ('prior: ...' or 'calibrated: ...').

@@ -41,6 +41,28 @@ class OpGroup:
     flops_per_pos: float = 0.0
     bytes_per_pos: float = 0.0
     rate_factor: float = 1.0  # x the achieved FLOP/s: an attention kernel's speed vs FlashAttention-2 (the reference)
+    # The GEMMs the FLOPs run as, (M, N, K, count) each: M rows (tokens), N x K weights, `count` times per step. The
+    # engine's shape efficiency (planner.engine.gemm) weighs them by FLOPs; () = shapes unknown or not GEMMs
+    # (attention kernels, elementwise work, formula-only profiles): the GPU's matmul ceiling applies as it is.
+    gemms: tuple[tuple[int, int, int, float], ...] = ()
+
+
+Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
+
+
+def scaled_gemms(gemms: tuple[Gemm, ...], times: float) -> tuple[Gemm, ...]:
+    """The same GEMMs run `times` times as often."""
+    return tuple((m, n, k, c * times) for m, n, k, c in gemms)
+
+
+def training_gemms(forward: tuple[Gemm, ...], checkpointing: bool) -> tuple[Gemm, ...]:
+    """A training micro-step's GEMMs from the forward ones: each Y = X W (M x N, inner K) runs again in backward as
+    dX = dY W^T (M x K, inner N) and dW = X^T dY (K x N, inner M) (the 2x-forward backward of Kaplan et al. 2020);
+    checkpointing recomputes the forward once more."""
+    out: list[Gemm] = []
+    for m, n, k, c in forward:
+        out += [(m, n, k, c * (2 if checkpointing else 1)), (m, k, n, c), (k, n, m, c)]
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTE
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
-from planner.inputs.catalog import GPU, Catalog, load_catalog
+from planner.inputs.catalog import GPU, Catalog, Ceiling, load_catalog
 from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.models import ModelProfile
@@ -186,7 +186,11 @@ def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float,
                   memory_gb: float, day: str) -> GPU:
     """The measured device: `base` (a catalog GPU or CPU) with the measured peaks, or a new 'CPU'/'MPS' device."""
     key = base.id if base else f"{device_type}-{_slug(name)}"
+    how = f"measured: best matmul TFLOPS of python -m planner.bench on {day} (replaces the catalog ceiling)"
+    ceilings = tuple((p, Ceiling(v, v / ((base.peak_tflops(p) if base else None) or v), how))
+                     for p, v in peaks.items() if v)
     fields = dict(id=f"measured-{key}", name=f"{base.name if base else name} (measured)", aliases=(),
+                  ceilings=ceilings,
                   mem_bw_gbps=bw_gbps, fp32_tflops=peaks.get("fp32", 0.0), tf32_tflops=peaks.get("tf32"),
                   fp16_tflops=peaks.get("fp16"), bf16_tflops=peaks.get("bf16"), fp8_tflops=None, int8_tops=None,
                   vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, reported_vram_mib=None,  # measured = as reported
@@ -269,10 +273,11 @@ def _prior(memory_class: str) -> Efficiency:
 class Calibration:
     """Fitted factors of one measured device (for the pytorch-eager runtime) and how they carry to other GPUs.
 
-    mem_bw_efficiency, compute_efficiency: fractions of the REFERENCE peaks: the catalog datasheet when the device is
-    a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and matmul peak (other CPUs, MPS).
-    compute_efficiency is fitted on `compute_path` (the workload precision). launch_overhead_us: per kernel, as in
-    data/runtimes.yaml. measured_*: the micro-benchmark peaks, so the measured device itself can be estimated (`measured_gpu`).
+    mem_bw_efficiency, compute_efficiency: fractions of the REFERENCE rates: the catalog datasheet bandwidth and matmul
+    ceiling (GPU.ceiling) when the device is a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and
+    matmul peak (other CPUs, MPS). The measured device itself (`measured_gpu`) has the bench's matmul TFLOPS as its
+    ceiling. compute_efficiency is fitted on `compute_path` (the workload precision). launch_overhead_us: per kernel,
+    as in data/runtimes.yaml. measured_*: the micro-benchmark peaks, so the measured device itself can be estimated.
     """
 
     device_name: str
@@ -321,7 +326,7 @@ class Calibration:
             return self.mem_bw_efficiency, self.compute_efficiency
         peak = dict(self.measured_tflops).get(self.compute_path) or ref.peak_tflops(self.compute_path) or 1.0
         return (self.mem_bw_efficiency * ref.mem_bw_gbps / self.measured_bw_gbps,
-                self.compute_efficiency * (ref.peak_tflops(self.compute_path) or peak) / peak)
+                self.compute_efficiency * (ref.ceiling_tflops(self.compute_path) or peak) / peak)
 
     # -- applying
     def _eager_target(self, gpu: GPU) -> tuple[float, float, float, str] | None:
@@ -670,8 +675,9 @@ def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None 
     path = _fit_path(pts)
     peaks = _measured_peaks(result)
     base = _reference(result, catalog, device)
-    if base:  # express as fractions of the datasheet, the reference every other catalog device uses
-        bw, mm = bw_m * dev.mem_bw_gbps / base.mem_bw_gbps, mm_m * peaks[path] / (base.peak_tflops(path) or peaks[path])
+    if base:  # as fractions of the datasheet bandwidth and the catalog matmul ceiling, the references the engine uses
+        bw = bw_m * dev.mem_bw_gbps / base.mem_bw_gbps
+        mm = mm_m * peaks[path] / (base.ceiling_tflops(path) or peaks[path])
         klass = base.memory_class
         if not (EFF_BOUNDS[0] <= bw <= EFF_BOUNDS[1] and EFF_BOUNDS[0] <= mm <= EFF_BOUNDS[1]):
             raise CalibrationError(f"the fit reaches {bw:.2%} of the {base.name}'s bandwidth and {mm:.2%} of its "

@@ -226,6 +226,20 @@ def extra_columns(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate],
     return out
 
 
+def _span(values: list[float]) -> str:
+    lo, hi = f"{min(values):.0%}", f"{max(values):.0%}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _rate_text(g, runtime_factor: float) -> str:
+    """How a group's FLOP rate follows from the GPU's matmul ceiling ('' for groups without FLOPs)."""
+    if not g.flops:
+        return ""
+    kernel = g.achieved_tflops / (g.ceiling_tflops * runtime_factor * g.shape_efficiency) if g.ceiling_tflops else 1.0
+    return (f"; rate {g.achieved_tflops:,.4g} TFLOPS = ceiling {g.ceiling_tflops:,.4g} x runtime {runtime_factor:.2f}"
+            f" x GEMM shape {g.shape_efficiency:.2f}" + (f" x kernel {kernel:.2f}" if abs(kernel - 1) > 1e-3 else ""))
+
+
 def step_time_rows(e: Estimate) -> list[dict]:
     """The 'Explain a GPU' step-time table: each op group of each phase, then its launches and communication;
     seconds and work are for the whole job (all passes)."""
@@ -237,7 +251,7 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "TFLOP": g.flops * ph.passes / 1e12, "GB moved": g.bytes * ph.passes / 1e9,
                          "FLOP/byte": g.flops / g.bytes if g.bytes else 0.0, "compute s": g.compute_s * ph.passes,
                          "memory s": g.memory_s * ph.passes, "time s": g.time_s * ph.passes, "limited by": g.bound,
-                         "formula": g.formula})
+                         "formula": g.formula + _rate_text(g, e.efficiency.compute_efficiency)})
         rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
                      "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
                      "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
@@ -266,11 +280,20 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
              "data/cpus.yaml (memory channels x MT/s x 8 B)") if g.cpu else ("data/gpus.yaml (datasheet)",) * 2
     if g.kind == "cpu" and not g.cpu:
         where = ("measured by python -m planner.bench",) * 2
+    ceiling = g.ceiling(path)
+    shapes = [grp.shape_efficiency for ph in e.phases for grp in ph.groups if grp.flops and grp.shape_efficiency < 1]
     rows = [
         (f"Peak {path} TFLOPS (dense)" + (f", as {asked} is not available" if path != asked else ""),
          f"{peak:g}" if peak else "none", where[0]),
+        (f"Matmul ceiling {path} ({'measured' if ceiling.measured else 'derived'})",
+         f"{ceiling.tflops:,.4g} TFLOPS = {ceiling.ratio:.0%} of the datasheet peak" if peak else "none", ceiling.how),
+        ("GEMM shape efficiency", (_span(shapes) + " of the ceiling" if shapes else
+                                   "100 % (shapes fill whole tiles and waves, or are not known)")
+         + f" on {g.sm_count or 'unknown'} SMs",
+         "tile and wave quantization of the op groups' GEMMs, 128 x 128 tiles (planner/engine/gemm.py; NVIDIA Matrix "
+         "Multiplication Background User's Guide)" + (f"; SM count: {g.sm_source}" if g.sm_source else "")),
         ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", where[1]),
-        ("Compute efficiency", f"{eff.compute_efficiency:.0%} of peak", eff.source),
+        ("Compute efficiency", f"{eff.compute_efficiency:.0%} of the matmul ceiling", eff.source),
         ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
         ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
          eff.source),

@@ -176,3 +176,86 @@ def test_a_reported_memory_above_the_capacity_or_far_below_it_is_refused(tmp_pat
     with pytest.raises(DataFileError) as err:
         load_catalog(_write(tmp_path, body))
     assert "'toy'" in str(err.value) and "'mib'" in str(err.value) and problem in str(err.value)
+
+
+# ---------------------------------------------------------------- matmul ceilings and SM counts
+
+# stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table" (commit
+# 744d01e): MAMF / the catalog's dense datasheet peak
+PUBLISHED = {("h100-sxm", "bf16"): 794.5 / 989, ("h200-sxm", "bf16"): 794.5 / 989, ("b200", "bf16"): 1745 / 2250,
+             ("a100-sxm-80gb", "bf16"): 271.2 / 312, ("a100-pcie-80gb", "bf16"): 252.9 / 312,
+             ("mi300x", "bf16"): 668.4 / 1307.4, ("h100-sxm", "fp8"): 1402.6 / 1979, ("h200-sxm", "fp8"): 1453.4 / 1979,
+             ("b200", "fp8"): 3432.5 / 4500}
+
+
+@pytest.mark.parametrize("gpu_id, path", sorted(PUBLISHED))
+def test_published_mamf_figures_are_the_ceilings(gpu_id, path):
+    c = load_catalog().get(gpu_id).ceiling(path)
+    assert c.ratio == pytest.approx(PUBLISHED[gpu_id, path]) and c.measured and "stas00" in c.how
+
+
+def test_gpus_without_a_figure_take_the_median_ratio_of_their_architecture():
+    cat = load_catalog()
+    # Hopper bf16: H100 SXM and H200 both 794.5 / 989 = 0.8033 -> H100 PCIe 756 x 0.8033 = 607.3
+    pcie = cat.get("h100-pcie").ceiling("bf16")
+    assert pcie.tflops == pytest.approx(756 * 794.5 / 989) and pcie.how.startswith("derived") and "Hopper" in pcie.how
+    # Ampere: A100 SXM (x2 records) 0.8692 and A100 PCIe (x2) 0.8106 -> median (0.8106 + 0.8692) / 2 = 0.8399
+    assert cat.get("rtx-3090").ceiling("bf16").ratio == pytest.approx((252.9 / 312 + 271.2 / 312) / 2)
+    # fp16 runs at the bf16 datasheet rate: same ratio
+    assert cat.get("rtx-3090").ceiling("fp16").ratio == cat.get("rtx-3090").ceiling("bf16").ratio
+    # Hopper fp8 (no H100 PCIe figure): median of 1402.6 / 1979 and 1453.4 / 1979
+    assert cat.get("h100-pcie").ceiling("fp8").ratio == pytest.approx((1402.6 + 1453.4) / 2 / 1979)
+
+
+def test_an_architecture_without_any_figure_takes_the_vendor_median():
+    cat = load_catalog()
+    # NVIDIA bf16 ratios, sorted: 0.7756 (B200), 0.8033 x2 (H100, H200), 0.8106 x2, 0.8692 x2 (A100s): median 0.8106
+    ada = cat.get("rtx-4090").ceiling("bf16")
+    assert ada.ratio == pytest.approx(252.9 / 312) and "none of Ada Lovelace" in ada.how
+    # AMD: MI300X is the only figure; MI250 (CDNA2) takes 668.4 / 1307.4
+    assert cat.get("mi250").ceiling("bf16").ratio == pytest.approx(668.4 / 1307.4)
+
+
+def test_no_gpu_gets_a_silent_ceiling():
+    for gpu in load_catalog().gpus:
+        for path in COMPUTE_PATHS:
+            if gpu.peak_tflops(path) is not None:
+                c = gpu.ceiling(path)
+                assert c.how.startswith(("measured", "derived")) and 0.3 < c.ratio < 1.0, (gpu.id, path)
+
+
+def test_ceilings_are_monotone_in_the_datasheet_within_an_architecture():
+    cat = load_catalog()
+    assert (cat.get("h100-pcie").ceiling_tflops("bf16") < cat.get("h100-nvl").ceiling_tflops("bf16")
+            < cat.get("h100-sxm").ceiling_tflops("bf16"))
+
+
+def test_every_gpu_has_its_sm_count_with_a_source():
+    cat = load_catalog()
+    for gpu in cat.gpus:
+        assert gpu.sm_count > 0 and gpu.sm_source.strip()
+    # H100 whitepaper: SXM5 132 SMs, PCIe 114; A100 whitepaper: 108; CDNA3 whitepaper: MI300X 304 CUs
+    assert [cat.get(g).sm_count for g in ("h100-sxm", "h100-pcie", "a100-sxm-80gb", "mi300x")] == [132, 114, 108, 304]
+
+
+@pytest.mark.parametrize("extra, field", [
+    ("    sm_count: {count: 0, source: x}\n", "count"),
+    ("    sm_count: {count: 82}\n", "source"),
+    ("    matmul_ceiling_tflops: {fp16: 60, date: 2026-11-22, source: x}\n", "fp16"),  # not a published family
+    ("    matmul_ceiling_tflops: {bf16: 60, date: 2026-11-22, source: x}\n", "bf16"),  # the toy has no bf16 rate
+    ("    matmul_ceiling_tflops: {fp8: 600, date: 2026-11-22, source: x}\n", "fp8"),
+])
+def test_bad_sm_count_or_ceiling_names_the_field(tmp_path, extra, field):
+    path = _write(tmp_path, GOOD.replace("    source: test\n", extra + "    source: test\n"))
+    with pytest.raises(DataFileError) as err:
+        load_catalog(path)
+    assert "'toy'" in str(err.value) and f"'{field}'" in str(err.value)
+
+
+def test_a_ceiling_above_the_datasheet_peak_is_rejected(tmp_path):
+    body = GOOD.replace("fp16: 71}", "fp16: 71, bf16: 71}").replace(
+        "    source: test\n", "    matmul_ceiling_tflops: {bf16: 90, date: 2026-11-22, source: x}\n    source: test\n")
+    with pytest.raises(DataFileError, match="'bf16'"):
+        load_catalog(_write(tmp_path, body))
+    ok = load_catalog(_write(tmp_path, body.replace("bf16: 90", "bf16: 70")))
+    assert ok.get("toy").ceiling("bf16").tflops == 70 and ok.get("toy").sm_count == 0

@@ -460,3 +460,42 @@ def test_gemma_gated_gelu_counts_three_matrices():
     assert m.ffn_kind == "swiglu" and m.tied_embeddings
     # Gemma technical report (Gemma Team 2024, table 2): 7B has 7,751,248,896 non-embedding parameters
     assert m.params - 256000 * 3072 == 7_751_248_896
+
+
+def _gemm_flops(gemms):
+    return sum(2.0 * m * n * k * c for m, n, k, c in gemms)
+
+
+def test_decoder_linear_gemms_are_the_shapes_it_runs():
+    m, s = load_models().get("llama-2-7b"), _setup("bf16")
+    # Llama-2-7B: hidden 4096, 32 heads of 128, MHA, SwiGLU ffn 11008, vocab 32000, 32 layers
+    dec, pre = _group(m.decode_work(s, 8), "linear layers"), _group(m.prefill_work(s, 4, 512), "linear layers")
+    assert sorted(dec.gemms) == sorted([(8, 3 * 4096, 4096, 32), (8, 4096, 4096, 32), (8, 2 * 11008, 4096, 32),
+                                        (8, 4096, 11008, 32), (8, 32000, 4096, 1)])  # decode: M = batch
+    assert {g[0] for g in pre.gemms} == {4 * 512, 4}  # prefill: M = batch x prompt; the LM head only the last token
+    # the shapes carry exactly the group's FLOPs
+    assert _gemm_flops(dec.gemms) == pytest.approx(dec.flops) and _gemm_flops(pre.gemms) == pytest.approx(pre.flops)
+
+
+def test_training_gemms_add_both_backward_transposes():
+    m, s = load_models().get("gpt2-124m"), _setup("bf16")
+    for ckpt, fwd_equiv in ((False, 3), (True, 4)):
+        g = _group(m.train_work(s, 8, 1024, ckpt), "linear layers (fwd+bwd)")
+        assert _gemm_flops(g.gemms) == pytest.approx(g.flops)  # 2 + 4 (+ 2) x tokens x matmul params
+        # GPT-2 QKV: M = 8 x 1024, N = 3 x 768, K = 768; dX: (8192, 768, 2304); dW: (768, 2304, 8192)
+        assert {(8192, 2304, 768), (8192, 768, 2304), (768, 2304, 8192)} <= {x[:3] for x in g.gemms}
+        assert _gemm_flops(g.gemms) == pytest.approx(fwd_equiv / 3 * _gemm_flops(
+            _group(m.train_work(s, 8, 1024, False), "linear layers (fwd+bwd)").gemms))
+
+
+def test_mixture_of_experts_gemms_split_the_rows_over_the_experts_read():
+    m, s = load_models().get("mixtral-8x7b"), _setup("bf16")
+    g = _group(m.prefill_work(s, 1, 4096), "linear layers")
+    # 4096 tokens x top-2 of 8 experts: all 8 read, 4096 x 2 / 8 = 1024 rows each
+    assert (1024, 2 * 14336, 4096, 32 * 8) in g.gemms
+    assert _gemm_flops(g.gemms) == pytest.approx(g.flops, rel=1e-3)
+
+
+def test_generic_and_traced_profiles_leave_their_shapes_unknown():
+    m = next(x for x in load_models().models if x.kind == "generic")
+    assert all(not g.gemms for g in m.forward_work(_setup("bf16"), 2, m.default_input_size))

@@ -67,6 +67,9 @@ class ModelProfile(Protocol):
     def kernels_per_forward(self) -> float: ...  # launches of one forward pass, fused-block units (x runtime factor)
 
     def check_size(self, size: int) -> None: ...  # ValueError naming the field when the model can't run at `size`
+    # The work methods return op groups whose matmul groups carry their GEMM shapes (OpGroup.gemms: M = batch x
+    # tokens of the step, N and K from the weights; training adds the backward transposes, work.training_gemms).
+    # A kind that cannot know its shapes (generic formulas, traces) leaves gemms empty: the ceiling applies unshaped.
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]: ...
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]: ...
     def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]: ...

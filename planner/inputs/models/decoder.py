@@ -12,14 +12,15 @@ over N tokens reads the weights of the experts at least one of them was routed t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import (BACKWARD_FORWARD_RATIO, MemoryItem, OpGroup, Setup, dequant_groups,
-                                 forward_equivalents)
+from planner.inputs.work import (BACKWARD_FORWARD_RATIO, Gemm, MemoryItem, OpGroup, Setup, dequant_groups,
+                                 forward_equivalents, scaled_gemms, training_gemms)
 
 # QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
 ATTN_FLOPS_PER_KEY_DIM = 4.0
@@ -295,6 +296,29 @@ class DecoderProfile(CachedHash):
     def kernels_per_forward(self) -> float:
         return float(self.layers * self.kernels_per_layer() + FIXED_KERNELS)
 
+    @lru_cache(maxsize=4096)  # noqa: B019 (profiles are immutable; the batch search asks for the same shapes often)
+    def linear_gemms(self, rows: int, logits: int, tp: int) -> tuple[Gemm, ...]:
+        """The forward GEMMs of one pass over `rows` tokens (batch x new tokens) with `logits` LM-head rows: per layer
+        the fused QKV (N = q + 2 kv), O, the MLP's up [+ gate] and down projections, the column-parallel N and the
+        row-parallel K split over tp (Megatron-LM). A mixture of experts runs each of the experts_read(rows) experts a
+        pass touches on its expected share of the routed rows, rows x k / experts read (at least 1)."""
+        m, L, h = self, self.layers, self.hidden
+
+        def mlp(r: int, ffn: int, count: float) -> list[Gemm]:
+            return [(r, max(1, (m.mlp_matrices - 1) * ffn // tp), h, count), (r, h, max(1, ffn // tp), count)]
+        out = [(rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L)]
+        if m.experts == 1:
+            out += mlp(rows, m.ffn, L)
+        else:
+            read = m.experts_read(rows)
+            out += mlp(max(1, math.ceil(rows * m.experts_per_token / read)), m.ffn, L * read)
+            out += mlp(rows, m.shared_ffn, L) if m.shared_ffn else []
+        return (*out, *m.lm_head_gemm(logits, tp))
+
+    def lm_head_gemm(self, logits: int, tp: int) -> tuple[Gemm, ...]:
+        """The LM head's GEMM over `logits` rows (vocab split over tp); () when no logits are computed."""
+        return ((logits, max(1, self.vocab // tp), self.hidden, 1),) if logits else ()
+
     # ------------------------------------------------------------ the model protocol: work per step
     def _forward(self, s: Setup, batch: int, tokens: int, keys_sum: float, keys_max: int,
                  logits_tokens: int, name: str) -> tuple[OpGroup, ...]:
@@ -323,7 +347,7 @@ class DecoderProfile(CachedHash):
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
                     f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
-                    f"B/weight{head}{note}"),
+                    f"B/weight{head}{note}", gemms=m.linear_gemms(bt, batch * logits_tokens, tp)),
             *dequant_groups(layer_read / tp, s),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path,
                     "FLOPs = 4 x layers x heads x head_dim x keys attended"
@@ -363,8 +387,11 @@ class DecoderProfile(CachedHash):
         out = []
         for g in groups:
             if g.name == "linear layers":
+                per_chunk = scaled_gemms(m.linear_gemms(batch * c, 0, s.tp), full) if full else ()
+                last = m.linear_gemms(batch * rest, 0, s.tp) if rest else ()
                 g = replace(g, bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
-                            f"chunks of {c} tokens)")
+                            f"chunks of {c} tokens, M = {batch * c:,} rows each)",
+                            gemms=per_chunk + last + m.lm_head_gemm(batch, s.tp))
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
                 flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
@@ -411,7 +438,9 @@ class DecoderProfile(CachedHash):
             OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
                     read * (p.act_bytes * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
                     f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if ckpt else ''}); "
-                    f"bytes = weights read {fb:g}x + fp32 grad accumulate" + m._experts_note(T)),
+                    f"bytes = weights read {fb:g}x + fp32 grad accumulate; GEMMs of M = {T:,} rows and their "
+                    "backward transposes" + m._experts_note(T),
+                    gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, (qkvo + scores) * fb, s.attention_path,
                     f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
                     f"{attn_mult:g} (bwd = {bwd:g}x fwd)",

@@ -160,7 +160,7 @@ class GenericProfile(CachedHash):
         return (
             OpGroup("matmuls (all layers)", flops, w_bytes, p.compute_path,
                     f"FLOPs = {fwd_factor:g} x batch x fwd_flops(L) [{m.fwd_flops_expr}]; "
-                    f"bytes = params x {p.weight_bytes:g} B"),
+                    f"bytes = params x {p.weight_bytes:g} B; GEMM shapes not known: the matmul ceiling unshaped"),
             *dequant_groups(m.params, s),
             OpGroup("elementwise & attention traffic", 0.0, act + scores, s.attention_path,
                     f"bytes = {fwd_factor:g} x batch x traffic(L) [{m.activation_traffic_elems_expr}] x {p.act_bytes:g} B"

@@ -233,7 +233,8 @@ class TracedProfile(CachedHash):
             out.append(OpGroup(group + suffix, flops, weights + acts, path,
                                f"traced {step}: FLOPs per sample {self.law(step, group, 'flops').formula()}; bytes = "
                                f"weights x {p.weight_bytes:g}/4 + activations x {p.act_bytes:g}/4 (fp32 trace); "
-                               "terms constant in L once per step, the rest x batch"))
+                               "terms constant in L once per step, the rest x batch"
+                               + ("; GEMM shapes not traced: the matmul ceiling unshaped" if flops else "")))
         return (*out[:1], *dequant_groups(self.params, s), *out[1:])
 
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
