@@ -48,10 +48,21 @@ def cpu_reasons(cpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason
     kv = s.kv_dtype
     if isinstance(w, Generate) and m.can_generate and kv.min_sm is not None and cpu.peak_tflops(kv.id) is None:
         out.append(Reason("kv_dtype", True, f"{kv.id} KV cache: {cpu.name} has no {kv.id} arithmetic"))
-    if s.attention.min_sm is not None:  # a kernel defined by a compute capability is a CUDA kernel
+    if not runs_on_cpu(s.attention):
         out.append(Reason("attention", True, f"{s.attention.id} is a CUDA kernel for NVIDIA GPUs "
-                          f"({sm_label(s.attention.min_sm)}+): on a CPU use sdpa (PyTorch's CPU flash or math kernel)"))
+                          f"({_sm_floor(s.attention)}+): on a CPU use sdpa (PyTorch's CPU flash or math kernel)"))
     return out
+
+
+def runs_on_cpu(a: AttentionBackend) -> bool:
+    """Whether an attention choice runs on a CPU: a kernel with no compute-capability floor (one that has a floor is
+    a CUDA kernel), or a selector with such a pick (sdpa: PyTorch's CPU flash kernel, else math; data/precisions.yaml)."""
+    return any(runs_on_cpu(k) for k in a.picks) if a.is_selector else a.min_sm is None
+
+
+def _sm_floor(a: AttentionBackend) -> str:
+    """The lowest compute capability any kernel of `a` needs, as 'SM80'."""
+    return sm_label(min(k.min_sm for k in (a.picks or (a,)) if k.min_sm is not None))
 
 
 def support_reasons(gpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason]:

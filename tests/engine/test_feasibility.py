@@ -254,8 +254,11 @@ def test_cpu_precision_follows_its_instruction_set_not_a_compute_capability():
 def test_gpu_only_attention_kernels_are_refused_on_a_cpu():
     e = _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", attention="flash-attn-2")
     assert not e.feasible and "sdpa" in next(r.text for r in e.reasons if r.code == "attention")
-    for backend in ("sdpa", "manual"):
+    for backend in ("sdpa", "sdpa-math", "manual"):
         assert "attention" not in _codes(_est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", attention=backend))
+    # a selector whose every pick is a CUDA kernel (xFormers: FlashAttention-2 SM80+, its CUTLASS kernel SM60+)
+    xf = _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", attention="xformers")
+    assert not xf.feasible and "SM60+" in next(r.text for r in xf.reasons if r.code == "attention")
 
 
 def test_kv_cache_dtype_needs_the_cpu_arithmetic():
