@@ -13,6 +13,8 @@ from planner.base.schema import DataFileError, Record, load_yaml, normalize_name
 from planner.base.units import gib_to_gb
 
 GPUS_FILE = DATA_DIR / "gpus.yaml"
+LINKS_FILE = DATA_DIR / "interconnects.yaml"
+REQUIRED_LINKS = ("nvlink", "pcie-p2p", "pcie-host")
 COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
 MARKETS = ("datacenter", "workstation", "consumer")
@@ -69,6 +71,36 @@ class RunPodListing:
 
 
 @dataclass(frozen=True)
+class LinkKind:
+    """A way GPUs exchange data (data/interconnects.yaml): what fraction of the link a collective reaches as bus
+    bandwidth, and the latency of one hop of a ring."""
+
+    id: str
+    name: str
+    busbw_fraction: float
+    hop_latency_us: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link kind at one GPU's bandwidth, reaching at most `max_gpus` GPUs of a job (None: any number)."""
+
+    kind: LinkKind
+    unidir_gbps: float  # the GPU's link, one direction, GB/s
+    max_gpus: int | None
+
+    @property
+    def bus_gbps(self) -> float:
+        """Bus bandwidth a ring collective reaches, GB/s (nccl-tests busbw)."""
+        return self.unidir_gbps * self.kind.busbw_fraction
+
+    def describe(self) -> str:
+        return (f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus, "
+                f"{self.kind.hop_latency_us:g} us per ring hop")
+
+
+@dataclass(frozen=True)
 class GPU:
     """One GPU model. Peak rates are dense (no 2:4 sparsity); None = no hardware path."""
 
@@ -98,6 +130,12 @@ class GPU:
     runpod: RunPodListing | None
     source: str
     notes: str
+    links: tuple[Link, ...] = ()  # fastest first; link_for(n) picks the first that reaches n GPUs
+    link_source: str = ""  # why the GPU has the links it has (P2P off, a bridged pair), where the catalog says
+
+    def link_for(self, n_gpus: int) -> Link | None:
+        """The link n GPUs of this model exchange data over (None: none known)."""
+        return next((k for k in self.links if k.max_gpus is None or n_gpus <= k.max_gpus), None)
 
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
@@ -198,7 +236,23 @@ def _reported_vram(rec: Record) -> dict:
             "reported_vram_source": sub.text("source")}
 
 
-def parse_gpu(rec: Record) -> GPU:
+def _links(ic: Record, kinds: dict[str, LinkKind]) -> tuple[Link, ...]:
+    """The GPU's links, fastest first: NVLink (a bridge reaching `nvlink_peers` peers, else every GPU of a job),
+    then PCIe, with peer-to-peer unless `pcie_p2p: false`."""
+    links = []
+    nvlink = ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000)
+    peers = ic.number("nvlink_peers", required=False, lo=1, hi=1000, integer=True)
+    if nvlink:
+        links.append(Link(kinds["nvlink"], nvlink, int(peers) + 1 if peers else None))
+    elif peers:
+        raise ic.fail("nvlink_peers", "given without nvlink_unidir_gbps")
+    pcie = ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000)
+    if pcie:
+        links.append(Link(kinds["pcie-p2p" if ic.flag("pcie_p2p", default=True) else "pcie-host"], pcie, None))
+    return tuple(links)
+
+
+def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
                     "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
                     "interconnect", "runpod", "source", "notes"))
@@ -209,7 +263,7 @@ def parse_gpu(rec: Record) -> GPU:
     tf.check_keys(COMPUTE_PATHS)
     rates = {p: tf.number(p, required=(p == "fp32"), lo=0.1, hi=20000) for p in COMPUTE_PATHS}
     ic = rec.child("interconnect", required=False) or Record(rec.path, rec.label, {})
-    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps"))
+    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps", "nvlink_peers", "pcie_p2p", "link_source"))
     return GPU(
         id=gpu_id, name=rec.text("name"), aliases=rec.strings("aliases", required=False),
         vendor=rec.text("vendor", choices=("NVIDIA", "AMD")), architecture=rec.text("architecture"),
@@ -225,6 +279,7 @@ def parse_gpu(rec: Record) -> GPU:
         pcie_unidir_gbps=ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000),
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
+        links=_links(ic, kinds or load_link_kinds()), link_source=ic.text("link_source", required=False) or "",
     )
 
 
@@ -237,11 +292,29 @@ def _check_names_unique(path: str, gpus: list[GPU]) -> None:
                                     f"name '{name}' is also a name of '{owner[name]}'")
 
 
+@lru_cache(maxsize=4)
+def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
+    """The link kinds of data/interconnects.yaml by id; each of nvlink, pcie-p2p and pcie-host must be there."""
+    parsed = []
+    for i, raw in enumerate(load_yaml(path, "links", dated=True)):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "name", "busbw_fraction", "hop_latency_us", "source"))
+        parsed.append(LinkKind(rec.text("id"), rec.text("name"), rec.number("busbw_fraction", lo=0.05, hi=1.0),
+                               rec.number("hop_latency_us", lo=0.05, hi=1000), rec.text("source")))
+    unique_ids(path, (k.id for k in parsed))
+    kinds = {k.id: k for k in parsed}
+    for needed in REQUIRED_LINKS:
+        if needed not in kinds:
+            raise DataFileError(path, "links", "id", f"no link kind '{needed}' (needed: {', '.join(REQUIRED_LINKS)})")
+    return kinds
+
+
 @lru_cache(maxsize=8)
 def load_catalog(path: str | Path = GPUS_FILE) -> Catalog:
     """Load and validate the GPU catalog (cached per path; the result is immutable)."""
     records = load_yaml(path, "gpus", dated=True)
-    gpus = [parse_gpu(Record.of(path, i, r)) for i, r in enumerate(records)]
+    kinds = load_link_kinds()
+    gpus = [parse_gpu(Record.of(path, i, r), kinds) for i, r in enumerate(records)]
     unique_ids(path, (g.id for g in gpus))
     _check_names_unique(str(path), gpus)
     return Catalog(tuple(gpus), str(path))
