@@ -86,6 +86,7 @@ CONTROLS = [
     ("selectbox", "attn", "manual", "attn", "manual", lambda at: "manual attention" in _plan_text(at)),
     ("selectbox", "rt", "torch-compile", "rt", "torch-compile", lambda at: "torch.compile" in _plan_text(at)),
     ("number_input", "gpus", 2, "gpus", "2", lambda at: "2 GPUs per job" in _plan_text(at)),
+    ("selectbox", "par", "tensor", "par", "tensor", lambda at: "(tensor parallel)" in _plan_text(at)),
     ("selectbox", "tier", "community", "tier", "community",
      lambda at: "Whole job ($)" in _ranking(at).columns and "community prices" in _plan_text(at)),
     ("selectbox", "vendor", "AMD", "vendor", "AMD",
