@@ -86,7 +86,6 @@ CONTROLS = [
     ("selectbox", "attn", "manual", "attn", "manual", lambda at: "manual attention" in _plan_text(at)),
     ("selectbox", "rt", "torch-compile", "rt", "torch-compile", lambda at: "torch.compile" in _plan_text(at)),
     ("number_input", "gpus", 2, "gpus", "2", lambda at: "2 GPUs per job" in _plan_text(at)),
-    ("selectbox", "par", "tensor", "par", "tensor", lambda at: "(tensor parallel)" in _plan_text(at)),
     ("selectbox", "tier", "community", "tier", "community",
      lambda at: "Whole job ($)" in _ranking(at).columns and "community prices" in _plan_text(at)),
     ("selectbox", "vendor", "AMD", "vendor", "AMD",
@@ -110,6 +109,17 @@ def test_each_control_changes_the_plan_and_the_link(widget, key, value, param, e
     _ok(at)
     assert _link(at)[param] == expected
     assert check(at)
+    again = _app(_link(at))  # the link reproduces the page
+    _ok(again)
+    assert _ranking(again).equals(_ranking(at))
+
+
+def test_tensor_parallel_choice_reaches_the_plan_and_the_link():
+    at = _app({"model": "llama-2-7b", "gpus": "2"})
+    at.selectbox(key="par").set_value("tensor")
+    at.run()
+    _ok(at)
+    assert _link(at)["par"] == "tensor" and "2 GPUs per job (tensor parallel)" in _plan_text(at)
     again = _app(_link(at))  # the link reproduces the page
     _ok(again)
     assert _ranking(again).equals(_ranking(at))

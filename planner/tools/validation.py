@@ -7,7 +7,8 @@ are only ever reported on ('test'). Rows the engine cannot represent are 'exclud
 
 Mapping of rows to plans (documented in validation/README.md):
 - decode: Generate(batch, max(1, prompt_tokens), gen_tokens) at a fixed batch; predicted = generated tokens / s
-  over the batch, prefill included (as TensorRT-LLM's and gpt-fast's figures are).
+  over the batch, prefill included (as TensorRT-LLM's and gpt-fast's figures are). Several GPUs: tensor
+  parallel (Plan.parallel 'tensor'), as the sources state; llama.cpp's layer split is excluded.
 - prefill: Generate(batch, prompt_tokens, 1): the prefill pass alone, logits for the last token only (as
   llama-bench ppN and TensorRT-LLM first-token latency compute them); predicted = prompt tokens / s, or the
   pass's seconds for step_seconds rows.
