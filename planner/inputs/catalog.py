@@ -177,11 +177,6 @@ class GPU:
         """Compute capability as 'SM90' ('-' for AMD)."""
         return sm_label(self.compute_capability)
 
-    @property
-    def interconnect_unidir_gbps(self) -> float | None:
-        """Fastest GPU-to-GPU link, one direction: NVLink if present, else PCIe."""
-        return self.nvlink_unidir_gbps or self.pcie_unidir_gbps
-
     def price(self, tier: str) -> Price | None:
         return self.runpod.tier(tier) if self.runpod else None
 
