@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 
 from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
 from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
+from planner.engine.plan import PARALLEL_MODES  # noqa: E402
 from planner.inputs import price_snapshot  # noqa: E402
 from planner.inputs.bench_result import CalibrationError, parse_result  # noqa: E402
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS  # noqa: E402, E501
@@ -396,9 +397,12 @@ def sidebar() -> None:
 
     sb.subheader("4 · GPUs & prices")
     c1, c2 = sb.columns([2, 3])
-    c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help="data parallel; tensor parallel when the "
-                    "weights don't fit one GPU (inference); training: DDP or FSDP (see the Job section)")
+    c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help="how they share the job: see Parallelism")
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help="RunPod secure cloud, community cloud or spot")
+    sb.selectbox("Parallelism", PARALLEL_MODES, key="par", help="auto: tensor parallel only when the weights don't "
+                 "fit one GPU, else data parallel; data: a whole copy per GPU (training: DDP, or FSDP with sharding "
+                 "fsdp); tensor: split every layer over the GPUs (inference), with 2 all-reduces per layer over the "
+                 "GPU's link (NVLink, PCIe, or PCIe through host memory where the driver blocks peer-to-peer)")
     sb.slider("Usable memory (% of what each GPU reports)", *_bounds("memory_target_pct"), step=1.0, key="mem",
               format="%.0f %%", help="A plan fills at most this share of the memory the driver reports (ECC keeps "
               "1/16 of a data-center GDDR card); 90 % is vLLM's default gpu_memory_utilization, the rest absorbs "

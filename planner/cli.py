@@ -14,7 +14,7 @@ from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import efficiency_on, estimate_all
 from planner.engine.job_cost import job_cost
-from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
+from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import COMPUTE_PATHS, MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
@@ -150,8 +150,10 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-accum", type=_bounded("grad_accum"), default=1)
     p.add_argument("--sharding", choices=SHARDINGS, default="ddp",
                    help="train on several GPUs: ddp (full copies) or fsdp (ZeRO-3 sharded states)")
-    p.add_argument("--gpus", type=_gpus, default=1, help="GPUs per job (data or tensor parallel); or device names "
-                   "like --gpu")
+    p.add_argument("--gpus", type=_gpus, default=1, help="GPUs per job (see --parallel); or device names like --gpu")
+    p.add_argument("--parallel", choices=PARALLEL_MODES, default="auto",
+                   help="how --gpus GPUs share the job: auto (tensor parallel only when the weights don't fit one "
+                   "GPU), data (a whole copy per GPU; training: --sharding) or tensor (split every layer; inference)")
     p.add_argument("--gpu", type=_names, action="append", default=None, help="GPUs or CPUs to include, by id or "
                    "name, comma-separated or repeated (default: every GPU)")
     p.add_argument("--include-cpu", action="store_true", help="also rank the CPU devices of data/cpus.yaml (what a "
@@ -192,7 +194,7 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
     runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
     gpus = a.gpus if isinstance(a.gpus, int) else 1
     return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, gpus, a.price_tier,
-                a.memory_target / 100, a.pytorch)
+                a.memory_target / 100, a.pytorch, a.parallel)
 
 
 def device_names(a: argparse.Namespace) -> tuple[str, ...] | None:

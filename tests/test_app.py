@@ -115,6 +115,17 @@ def test_each_control_changes_the_plan_and_the_link(widget, key, value, param, e
     assert _ranking(again).equals(_ranking(at))
 
 
+def test_tensor_parallel_choice_reaches_the_plan_and_the_link():
+    at = _app({"model": "llama-2-7b", "gpus": "2"})
+    at.selectbox(key="par").set_value("tensor")
+    at.run()
+    _ok(at)
+    assert _link(at)["par"] == "tensor" and "2 GPUs per job (tensor parallel)" in _plan_text(at)
+    again = _app(_link(at))  # the link reproduces the page
+    _ok(again)
+    assert _ranking(again).equals(_ranking(at))
+
+
 @pytest.mark.parametrize("key, value, param, expected", [
     ("samples", 2500, "samples", "2500"), ("size", 512, "size", "512"), ("epochs", 3.5, "epochs", "3.5"),
     ("opt", "sgd", "opt", "sgd"), ("accum", 4, "accum", "4"), ("ckpt", True, "ckpt", "1"),

@@ -34,6 +34,21 @@ def test_unknown_names_exit_2_with_a_suggestion_and_no_traceback():
         assert "Traceback" not in out.stderr
 
 
+def test_parallel_flag_plans_tensor_parallel_and_explains_the_link():
+    args = ("estimate", "--model", "llama-2-7b", "--gpus", "2", "--gpu", "rtx-4090", "--sequences", "10", "--format",
+            "json")
+    auto = json.loads(run(*args).stdout)[0]
+    tp = json.loads(run(*args, "--parallel", "tensor").stdout)[0]
+    assert auto["parallelism"] == "data" and tp["parallelism"] == "tensor"
+    assert any("PCIe without peer-to-peer" in r["text"] for r in tp["reasons"])
+    decode = next(p for p in tp["phases"] if p["name"] == "decode")
+    assert decode["communication_s"] > 0 and decode["communication_hidden_s"] == 0 and "2 GPUs over" in decode["link"]
+    bad = run(*args, "--parallel", "pipeline")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
+    train = run("estimate", "--model", "llama-2-7b", "--workload", "train", "--gpus", "2", "--parallel", "tensor")
+    assert train.returncode == 2 and "sharding fsdp" in train.stderr and "Traceback" not in train.stderr
+
+
 def test_csv_and_listings():
     out = run("estimate", "--gpu", "h100-sxm", "--sequences", "100", "--format", "csv")
     assert out.returncode == 0 and out.stdout.splitlines()[0].startswith("gpu_id,")

@@ -128,33 +128,40 @@ def auto_batch(fit: int, items: int) -> int:
     return math.ceil(items / math.ceil(items / fit))
 
 
-def _link(gpu: GPU) -> str:
-    return f"{gpu.interconnect_unidir_gbps or 0:g} GB/s links"
+def _link(gpu: GPU, n: int) -> str:
+    link = gpu.link_for(n)
+    return link.describe() if link else "no known link between GPUs"
 
 
 def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Setup, str, list[Reason]]:
     """How plan.gpus GPUs share the job: (setup with its TP/FSDP degree, parallelism, notes).
 
-    One GPU: single. Inference whose weights don't fit one GPU: tensor parallel, if the model splits. Training
-    with sharding=fsdp: FSDP (ZeRO-3). Otherwise data parallel (DDP for training).
+    One GPU: single. Training: FSDP (ZeRO-3) with sharding=fsdp, else DDP. Inference: tensor parallel when the user
+    asks for it, or (auto) when the weights don't fit one GPU and the model splits; otherwise data parallel.
     """
     m, w, n = plan.model, plan.workload, plan.gpus
     if n == 1:
         return s, "single", []
+    if isinstance(w, Train):
+        if w.sharding == "fsdp":
+            return replace(s, shard=n), "fsdp", [Reason(
+                "parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer states "
+                f"sharded; all-gathers and a reduce-scatter per micro-step over {_link(gpu, n)}")]
+        return s, "data", [Reason("parallelism", False, f"data parallel (DDP) over {n} GPUs: a gradient all-reduce "
+                                  f"per optimizer step over {_link(gpu, n)}")]
     heads = m.tensor_parallel_heads
-    if (not isinstance(w, Train) and heads is not None
-            and breakdown(m, w, s, 1, context_gb).total_gb > usable_gb(gpu, plan.memory_target)):
-        notes = [Reason("parallelism", False, f"weights don't fit one GPU: tensor parallel over {n} GPUs, "
-                        f"2 all-reduces per layer over {_link(gpu)}")]
-        if heads % n:
+    fits = breakdown(m, w, s, 1, context_gb).total_gb <= usable_gb(gpu, plan.memory_target)
+    if plan.parallel == "tensor" or (plan.parallel == "auto" and heads is not None and not fits):
+        why = ("as asked" + (" (the model would fit one GPU)" if fits else "") if plan.parallel == "tensor"
+               else "auto: the weights don't fit one GPU")
+        notes = [Reason("parallelism", False, f"tensor parallel over {n} GPUs, {why}: 2 all-reduces per layer over "
+                        f"{_link(gpu, n)}; they never overlap compute (each layer waits for the last)")]
+        if heads and heads % n:
             notes.append(Reason("parallelism", False, f"{heads} KV heads don't split evenly over {n} GPUs"))
         return replace(s, tp=n), "tensor", notes
-    if isinstance(w, Train) and w.sharding == "fsdp":
-        return replace(s, shard=n), "fsdp", [Reason(
-            "parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer states sharded; "
-            f"all-gathers and a reduce-scatter per micro-step over {_link(gpu)}")]
-    return s, "data", [Reason("parallelism", False, f"data parallel: each of {n} GPUs runs its share independently"
-                              + (" with a gradient all-reduce per optimizer step" if isinstance(w, Train) else ""))]
+    why = "as asked" if plan.parallel == "data" else "auto: the model fits one GPU; choose tensor parallel to split it"
+    return s, "data", [Reason("parallelism", False, f"data parallel ({why}): each of {n} GPUs runs its share "
+                              "independently")]
 
 
 @lru_cache(maxsize=1024)
@@ -204,6 +211,9 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
         if isinstance(w, Train) and parallelism == "data":
             reasons.append(Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer states "
                                   "split over the GPUs"))
+        elif parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
+            reasons.append(Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
+                                  f"{plan.gpus} of the weights"))
     base = dict(gpu=gpu, plan=plan, setup=s, max_batch=fit, parallelism=parallelism, efficiency=eff,
                 prices=dict(prices))
     if any(r.blocking for r in reasons):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from planner.base.units import FP32_BYTES
+from planner.engine.collectives import allreduce_hops, ring_fraction
 from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import OpGroup, Setup, forward_equivalents
@@ -36,52 +37,65 @@ class Phase:
     p0: int
     passes: float
     comm_bytes: float = 0.0  # bytes each GPU sends per step in collectives (tensor/data parallel)
-    comm_calls: float = 0.0  # collective calls per step (each pays a latency)
+    comm_calls: float = 0.0  # collective calls per step
+    comm_hops: float = 0.0  # ring steps per step, each paying the link's hop latency
+    comm_gpus: int = 1  # GPUs in each collective: picks the link (a bridged pair reaches only 2)
+    comm_overlaps: bool = False  # data-parallel collectives may run under compute (the runtime says how much)
 
 
-def ring_fraction(n: int) -> float:
-    """Share of a message each GPU sends in a ring all-gather or reduce-scatter over n GPUs: (n-1)/n."""
-    return (n - 1) / n
+def _tp_comm(m: ModelProfile, s: Setup, batch_tokens: int) -> dict:
+    """Tensor-parallel all-reduces of one step: they never overlap compute, as each layer waits for the last."""
+    comm, calls = m.tensor_parallel_comm(s, batch_tokens)
+    return dict(comm_bytes=comm, comm_calls=calls, comm_hops=calls * allreduce_hops(s.tp), comm_gpus=s.tp)
 
 
 @lru_cache(maxsize=4096)
 def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
     P, G = w.prompt_tokens, w.gen_tokens
     kern = m.kernels_per_forward
-    comm, calls = m.tensor_parallel_comm(s, batch * P)
-    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * s.prefill_chunks(P), 1, 0, passes, comm, calls)]
+    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * s.prefill_chunks(P), 1, 0, passes,
+                    **_tp_comm(m, s, batch * P))]
     if G > 1:
-        comm, calls = m.tensor_parallel_comm(s, batch)
-        phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes, comm, calls))
+        phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch)))
     return tuple(phases)
 
 
 @lru_cache(maxsize=4096)
 def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
     S = w.input_size
-    comm, calls = m.tensor_parallel_comm(s, batch * S)
-    return (Phase("forward", m.forward_work(s, batch, S), m.kernels_per_forward, 1, 0, passes, comm, calls),)
+    return (Phase("forward", m.forward_work(s, batch, S), m.kernels_per_forward, 1, 0, passes,
+                  **_tp_comm(m, s, batch * S)),)
 
 
 @lru_cache(maxsize=4096)
 def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int) -> tuple[Phase, ...]:
-    """Micro-steps (forward + backward [+ recompute]) and optimizer steps, per GPU; with s.shard > 1 the
-    collectives of FSDP (ZeRO-3), else a DDP gradient all-reduce per optimizer step."""
-    p = s.precision
+    """Micro-steps (forward + backward [+ recompute]) and optimizer steps, per GPU, with the collectives of FSDP
+    (ZeRO-3, s.shard > 1) or DDP's gradient all-reduce; both may overlap the micro-step's compute."""
     groups = m.train_work(s, batch, w.input_size, w.checkpointing)
     kernels = m.kernels_per_forward * forward_equivalents(w.checkpointing)
     params = m.params
     k = s.shard
-    # in the compute dtype, one collective per shard unit each (ring: (k-1)/k of the full size)
-    fsdp_bytes = FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * params * p.act_bytes if k > 1 else 0.0
-    fsdp_calls = FSDP_COLLECTIVES_PER_STEP * m.shard_units if k > 1 else 0.0
-    phases = [Phase("train micro-step", groups, kernels, 1, 0, micro_steps, fsdp_bytes, fsdp_calls)]
+    comm = _fsdp_comm(m, s) if k > 1 else _ddp_comm(params, n_gpus, w.grad_accum) if n_gpus > 1 else {}
+    phases = [Phase("train micro-step", groups, kernels, 1, 0, micro_steps, **comm)]
     opt_steps = micro_steps / w.grad_accum
     traffic = OPTIMIZER_TRAFFIC[w.optimizer]
     opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / k, traffic * params / k, "fp32",
                   f"bytes = {traffic:g} B/param ({w.optimizer}: read weights, grads, states; "
                   f"write weights, states)" + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
-    ddp = n_gpus > 1 and k == 1  # DDP: one all-reduce of the fp32 gradients per optimizer step
-    dp_bytes = 2 * ring_fraction(n_gpus) * float(FP32_BYTES) * params if ddp else 0.0
-    phases.append(Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, opt_steps, dp_bytes, 1.0 if ddp else 0.0))
+    phases.append(Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, opt_steps))
     return tuple(phases)
+
+
+def _fsdp_comm(m: ModelProfile, s: Setup) -> dict:
+    """FSDP per micro-step: per shard unit, all-gathers for forward and backward and a reduce-scatter of the
+    gradients, in the compute dtype (each (k-1)/k of the unit's size and k-1 ring steps)."""
+    k, calls = s.shard, FSDP_COLLECTIVES_PER_STEP * m.shard_units
+    return dict(comm_bytes=FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * m.params * s.precision.act_bytes,
+                comm_calls=calls, comm_hops=calls * (k - 1), comm_gpus=k, comm_overlaps=True)
+
+
+def _ddp_comm(params: int, n: int, grad_accum: int) -> dict:
+    """DDP: one all-reduce of the fp32 gradients per optimizer step, during the backward of its last micro-step;
+    spread here over the grad_accum micro-steps (so with accumulation the compute it may hide under is overstated)."""
+    return dict(comm_bytes=2 * ring_fraction(n) * float(FP32_BYTES) * params / grad_accum, comm_calls=1 / grad_accum,
+                comm_hops=allreduce_hops(n) / grad_accum, comm_gpus=n, comm_overlaps=True)

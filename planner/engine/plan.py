@@ -19,6 +19,10 @@ from planner.inputs.work import Setup
 MEMORY_TARGET_DEFAULT_PCT = 90
 MEMORY_TARGET_DEFAULT = MEMORY_TARGET_DEFAULT_PCT / 100
 
+# How plan.gpus GPUs share a job: auto (tensor parallel only when the weights don't fit one GPU, else data parallel),
+# data (every GPU a whole copy: DDP, or FSDP with sharding=fsdp, for training) or tensor (split every layer: inference).
+PARALLEL_MODES = ("auto", "data", "tensor")
+
 DEFAULT_ATTENTION = "sdpa"  # PyTorch's own choice per GPU; also what a blocked backend's reason suggests instead
 
 
@@ -38,6 +42,7 @@ class Plan:
     price_tier: str = "secure"
     memory_target: float = MEMORY_TARGET_DEFAULT  # fraction of the reported memory a plan may fill
     pytorch: str | None = None
+    parallel: str = "auto"  # one of PARALLEL_MODES
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
@@ -66,6 +71,15 @@ def check_plan(plan: Plan) -> None:
         raise ValueError(f"generate needs a decoder model; {m.name} is a {m.kind} profile (use infer or train)")
     if plan.gpus < 1:
         raise ValueError("gpus must be at least 1")
+    if plan.parallel not in PARALLEL_MODES:
+        raise ValueError(f"parallel must be one of {', '.join(PARALLEL_MODES)}")
+    if plan.parallel == "tensor" and plan.gpus > 1:
+        if isinstance(w, Train):
+            raise ValueError("tensor parallel is modelled for generate and infer; to split a model for training, "
+                             "use sharding fsdp")
+        if m.tensor_parallel_heads is None:
+            raise ValueError(f"tensor parallel is not modelled for {m.name} (a {m.kind} profile): choose data "
+                             "parallel or auto")
     if plan.batch is not None and plan.batch < 1:
         raise ValueError("batch must be at least 1 (or auto)")
     bound = BOUNDS["memory_target_pct"]

@@ -10,12 +10,11 @@ from typing import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import shape_efficiency
+from planner.engine.collectives import comm_seconds
 from planner.engine.phases import Phase
 from planner.inputs.catalog import GPU
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
-
-COLLECTIVE_LATENCY_S = 10e-6  # per all-reduce call: NCCL small-message latency order (nccl-tests, ~10 us)
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,10 @@ class PhaseTime:
     groups: tuple[GroupTime, ...]
     kernels_per_step: float
     overhead_s: float  # per pass: GPU-side launch gaps
-    comm_s: float  # per pass
+    comm_s: float  # per pass: collective time not hidden under compute
     host_s: float = 0.0  # per pass: CPU dispatch, overlapping the GPU's work
+    comm_hidden_s: float = 0.0  # per pass: collective time that runs under the compute (data parallel only)
+    link: str = ""  # the link the collectives use, in words
 
     @property
     def gpu_s(self) -> float:
@@ -156,14 +157,26 @@ def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, 
     host = ph.steps * kernels * eff.host_us_per_kernel * 1e-6
     comm = 0.0
     if ph.comm_calls:
-        link = (gpu.interconnect_unidir_gbps or 0.0) * BYTES_PER_GB
-        comm = ph.steps * (ph.comm_bytes / link + ph.comm_calls * COLLECTIVE_LATENCY_S) if link else float("inf")
+        link = gpu.link_for(ph.comm_gpus)
+        comm = ph.steps * comm_seconds(ph.comm_bytes, ph.comm_hops, link) if link else float("inf")
     return kernels, overhead, comm, host
+
+
+def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:
+    """Seconds of a pass's collectives that run under its compute: the runtime's overlap share of a data-parallel
+    collective, at most the compute itself; none for tensor parallel (each layer waits for the last all-reduce)."""
+    if not (ph.comm_overlaps and eff.dp_comm_overlap and math.isfinite(comm_s)):
+        return 0.0
+    return min(eff.dp_comm_overlap * comm_s, compute_s)
 
 
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
-    return PhaseTime(ph.name, ph.steps, ph.passes, groups, *_overhead_comm(ph, gpu, eff))
+    kernels, overhead, comm, host = _overhead_comm(ph, gpu, eff)
+    hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
+    link = gpu.link_for(ph.comm_gpus) if ph.comm_calls else None
+    return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host, hidden,
+                     f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "")
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
@@ -177,7 +190,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         else:  # position-independent: every step costs the same
             total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
     _, overhead, comm, host = _overhead_comm(ph, gpu, eff)
-    return (max(total + overhead, host) + comm) * ph.passes
+    return (max(total + overhead, host) + comm - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:

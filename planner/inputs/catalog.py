@@ -16,6 +16,8 @@ from planner.base.units import gib_to_gb
 from planner.inputs.cpus import CPUS_FILE, CpuSpec, load_cpu_specs
 
 GPUS_FILE = DATA_DIR / "gpus.yaml"
+LINKS_FILE = DATA_DIR / "interconnects.yaml"
+REQUIRED_LINKS = ("nvlink", "pcie-p2p", "pcie-host")
 COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
 MARKETS = ("datacenter", "workstation", "consumer")
@@ -93,6 +95,36 @@ class RunPodListing:
 
 
 @dataclass(frozen=True)
+class LinkKind:
+    """A way GPUs exchange data (data/interconnects.yaml): what fraction of the link a collective reaches as bus
+    bandwidth, and the latency of one hop of a ring."""
+
+    id: str
+    name: str
+    busbw_fraction: float
+    hop_latency_us: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link kind at one GPU's bandwidth, reaching at most `max_gpus` GPUs of a job (None: any number)."""
+
+    kind: LinkKind
+    unidir_gbps: float  # the GPU's link, one direction, GB/s
+    max_gpus: int | None
+
+    @property
+    def bus_gbps(self) -> float:
+        """Bus bandwidth a ring collective reaches, GB/s (nccl-tests busbw)."""
+        return self.unidir_gbps * self.kind.busbw_fraction
+
+    def describe(self) -> str:
+        return (f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus, "
+                f"{self.kind.hop_latency_us:g} us per ring hop")
+
+
+@dataclass(frozen=True)
 class GPU:
     """One device model: a GPU, or a CPU socket with its host RAM when kind == 'cpu' (then `cpu` holds its cores,
     vector units and memory channels, and vram_gib is the host RAM). Peak rates are dense (no 2:4 sparsity);
@@ -131,6 +163,12 @@ class GPU:
     published_ceilings: tuple[tuple[str, float], ...] = ()  # (family, MAMF TFLOPS) from data/gpus.yaml
     ceiling_source: str = ""
     ceilings: tuple[tuple[str, Ceiling], ...] = ()  # per compute path, filled by derive_ceilings (load_catalog)
+    links: tuple[Link, ...] = ()  # fastest first; link_for(n) picks the first that reaches n GPUs
+    link_source: str = ""  # why the GPU has the links it has (P2P off, a bridged pair), where the catalog says
+
+    def link_for(self, n_gpus: int) -> Link | None:
+        """The link n GPUs of this model exchange data over (None: none known)."""
+        return next((k for k in self.links if k.max_gpus is None or n_gpus <= k.max_gpus), None)
 
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
@@ -196,11 +234,6 @@ class GPU:
     def sm(self) -> str:
         """Compute capability as 'SM90' ('-' for AMD)."""
         return sm_label(self.compute_capability)
-
-    @property
-    def interconnect_unidir_gbps(self) -> float | None:
-        """Fastest GPU-to-GPU link, one direction: NVLink if present, else PCIe."""
-        return self.nvlink_unidir_gbps or self.pcie_unidir_gbps
 
     def price(self, tier: str) -> Price | None:
         return self.runpod.tier(tier) if self.runpod else None
@@ -298,7 +331,23 @@ def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
     return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})"}
 
 
-def parse_gpu(rec: Record) -> GPU:
+def _links(ic: Record, kinds: dict[str, LinkKind]) -> tuple[Link, ...]:
+    """The GPU's links, fastest first: NVLink (a bridge reaching `nvlink_peers` peers, else every GPU of a job),
+    then PCIe, with peer-to-peer unless `pcie_p2p: false`."""
+    links = []
+    nvlink = ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000)
+    peers = ic.number("nvlink_peers", required=False, lo=1, hi=1000, integer=True)
+    if nvlink:
+        links.append(Link(kinds["nvlink"], nvlink, int(peers) + 1 if peers else None))
+    elif peers:
+        raise ic.fail("nvlink_peers", "given without nvlink_unidir_gbps")
+    pcie = ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000)
+    if pcie:
+        links.append(Link(kinds["pcie-p2p" if ic.flag("pcie_p2p", default=True) else "pcie-host"], pcie, None))
+    return tuple(links)
+
+
+def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
                     "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
                     "sm_count", "matmul_ceiling_tflops", "interconnect", "runpod", "source", "notes"))
@@ -309,7 +358,7 @@ def parse_gpu(rec: Record) -> GPU:
     tf.check_keys(COMPUTE_PATHS)
     rates = {p: tf.number(p, required=(p == "fp32"), lo=0.1, hi=20000) for p in COMPUTE_PATHS}
     ic = rec.child("interconnect", required=False) or Record(rec.path, rec.label, {})
-    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps"))
+    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps", "nvlink_peers", "pcie_p2p", "link_source"))
     return GPU(
         id=gpu_id, name=rec.text("name"), aliases=rec.strings("aliases", required=False),
         vendor=rec.text("vendor", choices=("NVIDIA", "AMD")), architecture=rec.text("architecture"),
@@ -326,6 +375,7 @@ def parse_gpu(rec: Record) -> GPU:
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
         **_sm_count(rec), **_published_ceilings(rec, rates),
+        links=_links(ic, kinds or load_link_kinds()), link_source=ic.text("link_source", required=False) or "",
     )
 
 
@@ -413,11 +463,29 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     return out
 
 
+@lru_cache(maxsize=4)
+def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
+    """The link kinds of data/interconnects.yaml by id; each of nvlink, pcie-p2p and pcie-host must be there."""
+    parsed = []
+    for i, raw in enumerate(load_yaml(path, "links", dated=True)):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "name", "busbw_fraction", "hop_latency_us", "source"))
+        parsed.append(LinkKind(rec.text("id"), rec.text("name"), rec.number("busbw_fraction", lo=0.05, hi=1.0),
+                               rec.number("hop_latency_us", lo=0.05, hi=1000), rec.text("source")))
+    unique_ids(path, (k.id for k in parsed))
+    kinds = {k.id: k for k in parsed}
+    for needed in REQUIRED_LINKS:
+        if needed not in kinds:
+            raise DataFileError(path, "links", "id", f"no link kind '{needed}' (needed: {', '.join(REQUIRED_LINKS)})")
+    return kinds
+
+
 @lru_cache(maxsize=8)
 def load_catalog(path: str | Path = GPUS_FILE, cpus_path: str | Path = CPUS_FILE) -> Catalog:
     """Load and validate the GPU catalog and the CPU devices (cached per paths; the result is immutable)."""
     records = load_yaml(path, "gpus", dated=True)
-    gpus = derive_ceilings([parse_gpu(Record.of(path, i, r)) for i, r in enumerate(records)])
+    kinds = load_link_kinds()
+    gpus = derive_ceilings([parse_gpu(Record.of(path, i, r), kinds) for i, r in enumerate(records)])
     unique_ids(path, (g.id for g in gpus))
     cpus = [cpu_device(c) for c in load_cpu_specs(cpus_path, COMPUTE_PATHS)]
     unique_ids(cpus_path, (g.id for g in gpus + cpus))

@@ -27,6 +27,9 @@ class Efficiency:
     source: where the numbers come from ('prior: ...' or 'calibrated: ...').
     host_us_per_kernel: CPU time to dispatch one kernel from Python (eager frameworks). It overlaps the GPU's work:
       a step takes the longer of the two, so a small-batch decode in eager PyTorch is host-bound.
+    dp_comm_overlap: fraction of a data-parallel collective (DDP gradient all-reduce, FSDP gathers) that may run
+      under the step's compute (capped at that compute); tensor-parallel collectives never overlap (each layer needs
+      the previous one's all-reduced output).
     """
 
     mem_bw_efficiency: float
@@ -36,6 +39,7 @@ class Efficiency:
     cuda_context_gb: float
     source: str
     host_us_per_kernel: float = 0.0
+    dp_comm_overlap: float = 0.0
     unsupported: str = ""  # why the runtime can't run on this device class ('' = it can); nothing is timed then
 
 
@@ -64,6 +68,8 @@ class RuntimeProfile:
     source: str
     host_us_per_kernel: float = 0.0
     prefill_chunk_tokens: int = 0  # prompt tokens per prefill pass (llama.cpp's n_ubatch); 0 = the whole prompt
+    dp_comm_overlap: float = 0.0  # see Efficiency
+    dp_comm_overlap_source: str = ""
     cpu: CpuProfile | None = None
     cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
 
@@ -75,7 +81,7 @@ class RuntimeProfile:
         return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
                           self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
                           f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)",
-                          self.host_us_per_kernel)
+                          self.host_us_per_kernel, self.dp_comm_overlap)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -127,14 +133,16 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
-                        "source", "cpu"))
+                        "source", "cpu", "dp_comm_overlap", "dp_comm_overlap_source"))
+        overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
                                   rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
                                   rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
-                                  or 0, *_cpu(rec)))
+                                  or 0, overlap or 0.0,
+                                  rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec)))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

@@ -7,7 +7,8 @@ are only ever reported on ('test'). Rows the engine cannot represent are 'exclud
 
 Mapping of rows to plans (documented in validation/README.md):
 - decode: Generate(batch, max(1, prompt_tokens), gen_tokens) at a fixed batch; predicted = generated tokens / s
-  over the batch, prefill included (as TensorRT-LLM's and gpt-fast's figures are).
+  over the batch, prefill included (as TensorRT-LLM's and gpt-fast's figures are). Several GPUs: tensor
+  parallel (Plan.parallel 'tensor'), as the sources state; llama.cpp's layer split is excluded.
 - prefill: Generate(batch, prompt_tokens, 1): the prefill pass alone, logits for the last token only (as
   llama-bench ppN and TensorRT-LLM first-token latency compute them); predicted = prompt tokens / s, or the
   pass's seconds for step_seconds rows.
@@ -256,8 +257,10 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
         workload, batch = Generate(row.batch, row.prompt_tokens, 1), row.batch
     else:
         workload, batch = Generate(row.batch, max(1, row.prompt_tokens), row.gen_tokens), row.batch
+    # inference over several GPUs runs tensor parallel, as the sources state (llama.cpp's layer split is excluded)
+    parallel = "tensor" if row.regime != "train" and row.gpus > 1 and row.framework != "llama.cpp" else "auto"
     plan = Plan(model, workload, precision, row.kv_dtype, row.attention, FRAMEWORK_RUNTIME[row.framework],
-                batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET)
+                batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET, parallel=parallel)
     return plan, rules, note
 
 
@@ -279,9 +282,6 @@ def exclusion(row: Measurement, e: Estimate) -> str | None:
     if row.framework == "llama.cpp" and row.gpus > 1:
         return ("llama.cpp layer split: layers run on one GPU after another (neither tensor nor data parallel); "
                 "not modelled")
-    if row.regime != "train" and row.gpus > 1 and e.parallelism != "tensor":
-        return (f"source runs tensor parallel over {row.gpus} GPUs; the engine splits a model only when its "
-                f"weights don't fit one GPU (it chose {e.parallelism} parallel)")
     if row.framework == "llama.cpp" and row.precision == "fp16" and row.regime == "prefill" \
             and e.gpu.market == "consumer":
         return ("llama.cpp's F16 GEMMs accumulate in fp16 (cuBLAS CUBLAS_COMPUTE_16F in ggml_cuda_op_mul_mat_cublas), "

@@ -262,11 +262,15 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "memory s": 0.0, "time s": ph.host_bound_s * ph.passes, "limited by": "overhead",
                          "formula": f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
                                     "minus the GPU time it overlaps"})
-        if ph.comm_s:
+        if ph.comm_s or ph.comm_hidden_s:
+            hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
+                      f"({e.efficiency.dp_comm_overlap:g} overlap, data/runtimes.yaml)" if ph.comm_hidden_s else
+                      "; not overlapped with compute")
             rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
                          "time s": ph.comm_s * ph.passes, "limited by": "communication",
-                         "formula": "bytes / link bandwidth + latency per call"})
+                         "formula": f"ring: bytes sent / bus bandwidth + ring steps x hop latency, {ph.link}"
+                                    + hidden})
     return rows
 
 

@@ -80,6 +80,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
             "kernels_per_step": _r(ph.kernels_per_step, 1), "launch_overhead_s": _r(ph.overhead_s * ph.passes, 4),
             "host_bound_s": _r(ph.host_bound_s * ph.passes, 4),
             "communication_s": _r(ph.comm_s * ph.passes, 4),
+            "communication_hidden_s": _r(ph.comm_hidden_s * ph.passes, 4), "link": ph.link,
             "groups": [{"name": g.name, "bound": g.bound, "compute_path": g.compute_path, "flops": g.flops * ph.passes,
                         "bytes": g.bytes * ph.passes, "achieved_tflops": _r(g.achieved_tflops, 2),
                         "achieved_gbps": _r(g.achieved_gbps, 1), "ceiling_tflops": _r(g.ceiling_tflops, 2),

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.estimate import Estimate
-from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, Plan
+from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
 from planner.base.safe_parse import parse_number, shown
 from planner.inputs.builds import load_builds
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
@@ -101,6 +101,7 @@ class Inputs:
     pt: str = ""
     rt: str = "pytorch-eager"
     gpus: int = 1
+    par: str = "auto"  # how the GPUs share the job (PARALLEL_MODES)
     tier: str = "secure"
     mem: float = float(MEMORY_TARGET_DEFAULT_PCT)  # percent of the reported memory a plan may fill
     psrc: str = "snapshot"
@@ -255,7 +256,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "shard": _choice(lambda: SHARDINGS),
     "batch": _batch, "prec": _choice(_precisions), "kv": _choice(_kv_dtypes), "attn": _attention,
     "pt": _pytorch,
-    "rt": _choice(_runtimes), "gpus": _bounded("gpus"), "tier": _choice(lambda: PRICE_TIERS),
+    "rt": _choice(_runtimes), "gpus": _bounded("gpus"), "par": _choice(lambda: PARALLEL_MODES), "tier": _choice(lambda: PRICE_TIERS),
     "mem": _bounded("memory_target_pct"),
     "psrc": _choice(lambda: PRICE_SOURCES), "vendor": _choice(lambda: VENDORS),
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
@@ -524,6 +525,8 @@ def encode(inputs: Inputs) -> dict[str, str]:
     if inputs.pt:
         out["pt"] = inputs.pt
     out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
+    if inputs.par != DEFAULTS.par:
+        out["par"] = inputs.par
     for name in VIEW_FIELDS:
         value = getattr(inputs, name)
         if value == getattr(DEFAULTS, name):
@@ -562,7 +565,7 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
         workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum, inputs.shard)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
-                inputs.mem / 100, inputs.pt or None)
+                inputs.mem / 100, inputs.pt or None, inputs.par)
 
 
 def size_name(model: ModelProfile) -> str:
@@ -587,6 +590,8 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     runtime = load_runtimes().get(inputs.rt).name
     batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"
+    if inputs.gpus > 1 and inputs.par != "auto":
+        gpus += f" ({inputs.par} parallel)"
     memory = f", memory filled to at most {_num(inputs.mem)} % of what each GPU reports" if inputs.mem != DEFAULTS.mem else ""
     return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {inputs.prec}, "
             f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}, {batch}, {gpus}"

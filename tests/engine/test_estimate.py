@@ -349,3 +349,51 @@ def test_materialized_scores_grow_training_memory_with_the_square_of_the_sequenc
 def test_an_unknown_pinned_pytorch_fails_the_whole_ranking_with_the_known_builds():
     with pytest.raises(ValueError, match=r"unknown PyTorch build '3\.0\.0'.*known: 1\.13\.1"):
         estimate_all(_plan("cfdna-gen", pytorch="3.0.0"), FACTS)
+
+
+def test_tensor_parallel_when_asked_on_a_model_that_fits_one_gpu():
+    one = estimate_all(_plan(), FACTS, gpu_names=["h100-sxm"])[0]
+    tp = estimate_all(_plan(gpus=2, parallel="tensor"), FACTS, gpu_names=["h100-sxm"])[0]
+    auto = estimate_all(_plan(gpus=2), FACTS, gpu_names=["h100-sxm"])[0]
+    assert auto.parallelism == "data" and any("choose tensor parallel" in r.text for r in auto.reasons)
+    assert tp.parallelism == "tensor" and tp.setup.tp == 2
+    assert any("as asked (the model would fit one GPU)" in r.text for r in tp.reasons)
+    assert tp.memory.get("weights") == pytest.approx(one.memory.get("weights") / 2)  # each GPU holds half
+
+
+def test_tensor_parallel_is_refused_for_training_and_unsplittable_models():
+    with pytest.raises(ValueError, match="sharding fsdp"):
+        estimate_all(_plan(gpus=2, parallel="tensor", workload=Train(64, 128, 1)), FACTS)
+    with pytest.raises(ValueError, match="not modelled for"):
+        estimate_all(Plan(load_models().get("betarho-reduced"), Infer(10, 200), gpus=2, parallel="tensor"), FACTS)
+
+
+def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
+    """Llama-2-7B, TP=4, batch 1: per token 2 x 32 all-reduces of 4096 x 2 B; each GPU sends 2 x 3/4 of it
+    (ring) = 786,432 B per token, over 64 x 2 x 3 = 384 ring hops."""
+    plan = _plan(gpus=4, parallel="tensor", runtime="torch-compile")
+    seconds = {}
+    for name in ("h100-sxm", "rtx-4090"):
+        e = estimate_all(plan, FACTS, gpu_names=[name])[0]
+        decode = next(ph for ph in e.phases if ph.name == "decode")
+        link = e.gpu.link_for(4)
+        per_token = 786_432 / (link.unidir_gbps * link.kind.busbw_fraction * 1e9) + 384 * link.kind.hop_latency_us * 1e-6
+        assert decode.comm_s == pytest.approx(per_token * decode.steps)
+        assert decode.comm_hidden_s == 0  # each layer waits for the last all-reduce
+        seconds[name] = decode.comm_s
+    # NVLink 450 GB/s x 0.81 and 1.28 us/hop vs PCIe through host memory 31.5 GB/s x 0.70 and 14 us/hop:
+    # (786432 / 22.05e9 + 384 x 14e-6) / (786432 / 364.5e9 + 384 x 1.28e-6) = 5411.7 us / 493.7 us = 10.96
+    assert seconds["rtx-4090"] / seconds["h100-sxm"] == pytest.approx(5411.66 / 493.68, rel=1e-3)
+
+
+def test_data_parallel_gradient_all_reduce_hides_under_backward_as_the_runtime_says():
+    train = Train(64, 128, 1)
+    eager = estimate_all(_plan(model="gpt2-124m", precision="bf16", batch=8, gpus=4, workload=train), FACTS,
+                         gpu_names=["rtx-4090"])[0]
+    micro = next(ph for ph in eager.phases if ph.name == "train micro-step")
+    # pytorch-eager overlaps DDP buckets fully (dp_comm_overlap 1.0): hidden up to the micro-step's own GPU time
+    assert micro.comm_hidden_s == pytest.approx(min(micro.comm_s + micro.comm_hidden_s, micro.gpu_s))
+    bare = estimate_gpu(eager.plan, eager.gpu, FACTS, adjust=lambda g, e: replace(e, dp_comm_overlap=0.0))
+    bare_micro = next(ph for ph in bare.phases if ph.name == "train micro-step")
+    assert bare_micro.comm_hidden_s == 0 and bare_micro.comm_s == pytest.approx(micro.comm_s + micro.comm_hidden_s)
+    assert bare.seconds > eager.seconds

@@ -77,9 +77,29 @@ def test_fsdp_moves_three_shards_of_weights_per_micro_step():
     assert micro.comm_bytes == pytest.approx(3 * 3 / 4 * m.params * 2)
     assert micro.comm_calls == 3 * 12  # one of each per layer
     assert opt.comm_bytes == 0  # no DDP all-reduce on top
-    ddp = train_phases(m, Train(64, 128, 1), _setup("bf16", "bf16"), 8, 2.0, 4)
-    assert _phase(ddp, "train micro-step").comm_bytes == 0
-    assert _phase(ddp, "optimizer step").comm_bytes == pytest.approx(2 * 3 / 4 * m.params * 4)
+    assert micro.comm_hops == 3 * 12 * 3  # each collective: n-1 = 3 ring steps
+    assert micro.comm_gpus == 4 and micro.comm_overlaps
+
+
+def test_ddp_all_reduces_fp32_gradients_once_per_optimizer_step_during_backward():
+    m = load_models().get("gpt2-124m")
+    ddp = train_phases(m, Train(64, 128, 1, grad_accum=2), _setup("bf16", "bf16"), 8, 4.0, 4)
+    micro, opt = _phase(ddp, "train micro-step"), _phase(ddp, "optimizer step")
+    assert opt.comm_bytes == 0  # it runs during the last micro-step's backward, not after it
+    # ring all-reduce: 2 x (4-1)/4 x params x 4 B fp32, once per 2 micro-steps (grad_accum 2)
+    assert micro.comm_bytes * 2 == pytest.approx(2 * 3 / 4 * m.params * 4)
+    assert micro.comm_hops * 2 == 2 * 3  # 2(n-1) ring steps per all-reduce
+    assert micro.comm_overlaps
+
+
+def test_tensor_parallel_collectives_never_overlap_and_use_the_tp_group():
+    m = load_models().get("llama-2-7b")
+    s = replace(_setup("bf16", "bf16"), tp=4)
+    prefill, decode = generate_phases(m, Generate(1, 16, 8), s, 1, 1.0)
+    # decode: 2 all-reduces per layer of one token's hidden state (4096 x 2 B), ring 2 x 3/4 of it each
+    assert decode.comm_bytes == pytest.approx(2 * 32 * 2 * 3 / 4 * 4096 * 2)
+    assert decode.comm_calls == 64 and decode.comm_hops == 64 * 6 and decode.comm_gpus == 4
+    assert not decode.comm_overlaps and not prefill.comm_overlaps
 
 
 def test_a_generic_profile_infers_through_the_same_protocol():

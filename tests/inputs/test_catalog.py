@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from planner.inputs.catalog import COMPUTE_PATHS, load_catalog
+from planner.inputs.catalog import COMPUTE_PATHS, load_catalog, load_link_kinds
 from planner.base.schema import DataFileError, UnknownNameError
 
 REQUIRED = ["h200-sxm", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb", "a100-pcie-80gb", "a100-sxm-40gb",
@@ -92,6 +92,10 @@ def test_a_well_formed_file_loads(tmp_path):
     (GOOD.replace("fp16: 71", "fp61: 71"), "fp61"),
     (GOOD.replace("market: consumer", "market: gaming"), "market"),
     (GOOD.replace("    source: test\n", ""), "source"),
+    (GOOD.replace("    source: test\n", "    interconnect: {pcie_unidir_gbps: 31.5, nvlink_peers: 1}\n    source: test\n"),
+     "nvlink_peers"),
+    (GOOD.replace("    source: test\n", "    interconnect: {pcie_unidir_gbps: 31.5, pcie_p2p: sometimes}\n    source: test\n"),
+     "pcie_p2p"),
 ])
 def test_malformed_file_names_file_record_and_field(tmp_path, bad, field):
     path = _write(tmp_path, bad)
@@ -259,3 +263,24 @@ def test_a_ceiling_above_the_datasheet_peak_is_rejected(tmp_path):
         load_catalog(_write(tmp_path, body))
     ok = load_catalog(_write(tmp_path, body.replace("bf16: 90", "bf16: 70")))
     assert ok.get("toy").ceiling("bf16").tflops == 70 and ok.get("toy").sm_count == 0
+
+
+def test_interconnect_fields_pick_the_links(tmp_path):
+    body = GOOD.replace("    source: test\n", "    interconnect: {pcie_unidir_gbps: 31.5, nvlink_unidir_gbps: 56, "
+                        "nvlink_peers: 1, pcie_p2p: false}\n    source: test\n")
+    toy = load_catalog(_write(tmp_path, body)).get("toy")
+    assert toy.link_for(2).kind.id == "nvlink" and toy.link_for(2).unidir_gbps == 56  # the bridge: one peer
+    assert toy.link_for(3).kind.id == "pcie-host" and toy.link_for(3).unidir_gbps == 31.5  # no P2P beyond it
+
+
+def test_link_kinds_name_file_record_and_field(tmp_path):
+    path = tmp_path / "interconnects.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 2, "
+                    "hop_latency_us: 1, source: s}\n")
+    with pytest.raises(DataFileError) as err:
+        load_link_kinds(path)
+    assert str(path) in str(err.value) and "'busbw_fraction'" in str(err.value)
+    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
+                    "hop_latency_us: 1, source: s}\n")
+    with pytest.raises(DataFileError, match="no link kind 'pcie-p2p'"):
+        load_link_kinds(path)

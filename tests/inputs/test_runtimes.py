@@ -75,3 +75,18 @@ def test_the_eager_kernel_ratio_is_one_fact():
     multiplies fused units by its kernels_per_layer_factor: the two must be the same number."""
     from planner.inputs.work import EAGER_KERNELS_PER_FUSED
     assert load_runtimes().get("pytorch-eager").kernels_per_layer_factor == EAGER_KERNELS_PER_FUSED
+
+
+def test_data_parallel_overlap_needs_its_source_and_stays_a_fraction(tmp_path):
+    path = tmp_path / "r.yaml"
+    base = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
+            "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
+            "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+    path.write_text(base + "    dp_comm_overlap: 0.5\n")
+    with pytest.raises(DataFileError, match="'x'.*'dp_comm_overlap_source'"):
+        load_runtimes(path)
+    path.write_text(base + "    dp_comm_overlap: 1.5\n    dp_comm_overlap_source: s\n")
+    with pytest.raises(DataFileError, match="'x'.*'dp_comm_overlap'"):
+        load_runtimes(path)
+    path.write_text(base)
+    assert load_runtimes(path).get("x").efficiency("hbm").dp_comm_overlap == 0.0  # absent: no overlap

@@ -76,6 +76,7 @@ inputs_strategy = st.builds(
     attn=st.sampled_from(["sdpa", "flash-attn-2", "manual", "sdpa-math", "flash-attn-3", "xformers", "triton"]),
     pt=st.sampled_from(["", "1.13.1+cu116", "2.4.1", "2.14.0+rocm7.14"]),
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
+    par=st.sampled_from(["auto", "data", "tensor"]),
     tier=st.sampled_from(["secure", "community", "spot"]), mem=st.sampled_from([50.0, 85.5, 90.0, 100.0]),
     psrc=st.sampled_from(share.PRICE_SOURCES),
     myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
@@ -123,6 +124,7 @@ def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
     ("batch", "big"), ("prec", "bf17"), ("kv", "fp4"), ("attn", "flash3"), ("rt", "jax"), ("gpus", "0"),
     ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Apple"), ("cpus", "maybe"), ("minvram", "-1"), ("maxusd", "inf"),
     ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"), ("mem", "120"),
+    ("par", "pipeline"),
     ("mem", "49"), ("mem", "ninety"),
 ])
 def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
@@ -232,6 +234,16 @@ def test_fsdp_training_travels_in_the_link():
     assert plan.workload.sharding == "fsdp" and plan.gpus == 8
     e = estimate_all(plan, FACTS, gpu_names=["h100-sxm"])[0]
     assert e.parallelism == "fsdp" and e.feasible
+
+
+def test_tensor_parallel_on_a_model_that_fits_travels_in_the_link():
+    m = load_models().get("llama-2-7b")
+    inputs = Inputs(model=m.id, gpus=2, par="tensor")
+    back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
+    assert not warnings and back.par == "tensor"
+    assert "(tensor parallel)" in share.plan_sentence(back, m)
+    e = estimate_all(share.to_plan(back, m), FACTS, gpu_names=["h100-sxm"])[0]
+    assert e.parallelism == "tensor" and e.setup.tp == 2
 
 
 def test_link_replaces_any_query_on_the_base_url():
