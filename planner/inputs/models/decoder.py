@@ -343,21 +343,28 @@ class DecoderProfile(CachedHash):
                   if s.attention.scores_materialized else 0.0)
         elem_bytes = (bt * m.act_traffic_elems * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
-        head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
+        lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         return (
-            OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
-                    f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
-                    f"B/weight{head}{note}", gemms=m.linear_gemms(bt, batch * logits_tokens, tp)),
+            OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path, lin_text,
+                    gemms=m.linear_gemms(bt, batch * logits_tokens, tp)),
             *dequant_groups(layer_read / tp, s),
-            OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path,
-                    "FLOPs = 4 x layers x heads x head_dim x keys attended"
-                    + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
-                    + "; bytes = Q,K,V,O + KV-cache write"
-                    + (" + 4 x score matrices (manual attention)" if scores else ""),
+            OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2),
-            OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
-                    f"bytes = tokens x {m.act_traffic_elems:,.0f} elements x {p.act_bytes:g} B + logits"),
+            OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
         )
+
+    @lru_cache(maxsize=1024)  # noqa: B019 (profiles are immutable; the text depends on the setup, not the batch)
+    def _forward_formulas(self, s: Setup, name: str, note: str, scores: bool) -> tuple[str, str, str]:
+        """The formula texts of _forward's linear, attention and elementwise groups."""
+        p, m = s.precision, self
+        head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
+        return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
+                f"B/weight{head}{note}",
+                "FLOPs = 4 x layers x heads x head_dim x keys attended"
+                + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
+                + "; bytes = Q,K,V,O + KV-cache write"
+                + (" + 4 x score matrices (manual attention)" if scores else ""),
+                f"bytes = tokens x {m.act_traffic_elems:,.0f} elements x {p.act_bytes:g} B + logits")
 
     def _experts_note(self, tokens: int) -> str:
         """How much of a mixture of experts a pass over `tokens` tokens computes and reads ('' when dense)."""
