@@ -1,13 +1,13 @@
 """Benchmark: the page in a real browser, as a visitor gets it.
 
-Starts `streamlit run app.py` on a free local port (or uses --url) and opens it in Debian's Chromium
+Starts `streamlit run serve.py` on a free local port (or uses --url) and opens it in Debian's Chromium
 (/usr/bin/chromium, driven by Playwright; Playwright's own browser download is never used). Each run is a fresh
 browser context (an empty cache, as a first visit) and measures:
   - page weight: bytes transferred over HTTP (response bodies as sent, plus headers) and the number of requests,
-    up to the first ranking row; the app's websocket messages are not counted. Streamlit serves its static
-    bundles uncompressed on purpose (streamlit/web/server/starlette/starlette_gzip_middleware.py: a reverse proxy
-    or CDN is expected to compress them), so the weight behind a gzip proxy is printed too (each body gzipped at
-    level 6);
+    up to the first ranking row; the app's websocket messages are not counted. Streamlit alone serves its static
+    bundles uncompressed on purpose (streamlit/web/server/starlette/starlette_gzip_middleware.py); serve.py gzips
+    every response, and the weight with each body gzipped at level 6 is printed too (what `streamlit run app.py`
+    would weigh behind a gzip proxy);
   - first ranking row visible: from the start of navigation until the script has run and the ranking's grid is
     drawn with its first row inside the viewport;
   - settle after a change: from typing a new job size into 'Sequences to generate' (Enter) until the script has
@@ -43,7 +43,7 @@ def _free_port() -> int:
 
 def start_server() -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "serve.py", "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true",
                              "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """Benchmark: N browser sessions change their plan at the same moment; how long until each page has settled.
 
-Starts `streamlit run app.py` on a free local port, opens N pages in Debian's Chromium (Playwright, no download),
+Starts `streamlit run serve.py` on a free local port, opens N pages in Debian's Chromium (Playwright, no download),
 lets every page load, then types the same new number of sequences into all of them at once (a plan none has
 computed yet) and prints the median and 90th percentile of the time from the keypress to a settled page (the link
 updated, the script not running), next to the same figure for one session alone. Loading N fresh pages at once is
@@ -29,7 +29,7 @@ def _start_server() -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "serve.py", "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"

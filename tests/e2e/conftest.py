@@ -1,4 +1,4 @@
-"""End-to-end fixtures: `streamlit run app.py` on a free local port, and Debian's Chromium driven by Playwright.
+"""End-to-end fixtures: `streamlit run serve.py` (app.py as served) on a free local port, and Debian's Chromium driven by Playwright.
 
 The browser is the system one (/usr/bin/chromium, from `.ci/setup-browser`); Playwright's own download is never
 used. Screenshots go to artifacts/screenshots/ (git-ignored).
@@ -41,7 +41,7 @@ def server(tmp_path_factory):
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false", "--global.developmentMode", "false"],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "RUNPOD_API_KEY": ""})

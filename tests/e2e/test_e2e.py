@@ -180,3 +180,31 @@ def test_your_own_gpus_and_the_open_tab_come_back_from_a_link(server, browser, w
     wait_for_app(page)
     page.wait_for_function("() => location.search.includes('tab=roofline')")
     page.close()
+
+
+def test_the_served_page_is_compressed_framed_by_nobody_and_breaks_no_policy(server, browser, wait_for_app):
+    """serve.py: gzip for the static bundles Streamlit sends uncompressed, and security headers; the page still works
+    under its own Content-Security-Policy (a violation would be logged to the console)."""
+    import re
+    import urllib.request
+
+    html = urllib.request.urlopen(urllib.request.Request(server, headers={"Accept-Encoding": "gzip"}), timeout=10)
+    headers = {k.lower(): v for k, v in html.headers.items()}
+    assert "frame-ancestors 'none'" in headers["content-security-policy"] and headers["x-frame-options"] == "DENY"
+    bundle = re.search(r'static/js/index\.[^"]+\.js', gzip_or_plain(html.read(), headers)).group(0)
+    js = urllib.request.urlopen(urllib.request.Request(server + bundle, headers={"Accept-Encoding": "gzip"}),
+                                timeout=10)
+    assert js.headers["Content-Encoding"] == "gzip"
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    problems = []
+    page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
+    page.goto(server)
+    wait_for_app(page)
+    assert page.get_by_test_id("stDataFrame").first.is_visible()
+    assert problems == []
+    page.close()
+
+
+def gzip_or_plain(body: bytes, headers: dict) -> str:
+    import gzip
+    return (gzip.decompress(body) if headers.get("content-encoding") == "gzip" else body).decode()
