@@ -192,6 +192,10 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
             reasons += build_reasons(builds, gpu, pinned)
     if eff.unsupported:
         reasons.append(Reason("runtime", True, f"{eff.unsupported}: choose PyTorch eager, torch.compile or llama.cpp"))
+    only = setup.precision.runtimes
+    if only and plan.runtime not in only:
+        reasons.append(Reason("precision", True, f"{setup.precision.id} is a file format only {', '.join(only)} runs: "
+                              f"choose that runtime, or int4/int8 for {plan.runtime}"))
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)

@@ -26,6 +26,7 @@ class Precision:
     quantized_weights 'layers': weight_bytes applies to the transformer layers' matrices only; embeddings, LM head and
     norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints). dequant_ops_per_weight: CUDA-core
     instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
+    runtimes: the only runtimes that run the format (a GGUF file needs llama.cpp); () = any.
     """
 
     id: str
@@ -37,6 +38,7 @@ class Precision:
     source: str
     quantized_weights: str = "all"
     dequant_ops_per_weight: float = 0.0
+    runtimes: tuple[str, ...] = ()
 
     @property
     def outside_weight_bytes(self) -> float:
@@ -135,14 +137,15 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
-                        "dequant_ops_per_weight", "note", "source"))
+                        "dequant_ops_per_weight", "runtimes", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
                                     rec.text("source"),
                                     rec.text("quantized_weights", required=False, choices=QUANTIZED_SCOPES) or "all",
                                     rec.number("dequant_ops_per_weight", required=False, lo=0,
-                                               hi=MAX_DEQUANT_OPS) or 0.0))
+                                               hi=MAX_DEQUANT_OPS) or 0.0,
+                                    rec.strings("runtimes", required=False) or ()))
     unique_ids(path, (p.id for p in precisions))
     kvs = []
     for i, raw in enumerate(doc["kv_dtypes"]):

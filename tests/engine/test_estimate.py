@@ -397,3 +397,15 @@ def test_data_parallel_gradient_all_reduce_hides_under_backward_as_the_runtime_s
     bare_micro = next(ph for ph in bare.phases if ph.name == "train micro-step")
     assert bare_micro.comm_hidden_s == 0 and bare_micro.comm_s == pytest.approx(micro.comm_s + micro.comm_hidden_s)
     assert bare.seconds > eager.seconds
+
+
+def test_a_gguf_file_weighs_what_llama_bench_reports_and_runs_only_on_llama_cpp():
+    m = load_models().get("llama-3-8b")
+    gpu = load_catalog().get("rtx-3090")
+    plan = lambda rt: Plan(m, Generate(1, 512, 128), "q4_k_m", runtime=rt, batch=1)  # noqa: E731
+    e = estimate_gpu(plan("llama.cpp"), gpu, FACTS)
+    # llama-bench prints 4.58 GiB for Meta-Llama-3-8B Q4_K_M (every tensor, embeddings and output included)
+    assert e.feasible and e.memory.get("weights") == pytest.approx(4.58 * 2**30 / 1e9, rel=0.005)
+    refused = estimate_gpu(plan("pytorch-eager"), gpu, FACTS)
+    why = next(r for r in refused.reasons if r.blocking)
+    assert not refused.feasible and why.code == "precision" and "only llama.cpp runs" in why.text

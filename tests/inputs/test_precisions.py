@@ -128,3 +128,24 @@ def test_bad_attention_records_are_named(tmp_path, bad, field):
 def test_an_alias_may_not_shadow_another_backend(tmp_path):
     with pytest.raises(DataFileError, match="duplicate"):
         load_rules(_backends_file(tmp_path, [KERNEL, "{id: sel, name: n, aliases: [k], picks: [k], source: s}"]))
+
+
+# ---------------------------------------------------------------- GGUF formats (llama.cpp)
+
+@pytest.mark.parametrize("pid, block_bytes, block_weights", [
+    ("q4_0", 2 + 32 // 2, 32),                     # block_q4_0: fp16 d + 16 bytes of nibbles
+    ("q8_0", 2 + 32, 32),                          # block_q8_0: fp16 d + 32 int8
+    ("q6_k", 256 // 2 + 256 // 4 + 256 // 16 + 2, 256),  # block_q6_K: ql, qh, int8 scales, fp16 d = 210 bytes
+])
+def test_gguf_bytes_per_weight_are_their_block_layouts(pid, block_bytes, block_weights):
+    assert load_rules().precision(pid).weight_bytes == pytest.approx(block_bytes / block_weights)
+
+
+def test_q4_k_m_is_the_whole_file_average_and_only_llama_cpp_reads_gguf():
+    q = load_rules().precision("Q4_K_M")  # as users write it
+    # llama-bench: Meta-Llama-3-8B Q4_K_M is 4.58 GiB for 8.03e9 parameters
+    assert q.weight_bytes == pytest.approx(4.58 * 2**30 / 8.03e9, rel=0.005)
+    assert q.quantized_weights == "all" and q.outside_weight_bytes == q.weight_bytes  # embeddings quantized too
+    for pid in ("q4_0", "q4_k_m", "q6_k", "q8_0"):
+        assert load_rules().precision(pid).runtimes == ("llama.cpp",)
+    assert load_rules().precision("int4").runtimes == ()
