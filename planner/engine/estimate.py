@@ -205,10 +205,10 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     usable = usable_gb(gpu, plan.memory_target)
     fit = max_batch(m, w, s, usable, eff.cuda_context_gb, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
-    mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
     # batch=auto fills the usable memory by design (the target is its margin): only a batch the user fixed, or one
-    # that does not fit at all, gets a memory reason
-    oom = memory_reason(gpu, mem, batch, plan.gpus, usable, plan.memory_target) if plan.batch or not fit else None
+    # that does not fit at all, gets a memory reason (and a breakdown now; auto's comes once its batch is chosen)
+    mem = breakdown(m, w, s, batch, eff.cuda_context_gb) if plan.batch or not fit else None
+    oom = memory_reason(gpu, mem, batch, plan.gpus, usable, plan.memory_target) if mem is not None else None
     if oom:
         reasons.append(oom)
     if oom and oom.blocking:
@@ -221,7 +221,8 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     base = dict(gpu=gpu, plan=plan, setup=s, max_batch=fit, parallelism=parallelism, efficiency=eff,
                 prices=dict(prices))
     if any(r.blocking for r in reasons):
-        return Estimate(feasible=False, batch=batch, seconds=None, work=(), memory=mem, reasons=tuple(reasons), **base)
+        return Estimate(feasible=False, batch=batch, seconds=None, work=(), reasons=tuple(reasons),
+                        memory=mem if mem is not None else breakdown(m, w, s, batch, eff.cuda_context_gb), **base)
     if plan.batch is None:
         batch = auto_batch(fit, per_gpu)
         mem = breakdown(m, w, s, batch, eff.cuda_context_gb)

@@ -7,8 +7,8 @@ this module only says which steps a job takes. The roofline module times them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction
@@ -26,9 +26,9 @@ OPTIMIZER_KERNELS = 10
 FSDP_COLLECTIVES_PER_STEP = 3
 
 
-@dataclass(frozen=True)
-class Phase:
-    """`steps` steps per pass, at KV positions p0 .. p0 + steps - 1 (decode) or p = 0; `passes` passes."""
+class Phase(NamedTuple):
+    """`steps` steps per pass, at KV positions p0 .. p0 + steps - 1 (decode) or p = 0; `passes` passes. A NamedTuple,
+    like OpGroup: immutable and cheap to build in the catalog sweep."""
 
     name: str
     groups: tuple[OpGroup, ...]

@@ -9,6 +9,7 @@ and FSDP degrees). Model profiles (planner.inputs.models) produce these; the eng
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from planner.base.schema import CachedHash
 from planner.base.units import BYTES_PER_GB
@@ -29,9 +30,11 @@ def forward_equivalents(checkpointing: bool) -> float:
     return 1.0 + BACKWARD_FORWARD_RATIO + (1.0 if checkpointing else 0.0)
 
 
-@dataclass(frozen=True)
-class OpGroup:
-    """Work of one kind in one step: FLOPs and bytes as a + b * p (p = KV position; b = 0 outside decode)."""
+class OpGroup(NamedTuple):
+    """Work of one kind in one step: FLOPs and bytes as a + b * p (p = KV position; b = 0 outside decode).
+
+    A NamedTuple rather than a frozen dataclass: as immutable, and built ~5x faster (a frozen dataclass sets each
+    field through object.__setattr__), which the catalog sweep does a thousand times per page change."""
 
     name: str
     flops: float
@@ -65,8 +68,7 @@ def training_gemms(forward: tuple[Gemm, ...], checkpointing: bool) -> tuple[Gemm
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class MemoryItem:
+class MemoryItem(NamedTuple):
     """One memory consumer in decimal GB; `formula` is formatted on demand (estimates are built in a hot loop)."""
 
     name: str

@@ -13,7 +13,7 @@ over N tokens reads the weights of the experts at least one of them was routed t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -396,7 +396,7 @@ class DecoderProfile(CachedHash):
             if g.name == "linear layers":
                 per_chunk = scaled_gemms(m.linear_gemms(batch * c, 0, s.tp), full) if full else ()
                 last = m.linear_gemms(batch * rest, 0, s.tp) if rest else ()
-                g = replace(g, bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
+                g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
                             f"chunks of {c} tokens, M = {batch * c:,} rows each)",
                             gemms=per_chunk + last + m.lm_head_gemm(batch, s.tp))
             elif g.name == "attention":
@@ -407,7 +407,7 @@ class DecoderProfile(CachedHash):
                           if manual else 0.0)
                 unscored = g.bytes - (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * prompt * c
                                       * s.precision.act_bytes / s.tp if manual else 0.0)
-                g = replace(g, flops=flops, bytes=unscored + kv_read + scores,
+                g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
                             formula=g.formula + f"; {chunks} chunks of {c} tokens: each reads the K, V before it")
             out.append(g)
         return tuple(out)
