@@ -10,37 +10,14 @@ Run: python3 benchmarks/concurrent_sessions.py [sessions, default 20] [--server-
 """
 
 import asyncio
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# the same server (serve.py on a free port), browser and "script not running" selector as the page benchmark
+from browser_page import CHROMIUM, IDLE as SETTLED, start_server
+
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-SETTLED = "[data-testid='stApp'][data-test-script-state='notRunning']"
-
-
-def _start_server() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "serve.py", "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(240):
-        try:
-            if urllib.request.urlopen(url + "_stcore/health", timeout=1).read() == b"ok":
-                return proc, url
-        except OSError:
-            time.sleep(0.25)
-    proc.kill()
-    raise SystemExit("streamlit did not start")
 
 
 async def _settle(page, link: str) -> float:
@@ -132,7 +109,7 @@ async def _server_sessions(url: str, sessions: int) -> None:
 
 
 def main(sessions: int = 20, browsers: bool = True) -> None:
-    proc, url = _start_server()
+    proc, url = start_server()
     try:
         asyncio.run(_server_sessions(url, sessions))
         if browsers:

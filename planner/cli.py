@@ -58,28 +58,20 @@ def _bounded(name: str):
     return parse
 
 
-def _assumption(text: str) -> tuple[str, float]:
-    """'key=value' for a job-cost assumption (data/job_costs.yaml), e.g. pod_start_s=120."""
-    key, sep, value = text.partition("=")
-    if not sep or key not in JOB_COST_LIMITS:
-        raise argparse.ArgumentTypeError(f"expected key=value with a key among {', '.join(JOB_COST_LIMITS)}")
-    lo, hi = JOB_COST_LIMITS[key]
-    try:
-        return key, float(parse_number(value, lo, hi, False))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
+def _key_value(limits: dict[str, tuple[float, float]]):
+    """An argparse type for 'key=value' with a key of `limits` and a value within its bounds, e.g. pod_start_s=120
+    (job-cost assumptions, data/job_costs.yaml) or usd_per_kwh=0.30 (ownership, data/ownership.yaml)."""
+    def parse(text: str) -> tuple[str, float]:
+        key, sep, value = text.partition("=")
+        if not sep or key not in limits:
+            raise argparse.ArgumentTypeError(f"expected key=value with a key among {', '.join(limits)}")
+        lo, hi = limits[key]
+        try:
+            return key, float(parse_number(value, lo, hi, False))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
+    return parse
 
-
-def _own_assumption(text: str) -> tuple[str, float]:
-    """'key=value' for an ownership assumption (data/ownership.yaml), e.g. usd_per_kwh=0.30."""
-    key, sep, value = text.partition("=")
-    if not sep or key not in OWN_LIMITS:
-        raise argparse.ArgumentTypeError(f"expected key=value with a key among {', '.join(OWN_LIMITS)}")
-    lo, hi = OWN_LIMITS[key]
-    try:
-        return key, float(parse_number(value, lo, hi, False))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
 
 
 def _catalog_id(name: str) -> str:
@@ -162,7 +154,8 @@ def add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-target", type=_bounded("memory_target_pct"), default=MEMORY_TARGET_DEFAULT_PCT,
                    metavar="PCT", help="percent of the memory each GPU reports that a plan may fill (default "
                    f"{MEMORY_TARGET_DEFAULT_PCT}, vLLM's gpu_memory_utilization; the rest absorbs fragmentation)")
-    p.add_argument("--job-cost", type=_assumption, action="append", default=None, metavar="KEY=VALUE",
+    p.add_argument("--job-cost", type=_key_value(JOB_COST_LIMITS), action="append", default=None,
+                   metavar="KEY=VALUE",
                    help="change a whole-job assumption of data/job_costs.yaml, e.g. pod_start_s=120 (repeatable)")
     p.add_argument("--calibration", action="append", default=None,
                    help="a benchmark result file from `python -m planner.bench` (repeatable: each for its own GPU)")
@@ -538,7 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--own", type=_owned, action="append", default=None, metavar="GPU:COUNT[:USD]",
                    help="GPUs you own, e.g. rtx-a5000:3 (repeatable or comma-separated; :USD = price paid per card): "
                         "rows on top with the plan on all of them, and owning vs renting them")
-    p.add_argument("--own-assumption", type=_own_assumption, action="append", default=None, metavar="KEY=VALUE",
+    p.add_argument("--own-assumption", type=_key_value(OWN_LIMITS), action="append", default=None,
+                   metavar="KEY=VALUE",
                    help=f"change an owning assumption (data/ownership.yaml): {', '.join(OWN_LIMITS)}")
     p = _formatted(sub, "gpus", cmd_gpus, "list the GPU catalog (--include-cpu: and the CPU devices)")
     p.add_argument("--include-cpu", action="store_true", help="also list the CPU devices of data/cpus.yaml")

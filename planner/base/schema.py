@@ -290,3 +290,33 @@ class CachedHash:
             h = hash(tuple(getattr(self, f) for f in self.__dataclass_fields__))
             self.__dict__["_cached_hash"] = h  # frozen: bypass __setattr__, like functools.cached_property
         return h
+
+
+def bounded_assumptions(path: str | Path, records: Iterable[Mapping[str, Any]],
+                        limits: Mapping[str, tuple[float, float]]) -> tuple[dict[str, float], dict[str, str]]:
+    """An `assumptions` section of `{id, value, unit, source}` records: every id of `limits` exactly once, each value
+    within its (lo, hi); returns ({id: value}, {id: source}). Errors name the file, record and field."""
+    records = list(records)
+    values, sources = {}, {}
+    for i, raw in enumerate(records):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "value", "unit", "source"))
+        key = rec.text("id", choices=tuple(limits))
+        lo, hi = limits[key]
+        values[key], sources[key] = rec.number("value", lo=lo, hi=hi), rec.text("source")
+        rec.text("unit")
+    unique_ids(path, (r.get("id") for r in records))
+    missing = sorted(set(limits) - set(values))
+    if missing:
+        raise DataFileError(path, "-", "assumptions", f"missing {', '.join(missing)}")
+    return values, sources
+
+
+def checked_changes(kind: str, limits: Mapping[str, tuple[float, float]], changes: Mapping[str, float]) -> None:
+    """Raise ValueError naming the first user change that is not a known `kind` assumption or is out of its bounds."""
+    for key, value in changes.items():
+        if key not in limits:
+            raise ValueError(f"unknown {kind} assumption '{key}'; known: {', '.join(limits)}")
+        lo, hi = limits[key]
+        if not lo <= value <= hi:
+            raise ValueError(f"{kind} assumption {key} must be between {lo:g} and {hi:g}, got {value:g}")

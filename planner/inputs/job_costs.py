@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
-from planner.base.schema import DataFileError, Record, load_sections, unique_ids
+from planner.base.schema import DataFileError, Record, bounded_assumptions, checked_changes, load_sections, unique_ids
 
 JOB_COSTS_FILE = DATA_DIR / "job_costs.yaml"
 # assumption id -> (lower bound, upper bound) of what a user may set
@@ -40,18 +40,7 @@ class JobOverheads:
 def load_job_costs(path: str | Path = JOB_COSTS_FILE, runtime_ids: tuple[str, ...] = ()) -> JobOverheads:
     """Validated assumptions; with runtime_ids, every runtime must have a warm-up (DataFileError otherwise)."""
     doc = load_sections(path, ("assumptions", "warmup_s"), dated=True)
-    values, sources = {}, {}
-    for i, raw in enumerate(doc["assumptions"]):
-        rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "value", "unit", "source"))
-        key = rec.text("id", choices=tuple(LIMITS))
-        lo, hi = LIMITS[key]
-        values[key], sources[key] = rec.number("value", lo=lo, hi=hi), rec.text("source")
-        rec.text("unit")
-    unique_ids(path, (r.get("id") for r in doc["assumptions"]))
-    missing = sorted(set(LIMITS) - set(values))
-    if missing:
-        raise DataFileError(path, "-", "assumptions", f"missing {', '.join(missing)}")
+    values, sources = bounded_assumptions(path, doc["assumptions"], LIMITS)
     warm = []
     for i, raw in enumerate(doc["warmup_s"]):
         rec = Record.of(path, i, raw)
@@ -67,10 +56,5 @@ def load_job_costs(path: str | Path = JOB_COSTS_FILE, runtime_ids: tuple[str, ..
 
 def with_values(o: JobOverheads, changes: dict[str, float]) -> JobOverheads:
     """The assumptions with some values changed by the user, each checked against LIMITS (ValueError naming it)."""
-    for key, value in changes.items():
-        if key not in LIMITS:
-            raise ValueError(f"unknown job-cost assumption '{key}'; known: {', '.join(LIMITS)}")
-        lo, hi = LIMITS[key]
-        if not lo <= value <= hi:
-            raise ValueError(f"job-cost assumption {key} must be between {lo:g} and {hi:g}, got {value:g}")
+    checked_changes("job-cost", LIMITS, changes)
     return replace(o, **changes)

@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 
 from planner import DATA_DIR
 from planner.base.safe_parse import parse_number, shown
-from planner.base.schema import DataFileError, Record, load_sections, unique_ids
+from planner.base.schema import Record, bounded_assumptions, checked_changes, load_sections, unique_ids
 
 OWNERSHIP_FILE = DATA_DIR / "ownership.yaml"
 # assumption id -> (lower bound, upper bound) of what a user may set
@@ -56,18 +56,7 @@ class Owned:
 def load_ownership(path: str | Path = OWNERSHIP_FILE, gpu_ids: tuple[str, ...] = ()) -> OwnAssumptions:
     """Validated assumptions; with gpu_ids, every purchase price must name a catalog GPU (DataFileError otherwise)."""
     doc = load_sections(path, ("assumptions", "purchase_usd"), dated=True)
-    values, sources = {}, {}
-    for i, raw in enumerate(doc["assumptions"]):
-        rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "value", "unit", "source"))
-        key = rec.text("id", choices=tuple(LIMITS))
-        lo, hi = LIMITS[key]
-        values[key], sources[key] = rec.number("value", lo=lo, hi=hi), rec.text("source")
-        rec.text("unit")
-    unique_ids(path, (r.get("id") for r in doc["assumptions"]))
-    missing = sorted(set(LIMITS) - set(values))
-    if missing:
-        raise DataFileError(path, "-", "assumptions", f"missing {', '.join(missing)}")
+    values, sources = bounded_assumptions(path, doc["assumptions"], LIMITS)
     prices = []
     for i, raw in enumerate(doc["purchase_usd"]):
         rec = Record.of(path, i, raw)
@@ -81,12 +70,7 @@ def load_ownership(path: str | Path = OWNERSHIP_FILE, gpu_ids: tuple[str, ...] =
 
 def with_values(a: OwnAssumptions, changes: dict[str, float]) -> OwnAssumptions:
     """The assumptions with some values changed by the user, each checked against LIMITS (ValueError naming it)."""
-    for key, value in changes.items():
-        if key not in LIMITS:
-            raise ValueError(f"unknown ownership assumption '{key}'; known: {', '.join(LIMITS)}")
-        lo, hi = LIMITS[key]
-        if not lo <= value <= hi:
-            raise ValueError(f"ownership assumption {key} must be between {lo:g} and {hi:g}, got {value:g}")
+    checked_changes("ownership", LIMITS, changes)
     return replace(a, **changes)
 
 
