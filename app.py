@@ -576,7 +576,9 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
         "Why / notes": cc.TextColumn(width=420, help="✗ = blocks the plan; • = a note (software requirements, "
                                      "parallelism). Hover a cell to read it whole, or click the row to explain it"),
         f"Time ({unit})": cc.NumberColumn(format="%.3g", width=80, help="Estimated wall-clock time of the whole job"),
-        f"Likely range ({unit})": cc.TextColumn(help="80 % range from the planner's errors on published measurements"),
+        f"Likely range ({unit})": cc.TextColumn(help="80 % range from the planner's errors on published measurements "
+                                                "of sources it was not tuned on; 'no measurement': none backs a range "
+                                                "for this kind of job, runtime or model ('Explain a GPU' says which)"),
         f"Calibrated time ({unit})": cc.NumberColumn(format="%.3g", help="With the efficiencies of your calibration"),
         f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", width=155, help="Average over the whole job"),
         f"{noun.capitalize()}/s": cc.NumberColumn(format="%.4g"),
@@ -657,6 +659,9 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
                 fmt_count(rate) if rate else "-", help="average over the whole job")
     c[3].metric(f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
                 help=f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")
+    span = page.range_sentence(e, cal_e is not None)
+    if span:
+        st.caption(md_escape(span, 600))
     if cal_e is not None and cal_e.seconds:
         st.success(f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
                    f"({md_escape(cal_e.efficiency.source, 400)})")

@@ -27,14 +27,15 @@ from planner.inputs.ownership import load_ownership, parse_owned
 from planner.inputs.ownership import with_values as own_with_values
 from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
-from planner.tools.uncertainty import UNCERTAINTY_FILE, write_uncertainty
+from planner.tools.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, coverage, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
 from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
 from planner.views.page import my_gpus, own_assumptions_sentence, rank_by_whole_job
 from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
-                                  own_fields, price_rows, text_table, validation_rows, validation_summary_text)
+                                  own_fields, price_rows, text_table, validation_rows, validation_summary_text,
+                                  coverage_rows, validation_headline_text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -323,32 +324,51 @@ def _fmt(x: float | None, nd: int = 1) -> str | None:
     return None if x is None else (f"{x:.{nd}f}" if abs(x) < 1e5 else f"{x:.4g}")
 
 
+def _ratio_pairs(ratios: list) -> list[dict]:
+    return [{"kind": r.kind, "source": r.source, "pair": r.label, "measured": round(r.measured, 3),
+             "predicted": round(r.predicted, 3), "error_pct": round(r.error_pct, 1),
+             "untuned": round(r.untuned, 3), "untuned_error_pct": round(r.untuned_error_pct, 1),
+             "rows": f"{r.base_id} -> {r.other_id}"} for r in ratios]
+
+
 def cmd_validate(a: argparse.Namespace) -> int:
     if a.tune:
         result = validation.tune_all(a.measurements)
         print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
         return 0
-    if a.by_source:
-        rows = loso.leave_one_source_out(a.measurements)
-        print(emit(loso.loso_summary(rows), a.format))
+    held_out = loso.leave_one_source_out(a.measurements)
+    summary = loso.loso_summary(held_out)
+    ratios = loso.speedup_ratios(held_out)
+    residuals = [r.result for r in held_out if r.independent]
+    cover = coverage(residuals, lambda r: r.source)
+    if a.by_source:  # every group of every set, and every ratio pair
+        print(emit(summary, a.format))
+        if a.format == "table" and ratios:
+            print("\nspeed-up ratio pairs (leave-one-source-out predictions; untuned = the committed profiles)")
+            print(text_table(_ratio_pairs(ratios)))
         return 0
     report = validation.run_validation(a.measurements)
     rows = validation_rows(report)
     if a.format == "json":
-        print(json.dumps({"rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
+        print(json.dumps({"leave_one_source_out": summary, "speedup_ratios": loso.ratio_summary(ratios),
+                          "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover),
+                          "rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
     elif a.format == "csv":
         print(csv_text(rows), end="")
     else:
-        shown = [{**d, "measured": _fmt(d["measured"], 4), "predicted": _fmt(d["predicted"], 4),
-                  "note": (d["note"] or "")[:60]} for d in rows]
-        print(text_table(shown))
+        if a.rows:
+            shown = [{**d, "measured": _fmt(d["measured"], 4), "predicted": _fmt(d["predicted"], 4),
+                      "note": (d["note"] or "")[:60]} for d in rows]
+            print(text_table(shown))
         print(validation_summary_text(report))
+        print()
+        print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, MAX_BIAS_PCT,
+                                       loso.RATIO_TARGET_PCT))
     if a.plot:
         validation_chart(report).save(a.plot)
         print(f"\nplot written to {a.plot}")
     if a.write_uncertainty:
-        path = write_uncertainty(report, validation.SPLIT_RULE, a.uncertainty_file, measurements=a.measurements,
-                                 today=date.today())
+        path = write_uncertainty(residuals, loso.RESIDUALS_RULE, a.uncertainty_file, today=date.today())
         print(f"\nuncertainty bands written to {path}")
     return 0
 
@@ -577,12 +597,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measurements YAML (default: validation/)")
     p.add_argument("--plot", default=None, metavar="PATH.html", help="write the measured-vs-predicted chart")
     p.add_argument("--write-uncertainty", action="store_true",
-                   help="write the uncertainty bands (data/uncertainty.yaml) from the test-split residuals")
+                   help="write the uncertainty bands (data/uncertainty.yaml) from the leave-one-source-out residuals")
+    p.add_argument("--rows", action="store_true", help="print every row's measured and predicted value too")
     p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
     p.add_argument("--tune", action="store_true",
                    help="search runtime efficiencies on the tune split and print them (writes nothing)")
     p.add_argument("--by-source", action="store_true",
-                   help="leave one source out: tune on every other source, score the one left out (slow: minutes)")
+                   help="only leave one source out, every group (per source too) and every speed-up ratio pair")
 
     p = _formatted(sub, "profile", cmd_profile, "trace a PyTorch model (MODULE:FACTORY) into a profile file")
     p.add_argument("factory", help="MODULE:FACTORY, e.g. examples/models/gpt2.py:build; factory(size, **args) returns "

@@ -258,6 +258,9 @@ class Catalog:
     def get(self, name: str) -> GPU:
         """Find a GPU or CPU by id, name, alias or family name ('4090', 'a100 80gb', '9654'); AmbiguousNameError
         lists the members of a family that holds several, UnknownNameError suggests the closest names."""
+        for g in self.devices:  # an id as stored: the common case (plans, links, validation rows), no name matching
+            if g.id == name:
+                return g
         key = resolve_name(name, ((g.id, (g.name, *g.aliases)) for g in self.devices), "GPU")
         return next(g for g in self.devices if g.id == key)
 

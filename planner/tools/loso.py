@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.tools.uncertainty import REGIMES, quantile
+from planner.tools.uncertainty import MAX_BIAS_PCT, REGIMES, TARGET_APE_PCT, quantile
 from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, _adjust_for,
                                       evaluate_row, load_measurements, tune_runtime, validation_models)
 from planner.inputs.catalog import load_catalog
@@ -25,6 +25,11 @@ from planner.inputs.runtimes import MEMORY_CLASSES
 # validation/REPORT.md "What was tuned"); every other source in measurements.yaml is new to the planner.
 DRAWN_FROM = ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "NVIDIA/TensorRT-LLM", "pytorch-labs/gpt-fast",
               "mlc-ai/llm-perf-bench", "karpathy/llm.c", "KellerJordan/modded-nanogpt", "mosaicml/llm-foundry")
+
+
+# How the band file's residuals were predicted (data/uncertainty.yaml: residuals).
+RESIDUALS_RULE = ("leave one source out: each row predicted with the runtime efficiencies tuned on every other "
+                  "source's rows (planner.tools.loso); rows whose runtime no other source measures are left out")
 
 
 def source_of(row: Measurement) -> str:
@@ -39,6 +44,7 @@ def source_of(row: Measurement) -> str:
 
 @dataclass(frozen=True)
 class LosoRow:
+    row: Measurement
     result: RowResult  # scored with efficiencies tuned on the other sources (the committed ones if not independent)
     source: str
     independent: bool  # the row's runtime was tuned on other sources' rows
@@ -84,7 +90,7 @@ def leave_one_source_out(measurements: str | Path = MEASUREMENTS_FILE) -> list[L
             rt = FRAMEWORK_RUNTIME[row.framework]
             adjust = _adjust_for(rt, tuned_on(rt, train[rt])) if rt in train else None
             res, _ = evaluate_row(row, catalog, models, adjust)
-            out.append(LosoRow(res, held, rt in train, untuned))
+            out.append(LosoRow(row, res, held, rt in train, untuned))
     return out
 
 
@@ -100,14 +106,25 @@ def _stats(results: list[RowResult]) -> dict:
 
 
 def _groups(results: list[tuple[RowResult, str]], by_gpu_class: bool) -> list[tuple[str, str, list[RowResult]]]:
-    """all, per regime (as the engine classifies the row), per GPU class, per source."""
+    """all, per regime (uncertainty.REGIMES), per GPU class and regime x GPU class, per source."""
     rs = [r for r, _ in results]
     groups = [("all", "all", rs)]
     groups += [("regime", g, [r for r in rs if r.regime == g]) for g in REGIMES]
     if by_gpu_class:
         groups += [("gpu_class", c, [r for r in rs if r.gpu_class == c]) for c in MEMORY_CLASSES]
+        groups += [("regime x gpu_class", f"{g} / {c}", [r for r in rs if r.regime == g and r.gpu_class == c])
+                   for g in REGIMES for c in MEMORY_CLASSES]
     groups += [("source", s, [r for r, src in results if src == s]) for s in sorted({src for _, src in results})]
     return groups
+
+
+def _verdict(kind: str, key: str, stats: dict, targeted: bool) -> dict:
+    """Issue 11's targets for a regime's row: the median |error| target and whether it and the bias bound are met."""
+    target = TARGET_APE_PCT.get(key) if targeted and kind == "regime" else None
+    if target is None or stats["median_ape"] is None:
+        return {"target_ape": None, "meets": None}
+    return {"target_ape": target, "meets": stats["median_ape"] <= target
+            and abs(stats["median_bias_pct"]) <= MAX_BIAS_PCT}
 
 
 def loso_summary(rows: list[LosoRow]) -> list[dict]:
@@ -121,6 +138,101 @@ def loso_summary(rows: list[LosoRow]) -> list[dict]:
     sets = [("leave-one-source-out", [(r.result, r.source) for r in rows if r.independent], True),
             ("no other source", [(r.result, r.source) for r in rows if not r.independent], False),
             ("untuned, new sources", [(r.untuned, r.source) for r in rows if r.new_source], False)]
-    return [{"set": name, "group": kind, "key": key, **_stats(members)}
-            for name, results, by_class in sets if results
-            for kind, key, members in _groups(results, by_class) if members]
+    out = []
+    for name, results, by_class in sets:
+        for kind, key, members in _groups(results, by_class) if results else ():
+            if members:
+                stats = _stats(members)
+                out.append({"set": name, "group": kind, "key": key, **stats,
+                            **_verdict(kind, key, stats, name == "leave-one-source-out")})
+    return out
+
+
+# ---------------------------------------------------------------- speed-up ratios
+
+RATIO_TARGET_PCT = 15.0  # issue 11: a speed-up ratio within 15 % of the measured one
+# What a ratio varies, and the row fields that must match for two rows to form one (everything else the estimate
+# depends on). Each group is ordered by the varied quantity; its first row is the base every other row is compared to.
+_SAME = ("gpu", "gpus", "model", "framework", "regime", "metric", "attention", "kv_dtype", "checkpointing")
+RATIO_KINDS = {
+    "precision": (_SAME + ("batch", "prompt_tokens", "gen_tokens", "seq_len", "micro_batch", "grad_accum"),
+                  lambda r: -r.weight_bits, lambda r: f"{r.precision} {r.weight_bits:g} b/w"),
+    "batch": (_SAME + ("precision", "weight_bits", "prompt_tokens", "gen_tokens", "seq_len", "grad_accum"),
+              lambda r: r.batch, lambda r: f"batch {r.batch:,}"),
+    "context": (_SAME + ("precision", "weight_bits", "batch", "micro_batch", "grad_accum"),
+                lambda r: r.seq_len or r.prompt_tokens + r.gen_tokens,
+                lambda r: (f"seq {r.seq_len:,}" if r.seq_len else f"{r.prompt_tokens:,} + {r.gen_tokens:,} tokens")),
+}
+
+
+@dataclass(frozen=True)
+class SpeedupRatio:
+    """How much faster one row runs than another of the same source that differs in one thing only."""
+
+    kind: str  # a key of RATIO_KINDS
+    source: str
+    base_id: str
+    other_id: str
+    label: str  # 'fp16 16 b/w -> q4_0 4.5 b/w'
+    measured: float  # speed of the other row / speed of the base row
+    predicted: float  # the same with each row's leave-one-source-out prediction
+    untuned: float  # the same with the committed profiles
+
+    @property
+    def error_pct(self) -> float:
+        """Signed: (predicted ratio / measured ratio - 1) x 100."""
+        return (self.predicted / self.measured - 1.0) * 100.0
+
+    @property
+    def untuned_error_pct(self) -> float:
+        return (self.untuned / self.measured - 1.0) * 100.0
+
+
+def _speed(value: float, metric: str) -> float:
+    """Work per second whatever the metric: throughputs as they are, a step time inverted."""
+    return 1.0 / value if metric == "step_seconds" else value
+
+
+def speedup_ratios(rows: list[LosoRow]) -> list[SpeedupRatio]:
+    """Every pair (base, other) of scored rows from one source that differ only in precision, batch or context."""
+    scored = [r for r in rows if r.result.predicted and r.untuned.predicted]
+    out = []
+    for kind, (same, order, label) in RATIO_KINDS.items():
+        groups: dict[tuple, list[LosoRow]] = {}
+        for r in scored:
+            groups.setdefault((r.source, *(getattr(r.row, f) for f in same)), []).append(r)
+        for members in groups.values():
+            members = sorted(members, key=lambda r: order(r.row))
+            if len({order(r.row) for r in members}) < 2:
+                continue
+            base = members[0]
+            for other in members[1:]:
+                if order(other.row) == order(base.row):
+                    continue
+                m = base.row.metric
+
+                def ratio(a: float, b: float) -> float:
+                    return _speed(b, m) / _speed(a, m)
+                out.append(SpeedupRatio(kind, base.source, base.row.id, other.row.id,
+                                        f"{label(base.row)} -> {label(other.row)}",
+                                        ratio(base.row.value, other.row.value),
+                                        ratio(base.result.predicted, other.result.predicted),
+                                        ratio(base.untuned.predicted, other.untuned.predicted)))
+    return out
+
+
+def ratio_summary(ratios: list[SpeedupRatio]) -> list[dict]:
+    """Per kind of ratio: pairs, median and p90 |error| of the predicted ratio (leave-one-source-out and untuned),
+    and how many pairs are within RATIO_TARGET_PCT."""
+    out = []
+    for kind in RATIO_KINDS:
+        rs = [r for r in ratios if r.kind == kind]
+        if not rs:
+            continue
+        errs, raw = [abs(r.error_pct) for r in rs], [abs(r.untuned_error_pct) for r in rs]
+        out.append({"kind": kind, "pairs": len(rs), "median_ape": round(statistics.median(errs), 1),
+                    "p90_ape": round(quantile(errs, 0.9), 1),
+                    "median_signed_pct": round(statistics.median(r.error_pct for r in rs), 1),
+                    "within_target": f"{sum(e <= RATIO_TARGET_PCT for e in errs)}/{len(rs)}",
+                    "untuned_median_ape": round(statistics.median(raw), 1)})
+    return out

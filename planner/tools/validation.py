@@ -39,7 +39,7 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import MEMORY_CLASSES, Efficiency, load_runtimes
-from planner.tools.uncertainty import REGIMES, quantile, regime_of
+from planner.tools.uncertainty import REGIMES, TARGET_APE_PCT, quantile, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
@@ -63,7 +63,6 @@ SPLITS = ("tune", "test", "excluded")
 FSDP_FRAMEWORKS = ("llm-foundry",)  # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls)
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0 (never used to tune data/runtimes.yaml)"
-TARGET_APE = {"decode": 15.0, "prefill/compute": 20.0, "train": 20.0}  # issue #6 targets, median |error| %
 BITS_TOLERANCE = 0.05  # a row's bits/weight within this of the preset's use the preset itself
 
 
@@ -100,7 +99,7 @@ class RowResult:
     gpu_id: str
     gpu_class: str
     model_id: str
-    regime: str  # 'decode' | 'prefill/compute' | 'train' (uncertainty.regime_of of the estimate)
+    regime: str  # one of uncertainty.REGIMES (regime_of the estimate)
     framework: str
     runtime: str
     precision: str
@@ -112,6 +111,7 @@ class RowResult:
     split: str  # 'tune' | 'test' | 'excluded'
     note: str
     source: str
+    model_kind: str = "decoder"  # the profile's kind (ModelProfile.kind): bands are per kind of evidence
 
     @property
     def ape(self) -> float | None:
@@ -148,7 +148,7 @@ class ValidationReport:
         for kind, key, rs in groups:
             apes = [r.ape for r in rs]
             med = round(statistics.median(apes), 1) if apes else None
-            target = TARGET_APE.get(key) if kind == "regime" else None
+            target = TARGET_APE_PCT.get(key) if kind == "regime" else None
             out.append({"split": split, "group": kind, "key": key, "n": len(rs), "median_ape": med,
                         "p90_ape": round(quantile(apes, 0.9), 1) if apes else None,
                         "median_speed_bias_pct": round(statistics.median(100 * (r.seconds_ratio - 1)
@@ -293,8 +293,13 @@ def exclusion(row: Measurement, e: Estimate) -> str | None:
     return None
 
 
-def _row_regime(row: Measurement) -> str:
-    return {"decode": "decode", "prefill": "prefill/compute", "train": "train"}[row.regime]
+def _row_regime(row: Measurement, plan: Plan) -> str:
+    """The regime (uncertainty.REGIMES) a row's plan is in, read from the row (for a plan the engine can't run)."""
+    if row.regime != "decode":
+        return row.regime
+    if plan.parallel == "tensor":
+        return "decode, tensor parallel"
+    return "decode, batch 1" if row.batch <= 1 else "decode, batched"
 
 
 def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
@@ -310,9 +315,10 @@ def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: Model
     predicted = predicted_value(row, e)  # shown for excluded rows too when the engine gives one; never scored
     error = None if predicted is None else (predicted - row.value) / row.value * 100.0
     notes = [n for n in (why, note) if n]
-    result = RowResult(row.id, gpu.id, gpu.memory_class, row.model, regime_of(e) if e.feasible else _row_regime(row),
-                       row.framework, plan.runtime, plan.precision, row.batch, row.metric, row.value, predicted,
-                       error, "excluded" if why else split_of(row.id), "; ".join(notes), row.source)
+    result = RowResult(row.id, gpu.id, gpu.memory_class, row.model,
+                       regime_of(e) if e.feasible else _row_regime(row, plan), row.framework, plan.runtime,
+                       plan.precision, row.batch, row.metric, row.value, predicted, error,
+                       "excluded" if why else split_of(row.id), "; ".join(notes), row.source, plan.model.kind)
     return result, e
 
 

@@ -89,7 +89,7 @@ def price_dates(rows: Iterable[Estimate], today: date, stale_after_days: int = S
 
 
 def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],
-                 bands: Mapping[str, tuple[float, float]], today: date | None = None,
+                 bands: Mapping[str, tuple[float, float] | str], today: date | None = None,
                  stale_after_days: int = STALE_AFTER_DAYS,
                  overheads: JobOverheads | None = None) -> tuple[list[dict], str, str]:
     """(table rows, time unit, rate unit): one row per GPU in ranking order (its name without the vendor's brand
@@ -104,7 +104,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
         row = {"Rank": i, "GPU": short_name(e.gpu.name), "Runs?": e.feasible, "Why / notes": reason_text(e),
                f"Time ({unit})": e.seconds / div if e.seconds else None}
         if bands:
-            row[f"Likely range ({unit})"] = f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None
+            row[f"Likely range ({unit})"] = (NO_RANGE_CELL if isinstance(band, str) else
+                                             f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None)
         if calibrated:
             row[f"Calibrated time ({unit})"] = cal.seconds / div if cal and cal.seconds else None
         row[f"Throughput ({rate_name})"] = rate(e)
@@ -196,12 +197,16 @@ def nothing_runs_message(shown: list[Estimate], all_estimates: list[Estimate]) -
             "precision, activation checkpointing or more GPUs per job.")
 
 
-def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[str, tuple[float, float]]:
-    """GPU id -> (low_s, high_s): the 80 % range from validation residuals; {} when the band file can't be read."""
-    out = {}
+NO_RANGE_CELL = "no measurement"  # the table's short form of uncertainty.NO_MEASUREMENT; the note says why
+
+
+def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[str, tuple[float, float] | str]:
+    """GPU id -> (low_s, high_s), the 80 % range from published measurements of sources the planner was not tuned on,
+    or the reason no measurement backs one (uncertainty.band_note); {} when the band file can't be read."""
+    out: dict[str, tuple[float, float] | str] = {}
     for e in rows:
         try:
-            b = uncertainty.band(e, e.gpu.id in calibrated)
+            b = uncertainty.band(e, e.gpu.id in calibrated) or uncertainty.band_note(e)
         except (DataFileError, OSError):
             return {}
         if b:
@@ -209,18 +214,34 @@ def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[
     return out
 
 
+def range_sentence(e: Estimate, calibrated: bool = False) -> str:
+    """The explanation's line on how far off the time may be: the 80 % range and what it rests on, or why there is
+    none ('' for a GPU that can't run the plan)."""
+    try:
+        b, note = uncertainty.band(e, calibrated), uncertainty.band_note(e)
+    except (DataFileError, OSError) as exc:
+        return f"Likely range: the band file could not be read ({exc})."
+    if b:
+        regime = uncertainty.regime_of(e)
+        return (f"Likely range (80 %): {fmt_seconds(b[0])} – {fmt_seconds(b[1])}, from the planner's errors on "
+                f"published {regime} measurements of sources it was not tuned on (data/uncertainty.yaml)"
+                + (", narrowed by your calibration" if calibrated else "") + ".")
+    return f"Likely range: {note}." if note else ""
+
+
 def extra_columns(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate],
-                  bands_: Mapping[str, tuple[float, float]]) -> dict[str, dict]:
-    """Per GPU, the export columns beyond the estimate: calibrated time and cost, the band (seconds, 4 digits)."""
+                  bands_: Mapping[str, tuple[float, float] | str]) -> dict[str, dict]:
+    """Per GPU, the export columns beyond the estimate: calibrated time and cost, the band (seconds, 4 digits) or
+    why there is none."""
     out = {}
     for e in rows:
         extra = {}
         if e.gpu.id in calibrated:
             c = calibrated[e.gpu.id]
             extra.update(calibrated_seconds=c.seconds, calibrated_cost_usd=c.cost())
-        if e.gpu.id in bands_:
-            low, high = bands_[e.gpu.id]
-            extra.update(seconds_low=float(f"{low:.4g}"), seconds_high=float(f"{high:.4g}"))
+        b = bands_.get(e.gpu.id)  # a note (no range) is in every export row already (report.band_note)
+        if b and not isinstance(b, str):
+            extra.update(seconds_low=float(f"{b[0]:.4g}"), seconds_high=float(f"{b[1]:.4g}"))
         if extra:
             out[e.gpu.id] = extra
     return out

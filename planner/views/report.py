@@ -20,7 +20,7 @@ from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, 
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
-from planner.tools.uncertainty import band
+from planner.tools.uncertainty import band, band_note
 from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 from planner.views.format import short_name
 
@@ -60,7 +60,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with overheads,
     the whole job's billed time and cost too. Price ages count days before `today` (default: today, UTC)."""
     ages = {t: price_age_fields(p, today or utc_today(), stale_after_days) for t, p in e.prices.items()}
-    seconds_band = band(e)  # None when infeasible, or on a device class with no validation rows (a CPU)
+    seconds_band = band(e)  # None when infeasible, or where no measurement backs a range (band_note says why)
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
@@ -73,6 +73,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "parallelism": e.parallelism,
         "seconds": _r(e.seconds, 3),
         "seconds_range": [_r(x, 3) for x in seconds_band] if seconds_band else None,
+        "seconds_range_note": band_note(e) or None,  # why no published measurement backs a range
         "bound": e.bound,
         "step_time_breakdown_s": {k: _r(v, 4) for k, v in e.split.items()},
         "phases": [{
@@ -119,7 +120,8 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | N
     low, high = band(e) or (None, None)
     return {
         "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
-        "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2), "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
+        "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2),
+        "range_note": band_note(e) or None, "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
@@ -190,6 +192,44 @@ def validation_rows(report: ValidationReport) -> list[dict]:
              "runtime": r.runtime, "precision": r.precision, "batch": r.batch, "metric": r.metric,
              "measured": r.measured, "predicted": None if r.predicted is None else round(r.predicted, 4),
              "error_pct": None if r.error_pct is None else round(r.error_pct, 1), "note": r.note} for r in report.rows]
+
+
+def loso_headline_rows(summary: list[dict]) -> list[dict]:
+    """The leave-one-source-out rows behind the headline: all, each regime with issue 11's target, each GPU class."""
+    keep = ("all", "regime", "gpu_class")
+    return [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
+             "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"],
+             "meets": None if d["meets"] is None else ("yes" if d["meets"] else "no")}
+            for d in summary if d["set"] == "leave-one-source-out" and d["group"] in keep]
+
+
+def coverage_rows(cover: dict[str, tuple[int, int, int]]) -> list[dict]:
+    """Per regime, the share of residual rows inside the 80 % band: built from all rows, and built without the row's
+    own source (the honest figure)."""
+    return [{"regime": g, "rows_with_a_band": n, "inside_pct": round(100 * a / n, 1) if n else None,
+             "inside_pct_own_source_left_out": round(100 * b / n, 1) if n else None}
+            for g, (a, b, n) in cover.items()]
+
+
+def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dict[str, tuple[int, int, int]],
+                             bias_pct: float, ratio_target_pct: float) -> str:
+    """The headline of `planner validate`: leave-one-source-out accuracy per regime against issue 11's targets,
+    the speed-up ratios, and how often the uncertainty band holds a left-out source's rows."""
+    untuned = [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "median_bias_pct":
+                d["median_bias_pct"]} for d in summary if d["set"] == "untuned, new sources"
+               and d["group"] in ("all", "regime")]
+    lines = ["leave one source out (headline): each source scored with the runtime efficiencies tuned on every "
+             f"other source; meets = median |error| <= target and |median bias| <= {bias_pct:g} % "
+             "(bias + = the planner is faster than measured)", text_table(loso_headline_rows(summary))]
+    if untuned:
+        lines += ["\nuntuned: the committed profiles on sources they never drew from",
+                  text_table(untuned)]
+    if ratios:
+        lines += [f"\nspeed-up ratios (pairs of rows of one source differing in one thing; target: within "
+                  f"{ratio_target_pct:g} % of the measured ratio)", text_table(ratios)]
+    lines += ["\n80 % band coverage of the residual rows (data/uncertainty.yaml is written from them)",
+              text_table(coverage_rows(cover))]
+    return "\n".join(lines)
 
 
 def validation_summary_text(report: ValidationReport) -> str:

@@ -11,27 +11,37 @@ from planner.engine.plan import Plan
 from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
-from planner.tools.uncertainty import (MIN_CELL_ROWS, REGIMES, band, cells_from_rows, load_uncertainty, rate_band,
-                                 regime_of)
+from planner.tools.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_note, cells_from_rows,
+                                       coverage, evidence_from_rows, load_uncertainty, rate_band, regime_of,
+                                       write_uncertainty)
 from planner.tools.validation import RowResult
-from planner.inputs.jobs import Generate, Train
+from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
 
 FACTS = load_facts()
 
 
-def cell(regime: str, cls: str, low: float, high: float, cal_low: float | None = None, cal_high: float | None = None,
-         n: int = 10, fallback: str | None = None) -> dict:
+B1, BATCHED, TP = "decode, batch 1", "decode, batched", "decode, tensor parallel"
+
+
+def cell(regime: str, cls: str, low: float | None, high: float | None, cal_low: float | None = None,
+         cal_high: float | None = None, n: int = 10, fallback: str | None = None) -> dict:
     return {"regime": regime, "gpu_class": cls, "n": n, "low": low, "high": high,
             "calibrated_low": cal_low if cal_low is not None else low,
             "calibrated_high": cal_high if cal_high is not None else high, "fallback": fallback}
 
 
-def write_bands(tmp_path: Path, cells: list[dict], name: str = "u.yaml", **header) -> Path:
-    doc = {"schema_version": 1, "generated": "2026-11-20", "source": "hand-written test file", "split": "test",
-           "quantiles": [0.1, 0.9], "method": "hand-written",
-           "validated_runtimes": {"llama.cpp": 10, "tensorrt-llm": 5},
-           "unvalidated_runtime": {"low": 0.5, "high": 3.0, "note": "hand-written"}, **header, "cells": cells}
+def evidence(regime: str, runtimes: dict | None = None, kinds: dict | None = None) -> dict:
+    runtimes = {"llama.cpp": 10, "tensorrt-llm": 5} if runtimes is None else runtimes
+    return {"regime": regime, "rows": sum(runtimes.values()), "runtimes": runtimes,
+            "model_kinds": {"decoder": sum(runtimes.values())} if kinds is None else kinds}
+
+
+def write_bands(tmp_path: Path, cells: list[dict], name: str = "u.yaml", evidences: list[dict] | None = None,
+                **header) -> Path:
+    doc = {"schema_version": 2, "generated": "2026-11-20", "source": "hand-written test file",
+           "residuals": "hand-written", "quantiles": [0.1, 0.9], "method": "hand-written",
+           "evidence": evidences or [evidence(g) for g in REGIMES], **header, "cells": cells}
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     load_uncertainty.cache_clear()
@@ -47,21 +57,25 @@ def all_cells(**overrides) -> list[dict]:
     return out
 
 
-def decode_estimate(gpu: str, runtime: str = "llama.cpp"):
-    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 1, 512), "fp16", runtime=runtime, batch=1)
+def decode_estimate(gpu: str, runtime: str = "llama.cpp", batch: int = 1, model: str = "llama-3-8b"):
+    plan = Plan(load_models().get(model), Generate(batch, 1, 512), "fp16", runtime=runtime, batch=batch)
     return estimate_all(plan, FACTS, gpu_names=[gpu])[0]
 
 
 # ---------------------------------------------------------------- regime_of
 
-def test_regime_of_follows_what_bounds_the_estimate():
+
+def test_regime_of_is_what_the_job_is():
     m = load_models().get("llama-3-8b")
-    decode = decode_estimate("h100-sxm")  # batch-1 decode reads every weight per token: memory-bound
-    assert regime_of(decode) == "decode"
-    # A 4096-token prompt: 2 x 8e9 x 4096 = 66 TFLOP against 16 GB of weights: compute-bound on any GPU.
+    assert regime_of(decode_estimate("h100-sxm")) == B1
+    assert regime_of(decode_estimate("h100-sxm", batch=8)) == BATCHED
+    tp = estimate_all(Plan(m, Generate(1, 1, 64), "fp16", runtime="vllm", batch=1, gpus=2, parallel="tensor"),
+                      FACTS, gpu_names=["h100-sxm"])[0]
+    assert tp.parallelism == "tensor" and regime_of(tp) == TP
+    # a generate job whose one token comes out of the prompt's forward pass is a prefill, however it is bound
     prefill = estimate_all(Plan(m, Generate(1, 4096, 1), "fp16", runtime="tensorrt-llm", batch=1), FACTS,
                            gpu_names=["h100-sxm"])[0]
-    assert regime_of(prefill) == "prefill/compute"
+    assert regime_of(prefill) == "prefill"
     train = estimate_all(Plan(load_models().get("gpt2-124m"), Train(64, 1024, 1.0), "bf16", batch=8), FACTS,
                          gpu_names=["h100-sxm"])[0]
     assert regime_of(train) == "train"
@@ -71,16 +85,15 @@ def test_regime_of_follows_what_bounds_the_estimate():
 
 def test_band_contains_the_point_estimate_with_the_shipped_file():
     for gpu in ("h100-sxm", "rtx-4090", "a100-sxm-80gb"):
-        for runtime in ("llama.cpp", "pytorch-eager"):
-            e = decode_estimate(gpu, runtime)
-            for calibrated in (False, True):
-                low, high = band(e, calibrated)
-                assert low <= e.seconds <= high and low < high
+        e = decode_estimate(gpu, "llama.cpp")
+        for calibrated in (False, True):
+            low, high = band(e, calibrated)
+            assert low <= e.seconds <= high and low < high
 
 
 def test_band_is_wider_where_residuals_are_larger(tmp_path):
-    path = write_bands(tmp_path, all_cells(**{"decode/hbm": cell("decode", "hbm", 0.6, 1.8, 0.8, 1.2),
-                                              "decode/gddr": cell("decode", "gddr", 0.95, 1.05, 0.98, 1.02)}))
+    path = write_bands(tmp_path, all_cells(**{f"{B1}/hbm": cell(B1, "hbm", 0.6, 1.8, 0.8, 1.2),
+                                              f"{B1}/gddr": cell(B1, "gddr", 0.95, 1.05, 0.98, 1.02)}))
     hbm, gddr = decode_estimate("h100-sxm"), decode_estimate("rtx-4090")
     lo, hi = band(hbm, path=path)
     assert lo == pytest.approx(0.6 * hbm.seconds) and hi == pytest.approx(1.8 * hbm.seconds)
@@ -89,8 +102,15 @@ def test_band_is_wider_where_residuals_are_larger(tmp_path):
     assert (hi2 - lo2) / gddr.seconds < (hi - lo) / hbm.seconds
 
 
+def test_each_regime_has_its_own_band(tmp_path):
+    path = write_bands(tmp_path, all_cells(**{f"{BATCHED}/hbm": cell(BATCHED, "hbm", 0.5, 2.0)}))
+    one, eight = decode_estimate("h100-sxm"), decode_estimate("h100-sxm", batch=8)
+    assert band(one, path=path) == pytest.approx((0.9 * one.seconds, 1.1 * one.seconds))
+    assert band(eight, path=path) == pytest.approx((0.5 * eight.seconds, 2.0 * eight.seconds))
+
+
 def test_calibrated_band_is_narrower(tmp_path):
-    path = write_bands(tmp_path, all_cells(**{"decode/hbm": cell("decode", "hbm", 0.6, 1.8, 0.8, 1.2)}))
+    path = write_bands(tmp_path, all_cells(**{f"{B1}/hbm": cell(B1, "hbm", 0.6, 1.8, 0.8, 1.2)}))
     e = decode_estimate("h100-sxm")
     lo, hi = band(e, path=path)
     clo, chi = band(e, calibrated=True, path=path)
@@ -99,24 +119,53 @@ def test_calibrated_band_is_narrower(tmp_path):
 
 
 def test_band_is_clamped_to_contain_the_estimate(tmp_path):
-    """A cell where every row ran slower than estimated (low = 1.2 would exclude the point) is widened down to it."""
-    path = write_bands(tmp_path, all_cells(**{"decode/gddr": cell("decode", "gddr", 1.0, 1.5)}))
+    """A cell where every row ran slower than estimated (low = 1.0) still reaches down to the point."""
+    path = write_bands(tmp_path, all_cells(**{f"{B1}/gddr": cell(B1, "gddr", 1.0, 1.5)}))
     e = decode_estimate("rtx-4090")
     assert band(e, path=path) == pytest.approx((e.seconds, 1.5 * e.seconds))
 
 
-def test_runtime_without_validation_rows_gets_the_wide_band(tmp_path):
+def test_a_runtime_no_source_measured_in_the_regime_has_no_band_and_says_so(tmp_path):
+    evid = [evidence(g) for g in REGIMES]
+    path = write_bands(tmp_path, all_cells(), evidences=evid)
+    e = decode_estimate("rtx-4090", runtime="pytorch-eager")  # only llama.cpp and tensorrt-llm in the evidence
+    assert band(e, path=path) is None
+    note = band_note(e, path=path)
+    assert note.startswith(NO_MEASUREMENT) and "pytorch-eager" in note and B1 in note
+    assert band(decode_estimate("rtx-4090"), path=path) is not None and band_note(decode_estimate("rtx-4090"),
+                                                                                     path=path) == ""
+
+
+def test_a_model_kind_no_row_is_of_has_no_band(tmp_path):
+    """A generic profile (SEA: an axial transformer's formulas) is not a decoder; no published row is of its kind."""
     path = write_bands(tmp_path, all_cells())
-    e = decode_estimate("rtx-4090", runtime="pytorch-eager")  # not in validated_runtimes
-    assert band(e, path=path) == pytest.approx((0.5 * e.seconds, 3.0 * e.seconds))
-    assert band(decode_estimate("rtx-4090"), path=path) == pytest.approx(
-        (0.9 * decode_estimate("rtx-4090").seconds, 1.1 * decode_estimate("rtx-4090").seconds))
+    sea = load_models().get("sea")
+    e = estimate_all(Plan(sea, Infer(100, 1000), "fp32", runtime="llama.cpp", batch=1), FACTS,
+                     gpu_names=["rtx-a5000"])[0]
+    assert e.feasible and band(e, path=path) is None
+    assert band_note(e, path=path).startswith(NO_MEASUREMENT) and "generic" in band_note(e, path=path)
 
 
-def test_infeasible_estimate_has_no_band():
+def test_a_regime_with_too_few_rows_has_no_band_instead_of_another_regimes(tmp_path):
+    why = "only 3 published decode, tensor parallel measurements, fewer than 5"
+    path = write_bands(tmp_path, all_cells(**{f"{TP}/hbm": cell(TP, "hbm", None, None, n=3, fallback=why),
+                                              f"{TP}/gddr": cell(TP, "gddr", None, None, n=0, fallback=why)}))
+    m = load_models().get("llama-3-8b")
+    e = estimate_all(Plan(m, Generate(1, 1, 64), "fp16", runtime="llama.cpp", batch=1, gpus=2, parallel="tensor"),
+                     FACTS, gpu_names=["h100-sxm"])[0]
+    assert e.feasible and band(e, path=path) is None and why in band_note(e, path=path)
+
+
+def test_a_cpu_has_no_band_and_says_why():
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 1, 16), "bf16", runtime="pytorch-eager", batch=1)
+    e = estimate_all(plan, FACTS, gpu_names=["amd-ryzen-9-7950x"])[0]
+    assert e.feasible and band(e) is None and "CPU" in band_note(e)
+
+
+def test_infeasible_estimate_has_no_band_and_needs_no_note():
     plan = Plan(load_models().get("llama-3-70b"), Generate(1, 1, 16), "fp16", runtime="llama.cpp", batch=1)
     e = estimate_all(plan, FACTS, gpu_names=["rtx-4090"])[0]  # 140 GB of weights on a 24 GB card
-    assert not e.feasible and band(e) is None and rate_band(e) is None
+    assert not e.feasible and band(e) is None and rate_band(e) is None and band_note(e) == ""
 
 
 def test_rate_band_is_the_time_band_inverted():
@@ -134,11 +183,25 @@ def test_missing_cell_is_named(tmp_path):
         load_uncertainty(path)
 
 
-def test_calibrated_band_wider_than_uncalibrated_is_rejected(tmp_path):
-    path = write_bands(tmp_path, all_cells(**{"decode/hbm": cell("decode", "hbm", 0.9, 1.1, 0.5, 2.0)}))
+def test_missing_evidence_is_named(tmp_path):
+    path = write_bands(tmp_path, all_cells(), evidences=[evidence(g) for g in REGIMES[:-1]])
+    with pytest.raises(DataFileError, match="'train'"):
+        load_uncertainty(path)
+
+
+def test_evidence_that_does_not_add_up_is_rejected(tmp_path):
+    bad = {**evidence(B1), "rows": 99}
+    path = write_bands(tmp_path, all_cells(), evidences=[bad] + [evidence(g) for g in REGIMES[1:]])
     with pytest.raises(DataFileError) as err:
         load_uncertainty(path)
-    assert err.value.field == "calibrated_high" and "decode/hbm" in err.value.record
+    assert err.value.field == "runtimes" and B1 in err.value.record
+
+
+def test_calibrated_band_wider_than_uncalibrated_is_rejected(tmp_path):
+    path = write_bands(tmp_path, all_cells(**{f"{B1}/hbm": cell(B1, "hbm", 0.9, 1.1, 0.5, 2.0)}))
+    with pytest.raises(DataFileError) as err:
+        load_uncertainty(path)
+    assert err.value.field == "calibrated_high" and f"{B1}/hbm" in err.value.record
 
 
 def test_small_cell_must_say_what_stands_in(tmp_path):
@@ -148,42 +211,96 @@ def test_small_cell_must_say_what_stands_in(tmp_path):
     assert err.value.field == "fallback"
 
 
+def test_a_cell_without_a_band_must_say_why(tmp_path):
+    path = write_bands(tmp_path, all_cells(**{"train/gddr": cell("train", "gddr", None, None, n=0)}))
+    with pytest.raises(DataFileError) as err:
+        load_uncertainty(path)
+    assert err.value.field == "fallback"
+
+
+def test_half_a_band_is_rejected(tmp_path):
+    path = write_bands(tmp_path, all_cells(**{"train/gddr": cell("train", "gddr", 0.8, None, fallback="x")}))
+    with pytest.raises(DataFileError) as err:
+        load_uncertainty(path)
+    assert err.value.field == "low"
+
+
 def test_low_above_one_is_rejected(tmp_path):
-    path = write_bands(tmp_path, all_cells(**{"decode/hbm": cell("decode", "hbm", 1.2, 1.5)}))
+    path = write_bands(tmp_path, all_cells(**{f"{B1}/hbm": cell(B1, "hbm", 1.2, 1.5)}))
     with pytest.raises(DataFileError, match="'low': must be <= 1, got 1.2"):
         load_uncertainty(path)
 
 
 # ---------------------------------------------------------------- writer: cells from residuals
 
-def _res(rid: str, ratio: float, gpu: str = "h100-sxm", regime: str = "decode", cls: str = "hbm") -> RowResult:
+def _res(rid: str, ratio: float, gpu: str = "h100-sxm", regime: str = B1, cls: str = "hbm",
+         source: str = "src", runtime: str = "llama.cpp") -> RowResult:
     # tokens_per_s rows: predicted / measured speed = measured / predicted seconds = ratio
-    return RowResult(rid, gpu, cls, "m", regime, "llama.cpp", "llama.cpp", "fp16", 1, "tokens_per_s", 100.0,
-                     100.0 * ratio, (ratio - 1) * 100, "test", "", "src")
+    return RowResult(rid, gpu, cls, "m", regime, runtime, runtime, "fp16", 1, "tokens_per_s", 100.0,
+                     100.0 * ratio, (ratio - 1) * 100, "test", "", source)
+
+
+def _cell(cells, regime: str = B1, cls: str = "hbm"):
+    return next(c for c in cells if c.regime == regime and c.gpu_class == cls)
 
 
 def test_cells_take_the_10th_and_90th_percentiles_of_their_rows():
     ratios = [0.8, 0.9, 1.0, 1.1, 1.2, 1.3]
     rows = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate(ratios)]
-    c = next(c for c in cells_from_rows(rows) if c.regime == "decode" and c.gpu_class == "hbm")
+    c = _cell(cells_from_rows(rows))
     # positions 0.1 x 5 = 0.5 and 0.9 x 5 = 4.5: 0.85 and 1.25
     assert c.n == 6 and c.low == pytest.approx(0.85) and c.high == pytest.approx(1.25) and c.fallback is None
 
 
-def test_small_cells_fall_back_to_a_wider_pooled_range():
+def test_small_cells_fall_back_to_their_own_regimes_wider_range():
     rows = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
-    rows.append(_res("lone", 1.6, regime="decode", cls="gddr"))
-    c = next(c for c in cells_from_rows(rows) if c.regime == "decode" and c.gpu_class == "gddr")
-    assert c.n == 1 < MIN_CELL_ROWS and "all decode rows" in c.fallback
-    own = next(c for c in cells_from_rows(rows) if c.regime == "decode" and c.gpu_class == "hbm")
+    rows.append(_res("lone", 1.6, cls="gddr"))
+    c = _cell(cells_from_rows(rows), cls="gddr")
+    assert c.n == 1 < MIN_CELL_ROWS and f"all {B1} rows" in c.fallback
+    own = _cell(cells_from_rows(rows))
     assert c.low <= own.low and c.high >= 1.6  # at least as wide, and covers its own row
+
+
+def test_a_regime_with_too_few_rows_gets_no_band_not_another_regimes():
+    rows = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
+    rows += [_res("t1", 1.4, regime=TP), _res("t2", 1.5, regime=TP)]
+    cells = cells_from_rows(rows)
+    tp = _cell(cells, TP)
+    assert tp.low is None and tp.high is None and tp.n == 2 and "only 2" in tp.fallback
+    assert _cell(cells, "train").low is None and "no published train" in _cell(cells, "train").fallback
+
+
+def test_evidence_counts_rows_by_runtime_and_model_kind():
+    rows = [_res("a", 1.0), _res("b", 1.1, runtime="vllm"), _res("c", 0.9, regime="train", runtime="pytorch-eager")]
+    ev = {e.regime: e for e in evidence_from_rows(rows)}
+    assert ev[B1].rows == 2 and dict(ev[B1].runtimes) == {"llama.cpp": 1, "vllm": 1}
+    assert dict(ev[B1].model_kinds) == {"decoder": 2} and ev["prefill"].rows == 0
+
+
+def test_coverage_judges_each_source_by_a_band_its_rows_did_not_shape():
+    """Source 'a' runs 10 rows at ratio 1.0; source 'b' 10 rows at 2.0. From all 20 rows the band is
+    [1, 2] (10th/90th percentiles of ten 1.0s and ten 2.0s) and holds every row; left out, each source is judged
+    by the other's band alone ([1, 1] or [1, 2] clamped to contain 1): a's rows at 1.0 are inside [1, 2],
+    b's rows at 2.0 are outside [1, 1]."""
+    rows = [_res(f"a{i}", 1.0, gpu=f"g{i}", source="a") for i in range(10)]
+    rows += [_res(f"b{i}", 2.0, gpu=f"h{i}", source="b") for i in range(10)]
+    inside_all, inside_held, n = coverage(rows)[B1]
+    assert n == 20 and inside_all == 20 and inside_held == 10
+
+
+def test_writer_round_trips_through_the_loader(tmp_path):
+    rows = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
+    path = write_uncertainty(rows, "hand-made residuals", tmp_path / "u.yaml")
+    table = load_uncertainty(path)
+    assert table.residuals == "hand-made residuals" and len(table.cells) == len(REGIMES) * 2
+    assert table.evidence_for(B1).rows == 6 and table.cell("train", "hbm").low is None
 
 
 def test_calibration_removes_each_gpus_own_bias():
     """Two GPUs, each consistently off by its own factor: once each GPU's median is divided out, little is left."""
     rows = [_res(f"a{i}", r, gpu="a") for i, r in enumerate([0.70, 0.72, 0.74])]
     rows += [_res(f"b{i}", r, gpu="b") for i, r in enumerate([1.30, 1.32, 1.34])]
-    c = next(c for c in cells_from_rows(rows) if c.regime == "decode" and c.gpu_class == "hbm")
+    c = _cell(cells_from_rows(rows))
     assert c.high / c.low > 1.7  # uncalibrated spans both GPUs' biases
     assert c.calibrated_high / c.calibrated_low < 1.06  # about +-2.7 % within each GPU
     assert c.calibrated_low <= 1.0 <= c.calibrated_high

@@ -12,8 +12,9 @@ from planner.inputs.facts import load_facts
 FACTS = load_facts()
 
 
-def _est(gpu="rtx-4090", precision="bf16"):
-    plan = Plan(load_models().get("cfdna-gen"), Generate(10_000, 1, 165), precision, price_tier="community")
+def _est(gpu="rtx-4090", precision="bf16", runtime="pytorch-eager"):
+    plan = Plan(load_models().get("cfdna-gen"), Generate(10_000, 1, 165), precision, price_tier="community",
+                runtime=runtime)
     return estimate_all(plan, FACTS, gpu_names=[gpu])[0]
 
 
@@ -24,8 +25,10 @@ def test_json_row_breakdown_adds_up_to_the_total():
     assert sum(p["seconds"] for p in row["phases"]) == pytest.approx(row["seconds"], rel=1e-3)
     assert row["memory_gb"]["total"] == pytest.approx(sum(v for k, v in row["memory_gb"].items() if k != "total"),
                                                      rel=1e-3)
-    low, high = row["seconds_range"]
-    assert low <= row["seconds"] <= high
+    assert row["seconds_range"] is None and "pytorch-eager" in row["seconds_range_note"]  # no source measured it
+    batched = estimate_row(_est(runtime="tensorrt-llm"))  # published batched TensorRT-LLM decode backs a range
+    low, high = batched["seconds_range"]
+    assert low <= batched["seconds"] <= high and batched["seconds_range_note"] is None
 
 
 def test_infeasible_rows_have_reasons_and_no_time():

@@ -96,6 +96,9 @@ class ModelCatalog:
 
     def get(self, name: str) -> ModelProfile:
         """A preset by id, name or family ('gpt2' -> gpt2-124m when it is the only GPT-2); see resolve_name."""
+        for m in self.models:  # an id as stored: no name matching
+            if m.id == name:
+                return m
         key = resolve_name(name, ((m.id, (m.name,)) for m in self.models), "model")
         return next(m for m in self.models if m.id == key)
 
