@@ -293,9 +293,14 @@ def load_factory(spec: str) -> Callable[..., Any]:
     return factory
 
 
+TRACEBACK_FRAMES = 10_000  # frames read from a traceback: all of them, whatever sys.tracebacklimit says
+
+
 def _where(exc: BaseException) -> str:
-    """' (at file:line in func)' for the deepest frame of the user's code in the traceback."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+    """' (at file:line in func)' for the deepest frame of the user's code in the traceback. An explicit limit: a
+    library that leaves sys.tracebacklimit at 0 (SkyPilot's ux_utils does when an error passes through it) would
+    otherwise hide every frame."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__, limit=TRACEBACK_FRAMES)
               if "/torch/" not in f.filename and "/planner/tools/" not in f.filename]
     return f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
 
