@@ -12,7 +12,7 @@ from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import shape_efficiency
 from planner.engine.collectives import comm_seconds
 from planner.engine.phases import Phase
-from planner.inputs.catalog import GPU
+from planner.inputs.catalog import ALU_PATH, GPU
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
 
@@ -122,9 +122,12 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
 
 
 def _flops_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
-    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor."""
+    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor. Integer
+    ALU work (ALU_PATH) is counted in instructions measured on the runtime's own kernel, so the runtime's GEMM factor
+    does not scale it again."""
     shape = shape_efficiency(g.gemms, gpu.sm_count) if g.gemms else 1.0
-    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency * shape * g.rate_factor
+    factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
+    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor
 
 
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:

@@ -57,6 +57,17 @@ class CpuProfile:
 
 
 @dataclass(frozen=True)
+class QuantizedGemv:
+    """A runtime's CUDA-core GEMV for quantized weights: used for passes of at most `max_tokens` tokens, it spends
+    `ops_per_weight_token` 32-bit integer instructions per weight per token (unpack and dot product, repeated for
+    every token), measured where `source` says."""
+
+    max_tokens: int
+    ops_per_weight_token: float
+    source: str
+
+
+@dataclass(frozen=True)
 class RuntimeProfile:
     id: str
     name: str
@@ -68,6 +79,7 @@ class RuntimeProfile:
     source: str
     host_us_per_kernel: float = 0.0
     prefill_chunk_tokens: int = 0  # prompt tokens per prefill pass (llama.cpp's n_ubatch); 0 = the whole prompt
+    gemv: QuantizedGemv | None = None  # the runtime's own CUDA-core GEMV for quantized weights (None: tensor-core kernels)
     dp_comm_overlap: float = 0.0  # see Efficiency
     dp_comm_overlap_source: str = ""
     cpu: CpuProfile | None = None
@@ -98,6 +110,16 @@ def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
     sub = rec.child(field)
     sub.check_keys(MEMORY_CLASSES)
     return tuple((c, sub.number(c, lo=0.01, hi=1.0)) for c in MEMORY_CLASSES)
+
+
+def _gemv(rec: Record) -> QuantizedGemv | None:
+    """The optional `quantized_gemv` block: {max_tokens, ops_per_weight_token, source}."""
+    sub = rec.child("quantized_gemv", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("max_tokens", "ops_per_weight_token", "source"))
+    return QuantizedGemv(int(sub.number("max_tokens", lo=1, hi=4096, integer=True)),
+                         sub.number("ops_per_weight_token", lo=0.01, hi=64), sub.text("source"))
 
 
 def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
@@ -133,7 +155,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
-                        "source", "cpu", "dp_comm_overlap", "dp_comm_overlap_source"))
+                        "quantized_gemv", "source", "cpu", "dp_comm_overlap", "dp_comm_overlap_source"))
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
@@ -141,7 +163,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
                                   rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
-                                  or 0, overlap or 0.0,
+                                  or 0, _gemv(rec), overlap or 0.0,
                                   rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec)))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
