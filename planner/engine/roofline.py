@@ -52,6 +52,7 @@ class PhaseTime:
     overhead_s: float  # per pass: GPU-side launch gaps
     comm_s: float  # per pass: collective time not hidden under compute
     host_s: float = 0.0  # per pass: CPU dispatch, overlapping the GPU's work
+    step_host_s: float = 0.0  # per pass: CPU work on the critical path of each step (the GPU waits for it)
     comm_hidden_s: float = 0.0  # per pass: collective time that runs under the compute (data parallel only)
     link: str = ""  # the link the collectives use, in words
 
@@ -67,7 +68,7 @@ class PhaseTime:
 
     @property
     def pass_s(self) -> float:
-        return self.gpu_s + self.host_bound_s + self.comm_s
+        return self.gpu_s + self.host_bound_s + self.step_host_s + self.comm_s
 
     @property
     def total_s(self) -> float:
@@ -78,7 +79,7 @@ class PhaseTime:
         cb = sum(g.compute_bound_s for g in self.groups)
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
-                "overhead": (self.overhead_s + self.host_bound_s) * self.passes,
+                "overhead": (self.overhead_s + self.host_bound_s + self.step_host_s) * self.passes,
                 "communication": self.comm_s * self.passes}
 
 
@@ -153,6 +154,11 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count))
 
 
+def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
+    """Serial CPU time per pass: the runtime's per-step host work, once per step (or per prefill chunk)."""
+    return (ph.host_rounds or ph.steps) * eff.step_host_us * 1e-6
+
+
 def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
     """(kernels per step, launch overhead per pass, collective seconds per pass, host dispatch per pass)."""
     kernels = ph.kernels * eff.kernels_per_layer_factor
@@ -178,8 +184,8 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     kernels, overhead, comm, host = _overhead_comm(ph, gpu, eff)
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
     link = gpu.link_for(ph.comm_gpus) if ph.comm_calls else None
-    return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host, hidden,
-                     f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "")
+    return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
+                     step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "")
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
@@ -193,7 +199,8 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         else:  # position-independent: every step costs the same
             total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
     _, overhead, comm, host = _overhead_comm(ph, gpu, eff)
-    return (max(total + overhead, host) + comm - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
+    return (max(total + overhead, host) + step_host_seconds(ph, eff) + comm
+            - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:

@@ -290,6 +290,22 @@ def test_llama_cpp_q4_micro_batches_ramp_as_published():
     assert rate[4] / rate[1] == pytest.approx(470.48 / 156.56, rel=0.15)
     assert rate[8] / rate[1] == pytest.approx(583.77 / 156.56, rel=0.15)
 
+def test_llama_cpp_waits_for_its_per_token_cpu_work_on_every_step():
+    """ggml-org/llama.cpp issue #7456 (NVIDIA's profile, 7B/13B Q4_K_M on A100/H100): CPU work on the critical path
+    is 10-15 % of a token; of 6.10 ms per token (7B Q4_K_M, H100-PCIe, issue #6763) that is 0.61-0.92 ms. It adds to
+    every decode step and every prefill micro-batch, on any GPU: 100 generated tokens after a 1,000-token prompt
+    (2 micro-batches of 512) wait 99 + 2 times."""
+    m = load_models().get("llama-2-7b")
+    plan = Plan(m, Generate(1, 1000, 100), "q4_0", runtime="llama.cpp", batch=1)
+    for gpu_id in ("rtx-3090", "h100-sxm"):
+        gpu = load_catalog().get(gpu_id)
+        e = estimate_gpu(plan, gpu, FACTS)
+        assert 0.61e-3 <= e.efficiency.step_host_us * 1e-6 <= 0.92e-3
+        waits = {ph.name: ph.step_host_s for ph in e.phases}
+        assert waits == pytest.approx({"prefill": 2 * 750e-6, "decode": 99 * 750e-6})
+        bare = estimate_gpu(plan, gpu, FACTS, adjust=lambda g, eff: replace(eff, step_host_us=0.0))
+        assert e.seconds - bare.seconds == pytest.approx(101 * 750e-6)
+
 def test_eager_decode_at_batch_one_waits_for_the_cpu():
     """Eager Hugging Face generate dispatches every op from Python: gpt-fast's eager baseline decodes Llama-2-7B at
     25.5 tok/s on an A100 (pytorch.org/blog/accelerating-generative-ai-2), far below the ~150 tok/s its weights allow."""

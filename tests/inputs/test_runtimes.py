@@ -117,3 +117,16 @@ def test_a_bad_quantized_gemv_block_names_its_field(tmp_path, block, field):
     with pytest.raises(DataFileError) as exc:
         load_runtimes(path)
     assert exc.value.field == field and "quantized_gemv" in exc.value.record
+
+
+def test_a_per_step_host_time_needs_its_source(tmp_path):
+    path = tmp_path / "step.yaml"
+    path.write_text(BASE + "    step_host_us: 500\n")
+    with pytest.raises(DataFileError, match="'x'.*'step_host_source'"):
+        load_runtimes(path)
+    sourced = tmp_path / "sourced-step.yaml"
+    sourced.write_text(BASE + "    step_host_us: 500\n    step_host_source: s\n")
+    assert load_runtimes(sourced).get("x").efficiency("gddr").step_host_us == 500
+    plain = tmp_path / "plain-step.yaml"
+    plain.write_text(BASE)
+    assert load_runtimes(plain).get("x").efficiency("hbm").step_host_us == 0.0  # absent: the GPU never waits
