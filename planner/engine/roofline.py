@@ -199,8 +199,8 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         else:  # position-independent: every step costs the same
             total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
     _, overhead, comm, host = _overhead_comm(ph, gpu, eff)
-    return (max(total + overhead, host) + step_host_seconds(ph, eff) + comm
-            - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
+    serial = step_host_seconds(ph, eff) if eff.step_host_us else 0.0
+    return (max(total + overhead, host) + serial + comm - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:

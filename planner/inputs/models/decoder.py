@@ -347,12 +347,12 @@ class DecoderProfile(CachedHash):
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
-        gemv = s.quantized_gemv(bt)
+        gemv = s.gemv_max_tokens and s.quantized_gemv(bt)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
                     lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else ""),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp)),
-            *dequant_groups(m._quantized_read(s, layer_read), s, bt),
+            *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
