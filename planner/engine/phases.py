@@ -41,6 +41,7 @@ class Phase(NamedTuple):
     comm_hops: float = 0.0  # ring steps per step, each paying the link's hop latency
     comm_gpus: int = 1  # GPUs in each collective: picks the link (a bridged pair reaches only 2)
     comm_overlaps: bool = False  # data-parallel collectives may run under compute (the runtime says how much)
+    host_rounds: float = 0.0  # times per pass the host prepares and launches a step's graph (0: once per step)
 
 
 def _tp_comm(m: ModelProfile, s: Setup, batch_tokens: int) -> dict:
@@ -53,8 +54,9 @@ def _tp_comm(m: ModelProfile, s: Setup, batch_tokens: int) -> dict:
 def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
     P, G = w.prompt_tokens, w.gen_tokens
     kern = m.kernels_per_forward
-    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * s.prefill_chunks(P), 1, 0, passes,
-                    **_tp_comm(m, s, batch * P))]
+    chunks = s.prefill_chunks(P)
+    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * chunks, 1, 0, passes,
+                    **_tp_comm(m, s, batch * P), host_rounds=chunks)]
     if G > 1:
         phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch)))
     return tuple(phases)

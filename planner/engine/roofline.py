@@ -12,7 +12,7 @@ from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import shape_efficiency
 from planner.engine.collectives import comm_seconds
 from planner.engine.phases import Phase
-from planner.inputs.catalog import GPU
+from planner.inputs.catalog import ALU_PATH, GPU
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
 
@@ -52,6 +52,7 @@ class PhaseTime:
     overhead_s: float  # per pass: GPU-side launch gaps
     comm_s: float  # per pass: collective time not hidden under compute
     host_s: float = 0.0  # per pass: CPU dispatch, overlapping the GPU's work
+    step_host_s: float = 0.0  # per pass: CPU work on the critical path of each step (the GPU waits for it)
     comm_hidden_s: float = 0.0  # per pass: collective time that runs under the compute (data parallel only)
     link: str = ""  # the link the collectives use, in words
 
@@ -67,7 +68,7 @@ class PhaseTime:
 
     @property
     def pass_s(self) -> float:
-        return self.gpu_s + self.host_bound_s + self.comm_s
+        return self.gpu_s + self.host_bound_s + self.step_host_s + self.comm_s
 
     @property
     def total_s(self) -> float:
@@ -78,7 +79,7 @@ class PhaseTime:
         cb = sum(g.compute_bound_s for g in self.groups)
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
-                "overhead": (self.overhead_s + self.host_bound_s) * self.passes,
+                "overhead": (self.overhead_s + self.host_bound_s + self.step_host_s) * self.passes,
                 "communication": self.comm_s * self.passes}
 
 
@@ -122,9 +123,12 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
 
 
 def _flops_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
-    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor."""
+    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor. Integer
+    ALU work (ALU_PATH) is counted in instructions measured on the runtime's own kernel, so the runtime's GEMM factor
+    does not scale it again."""
     shape = shape_efficiency(g.gemms, gpu.sm_count) if g.gemms else 1.0
-    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * eff.compute_efficiency * shape * g.rate_factor
+    factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
+    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor
 
 
 def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
@@ -148,6 +152,11 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
                      _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
                      peak, flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count))
+
+
+def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
+    """Serial CPU time per pass: the runtime's per-step host work, once per step (or per prefill chunk)."""
+    return (ph.host_rounds or ph.steps) * eff.step_host_us * 1e-6
 
 
 def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
@@ -175,8 +184,8 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     kernels, overhead, comm, host = _overhead_comm(ph, gpu, eff)
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
     link = gpu.link_for(ph.comm_gpus) if ph.comm_calls else None
-    return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host, hidden,
-                     f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "")
+    return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
+                     step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "")
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
@@ -190,7 +199,8 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         else:  # position-independent: every step costs the same
             total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
     _, overhead, comm, host = _overhead_comm(ph, gpu, eff)
-    return (max(total + overhead, host) + comm - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
+    serial = step_host_seconds(ph, eff) if eff.step_host_us else 0.0
+    return (max(total + overhead, host) + serial + comm - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:

@@ -38,6 +38,16 @@ MIB_PER_GIB = 1024
 # and take the 16-bit ratio (an assumption: the same clocks and power limits hold them below the datasheet).
 CEILING_FAMILY = {"fp32": "bf16", "tf32": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "int8": "fp8"}
 CEILING_FAMILIES = ("bf16", "fp8")
+# CUDA-core work that is neither a matmul nor a memory stream (weight unpacking, dp4a dot products in quantized GEMV
+# kernels) runs on the SMs' 32-bit integer lanes: path ALU_PATH, at the fp32 peak (ceiling) times INT32_PER_FP32_LANES.
+ALU_PATH = "int32"
+# 32-bit integer add / multiply-add / bitwise results per clock per SM over fp32 fused multiply-adds, by compute
+# capability (major, minor): NVIDIA CUDA C++ Programming Guide, 'Arithmetic Instructions' throughput table: 64 and 64
+# on 7.x and 8.0, 64 integer against 128 fp32 on 8.6, 8.7, 8.9 and 9.0 (half of the CUDA cores take integer work);
+# RTX Blackwell (12.x) unified its FP32/INT32 cores (NVIDIA RTX Blackwell GPU Architecture whitepaper). Data-center
+# Blackwell (10.x) is not in the table: taken as Hopper's 1/2 (an assumption). AMD CDNA/RDNA vector ALUs and CPUs
+# run 32-bit integer and fp32 instructions at one rate (1.0).
+INT32_PER_FP32_LANES = {(8, 6): 0.5, (8, 7): 0.5, (8, 9): 0.5, (9, 0): 0.5, (10, 0): 0.5, (10, 3): 0.5}
 MAX_SMS = 1024  # streaming multiprocessors (NVIDIA) or compute units (AMD); B200 has 148, MI300X 304
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
@@ -171,8 +181,17 @@ class GPU:
         return next((k for k in self.links if k.max_gpus is None or n_gpus <= k.max_gpus), None)
 
     def peak_tflops(self, path: str) -> float | None:
-        """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8')."""
+        """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8'), or ALU_PATH: 32-bit
+        integer instructions x 2 (FLOP-equivalents, as a fused multiply-add counts 2)."""
+        if path == ALU_PATH:
+            return self.fp32_tflops * self.int32_per_fp32
         return getattr(self, _PEAK_FIELD[path])
+
+    @property
+    def int32_per_fp32(self) -> float:
+        """32-bit integer instructions per clock per SM over fp32 multiply-adds (INT32_PER_FP32_LANES; 1.0 for AMD
+        GPUs, CPUs and compute capabilities the table does not list)."""
+        return INT32_PER_FP32_LANES.get(self.compute_capability, 1.0) if self.vendor == "NVIDIA" else 1.0
 
     def run_path(self, path: str) -> str | None:
         """The path matmuls asked to run in `path` actually take here: itself, its PATH_FALLBACK, or None."""
@@ -194,6 +213,10 @@ class GPU:
     def ceiling(self, path: str) -> Ceiling:
         """The matmul ceiling of the path matmuls in `path` actually run at here (TFLOPS 0 when none); a GPU built
         outside the catalog without ceilings (tests, a measured device's unmeasured path) keeps its peak and says so."""
+        if path == ALU_PATH:  # the fp32 lanes' clocks under load, at the integer lanes' share
+            fp32, r = self.ceiling("fp32"), self.int32_per_fp32
+            return Ceiling(fp32.tflops * r, fp32.ratio, f"{fp32.how}; 32-bit integer instructions at {r:g} x the fp32 "
+                                                         "rate (INT32 lanes per SM, CUDA C++ Programming Guide)")
         taken = self.run_path(path)
         if taken is None:
             return Ceiling(0.0, 0.0, f"no {path} hardware path")
@@ -204,7 +227,7 @@ class GPU:
 
     @cached_property
     def _ceiling_tflops_by_path(self) -> dict[str, float]:
-        return {p: self.ceiling(p).tflops for p in COMPUTE_PATHS}
+        return {p: self.ceiling(p).tflops for p in (*COMPUTE_PATHS, ALU_PATH)}
 
     def ceiling_tflops(self, path: str) -> float:
         """ceiling(path).tflops: what the roofline multiplies by the runtime and shape efficiencies (hot loop)."""

@@ -27,6 +27,8 @@ class Efficiency:
     source: where the numbers come from ('prior: ...' or 'calibrated: ...').
     host_us_per_kernel: CPU time to dispatch one kernel from Python (eager frameworks). It overlaps the GPU's work:
       a step takes the longer of the two, so a small-batch decode in eager PyTorch is host-bound.
+    step_host_us: CPU time on the critical path of every step (building the step's graph, scheduling, sampling):
+      the GPU waits for it, so it adds to the step whatever the GPU does.
     dp_comm_overlap: fraction of a data-parallel collective (DDP gradient all-reduce, FSDP gathers) that may run
       under the step's compute (capped at that compute); tensor-parallel collectives never overlap (each layer needs
       the previous one's all-reduced output).
@@ -41,6 +43,7 @@ class Efficiency:
     host_us_per_kernel: float = 0.0
     dp_comm_overlap: float = 0.0
     unsupported: str = ""  # why the runtime can't run on this device class ('' = it can); nothing is timed then
+    step_host_us: float = 0.0  # serial CPU time per step (see the class docstring)
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,17 @@ class CpuProfile:
 
 
 @dataclass(frozen=True)
+class QuantizedGemv:
+    """A runtime's CUDA-core GEMV for quantized weights: used for passes of at most `max_tokens` tokens, it spends
+    `ops_per_weight_token` 32-bit integer instructions per weight per token (unpack and dot product, repeated for
+    every token), measured where `source` says."""
+
+    max_tokens: int
+    ops_per_weight_token: float
+    source: str
+
+
+@dataclass(frozen=True)
 class RuntimeProfile:
     id: str
     name: str
@@ -68,10 +82,13 @@ class RuntimeProfile:
     source: str
     host_us_per_kernel: float = 0.0
     prefill_chunk_tokens: int = 0  # prompt tokens per prefill pass (llama.cpp's n_ubatch); 0 = the whole prompt
+    gemv: QuantizedGemv | None = None  # the runtime's own CUDA-core GEMV for quantized weights (None: tensor-core kernels)
     dp_comm_overlap: float = 0.0  # see Efficiency
     dp_comm_overlap_source: str = ""
     cpu: CpuProfile | None = None
     cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
+    step_host_us: float = 0.0  # serial CPU time per step (see Efficiency)
+    step_host_source: str = ""
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -81,7 +98,7 @@ class RuntimeProfile:
         return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
                           self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
                           f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)",
-                          self.host_us_per_kernel, self.dp_comm_overlap)
+                          self.host_us_per_kernel, self.dp_comm_overlap, step_host_us=self.step_host_us)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -91,13 +108,23 @@ class RuntimeProfile:
                               f"{self.name} does not run on a CPU", unsupported=f"{self.name} does not run on a CPU: {why}")
         return Efficiency(c.mem_bw_efficiency, c.compute_efficiency, c.launch_overhead_us,
                           self.kernels_per_layer_factor, c.host_memory_gb,
-                          f"prior for {self.name} on CPUs (data/runtimes.yaml)")
+                          f"prior for {self.name} on CPUs (data/runtimes.yaml)", step_host_us=self.step_host_us)
 
 
 def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
     sub = rec.child(field)
     sub.check_keys(MEMORY_CLASSES)
     return tuple((c, sub.number(c, lo=0.01, hi=1.0)) for c in MEMORY_CLASSES)
+
+
+def _gemv(rec: Record) -> QuantizedGemv | None:
+    """The optional `quantized_gemv` block: {max_tokens, ops_per_weight_token, source}."""
+    sub = rec.child("quantized_gemv", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("max_tokens", "ops_per_weight_token", "source"))
+    return QuantizedGemv(int(sub.number("max_tokens", lo=1, hi=4096, integer=True)),
+                         sub.number("ops_per_weight_token", lo=0.01, hi=64), sub.text("source"))
 
 
 def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
@@ -133,16 +160,19 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
-                        "source", "cpu", "dp_comm_overlap", "dp_comm_overlap_source"))
+                        "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
+                        "dp_comm_overlap_source"))
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
+        step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
                                   rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
                                   rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
-                                  or 0, overlap or 0.0,
-                                  rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec)))
+                                  or 0, _gemv(rec), overlap or 0.0,
+                                  rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
+                                  step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or ""))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

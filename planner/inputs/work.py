@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from planner.base.schema import CachedHash
 from planner.base.units import BYTES_PER_GB
+from planner.inputs.catalog import ALU_PATH
 from planner.inputs.precisions import AttentionBackend, KVDtype, Precision
 
 ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and attention) can run in
@@ -93,10 +94,18 @@ class Setup(CachedHash):
     tp: int = 1  # tensor-parallel degree: weights, heads and FLOPs split over tp GPUs
     shard: int = 1  # FSDP/ZeRO-3 degree: training states sharded over `shard` GPUs
     prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
+    # The runtime's own CUDA-core GEMV for quantized weights (llama.cpp's mul_mat_vec_q): used for passes of at most
+    # gemv_max_tokens tokens (0 = none), at gemv_ops_per_weight_token integer instructions per weight per token
+    gemv_max_tokens: int = 0
+    gemv_ops_per_weight_token: float = 0.0
 
     def prefill_chunks(self, prompt: int) -> int:
         """Passes a prompt of `prompt` tokens is prefilled in."""
         return -(-prompt // self.prefill_chunk) if self.prefill_chunk else 1
+
+    def quantized_gemv(self, rows: int) -> bool:
+        """A pass over `rows` tokens multiplies the quantized weights in the runtime's CUDA-core GEMV kernel."""
+        return bool(self.precision.dequant_ops_per_weight) and 0 < rows <= self.gemv_max_tokens
 
     @property
     def attention_path(self) -> str:
@@ -105,14 +114,30 @@ class Setup(CachedHash):
         return p.compute_path if p.compute_path in ACTIVATION_PATHS else "fp16"
 
 
-def dequant_groups(quantized_weights: float, s: Setup) -> tuple[OpGroup, ...]:
-    """Weight-only quantized kernels unpack and scale every weight on the CUDA cores before the fp16 multiply, once per
-    weight per pass; the instructions run at the fp32 rate (one per core per clock = fp32 FLOPs / 2) and are not
-    hidden behind the weight loads. () for precisions that multiply their stored format directly."""
+DEQUANT_GROUP = "dequantize weights"  # tensor-core kernels: unpack once per pass
+GEMV_GROUP = "quantized GEMV (unpack + dot)"  # a runtime's CUDA-core GEMV: unpack and multiply per token
+
+
+def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[OpGroup, ...]:
+    """The CUDA-core work of weight-only quantized matmuls in one pass over `rows` tokens; () for precisions that
+    multiply their stored format directly.
+
+    Tensor-core kernels (Marlin, tinygemm, llama.cpp's MMQ) unpack and scale every weight once per pass before the
+    fp16 multiply: dequant_ops_per_weight instructions at the fp32 rate (one per core per clock = fp32 FLOPs / 2).
+    A runtime's CUDA-core GEMV (Setup.quantized_gemv: llama.cpp's mul_mat_vec_q up to 8 tokens) instead unpacks each
+    weight again for every token and multiplies it there (dp4a): gemv_ops_per_weight_token x rows integer
+    instructions per weight, at the GPU's 32-bit integer rate (ALU_PATH), so its time grows with the tokens per pass.
+    Neither is hidden behind the weight loads (a separate group, summed)."""
     ops = s.precision.dequant_ops_per_weight
     if not ops or not quantized_weights:
         return ()
-    return (OpGroup("dequantize weights", 2.0 * ops * quantized_weights, 0.0, "fp32",
+    if s.quantized_gemv(rows):
+        per = s.gemv_ops_per_weight_token
+        return (OpGroup(GEMV_GROUP, 2.0 * per * rows * quantized_weights, 0.0, ALU_PATH,
+                        f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token x {rows} token(s) "
+                        f"x {quantized_weights:,.0f} quantized weights (the runtime's CUDA-core GEMV, "
+                        f"<= {s.gemv_max_tokens} tokens per pass: unpack and dp4a per weight per token)"),)
+    return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights, 0.0, "fp32",
                     f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
                     f"({s.precision.id}: unpack, convert, scale), once per pass"),)
 

@@ -283,6 +283,13 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "memory s": 0.0, "time s": ph.host_bound_s * ph.passes, "limited by": "overhead",
                          "formula": f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
                                     "minus the GPU time it overlaps"})
+        if ph.step_host_s:
+            rounds = "prefill chunks" if ph.steps == 1 else "steps"
+            rows.append({"phase": ph.name, "op group": "host work per step (the GPU waits)", "steps × passes": steps,
+                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
+                         "time s": ph.step_host_s * ph.passes, "limited by": "overhead",
+                         "formula": f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
+                                    "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"})
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
                       f"({e.efficiency.dp_comm_overlap:g} overlap, data/runtimes.yaml)" if ph.comm_hidden_s else

@@ -284,3 +284,17 @@ def test_link_kinds_name_file_record_and_field(tmp_path):
                     "hop_latency_us: 1, source: s}\n")
     with pytest.raises(DataFileError, match="no link kind 'pcie-p2p'"):
         load_link_kinds(path)
+
+
+def test_integer_alu_work_runs_at_the_int32_lanes_share_of_the_fp32_rate():
+    """CUDA C++ Programming Guide, arithmetic instruction throughput per SM per clock: 64 fp32 and 64 int32 on
+    compute capability 8.0 (A100); 128 fp32 and 64 int32 on 8.6 (RTX 3090), 8.9 (RTX 4090) and 9.0 (H100)."""
+    from planner.inputs.catalog import ALU_PATH
+    cat = load_catalog()
+    a100, rtx3090, h100, mi300x = (cat.get(g) for g in ("a100-sxm-80gb", "rtx-3090", "h100-sxm", "mi300x"))
+    assert a100.peak_tflops(ALU_PATH) == a100.peak_tflops("fp32") == 19.5
+    assert rtx3090.peak_tflops(ALU_PATH) == 35.6 / 2 and h100.peak_tflops(ALU_PATH) == 67.0 / 2
+    assert mi300x.peak_tflops(ALU_PATH) == mi300x.peak_tflops("fp32")  # CDNA vector ALU: one rate for both
+    # the clocks that hold a GPU's fp32 below its datasheet (its ceiling) hold its integer lanes too
+    assert rtx3090.ceiling_tflops(ALU_PATH) == pytest.approx(rtx3090.ceiling_tflops("fp32") / 2)
+    assert "INT32 lanes" in rtx3090.ceiling(ALU_PATH).how

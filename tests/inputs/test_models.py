@@ -275,6 +275,41 @@ def test_weight_only_int8_and_int4_pay_for_dequantization_and_w8a8_does_not():
     assert _group(m.decode_work(_setup("int8-w8a8"), 1), "linear layers").compute_path == "int8"
 
 
+
+def test_a_runtime_gemv_unpacks_quantized_weights_once_per_token_up_to_its_limit():
+    """llama.cpp's mul_mat_vec_q (up to 8 tokens per pass) unpacks and multiplies every weight again for each token;
+    above it the tensor-core kernel unpacks each weight once per pass."""
+    from dataclasses import replace
+    m = load_models().get("llama-2-7b")
+    s = replace(_setup("q4_0"), gemv_max_tokens=8, gemv_ops_per_weight_token=1.04)
+    gguf = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096  # Q4_0 quantizes the output matrix too
+    for batch in (1, 8):
+        groups = m.decode_work(s, batch)
+        g = _group(groups, "quantized GEMV")
+        assert g.compute_path == "int32" and g.flops == pytest.approx(2 * 1.04 * batch * gguf) and g.bytes == 0
+        assert _group(groups, "linear layers").gemms == ()  # CUDA cores: no tensor-core tile padding
+        assert not any(x.name == "dequantize weights" for x in groups)
+    groups = m.decode_work(s, 9)
+    assert _group(groups, "dequantize weights").flops == pytest.approx(2 * 1.5 * gguf)
+    assert _group(groups, "linear layers").gemms and not any(x.name.startswith("quantized GEMV") for x in groups)
+    # 16-bit weights have nothing to unpack, whatever the runtime
+    assert not any(x.name.startswith("quantized GEMV") for x in m.decode_work(replace(s, precision=_setup(
+        "fp16").precision), 1))
+
+
+def test_a_chunked_prefill_unpacks_the_weights_once_per_chunk():
+    """llama.cpp -ub 4 on a 10-token prompt: chunks of 4, 4 and 2 tokens, all in the GEMV (<= 8 tokens): 10 token
+    passes' worth of per-token instructions; at -ub 512 one tensor-core pass unpacks them once."""
+    from dataclasses import replace
+    m = load_models().get("llama-2-7b")
+    gguf = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096
+    s = replace(_setup("q4_0"), gemv_max_tokens=8, gemv_ops_per_weight_token=1.04, prefill_chunk=4)
+    groups = m.prefill_work(s, 1, 10)
+    assert _group(groups, "quantized GEMV").flops == pytest.approx(2 * 1.04 * (4 + 4 + 2) * gguf)
+    assert _group(groups, "linear layers").gemms == ()
+    s512 = replace(s, prefill_chunk=512)
+    assert _group(m.prefill_work(s512, 1, 1000), "dequantize weights").flops == pytest.approx(2 * 2 * 1.5 * gguf)
+
 # ---------------------------------------------------------------- Hugging Face configs: mixtures of experts, refusals
 
 # mistralai/Mixtral-8x7B-v0.1 config.json (huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json)

@@ -90,3 +90,43 @@ def test_data_parallel_overlap_needs_its_source_and_stays_a_fraction(tmp_path):
         load_runtimes(path)
     path.write_text(base)
     assert load_runtimes(path).get("x").efficiency("hbm").dp_comm_overlap == 0.0  # absent: no overlap
+
+
+def test_llama_cpp_multiplies_up_to_eight_quantized_tokens_in_its_gemv_kernel():
+    """ggml-cuda.cu: MMVQ_MAX_BATCH_SIZE = 8 (mul_mat_vec_q up to 8 src1 columns, MMQ above)."""
+    gemv = load_runtimes().get("llama.cpp").gemv
+    assert gemv.max_tokens == 8 and "PR #15802" in gemv.source
+    # ggml-org/llama.cpp PR #15802, RTX 3090, llama 8B Q4_0, pp512 at -ub 1 and 8: 156.56 and 583.77 t/s; the
+    # per-token slope over Llama-3-8B's 32 x 218.1e6 + 525.3e6 GEMV weights at the 3090's integer ceiling
+    slope_s = (8 / 583.77 - 1 / 156.56) / 7
+    weights = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 128256 * 4096
+    from planner.inputs.catalog import ALU_PATH, load_catalog
+    rate = load_catalog().get("rtx-3090").ceiling_tflops(ALU_PATH) * 1e12 / 2  # instructions per second
+    assert gemv.ops_per_weight_token == pytest.approx(slope_s * rate / weights, rel=0.01)
+    assert all(r.gemv is None for r in load_runtimes().runtimes if r.id != "llama.cpp")
+
+
+@pytest.mark.parametrize("block, field", [
+    ("    quantized_gemv: {max_tokens: 8, source: s}\n", "ops_per_weight_token"),
+    ("    quantized_gemv: {max_tokens: 0, ops_per_weight_token: 1, source: s}\n", "max_tokens"),
+    ("    quantized_gemv: {max_tokens: 8, ops_per_weight_token: 1}\n", "source"),
+])
+def test_a_bad_quantized_gemv_block_names_its_field(tmp_path, block, field):
+    path = tmp_path / f"gemv-{field}.yaml"
+    path.write_text(BASE + block)
+    with pytest.raises(DataFileError) as exc:
+        load_runtimes(path)
+    assert exc.value.field == field and "quantized_gemv" in exc.value.record
+
+
+def test_a_per_step_host_time_needs_its_source(tmp_path):
+    path = tmp_path / "step.yaml"
+    path.write_text(BASE + "    step_host_us: 500\n")
+    with pytest.raises(DataFileError, match="'x'.*'step_host_source'"):
+        load_runtimes(path)
+    sourced = tmp_path / "sourced-step.yaml"
+    sourced.write_text(BASE + "    step_host_us: 500\n    step_host_source: s\n")
+    assert load_runtimes(sourced).get("x").efficiency("gddr").step_host_us == 500
+    plain = tmp_path / "plain-step.yaml"
+    plain.write_text(BASE)
+    assert load_runtimes(plain).get("x").efficiency("hbm").step_host_us == 0.0  # absent: the GPU never waits

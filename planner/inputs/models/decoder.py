@@ -19,7 +19,8 @@ from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import (BACKWARD_FORWARD_RATIO, Gemm, MemoryItem, OpGroup, Setup, dequant_groups,
+from planner.inputs.work import (BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Gemm, MemoryItem, OpGroup, Setup,
+                                 dequant_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
 # QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
@@ -344,14 +345,39 @@ class DecoderProfile(CachedHash):
         elem_bytes = (bt * m.act_traffic_elems * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
+        # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
+        # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
+        gemv = s.gemv_max_tokens and s.quantized_gemv(bt)
         return (
-            OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path, lin_text,
-                    gemms=m.linear_gemms(bt, batch * logits_tokens, tp)),
-            *dequant_groups(layer_read / tp, s),
+            OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
+                    lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else ""),
+                    gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp)),
+            *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
         )
+
+    def _quantized_read(self, s: Setup, layer_read: float) -> float:
+        """Quantized weights a pass unpacks per GPU: the layers' matrices it reads, and the LM head when the format
+        quantizes it too (GGUF files, gpt-fast)."""
+        p = s.precision
+        return (layer_read + (self.lm_head_params if p.outside_weight_bytes == p.weight_bytes else 0)) / s.tp
+
+    def _chunked_dequant(self, s: Setup, batch: int, c: int, full: int, rest: int) -> list[OpGroup]:
+        """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
+        are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
+        m = self
+        q = m._quantized_read(s, m.layers * m.layer_read_params(batch * (full * c + rest)))
+        parts = [g._replace(flops=g.flops * full) for g in dequant_groups(q, s, batch * c)] if full else []
+        for g in dequant_groups(q, s, batch * rest) if rest else ():
+            same = next((i for i, x in enumerate(parts) if x.name == g.name), None)
+            if same is None:
+                parts.append(g)
+            else:
+                parts[same] = parts[same]._replace(flops=parts[same].flops + g.flops)
+        return [g._replace(formula=g.formula + f"; per chunk ({full + bool(rest)} chunks of {c} tokens)")
+                for g in parts]
 
     @lru_cache(maxsize=1024)  # noqa: B019 (profiles are immutable; the text depends on the setup, not the batch)
     def _forward_formulas(self, s: Setup, name: str, note: str, scores: bool) -> tuple[str, str, str]:
@@ -393,12 +419,16 @@ class DecoderProfile(CachedHash):
         groups = self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, c, 1, "prompt")
         out = []
         for g in groups:
+            if g.name in (DEQUANT_GROUP, GEMV_GROUP):
+                out += m._chunked_dequant(s, batch, c, full, rest)
+                continue
             if g.name == "linear layers":
-                per_chunk = scaled_gemms(m.linear_gemms(batch * c, 0, s.tp), full) if full else ()
-                last = m.linear_gemms(batch * rest, 0, s.tp) if rest else ()
+                tiles = lambda rows: () if s.quantized_gemv(rows) else m.linear_gemms(rows, 0, s.tp)  # noqa: E731
+                per_chunk = scaled_gemms(tiles(batch * c), full) if full else ()
+                last = tiles(batch * rest) if rest else ()
                 g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
                             f"chunks of {c} tokens, M = {batch * c:,} rows each)",
-                            gemms=per_chunk + last + m.lm_head_gemm(batch, s.tp))
+                            gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.tp)))
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
                 flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
