@@ -534,3 +534,16 @@ def test_mixture_of_experts_gemms_split_the_rows_over_the_experts_read():
 def test_generic_and_traced_profiles_leave_their_shapes_unknown():
     m = next(x for x in load_models().models if x.kind == "generic")
     assert all(not g.gemms for g in m.forward_work(_setup("bf16"), 2, m.default_input_size))
+
+
+def test_a_chunked_prefill_reads_each_earlier_key_and_value_once_per_chunk():
+    """Llama-3-8B, a 4096-token prompt in 512-token chunks (llama.cpp's n_ubatch): chunk j reads the 512 j keys cached
+    before it once, for all its tokens (one KQ GEMM per head), not once per token. Keys read: 512 x (0 + 1 + ... + 7)
+    = 14,336; each holds K and V for 32 layers x 1024 (8 KV heads x 128) in fp16: 14,336 x 2 x 32 x 1024 x 2 B
+    = 1.879 GB. With sdpa (no score matrices) that is all a chunked attention adds to one whole-prompt pass."""
+    from dataclasses import replace
+    m = load_models().get("llama-3-8b")
+    s = _setup("fp16")
+    chunked = _group(m.prefill_work(replace(s, prefill_chunk=512), 1, 4096), "attention")
+    whole = _group(m.prefill_work(replace(s, prefill_chunk=4096), 1, 4096), "attention")
+    assert (chunked.bytes - whole.bytes) / 1e9 == pytest.approx(14_336 * 2 * 32 * 1024 * 2 / 1e9, rel=1e-9)

@@ -413,9 +413,11 @@ class DecoderProfile(CachedHash):
             return self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, prompt, 1, "prompt")
         c, m = s.prefill_chunk, self
         full, rest = divmod(prompt, c)
-        # sum over chunks of tokens x keys up to the chunk's end, and of the keys before each chunk
+        # sum over chunks of tokens x keys up to the chunk's end (scores), and of the keys cached before each chunk:
+        # a chunk's attention reads each earlier K and V row once for all its tokens (one GEMM, or one flash tile
+        # sweep per query block, re-read from L2), not once per token
         scored = c * c * full * (full + 1) / 2 + rest * prompt
-        earlier = c * c * full * (full - 1) / 2 + (rest * full * c if rest else 0)
+        earlier = c * full * (full - 1) / 2 + (full * c if rest else 0)
         groups = self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, c, 1, "prompt")
         out = []
         for g in groups:
