@@ -779,8 +779,19 @@ def _validation_report():
 
 def accuracy() -> None:
     st.markdown("How far the planner's estimates are from throughput that others **measured and published** "
-                "(validation/measurements.yaml, each row with its source). Rows in the *test* split were never used "
-                "to tune the efficiencies.")
+                "(validation/measurements.yaml, each row with its source). **Leave one source out**: each "
+                "publication is predicted with the runtime efficiencies tuned on every *other* publication, which "
+                "is what a workload the planner never saw gets.")
+    try:
+        head, written = page.accuracy_rows()
+    except (DataFileError, OSError) as exc:
+        st.error(f"The accuracy summary could not be read: {md_escape(exc, 400)}")
+    else:
+        st.dataframe(pd.DataFrame(head), hide_index=True, placeholder="-")
+        st.caption(f"`python -m planner validate --write-uncertainty` of {written.isoformat()} (data/uncertainty.yaml); "
+                   "the likely ranges in the ranking come from the same residuals.")
+    st.markdown("Within sources (rows split by a hash of their id; the *test* rows were never used to tune the "
+                "efficiencies), and each row measured against its estimate:")
     report = _validation_report()
     summary = pd.DataFrame(report.summary("test")).rename(columns={
         "group": "grouped by", "key": "group", "n": "rows", "median_ape": "median |error| %",

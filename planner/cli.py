@@ -368,7 +368,11 @@ def cmd_validate(a: argparse.Namespace) -> int:
         validation_chart(report).save(a.plot)
         print(f"\nplot written to {a.plot}")
     if a.write_uncertainty:
-        path = write_uncertainty(residuals, loso.RESIDUALS_RULE, a.uncertainty_file, today=date.today())
+        headline = [{"regime": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
+                     "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"], "meets": d["meets"]}
+                    for d in summary if d["set"] == "leave-one-source-out" and d["group"] in ("all", "regime")]
+        path = write_uncertainty(residuals, loso.RESIDUALS_RULE, a.uncertainty_file, today=date.today(),
+                                 accuracy=headline)
         print(f"\nuncertainty bands written to {path}")
     return 0
 

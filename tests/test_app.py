@@ -519,3 +519,14 @@ def test_the_open_tab_travels_in_the_link():
     assert at.session_state["view"] == "Memory" and _link(at)["tab"] == "memory"
     bad = _app({"tab": "sideways"})
     assert "'tab'" in " ".join(_shown(w.value) for w in bad.warning) and "tab" not in _link(bad)
+
+
+def test_the_accuracy_tab_leads_with_leave_one_source_out_per_regime():
+    """Issue 11: the headline is each regime's error on sources left out of the tuning, next to its target."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["view"] = "Accuracy"
+    at.run()
+    _ok(at)
+    head = next(d.value for d in at.dataframe if "target %" in d.value.columns)
+    assert {"decode, batch 1", "decode, batched", "decode, tensor parallel", "prefill", "train"} <= set(head["regime"])
+    assert "target %" in head.columns and any("Leave one source out" in m.value for m in at.markdown)

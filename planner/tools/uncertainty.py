@@ -49,7 +49,9 @@ FALLBACK_QUANTILES = (0.05, 0.95)  # a cell too small for its own quantiles take
 MIN_CELL_ROWS = 5  # fewer rows than this: the cell takes its regime's range; a regime with fewer has no band
 NO_MEASUREMENT = "no measurement behind this range"
 CELL_FIELDS = ("regime", "gpu_class", "n", "low", "high", "calibrated_low", "calibrated_high", "fallback")
-HEADER_FIELDS = ("schema_version", "generated", "source", "residuals", "quantiles", "method", "evidence", "cells")
+HEADER_FIELDS = ("schema_version", "generated", "source", "residuals", "quantiles", "method", "accuracy", "evidence",
+                 "cells")
+ACCURACY_FIELDS = ("regime", "rows", "median_ape", "p90_ape", "median_bias_pct", "target_ape", "meets")
 EVIDENCE_FIELDS = ("rows", "runtimes", "model_kinds")
 
 
@@ -92,9 +94,23 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Accuracy:
+    """The leave-one-source-out accuracy of one regime (the headline of `planner validate`), as last written."""
+
+    regime: str  # one of REGIMES, or 'all'
+    rows: int
+    median_ape: float | None
+    p90_ape: float | None
+    median_bias_pct: float | None
+    target_ape: float | None
+    meets: bool | None
+
+
+@dataclass(frozen=True)
 class UncertaintyTable:
     cells: tuple[Cell, ...]
     evidence: tuple[Evidence, ...]
+    accuracy: tuple[Accuracy, ...]
     generated: date
     source: str
     residuals: str
@@ -147,6 +163,16 @@ def _parse_evidence(rec: Record) -> Evidence:
     return ev
 
 
+def _parse_accuracy(rec: Record) -> Accuracy:
+    rec.check_keys(ACCURACY_FIELDS)
+    pct = lambda f, lo=0.0: rec.number(f, required=False, lo=lo, hi=1e6)  # noqa: E731
+    meets = rec.raw("meets", required=False)
+    if meets is not None and not isinstance(meets, bool):
+        raise rec.fail("meets", "expected true, false or null")
+    return Accuracy(rec.text("regime", choices=("all", *REGIMES)), rec.number("rows", lo=0, hi=10**6, integer=True),
+                    pct("median_ape"), pct("p90_ape"), pct("median_bias_pct", -1e6), pct("target_ape"), meets)
+
+
 def _records(path: str | Path, doc: dict, section: str, key) -> list[Record]:
     raw = doc.get(section)
     if not isinstance(raw, list):
@@ -171,6 +197,7 @@ def load_uncertainty(path: str | Path = UNCERTAINTY_FILE) -> UncertaintyTable:
     cells = tuple(_parse_cell(r) for r in _records(path, doc, "cells",
                                                    lambda r: f"{r.get('regime')}/{r.get('gpu_class')}"))
     evidence = tuple(_parse_evidence(r) for r in _records(path, doc, "evidence", lambda r: r.get("regime")))
+    accuracy = tuple(_parse_accuracy(r) for r in _records(path, doc, "accuracy", lambda r: r.get("regime")))
     seen = [(c.regime, c.gpu_class) for c in cells]
     for key in ((g, k) for g in REGIMES for k in MEMORY_CLASSES):
         if seen.count(key) != 1:
@@ -179,7 +206,7 @@ def load_uncertainty(path: str | Path = UNCERTAINTY_FILE) -> UncertaintyTable:
     for g in REGIMES:
         if [ev.regime for ev in evidence].count(g) != 1:
             raise DataFileError(path, "-", "evidence", f"expected exactly one evidence record for '{g}'")
-    return UncertaintyTable(cells, evidence, head.day("generated"), head.text("source"), head.text("residuals"),
+    return UncertaintyTable(cells, evidence, accuracy, head.day("generated"), head.text("source"), head.text("residuals"),
                             str(path))
 
 
@@ -345,9 +372,11 @@ def coverage(rows, group_of=lambda r: r.source) -> dict[str, tuple[int, int, int
     return {g: tuple(v) for g, v in out.items()}
 
 
-def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE, today: date | None = None) -> Path:
+def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE, today: date | None = None,
+                      accuracy: Iterable[dict] = ()) -> Path:
     """Write the band file from scored residual rows (RowResult; `residuals` says which rows those are and how they
-    were predicted), then check it loads."""
+    were predicted) and the accuracy they give per regime (ACCURACY_FIELDS each, for the page), then check it
+    loads."""
     rows = [r for r in rows if r.seconds_ratio]
     cells = cells_from_rows(rows)
     doc = {
@@ -363,6 +392,7 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
                   "that has no band; calibrated_* = the same after dividing each ratio by the median of its (GPU, "
                   "runtime, regime) group, shrunk toward 1 if wider than low/high. A runtime or model kind without "
                   "rows in a regime (evidence) gets no band in it.",
+        "accuracy": [{k: a[k] for k in ACCURACY_FIELDS} for a in accuracy],
         "evidence": [{"regime": ev.regime, "rows": ev.rows, "runtimes": dict(ev.runtimes),
                       "model_kinds": dict(ev.model_kinds)} for ev in evidence_from_rows(rows)],
         "cells": [{"regime": c.regime, "gpu_class": c.gpu_class, "n": c.n, "low": c.low, "high": c.high,

@@ -214,6 +214,16 @@ def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[
     return out
 
 
+def accuracy_rows() -> tuple[list[dict], date]:
+    """The leave-one-source-out accuracy per regime as last written by `planner validate --write-uncertainty`, with
+    issue 11's targets, for the page's Accuracy tab; and the date it was written."""
+    table = uncertainty.load_uncertainty()
+    return [{"regime": a.regime, "rows": a.rows, "median |error| %": a.median_ape, "90th pct |error| %": a.p90_ape,
+             "median bias % (+ = estimate faster than measured)": a.median_bias_pct, "target %": a.target_ape,
+             "meets target and bias within ±10 %": None if a.meets is None else ("yes" if a.meets else "no")}
+            for a in table.accuracy], table.generated
+
+
 def range_sentence(e: Estimate, calibrated: bool = False) -> str:
     """The explanation's line on how far off the time may be: the 80 % range and what it rests on, or why there is
     none ('' for a GPU that can't run the plan)."""

@@ -40,7 +40,7 @@ def evidence(regime: str, runtimes: dict | None = None, kinds: dict | None = Non
 def write_bands(tmp_path: Path, cells: list[dict], name: str = "u.yaml", evidences: list[dict] | None = None,
                 **header) -> Path:
     doc = {"schema_version": 2, "generated": "2026-11-20", "source": "hand-written test file",
-           "residuals": "hand-written", "quantiles": [0.1, 0.9], "method": "hand-written",
+           "residuals": "hand-written", "quantiles": [0.1, 0.9], "method": "hand-written", "accuracy": [],
            "evidence": evidences or [evidence(g) for g in REGIMES], **header, "cells": cells}
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -290,8 +290,11 @@ def test_coverage_judges_each_source_by_a_band_its_rows_did_not_shape():
 
 def test_writer_round_trips_through_the_loader(tmp_path):
     rows = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
-    path = write_uncertainty(rows, "hand-made residuals", tmp_path / "u.yaml")
+    acc = [{"regime": B1, "rows": 6, "median_ape": 12.5, "p90_ape": 25.0, "median_bias_pct": 5.0, "target_ape": 10.0,
+            "meets": False}]
+    path = write_uncertainty(rows, "hand-made residuals", tmp_path / "u.yaml", accuracy=acc)
     table = load_uncertainty(path)
+    assert table.accuracy[0].regime == B1 and table.accuracy[0].meets is False
     assert table.residuals == "hand-made residuals" and len(table.cells) == len(REGIMES) * 2
     assert table.evidence_for(B1).rows == 6 and table.cell("train", "hbm").low is None
 
