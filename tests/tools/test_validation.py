@@ -63,8 +63,8 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 def test_every_published_row_loads_and_is_usable(report):
     rows = load_measurements()
-    assert len(rows) == 239 and len({r.id for r in rows}) == 239
-    assert len(report.rows) == 239
+    assert len(rows) == 264 and len({r.id for r in rows}) == 264
+    assert len(report.rows) == 264
     for r in report.rows:
         assert r.split in ("tune", "test", "excluded")
         if r.split == "excluded":
@@ -216,7 +216,7 @@ def test_cli_prints_rows_and_median_p90_summary():
 def test_cli_json_plot_and_uncertainty_file(tmp_path):
     rc, out = run_cli("--format", "json")
     doc = json.loads(out)
-    assert rc == 0 and len(doc["rows"]) == 239
+    assert rc == 0 and len(doc["rows"]) == 264
     assert {s["split"] for s in doc["summary"]} == {"test", "tune"}
     plot, unc = tmp_path / "v.html", tmp_path / "u.yaml"
     rc, out = run_cli("--format", "csv", "--plot", str(plot), "--write-uncertainty", "--uncertainty-file", str(unc))
