@@ -53,6 +53,12 @@ FRAMEWORK_RUNTIME = {
     # closest existing profile, not a tuned one: LMDeploy's TurboMind is, like TensorRT-LLM, a FasterTransformer
     # descendant (fused CUDA kernels, in-flight batching, paged KV cache)
     "lmdeploy": "tensorrt-llm",
+    # closest existing profile, not a tuned one: DeepSpeed-Inference with kernel injection replaces each transformer
+    # layer by its fused CUDA inference kernels and splits it tensor parallel over NCCL, as TensorRT-LLM does
+    "deepspeed-inference": "tensorrt-llm",
+    # FasterTransformer is TensorRT-LLM's predecessor (the same fused CUDA decoder kernels, cuBLAS GEMMs, NCCL tensor
+    # parallelism); closest existing profile, not tuned for it
+    "fastertransformer": "tensorrt-llm",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")

@@ -21,7 +21,7 @@ from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
 from planner.tools.uncertainty import load_uncertainty
 from planner.tools.validation import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements, run_validation,
-                                split_of)
+                                split_of, validation_models)
 from planner.views.charts import validation_chart
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.facts import load_facts
@@ -63,8 +63,8 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 def test_every_published_row_loads_and_is_usable(report):
     rows = load_measurements()
-    assert len(rows) == 180 and len({r.id for r in rows}) == 180
-    assert len(report.rows) == 180
+    assert len(rows) == 269 and len({r.id for r in rows}) == 269
+    assert len(report.rows) == 269
     for r in report.rows:
         assert r.split in ("tune", "test", "excluded")
         if r.split == "excluded":
@@ -78,6 +78,63 @@ def test_layer_split_rows_are_excluded_with_the_reason(report):
     for rid in ("xd-llama3-70b-q4km-rtx3090x2-tg512", "xd-llama3-70b-q4km-rtx4090x2-tg512"):
         assert by_id[rid].split == "excluded" and "layer split" in by_id[rid].note
 
+
+
+def test_vit_profiles_follow_their_image_and_patch_size(report):
+    """timm ViTs (validation/models_extra.yaml): one class token plus (image / patch)^2 patches, the patch projection
+    carried as the tied vocab matrix of 3 x patch^2 inputs, and every timm row planned at that token count."""
+    import re
+    models = validation_models()
+    vits = {m.id: re.fullmatch(r"vit-(?:ti|s|b|l|h)(\d+)-(\d+)", m.id) for m in models.models if m.id.startswith("vit-")}
+    assert len(vits) == 10
+    for model_id, match in vits.items():
+        patch, px = int(match.group(1)), int(match.group(2))
+        m = models.get(model_id)
+        assert m.context == (px // patch) ** 2 + 1 and m.vocab == 3 * patch ** 2 and m.tied_embeddings
+    # ViT-B/16: timm's 86,567,656 parameters (param_count 86.57 in its benchmark CSVs) less what the decoder kind
+    # leaves out: the 768 x 1000 + 1000 classifier, the class token (768) and the patch projection's bias (768)
+    assert models.get("vit-b16-224").params == 86_567_656 - (768 * 1000 + 1000) - 768 - 768
+    rows = [r for r in load_measurements() if r.id.startswith("timm-")]
+    assert len(rows) == 30
+    for r in rows:
+        tokens = models.get(r.model).context
+        assert (r.seq_len if r.regime == "train" else r.prompt_tokens) == tokens, r.id
+        assert r.metric == "samples_per_s" and r.precision == "fp16"
+
+
+def test_millisecond_sources_are_converted_as_their_rows_say():
+    """Rows whose source quotes a latency 'column ... = X ms' carry X / 1000 s (step_seconds), or 1000 / X tokens/s
+    for the BLOOM post's milliseconds per generated token: the only arithmetic is the unit conversion."""
+    import re
+    checked = 0
+    for r in load_measurements():
+        found = re.search(r"= ([0-9.]+) ms\b", r.source)
+        if not found:
+            continue
+        ms = float(found.group(1))
+        expected = ms / 1000.0 if r.metric == "step_seconds" else 1000.0 / ms
+        assert r.value == pytest.approx(expected, rel=5e-4), r.id
+        checked += 1
+    assert checked == 6 + 6 + 25  # BLOOM tokens/s, Optimum prefill seconds, FasterTransformer latencies
+
+
+def test_four_bit_rows_at_the_presets_bits_run_the_int4_preset(report):
+    """NF4 with double quantization (4 + 8/64 + 32/(64 x 256) = 4.127 bits) and GPTQ 4-bit g128 (4 + 16/128 + 4/128
+    = 4.156 bits) are within the loader's tolerance of the int4 preset's 4.125: those rows run the preset itself (its
+    16-bit embeddings and LM head), not a derived all-weights precision."""
+    four_bit = [r for r in report.rows if r.row_id.startswith(("bnb-", "optimum-")) and "int4" in r.precision]
+    assert len(four_bit) == 5 + 7
+    assert all(r.precision == "int4" for r in four_bit)
+
+
+def test_multi_gpu_inference_rows_of_the_new_sources_run_tensor_parallel(report):
+    """DeepSpeed-Inference (mp_size 8) and FasterTransformer's n-way TP rows are planned tensor parallel on their GPUs."""
+    from planner.tools.validation import plan_for
+    rows = [r for r in load_measurements() if r.framework in ("deepspeed-inference", "fastertransformer") and r.gpus > 1]
+    assert len(rows) == 6 + 7 + 4 + 2  # BLOOM TP8; GPT-20B TP2/4/8; GPT-175B and GPT-89B TP8
+    for r in rows:
+        plan, _, _ = plan_for(r, validation_models(), FACTS.rules)
+        assert plan.parallel == "tensor" and plan.gpus == r.gpus
 
 # ---------------------------------------------------------------- malformed rows name file, row and field
 
@@ -220,7 +277,7 @@ def test_cli_prints_the_leave_one_source_out_headline_next_to_the_split():
 def test_cli_json_plot_and_uncertainty_file(tmp_path):
     rc, out = run_cli("--format", "json")
     doc = json.loads(out)
-    assert rc == 0 and len(doc["rows"]) == 180
+    assert rc == 0 and len(doc["rows"]) == 269
     assert {s["split"] for s in doc["summary"]} == {"test", "tune"}
     plot, unc = tmp_path / "v.html", tmp_path / "u.yaml"
     rc, out = run_cli("--format", "csv", "--plot", str(plot), "--write-uncertainty", "--uncertainty-file", str(unc))
