@@ -47,11 +47,13 @@ class Plan:
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
     """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown), and
-    the runtime's prefill chunk when `runtimes` is given."""
+    the runtime's prefill chunk and elementwise fusion when `runtimes` is given."""
     precision = rules.precision(plan.precision)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
-    chunk = runtimes.get(plan.runtime).prefill_chunk_tokens if runtimes else 0
-    return Setup(precision, kv, rules.attention(plan.attention), prefill_chunk=chunk)
+    runtime = runtimes.get(plan.runtime) if runtimes else None
+    return Setup(precision, kv, rules.attention(plan.attention),
+                 prefill_chunk=runtime.prefill_chunk_tokens if runtime else 0,
+                 fused_elementwise=runtime.fuses_elementwise if runtime else False)
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

@@ -72,6 +72,10 @@ class RuntimeProfile:
     dp_comm_overlap_source: str = ""
     cpu: CpuProfile | None = None
     cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
+    # chains of elementwise ops (score scaling, mask and softmax; SwiGLU's silu and product; dropout into its neighbour)
+    # run as one kernel; False: every op is its own kernel reading and writing its tensors, as eager PyTorch runs them
+    fuses_elementwise: bool = False
+    fuses_elementwise_source: str = ""
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -133,7 +137,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
-                        "source", "cpu", "dp_comm_overlap", "dp_comm_overlap_source"))
+                        "source", "cpu", "dp_comm_overlap", "dp_comm_overlap_source", "fuses_elementwise",
+                        "fuses_elementwise_source"))
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
                                   _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
@@ -142,7 +147,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
                                   or 0, overlap or 0.0,
-                                  rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec)))
+                                  rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
+                                  rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source")))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

@@ -3,7 +3,7 @@
 OpGroup: FLOPs and DRAM bytes of one kind of work (linear layers, attention, elementwise) in one step, affine in
 the KV position p of a decode step (work(p) = a + b * p; b = 0 outside decode). MemoryItem: one consumer of GPU
 memory with its formula. Setup: how the model runs (precision, KV-cache dtype, attention backend, tensor-parallel
-and FSDP degrees). Model profiles (planner.inputs.models) produce these; the engine consumes them.
+and FSDP degrees, whether the runtime fuses elementwise ops). Model profiles (planner.inputs.models) produce these; the engine consumes them.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ class Setup(CachedHash):
     tp: int = 1  # tensor-parallel degree: weights, heads and FLOPs split over tp GPUs
     shard: int = 1  # FSDP/ZeRO-3 degree: training states sharded over `shard` GPUs
     prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
+    fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
 
     def prefill_chunks(self, prompt: int) -> int:
         """Passes a prompt of `prompt` tokens is prefilled in."""

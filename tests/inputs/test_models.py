@@ -499,3 +499,53 @@ def test_mixture_of_experts_gemms_split_the_rows_over_the_experts_read():
 def test_generic_and_traced_profiles_leave_their_shapes_unknown():
     m = next(x for x in load_models().models if x.kind == "generic")
     assert all(not g.gemms for g in m.forward_work(_setup("bf16"), 2, m.default_input_size))
+
+
+def _bert_large():
+    from planner.tools.validation import validation_models
+    return validation_models().get("bert-large-squad")
+
+
+def test_bert_large_eager_training_traffic_of_one_layer_by_hand():
+    """One BERT-large layer (hidden 1024, 16 heads, GELU 4096, biases, LayerNorm, dropout 0.1) fine-tuned at seq 384
+    in eager PyTorch, fp16, per token, as NVIDIA DeepLearningExamples' run_squad.py runs it (each op its own kernel;
+    its separate Q, K, V projections aside, see tests/tools/test_profiler_references.py for the traced check)."""
+    from dataclasses import replace
+    m = _bert_large()
+    h, f, heads, S, b = 1024, 4096, 16, 384, 2
+    # forward, elements read+written per token: QKV in h, out 3h; O in h, out h; up in h, out f; down in f, out h;
+    # two LayerNorms (h in, h out), two residual adds (2h in, h out), GELU (f in, f out)
+    gemm_io = (h + 3 * h) + (h + h) + (h + f) + (f + h)
+    forward = gemm_io + 2 * 2 * h + 2 * 3 * h + 2 * f
+    assert forward == 34_816 and m.eager_act_traffic_elems == 24 * forward
+    # backward: the matmuls' dX and dW GEMMs (2x their forward I/O), LayerNorm backward (dY, x in, dx out) x 2,
+    # the residual branches' gradient sums (2h in, h out) x 2, q/k/v gradients merged (3h in, 3h out),
+    # gelu_backward (dY, x in, dx out), bias gradients reading dY (QKV 3h, O h, up f, down h)
+    backward = 2 * gemm_io + 2 * 3 * h + 2 * 3 * h + 6 * h + 3 * f + (3 * h + h + f + h)
+    assert backward == 72_704 and m.eager_backward_traffic_elems == 24 * backward
+    # dropout after O and after down: forward reads x (2 B), writes y (2 B) and a 1-byte mask; backward reads the
+    # gradient and the mask, writes the gradient: 10 bytes per element and site
+    dropout = 2 * h * 10
+    s = _setup("fp16", "manual")
+    elem = _group(m.train_work(s, 1, S, False), "elementwise")
+    logits = 3 * S * 2 * 4  # the span head's 2 logits per token, fp32: written, softmax, gradient
+    assert elem.bytes == S * 24 * ((forward + backward) * b + dropout) + logits
+    assert "dropout" in elem.formula and "eager" in elem.formula
+    # attention, per layer and sequence: 16 x 384 x 384 scores; forward QK^T write, scale r/w, mask add r/w,
+    # softmax r/w, AV read = 8 passes, backward 9; dropout on the probabilities 10 bytes per score;
+    # Q, K, V, O read/written 3x (forward + 2x backward); the output's head-layout copy h forward, 2 copies backward
+    scores = heads * S * S
+    attn = _group(m.train_work(s, 1, S, False), "attention")
+    assert attn.bytes == 24 * (scores * ((8 + 9) * b + 10) + S * (3 * 4 * h * b + (2 + 4) * h * b))
+    # a runtime that fuses elementwise chains: 3 x the fused forward, scores 4 + 7 passes, no dropout kernels
+    fused = replace(s, fused_elementwise=True)
+    assert _group(m.train_work(fused, 1, S, False), "elementwise").bytes == 3 * S * 24 * forward * b + logits
+    assert _group(m.train_work(fused, 1, S, False), "attention").bytes == 24 * (scores * (4 + 7) * b
+                                                                               + S * 3 * 4 * h * b)
+
+
+def test_swiglu_runs_as_two_kernels_in_eager_pytorch():
+    """HF LLaMA's MLP, act_fn(gate) * up, is a silu kernel (f in, f out) and a product (2f in, f out): 2f more per
+    token and layer than one fused silu-and-mul kernel (3f)."""
+    m = load_models().get("llama-2-7b")
+    assert m.eager_act_traffic_elems - m.act_traffic_elems == 32 * 2 * 11008
