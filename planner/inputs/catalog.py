@@ -186,8 +186,16 @@ class GPU:
 
     def run_peak_tflops(self, path: str) -> float:
         """Dense peak of the path matmuls in `path` actually run at here (0 when none)."""
-        taken = self.run_path(path)
-        return (self.peak_tflops(taken) or 0.0) if taken else 0.0
+        return self._run_peak_by_path[path]
+
+    @cached_property
+    def _run_peak_by_path(self) -> dict[str, float]:
+        """run_peak_tflops for every path, computed once (the roofline asks for it in its hot loop)."""
+        out = {}
+        for path in COMPUTE_PATHS:
+            taken = self.run_path(path)
+            out[path] = (self.peak_tflops(taken) or 0.0) if taken else 0.0
+        return out
 
     @cached_property
     def _ceiling_by_path(self) -> dict[str, Ceiling]:

@@ -44,6 +44,10 @@ class OpGroup(NamedTuple):
     flops_per_pos: float = 0.0
     bytes_per_pos: float = 0.0
     rate_factor: float = 1.0  # x the achieved FLOP/s: an attention kernel's speed vs FlashAttention-2 (the reference)
+    # (compute-capability major, fraction): on a GPU of that generation the group's FLOP rate is this fraction of the
+    # datasheet peak (a fused attention kernel, where FlashAttention-2's rate is published), in place of the matmul
+    # ceiling x runtime factor x rate_factor; () or another generation: the ceiling applies
+    peak_fractions: tuple[tuple[int, float], ...] = ()
     # The GEMMs the FLOPs run as, (M, N, K, count) each: M rows (tokens), N x K weights, `count` times per step. The
     # engine's shape efficiency (planner.engine.gemm) weighs them by FLOPs; () = shapes unknown or not GEMMs
     # (attention kernels, elementwise work, formula-only profiles): the GPU's matmul ceiling applies as it is.

@@ -134,3 +134,21 @@ def test_a_generic_profile_cannot_generate():
     m = load_models().get("sea")
     with pytest.raises(ValueError, match="cannot generate"):
         m.decode_work(_setup(), 1)
+
+
+def test_mixed_precision_casts_the_master_weights_each_micro_step_and_fp16_unscales_the_gradients():
+    m = load_models().get("gpt2-124m")  # 124,439,808 parameters
+    P = 124_439_808
+
+    def step(precision, shard=1):
+        s = replace(_setup(precision, precision), shard=shard)
+        phases = train_phases(m, Train(64, 128, 1), s, 8, 8.0, shard)
+        micro, opt = _phase(phases, "train micro-step"), _phase(phases, "optimizer step")
+        cast = [g for g in micro.groups if g.name == "mixed-precision weight cast"]
+        return (cast[0].bytes if cast else 0.0), _group(opt.groups, "optimizer update").bytes
+    # bf16 autocast: read the fp32 master (4 B), write the bf16 copy (2 B) per micro-step; AdamW 28 B per step
+    assert step("bf16") == (P * 6, P * 28)
+    # fp16 adds GradScaler's in-place unscale of the fp32 gradients: read and write 4 B each
+    assert step("fp16") == (P * 6, P * (28 + 8))
+    assert step("fp32") == (0.0, P * 28)  # no copy, no scaling
+    assert step("bf16", shard=4) == (P * 6 / 4, P * 28 / 4)  # FSDP: each GPU casts and updates its shard

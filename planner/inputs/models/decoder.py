@@ -57,6 +57,16 @@ def score_passes(s: Setup) -> tuple[float, float]:
     return EAGER_SCORE_TRAFFIC_PASSES, EAGER_SCORE_BACKWARD_PASSES
 
 
+def _kernel_rate_text(s: Setup) -> str:
+    """How fast the attention kernel runs its FLOPs where its own rate is known ('' otherwise: the matmul ceiling)."""
+    k = s.attention
+    if not k.peak_fractions:
+        return ""
+    per = ", ".join(f"SM {major}.x {f:.2f}" for major, f in k.reference_fraction)
+    return (f"; rate on GPUs where FlashAttention-2's is published = datasheet peak x its fraction ({per}) x "
+            f"{k.speed_vs_fa2:g} ({k.id} vs FlashAttention-2)")
+
+
 def dropout_bytes_per_elem(act_bytes: float) -> float:
     """Bytes one element costs a dropout site, forward (read x, write y and the 1-byte mask) plus backward (read the
     gradient and the mask, write the gradient)."""
@@ -419,7 +429,8 @@ class DecoderProfile(CachedHash):
                   if s.attention.scores_materialized else 0.0)
         if scores and not s.fused_elementwise:
             scores += bt * m.layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
-        elem_bytes = (bt * m._forward_traffic(s) * p.act_bytes / tp
+        traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
+        elem_bytes = (bt * traffic * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         return (
@@ -427,7 +438,7 @@ class DecoderProfile(CachedHash):
                     gemms=m.linear_gemms(bt, batch * logits_tokens, tp)),
             *dequant_groups(layer_read / tp, s),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
-                    rate_factor=s.attention.speed_vs_fa2),
+                    rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
         )
 
@@ -458,7 +469,7 @@ class DecoderProfile(CachedHash):
                 "FLOPs = 4 x layers x heads x head_dim x keys attended"
                 + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
                 + "; bytes = Q,K,V,O + KV-cache write"
-                + (f" + {m._score_text(s, True)}" if scores else ""),
+                + (f" + {m._score_text(s, True)}" if scores else "") + _kernel_rate_text(s),
                 f"bytes = tokens x {m._forward_traffic(s):,.0f} elements x {p.act_bytes:g} B ({how}) + logits")
 
     def _experts_note(self, tokens: int) -> str:
@@ -578,8 +589,8 @@ class DecoderProfile(CachedHash):
                     f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
                     f"{attn_mult:g} (bwd = {bwd:g}x fwd); bytes = Q,K,V,O x {fb:g}"
                     + (f" + {m._score_text(s, False)}" + (" + dropout on the probabilities" if dropout else "")
-                       if manual else ""),
-                    rate_factor=s.attention.speed_vs_fa2),
+                       if manual else "") + _kernel_rate_text(s),
+                    rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
                     elem + hidden_drop + 3 * T * m.vocab * float(FP32_BYTES), s.attention_path,
                     elem_text + " + fp32 logits, softmax, grad"),
