@@ -549,3 +549,14 @@ def test_swiglu_runs_as_two_kernels_in_eager_pytorch():
     token and layer than one fused silu-and-mul kernel (3f)."""
     m = load_models().get("llama-2-7b")
     assert m.eager_act_traffic_elems - m.act_traffic_elems == 32 * 2 * 11008
+
+
+def test_a_config_with_dropout_trains_with_dropout_kernels():
+    """gpt2's config.json sets resid_pdrop, attn_pdrop and embd_pdrop to 0.1; LLaMA configs set attention_dropout 0.0
+    (no kernel: PyTorch skips dropout at p = 0)."""
+    gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024,
+            "vocab_size": 50257, "resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1}
+    assert parse_model_text(json.dumps(gpt2), "gpt2.json", "upload").dropout
+    llama = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+             "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096, "attention_dropout": 0.0}
+    assert not parse_model_text(json.dumps(llama), "config.json", "upload").dropout
