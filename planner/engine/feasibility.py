@@ -125,9 +125,12 @@ def kernel_problem(k: AttentionBackend, cc: tuple[int, int] | None, platform: st
     return None
 
 
-def _describe(k: AttentionBackend) -> str:
+def _describe(k: AttentionBackend, cc: tuple[int, int] | None = None) -> str:
     memory = "O(S^2) scores in DRAM" if k.scores_materialized else "O(S) memory"
-    return f"{memory}, {k.speed_vs_fa2:.2f}x FlashAttention-2's speed"
+    fraction = k.peak_fraction_on(cc)
+    rate = (f" ({fraction:.2f} of the datasheet peak here: FlashAttention-2 reaches "
+            f"{fraction / k.speed_vs_fa2:.2f} on this GPU generation)" if fraction else "")
+    return f"{memory}, {k.speed_vs_fa2:.2f}x FlashAttention-2's speed{rate}"
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ def resolve_attention(choice: AttentionBackend, fallback: AttentionBackend, cc: 
             why = kernel_problem(k, cc, platform, dtype, head_dim, pytorch)
             if why is None:
                 picked = f"{choice.id} picks {k.id}" if choice.is_selector else k.id
-                return AttentionOn(k, Reason("attention", False, f"attention: {picked} on {where}: {_describe(k)}"))
+                return AttentionOn(k, Reason("attention", False, f"attention: {picked} on {where}: {_describe(k, cc)}"))
             problems.append(why)
     alt = None if fallback is choice else resolve_attention(fallback, fallback, cc, platform, dtype, head_dim, pytorch)
     instead = (f"use {fallback.id} instead (it runs {alt.kernel.id} here)" if alt and alt.kernel

@@ -24,6 +24,11 @@ OPTIMIZER_KERNELS = 10
 # FSDP (ZeRO-3) per micro-step: all-gather the weights for forward and again for backward, reduce-scatter the
 # gradients (Rajbhandari et al. 2020, ZeRO: 3x the parameter volume vs 2x for DDP).
 FSDP_COLLECTIVES_PER_STEP = 3
+# Mixed-precision training keeps fp32 master weights and a 16-bit copy (the memory model's "autocast copy"): autocast
+# casts each fp32 weight to 16 bits once per forward (PyTorch docs, torch.autocast: casts of leaf tensors are cached
+# inside an autocast-enabled region), reading 4 B and writing 2 B per parameter per micro-step; with fp16, GradScaler
+# unscales the fp32 gradients in place before each optimizer step (torch.amp.GradScaler.unscale_, one fused
+# _amp_foreach_non_finite_check_and_unscale_: read and write 4 B). bf16 needs no loss scaling.
 
 
 class Phase(NamedTuple):
@@ -73,17 +78,26 @@ def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float)
 def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int) -> tuple[Phase, ...]:
     """Micro-steps (forward + backward [+ recompute]) and optimizer steps, per GPU, with the collectives of FSDP
     (ZeRO-3, s.shard > 1) or DDP's gradient all-reduce; both may overlap the micro-step's compute."""
-    groups = m.train_work(s, batch, w.input_size, w.checkpointing)
-    kernels = m.kernels_per_forward * forward_equivalents(w.checkpointing)
     params = m.params
     k = s.shard
+    mixed = s.precision.act_bytes < FP32_BYTES
+    groups = m.train_work(s, batch, w.input_size, w.checkpointing)
+    if mixed:
+        cast = (FP32_BYTES + s.precision.act_bytes) * params / k
+        groups += (OpGroup("mixed-precision weight cast", 0.0, cast, "fp32",
+                           f"bytes = params x ({FP32_BYTES:g} + {s.precision.act_bytes:g}) B: autocast reads each fp32 "
+                           "master weight and writes its 16-bit copy once per micro-step"
+                           + (f" (this GPU's 1/{k} shard)" if k > 1 else "")),)
+    kernels = m.kernels_per_forward * forward_equivalents(w.checkpointing)
     comm = _fsdp_comm(m, s) if k > 1 else _ddp_comm(params, n_gpus, w.grad_accum) if n_gpus > 1 else {}
     phases = [Phase("train micro-step", groups, kernels, 1, 0, micro_steps, **comm)]
     opt_steps = micro_steps / w.grad_accum
     traffic = OPTIMIZER_TRAFFIC[w.optimizer]
-    opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / k, traffic * params / k, "fp32",
-                  f"bytes = {traffic:g} B/param ({w.optimizer}: read weights, grads, states; "
-                  f"write weights, states)" + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
+    unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0  # GradScaler: read and write each fp32 gradient
+    opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / k, (traffic + unscale) * params / k, "fp32",
+                  f"bytes = {traffic:g} B/param ({w.optimizer}: read weights, grads, states; write weights, states)"
+                  + (f" + {unscale:g} B/param (fp16 loss scaling: the gradients unscaled in place)" if unscale else "")
+                  + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
     phases.append(Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, opt_steps))
     return tuple(phases)
 

@@ -36,6 +36,7 @@ class GroupTime:
     ceiling_tflops: float = 0.0  # measured (or derived) matmul ceiling of the path
     ceiling_how: str = ""  # where the ceiling comes from (Ceiling.how)
     shape_efficiency: float = 1.0  # tile and wave quantization of the group's GEMMs (planner.engine.gemm)
+    peak_fraction: float = 0.0  # > 0: the rate is the datasheet peak x this (a fused attention kernel's own rate)
 
     @property
     def bound(self) -> str:
@@ -122,10 +123,25 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
     return mem + comp, comp
 
 
+def _kernel_fraction(g: OpGroup, gpu: GPU) -> float:
+    """The fraction of the datasheet peak a group's kernel reaches on this GPU's generation (0: not known)."""
+    cc = gpu.compute_capability
+    if cc:
+        for major, fraction in g.peak_fractions:
+            if major == cc[0]:
+                return fraction
+    return 0.0
+
+
 def _flops_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
-    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor. Integer
-    ALU work (ALU_PATH) is counted in instructions measured on the runtime's own kernel, so the runtime's GEMM factor
-    does not scale it again."""
+    """Achieved FLOP/s of a group: matmul ceiling x runtime factor x shape efficiency x kernel rate factor, or for a
+    kernel whose own rate is known on this GPU generation (fused attention) the datasheet peak x that fraction.
+    Integer ALU work (ALU_PATH) is counted in instructions measured on the runtime's own kernel, so the runtime's
+    GEMM factor does not scale it again."""
+    if g.peak_fractions:
+        fraction = _kernel_fraction(g, gpu)
+        if fraction:
+            return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction
     shape = shape_efficiency(g.gemms, gpu.sm_count) if g.gemms else 1.0
     factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
     return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor
@@ -151,7 +167,8 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
                      peak, flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
-                     total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count))
+                     total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count),
+                     _kernel_fraction(g, gpu))
 
 
 def step_host_seconds(ph: Phase, eff: Efficiency) -> float:

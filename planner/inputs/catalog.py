@@ -32,8 +32,9 @@ MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
 # $1,000 per GPU-hour; the page's widget, share links and the price table all check these.
 CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR = 0.001, 1000.0
 MIB_PER_GIB = 1024
-# Published matmul ceilings (MAMF) come in two families: 16-bit tensor-core matmuls and 8-bit ones. A path without its
-# own figure takes its family's measured/datasheet ratio: fp16 runs at the bf16 datasheet rate on every catalog GPU,
+# Published matmul ceilings (MAMF, or another published best-of-shapes matmul benchmark) come in two families: 16-bit
+# tensor-core matmuls and 8-bit ones. A path without its own figure takes its family's measured/datasheet ratio: fp16
+# runs at the bf16 datasheet rate on every catalog GPU that has bf16 (Volta and Turing measure the family in fp16),
 # int8 at the fp8 rate where both exist (Hopper, Ada, Blackwell datasheets); tf32 and fp32 have no published ceiling
 # and take the 16-bit ratio (an assumption: the same clocks and power limits hold them below the datasheet).
 CEILING_FAMILY = {"fp32": "bf16", "tf32": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "int8": "fp8"}
@@ -48,6 +49,7 @@ ALU_PATH = "int32"
 # Blackwell (10.x) is not in the table: taken as Hopper's 1/2 (an assumption). AMD CDNA/RDNA vector ALUs and CPUs
 # run 32-bit integer and fp32 instructions at one rate (1.0).
 INT32_PER_FP32_LANES = {(8, 6): 0.5, (8, 7): 0.5, (8, 9): 0.5, (9, 0): 0.5, (10, 0): 0.5, (10, 3): 0.5}
+MAX_CEILING_OVER_PEAK = 1.2  # a measured matmul may beat the datasheet rate by what boost clocks add (_published_ceilings)
 MAX_SMS = 1024  # streaming multiprocessors (NVIDIA) or compute units (AMD); B200 has 148, MI300X 304
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
@@ -82,7 +84,7 @@ class Price:
 @dataclass(frozen=True)
 class Ceiling:
     """The dense matmul rate a GPU reaches on its best large GEMM in one path (TFLOPS), its ratio to the datasheet
-    peak, and how it was obtained ('measured: ...' from a published MAMF figure or a local bench, 'derived: ...')."""
+    peak, and how it was obtained ('measured: ...' from a published matmul figure or a local bench, 'derived: ...')."""
 
     tflops: float
     ratio: float
@@ -170,7 +172,7 @@ class GPU:
     cpu: CpuSpec | None = None  # a catalog CPU's specification (None for GPUs and for measured CPUs)
     sm_count: int = 0  # SMs (NVIDIA) / compute units (AMD) a GEMM's tiles are spread over; 0 = unknown
     sm_source: str = ""
-    published_ceilings: tuple[tuple[str, float], ...] = ()  # (family, MAMF TFLOPS) from data/gpus.yaml
+    published_ceilings: tuple[tuple[str, float], ...] = ()  # (family, measured TFLOPS) from data/gpus.yaml
     ceiling_source: str = ""
     ceilings: tuple[tuple[str, Ceiling], ...] = ()  # per compute path, filled by derive_ceilings (load_catalog)
     links: tuple[Link, ...] = ()  # fastest first; link_for(n) picks the first that reaches n GPUs
@@ -203,8 +205,16 @@ class GPU:
 
     def run_peak_tflops(self, path: str) -> float:
         """Dense peak of the path matmuls in `path` actually run at here (0 when none)."""
-        taken = self.run_path(path)
-        return (self.peak_tflops(taken) or 0.0) if taken else 0.0
+        return self._run_peak_by_path[path]
+
+    @cached_property
+    def _run_peak_by_path(self) -> dict[str, float]:
+        """run_peak_tflops for every path, computed once (the roofline asks for it in its hot loop)."""
+        out = {}
+        for path in (*COMPUTE_PATHS, ALU_PATH):
+            taken = self.run_path(path)
+            out[path] = (self.peak_tflops(taken) or 0.0) if taken else 0.0
+        return out
 
     @cached_property
     def _ceiling_by_path(self) -> dict[str, Ceiling]:
@@ -337,23 +347,34 @@ def _sm_count(rec: Record) -> dict:
     return {"sm_count": int(sub.number("count", lo=1, hi=MAX_SMS, integer=True)), "sm_source": sub.text("source")}
 
 
+def _family_path(fam: str, rates: dict[str, float | None]) -> str:
+    """The datasheet path a family's figure is measured in: the 16-bit family is bf16, or fp16 on a GPU without bf16
+    (Volta, Turing)."""
+    return "fp16" if fam == "bf16" and rates.get("bf16") is None else fam
+
+
 def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
-    """Optional `matmul_ceiling_tflops: {bf16, fp8, date, source}`: a published MAMF figure, at most the datasheet
-    peak of its path (a measured matmul cannot beat the dense peak by more than boost clocks allow: 1.1x)."""
+    """Optional `matmul_ceiling_tflops: {bf16 (or fp16 on a GPU without bf16), fp8, date, source}`: a published
+    measured matmul ceiling (best over a shape search), which captures the clocks the GPU holds under load (its power
+    limit included). At most MAX_CEILING_OVER_PEAK x the datasheet peak of its path: GeForce cards boost above the clock
+    their datasheet rate assumes (measured RTX 5090 238 bf16 TFLOPS vs 209.5, RTX 3080 Ti 76.5 vs 68.2), never by 20 %."""
     sub = rec.child("matmul_ceiling_tflops", required=False)
     if sub is None:
         return {}
-    sub.check_keys((*CEILING_FAMILIES, "date", "source"))
+    sub.check_keys((*CEILING_FAMILIES, "fp16", "date", "source"))
+    if "fp16" in sub.data and rates.get("bf16") is not None:
+        raise sub.fail("fp16", "this GPU has a bf16 rate: give the 16-bit figure as bf16")
     found = []
     for fam in CEILING_FAMILIES:
-        peak = rates.get(fam)
-        if fam in sub.data and peak is None:
-            raise sub.fail(fam, f"a {fam} ceiling on a GPU with no {fam} datasheet rate")
-        value = sub.number(fam, required=False, lo=0.05 * (peak or 1), hi=1.1 * (peak or 1))
+        key = _family_path(fam, rates)
+        peak = rates.get(key)
+        if key in sub.data and peak is None:
+            raise sub.fail(key, f"a {key} ceiling on a GPU with no {key} datasheet rate")
+        value = sub.number(key, required=False, lo=0.05 * (peak or 1), hi=MAX_CEILING_OVER_PEAK * (peak or 1))
         if value is not None:
             found.append((fam, value))
     if not found:
-        raise sub.fail("bf16", "give at least one of " + ", ".join(CEILING_FAMILIES))
+        raise sub.fail("bf16", "give at least one of bf16 (fp16 without bf16), fp8")
     return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})"}
 
 
@@ -432,45 +453,62 @@ def cpu_device(spec: CpuSpec) -> GPU:
 
 
 def _published_ratios(gpus: list[GPU]) -> dict[str, list[tuple[GPU, float, float]]]:
-    """Per family: (gpu, MAMF TFLOPS, MAMF / datasheet peak) of every GPU with a published figure."""
+    """Per family: (gpu, measured TFLOPS, measured / datasheet peak) of every GPU with a published figure."""
     out: dict[str, list[tuple[GPU, float, float]]] = {f: [] for f in CEILING_FAMILIES}
     for g in gpus:
         for fam, tflops in g.published_ceilings:
-            out[fam].append((g, tflops, tflops / g.peak_tflops(fam)))
+            out[fam].append((g, tflops, tflops / _peak(g, fam)))
     return out
+
+
+def _peak(g: GPU, fam: str) -> float:
+    """The datasheet rate a family's measured figure is set against (bf16, or fp16 on a GPU without bf16)."""
+    return g.peak_tflops(_family_path(fam, {"bf16": g.bf16_tflops})) or 0.0
 
 
 def _median_of(rows: list[tuple[GPU, float, float]], what: str) -> tuple[float, str]:
     ratio = statistics.median(r for _, _, r in rows)
-    inputs = ", ".join(f"{g.id} {t:g}/{g.peak_tflops(fam):g} = {r:.3f}" for g, t, r in rows
-                       for fam in [next(f for f, v in g.published_ceilings if v == t)])
+    inputs = ", ".join(f"{g.id} {t:g}/{t / r:g} = {r:.3f}" for g, t, r in rows)
     return ratio, f"median measured/datasheet ratio {ratio:.3f} of {what} ({inputs})"
+
+
+def _power_class(g: GPU) -> str:
+    """'consumer' (GeForce: rated at a boost clock the cards run above under load, with the power to hold it) or
+    'professional' (data-center and workstation parts, capped at their board power below their boost clock): every
+    measured GeForce card of data/gpus.yaml reaches 1.00-1.14 of its datasheet matmul rate, every other 0.45-0.87."""
+    return "consumer" if g.market == "consumer" else "professional"
 
 
 def _family_ratio(g: GPU, fam: str, pub: dict[str, list[tuple[GPU, float, float]]]) -> tuple[float, str]:
     """(ceiling / datasheet, how) for one family on one GPU, by the documented rule (docs/SCHEMAS.md):
-    1. its own published figure; 2. the median ratio of the same vendor and architecture; 3. an 8-bit path with
-    neither takes the GPU's 16-bit ratio; 4. the median ratio of the vendor's GPUs (else of all)."""
+    1. its own published figure; 2. the median ratio of the same vendor, architecture and power class (_power_class),
+    else of the same vendor and architecture; 3. an 8-bit path with neither takes the GPU's 16-bit ratio; 4. the
+    median ratio of the vendor's GPUs of its power class, else of the vendor's, else of all."""
     own = [r for r in pub[fam] if r[0].id == g.id]
     if own:
         _, tflops, ratio = own[0]
-        return ratio, f"measured: MAMF {tflops:g} TFLOPS {fam} = {ratio:.3f} x datasheet; {g.ceiling_source}"
+        return ratio, (f"measured: {tflops:g} TFLOPS {_family_path(fam, {'bf16': g.bf16_tflops})} matmul = "
+                       f"{ratio:.3f} x datasheet; {g.ceiling_source}")
+    cls = _power_class(g)
     arch = [r for r in pub[fam] if r[0].vendor == g.vendor and r[0].architecture == g.architecture]
+    same = [r for r in arch if _power_class(r[0]) == cls]
     if arch:
-        ratio, why = _median_of(arch, f"{g.vendor} {g.architecture} GPUs in {fam}")
+        ratio, why = _median_of(same or arch, f"{g.vendor} {g.architecture} GPUs" + (f" ({cls})" if same else "")
+                                + f" in {fam}")
         return ratio, f"derived: {why}"
     if fam != "bf16":
         ratio, why = _family_ratio(g, "bf16", pub)
         return ratio, f"derived: no {fam} figure for {g.architecture}, so the GPU's 16-bit ratio ({why})"
-    vendor = [r for r in pub[fam] if r[0].vendor == g.vendor] or pub[fam]
-    if not vendor:  # a catalog with no published figure at all (one's own file): the datasheet, said so
+    vendor = [r for r in pub[fam] if r[0].vendor == g.vendor]
+    pool = [r for r in vendor if _power_class(r[0]) == cls] or vendor or pub[fam]
+    if not pool:  # a catalog with no published figure at all (one's own file): the datasheet, said so
         return 1.0, "datasheet peak: no GPU in this catalog has a published matmul ceiling"
-    ratio, why = _median_of(vendor, f"all {g.vendor} GPUs with a published {fam} figure (none of {g.architecture})")
+    ratio, why = _median_of(pool, f"{g.vendor} {cls} GPUs with a published {fam} figure (none of {g.architecture})")
     return ratio, f"derived: {why}"
 
 
 def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
-    """Each GPU with a Ceiling for every compute path it has: the published MAMF figure of its family, or the
+    """Each GPU with a Ceiling for every compute path it has: the published measured figure of its family, or the
     datasheet peak times the family ratio of `_family_ratio`'s rule."""
     pub = _published_ratios(gpus)
     out = []

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
 from planner.inputs.catalog import COMPUTE_PATHS
-from planner.base.schema import CachedHash, Record, UnknownNameError, load_sections, suggest, unique_ids
+from planner.base.schema import (CachedHash, DataFileError, Record, UnknownNameError, load_sections, suggest,
+                                 unique_ids)
 from planner.base.units import FP32_BYTES
 from planner.inputs.builds import parse_torch_version
 
@@ -58,7 +60,7 @@ class KVDtype:
 
 ATTENTION_DTYPES = ("fp32", "fp16", "bf16", "fp8")  # dtypes an attention kernel may accept (tf32 runs as fp32)
 _KERNEL_FIELDS = ("min_sm", "max_sm", "max_head_dim", "dtypes", "scores_materialized", "speed_vs_fa2", "speed_source",
-                  "amd")
+                  "amd", "fraction_of_peak", "fraction_source")
 
 
 @dataclass(frozen=True, eq=True)
@@ -86,10 +88,29 @@ class AttentionBackend(CachedHash):
     speed_source: str = ""
     amd: bool = True
     min_pytorch: tuple[int, ...] | None = None  # oldest PyTorch that has it (None: any, or its own package)
+    # FlashAttention-2's FLOP rate as a fraction of the datasheet peak per compute-capability major (the reference
+    # record's `fraction_of_peak`, carried by every fused kernel), and its source
+    reference_fraction: tuple[tuple[int, float], ...] = ()
+    reference_source: str = ""
+    # this kernel's FLOP rate as a fraction of the datasheet peak per compute-capability major: FlashAttention-2's
+    # where it is published, times speed_vs_fa2 (set on load, with_reference); () for kernels that materialize the
+    # scores (their matmuls are GEMMs at the matmul ceiling) or without a published reference
+    peak_fractions: tuple[tuple[int, float], ...] = ()
 
     @property
     def is_selector(self) -> bool:
         return bool(self.picks)
+
+    def with_reference(self, fraction: tuple[tuple[int, float], ...], source: str) -> "AttentionBackend":
+        """This kernel carrying the reference's fraction of peak (unchanged if it materializes the scores)."""
+        if self.scores_materialized:
+            return self
+        return replace(self, reference_fraction=fraction, reference_source=source,
+                       peak_fractions=tuple((major, f * self.speed_vs_fa2) for major, f in fraction))
+
+    def peak_fraction_on(self, cc: tuple[int, int] | None) -> float:
+        """peak_fractions on a GPU of compute capability `cc` (0: none known there: the matmul ceiling applies)."""
+        return dict(self.peak_fractions).get(cc[0], 0.0) if cc else 0.0
 
     def names(self) -> tuple[str, ...]:
         return (self.id, *self.aliases)
@@ -169,7 +190,25 @@ def _kernel(rec: Record, common: dict) -> AttentionBackend:
     return AttentionBackend(**common, min_sm=lo, max_sm=hi, max_head_dim=head, dtypes=dtypes,
                             scores_materialized=rec.flag("scores_materialized"),
                             speed_vs_fa2=rec.number("speed_vs_fa2", lo=0.05, hi=10),
-                            speed_source=rec.text("speed_source"), amd=rec.flag("amd"))
+                            speed_source=rec.text("speed_source"), amd=rec.flag("amd"),
+                            **_fraction_of_peak(rec))
+
+
+def _fraction_of_peak(rec: Record) -> dict:
+    """The reference kernel's optional `fraction_of_peak: {smN: fraction}` (per compute-capability major), with
+    `fraction_source`; only the reference (speed_vs_fa2 1) may give it."""
+    sub = rec.child("fraction_of_peak", required=False)
+    if sub is None:
+        return {}
+    if rec.number("speed_vs_fa2", lo=0.05, hi=10) != 1:
+        raise rec.fail("fraction_of_peak", "only the reference kernel (speed_vs_fa2: 1) gives FlashAttention-2's "
+                                           "fraction of peak; the others scale it by their speed")
+    out = []
+    for key in sub.data:
+        if not re.fullmatch(r"sm\d{1,2}", str(key)):
+            raise sub.fail(str(key), "expected a compute-capability major as smN (sm8, sm9)")
+        out.append((int(str(key)[2:]), sub.number(key, lo=0.05, hi=1.0)))
+    return {"reference_fraction": tuple(sorted(out)), "reference_source": rec.text("fraction_source")}
 
 
 def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBackend, ...]:
@@ -187,6 +226,13 @@ def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBacke
                                  min_pytorch=min_pt)))
     unique_ids(path, (n for _, c in parsed for n in (c["id"], *c["aliases"])))
     kernels = {c["id"]: _kernel(rec, c) for rec, c in parsed if rec.raw("picks", required=False) is None}
+    references = [k for k in kernels.values() if k.reference_fraction]
+    if len(references) > 1:
+        raise DataFileError(path, f"'{references[1].id}'", "fraction_of_peak",
+                            f"only one reference kernel may give it ({references[0].id} does)")
+    if references:  # every fused kernel's speed is relative to the reference: it carries the reference's fraction
+        ref = references[0]
+        kernels = {i: k.with_reference(ref.reference_fraction, ref.reference_source) for i, k in kernels.items()}
     out = []
     for rec, common in parsed:
         if common["id"] in kernels:

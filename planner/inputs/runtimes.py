@@ -89,6 +89,10 @@ class RuntimeProfile:
     cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
     step_host_us: float = 0.0  # serial CPU time per step (see Efficiency)
     step_host_source: str = ""
+    # chains of elementwise ops (score scaling, mask and softmax; SwiGLU's silu and product; dropout into its neighbour)
+    # run as one kernel; False: every op is its own kernel reading and writing its tensors, as eager PyTorch runs them
+    fuses_elementwise: bool = False
+    fuses_elementwise_source: str = ""
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -161,7 +165,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
-                        "dp_comm_overlap_source"))
+                        "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source"))
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -172,7 +176,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
                                   or 0, _gemv(rec), overlap or 0.0,
                                   rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
-                                  step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or ""))
+                                  step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or "",
+                                  rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source")))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

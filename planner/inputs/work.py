@@ -3,7 +3,7 @@
 OpGroup: FLOPs and DRAM bytes of one kind of work (linear layers, attention, elementwise) in one step, affine in
 the KV position p of a decode step (work(p) = a + b * p; b = 0 outside decode). MemoryItem: one consumer of GPU
 memory with its formula. Setup: how the model runs (precision, KV-cache dtype, attention backend, tensor-parallel
-and FSDP degrees). Model profiles (planner.inputs.models) produce these; the engine consumes them.
+and FSDP degrees, whether the runtime fuses elementwise ops). Model profiles (planner.inputs.models) produce these; the engine consumes them.
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ class OpGroup(NamedTuple):
     flops_per_pos: float = 0.0
     bytes_per_pos: float = 0.0
     rate_factor: float = 1.0  # x the achieved FLOP/s: an attention kernel's speed vs FlashAttention-2 (the reference)
+    # (compute-capability major, fraction): on a GPU of that generation the group's FLOP rate is this fraction of the
+    # datasheet peak (a fused attention kernel, where FlashAttention-2's rate is published), in place of the matmul
+    # ceiling x runtime factor x rate_factor; () or another generation: the ceiling applies
+    peak_fractions: tuple[tuple[int, float], ...] = ()
     # The GEMMs the FLOPs run as, (M, N, K, count) each: M rows (tokens), N x K weights, `count` times per step. The
     # engine's shape efficiency (planner.engine.gemm) weighs them by FLOPs; () = shapes unknown or not GEMMs
     # (attention kernels, elementwise work, formula-only profiles): the GPU's matmul ceiling applies as it is.
@@ -98,6 +102,7 @@ class Setup(CachedHash):
     # gemv_max_tokens tokens (0 = none), at gemv_ops_per_weight_token integer instructions per weight per token
     gemv_max_tokens: int = 0
     gemv_ops_per_weight_token: float = 0.0
+    fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
 
     def prefill_chunks(self, prompt: int) -> int:
         """Passes a prompt of `prompt` tokens is prefilled in."""

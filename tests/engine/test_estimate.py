@@ -267,8 +267,9 @@ def _llama_cpp_ubatch(gpu_id: str, ubatch: int, precision: str = "q4_0", model: 
 
 def test_a_q4_0_gemv_token_costs_its_instructions_at_the_gpus_integer_rate():
     """By hand: a 7B Q4_0 decode step on an RTX 3090 (batch 1) runs llama.cpp's GEMV over 32 layers x 202.4e6
-    weights + the 131.1e6 output matrix = 6.607e9 weights x 1.04 instructions at 29.9 x 0.5 / 2 = 7.47e12
-    instructions/s (the 3090's fp32 ceiling at half of it for its 64 INT32 lanes per 128 fp32) = 0.92 ms."""
+    weights + the 131.1e6 output matrix = 6.607e9 weights x 1.33 instructions at 38.29 x 0.5 / 2 = 9.57e12
+    instructions/s (the 3090's measured fp32 ceiling at half of it for its 64 INT32 lanes per 128 fp32) = 0.92 ms:
+    the per-token slope PR #15802 measured, whatever ceiling the instruction count was derived at."""
     gpu = load_catalog().get("rtx-3090")
     e = estimate_gpu(Plan(load_models().get("llama-2-7b"), Generate(1, 1, 2), "q4_0", runtime="llama.cpp",
                           batch=1), gpu, FACTS)
@@ -276,7 +277,7 @@ def test_a_q4_0_gemv_token_costs_its_instructions_at_the_gpus_integer_rate():
     gemv = next(g for g in decode.groups if g.name.startswith("quantized GEMV"))
     weights = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096
     rate = gpu.ceiling_tflops("fp32") * 0.5 / 2 * 1e12
-    assert gemv.time_s == pytest.approx(weights * 1.04 / rate, rel=1e-9)
+    assert gemv.time_s == pytest.approx(weights * 1.33 / rate, rel=1e-9)
     assert gemv.time_s == pytest.approx(0.92e-3, rel=0.01)
 
 

@@ -61,11 +61,21 @@ def test_checkpointing_adds_one_forward_of_flops():
 
 
 def test_manual_attention_materializes_scores():
-    m = load_models().get("neuromanifold-gpt")
-    attn = lambda backend: _group(_phase(train_phases(m, Train(8, 1024, 1), _setup("bf16", "bf16", backend), 1, 8.0, 1),  # noqa: E731
-                                         "train micro-step").groups, "attention (fwd+bwd)")
-    # score traffic: 4 x heads x layers x S^2 x 2 bytes, forward + backward (3x)
-    assert attn("manual").bytes - attn("sdpa").bytes == pytest.approx(3 * 4 * 6 * 12 * 1024 * 1024 * 2)
+    m = load_models().get("neuromanifold-gpt")  # 12 layers, 6 heads of 64, no dropout
+
+    def attn(backend, fused):
+        s = replace(_setup("bf16", "bf16", backend), fused_elementwise=fused)
+        return _group(_phase(train_phases(m, Train(8, 1024, 1), s, 1, 8.0, 1), "train micro-step").groups,
+                      "attention (fwd+bwd)")
+    scores = 6 * 12 * 1024 * 1024 * 2  # layers x heads x S^2 x 2 bytes, one sequence
+    # fused scale+mask+softmax: forward QK^T write, softmax read+write, AV read (4); backward dP write, P read,
+    # softmax backward read P, dP + write dS, dS read by dQ and dK (7)
+    assert attn("manual", True).bytes - attn("sdpa", True).bytes == pytest.approx((4 + 7) * scores)
+    # eager: the scaling and the additive mask are kernels of their own, each a read and a write (8 forward), and the
+    # scaling's backward reads and writes once more (9); the output's (heads, tokens) -> (tokens, heads x 64) copy
+    # reads and writes 384 elements per token forward, twice more backward
+    layout = 1024 * 12 * 384 * (2 + 4) * 2
+    assert attn("manual", False).bytes - attn("sdpa", False).bytes == pytest.approx((8 + 9) * scores + layout)
 
 
 def test_fsdp_moves_three_shards_of_weights_per_micro_step():
@@ -124,3 +134,21 @@ def test_a_generic_profile_cannot_generate():
     m = load_models().get("sea")
     with pytest.raises(ValueError, match="cannot generate"):
         m.decode_work(_setup(), 1)
+
+
+def test_mixed_precision_casts_the_master_weights_each_micro_step_and_fp16_unscales_the_gradients():
+    m = load_models().get("gpt2-124m")  # 124,439,808 parameters
+    P = 124_439_808
+
+    def step(precision, shard=1):
+        s = replace(_setup(precision, precision), shard=shard)
+        phases = train_phases(m, Train(64, 128, 1), s, 8, 8.0, shard)
+        micro, opt = _phase(phases, "train micro-step"), _phase(phases, "optimizer step")
+        cast = [g for g in micro.groups if g.name == "mixed-precision weight cast"]
+        return (cast[0].bytes if cast else 0.0), _group(opt.groups, "optimizer update").bytes
+    # bf16 autocast: read the fp32 master (4 B), write the bf16 copy (2 B) per micro-step; AdamW 28 B per step
+    assert step("bf16") == (P * 6, P * 28)
+    # fp16 adds GradScaler's in-place unscale of the fp32 gradients: read and write 4 B each
+    assert step("fp16") == (P * 6, P * (28 + 8))
+    assert step("fp32") == (0.0, P * 28)  # no copy, no scaling
+    assert step("bf16", shard=4) == (P * 6 / 4, P * 28 / 4)  # FSDP: each GPU casts and updates its shard

@@ -547,3 +547,64 @@ def test_a_chunked_prefill_reads_each_earlier_key_and_value_once_per_chunk():
     chunked = _group(m.prefill_work(replace(s, prefill_chunk=512), 1, 4096), "attention")
     whole = _group(m.prefill_work(replace(s, prefill_chunk=4096), 1, 4096), "attention")
     assert (chunked.bytes - whole.bytes) / 1e9 == pytest.approx(14_336 * 2 * 32 * 1024 * 2 / 1e9, rel=1e-9)
+
+
+def _bert_large():
+    from planner.tools.validation import validation_models
+    return validation_models().get("bert-large-squad")
+
+
+def test_bert_large_eager_training_traffic_of_one_layer_by_hand():
+    """One BERT-large layer (hidden 1024, 16 heads, GELU 4096, biases, LayerNorm, dropout 0.1) fine-tuned at seq 384
+    in eager PyTorch, fp16, per token, as NVIDIA DeepLearningExamples' run_squad.py runs it (each op its own kernel;
+    its separate Q, K, V projections aside, see tests/tools/test_profiler_references.py for the traced check)."""
+    from dataclasses import replace
+    m = _bert_large()
+    h, f, heads, S, b = 1024, 4096, 16, 384, 2
+    # forward, elements read+written per token: QKV in h, out 3h; O in h, out h; up in h, out f; down in f, out h;
+    # two LayerNorms (h in, h out), two residual adds (2h in, h out), GELU (f in, f out)
+    gemm_io = (h + 3 * h) + (h + h) + (h + f) + (f + h)
+    forward = gemm_io + 2 * 2 * h + 2 * 3 * h + 2 * f
+    assert forward == 34_816 and m.eager_act_traffic_elems == 24 * forward
+    # backward: the matmuls' dX and dW GEMMs (2x their forward I/O), LayerNorm backward (dY, x in, dx out) x 2,
+    # the residual branches' gradient sums (2h in, h out) x 2, q/k/v gradients merged (3h in, 3h out),
+    # gelu_backward (dY, x in, dx out), bias gradients reading dY (QKV 3h, O h, up f, down h)
+    backward = 2 * gemm_io + 2 * 3 * h + 2 * 3 * h + 6 * h + 3 * f + (3 * h + h + f + h)
+    assert backward == 72_704 and m.eager_backward_traffic_elems == 24 * backward
+    # dropout after O and after down: forward reads x (2 B), writes y (2 B) and a 1-byte mask; backward reads the
+    # gradient and the mask, writes the gradient: 10 bytes per element and site
+    dropout = 2 * h * 10
+    s = _setup("fp16", "manual")
+    elem = _group(m.train_work(s, 1, S, False), "elementwise")
+    logits = 3 * S * 2 * 4  # the span head's 2 logits per token, fp32: written, softmax, gradient
+    assert elem.bytes == S * 24 * ((forward + backward) * b + dropout) + logits
+    assert "dropout" in elem.formula and "eager" in elem.formula
+    # attention, per layer and sequence: 16 x 384 x 384 scores; forward QK^T write, scale r/w, mask add r/w,
+    # softmax r/w, AV read = 8 passes, backward 9; dropout on the probabilities 10 bytes per score;
+    # Q, K, V, O read/written 3x (forward + 2x backward); the output's head-layout copy h forward, 2 copies backward
+    scores = heads * S * S
+    attn = _group(m.train_work(s, 1, S, False), "attention")
+    assert attn.bytes == 24 * (scores * ((8 + 9) * b + 10) + S * (3 * 4 * h * b + (2 + 4) * h * b))
+    # a runtime that fuses elementwise chains: 3 x the fused forward, scores 4 + 7 passes, no dropout kernels
+    fused = replace(s, fused_elementwise=True)
+    assert _group(m.train_work(fused, 1, S, False), "elementwise").bytes == 3 * S * 24 * forward * b + logits
+    assert _group(m.train_work(fused, 1, S, False), "attention").bytes == 24 * (scores * (4 + 7) * b
+                                                                               + S * 3 * 4 * h * b)
+
+
+def test_swiglu_runs_as_two_kernels_in_eager_pytorch():
+    """HF LLaMA's MLP, act_fn(gate) * up, is a silu kernel (f in, f out) and a product (2f in, f out): 2f more per
+    token and layer than one fused silu-and-mul kernel (3f)."""
+    m = load_models().get("llama-2-7b")
+    assert m.eager_act_traffic_elems - m.act_traffic_elems == 32 * 2 * 11008
+
+
+def test_a_config_with_dropout_trains_with_dropout_kernels():
+    """gpt2's config.json sets resid_pdrop, attn_pdrop and embd_pdrop to 0.1; LLaMA configs set attention_dropout 0.0
+    (no kernel: PyTorch skips dropout at p = 0)."""
+    gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024,
+            "vocab_size": 50257, "resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1}
+    assert parse_model_text(json.dumps(gpt2), "gpt2.json", "upload").dropout
+    llama = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+             "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096, "attention_dropout": 0.0}
+    assert not parse_model_text(json.dumps(llama), "config.json", "upload").dropout

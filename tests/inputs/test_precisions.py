@@ -149,3 +149,29 @@ def test_q4_k_m_is_the_whole_file_average_and_only_llama_cpp_reads_gguf():
     for pid in ("q4_0", "q4_k_m", "q6_k", "q8_0"):
         assert load_rules().precision(pid).runtimes == ("llama.cpp",)
     assert load_rules().precision("int4").runtimes == ()
+
+
+def test_flashattention_2s_fraction_of_peak_makes_every_fused_kernel_absolute():
+    """FlashAttention-2 reaches 0.60 of peak on SM 8.x (50-73 %, Dao 2023) and 0.35 on SM 9.x (FlashAttention-3
+    paper); a fused kernel runs at that times its speed relative to it, where the fraction is published. Kernels that
+    materialize the scores run their matmuls at the GEMM ceiling: no fraction."""
+    r = load_rules()
+    fa2, efficient, manual = r.attention("flash-attn-2"), r.attention("sdpa-efficient"), r.attention("manual")
+    assert dict(fa2.reference_fraction) == {8: 0.60, 9: 0.35} and "2307.08691" in fa2.reference_source
+    assert fa2.peak_fraction_on((9, 0)) == 0.35 and fa2.peak_fraction_on((8, 6)) == 0.60
+    assert efficient.peak_fraction_on((8, 0)) == pytest.approx(0.60 * 0.5)  # half FlashAttention-2's speed
+    assert fa2.peak_fraction_on((7, 0)) == 0 and fa2.peak_fraction_on(None) == 0  # Volta, AMD: nothing published
+    assert manual.peak_fractions == ()
+
+
+def test_only_the_reference_kernel_gives_a_fraction_of_peak(tmp_path):
+    good = KERNEL.replace("source: s}", "fraction_of_peak: {sm8: 0.6}, fraction_source: s, source: s}")
+    other = KERNEL.replace("id: k", "id: half").replace("speed_vs_fa2: 1,", "speed_vs_fa2: 0.5,")
+    assert load_rules(_backends_file(tmp_path, [good, other])).attention("half").peak_fraction_on((8, 0)) == 0.3
+    bad = other.replace("source: s}", "fraction_of_peak: {sm8: 0.6}, fraction_source: s, source: s}")
+    for name, backends, field in (("two", [good, bad], "fraction_of_peak"),
+                                  ("key", [good.replace("sm8:", "ampere:")], "ampere")):
+        (tmp_path / name).mkdir()  # a file of its own: load_rules caches by path
+        with pytest.raises(DataFileError) as err:
+            load_rules(_backends_file(tmp_path / name, backends))
+        assert err.value.field == field

@@ -25,7 +25,8 @@ def test_efficiency_above_one_is_rejected(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n    mem_bw_efficiency: {hbm: 1.2, gddr: 0.8}\n"
                     "    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n    launch_overhead_us: 1\n"
-                    "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+                    "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n"
+        "    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
     with pytest.raises(DataFileError, match="'x'.mem_bw_efficiency.*'hbm'"):
         load_runtimes(path)
 
@@ -48,7 +49,8 @@ def test_gpu_only_runtimes_say_why_they_cannot_run_on_a_cpu(rid):
 
 BASE = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
         "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
-        "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+        "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n"
+        "    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
 
 
 def test_a_runtime_without_a_cpu_block_is_unsupported_on_a_cpu(tmp_path):
@@ -81,7 +83,8 @@ def test_data_parallel_overlap_needs_its_source_and_stays_a_fraction(tmp_path):
     path = tmp_path / "r.yaml"
     base = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
             "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
-            "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+            "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n"
+        "    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
     path.write_text(base + "    dp_comm_overlap: 0.5\n")
     with pytest.raises(DataFileError, match="'x'.*'dp_comm_overlap_source'"):
         load_runtimes(path)
@@ -130,3 +133,18 @@ def test_a_per_step_host_time_needs_its_source(tmp_path):
     plain = tmp_path / "plain-step.yaml"
     plain.write_text(BASE)
     assert load_runtimes(plain).get("x").efficiency("hbm").step_host_us == 0.0  # absent: the GPU never waits
+
+
+def test_every_runtime_says_whether_it_fuses_elementwise_ops(tmp_path):
+    """Eager stacks run each op as its own kernel, compilers and hand-written kernels fuse them: a fact per runtime,
+    with its source; a file that leaves it out is refused, naming the field."""
+    fused = {r.id: r.fuses_elementwise for r in load_runtimes().runtimes}
+    assert not fused["pytorch-eager"] and not fused["llm-foundry"]
+    assert fused["torch-compile"] and fused["llm.c"] and fused["tensorrt-llm"] and fused["llama.cpp"]
+    assert all(r.fuses_elementwise_source for r in load_runtimes().runtimes)
+    path = tmp_path / "r.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
+                    "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
+                    "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+    with pytest.raises(DataFileError, match="'x'.*'fuses_elementwise'"):
+        load_runtimes(path)

@@ -103,9 +103,9 @@ def test_fit_recovers_known_factors_and_expresses_them_against_the_catalog_refer
     rtx = CATALOG.get("rtx-4090")
     assert cal.gpu_id == "rtx-4090" and cal.device_class == "gddr" and cal.fit_rms_pct < 1.0
     # measured 900 GB/s at 0.8 -> 720 GB/s achieved = 720 / 1008 of the datasheet; 0.6 x 150 measured TFLOPS of the
-    # catalog ceiling 165.2 x 252.9 / 312 (the NVIDIA median MAMF ratio: no Ada figure) = 133.9 TFLOPS
+    # catalog ceiling, the RTX 4090's published 165.26 TFLOPS (data/gpus.yaml)
     assert cal.mem_bw_efficiency == pytest.approx(0.8 * 900 / rtx.mem_bw_gbps, rel=0.03)
-    assert cal.compute_efficiency == pytest.approx(0.6 * 150 / (165.2 * 252.9 / 312), rel=0.03)
+    assert cal.compute_efficiency == pytest.approx(0.6 * 150 / 165.26, rel=0.03)
     # the measured device's own ceiling is the bench's 150 TFLOPS, replacing the catalog's
     dev = cal.measured_gpu()
     assert dev.ceiling("bf16").tflops == 150 and "planner.bench" in dev.ceiling("bf16").how
@@ -505,15 +505,15 @@ def test_a_gpu_calibration_of_your_model_predicts_it_on_another_gpu_per_op_group
     in bf16, with decoder anchors at the same factors. On an L4 (the same Ada architecture and GDDR class) the
     calibration carries the fitted fractions unchanged (test_transfer_by_class_...), so the model's time there is its
     traced op groups on the L4's datasheet bandwidth and matmul ceiling at those fractions: 0.8 of the measured
-    900 GB/s is 720 / 1008 of the 4090's datasheet bandwidth, 0.6 of the measured 150 TFLOPS is 90 / 133.9 of its
-    catalog ceiling (165.2 x 252.9 / 312, the NVIDIA median MAMF ratio)."""
+    900 GB/s is 720 / 1008 of the 4090's datasheet bandwidth, 0.6 of the measured 150 TFLOPS is 90 / 165.26 of its
+    catalog ceiling (its published matmul figure, data/gpus.yaml)."""
     doc = _synthetic_gpu_result(0.8, 0.6, 5.0)
     doc["schema_version"] = 2
     doc["model_runs"] = [{**model_run(), "precision": "bf16"}]
     doc = with_times(doc, 0.8, 0.6, 5.0)
     cal = fit(parse_result(json.dumps(doc), "gpu.json"))
     rtx, l4 = CATALOG.get("rtx-4090"), CATALOG.get("l4")
-    bw_ds, mm_ds = 0.8 * 900 / rtx.mem_bw_gbps, 0.6 * 150 / (165.2 * 252.9 / 312)
+    bw_ds, mm_ds = 0.8 * 900 / rtx.mem_bw_gbps, 0.6 * 150 / 165.26
     assert (cal.mem_bw_efficiency, cal.compute_efficiency) == pytest.approx((bw_ds, mm_ds), rel=0.02)
     model = run_model(Record("t", "run", doc["model_runs"][0]))
     at_truth = lambda g, e: replace(e, mem_bw_efficiency=bw_ds, compute_efficiency=mm_ds, launch_overhead_us=5.0)

@@ -261,3 +261,43 @@ def test_gpt2_inference_peak_is_below_the_decoder_formula(gpt2):
         assert 4 * ARCH["vocab"] * S < peak
         if kind == "sdpa":
             assert peak < formula.gb * 1e9
+
+
+# ---------------------------------------------------------------- eager BERT-style encoder (traffic per op)
+
+
+ENC = {"layers": 2, "hidden": 64, "heads": 4, "ffn": 256}
+ENC_SIZES = (32, 64, 128)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "traced_models.py"
+    return profiler.trace_request(profiler.Request(f"{fixture}:encoder", ENC_SIZES, (), "tokens"))
+
+
+def _encoder_decoder():
+    data = {"id": "enc", "kind": "decoder", "name": "encoder", "source": "tests", "ffn_kind": "gelu", "vocab": 2,
+            "context": 512, "tied_embeddings": False, "norm": "layernorm", "bias": True, **ENC}
+    return parse_decoder(Record("tests", "'enc'", data))
+
+
+def test_eager_traffic_per_op_matches_a_trace_of_eager_pytorch(encoder):
+    """Every aten op of a BERT-style eager layer (tests/fixtures/traced_models.py:encoder, fp32, dropout 0) reads
+    its inputs and writes its outputs; the decoder's eager count per token and layer (forward, backward op by op,
+    8 + 9 passes over the scores, Q, K, V, O 3x, the output's head-layout copy 2 + 4) adds up to the trace within
+    0.5 %. What the trace adds outside the layers' per-token work, by hand: the dW GEMMs' outputs (the engine's fp32
+    gradient accumulation, in the linear layers' bytes), the bias and LayerNorm gradients' vectors (per step, not per
+    token) and the loss (sum of the output: reads h per token). The trace's LayerNorm backward reads a little less
+    than 3h (its statistics aside), hence the tolerance."""
+    L, h, heads, f = ENC["layers"], ENC["hidden"], ENC["heads"], ENC["ffn"]
+    dec = _encoder_decoder()
+    per_step = L * (3 * h * h + h * h + 2 * h * f) + L * (3 * h + h + f + h) + L * 4 * h  # dW; bias, LN grads
+    for i, S in enumerate(ENC_SIZES):
+        traced = {step: sum(encoder["work"][step][g]["activation_bytes"][i] for g in GROUPS) / 4
+                  for step in ("forward", "train")}
+        forward = S * (dec.eager_act_traffic_elems + L * (4 * h + 8 * heads * S + 2 * h))
+        train = (S * (dec.eager_act_traffic_elems + dec.eager_backward_traffic_elems
+                      + L * (3 * 4 * h + (8 + 9) * heads * S + (2 + 4) * h)) + per_step + S * h)
+        assert traced["forward"] == pytest.approx(forward, rel=5e-3)
+        assert traced["train"] == pytest.approx(train, rel=5e-3)

@@ -25,8 +25,53 @@ from planner.inputs.work import (BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GRO
 
 # QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
 ATTN_FLOPS_PER_KEY_DIM = 4.0
-# Manual (unfused) attention moves each score element 4 times: QK^T writes it, softmax reads and writes it, AV reads it.
+# Manual attention (scores materialized) moves each S x S score element this many times per forward pass. Fused
+# elementwise (a runtime that runs scale, mask and softmax as one kernel: llama.cpp's ggml_soft_max_ext, a compiler):
+# QK^T writes it, softmax reads and writes it, AV reads it = 4. Eager PyTorch runs the scaling and the mask as two more
+# kernels that each read and write the scores (Hugging Face transformers eager_attention_forward: `matmul(q, k^T) *
+# scaling`, `+ causal_mask`; NVIDIA DeepLearningExamples BERT BertSelfAttention: `/ sqrt(d)`, `+ attention_mask`) = 8.
 SCORE_TRAFFIC_PASSES = 4.0
+EAGER_SCORE_TRAFFIC_PASSES = 8.0
+# The same chain's backward: AV's backward writes dP and reads P (for dV), softmax's backward reads P and dP and writes
+# dS, QK^T's backward reads dS twice (dQ, dK) = 7; eager adds the scaling's backward (a read and a write) = 9. An
+# additive mask's backward launches nothing (the mask needs no gradient); a masked_fill/where mask would add 2.
+SCORE_BACKWARD_PASSES = 7.0
+EAGER_SCORE_BACKWARD_PASSES = 9.0
+# Dropout in training (PyTorch's native_dropout on CUDA, one kernel): forward reads x, writes y and a 1-byte bool mask;
+# backward reads the gradient and the mask and writes the gradient. Sites per layer: after the attention output
+# projection and after the MLP (BERT, GPT-2: hidden_dropout_prob / resid_pdrop), and on the softmax output of manual
+# attention (attention_probs_dropout_prob / attn_pdrop); a fused attention kernel drops inside the kernel.
+DROPOUT_HIDDEN_SITES = 2
+DROPOUT_MASK_BYTES = 1.0
+# Eager manual attention leaves its output as (batch, heads, tokens, head_dim); the output projection needs (batch,
+# tokens, heads x head_dim), so `.transpose(1, 2).contiguous()` (Hugging Face eager attention, DeepLearningExamples'
+# BertSelfAttention `permute(0, 2, 1, 3).contiguous()`) copies it: a read and a write of q per token forward, and
+# backward two copies of its gradient (traced: two aten.clone of q elements per token, torch 2.13.0).
+HEAD_LAYOUT_COPY_FWD = 2.0
+HEAD_LAYOUT_COPY_BWD = 4.0
+
+
+def score_passes(s: Setup) -> tuple[float, float]:
+    """(forward, backward) passes over each S x S score element of materialized attention under `s`'s runtime."""
+    if s.fused_elementwise:
+        return SCORE_TRAFFIC_PASSES, SCORE_BACKWARD_PASSES
+    return EAGER_SCORE_TRAFFIC_PASSES, EAGER_SCORE_BACKWARD_PASSES
+
+
+def _kernel_rate_text(s: Setup) -> str:
+    """How fast the attention kernel runs its FLOPs where its own rate is known ('' otherwise: the matmul ceiling)."""
+    k = s.attention
+    if not k.peak_fractions:
+        return ""
+    per = ", ".join(f"SM {major}.x {f:.2f}" for major, f in k.reference_fraction)
+    return (f"; rate on GPUs where FlashAttention-2's is published = datasheet peak x its fraction ({per}) x "
+            f"{k.speed_vs_fa2:g} ({k.id} vs FlashAttention-2)")
+
+
+def dropout_bytes_per_elem(act_bytes: float) -> float:
+    """Bytes one element costs a dropout site, forward (read x, write y and the 1-byte mask) plus backward (read the
+    gradient and the mask, write the gradient)."""
+    return 2 * (2 * act_bytes + DROPOUT_MASK_BYTES)
 FLASH_BWD_FLOP_RATIO = 2.5  # FlashAttention-2 backward = 5 matmuls vs 2 forward (Dao 2023)
 # Kernels outside the layers per forward pass: embedding lookup, position add, final norm, LM head, sampling/loss.
 FIXED_KERNELS = 5
@@ -71,7 +116,9 @@ ARCH_FIELDS = (
     ArchField("bias", "bool"),
 )
 ARCH = {f.name: f for f in ARCH_FIELDS}
-FIELDS = ("id", "kind", "source") + tuple(f.name for f in ARCH_FIELDS)
+# `dropout` is a training setting of the model's config (hidden_dropout_prob, attention_probs_dropout_prob; 0 in
+# LLaMA-family configs), read from models.yaml and config.json but not one of the architecture fields a user edits.
+FIELDS = ("id", "kind", "source", "dropout") + tuple(f.name for f in ARCH_FIELDS)
 
 
 @dataclass(frozen=True, eq=True)
@@ -99,6 +146,7 @@ class DecoderProfile(CachedHash):
     experts: int = 1  # MLPs per layer of intermediate size `ffn` (mixture of experts); 1 = dense
     experts_per_token: int = 1  # experts each token is routed to (top-k)
     shared_ffn: int = 0  # intermediate size of the always-active shared MLP (Qwen-MoE's shared experts); 0 = none
+    dropout: bool = False  # dropout layers active in training (p > 0: BERT's hidden and attention-probs dropout)
     kind: str = field(default="decoder", init=False)
 
     # ------------------------------------------------------------ the model protocol: what it is
@@ -246,8 +294,39 @@ class DecoderProfile(CachedHash):
         return 2 * self.layers * self.kv_dim
 
     @cached_property
+    def _layer_traffic(self) -> tuple[float, float, float, float]:
+        """Per token and layer, elements read+written: (matmul inputs/outputs, fused elementwise kernels, what eager
+        PyTorch adds to the forward, eager backward's non-attention traffic). See act_traffic_elems and
+        eager_backward_traffic_elems."""
+        h, q, kv, E, k = self.hidden, self.q_dim, self.kv_dim, self.experts, self.experts_per_token
+        up = self.mlp_matrices - 1  # the MLP's input projections (gate and up, or up)
+        mlps = (k if E > 1 else 1, 1 if self.shared_ffn else 0)  # (routed or dense MLPs, shared MLP) per token
+        widths = ((self.ffn, mlps[0]), (self.shared_ffn, mlps[1]))
+        mlp_io = sum(n * (h + up * f + f + h) for f, n in widths)  # up [+ gate]: in h, out up x f; down: in f, out h
+        router_io = h + E if E > 1 else 0  # the router's matmul: in h, out E logits
+        gemm_io = (h + q + 2 * kv) + (q + h) + mlp_io + router_io  # QKV: in h, out q+2kv; O: in q, out h
+        swiglu = self.ffn_kind == "swiglu"
+        act = (3 if swiglu else 2) * self.token_ffn  # one kernel: silu(gate) x up reads 2f, writes f; gelu f, f
+        routing = k * 2 * h + E if E > 1 else 0  # each expert's gather and weighted scatter-add; softmax/top-k reads E
+        elementwise = 2 * 2 * h + 2 * 3 * h + act + routing  # two norms (read h, write h), two residual adds (2h, h)
+        eager_extra = 2 * self.token_ffn if swiglu else 0  # eager: silu (f, f) and the product (2f, f) apart
+        bias_io = (q + 2 * kv + h + sum(n * (up * f + h) for f, n in widths)) if self.bias else 0
+        act_bwd = (9 if swiglu else 3) * self.token_ffn
+        # backward, per eager op: each matmul's dX = dY W^T and dW = X^T dY read dY twice, X once and write dX (2x its
+        # forward I/O); a norm's backward reads dY and x and writes dx (3h); each residual branch accumulates two
+        # gradients (read 2h, write h); q, k and v's gradients merge into one (a fused projection's split concatenates
+        # them, read and write q+2kv; separate projections add their input gradients, 2 x 3h); gelu_backward reads dY
+        # and x, writes dx (3f); swiglu: the product's two gradients (2f read, f written each) and silu_backward (3f)
+        # = 9f; each bias gradient sums dY over the tokens (reads it once more); the routing's gathers and
+        # scatter-adds swap in backward (2x forward)
+        qkv_merge = 2 * (q + 2 * kv)
+        eager_bwd = 2 * gemm_io + 2 * 3 * h + 2 * 3 * h + qkv_merge + act_bwd + bias_io + 2 * routing
+        return gemm_io, elementwise, eager_extra, eager_bwd
+
+    @cached_property
     def act_traffic_elems(self) -> float:
-        """Elements read+written per token by the layers' non-matmul kernels and matmul I/O.
+        """Elements read+written per token by the layers' non-matmul kernels and matmul I/O, each elementwise chain
+        one kernel (fused elementwise; eager_act_traffic_elems adds what eager PyTorch runs apart).
 
         Per layer: two norms (read+write h each), two residual adds (read 2h, write h),
         the activation function (swiglu: read 2f, write f; gelu: read f, write f) and the
@@ -255,16 +334,23 @@ class DecoderProfile(CachedHash):
         Mixture of experts: that MLP traffic for each of the token's k experts plus its gather and weighted
         scatter-add (2h each), the shared MLP's, and the router (in h, out E logits, read E by softmax/top-k).
         """
-        h, q, kv = self.hidden, self.q_dim, self.kv_dim
-        swiglu = self.ffn_kind == "swiglu"
-        mlp = lambda f: (3 * f if swiglu else 2 * f) + h + (2 * f if swiglu else f) + f + h  # noqa: E731
-        if self.experts == 1:
-            ffn_part = mlp(self.ffn)
-        else:
-            ffn_part = (self.experts_per_token * (mlp(self.ffn) + 2 * h) + (mlp(self.shared_ffn) if self.shared_ffn
-                                                                           else 0) + h + 2 * self.experts)
-        per_layer = 4 * h + 6 * h + (h + q + 2 * kv) + (q + h) + ffn_part
-        return self.layers * per_layer
+        gemm_io, elementwise, _, _ = self._layer_traffic
+        return self.layers * (gemm_io + elementwise)
+
+    @cached_property
+    def eager_act_traffic_elems(self) -> float:
+        """act_traffic_elems as eager PyTorch runs it, every op its own kernel: a SwiGLU MLP's silu(gate) and its
+        product with up are two kernels (silu reads and writes f, the product reads 2f and writes f: 2f more)."""
+        return self.act_traffic_elems + self.layers * self._layer_traffic[2]
+
+    @cached_property
+    def eager_backward_traffic_elems(self) -> float:
+        """Elements read+written per token by eager PyTorch's backward of the layers, attention kernels apart: each
+        matmul's two backward GEMMs read dY twice and X once and write dX (2x its forward I/O), each norm's backward
+        reads dY and x and writes dx (3h), each residual branch point adds two gradients (3h), q, k and v's gradients
+        merge (2(q + 2kv)), gelu_backward reads dY and x and writes dx (3f; SwiGLU's product and silu backward 9f),
+        each bias gradient reads dY once more, and a mixture's gathers and scatter-adds swap (2x forward)."""
+        return self.layers * self._layer_traffic[3]
 
     @cached_property
     def saved_act_elems(self) -> float:
@@ -340,9 +426,12 @@ class DecoderProfile(CachedHash):
         attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
         qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
         kv_write = bt * m.kv_elems * s.kv_dtype.bytes / tp
-        scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
+        scores = (score_passes(s)[0] * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
                   if s.attention.scores_materialized else 0.0)
-        elem_bytes = (bt * m.act_traffic_elems * p.act_bytes / tp
+        if scores and not s.fused_elementwise:
+            scores += bt * m.layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
+        traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
+        elem_bytes = (bt * traffic * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
@@ -354,7 +443,7 @@ class DecoderProfile(CachedHash):
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp)),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
-                    rate_factor=s.attention.speed_vs_fa2),
+                    rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
         )
 
@@ -379,18 +468,35 @@ class DecoderProfile(CachedHash):
         return [g._replace(formula=g.formula + f"; per chunk ({full + bool(rest)} chunks of {c} tokens)")
                 for g in parts]
 
+    def _forward_traffic(self, s: Setup) -> float:
+        """Elementwise and matmul-I/O elements per token of one forward pass under `s`'s runtime (fused or eager)."""
+        return self.act_traffic_elems if s.fused_elementwise else self.eager_act_traffic_elems
+
+    @staticmethod
+    def _score_text(s: Setup, forward_only: bool) -> str:
+        """How the S x S scores of materialized attention are moved, in words."""
+        fwd, bwd = score_passes(s)
+        how = ("scale, mask and softmax fused" if s.fused_elementwise
+               else "eager: scale and mask are kernels of their own")
+        copy = "" if s.fused_elementwise else " + the output's head-layout copy"
+        return (f"{fwd:g} x score matrices ({how}){copy}" if forward_only
+                else f"score matrices x ({fwd:g} forward + {bwd:g} backward passes; {how}){copy}")
+
     @lru_cache(maxsize=1024)  # noqa: B019 (profiles are immutable; the text depends on the setup, not the batch)
     def _forward_formulas(self, s: Setup, name: str, note: str, scores: bool) -> tuple[str, str, str]:
         """The formula texts of _forward's linear, attention and elementwise groups."""
         p, m = s.precision, self
         head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
+        how = ("elementwise chains fused" if s.fused_elementwise
+               else "eager: every op its own kernel" + (", SwiGLU's silu and product apart"
+                                                        if m.ffn_kind == "swiglu" else ""))
         return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
                 f"B/weight{head}{note}",
                 "FLOPs = 4 x layers x heads x head_dim x keys attended"
                 + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
                 + "; bytes = Q,K,V,O + KV-cache write"
-                + (" + 4 x score matrices (manual attention)" if scores else ""),
-                f"bytes = tokens x {m.act_traffic_elems:,.0f} elements x {p.act_bytes:g} B + logits")
+                + (f" + {m._score_text(s, True)}" if scores else "") + _kernel_rate_text(s),
+                f"bytes = tokens x {m._forward_traffic(s):,.0f} elements x {p.act_bytes:g} B ({how}) + logits")
 
     def _experts_note(self, tokens: int) -> str:
         """How much of a mixture of experts a pass over `tokens` tokens computes and reads ('' when dense)."""
@@ -435,9 +541,10 @@ class DecoderProfile(CachedHash):
                 manual = s.attention.scores_materialized
                 flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
                 kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / s.tp
-                scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * scored * s.precision.act_bytes / s.tp
+                passes = score_passes(s)[0]
+                scores = (passes * batch * m.heads * m.layers * scored * s.precision.act_bytes / s.tp
                           if manual else 0.0)
-                unscored = g.bytes - (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * prompt * c
+                unscored = g.bytes - (passes * batch * m.heads * m.layers * prompt * c
                                       * s.precision.act_bytes / s.tp if manual else 0.0)
                 g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
                             formula=g.formula + f"; {chunks} chunks of {c} tokens: each reads the K, V before it")
@@ -449,45 +556,77 @@ class DecoderProfile(CachedHash):
         m = self
         *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
         kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
-        score_per_pos = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
+        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
                        "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write",
                        flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
-                       bytes_per_pos=kv_read_per_pos + score_per_pos, rate_factor=attn.rate_factor)
+                       bytes_per_pos=kv_read_per_pos + score_per_pos, rate_factor=attn.rate_factor,
+                       peak_fractions=attn.peak_fractions)
         return (*head, attn, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
-        """One micro-step: forward + backward (2x forward) [+ recomputed forward] over `size` tokens."""
+        """One micro-step: forward + backward (2x forward) [+ recomputed forward] over `size` tokens.
+
+        Elementwise traffic: a runtime that fuses elementwise chains moves 3x the forward's (4x with checkpointing);
+        eager PyTorch runs every op as its own kernel, so its backward is counted op by op
+        (eager_backward_traffic_elems), manual attention's scores take the eager passes (score_passes) and a model with
+        dropout pays each dropout kernel (two hidden sites per layer, and the attention probabilities of manual
+        attention), forward and backward; a fused runtime folds dropout into the kernels beside it."""
         m, p = self, s.precision
+        b = p.act_bytes
         ckpt = 1.0 if checkpointing else 0.0  # one recomputed forward
         fb = forward_equivalents(checkpointing)
+        forwards = 1.0 + ckpt
         S = size
         T = batch * S
         manual = s.attention.scores_materialized
+        eager = not s.fused_elementwise
+        dropout = m.dropout and eager
         keys = S * S if manual else S * (S + 1) / 2  # manual attention computes every score, fused kernels skip
         attn_fwd = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys
         # FlashAttention's backward recomputes QK^T (5 matmuls vs 2 forward); a manual backward is the usual 2x
         bwd = FLASH_BWD_FLOP_RATIO if not manual else BACKWARD_FORWARD_RATIO
         attn_mult = 1 + bwd + ckpt
-        qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes
-        scores = (SCORE_TRAFFIC_PASSES * batch * m.heads * m.layers * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
+        qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * b
+        layout_copy = (T * m.layers * m.q_dim * (HEAD_LAYOUT_COPY_FWD * forwards + HEAD_LAYOUT_COPY_BWD) * b
+                       if manual and eager else 0.0)
+        score_elems = batch * m.heads * m.layers * S * S if manual else 0.0
+        fwd_passes, bwd_passes = score_passes(s)
+        scores = score_elems * ((fwd_passes * forwards + bwd_passes) * b
+                                + (dropout_bytes_per_elem(b) * forwards if dropout else 0.0))
+        if eager:
+            elem = T * (m.eager_act_traffic_elems * forwards + m.eager_backward_traffic_elems) * b
+            elem_text = (f"bytes = tokens x ({m.eager_act_traffic_elems:,.0f} forward"
+                         + (" x 2 (recomputed)" if ckpt else "")
+                         + f" + {m.eager_backward_traffic_elems:,.0f} backward) elements x {b:g} B (eager: every op "
+                         "its own kernel, its backward op by op)")
+        else:
+            elem = fb * T * m.act_traffic_elems * b
+            elem_text = (f"bytes = {fb:g} x tokens x {m.act_traffic_elems:,.0f} elements x {b:g} B (forward traffic, "
+                         "elementwise chains fused; backward 2x" + (", recompute 1x" if ckpt else "") + ")")
+        hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
+            if dropout else 0.0
+        if dropout:
+            elem_text += (f" + dropout: {DROPOUT_HIDDEN_SITES} sites x hidden per layer, each reading x and writing y "
+                          f"and a 1-byte mask, its backward reading the gradient and the mask")
         read = m.layers * m.layer_read_params(T) + m.lm_head_params  # the experts some token was routed to
         return (
             OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
-                    read * (p.act_bytes * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
+                    read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
                     f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if ckpt else ''}); "
                     f"bytes = weights read {fb:g}x + fp32 grad accumulate; GEMMs of M = {T:,} rows and their "
                     "backward transposes" + m._experts_note(T),
                     gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),
-            OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, (qkvo + scores) * fb, s.attention_path,
+            OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, qkvo * fb + scores + layout_copy, s.attention_path,
                     f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
-                    f"{attn_mult:g} (bwd = {bwd:g}x fwd)",
-                    rate_factor=s.attention.speed_vs_fa2),
+                    f"{attn_mult:g} (bwd = {bwd:g}x fwd); bytes = Q,K,V,O x {fb:g}"
+                    + (f" + {m._score_text(s, False)}" + (" + dropout on the probabilities" if dropout else "")
+                       if manual else "") + _kernel_rate_text(s),
+                    rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
-                    fb * T * m.act_traffic_elems * p.act_bytes + 3 * T * m.vocab * float(FP32_BYTES),
-                    s.attention_path,
-                    "bytes = 3 x forward traffic (+1 with checkpointing) + fp32 logits, softmax, grad"),
+                    elem + hidden_drop + 3 * T * m.vocab * float(FP32_BYTES), s.attention_path,
+                    elem_text + " + fp32 logits, softmax, grad"),
         )
 
     def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]:
@@ -573,4 +712,5 @@ def parse_decoder(rec: Record) -> DecoderProfile:
         tied_embeddings=rec.flag("tied_embeddings"), norm=rec.text("norm", choices=A["norm"].choices),
         learned_pos_emb=rec.flag("learned_pos_emb", default=False), bias=rec.flag("bias", default=False),
         source=rec.text("source"), experts=experts, experts_per_token=top_k, shared_ffn=shared_ffn,
+        dropout=rec.flag("dropout", default=False),
     )

@@ -156,6 +156,18 @@ def _experts(config: Mapping[str, Any], get, ffn: Any) -> dict[str, Any]:
     return out
 
 
+# Dropout probabilities in transformers configs: GPT-2 (resid_pdrop, attn_pdrop, embd_pdrop: 0.1 in gpt2's
+# config.json), BERT (hidden_dropout_prob, attention_probs_dropout_prob), LLaMA-family (attention_dropout: 0.0).
+DROPOUT_KEYS = ("resid_pdrop", "attn_pdrop", "embd_pdrop", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                "attention_dropout", "hidden_dropout", "dropout")
+
+
+def _trains_with_dropout(config: Mapping[str, Any]) -> bool:
+    """Whether any dropout of the config is active in training (p > 0; p = 0 launches no kernel in PyTorch)."""
+    return any(isinstance(config.get(k), (int, float)) and not isinstance(config.get(k), bool) and config[k] > 0
+               for k in DROPOUT_KEYS)
+
+
 def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> DecoderProfile:
     """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys);
     DataFileError naming the field when the config describes something the decoder profile can't model."""
@@ -174,7 +186,7 @@ def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> Dec
         "vocab": get("vocab_size"), "context": get("max_position_embeddings", "n_positions", "n_ctx"),
         "tied_embeddings": bool(config.get("tie_word_embeddings", tied_default)),
         "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2, "bias": is_gpt2,
-        "source": source, **_experts(config, get, ffn),
+        "source": source, **_experts(config, get, ffn), "dropout": _trains_with_dropout(config),
     }
     if config.get("head_dim"):
         data["head_dim"] = config["head_dim"]
