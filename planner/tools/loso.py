@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from planner.tools.uncertainty import MAX_BIAS_PCT, REGIMES, TARGET_APE_PCT, quantile
+from planner.tools import validation
 from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, _adjust_for,
                                       evaluate_row, load_measurements, tune_runtime, validation_models)
 from planner.inputs.catalog import load_catalog
@@ -66,7 +68,15 @@ def _scorable(rows: list[Measurement], catalog, models) -> list[tuple[Measuremen
 
 
 def leave_one_source_out(measurements: str | Path = MEASUREMENTS_FILE) -> list[LosoRow]:
-    """Score every source's rows with efficiencies tuned on all the other sources."""
+    """Score every source's rows with efficiencies tuned on all the other sources (computed once per process for a
+    file as it is on disk: `planner validate` asks for it for the headline, the ratios and the bands)."""
+    path = Path(measurements).resolve()
+    stat = path.stat()
+    return list(_leave_one_source_out(str(path), stat.st_mtime_ns, stat.st_size, validation.TUNABLE))
+
+
+@lru_cache(maxsize=4)
+def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunable: tuple) -> tuple[LosoRow, ...]:
     catalog, models = load_catalog(), validation_models()
     scored = _scorable(list(load_measurements(measurements)), catalog, models)
     sources = sorted({source_of(row) for row, _ in scored})
@@ -91,7 +101,7 @@ def leave_one_source_out(measurements: str | Path = MEASUREMENTS_FILE) -> list[L
             adjust = _adjust_for(rt, tuned_on(rt, train[rt])) if rt in train else None
             res, _ = evaluate_row(row, catalog, models, adjust)
             out.append(LosoRow(row, res, held, rt in train, untuned))
-    return out
+    return tuple(out)
 
 
 def _stats(results: list[RowResult]) -> dict:
