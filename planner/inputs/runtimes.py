@@ -89,6 +89,8 @@ class RuntimeProfile:
     cpu_unsupported: str = ""  # why it doesn't run on a CPU (when cpu is None)
     step_host_us: float = 0.0  # serial CPU time per step (see Efficiency)
     step_host_source: str = ""
+    tp_lm_head_split: bool = True  # tensor parallel splits the LM head's vocabulary too (False: every GPU holds all)
+    tp_source: str = ""  # where the runtime's tensor-parallel split is described
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -127,6 +129,19 @@ def _gemv(rec: Record) -> QuantizedGemv | None:
                          sub.number("ops_per_weight_token", lo=0.01, hi=64), sub.text("source"))
 
 
+TP_LM_HEAD = ("split", "replicated")  # what a runtime's tensor parallelism does with the LM head
+
+
+def _tensor_parallel(rec: Record) -> tuple[bool, str]:
+    """The optional `tensor_parallel` block: {lm_head: split | replicated, source}; split when absent (Megatron-LM's
+    vocabulary-parallel LM head, then an all-gather of the logits)."""
+    sub = rec.child("tensor_parallel", required=False)
+    if sub is None:
+        return True, ""
+    sub.check_keys(("lm_head", "source"))
+    return sub.text("lm_head", choices=TP_LM_HEAD) == "split", " ".join(sub.text("source").split())
+
+
 def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
     """The optional `cpu` block: the runtime's fractions on a CPU, or `unsupported: why it can't run there`."""
     sub = rec.child("cpu", required=False)
@@ -161,7 +176,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
-                        "dp_comm_overlap_source"))
+                        "dp_comm_overlap_source", "tensor_parallel"))
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -172,7 +187,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
                                   or 0, _gemv(rec), overlap or 0.0,
                                   rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
-                                  step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or ""))
+                                  step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or "",
+                                  *_tensor_parallel(rec)))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 
