@@ -137,7 +137,7 @@ def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step()
     2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls,
     (524288 + 32000) B / 364.5 GB/s = 1.526 us + 65 x 6.6 us + 129 x 0.6 us = 507.9 us per step."""
     e = _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
-                 runtime="torch-compile")
+                 runtime="tensorrt-llm")
     e = next(x for x in e if x.gpu.id == "h100-sxm")
     (row,) = [r for r in page.step_time_rows(e) if r["phase"] == "decode" and r["limited by"] == "communication"]
     assert "65 collectives per step" in row["formula"] and "507.9 us per step" in row["formula"]
