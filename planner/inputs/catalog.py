@@ -498,8 +498,8 @@ def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "busbw_fraction", "call_latency_us", "hop_latency_us", "source"))
         parsed.append(LinkKind(rec.text("id"), rec.text("name"), rec.number("busbw_fraction", lo=0.05, hi=1.0),
-                               rec.number("call_latency_us", lo=0.0, hi=1000), rec.number("hop_latency_us", lo=0.05, hi=1000),
-                               rec.text("source")))
+                               rec.number("call_latency_us", lo=0.0, hi=1000),
+                               rec.number("hop_latency_us", lo=0.05, hi=1000), rec.text("source")))
     unique_ids(path, (k.id for k in parsed))
     kinds = {k.id: k for k in parsed}
     for needed in REQUIRED_LINKS:

@@ -421,8 +421,8 @@ def test_tensor_parallel_is_refused_for_training_and_unsplittable_models():
 
 
 def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
-    """Llama-2-7B, TP=4, batch 1, fp16, TensorRT-LLM (a vocabulary-split LM head): per token 2 x 32 all-reduces of 4096 x 2 B (each GPU sends 2 x 3/4 of it,
-    ring: 786,432 B over 64 x 6 = 384 ring steps) and one all-gather of the 32000 x 2 B logits (3/4 of it = 48,000 B,
+    """Llama-2-7B, TP=4, batch 1, fp16, TensorRT-LLM (a vocabulary-split LM head): per token 2 x 32 all-reduces of
+    4096 x 2 B (each GPU sends 2 x 3/4 of it, ring: 786,432 B over 64 x 6 = 384 ring steps) and one all-gather of the 32000 x 2 B logits (3/4 of it = 48,000 B,
     3 steps): 834,432 B, 387 ring steps, 65 calls."""
     plan = _plan(gpus=4, parallel="tensor", runtime="tensorrt-llm")
     per_token_us = {}

@@ -19,7 +19,8 @@ from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, Collective, DEQUANT_GROUP, GEMV_GROUP, Gemm, MemoryItem, OpGroup, Setup,
+from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
+                                 Gemm, MemoryItem, OpGroup, Setup,
                                  dequant_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
@@ -364,7 +365,8 @@ class DecoderProfile(CachedHash):
         """Quantized weights a pass unpacks per GPU: the layers' matrices it reads, and the LM head when the format
         quantizes it too (GGUF files, gpt-fast)."""
         p = s.precision
-        return layer_read / s.tp + (self.lm_head_params / s.lm_head_tp if p.outside_weight_bytes == p.weight_bytes else 0)
+        head = self.lm_head_params if p.outside_weight_bytes == p.weight_bytes else 0
+        return layer_read / s.tp + head / s.lm_head_tp
 
     def _chunked_dequant(self, s: Setup, batch: int, c: int, full: int, rest: int) -> list[OpGroup]:
         """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
