@@ -494,7 +494,8 @@ class DecoderProfile(CachedHash):
                     "bytes = 3 x forward traffic (+1 with checkpointing) + fp32 logits, softmax, grad"),
         )
 
-    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> tuple[Collective, ...]:
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]:
         """The collectives of one step over `tokens` rows (batch x new tokens) run in `rounds` passes (prefill
         chunks), with `logits_rows` rows of logits: per pass, two all-reduces per layer of its hidden states (after
         the attention's and the MLP's row-parallel matmul, Megatron-LM), and one all-gather of the logits when the

@@ -179,7 +179,8 @@ class GenericProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         raise ValueError(f"{self.name} is a generic profile: it cannot generate (use infer or train)")
 
-    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> tuple[Collective, ...]:
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]:
         return ()
 
     # ------------------------------------------------------------ the model protocol: memory

@@ -249,7 +249,8 @@ class TracedProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         raise ValueError(f"{self.name} is a traced profile: it cannot generate (use infer or train)")
 
-    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> tuple[Collective, ...]:
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]:
         return ()
 
     # ------------------------------------------------------------ the model protocol: memory
