@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from planner.base.units import FP32_BYTES
-from planner.engine.collectives import allreduce_hops, ring_fraction
+from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
 from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import OpGroup, Setup, forward_equivalents
@@ -43,16 +43,20 @@ class Phase(NamedTuple):
     passes: float
     comm_bytes: float = 0.0  # bytes each GPU sends per step in collectives (tensor/data parallel)
     comm_calls: float = 0.0  # collective calls per step
-    comm_hops: float = 0.0  # ring steps per step, each paying the link's hop latency
+    comm_hops: float = 0.0  # ring steps per step, each paying the link's hop latency (each call its call latency)
     comm_gpus: int = 1  # GPUs in each collective: picks the link (a bridged pair reaches only 2)
     comm_overlaps: bool = False  # data-parallel collectives may run under compute (the runtime says how much)
     host_rounds: float = 0.0  # times per pass the host prepares and launches a step's graph (0: once per step)
 
 
-def _tp_comm(m: ModelProfile, s: Setup, batch_tokens: int) -> dict:
-    """Tensor-parallel all-reduces of one step: they never overlap compute, as each layer waits for the last."""
-    comm, calls = m.tensor_parallel_comm(s, batch_tokens)
-    return dict(comm_bytes=comm, comm_calls=calls, comm_hops=calls * allreduce_hops(s.tp), comm_gpus=s.tp)
+def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> dict:
+    """Tensor-parallel collectives of one step (ModelProfile.tensor_parallel_comm): they never overlap compute, as
+    each layer waits for the last all-reduce."""
+    sent = hops = calls = 0.0
+    for c in m.tensor_parallel_comm(s, tokens, logits_rows, rounds):
+        b, h, k = ring_traffic(c, s.tp)
+        sent, hops, calls = sent + b, hops + h, calls + k
+    return dict(comm_bytes=sent, comm_calls=calls, comm_hops=hops, comm_gpus=s.tp)
 
 
 @lru_cache(maxsize=4096)
@@ -61,9 +65,10 @@ def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: 
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
     phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * chunks, 1, 0, passes,
-                    **_tp_comm(m, s, batch * P), host_rounds=chunks)]
+                    **_tp_comm(m, s, batch * P, batch, chunks), host_rounds=chunks)]
     if G > 1:
-        phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch)))
+        phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes,
+                            **_tp_comm(m, s, batch, batch)))
     return tuple(phases)
 
 
@@ -71,7 +76,7 @@ def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: 
 def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
     S = w.input_size
     return (Phase("forward", m.forward_work(s, batch, S), m.kernels_per_forward, 1, 0, passes,
-                  **_tp_comm(m, s, batch * S)),)
+                  **_tp_comm(m, s, batch * S, batch * S)),)
 
 
 @lru_cache(maxsize=4096)

@@ -47,7 +47,8 @@ class Plan:
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
     """The plan's precision, KV-cache dtype and attention backend as rule objects (UnknownNameError if unknown), and
-    the runtime's prefill chunk, quantized GEMV and elementwise fusion when `runtimes` is given."""
+    the runtime's prefill chunk, quantized GEMV, elementwise fusion and tensor-parallel LM head when `runtimes` is
+    given."""
     precision = rules.precision(plan.precision)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
     if runtimes is None:
@@ -57,7 +58,7 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
     return Setup(precision, kv, rules.attention(plan.attention), prefill_chunk=rt.prefill_chunk_tokens,
                  gemv_max_tokens=gemv.max_tokens if gemv else 0,
                  gemv_ops_per_weight_token=gemv.ops_per_weight_token if gemv else 0.0,
-                 fused_elementwise=rt.fuses_elementwise)
+                 fused_elementwise=rt.fuses_elementwise, lm_head_split=rt.tp_lm_head_split)
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

@@ -56,6 +56,7 @@ class PhaseTime:
     step_host_s: float = 0.0  # per pass: CPU work on the critical path of each step (the GPU waits for it)
     comm_hidden_s: float = 0.0  # per pass: collective time that runs under the compute (data parallel only)
     link: str = ""  # the link the collectives use, in words
+    comm_calls: float = 0.0  # collective calls per step
 
     @property
     def gpu_s(self) -> float:
@@ -184,7 +185,7 @@ def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, 
     comm = 0.0
     if ph.comm_calls:
         link = gpu.link_for(ph.comm_gpus)
-        comm = ph.steps * comm_seconds(ph.comm_bytes, ph.comm_hops, link) if link else float("inf")
+        comm = ph.steps * comm_seconds(ph.comm_bytes, ph.comm_hops, ph.comm_calls, link) if link else float("inf")
     return kernels, overhead, comm, host
 
 
@@ -202,7 +203,8 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
     link = gpu.link_for(ph.comm_gpus) if ph.comm_calls else None
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
-                     step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "")
+                     step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
+                     ph.comm_calls)
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:

@@ -109,11 +109,12 @@ class RunPodListing:
 @dataclass(frozen=True)
 class LinkKind:
     """A way GPUs exchange data (data/interconnects.yaml): what fraction of the link a collective reaches as bus
-    bandwidth, and the latency of one hop of a ring."""
+    bandwidth, the latency every collective call pays (NCCL's base latency) and that of one hop of a ring."""
 
     id: str
     name: str
     busbw_fraction: float
+    call_latency_us: float
     hop_latency_us: float
     source: str
 
@@ -133,7 +134,7 @@ class Link:
 
     def describe(self) -> str:
         return (f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus, "
-                f"{self.kind.hop_latency_us:g} us per ring hop")
+                f"{self.kind.call_latency_us:g} us per call + {self.kind.hop_latency_us:g} us per ring hop")
 
 
 @dataclass(frozen=True)
@@ -533,8 +534,9 @@ def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
     parsed = []
     for i, raw in enumerate(load_yaml(path, "links", dated=True)):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "name", "busbw_fraction", "hop_latency_us", "source"))
+        rec.check_keys(("id", "name", "busbw_fraction", "call_latency_us", "hop_latency_us", "source"))
         parsed.append(LinkKind(rec.text("id"), rec.text("name"), rec.number("busbw_fraction", lo=0.05, hi=1.0),
+                               rec.number("call_latency_us", lo=0.0, hi=1000),
                                rec.number("hop_latency_us", lo=0.05, hi=1000), rec.text("source")))
     unique_ids(path, (k.id for k in parsed))
     kinds = {k.id: k for k in parsed}

@@ -93,6 +93,8 @@ class RuntimeProfile:
     # run as one kernel; False: every op is its own kernel reading and writing its tensors, as eager PyTorch runs them
     fuses_elementwise: bool = False
     fuses_elementwise_source: str = ""
+    tp_lm_head_split: bool = True  # tensor parallel splits the LM head's vocabulary too (False: every GPU holds all)
+    tp_source: str = ""  # where the runtime's tensor-parallel split is described
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -131,6 +133,19 @@ def _gemv(rec: Record) -> QuantizedGemv | None:
                          sub.number("ops_per_weight_token", lo=0.01, hi=64), sub.text("source"))
 
 
+TP_LM_HEAD = ("split", "replicated")  # what a runtime's tensor parallelism does with the LM head
+
+
+def _tensor_parallel(rec: Record) -> tuple[bool, str]:
+    """The optional `tensor_parallel` block: {lm_head: split | replicated, source}; split when absent (Megatron-LM's
+    vocabulary-parallel LM head, then an all-gather of the logits)."""
+    sub = rec.child("tensor_parallel", required=False)
+    if sub is None:
+        return True, ""
+    sub.check_keys(("lm_head", "source"))
+    return sub.text("lm_head", choices=TP_LM_HEAD) == "split", " ".join(sub.text("source").split())
+
+
 def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
     """The optional `cpu` block: the runtime's fractions on a CPU, or `unsupported: why it can't run there`."""
     sub = rec.child("cpu", required=False)
@@ -165,7 +180,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
         rec.check_keys(("id", "name", "mem_bw_efficiency", "compute_efficiency", "launch_overhead_us",
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
-                        "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source"))
+                        "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
+                        "tensor_parallel"))
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -177,7 +193,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   or 0, _gemv(rec), overlap or 0.0,
                                   rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
                                   step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or "",
-                                  rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source")))
+                                  rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source"),
+                                  *_tensor_parallel(rec)))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

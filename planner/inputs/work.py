@@ -57,6 +57,19 @@ class OpGroup(NamedTuple):
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
 
+ALL_REDUCE = "all-reduce"
+ALL_GATHER = "all-gather"
+
+
+class Collective(NamedTuple):
+    """`count` collectives of one kind (ALL_REDUCE, ALL_GATHER) per step, each over a `message_bytes` tensor (the
+    whole result, as every GPU holds it afterwards); the engine times them over the GPUs' link
+    (planner.engine.collectives)."""
+
+    kind: str
+    message_bytes: float
+    count: float
+
 
 def scaled_gemms(gemms: tuple[Gemm, ...], times: float) -> tuple[Gemm, ...]:
     """The same GEMMs run `times` times as often."""
@@ -103,6 +116,12 @@ class Setup(CachedHash):
     gemv_max_tokens: int = 0
     gemv_ops_per_weight_token: float = 0.0
     fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
+    lm_head_split: bool = True  # the runtime's tensor parallelism splits the LM head too (False: each GPU holds it all)
+
+    @property
+    def lm_head_tp(self) -> int:
+        """GPUs the LM head's vocabulary is split over: tp, or 1 when the runtime keeps it whole on every GPU."""
+        return self.tp if self.lm_head_split else 1
 
     def prefill_chunks(self, prompt: int) -> int:
         """Passes a prompt of `prompt` tokens is prefilled in."""

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from planner.inputs.catalog import load_catalog
 from planner.engine.plan import Plan
 from planner.engine.estimate import auto_batch, estimate_all, estimate_gpu
+from planner.base.schema import Record
 from planner.inputs.models import load_models
+from planner.inputs.models.decoder import parse_decoder
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
@@ -420,21 +422,39 @@ def test_tensor_parallel_is_refused_for_training_and_unsplittable_models():
 
 
 def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
-    """Llama-2-7B, TP=4, batch 1: per token 2 x 32 all-reduces of 4096 x 2 B; each GPU sends 2 x 3/4 of it
-    (ring) = 786,432 B per token, over 64 x 2 x 3 = 384 ring hops."""
-    plan = _plan(gpus=4, parallel="tensor", runtime="torch-compile")
-    seconds = {}
+    """Llama-2-7B, TP=4, batch 1, fp16, TensorRT-LLM (a vocabulary-split LM head): per token 2 x 32 all-reduces of
+    4096 x 2 B (each GPU sends 2 x 3/4 of it, ring: 786,432 B over 64 x 6 = 384 ring steps) and one all-gather of the 32000 x 2 B logits (3/4 of it = 48,000 B,
+    3 steps): 834,432 B, 387 ring steps, 65 calls."""
+    plan = _plan(gpus=4, parallel="tensor", runtime="tensorrt-llm")
+    per_token_us = {}
     for name in ("h100-sxm", "rtx-4090"):
         e = estimate_all(plan, FACTS, gpu_names=[name])[0]
         decode = next(ph for ph in e.phases if ph.name == "decode")
-        link = e.gpu.link_for(4)
-        per_token = 786_432 / (link.unidir_gbps * link.kind.busbw_fraction * 1e9) + 384 * link.kind.hop_latency_us * 1e-6
-        assert decode.comm_s == pytest.approx(per_token * decode.steps)
         assert decode.comm_hidden_s == 0  # each layer waits for the last all-reduce
-        seconds[name] = decode.comm_s
-    # NVLink 450 GB/s x 0.81 and 1.28 us/hop vs PCIe through host memory 31.5 GB/s x 0.70 and 3.4 us/hop:
-    # (786432 / 22.05e9 + 384 x 3.4e-6) / (786432 / 364.5e9 + 384 x 1.28e-6) = 1341.27 us / 493.68 us = 2.717
-    assert seconds["rtx-4090"] / seconds["h100-sxm"] == pytest.approx(1341.27 / 493.68, rel=1e-3)
+        per_token_us[name] = decode.comm_s / decode.steps * 1e6
+    # NVLink 450 GB/s x 0.81 = 364.5 GB/s, 6.6 us per call, 0.6 us per hop:
+    # 834432 / 364.5e9 = 2.289 us + 65 x 6.6 = 429 us + 387 x 0.6 = 232.2 us
+    assert per_token_us["h100-sxm"] == pytest.approx(2.289 + 429 + 232.2, rel=1e-3)
+    # PCIe through host memory 31.5 GB/s x 0.70 = 22.05 GB/s, 6.6 us per call, 2.97 us per hop:
+    # 834432 / 22.05e9 = 37.843 us + 429 us + 387 x 2.97 = 1149.39 us
+    assert per_token_us["rtx-4090"] == pytest.approx(37.843 + 429 + 1149.39, rel=1e-3)
+
+
+def test_gpt20b_over_eight_nvswitch_a100s_spends_1_34_ms_of_each_token_in_collectives():
+    """FasterTransformer's GPT-20B (docs/gpt_guide.md: 44 layers, 48 heads x 128 = hidden 6144, vocab 51200, fp16)
+    at TP8 on A100-SXM4-80GB (NVLink 300 GB/s per direction x 0.81 bus = 243 GB/s), batch 1, worked by hand:
+    88 all-reduces of 6144 x 2 = 12,288 B, each sending 2 x 7/8 of it in 14 ring steps (1,892,352 B, 1,232 steps),
+    and one all-gather of the 51200 x 2 B logits (89,600 B, 7 steps): 1,981,952 B / 243 GB/s = 8.156 us,
+    89 calls x 6.6 us = 587.4 us, 1,239 steps x 0.6 us = 743.4 us: 1,338.96 us per token, almost all latency."""
+    gpt20b = parse_decoder(Record.of("test", 0, dict(
+        id="gpt-20b", name="GPT-20B", kind="decoder", layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576,
+        ffn_kind="gelu", vocab=51200, context=2048, tied_embeddings=True, norm="layernorm", learned_pos_emb=True,
+        bias=True, source="NVIDIA/FasterTransformer docs/gpt_guide.md, Performance of GPT-20B")))
+    plan = Plan(gpt20b, Generate(1, 200, 200), "fp16", batch=1, gpus=8, parallel="tensor", runtime="tensorrt-llm")
+    e = estimate_all(plan, FACTS, gpu_names=["a100-sxm-80gb"])[0]
+    decode = next(ph for ph in e.phases if ph.name == "decode")
+    assert e.parallelism == "tensor" and decode.steps == 199
+    assert decode.comm_s / decode.steps == pytest.approx(1338.96e-6, rel=1e-3)
 
 
 def test_data_parallel_gradient_all_reduce_hides_under_backward_as_the_runtime_says():

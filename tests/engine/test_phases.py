@@ -106,10 +106,31 @@ def test_tensor_parallel_collectives_never_overlap_and_use_the_tp_group():
     m = load_models().get("llama-2-7b")
     s = replace(_setup("bf16", "bf16"), tp=4)
     prefill, decode = generate_phases(m, Generate(1, 16, 8), s, 1, 1.0)
-    # decode: 2 all-reduces per layer of one token's hidden state (4096 x 2 B), ring 2 x 3/4 of it each
-    assert decode.comm_bytes == pytest.approx(2 * 32 * 2 * 3 / 4 * 4096 * 2)
-    assert decode.comm_calls == 64 and decode.comm_hops == 64 * 6 and decode.comm_gpus == 4
+    # decode: 2 all-reduces per layer of one token's hidden state (4096 x 2 B), ring 2 x 3/4 of it each, 6 steps;
+    # then one all-gather of the logits the vocabulary-split LM head made (32000 x 2 B), ring 3/4 of it, 3 steps
+    assert decode.comm_bytes == pytest.approx(2 * 32 * 2 * 3 / 4 * 4096 * 2 + 3 / 4 * 32000 * 2)
+    assert decode.comm_calls == 64 + 1 and decode.comm_hops == 64 * 6 + 3 and decode.comm_gpus == 4
     assert not decode.comm_overlaps and not prefill.comm_overlaps
+    # prefill: the same all-reduces over the 16 prompt tokens' hidden states, logits for the last token only
+    assert prefill.comm_bytes == pytest.approx(2 * 32 * 2 * 3 / 4 * 16 * 4096 * 2 + 3 / 4 * 32000 * 2)
+
+
+def test_a_whole_lm_head_on_every_gpu_needs_no_logits_gather():
+    m = load_models().get("llama-2-7b")
+    s = replace(_setup("bf16", "bf16"), tp=8, lm_head_split=False)
+    _, decode = generate_phases(m, Generate(1, 16, 8), s, 1, 1.0)
+    # only the 2 x 32 all-reduces of 4096 x 2 B, each 2 x 7/8 of it in 14 ring steps
+    assert decode.comm_calls == 64 and decode.comm_hops == 64 * 14
+    assert decode.comm_bytes == pytest.approx(64 * 2 * 7 / 8 * 4096 * 2)
+
+
+def test_a_chunked_prefill_all_reduces_once_per_chunk():
+    m = load_models().get("llama-2-7b")
+    s = replace(_setup("bf16", "bf16"), tp=2, prefill_chunk=512)
+    prefill, _ = generate_phases(m, Generate(1, 1200, 8), s, 1, 1.0)
+    # 3 chunks (512, 512, 176): 3 x 64 all-reduces moving the same 1200 tokens' hidden states in all, one gather
+    assert prefill.comm_calls == 3 * 64 + 1 and prefill.comm_hops == 3 * 64 * 2 + 1
+    assert prefill.comm_bytes == pytest.approx(64 * 2 * 1 / 2 * 1200 * 4096 * 2 + 1 / 2 * 32000 * 2)
 
 
 def test_a_generic_profile_infers_through_the_same_protocol():

@@ -318,13 +318,21 @@ def test_interconnect_fields_pick_the_links(tmp_path):
 def test_link_kinds_name_file_record_and_field(tmp_path):
     path = tmp_path / "interconnects.yaml"
     path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 2, "
-                    "hop_latency_us: 1, source: s}\n")
+                    "call_latency_us: 6, hop_latency_us: 1, source: s}\n")
     with pytest.raises(DataFileError) as err:
         load_link_kinds(path)
     assert str(path) in str(err.value) and "'busbw_fraction'" in str(err.value)
     path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
-                    "hop_latency_us: 1, source: s}\n")
+                    "call_latency_us: 6, hop_latency_us: 1, source: s}\n")
     with pytest.raises(DataFileError, match="no link kind 'pcie-p2p'"):
+        load_link_kinds(path)
+    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
+                    "call_latency_us: -1, hop_latency_us: 1, source: s}\n")
+    with pytest.raises(DataFileError, match="call_latency_us"):
+        load_link_kinds(path)
+    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
+                    "hop_latency_us: 1, source: s}\n")
+    with pytest.raises(DataFileError, match="'call_latency_us': missing"):
         load_link_kinds(path)
 
 

@@ -608,3 +608,22 @@ def test_a_config_with_dropout_trains_with_dropout_kernels():
     llama = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
              "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096, "attention_dropout": 0.0}
     assert not parse_model_text(json.dumps(llama), "config.json", "upload").dropout
+
+
+def test_a_runtime_that_keeps_the_whole_lm_head_reads_it_all_on_every_tensor_parallel_gpu():
+    """Llama-2-7B over 8 GPUs (32 layers of 4 x 4096^2 + 3 x 4096 x 11008 matmul weights, LM head 32000 x 4096),
+    fp16: a split LM head puts 1/8 of it on each GPU; gpt-fast's tensor parallelism (tp.py) leaves it whole."""
+    from dataclasses import replace
+    from planner.engine.memory import breakdown
+    from planner.inputs.jobs import Generate
+    m = load_models().get("llama-2-7b")
+    layers, head = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008), 32000 * 4096
+    split, whole = replace(_setup("fp16"), tp=8), replace(_setup("fp16"), tp=8, lm_head_split=False)
+    assert _group(m.decode_work(split, 1), "linear layers").bytes == pytest.approx((layers + head) * 2 / 8)
+    lin = _group(m.decode_work(whole, 1), "linear layers")
+    assert lin.bytes == pytest.approx(layers * 2 / 8 + head * 2)
+    assert lin.flops == pytest.approx(2 * layers / 8 + 2 * head)
+    assert (1, 32000, 4096, 1) in lin.gemms  # the head's GEMM keeps its whole vocabulary
+    extra = breakdown(m, Generate(1, 1, 2), whole, 1, 0.0).get("whole LM head on each GPU")
+    assert extra == pytest.approx(head * 2 * 7 / 8 / 1e9)
+    assert breakdown(m, Generate(1, 1, 2), split, 1, 0.0).get("whole LM head on each GPU") == 0

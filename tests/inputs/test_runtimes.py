@@ -148,3 +148,17 @@ def test_every_runtime_says_whether_it_fuses_elementwise_ops(tmp_path):
                     "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
     with pytest.raises(DataFileError, match="'x'.*'fuses_elementwise'"):
         load_runtimes(path)
+
+
+def test_a_tensor_parallel_block_says_what_happens_to_the_lm_head_with_its_source(tmp_path):
+    plain = tmp_path / "plain-tp.yaml"
+    plain.write_text(BASE)
+    assert load_runtimes(plain).get("x").tp_lm_head_split  # absent: split, as Megatron-LM does
+    kept = tmp_path / "kept.yaml"
+    kept.write_text(BASE + "    tensor_parallel: {lm_head: replicated, source: s}\n")
+    assert not load_runtimes(kept).get("x").tp_lm_head_split and load_runtimes(kept).get("x").tp_source == "s"
+    for i, block in enumerate(("{lm_head: sharded, source: s}", "{lm_head: split}", "{lm_head: split, src: s}")):
+        bad = tmp_path / f"bad-tp-{i}.yaml"
+        bad.write_text(BASE + f"    tensor_parallel: {block}\n")
+        with pytest.raises(DataFileError, match="tensor_parallel"):
+            load_runtimes(bad)

@@ -132,6 +132,18 @@ def test_step_time_rows_add_up_to_the_estimate():
     assert {r["op group"] for r in rows} >= {"linear layers", "attention", "elementwise & norms"}
 
 
+def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step():
+    """Llama-2-7B at TP=2 on H100 SXM, fp16, batch 1: per decode token 64 all-reduces of 4096 x 2 B (each GPU sends
+    2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls,
+    (524288 + 32000) B / 364.5 GB/s = 1.526 us + 65 x 6.6 us + 129 x 0.6 us = 507.9 us per step."""
+    e = _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
+                 runtime="tensorrt-llm")
+    e = next(x for x in e if x.gpu.id == "h100-sxm")
+    (row,) = [r for r in page.step_time_rows(e) if r["phase"] == "decode" and r["limited by"] == "communication"]
+    assert "65 collectives per step" in row["formula"] and "507.9 us per step" in row["formula"]
+    assert "2 GPUs over NVLink" in row["formula"] and "6.6 us per call + 0.6 us per ring hop" in row["formula"]
+
+
 def test_step_time_rows_agree_with_the_exported_phases():
     """The page's table and the JSON export (report.estimate_row) show the same whole-job figures per op group."""
     from planner.views.report import estimate_row

@@ -21,7 +21,7 @@ from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
 from planner.inputs.models.traced import TracedProfile, parse_traced
-from planner.inputs.work import MemoryItem, OpGroup, Setup
+from planner.inputs.work import Collective, MemoryItem, OpGroup, Setup
 
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
 MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
@@ -74,7 +74,10 @@ class ModelProfile(Protocol):
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]: ...
     def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]: ...
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]: ...
-    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]: ...  # (bytes, calls)/step
+    # the collectives of one step over `tokens` rows in `rounds` passes (prefill chunks) with `logits_rows` logits rows;
+    # () when the kind models no tensor-parallel split
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]: ...
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]: ...  # beside weights
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]: ...
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem: ...

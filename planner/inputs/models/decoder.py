@@ -19,7 +19,8 @@ from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import (BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Gemm, MemoryItem, OpGroup, Setup,
+from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
+                                 Gemm, MemoryItem, OpGroup, Setup,
                                  dequant_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
@@ -384,11 +385,12 @@ class DecoderProfile(CachedHash):
         return float(self.layers * self.kernels_per_layer() + FIXED_KERNELS)
 
     @lru_cache(maxsize=4096)  # noqa: B019 (profiles are immutable; the batch search asks for the same shapes often)
-    def linear_gemms(self, rows: int, logits: int, tp: int) -> tuple[Gemm, ...]:
+    def linear_gemms(self, rows: int, logits: int, tp: int, head_tp: int | None = None) -> tuple[Gemm, ...]:
         """The forward GEMMs of one pass over `rows` tokens (batch x new tokens) with `logits` LM-head rows: per layer
         the fused QKV (N = q + 2 kv), O, the MLP's up [+ gate] and down projections, the column-parallel N and the
-        row-parallel K split over tp (Megatron-LM). A mixture of experts runs each of the experts_read(rows) experts a
-        pass touches on its expected share of the routed rows, rows x k / experts read (at least 1)."""
+        row-parallel K split over tp (Megatron-LM), and the LM head's vocabulary split over head_tp (default tp). A
+        mixture of experts runs each of the experts_read(rows) experts a pass touches on its expected share of the
+        routed rows, rows x k / experts read (at least 1)."""
         m, L, h = self, self.layers, self.hidden
 
         def mlp(r: int, ffn: int, count: float) -> list[Gemm]:
@@ -400,10 +402,10 @@ class DecoderProfile(CachedHash):
             read = m.experts_read(rows)
             out += mlp(max(1, math.ceil(rows * m.experts_per_token / read)), m.ffn, L * read)
             out += mlp(rows, m.shared_ffn, L) if m.shared_ffn else []
-        return (*out, *m.lm_head_gemm(logits, tp))
+        return (*out, *m.lm_head_gemm(logits, tp if head_tp is None else head_tp))
 
     def lm_head_gemm(self, logits: int, tp: int) -> tuple[Gemm, ...]:
-        """The LM head's GEMM over `logits` rows (vocab split over tp); () when no logits are computed."""
+        """The LM head's GEMM over `logits` rows (vocab split over tp GPUs); () when no logits are computed."""
         return ((logits, max(1, self.vocab // tp), self.hidden, 1),) if logits else ()
 
     # ------------------------------------------------------------ the model protocol: work per step
@@ -419,8 +421,9 @@ class DecoderProfile(CachedHash):
         layer_read, note = layer_mp, ""
         if m.experts > 1:  # per pass: every expert some token was routed to
             layer_read, note = m.layers * m.layer_read_params(bt), m._experts_note(bt)
-        lin_flops = 2.0 * (bt * layer_mp + batch * logits_tokens * m.lm_head_params) / tp
-        lin_bytes = (layer_read * p.weight_bytes + m.lm_head_params * p.outside_weight_bytes) / tp
+        head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
+        lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
+        lin_bytes = layer_read * p.weight_bytes / tp + m.lm_head_params * p.outside_weight_bytes / head_tp
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
             keys_sum = tokens * keys_max
         attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
@@ -440,7 +443,7 @@ class DecoderProfile(CachedHash):
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
                     lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else ""),
-                    gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp)),
+                    gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp)),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
@@ -451,7 +454,8 @@ class DecoderProfile(CachedHash):
         """Quantized weights a pass unpacks per GPU: the layers' matrices it reads, and the LM head when the format
         quantizes it too (GGUF files, gpt-fast)."""
         p = s.precision
-        return (layer_read + (self.lm_head_params if p.outside_weight_bytes == p.weight_bytes else 0)) / s.tp
+        head = self.lm_head_params if p.outside_weight_bytes == p.weight_bytes else 0
+        return layer_read / s.tp + head / s.lm_head_tp
 
     def _chunked_dequant(self, s: Setup, batch: int, c: int, full: int, rest: int) -> list[OpGroup]:
         """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
@@ -536,7 +540,7 @@ class DecoderProfile(CachedHash):
                 last = tiles(batch * rest) if rest else ()
                 g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
                             f"chunks of {c} tokens, M = {batch * c:,} rows each)",
-                            gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.tp)))
+                            gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.lm_head_tp)))
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
                 flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
@@ -629,12 +633,19 @@ class DecoderProfile(CachedHash):
                     elem_text + " + fp32 logits, softmax, grad"),
         )
 
-    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]:
-        """(bytes, collective calls) per step: two all-reduces per layer of the hidden state (ring: 2(n-1)/n)."""
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]:
+        """The collectives of one step over `tokens` rows (batch x new tokens) run in `rounds` passes (prefill
+        chunks), with `logits_rows` rows of logits: per pass, two all-reduces per layer of its hidden states (after
+        the attention's and the MLP's row-parallel matmul, Megatron-LM), and one all-gather of the logits when the
+        LM head splits the vocabulary over the GPUs (every GPU then samples from all of them); a runtime that keeps
+        the whole LM head on every GPU (Setup.lm_head_split False) computes all the logits itself instead."""
         if s.tp == 1:
-            return 0.0, 0.0
-        msg = batch_tokens * self.hidden * s.precision.act_bytes
-        return 2 * self.layers * 2 * (s.tp - 1) / s.tp * msg, 2 * self.layers
+            return ()
+        act = s.precision.act_bytes
+        layers = Collective(ALL_REDUCE, tokens * self.hidden * act / rounds, 2 * self.layers * rounds)
+        gather = logits_rows and s.lm_head_split
+        return (layers, Collective(ALL_GATHER, logits_rows * self.vocab * act, 1)) if gather else (layers,)
 
     # ------------------------------------------------------------ the model protocol: memory
     def _activation_peak(self, s: Setup, batch: int, tokens: int, keys: int, logits_tokens: int) -> float:
@@ -646,10 +657,20 @@ class DecoderProfile(CachedHash):
                   if s.attention.scores_materialized else 0.0)
         return batch * tokens * per_token + scores + batch * logits_tokens * m.vocab * float(FP32_BYTES)
 
+    def _whole_lm_head(self, s: Setup) -> tuple[MemoryItem, ...]:
+        """What a runtime that keeps the whole LM head on every tensor-parallel GPU holds beyond its 1/tp share of
+        the weights (the weights item splits every parameter over tp): (1 - 1/tp) of the head."""
+        if s.tp == 1 or s.lm_head_split:
+            return ()
+        gb = self.lm_head_params * s.precision.outside_weight_bytes * (1 - 1 / s.tp) / BYTES_PER_GB
+        return (MemoryItem("whole LM head on each GPU", gb,
+                           "{:,} LM head params x {:g} B x (1 - 1/{}): the runtime does not split it over the GPUs",
+                           (self.lm_head_params, s.precision.outside_weight_bytes, s.tp)),)
+
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:
         act = self._activation_peak(s, batch, size, size, size)
         return (MemoryItem("activations", act / BYTES_PER_GB,
-                           "peak live tensors of one layer + fp32 logits for every token"),)
+                           "peak live tensors of one layer + fp32 logits for every token"), *self._whole_lm_head(s))
 
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         m = self
@@ -662,7 +683,8 @@ class DecoderProfile(CachedHash):
                            (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)),
                 MemoryItem("activations", act / BYTES_PER_GB,
                            "peak live tensors of one layer (prefill" + (f" of a {chunk}-token chunk" if chunk < prompt
-                                                                       else "") + " or decode) + logits"))
+                                                                       else "") + " or decode) + logits"),
+                *self._whole_lm_head(s))
 
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         m, p = self, s.precision

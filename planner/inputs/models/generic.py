@@ -8,7 +8,7 @@ from typing import Any
 from planner.base import expressions
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import (EAGER_KERNELS_PER_FUSED, MemoryItem, OpGroup, Setup, dequant_groups,
+from planner.inputs.work import (EAGER_KERNELS_PER_FUSED, Collective, MemoryItem, OpGroup, Setup, dequant_groups,
                                  forward_equivalents)
 
 FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "constants", "params",
@@ -179,8 +179,9 @@ class GenericProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         raise ValueError(f"{self.name} is a generic profile: it cannot generate (use infer or train)")
 
-    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]:
-        return 0.0, 0.0
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]:
+        return ()
 
     # ------------------------------------------------------------ the model protocol: memory
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:

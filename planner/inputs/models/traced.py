@@ -21,7 +21,7 @@ from typing import Any
 from planner.base.safe_parse import shown
 from planner.base.schema import CachedHash, Record, check_number
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import EAGER_KERNELS_PER_FUSED, dequant_groups, MemoryItem, OpGroup, Setup
+from planner.inputs.work import EAGER_KERNELS_PER_FUSED, Collective, dequant_groups, MemoryItem, OpGroup, Setup
 
 FIELDS = ("id", "kind", "name", "source", "input_size_name", "default_input_size", "params", "trace", "work",
           "kernels", "memory", "ops", "notes")
@@ -249,8 +249,9 @@ class TracedProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         raise ValueError(f"{self.name} is a traced profile: it cannot generate (use infer or train)")
 
-    def tensor_parallel_comm(self, s: Setup, batch_tokens: int) -> tuple[float, float]:
-        return 0.0, 0.0
+    def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
+                             rounds: int = 1) -> tuple[Collective, ...]:
+        return ()
 
     # ------------------------------------------------------------ the model protocol: memory
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:
