@@ -135,6 +135,7 @@ def test_an_alias_may_not_shadow_another_backend(tmp_path):
 @pytest.mark.parametrize("pid, block_bytes, block_weights", [
     ("q4_0", 2 + 32 // 2, 32),                     # block_q4_0: fp16 d + 16 bytes of nibbles
     ("q8_0", 2 + 32, 32),                          # block_q8_0: fp16 d + 32 int8
+    ("q5_0", 2 + 4 + 32 // 2, 32),                 # block_q5_0: fp16 d + 4 bytes of fifth bits + 16 of nibbles
     ("q6_k", 256 // 2 + 256 // 4 + 256 // 16 + 2, 256),  # block_q6_K: ql, qh, int8 scales, fp16 d = 210 bytes
 ])
 def test_gguf_bytes_per_weight_are_their_block_layouts(pid, block_bytes, block_weights):
@@ -146,9 +147,24 @@ def test_q4_k_m_is_the_whole_file_average_and_only_llama_cpp_reads_gguf():
     # llama-bench: Meta-Llama-3-8B Q4_K_M is 4.58 GiB for 8.03e9 parameters
     assert q.weight_bytes == pytest.approx(4.58 * 2**30 / 8.03e9, rel=0.005)
     assert q.quantized_weights == "all" and q.outside_weight_bytes == q.weight_bytes  # embeddings quantized too
-    for pid in ("q4_0", "q4_k_m", "q6_k", "q8_0"):
+    for pid in ("q4_0", "q4_k_m", "q5_0", "q5_k_m", "q6_k", "q8_0"):
         assert load_rules().precision(pid).runtimes == ("llama.cpp",)
     assert load_rules().precision("int4").runtimes == ()
+
+
+def test_q5_k_m_is_its_mix_of_q5_k_and_q6_k_blocks_over_a_whole_llama_3_8b_file():
+    """By hand, the k-quant mix rule (Q6_K for half of the layers' wv and w2 and the output, Q5_K elsewhere): first
+    checked on Q4_K_M, whose whole file llama-bench reports at 4.58 GiB, then applied to Q5_K (176-byte blocks of
+    256)."""
+    layers, wv, w2 = 32, 4096 * 1024, 14336 * 4096
+    per_layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+    six = 16 * (wv + w2)  # use_more_bits: layers 0-3, 28-31 and every third between: 16 of 32
+    rest, head, embed, norms = layers * per_layer - six, 128256 * 4096, 128256 * 4096, (2 * layers + 1) * 4096
+    q6, q5, q4 = 210 * 8 / 256, 176 * 8 / 256, 144 * 8 / 256  # block_q6_K, block_q5_K, block_q4_K bits per weight
+    params = layers * per_layer + head + embed + norms
+    bits = lambda base: six * q6 + rest * base + head * q6 + embed * base + norms * 32  # noqa: E731
+    assert bits(q4) / 8 / 2**30 == pytest.approx(4.58, rel=0.005)  # the rule reproduces the measured Q4_K_M file
+    assert load_rules().precision("q5_k_m").weight_bytes == pytest.approx(bits(q5) / 8 / params, rel=0.005)
 
 
 def test_flashattention_2s_fraction_of_peak_makes_every_fused_kernel_absolute():
