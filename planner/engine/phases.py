@@ -65,13 +65,14 @@ def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: 
     P, G = w.prompt_tokens, w.gen_tokens
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
+    lib = s.precision.kernel is not None  # only a quantization library's kernels add launches of their own
     prefill = m.prefill_work(s, batch, P)
     phases = [Phase("prefill", prefill, kern * chunks, 1, 0, passes, **_tp_comm(m, s, batch * P), host_rounds=chunks,
-                    **_library_calls(prefill))]
+                    **(_library_calls(prefill) if lib else {}))]
     if G > 1:
         decode = m.decode_work(s, batch)
         phases.append(Phase("decode", decode, kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch),
-                            **_library_calls(decode)))
+                            **(_library_calls(decode) if lib else {})))
     return tuple(phases)
 
 
@@ -80,7 +81,7 @@ def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float)
     S = w.input_size
     forward = m.forward_work(s, batch, S)
     return (Phase("forward", forward, m.kernels_per_forward, 1, 0, passes, **_tp_comm(m, s, batch * S),
-                  **_library_calls(forward)),)
+                  **(_library_calls(forward) if s.precision.kernel is not None else {})),)
 
 
 @lru_cache(maxsize=4096)

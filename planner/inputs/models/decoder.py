@@ -347,7 +347,7 @@ class DecoderProfile(CachedHash):
         if m.experts > 1:  # per pass: every expert some token was routed to
             layer_read, note = m.layers * m.layer_read_params(bt), m._experts_note(bt)
         lin_flops = 2.0 * (bt * layer_mp + batch * logits_tokens * m.lm_head_params) / tp
-        buffered = s.buffered(bt)  # the GEMM then reads the dequantized 16-bit copy, not the stored format
+        buffered = p.kernel is not None and s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
         lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes)
                      + m.lm_head_params * p.outside_weight_bytes) / tp
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
@@ -362,7 +362,7 @@ class DecoderProfile(CachedHash):
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
-        gemv = s.quantized_gemv(bt)
+        gemv = bool(p.dequant_ops_per_weight) and s.quantized_gemv(bt)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
                     lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else "")
