@@ -194,7 +194,9 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
         reasons.append(Reason("runtime", True, f"{eff.unsupported}: choose PyTorch eager, torch.compile or llama.cpp"))
     only = setup.precision.runtimes
     if only and plan.runtime not in only:
-        reasons.append(Reason("precision", True, f"{setup.precision.id} is a file format only {', '.join(only)} runs: "
+        what = ("runs its library's kernels only under" if setup.precision.kernel else "is a file format only")
+        tail = "" if setup.precision.kernel else " runs"
+        reasons.append(Reason("precision", True, f"{setup.precision.id} {what} {', '.join(only)}{tail}: "
                               f"choose that runtime, or int4/int8 for {plan.runtime}"))
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []

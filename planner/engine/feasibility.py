@@ -45,6 +45,9 @@ def cpu_reasons(cpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason
         out.append(Reason("precision", True, f"{p.id} can't run on {cpu.name}: {why}; fp32 runs on every CPU"))
     elif slow:
         out.append(Reason("precision", False, f"{p.id} on {cpu.name}: {slow.note}"))
+    if p.kernel is not None:
+        out.append(Reason("precision", True, f"{p.id} multiplies with its library's CUDA kernels, which a CPU can't "
+                          "run: choose int8, int4 or a 16-bit precision"))
     kv = s.kv_dtype
     if isinstance(w, Generate) and m.can_generate and kv.min_sm is not None and cpu.peak_tflops(kv.id) is None:
         out.append(Reason("kv_dtype", True, f"{kv.id} KV cache: {cpu.name} has no {kv.id} arithmetic"))

@@ -47,6 +47,16 @@ class Phase(NamedTuple):
     comm_gpus: int = 1  # GPUs in each collective: picks the link (a bridged pair reaches only 2)
     comm_overlaps: bool = False  # data-parallel collectives may run under compute (the runtime says how much)
     host_rounds: float = 0.0  # times per pass the host prepares and launches a step's graph (0: once per step)
+    # per step, beyond kernels x the runtime's factor: a quantized kernel library's own launches and host dispatches
+    # (eager kernel units), summed over the op groups (OpGroup.launches, host_kernels)
+    launches: float = 0.0
+    host_kernels: float = 0.0
+
+
+def _library_calls(groups: tuple[OpGroup, ...]) -> dict:
+    """A step's quantized-library launches and host dispatches, from its op groups ({} when there are none)."""
+    launches, host = sum(g.launches for g in groups), sum(g.host_kernels for g in groups)
+    return dict(launches=launches, host_kernels=host) if launches or host else {}
 
 
 def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> dict:
@@ -64,19 +74,23 @@ def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: 
     P, G = w.prompt_tokens, w.gen_tokens
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
-    phases = [Phase("prefill", m.prefill_work(s, batch, P), kern * chunks, 1, 0, passes,
-                    **_tp_comm(m, s, batch * P, batch, chunks), host_rounds=chunks)]
+    lib = s.precision.kernel is not None  # only a quantization library's kernels add launches of their own
+    prefill = m.prefill_work(s, batch, P)
+    phases = [Phase("prefill", prefill, kern * chunks, 1, 0, passes, **_tp_comm(m, s, batch * P, batch, chunks),
+                    host_rounds=chunks, **(_library_calls(prefill) if lib else {}))]
     if G > 1:
-        phases.append(Phase("decode", m.decode_work(s, batch), kern, G - 1, P + 1, passes,
-                            **_tp_comm(m, s, batch, batch)))
+        decode = m.decode_work(s, batch)
+        phases.append(Phase("decode", decode, kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch, batch),
+                            **(_library_calls(decode) if lib else {})))
     return tuple(phases)
 
 
 @lru_cache(maxsize=4096)
 def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
     S = w.input_size
-    return (Phase("forward", m.forward_work(s, batch, S), m.kernels_per_forward, 1, 0, passes,
-                  **_tp_comm(m, s, batch * S, batch * S)),)
+    forward = m.forward_work(s, batch, S)
+    return (Phase("forward", forward, m.kernels_per_forward, 1, 0, passes, **_tp_comm(m, s, batch * S, batch * S),
+                  **(_library_calls(forward) if s.precision.kernel is not None else {})),)
 
 
 @lru_cache(maxsize=4096)

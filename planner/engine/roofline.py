@@ -178,10 +178,13 @@ def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
 
 
 def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
-    """(kernels per step, launch overhead per pass, collective seconds per pass, host dispatch per pass)."""
-    kernels = ph.kernels * eff.kernels_per_layer_factor
+    """(kernels per step, launch overhead per pass, collective seconds per pass, host dispatch per pass). A quantized
+    kernel library's own launches and host dispatches (Phase.launches, host_kernels) are counted as they are: the
+    runtime's kernels-per-layer factor scales the model's fused-block kernels only."""
+    fused = ph.kernels * eff.kernels_per_layer_factor
+    kernels = fused + ph.launches
     overhead = ph.steps * kernels * eff.launch_overhead_us * 1e-6
-    host = ph.steps * kernels * eff.host_us_per_kernel * 1e-6
+    host = ph.steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6
     comm = 0.0
     if ph.comm_calls:
         link = gpu.link_for(ph.comm_gpus)

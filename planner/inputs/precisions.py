@@ -19,6 +19,36 @@ PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
 
 QUANTIZED_SCOPES = ("all", "layers")  # which weights a precision's weight_bytes applies to
 MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend (4-bit formats need ~5)
+# How a quantized kernel multiplies passes too large for its GEMV: 'fused' unpacks the weights in registers inside
+# its tensor-core GEMM (Marlin, tinygemm: instructions only); 'buffer' first dequantizes every weight into a 16-bit
+# copy in DRAM that a cuBLAS GEMM then reads (bitsandbytes' dequantize_4bit + F.linear, exllama's reconstruct).
+UNPACK_MODES = ("fused", "buffer")
+MAX_CALL_KERNELS = 64  # extra launches / host dispatches one quantized matmul call may add
+
+
+@dataclass(frozen=True)
+class QuantKernel:
+    """A library's own kernels for a quantized matmul, as one call of its Linear module runs them.
+
+    gemv_max_tokens: passes of at most this many tokens (rows) run its CUDA-core GEMV, which unpacks every weight
+      again for each token at gemv_ops_per_weight_token 32-bit-integer-slot instructions (0 = no GEMV).
+    unpack: larger passes unpack 'fused' in the GEMM's registers or through a 16-bit 'buffer' in DRAM (UNPACK_MODES).
+    launches_per_call: GPU kernels one call launches beyond the one an nn.Linear launches (the buffer path adds its
+      dequantize kernel on top). host_kernels_per_call: host time of one call beyond nn.Linear's (its Python and
+      ctypes work, the launches it dispatches from Python included), in eager kernel dispatches (the runtime's
+      host_us_per_kernel each); a launch from inside the library's C++ code costs no Python dispatch.
+    """
+
+    gemv_max_tokens: int
+    gemv_ops_per_weight_token: float
+    unpack: str
+    launches_per_call: float
+    host_kernels_per_call: float
+    source: str
+
+    def launches(self, buffered: bool) -> float:
+        """Extra launches of one call: its own, plus the dequantize kernel when it goes through the buffer."""
+        return self.launches_per_call + (1.0 if buffered else 0.0)
 
 
 @dataclass(frozen=True)
@@ -29,6 +59,7 @@ class Precision:
     norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints). dequant_ops_per_weight: CUDA-core
     instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
     runtimes: the only runtimes that run the format (a GGUF file needs llama.cpp); () = any.
+    kernel: the library kernels it runs with (bitsandbytes, exllama), when they are not the runtime's own.
     """
 
     id: str
@@ -41,6 +72,7 @@ class Precision:
     quantized_weights: str = "all"
     dequant_ops_per_weight: float = 0.0
     runtimes: tuple[str, ...] = ()
+    kernel: QuantKernel | None = None
 
     @property
     def outside_weight_bytes(self) -> float:
@@ -158,7 +190,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
-                        "dequant_ops_per_weight", "runtimes", "note", "source"))
+                        "dequant_ops_per_weight", "runtimes", "kernel", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -166,7 +198,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                     rec.text("quantized_weights", required=False, choices=QUANTIZED_SCOPES) or "all",
                                     rec.number("dequant_ops_per_weight", required=False, lo=0,
                                                hi=MAX_DEQUANT_OPS) or 0.0,
-                                    rec.strings("runtimes", required=False) or ()))
+                                    rec.strings("runtimes", required=False) or (), _quant_kernel(rec)))
     unique_ids(path, (p.id for p in precisions))
     kvs = []
     for i, raw in enumerate(doc["kv_dtypes"]):
@@ -175,6 +207,20 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         kvs.append(KVDtype(rec.text("id"), rec.number("bytes", lo=0.25, hi=8),
                            rec.compute_capability("min_sm", required=False), rec.text("source")))
     return PrecisionRules(tuple(precisions), tuple(kvs), _attention_backends(path, doc["attention_backends"]))
+
+
+def _quant_kernel(rec: Record) -> QuantKernel | None:
+    """The optional `kernel` block of a precision (QuantKernel's fields); a GEMV needs its instruction count."""
+    sub = rec.child("kernel", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("gemv_max_tokens", "gemv_ops_per_weight_token", "unpack", "launches_per_call",
+                    "host_kernels_per_call", "source"))
+    gemv = int(sub.number("gemv_max_tokens", lo=0, hi=4096, integer=True))
+    ops = sub.number("gemv_ops_per_weight_token", required=bool(gemv), lo=0.01, hi=MAX_DEQUANT_OPS)
+    return QuantKernel(gemv, ops or 0.0, sub.text("unpack", choices=UNPACK_MODES),
+                       sub.number("launches_per_call", lo=0, hi=MAX_CALL_KERNELS),
+                       sub.number("host_kernels_per_call", lo=0, hi=MAX_CALL_KERNELS), sub.text("source"))
 
 
 def _kernel(rec: Record, common: dict) -> AttentionBackend:

@@ -53,6 +53,10 @@ class OpGroup(NamedTuple):
     # engine's shape efficiency (planner.engine.gemm) weighs them by FLOPs; () = shapes unknown or not GEMMs
     # (attention kernels, elementwise work, formula-only profiles): the GPU's matmul ceiling applies as it is.
     gemms: tuple[tuple[int, int, int, float], ...] = ()
+    # A quantized kernel library's own work per step beyond the model's kernels_per_forward (QuantKernel): kernel
+    # launches, and host dispatches in eager kernel units (its launches plus its Python glue)
+    launches: float = 0.0
+    host_kernels: float = 0.0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -112,7 +116,8 @@ class Setup(CachedHash):
     shard: int = 1  # FSDP/ZeRO-3 degree: training states sharded over `shard` GPUs
     prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
     # The runtime's own CUDA-core GEMV for quantized weights (llama.cpp's mul_mat_vec_q): used for passes of at most
-    # gemv_max_tokens tokens (0 = none), at gemv_ops_per_weight_token integer instructions per weight per token
+    # gemv_max_tokens tokens (0 = none), at gemv_ops_per_weight_token integer instructions per weight per token; a
+    # precision with its library's kernels (Precision.kernel) brings its own (gemv_tokens, gemv_ops)
     gemv_max_tokens: int = 0
     gemv_ops_per_weight_token: float = 0.0
     fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
@@ -127,9 +132,29 @@ class Setup(CachedHash):
         """Passes a prompt of `prompt` tokens is prefilled in."""
         return -(-prompt // self.prefill_chunk) if self.prefill_chunk else 1
 
+    @property
+    def gemv_tokens(self) -> int:
+        """Most tokens per pass the quantized GEMV takes: the precision's own library kernel's (bitsandbytes,
+        exllama), else the runtime's; 0 = no GEMV."""
+        k = self.precision.kernel
+        return k.gemv_max_tokens if k is not None else self.gemv_max_tokens
+
+    @property
+    def gemv_ops(self) -> float:
+        """Integer-slot instructions per weight per token of that GEMV."""
+        k = self.precision.kernel
+        return k.gemv_ops_per_weight_token if k is not None else self.gemv_ops_per_weight_token
+
     def quantized_gemv(self, rows: int) -> bool:
-        """A pass over `rows` tokens multiplies the quantized weights in the runtime's CUDA-core GEMV kernel."""
-        return bool(self.precision.dequant_ops_per_weight) and 0 < rows <= self.gemv_max_tokens
+        """A pass over `rows` tokens multiplies the quantized weights in a CUDA-core GEMV kernel."""
+        return bool(self.precision.dequant_ops_per_weight) and 0 < rows <= self.gemv_tokens
+
+    def buffered(self, rows: int) -> bool:
+        """A pass over `rows` tokens dequantizes the weights into a 16-bit copy in DRAM that a cuBLAS GEMM reads
+        (the precision's kernel unpacks through a buffer, and the pass is too large for its GEMV)."""
+        k = self.precision.kernel
+        return (k is not None and k.unpack == "buffer" and bool(self.precision.dequant_ops_per_weight)
+                and not self.quantized_gemv(rows))
 
     @property
     def attention_path(self) -> str:
@@ -148,22 +173,43 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
 
     Tensor-core kernels (Marlin, tinygemm, llama.cpp's MMQ) unpack and scale every weight once per pass before the
     fp16 multiply: dequant_ops_per_weight instructions at the fp32 rate (one per core per clock = fp32 FLOPs / 2).
-    A runtime's CUDA-core GEMV (Setup.quantized_gemv: llama.cpp's mul_mat_vec_q up to 8 tokens) instead unpacks each
-    weight again for every token and multiplies it there (dp4a): gemv_ops_per_weight_token x rows integer
-    instructions per weight, at the GPU's 32-bit integer rate (ALU_PATH), so its time grows with the tokens per pass.
-    Neither is hidden behind the weight loads (a separate group, summed)."""
+    A CUDA-core GEMV (Setup.quantized_gemv: llama.cpp's mul_mat_vec_q up to 8 tokens, exllama's q4_matmul up to 7,
+    bitsandbytes' gemv_4bit for 1) instead unpacks each weight again for every token and multiplies it there:
+    gemv_ops_per_weight_token x rows integer instructions per weight, at the GPU's 32-bit integer rate (ALU_PATH), so
+    its time grows with the tokens per pass. A kernel that unpacks through a buffer (Setup.buffered) is a kernel of
+    its own: it reads the stored weights and writes a 16-bit copy of each (its GEMM then reads that copy: the linear
+    group's bytes), its instructions counted at the integer rate as the GEMVs' are.
+    None is hidden behind the weight loads (a separate group, summed)."""
     ops = s.precision.dequant_ops_per_weight
     if not ops or not quantized_weights:
         return ()
     if s.quantized_gemv(rows):
-        per = s.gemv_ops_per_weight_token
+        per = s.gemv_ops
         return (OpGroup(GEMV_GROUP, 2.0 * per * rows * quantized_weights, 0.0, ALU_PATH,
                         f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token x {rows} token(s) "
-                        f"x {quantized_weights:,.0f} quantized weights (the runtime's CUDA-core GEMV, "
-                        f"<= {s.gemv_max_tokens} tokens per pass: unpack and dp4a per weight per token)"),)
+                        f"x {quantized_weights:,.0f} quantized weights (a CUDA-core GEMV, "
+                        f"<= {s.gemv_tokens} tokens per pass: unpack and multiply per weight per token)"),)
+    p = s.precision
+    if s.buffered(rows):  # a kernel of its own, counted in integer-slot instructions as the GEMVs are
+        return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights,
+                        quantized_weights * (p.weight_bytes + p.act_bytes), ALU_PATH,
+                        f"FLOP-equivalents = 2 x {ops:g} integer-slot instructions x {quantized_weights:,.0f} "
+                        f"quantized weights; "
+                        f"bytes = read {p.weight_bytes:g} B + write a {p.act_bytes:g} B copy per weight ({p.id}: "
+                        f"dequantized into a 16-bit buffer, once per pass, for a cuBLAS GEMM)"),)
     return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights, 0.0, "fp32",
                     f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
-                    f"({s.precision.id}: unpack, convert, scale), once per pass"),)
+                    f"({p.id}: unpack, convert, scale), once per pass"),)
+
+
+def call_costs(s: Setup, calls: float, rows: int) -> dict[str, float]:
+    """OpGroup fields for the GPU launches and host dispatches (eager kernel units) that `calls` quantized-matmul
+    calls of a pass over `rows` tokens add through the precision's library kernels (QuantKernel); {} when it has
+    none."""
+    k = s.precision.kernel
+    if k is None or not calls:
+        return {}
+    return {"launches": calls * k.launches(s.buffered(rows)), "host_kernels": calls * k.host_kernels_per_call}
 
 
 def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:

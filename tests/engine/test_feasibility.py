@@ -275,6 +275,17 @@ def test_gpu_build_rules_and_gpu_only_runtimes_on_a_cpu():
     assert _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", runtime="llama.cpp").feasible
 
 
+def test_a_quantization_librarys_cuda_kernels_need_a_gpu_and_its_runtime():
+    """bitsandbytes and exllama run their own CUDA kernels from Hugging Face transformers (eager PyTorch): refused on
+    a CPU, under another runtime, and (LLM.int8) below Turing (bitsandbytes 0.45 installation docs)."""
+    cpu = _est("llama-2-7b", "amd-epyc-9654", "bnb-nf4")
+    assert not cpu.feasible and "CUDA kernels" in next(r.text for r in cpu.reasons if r.blocking)
+    vllm = _est("llama-2-7b", "h100-sxm", "gptq-exllama", runtime="llama.cpp")
+    assert not vllm.feasible and "only under pytorch-eager" in next(r.text for r in vllm.reasons if r.blocking)
+    assert not _est("llama-2-7b", "v100-sxm2-32gb", "bnb-int8").feasible
+    assert _est("llama-2-7b", "t4", "bnb-int8").feasible and _est("llama-2-7b", "t4", "bnb-nf4-dq").feasible
+
+
 def test_a_cpu_device_is_one_host():
     e = _est("cfdna-gen", "amd-epyc-9654", "bf16", gpus=2)
     assert not e.feasible and "parallelism" in _codes(e, True)

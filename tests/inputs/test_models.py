@@ -310,6 +310,69 @@ def test_a_chunked_prefill_unpacks_the_weights_once_per_chunk():
     s512 = replace(s, prefill_chunk=512)
     assert _group(m.prefill_work(s512, 1, 1000), "dequantize weights").flops == pytest.approx(2 * 2 * 1.5 * gguf)
 
+LLAMA3_8B_LAYERS = 32 * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336)  # Q, O, K, V, SwiGLU: 6.98e9
+LLAMA3_8B_HEAD = 128256 * 4096
+
+
+def test_bitsandbytes_nf4_multiplies_one_token_in_its_gemv_and_more_through_a_16bit_copy():
+    """bitsandbytes' matmul_4bit: a one-row input runs gemv_4bit (4 integer-slot instructions per weight, the stored
+    4.5 bits read once); two rows or more dequantize every weight into a 16-bit tensor (read 0.5625 B, write 2 B per
+    weight) that F.linear's GEMM then reads (2 B per weight)."""
+    m, s = load_models().get("llama-3-8b"), _setup("bnb-nf4")
+    q, head = LLAMA3_8B_LAYERS, LLAMA3_8B_HEAD
+    one = m.decode_work(s, 1)
+    assert _group(one, "quantized GEMV").flops == pytest.approx(2 * 4 * 1 * q)
+    assert _group(one, "linear layers").bytes == pytest.approx(q * 0.5625 + head * 2)
+    assert not any(g.name == "dequantize weights" for g in one)
+    two = m.decode_work(s, 2)
+    dq = _group(two, "dequantize weights")
+    assert dq.bytes == pytest.approx(q * (0.5625 + 2)) and dq.flops == pytest.approx(2 * 11 * q)
+    assert dq.compute_path == "int32"  # a kernel of its own, counted in integer-slot instructions
+    assert _group(two, "linear layers").bytes == pytest.approx(q * 2 + head * 2)
+    assert not any(g.name.startswith("quantized GEMV") for g in two)
+
+
+def test_exllama_unpacks_the_weights_again_for_each_of_up_to_seven_rows_then_reconstructs_them():
+    """AutoGPTQ's exllama q4_matmul: x_height < matmul_recons_thd = 8 rows run q4_matmul_kernel, one row per block
+    (7.6 integer-slot instructions per weight per row); 8 rows or more reconstruct an fp16 copy (7.5 per weight,
+    read 0.5195 B + write 2 B) for cublasHgemm."""
+    m, s = load_models().get("llama-2-13b"), _setup("gptq-exllama")
+    q = 40 * (4 * 5120 * 5120 + 3 * 5120 * 13824)
+    seven = m.decode_work(s, 7)
+    assert _group(seven, "quantized GEMV").flops == pytest.approx(2 * 7.6 * 7 * q)
+    assert _group(seven, "linear layers").bytes == pytest.approx(q * (4 + 16 / 128 + 4 / 128) / 8 + 32000 * 5120 * 2)
+    eight = m.decode_work(s, 8)
+    assert _group(eight, "dequantize weights").bytes == pytest.approx(q * ((4 + 16 / 128 + 4 / 128) / 8 + 2))
+    assert _group(eight, "linear layers").bytes == pytest.approx(q * 2 + 32000 * 5120 * 2)
+    # the prompt (512 rows) goes through the copy once per pass, whatever its length
+    assert _group(m.prefill_work(s, 1, 512), "dequantize weights").flops == pytest.approx(2 * 7.5 * q)
+
+
+def test_each_linear_module_call_brings_its_librarys_launches_and_host_work():
+    """Llama-3-8B: 32 layers x 7 linear modules (q, k, v, o, gate, up, down) = 224 calls per pass. bnb NF4 with
+    double quantization launches 2 more kernels per call (the absmax's dequantize_blockwise and offset add) and one
+    more above a single row (dequantize_4bit); LLM.int8 launches 2 more (row quantization, int32 dequantization);
+    exllama's GEMV launches none. Host: 3.76, 6.57 and 0 eager kernel dispatches per call (data/precisions.yaml)."""
+    m = load_models().get("llama-3-8b")
+    calls = 32 * 7
+    lin = lambda precision, batch: _group(m.decode_work(_setup(precision), batch), "linear layers")  # noqa: E731
+    assert (lin("bnb-nf4-dq", 1).launches, lin("bnb-nf4-dq", 1).host_kernels) == pytest.approx((2 * calls,
+                                                                                                3.76 * calls))
+    assert lin("bnb-nf4-dq", 2).launches == pytest.approx(3 * calls)
+    assert (lin("bnb-int8", 1).launches, lin("bnb-int8", 1).host_kernels) == pytest.approx((2 * calls, 6.57 * calls))
+    assert (lin("gptq-exllama", 4).launches, lin("gptq-exllama", 4).host_kernels) == (0, 0)
+    assert lin("gptq-exllama", 8).launches == pytest.approx(calls)  # reconstruct, from C++: no host work
+    assert (lin("int4", 1).launches, lin("int4", 1).host_kernels) == (0, 0)  # the runtime's own kernels
+
+
+def test_a_mixture_of_experts_calls_the_router_and_each_expert_a_pass_reaches():
+    m = load_models().get("mixtral-8x7b")  # 32 layers, 8 experts, top 2, SwiGLU
+    # one token: 4 attention projections + the router + its 2 experts x 3 matrices, per layer
+    assert m.linear_calls(1) == 32 * (4 + 1 + 2 * 3)
+    # a long prompt reaches all 8 experts: 4 + 1 + 8 x 3 per layer
+    assert m.linear_calls(4096) == pytest.approx(32 * (4 + 1 + 8 * 3))
+
+
 # ---------------------------------------------------------------- Hugging Face configs: mixtures of experts, refusals
 
 # mistralai/Mixtral-8x7B-v0.1 config.json (huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json)

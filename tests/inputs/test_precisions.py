@@ -12,6 +12,64 @@ def test_weight_bytes_follow_the_formats():
     assert r.precision("int4").weight_bytes == pytest.approx((4 + 16 / 128) / 8)  # 4 bits + one fp16 scale per 128
 
 
+def test_library_formats_weigh_their_blocks_and_scales():
+    r = load_rules()
+    # bitsandbytes NF4: blocks of 64 with an fp32 absmax; double quantization stores the absmax in 8 bits with an fp32
+    # scale per 256 of them (QLoRA: 8/64 + 32/(64 x 256) = 0.127 bits); GPTQ g128: an fp16 scale and a 4-bit zero
+    assert r.precision("bnb-nf4").weight_bytes == pytest.approx((4 + 32 / 64) / 8)
+    assert r.precision("bnb-nf4-dq").weight_bytes == pytest.approx((4 + 8 / 64 + 32 / (64 * 256)) / 8, rel=1e-4)
+    assert r.precision("gptq-exllama").weight_bytes == pytest.approx((4 + 16 / 128 + 4 / 128) / 8)
+    assert r.precision("bnb-int8").weight_bytes == 1 and r.precision("bnb-int8").compute_path == "int8"
+    for name in ("bnb-nf4", "bnb-nf4-dq", "bnb-int8", "gptq-exllama"):  # lm_head and embeddings stay 16-bit
+        p = r.precision(name)
+        assert p.quantized_weights == "layers" and p.outside_weight_bytes == 2 and p.runtimes == ("pytorch-eager",)
+
+
+def test_exllama_gemv_cost_is_its_instruction_count_at_the_guides_throughputs():
+    """dot_product_8 per 8 weights: 7 shifts, 7 masks, 8 subtracts (64/clk/SM), 8 int-to-half conversions (16/clk/SM:
+    4 integer slots each), 4 packs, 5 half2 multiply-adds (128/clk/SM: half a slot); rows below matmul_recons_thd = 8."""
+    k = load_rules().precision("gptq-exllama").kernel
+    assert k.gemv_ops_per_weight_token == pytest.approx((7 + 7 + 8 + 8 * 4 + 4 + 5 / 2) / 8, rel=0.01)
+    assert k.gemv_max_tokens == 8 - 1 and k.unpack == "buffer"
+
+
+def test_bitsandbytes_host_costs_follow_the_cited_timings():
+    r = load_rules()
+    # Optimum README @87fcf9f0, Llama-2-13B on an A100, batch 1: fp16 36.958 ms and bnb 4-bit 52.00 ms per token,
+    # prefills of 96.38 and 139.17 ms spread over 512 tokens; 280 linear calls per token; 1,212.5 eager kernels
+    fp16, bnb = 36.958 - 96.38 / 512, 52.00 - 139.17 / 512
+    per_kernel = fp16 / (40 * 12 * 2.5 + 5 * 2.5)
+    nf4 = r.precision("bnb-nf4").kernel.host_kernels_per_call
+    assert nf4 == pytest.approx((bnb - fp16) / 280 / per_kernel, rel=0.01)
+    # double quantization: two more dispatches from Python (dequantize_blockwise, the offset add)
+    dq = r.precision("bnb-nf4-dq").kernel
+    assert dq.launches_per_call == 2 and dq.host_kernels_per_call == pytest.approx(nf4 + 2)
+    # bitsandbytes issue #605 (RTX 4090): Linear8bitLt 37.63 us, Linear4bit 27.66 us, nn.Linear 14.30 us per call
+    int8 = r.precision("bnb-int8").kernel
+    assert int8.host_kernels_per_call == pytest.approx((37.63 - 14.30) / (27.66 - 14.30) * (nf4 + 2), rel=0.01)
+
+
+@pytest.mark.parametrize("block, field", [
+    ("{gemv_max_tokens: 1, unpack: buffer, launches_per_call: 0, host_kernels_per_call: 0, source: s}",
+     "gemv_ops_per_weight_token"),
+    ("{gemv_max_tokens: 0, unpack: fused-ish, launches_per_call: 0, host_kernels_per_call: 0, source: s}", "unpack"),
+    ("{gemv_max_tokens: 0, unpack: fused, launches_per_call: 0, host_kernels_per_call: 0}", "source"),
+    ("{gemv_max_tokens: 0, unpack: fused, launches_per_call: -1, host_kernels_per_call: 0, source: s}",
+     "launches_per_call"),
+])
+def test_a_bad_kernel_block_names_its_field(tmp_path, block, field):
+    path = tmp_path / "p.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n  - {id: q, compute_path: fp16, weight_bytes: 0.5,"
+                    f" act_bytes: 2, dequant_ops_per_weight: 3, kernel: {block}, note: n, source: s}}\n"
+                    "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
+                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
+                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
+                    "source: s}]\n")
+    with pytest.raises(DataFileError) as exc:
+        load_rules(path)
+    assert exc.value.field == field and "kernel" in exc.value.record
+
+
 def test_default_kv_dtype_is_the_activation_dtype():
     r = load_rules()
     assert r.default_kv_dtype(r.precision("fp32")).id == "fp32"

@@ -20,7 +20,7 @@ from typing import Any
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
-                                 Gemm, MemoryItem, OpGroup, Setup,
+                                 Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
@@ -81,6 +81,9 @@ GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES  # per matmul weight per micro-step: read
 ROUTER_KERNELS = 2
 # Each routed expert also gathers its tokens' inputs and scatter-adds its weighted outputs back (HF Mixtral's loop).
 EXPERT_GATHER_SCATTER_KERNELS = 2
+# Linear modules of a layer's attention in Hugging Face's Llama, Mistral and Qwen code: q_proj, k_proj, v_proj, o_proj
+# (a quantization library replaces each by its own module; GPT-2 fuses q, k and v into one)
+ATTENTION_LINEAR_MODULES = 4
 
 
 @dataclass(frozen=True)
@@ -404,6 +407,16 @@ class DecoderProfile(CachedHash):
             out += mlp(rows, m.shared_ffn, L) if m.shared_ffn else []
         return (*out, *m.lm_head_gemm(logits, tp if head_tp is None else head_tp))
 
+    def linear_calls(self, rows: int) -> float:
+        """Calls of the layers' linear modules in one pass over `rows` tokens (the LM head not counted): per layer the
+        attention's projections and the MLP's matrices, in a mixture of experts the router and each expert a pass
+        reaches (experts_read) plus the shared MLP. A quantization library's kernels run once per call."""
+        m = self
+        if m.experts == 1:
+            return float(m.layers * (ATTENTION_LINEAR_MODULES + m.mlp_matrices))
+        mlps = m.experts_read(rows) + (1 if m.shared_ffn else 0)
+        return m.layers * (ATTENTION_LINEAR_MODULES + 1 + mlps * m.mlp_matrices)  # + 1: the router
+
     def lm_head_gemm(self, logits: int, tp: int) -> tuple[Gemm, ...]:
         """The LM head's GEMM over `logits` rows (vocab split over tp GPUs); () when no logits are computed."""
         return ((logits, max(1, self.vocab // tp), self.hidden, 1),) if logits else ()
@@ -423,7 +436,9 @@ class DecoderProfile(CachedHash):
             layer_read, note = m.layers * m.layer_read_params(bt), m._experts_note(bt)
         head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
-        lin_bytes = layer_read * p.weight_bytes / tp + m.lm_head_params * p.outside_weight_bytes / head_tp
+        buffered = p.kernel is not None and s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
+        lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
+                     + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
             keys_sum = tokens * keys_max
         attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
@@ -439,11 +454,13 @@ class DecoderProfile(CachedHash):
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
-        gemv = s.gemv_max_tokens and s.quantized_gemv(bt)
+        gemv = bool(p.dequant_ops_per_weight) and s.quantized_gemv(bt)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
-                    lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else ""),
-                    gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp)),
+                    lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else "")
+                    + (f"; the GEMMs read the 16-bit copy ({p.act_bytes:g} B/weight)" if buffered else ""),
+                    gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
+                    **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
@@ -462,13 +479,14 @@ class DecoderProfile(CachedHash):
         are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
         m = self
         q = m._quantized_read(s, m.layers * m.layer_read_params(batch * (full * c + rest)))
-        parts = [g._replace(flops=g.flops * full) for g in dequant_groups(q, s, batch * c)] if full else []
+        parts = [g._replace(flops=g.flops * full, bytes=g.bytes * full) for g in dequant_groups(q, s, batch * c)
+                 ] if full else []
         for g in dequant_groups(q, s, batch * rest) if rest else ():
             same = next((i for i, x in enumerate(parts) if x.name == g.name), None)
             if same is None:
                 parts.append(g)
             else:
-                parts[same] = parts[same]._replace(flops=parts[same].flops + g.flops)
+                parts[same] = parts[same]._replace(flops=parts[same].flops + g.flops, bytes=parts[same].bytes + g.bytes)
         return [g._replace(formula=g.formula + f"; per chunk ({full + bool(rest)} chunks of {c} tokens)")
                 for g in parts]
 
@@ -538,9 +556,13 @@ class DecoderProfile(CachedHash):
                 tiles = lambda rows: () if s.quantized_gemv(rows) else m.linear_gemms(rows, 0, s.tp)  # noqa: E731
                 per_chunk = scaled_gemms(tiles(batch * c), full) if full else ()
                 last = tiles(batch * rest) if rest else ()
+                calls = lambda rows, n: call_costs(s, n * m.linear_calls(rows) / s.tp, rows)  # noqa: E731
+                costs = {k: calls(batch * c, full).get(k, 0.0) + (calls(batch * rest, 1).get(k, 0.0) if rest else 0.0)
+                         for k in ("launches", "host_kernels")} if s.precision.kernel else {}
                 g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
                             f"chunks of {c} tokens, M = {batch * c:,} rows each)",
-                            gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.lm_head_tp)))
+                            gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.lm_head_tp)),
+                            **costs)
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
                 flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
