@@ -338,14 +338,18 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 
 # ---------------------------------------------------------------- tuning (tune split only)
 
-# Tuned as little as can be: the fraction of DRAM bandwidth a runtime's kernels reach (per memory class) and its
-# GPU-side gap per kernel, the two software facts no datasheet gives. Compute is not tuned: every runtime's GEMMs run
-# at the GPU's measured matmul ceiling (data/gpus.yaml) x the profile's documented factor, and attention and integer
-# work at their own published rates, so a tuned compute factor could only hide a missing mechanism. Leave-one-source-
-# out over these three (validation/REPORT.md): 13.1 % median |error| against 13.6 % with compute factors tuned too.
-TUNABLE = ("mem_bw_efficiency.hbm", "mem_bw_efficiency.gddr", "launch_overhead_us")
+# Tuned as little as can be: the fraction of DRAM bandwidth a runtime's kernels reach (per memory class), its GPU-side
+# gap per kernel and its CPU dispatch time per kernel (eager PyTorch only: the host's single-thread speed and the
+# software's version, 10-40 us per kernel across the published machines), the software and host facts no datasheet
+# gives, each one value per runtime family as issue 11 asks. Compute is not tuned: every runtime's GEMMs run at the
+# GPU's measured matmul ceiling (data/gpus.yaml) x the profile's documented factor, and attention and integer work at
+# their own published rates, so a tuned compute factor could only hide a missing mechanism. Leave one source out over
+# these (validation/REPORT.md): 12.8 % median |error| against 13.3 % without the dispatch time and 13.6 % with
+# compute factors tuned too.
+TUNABLE = ("mem_bw_efficiency.hbm", "mem_bw_efficiency.gddr", "launch_overhead_us", "host_us_per_kernel")
 GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
-         "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)]}  # 0 .. 20 us
+         "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)],  # 0 .. 20 us
+         "host_us_per_kernel": [float(i) for i in range(61)]}  # 0 .. 60 us
 MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows can move it
 
 
@@ -354,6 +358,7 @@ def _params_of(runtime_id: str) -> dict[str, float]:
     p = {f"mem_bw_efficiency.{c}": v for c, v in r.mem_bw_efficiency}
     p |= {f"compute_efficiency.{c}": v for c, v in r.compute_efficiency}
     p["launch_overhead_us"] = r.launch_overhead_us
+    p["host_us_per_kernel"] = r.host_us_per_kernel
     return p
 
 
@@ -363,6 +368,7 @@ def _adjust_for(runtime_id: str, params: dict[str, float]) -> Callable[[GPU, Eff
         return replace(eff, mem_bw_efficiency=params[f"mem_bw_efficiency.{c}"],
                        compute_efficiency=params[f"compute_efficiency.{c}"],
                        launch_overhead_us=params["launch_overhead_us"],
+                       host_us_per_kernel=params["host_us_per_kernel"] if eff.host_us_per_kernel else 0.0,
                        source=f"trial values for {runtime_id} (validation tuning)")
     return adjust
 

@@ -118,13 +118,14 @@ def test_millisecond_sources_are_converted_as_their_rows_say():
     assert checked == 6 + 6 + 25  # BLOOM tokens/s, Optimum prefill seconds, FasterTransformer latencies
 
 
-def test_four_bit_rows_at_the_presets_bits_run_the_int4_preset(report):
-    """NF4 with double quantization (4 + 8/64 + 32/(64 x 256) = 4.127 bits) and GPTQ 4-bit g128 (4 + 16/128 + 4/128
-    = 4.156 bits) are within the loader's tolerance of the int4 preset's 4.125: those rows run the preset itself (its
-    16-bit embeddings and LM head), not a derived all-weights precision."""
-    four_bit = [r for r in report.rows if r.row_id.startswith(("bnb-", "optimum-")) and "int4" in r.precision]
-    assert len(four_bit) == 5 + 7
-    assert all(r.precision == "int4" for r in four_bit)
+def test_library_rows_run_their_librarys_precision_at_its_own_bits(report):
+    """NF4 with double quantization (4 + 8/64 + 32/(64 x 256) = 4.127 bits), LLM.int8 and GPTQ 4-bit g128 (4 + 16/128
+    + 4/128 = 4.156 bits) rows run the precision of the library their source ran (its kernels, its 16-bit embeddings
+    and LM head): within the loader's tolerance of its bits, never a derived all-weights precision."""
+    lib = {r.row_id: r.precision for r in report.rows if r.row_id.startswith(("bnb-", "optimum-"))
+           and ("nf4" in r.row_id or "int8" in r.row_id or "gptq" in r.row_id)}
+    assert sorted(lib.values()).count("bnb-nf4-dq") == 5 and sorted(lib.values()).count("bnb-int8") == 5
+    assert sorted(lib.values()).count("gptq-exllama") == 7 and len(lib) == 17
 
 
 def test_multi_gpu_inference_rows_of_the_new_sources_run_tensor_parallel(report):
