@@ -53,12 +53,10 @@ FRAMEWORK_RUNTIME = {
     # closest existing profile, not a tuned one: LMDeploy's TurboMind is, like TensorRT-LLM, a FasterTransformer
     # descendant (fused CUDA kernels, in-flight batching, paged KV cache)
     "lmdeploy": "tensorrt-llm",
-    # closest existing profile, not a tuned one: DeepSpeed-Inference with kernel injection replaces each transformer
-    # layer by its fused CUDA inference kernels and splits it tensor parallel over NCCL, as TensorRT-LLM does
-    "deepspeed-inference": "tensorrt-llm",
-    # FasterTransformer is TensorRT-LLM's predecessor (the same fused CUDA decoder kernels, cuBLAS GEMMs, NCCL tensor
-    # parallelism); closest existing profile, not tuned for it
-    "fastertransformer": "tensorrt-llm",
+    # their own profiles (data/runtimes.yaml), not one family: both launch kernels one by one without CUDA graphs, but
+    # FasterTransformer from C++ (9 kernels a GPT layer, vocabulary-split LM head) and DeepSpeed-Inference v0.7 from
+    # Python through PyTorch (20 a BLOOM layer, LM head whole on every GPU)
+    "deepspeed-inference": "deepspeed-inference", "fastertransformer": "fastertransformer",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")

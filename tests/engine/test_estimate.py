@@ -475,21 +475,66 @@ def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
     assert per_token_us["rtx-4090"] == pytest.approx(37.843 + 429 + 1149.39, rel=1e-3)
 
 
+def _gpt20b():
+    """FasterTransformer's GPT-20B (docs/gpt_guide.md: 44 layers, 48 heads x 128, vocab 51200, fp16)."""
+    return parse_decoder(Record.of("test", 0, dict(
+        id="gpt-20b", name="GPT-20B", kind="decoder", layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576,
+        ffn_kind="gelu", vocab=51200, context=2048, tied_embeddings=True, norm="layernorm", learned_pos_emb=True,
+        bias=True, source="NVIDIA/FasterTransformer docs/gpt_guide.md, Performance of GPT-20B")))
+
+
 def test_gpt20b_over_eight_nvswitch_a100s_spends_1_34_ms_of_each_token_in_collectives():
     """FasterTransformer's GPT-20B (docs/gpt_guide.md: 44 layers, 48 heads x 128 = hidden 6144, vocab 51200, fp16)
     at TP8 on A100-SXM4-80GB (NVLink 300 GB/s per direction x 0.81 bus = 243 GB/s), batch 1, worked by hand:
     88 all-reduces of 6144 x 2 = 12,288 B, each sending 2 x 7/8 of it in 14 ring steps (1,892,352 B, 1,232 steps),
     and one all-gather of the 51200 x 2 B logits (89,600 B, 7 steps): 1,981,952 B / 243 GB/s = 8.156 us,
     89 calls x 6.6 us = 587.4 us, 1,239 steps x 0.6 us = 743.4 us: 1,338.96 us per token, almost all latency."""
-    gpt20b = parse_decoder(Record.of("test", 0, dict(
-        id="gpt-20b", name="GPT-20B", kind="decoder", layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576,
-        ffn_kind="gelu", vocab=51200, context=2048, tied_embeddings=True, norm="layernorm", learned_pos_emb=True,
-        bias=True, source="NVIDIA/FasterTransformer docs/gpt_guide.md, Performance of GPT-20B")))
-    plan = Plan(gpt20b, Generate(1, 200, 200), "fp16", batch=1, gpus=8, parallel="tensor", runtime="tensorrt-llm")
+    plan = Plan(_gpt20b(), Generate(1, 200, 200), "fp16", batch=1, gpus=8, parallel="tensor", runtime="tensorrt-llm")
     e = estimate_all(plan, FACTS, gpu_names=["a100-sxm-80gb"])[0]
     decode = next(ph for ph in e.phases if ph.name == "decode")
     assert e.parallelism == "tensor" and decode.steps == 199
     assert decode.comm_s / decode.steps == pytest.approx(1338.96e-6, rel=1e-3)
+
+
+def test_a_fastertransformer_gpt20b_decode_step_pays_its_launch_gaps_on_the_gpu_not_the_host():
+    """GPT-20B on one A100, batch 1, FasterTransformer by hand: 44 layers x 9 kernels (its decode layer) and the
+    planner's 5 per-step kernels at the same 9/11 = 400 launches per step, each 2.1 us of GPU idle on a stream (no CUDA
+    graph): 840 us per step, 449 us more than TensorRT-LLM's 0.8 x 489 launches x 1.0 us in a graph = 391 us. The C++
+    host spends 400 x 3.8 us = 1.52 ms per step launching them, far less than the step's GPU time, so it never binds."""
+    plan = lambda rt: Plan(_gpt20b(), Generate(1, 200, 200), "fp16", batch=1, runtime=rt)  # noqa: E731
+    step = {}
+    for rt in ("fastertransformer", "tensorrt-llm"):
+        decode = next(ph for ph in estimate_all(plan(rt), FACTS, gpu_names=["a100-sxm-80gb"])[0].phases
+                      if ph.name == "decode")
+        step[rt] = decode.overhead_s / decode.steps
+        if rt == "fastertransformer":
+            assert decode.host_s / decode.steps == pytest.approx(400 * 3.8e-6, rel=1e-3)
+            assert decode.host_bound_s == 0 and decode.gpu_s > 10 * decode.host_s
+    assert step["fastertransformer"] == pytest.approx((44 * 9 + 5 * 9 / 11) * 2.1e-6, rel=1e-3)
+    assert step["tensorrt-llm"] == pytest.approx((44 * 11 + 5) * 0.8 * 1.0e-6, rel=1e-3)
+
+
+def test_deepspeed_inference_holds_bloom_176b_whole_lm_head_on_each_gpu_and_its_python_host_binds_at_batch_1():
+    """BLOOM-176B at TP8 on A100-SXM4-80GB, batch 1, DeepSpeed-Inference v0.7 by hand: each GPU reads its eighth of the
+    70 x 12 x 14336^2 layer weights (43.17 GB in fp16) and the whole 250880 x 14336 LM head (7.19 GB), and its Python
+    host dispatches (70 x 20 + 5 x 20/11) launches x 24 us = 33.8 ms per token, more than the GPU's ~32 ms: the step
+    waits for the host."""
+    bloom = parse_decoder(Record.of("test", 0, dict(
+        id="bloom-176b", name="BLOOM-176B", kind="decoder", layers=70, hidden=14336, heads=112, kv_heads=112,
+        ffn=57344, ffn_kind="gelu", vocab=250880, context=2048, tied_embeddings=True, norm="layernorm",
+        learned_pos_emb=False, bias=True, source="bigscience/bloom config.json")))
+    read = {}
+    for rt in ("deepspeed-inference", "tensorrt-llm"):
+        plan = Plan(bloom, Generate(1, 8, 100), "fp16", batch=1, gpus=8, parallel="tensor", runtime=rt)
+        decode = next(ph for ph in estimate_all(plan, FACTS, gpu_names=["a100-sxm-80gb"])[0].phases
+                      if ph.name == "decode")
+        read[rt] = sum(g.bytes for g in decode.groups) / decode.steps
+        if rt == "deepspeed-inference":
+            assert decode.host_s / decode.steps == pytest.approx((70 * 20 + 5 * 20 / 11) * 24e-6, rel=2e-3)
+            assert decode.host_bound_s > 0
+    head_bytes = 250880 * 14336 * 2
+    assert read["deepspeed-inference"] - read["tensorrt-llm"] == pytest.approx(head_bytes * 7 / 8, rel=0.01)
+    assert read["deepspeed-inference"] == pytest.approx(70 * 12 * 14336 ** 2 * 2 / 8 + head_bytes, rel=0.01)
 
 
 def test_data_parallel_gradient_all_reduce_hides_under_backward_as_the_runtime_says():

@@ -162,3 +162,38 @@ def test_a_tensor_parallel_block_says_what_happens_to_the_lm_head_with_its_sourc
         bad.write_text(BASE + f"    tensor_parallel: {block}\n")
         with pytest.raises(DataFileError, match="tensor_parallel"):
             load_runtimes(bad)
+
+
+# ---------------------------------------------------------------- engines that launch kernels one by one
+
+GPT_GELU_LAYER_KERNELS = 11  # planner/inputs/models/decoder.py kernels_per_layer for a GELU block
+
+
+def test_fastertransformer_launches_nine_kernels_a_gpt_layer_from_cpp_and_splits_the_lm_head():
+    """FasterTransformer v5.0's decode layer (ParallelGptDecoder.cc, DecoderSelfAttentionLayer.cc, FfnLayer.cc at
+    a44c3813): LayerNorm, QKV GEMM, masked attention, output GEMM, bias+residual+LayerNorm, FC1, bias+GELU, FC2,
+    bias+residual = 9 kernels; ParallelGpt.cc splits the vocabulary and all-gathers the logits."""
+    ft = load_runtimes().get("fastertransformer")
+    assert ft.kernels_per_layer_factor * GPT_GELU_LAYER_KERNELS == pytest.approx(9, abs=0.01)
+    assert ft.tp_lm_head_split and "a44c3813" in ft.tp_source
+    assert ft.fuses_elementwise and "fusedQKV_masked_attention_dispatch" in ft.fuses_elementwise_source
+    assert ft.efficiency("cpu").unsupported
+
+
+def test_deepspeed_inference_runs_twenty_kernels_a_bloom_layer_from_python_and_keeps_the_lm_head_whole():
+    """DeepSpeed v0.7.3 BLOOM decode layer: QKV call 3 + backup_attention 11 + output GEMM 1 + MLP call 3 + down GEMM
+    1 + residual add 1 = 20 kernels; kernel injection replaces only the blocks, so the LM head stays whole. Host time
+    per launched op from PyTorch's gpt-fast post: eager Llama-2-7B at 25.5 tokens/s over ~1,620 ops per token."""
+    ds = load_runtimes().get("deepspeed-inference")
+    assert ds.kernels_per_layer_factor * GPT_GELU_LAYER_KERNELS == pytest.approx(3 + 11 + 1 + 3 + 1 + 1, abs=0.05)
+    assert not ds.tp_lm_head_split and "replace_module" in ds.tp_source
+    assert ds.host_us_per_kernel == pytest.approx(1e6 / 25.5 / 1620, rel=0.02)  # 24.2 us
+
+
+def test_engines_without_cuda_graphs_leave_longer_gaps_than_those_that_replay_one():
+    """A kernel launched on a stream leaves the GPU idle longer than one replayed in a CUDA graph (H100: 2.1 vs 1.3 us,
+    Hazy Research 2025; V100: 0.9 vs 0.5 us beyond a 2.9 us kernel, NVIDIA's CUDA Graphs post 2019)."""
+    rts = load_runtimes()
+    graphed = max(rts.get(r).launch_overhead_us for r in ("tensorrt-llm", "torch-compile", "vllm", "mlc-llm"))
+    for rid in ("fastertransformer", "deepspeed-inference"):
+        assert rts.get(rid).launch_overhead_us > graphed
