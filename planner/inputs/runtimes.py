@@ -95,6 +95,10 @@ class RuntimeProfile:
     fuses_elementwise_source: str = ""
     tp_lm_head_split: bool = True  # tensor parallel splits the LM head's vocabulary too (False: every GPU holds all)
     tp_source: str = ""  # where the runtime's tensor-parallel split is described
+    # each decode step appends the new K and V by concatenating them to a copy of the whole cache (Hugging Face's
+    # DynamicCache: torch.cat), reading and writing every cached element once more; False: written in place
+    kv_cache_concat: bool = False
+    kv_cache_concat_source: str = ""
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
@@ -181,7 +185,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
-                        "tensor_parallel"))
+                        "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source"))
+        concat = rec.flag("kv_cache_concat", default=False)
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -194,7 +199,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
                                   step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or "",
                                   rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source"),
-                                  *_tensor_parallel(rec)))
+                                  *_tensor_parallel(rec), concat,
+                                  rec.text("kv_cache_concat_source", required=concat) or ""))
     unique_ids(path, (r.id for r in out))
     return Runtimes(tuple(out))
 

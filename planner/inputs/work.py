@@ -122,6 +122,7 @@ class Setup(CachedHash):
     gemv_ops_per_weight_token: float = 0.0
     fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
     lm_head_split: bool = True  # the runtime's tensor parallelism splits the LM head too (False: each GPU holds it all)
+    kv_concat: bool = False  # a decode step copies the whole KV cache to append to it (RuntimeProfile.kv_cache_concat)
 
     @property
     def lm_head_tp(self) -> int:

@@ -4,7 +4,9 @@ A split of rows by hash puts sibling rows of one benchmark on both sides, so it 
 source. Here the rows are grouped by their source (the repository or document they were published in): for each
 source, the runtime efficiencies are tuned on every OTHER source's rows (validation.tune_runtime, the same search
 as `validate --tune`) and the left-out source's rows are scored with them. A row whose runtime no other source
-measures has no independent evidence: it is scored with the committed profile and reported apart ("no other
+measures is scored with the committed profile: that is a prediction from elsewhere when the profile's priors come
+from other publications (a source new to the planner), and it counts; when the profile was set or tuned on this very
+source (DRAWN_FROM: MLC LLM, llm-foundry) there is no independent evidence, and the row is reported apart ("no other
 source"), never mixed into the headline.
 """
 
@@ -49,7 +51,9 @@ class LosoRow:
     row: Measurement
     result: RowResult  # scored with efficiencies tuned on the other sources (the committed ones if not independent)
     source: str
-    independent: bool  # the row's runtime was tuned on other sources' rows
+    # nothing of the row's own source went into its prediction: its runtime was tuned on other sources' rows, or no
+    # other source measures the runtime and its committed profile never drew from this source (priors from elsewhere)
+    independent: bool
     untuned: RowResult  # scored with the committed runtime profile
 
     @property
@@ -100,7 +104,7 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
             rt = FRAMEWORK_RUNTIME[row.framework]
             adjust = _adjust_for(rt, tuned_on(rt, train[rt])) if rt in train else None
             res, _ = evaluate_row(row, catalog, models, adjust)
-            out.append(LosoRow(row, res, held, rt in train, untuned))
+            out.append(LosoRow(row, res, held, rt in train or held not in DRAWN_FROM, untuned))
     return tuple(out)
 
 

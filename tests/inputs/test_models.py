@@ -690,3 +690,25 @@ def test_a_runtime_that_keeps_the_whole_lm_head_reads_it_all_on_every_tensor_par
     extra = breakdown(m, Generate(1, 1, 2), whole, 1, 0.0).get("whole LM head on each GPU")
     assert extra == pytest.approx(head * 2 * 7 / 8 / 1e9)
     assert breakdown(m, Generate(1, 1, 2), split, 1, 0.0).get("whole LM head on each GPU") == 0
+
+
+def test_a_cache_appended_by_concatenation_is_copied_whole_every_decode_step():
+    """Hugging Face's DynamicCache appends with torch.cat: each step reads the cached K and V once more and writes them
+    once, on top of the attention's own read. Llama-2-7B, batch 4, fp16: per cached token 2 (K, V) x 32 layers x 4096
+    x 2 B = 0.524 MB per sequence; the copy adds 2 x 4 x 0.524 MB = 4.19 MB per cached position per step."""
+    from dataclasses import replace
+    m = load_models().get("llama-2-7b")
+    s = _setup("fp16")
+    in_place = _group(m.decode_work(s, 4), "attention")
+    concat = _group(m.decode_work(replace(s, kv_concat=True), 4), "attention")
+    per_token = 2 * 32 * 4096 * 2
+    assert in_place.bytes_per_pos == pytest.approx(4 * per_token)  # sdpa: the cache read alone
+    assert concat.bytes_per_pos - in_place.bytes_per_pos == pytest.approx(2 * 4 * per_token)
+    assert concat.bytes == in_place.bytes and "torch.cat" in concat.formula
+
+
+def test_only_runtimes_that_append_by_torch_cat_copy_the_cache():
+    from planner.inputs.runtimes import load_runtimes
+    concat = {r.id for r in load_runtimes().runtimes if r.kv_cache_concat}
+    assert concat == {"pytorch-eager", "deepspeed-inference"}
+    assert all("torch.cat" in r.kv_cache_concat_source for r in load_runtimes().runtimes if r.kv_cache_concat)

@@ -74,6 +74,8 @@ def dropout_bytes_per_elem(act_bytes: float) -> float:
     gradient and the mask, write the gradient)."""
     return 2 * (2 * act_bytes + DROPOUT_MASK_BYTES)
 FLASH_BWD_FLOP_RATIO = 2.5  # FlashAttention-2 backward = 5 matmuls vs 2 forward (Dao 2023)
+# A KV cache appended by torch.cat (Hugging Face's DynamicCache) is copied whole each step: read once, written once.
+KV_CONCAT_PASSES = 2.0
 # Kernels outside the layers per forward pass: embedding lookup, position add, final norm, LM head, sampling/loss.
 FIXED_KERNELS = 5
 GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES  # per matmul weight per micro-step: read and write its fp32 gradient
@@ -582,12 +584,16 @@ class DecoderProfile(CachedHash):
         m = self
         *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
         kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
+        # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
+        kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
         score_per_pos = (score_passes(s)[0] * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
-                       "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write",
+                       "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write"
+                       + ("; the append copies the whole cache (torch.cat: read + write of p tokens)" if s.kv_concat
+                          else ""),
                        flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
-                       bytes_per_pos=kv_read_per_pos + score_per_pos, rate_factor=attn.rate_factor,
+                       bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions)
         return (*head, attn, elem)
 
