@@ -27,7 +27,7 @@ from planner.inputs.ownership import load_ownership, parse_owned
 from planner.inputs.ownership import with_values as own_with_values
 from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
-from planner.tools.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, coverage, write_uncertainty
+from planner.tools.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
 from planner.views.calibration_text import factor_rows, fit_lines
@@ -340,7 +340,8 @@ def cmd_validate(a: argparse.Namespace) -> int:
     summary = loso.loso_summary(held_out)
     ratios = loso.speedup_ratios(held_out)
     residuals = [r.result for r in held_out if r.independent]
-    cover = coverage(residuals, lambda r: r.source)
+    levels = band_levels(residuals)
+    cover = coverage(residuals, lambda r: r.source, levels)
     if a.by_source:  # every group of every set, and every ratio pair
         print(emit(summary, a.format))
         if a.format == "table" and ratios:
@@ -351,7 +352,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
     rows = validation_rows(report)
     if a.format == "json":
         print(json.dumps({"leave_one_source_out": summary, "speedup_ratios": loso.ratio_summary(ratios),
-                          "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover),
+                          "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover, levels),
                           "rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
     elif a.format == "csv":
         print(csv_text(rows), end="")
@@ -362,7 +363,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
             print(text_table(shown))
         print(validation_summary_text(report))
         print()
-        print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, MAX_BIAS_PCT,
+        print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, levels, MAX_BIAS_PCT,
                                        loso.RATIO_TARGET_PCT))
     if a.plot:
         validation_chart(report).save(a.plot)

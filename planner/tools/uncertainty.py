@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import yaml
 
@@ -44,11 +44,16 @@ REGIMES = ("decode, batch 1", "decode, batched", "decode, tensor parallel", "pre
 TARGET_APE_PCT = {"decode, batch 1": 10.0, "decode, batched": 15.0, "decode, tensor parallel": 20.0,
                   "prefill": 15.0, "train": 15.0}
 MAX_BIAS_PCT = 10.0
-QUANTILES = (0.1, 0.9)  # an 80 % band
+QUANTILES = (0.1, 0.9)  # an 80 % band, as the residuals at hand draw it
 FALLBACK_QUANTILES = (0.05, 0.95)  # a cell too small for its own quantiles takes its regime's, wider
+# A band must hold ~80 % of a source it was not drawn from, and a source's rows share its bias, so the in-sample 10th-
+# 90th percentiles hold fewer of them: per regime, the first of these quantile pairs whose band, rebuilt without each
+# source in turn, holds TARGET_COVERAGE of that source's rows (over all sources) is the one written.
+TARGET_COVERAGE = 0.8
+QUANTILE_LADDER = ((0.10, 0.90), (0.075, 0.925), (0.05, 0.95), (0.025, 0.975), (0.0, 1.0))
 MIN_CELL_ROWS = 5  # fewer rows than this: the cell takes its regime's range; a regime with fewer has no band
 NO_MEASUREMENT = "no measurement behind this range"
-CELL_FIELDS = ("regime", "gpu_class", "n", "low", "high", "calibrated_low", "calibrated_high", "fallback")
+CELL_FIELDS = ("regime", "gpu_class", "n", "quantiles", "low", "high", "calibrated_low", "calibrated_high", "fallback")
 HEADER_FIELDS = ("schema_version", "generated", "source", "residuals", "quantiles", "method", "accuracy", "evidence",
                  "cells")
 ACCURACY_FIELDS = ("regime", "rows", "median_ape", "p90_ape", "median_bias_pct", "target_ape", "meets")
@@ -81,6 +86,7 @@ class Cell:
     calibrated_low: float | None
     calibrated_high: float | None
     fallback: str | None  # why the regime's pooled values stand in, or why there is no band; None: its own rows
+    quantiles: tuple[float, float] = QUANTILES  # the residual quantiles low and high are (QUANTILE_LADDER)
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,8 @@ def _parse_cell(rec: Record) -> Cell:
     c = Cell(rec.text("regime", choices=REGIMES), rec.text("gpu_class", choices=MEMORY_CLASSES),
              rec.number("n", lo=0, hi=10**6, integer=True), _quantile_field(rec, "low", 0.01, 1.0),
              _quantile_field(rec, "high", 1.0, 100.0), _quantile_field(rec, "calibrated_low", 0.01, 1.0),
-             _quantile_field(rec, "calibrated_high", 1.0, 100.0), rec.text("fallback", required=False))
+             _quantile_field(rec, "calibrated_high", 1.0, 100.0), rec.text("fallback", required=False),
+             _levels(rec))
     given = [v is not None for v in (c.low, c.high, c.calibrated_low, c.calibrated_high)]
     if any(given) and not all(given):
         raise rec.fail("low", "give all four of low, high, calibrated_low, calibrated_high, or none (no band)")
@@ -147,6 +154,14 @@ def _parse_cell(rec: Record) -> Cell:
     if all(given) and c.n < MIN_CELL_ROWS and not c.fallback:
         raise rec.fail("fallback", f"a cell with n < {MIN_CELL_ROWS} must say which pooled value stands in")
     return c
+
+
+def _levels(rec: Record) -> tuple[float, float]:
+    """A cell's quantile pair: one of QUANTILE_LADDER."""
+    raw = rec.raw("quantiles")
+    if not (isinstance(raw, list) and len(raw) == 2 and tuple(raw) in QUANTILE_LADDER):
+        raise rec.fail("quantiles", f"expected one of {', '.join(f'[{a:g}, {b:g}]' for a, b in QUANTILE_LADDER)}")
+    return float(raw[0]), float(raw[1])
 
 
 def _counts(rec: Record, name: str) -> tuple[tuple[str, int], ...]:
@@ -301,38 +316,41 @@ def _no_band(regime: str, n: int) -> str:
             f"only {n} published {regime} measurement{'s' if n > 1 else ''}, fewer than {MIN_CELL_ROWS}")
 
 
-def cells_from_rows(rows) -> list[Cell]:
-    """Band cells from scored residual rows (RowResult: regime, gpu_class, gpu_id, runtime, seconds_ratio).
+def cells_from_rows(rows, levels: Mapping[str, tuple[float, float]] | None = None) -> list[Cell]:
+    """Band cells from scored residual rows (RowResult: regime, gpu_class, gpu_id, runtime, seconds_ratio), at each
+    regime's quantile pair (`levels`; QUANTILES where not given).
 
-    A cell with MIN_CELL_ROWS rows or more: the 10th/90th percentiles of its ratios. Fewer: the wider 5th/95th
-    percentiles of its regime's rows, widened further to cover the cell's own rows. A regime with fewer than
+    A cell with MIN_CELL_ROWS rows or more: those quantiles of its ratios. Fewer: its regime's rows at quantiles at
+    least as wide as FALLBACK_QUANTILES, widened further to cover the cell's own rows. A regime with fewer than
     MIN_CELL_ROWS rows has no band (low = high = None, and the reason).
     """
     rows = [r for r in rows if r.seconds_ratio]
     cal = _calibrated_ratios(rows)
     cells = []
     for g in REGIMES:
+        qs = (levels or {}).get(g, QUANTILES)
+        wide = (min(qs[0], FALLBACK_QUANTILES[0]), max(qs[1], FALLBACK_QUANTILES[1]))
         in_regime = [r for r in rows if r.regime == g]
         regime_cal = [cal[r.row_id] for r in in_regime if r.row_id in cal]
         for k in MEMORY_CLASSES:
             own = [r for r in in_regime if r.gpu_class == k]
             ratios = [r.seconds_ratio for r in own]
             if len(in_regime) < MIN_CELL_ROWS:
-                cells.append(Cell(g, k, len(ratios), None, None, None, None, _no_band(g, len(in_regime))))
+                cells.append(Cell(g, k, len(ratios), None, None, None, None, _no_band(g, len(in_regime)), qs))
                 continue
             own_cal = [cal[r.row_id] for r in own if r.row_id in cal]
             fallback = None
             if len(ratios) >= MIN_CELL_ROWS:
-                low, high = _range(ratios)
+                low, high = _range(ratios, qs)
             else:
-                low, high = _range([r.seconds_ratio for r in in_regime], FALLBACK_QUANTILES)
+                low, high = _range([r.seconds_ratio for r in in_regime], wide)
                 low, high = min([low] + ratios), max([high] + ratios)
-                fallback = (f"{len(ratios)} rows < {MIN_CELL_ROWS}: 5th-95th percentiles of all {g} rows "
-                            f"(n={len(in_regime)}), widened to cover this cell's own rows")
+                fallback = (f"{len(ratios)} rows < {MIN_CELL_ROWS}: {100 * wide[0]:g}th-{100 * wide[1]:g}th "
+                            f"percentiles of all {g} rows (n={len(in_regime)}), widened to cover this cell's own rows")
             pool = own_cal if len(own_cal) >= MIN_CELL_ROWS else regime_cal or [1.0]
-            cal_low, cal_high = _no_wider(_range(pool), (low, high))
+            cal_low, cal_high = _no_wider(_range(pool, qs), (low, high))
             cells.append(Cell(g, k, len(ratios), round(low, 3), round(high, 3),
-                              round(cal_low, 3), round(cal_high, 3), fallback))
+                              round(cal_low, 3), round(cal_high, 3), fallback, qs))
     return cells
 
 
@@ -351,18 +369,20 @@ def within(cell: Cell, ratio: float) -> bool:
     return cell.low is not None and min(cell.low, 1.0) <= ratio <= max(cell.high, 1.0)
 
 
-def coverage(rows, group_of=lambda r: r.source) -> dict[str, tuple[int, int, int]]:
+def coverage(rows, group_of=lambda r: r.source,
+             levels: Mapping[str, tuple[float, float]] | None = None) -> dict[str, tuple[int, int, int]]:
     """Per regime: (rows inside the band built from all rows, rows inside the band built WITHOUT their own group,
-    rows with a band at all). The second is the honest figure: each source's rows judged by a band its own rows did
-    not shape. An 80 % band should hold about 80 % of them."""
+    rows with a band at all), at each regime's quantile pair (`levels`). The second is the honest figure: each
+    source's rows judged by a band its own rows did not shape. An 80 % band should hold about 80 % of them."""
     rows = [r for r in rows if r.seconds_ratio]
-    full = {(c.regime, c.gpu_class): c for c in cells_from_rows(rows)}
+    full = {(c.regime, c.gpu_class): c for c in cells_from_rows(rows, levels)}
     held: dict[str, dict] = {}
     out = {g: [0, 0, 0] for g in REGIMES}
     for r in rows:
         g = group_of(r)
         if g not in held:
-            held[g] = {(c.regime, c.gpu_class): c for c in cells_from_rows([x for x in rows if group_of(x) != g])}
+            held[g] = {(c.regime, c.gpu_class): c
+                       for c in cells_from_rows([x for x in rows if group_of(x) != g], levels)}
         own, other = full[(r.regime, r.gpu_class)], held[g][(r.regime, r.gpu_class)]
         if own.low is None:
             continue
@@ -372,13 +392,25 @@ def coverage(rows, group_of=lambda r: r.source) -> dict[str, tuple[int, int, int
     return {g: tuple(v) for g, v in out.items()}
 
 
+def band_levels(rows, group_of=lambda r: r.source) -> dict[str, tuple[float, float]]:
+    """Per regime, the narrowest quantile pair of QUANTILE_LADDER whose band, rebuilt without each group (source) in
+    turn, holds at least TARGET_COVERAGE of that group's rows; the widest when none does."""
+    chosen: dict[str, tuple[float, float]] = {}
+    for qs in QUANTILE_LADDER:
+        cover = coverage(rows, group_of, dict.fromkeys(REGIMES, qs))
+        for g, (_, held, n) in cover.items():
+            if g not in chosen and (n == 0 or held >= TARGET_COVERAGE * n):
+                chosen[g] = qs
+    return {g: chosen.get(g, QUANTILE_LADDER[-1]) for g in REGIMES}
+
+
 def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE, today: date | None = None,
                       accuracy: Iterable[dict] = ()) -> Path:
     """Write the band file from scored residual rows (RowResult; `residuals` says which rows those are and how they
     were predicted) and the accuracy they give per regime (ACCURACY_FIELDS each, for the page), then check it
     loads."""
     rows = [r for r in rows if r.seconds_ratio]
-    cells = cells_from_rows(rows)
+    cells = cells_from_rows(rows, band_levels(rows))
     doc = {
         "schema_version": 2,
         "generated": (today or date.today()).isoformat(),
@@ -386,16 +418,20 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
                   "(validation/measurements.yaml, see validation/README.md)",
         "residuals": residuals,
         "quantiles": list(QUANTILES),
-        "method": "ratio = measured seconds / predicted seconds per row; low/high = its 10th/90th percentile in the "
-                  f"cell (clamped to contain 1); a cell with fewer than {MIN_CELL_ROWS} rows takes the 5th/95th "
-                  "percentiles of its own regime's rows, widened to cover its rows; a regime with fewer rows than "
+        "method": "ratio = measured seconds / predicted seconds per row; low/high = its quantiles in the cell "
+                  "(clamped to contain 1): the 10th/90th percentiles, or wider, per regime, the narrowest pair of "
+                  f"{[list(q) for q in QUANTILE_LADDER]} whose band rebuilt without each source holds "
+                  f"{TARGET_COVERAGE:.0%} of that source's rows; a cell with fewer than {MIN_CELL_ROWS} rows takes at "
+                  "least the 5th/95th percentiles of its own regime's rows, widened to cover its rows; a regime with "
+                  "fewer rows than "
                   "that has no band; calibrated_* = the same after dividing each ratio by the median of its (GPU, "
                   "runtime, regime) group, shrunk toward 1 if wider than low/high. A runtime or model kind without "
                   "rows in a regime (evidence) gets no band in it.",
         "accuracy": [{k: a[k] for k in ACCURACY_FIELDS} for a in accuracy],
         "evidence": [{"regime": ev.regime, "rows": ev.rows, "runtimes": dict(ev.runtimes),
                       "model_kinds": dict(ev.model_kinds)} for ev in evidence_from_rows(rows)],
-        "cells": [{"regime": c.regime, "gpu_class": c.gpu_class, "n": c.n, "low": c.low, "high": c.high,
+        "cells": [{"regime": c.regime, "gpu_class": c.gpu_class, "n": c.n, "quantiles": list(c.quantiles),
+                   "low": c.low, "high": c.high,
                    "calibrated_low": c.calibrated_low, "calibrated_high": c.calibrated_high,
                    "fallback": c.fallback} for c in cells],
     }

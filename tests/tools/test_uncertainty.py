@@ -12,8 +12,8 @@ from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
 from planner.tools.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_note, cells_from_rows,
-                                       coverage, evidence_from_rows, load_uncertainty, rate_band, regime_of,
-                                       write_uncertainty)
+                                       band_levels, coverage, evidence_from_rows, load_uncertainty, rate_band,
+                                       regime_of, write_uncertainty)
 from planner.tools.validation import RowResult
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
@@ -26,7 +26,7 @@ B1, BATCHED, TP = "decode, batch 1", "decode, batched", "decode, tensor parallel
 
 def cell(regime: str, cls: str, low: float | None, high: float | None, cal_low: float | None = None,
          cal_high: float | None = None, n: int = 10, fallback: str | None = None) -> dict:
-    return {"regime": regime, "gpu_class": cls, "n": n, "low": low, "high": high,
+    return {"regime": regime, "gpu_class": cls, "n": n, "quantiles": [0.1, 0.9], "low": low, "high": high,
             "calibrated_low": cal_low if cal_low is not None else low,
             "calibrated_high": cal_high if cal_high is not None else high, "fallback": fallback}
 
@@ -307,3 +307,26 @@ def test_calibration_removes_each_gpus_own_bias():
     assert c.high / c.low > 1.7  # uncalibrated spans both GPUs' biases
     assert c.calibrated_high / c.calibrated_low < 1.06  # about +-2.7 % within each GPU
     assert c.calibrated_low <= 1.0 <= c.calibrated_high
+
+
+def test_band_levels_widen_until_a_left_out_source_is_held():
+    """Five sources of six rows each; each source runs at its own bias (0.8, 0.9, 1.0, 1.1, 1.25). Judged by bands
+    rebuilt without it, a source at an end of the range falls outside the 10th-90th percentiles of the others; the
+    ladder widens until 80 % of rows are held (or its widest step). Same rows, one source: the in-sample 10-90 band."""
+    rows = [_res(f"s{s}r{i}", ratio, gpu=f"g{i}", source=f"s{s}")
+            for s, ratio in enumerate((0.8, 0.9, 1.0, 1.1, 1.25)) for i in range(6)]
+    levels = band_levels(rows)
+    _, held, n = coverage(rows, levels=levels)[B1]
+    assert levels[B1] != (0.1, 0.9) and n == 30 and (held >= 24 or levels[B1] == (0.0, 1.0))
+    _, held_10_90, _ = coverage(rows)[B1]
+    assert held_10_90 < 24  # the plain 10th-90th percentiles hold fewer than 80 % of a left-out source
+    one_source = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
+    assert band_levels(one_source)[B1] == (0.0, 1.0)  # left out, the only source has no band to be judged by
+
+
+def test_a_cells_quantiles_must_be_a_step_of_the_ladder(tmp_path):
+    bad = {**cell(B1, "hbm", 0.9, 1.1), "quantiles": [0.2, 0.8]}
+    path = write_bands(tmp_path, all_cells(**{f"{B1}/hbm": bad}))
+    with pytest.raises(DataFileError) as err:
+        load_uncertainty(path)
+    assert err.value.field == "quantiles"

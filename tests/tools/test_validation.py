@@ -272,7 +272,7 @@ def test_cli_prints_the_leave_one_source_out_headline_next_to_the_split():
     head = out[out.index("leave one source out (headline)"):]
     for regime in ("decode, batch 1", "decode, batched", "decode, tensor parallel", "prefill", "train"):
         assert regime in head
-    assert "speed-up ratios" in head and "band coverage" in head
+    assert "speed-up ratios" in head and "80 % band" in head and "inside_pct_own_source_left_out" in head
 
 
 def test_cli_json_plot_and_uncertainty_file(tmp_path):
