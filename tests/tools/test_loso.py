@@ -47,15 +47,19 @@ def test_a_source_is_its_repository_without_file_or_commit():
 def test_each_source_is_predicted_from_the_others_alone(tmp_path):
     rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"), _row(2, "rtx-3090", "lab-a/bench:README.md", gen=1024),
             _row(3, "rtx-a6000", "lab-b/notes:results.md"), _row(4, "rtx-a5000", "lab-b/notes:results.md", gen=1024),
-            _row(5, "h100-sxm", "lab-c/solo:README.md", framework="vllm")]
+            _row(5, "h100-sxm", "lab-c/solo:README.md", framework="vllm"),
+            _row(6, "h100-sxm", "mlc-ai/llm-perf-bench:README.md", framework="mlc-llm")]
     out = {r.result.row_id: r for r in leave_one_source_out(_write(tmp_path, rows))}
     for rid in ("syn-1", "syn-2", "syn-3", "syn-4"):  # tuned on the other lab's two rows: the hidden 0.8, on a 0.01 grid
         assert out[rid].independent and abs(out[rid].result.error_pct) < 2.0, out[rid].result
-    assert not out["syn-5"].independent  # no other source measures vLLM: no independent evidence
+    # no other source measures vLLM, but lab-c is new to the planner: the committed profile predicts it from elsewhere
+    assert out["syn-5"].independent
+    # no other source measures MLC, and its profile was drawn from this very source: no independent evidence
+    assert not out["syn-6"].independent
     summary = {(s["set"], s["group"], s["key"]): s for s in loso_summary(list(out.values()))}
-    assert summary[("leave-one-source-out", "all", "all")]["n"] == 4
+    assert summary[("leave-one-source-out", "all", "all")]["n"] == 5
     assert summary[("no other source", "all", "all")]["n"] == 1
-    # none of the synthetic labs is in DRAWN_FROM: all five rows are also scored untuned, with the committed profile
+    # the synthetic labs are not in DRAWN_FROM: their five rows are also scored untuned, with the committed profile
     untuned = summary[("untuned, new sources", "all", "all")]
     assert untuned["n"] == 5 and untuned["median_bias_pct"] is not None
 
