@@ -11,9 +11,11 @@ _T0 = time.perf_counter()
 
 from dataclasses import fields, replace  # noqa: E402
 from datetime import date  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from streamlit.dataframe_util import convert_anything_to_arrow_bytes  # noqa: E402
 
 from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
 from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
@@ -47,7 +49,7 @@ div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1
 FACTS = load_facts()
 CATALOG, RULES, RUNTIMES = FACTS.catalog, FACTS.rules, FACTS.runtimes
 OVERHEADS_DEFAULT = load_job_costs(runtime_ids=tuple(r.id for r in RUNTIMES.runtimes))
-OVERHEADS = OVERHEADS_DEFAULT  # with the sidebar's changes, set each run before main()
+OVERHEADS = OVERHEADS_DEFAULT  # with the page's whole-job assumptions, set each run before main()
 JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image to pull (GB)", 1.0),
                     ("download_gb_per_s", "Download (GB/s)", 0.05), ("billing_increment_s", "Billing increment (s)", 1.0),
                     ("spot_interruptions_per_h", "Spot interruptions per hour", 0.05))
@@ -124,8 +126,11 @@ def _owned() -> tuple[Owned, ...]:
 
 def _init() -> None:
     ss = st.session_state
+    for key, _, _ in JOB_COST_WIDGETS:  # read every run (OVERHEADS), drawn only while their expander is open
+        ss.setdefault(f"jc_{key}", float(getattr(OVERHEADS_DEFAULT, key)))
     if "_ready" in ss:
-        for k in [*STATE_KEYS, *(f"own_{w}_{g}" for g in ss.own_ids for w in ("n", "paid"))]:
+        for k in [*STATE_KEYS, *(f"own_{w}_{g}" for g in ss.own_ids for w in ("n", "paid")),
+                  *(f"jc_{k}" for k, _, _ in JOB_COST_WIDGETS), *(f"ow_{k}" for k, _, _ in OWN_WIDGETS)]:
             if k in ss:  # keep values of widgets that are hidden in this run
                 ss[k] = ss[k]
         return
@@ -339,9 +344,12 @@ def sidebar() -> None:
     m = _current_model()
     if m is not None:
         sb.caption(f"{fmt_count(m.params)} parameters · {md_escape(m.describe())}")
-    with sb.expander("Upload a model (YAML profile or Hugging Face config.json)"):
-        st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model", on_change=_on_upload_model,
-                         label_visibility="collapsed", max_upload_size=1)
+    # the closed expanders below draw their widgets only when opened: nothing to send or lay out on every rerun
+    with sb.expander("Upload a model (YAML profile or Hugging Face config.json)", key="upload_open",
+                     on_change="rerun") as box:
+        if box.open:
+            st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model",
+                             on_change=_on_upload_model, label_visibility="collapsed", max_upload_size=1)
     msg = ss.pop("_upload_msg", None)
     if msg:
         (sb.error if msg[0] == "error" else sb.success)(msg[1])
@@ -417,13 +425,15 @@ def sidebar() -> None:
         if msg:
             sb.caption(msg)
 
-    with sb.expander("Whole-job assumptions (pod start, download, billing…)"):
-        for key, label, step in JOB_COST_WIDGETS:
-            lo, hi = JOB_COST_LIMITS[key]
-            ss.setdefault(f"jc_{key}", float(getattr(OVERHEADS_DEFAULT, key)))
-            st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}",
-                            help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
-        st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in links).")
+    with sb.expander("Whole-job assumptions (pod start, download, billing…)", key="jc_open",
+                     on_change="rerun") as box:
+        if box.open:
+            for key, label, step in JOB_COST_WIDGETS:
+                lo, hi = JOB_COST_LIMITS[key]
+                st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}",
+                                help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
+            st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
+                       "links).")
 
     sb.subheader("5 · Your own GPUs (optional)")
     sb.multiselect("GPUs you own", CATALOG.ids(), key="own_ids", max_selections=MAX_OWNED,
@@ -439,13 +449,14 @@ def sidebar() -> None:
                         format="%g", help=md_escape(OWN_DEFAULT.source(f"purchase_usd.{gid}") or
                                                    "no listed price for this card: give what you paid"))
     if ss.own_ids:
-        with sb.expander("Owning assumptions (lifetime, power, electricity)"):
-            for key, label, step in OWN_WIDGETS:
-                lo, hi = OWN_LIMITS[key]
-                ss.setdefault(f"ow_{key}", float(getattr(OWN_DEFAULT, key)))
-                st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}",
-                                help=OWN_DEFAULT.source(key))
-            st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
+        with sb.expander("Owning assumptions (lifetime, power, electricity)", key="ow_open", on_change="rerun") as box:
+            if box.open:
+                for key, label, step in OWN_WIDGETS:
+                    lo, hi = OWN_LIMITS[key]
+                    ss.setdefault(f"ow_{key}", float(getattr(OWN_DEFAULT, key)))
+                    st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}",
+                                    help=OWN_DEFAULT.source(key))
+                st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
 
     sb.subheader("6 · Calibration (optional)")
     sb.caption("Upload results of `python -m planner.bench` run on your GPUs (one file per GPU, several at once "
@@ -520,21 +531,77 @@ def _rankings(key: str, _plan, _include_cpus: bool, _table, _cal) -> tuple[list,
     return ests, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 
 
+def _vega_spec(chart) -> dict:
+    """An Altair chart as the Vega-Lite spec st.vega_lite_chart sends, its datasets already Arrow IPC bytes
+    (Streamlit's own conversion, which it skips for bytes): the caches below keep it, so a session drawing a chart
+    another one drew pays neither Altair (~10 ms a chart) nor the Arrow conversion (~1 ms a dataset). Not validated
+    against the Vega-Lite schema here (up to half of the build): tests/views/test_charts.py validates every
+    builder's spec."""
+    spec = chart.to_dict(validate=False)
+    if "datasets" in spec:
+        spec["datasets"] = {name: convert_anything_to_arrow_bytes(rows) for name, rows in spec["datasets"].items()}
+    return spec
+
+
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
-    """The Vega-Lite spec of charts.<builder>(*args), built and validated once per distinct input (key) and shared
-    by every session: building an Altair chart is the largest part of a rerun (~10 ms a chart), and twenty sessions
-    on one plan then pay it once."""
-    return getattr(charts, builder)(*_args).to_dict()
+    """The spec of charts.<builder>(*args), built once per distinct input (key) and shared by every session."""
+    return _vega_spec(getattr(charts, builder)(*_args))
+
+
+def _draw(spec: dict) -> None:
+    st.vega_lite_chart(spec, width="stretch")
 
 
 def _chart(builder: str, *args) -> None:
-    st.vega_lite_chart(_chart_spec(content_key(builder, args), builder, args), width="stretch")
+    _draw(_chart_spec(content_key(builder, args), builder, args))
 
 
-def estimates(plan, inputs: share.Inputs, table, cal) -> tuple[list, dict]:
-    key = content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus)
-    return _rankings(key, plan, inputs.cpus, table, cal)
+def _estimates_key(plan, inputs: share.Inputs, table) -> str:
+    """What a ranking depends on: the plan's content, the prices' identity (source, date, your own prices), the
+    calibration text and whether CPUs join."""
+    return content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _my_gpus(key: str, _plan, _own, _table, _assumptions, _overheads, _cal) -> list:
+    """page.my_gpus for one distinct plan, prices, calibration, cards and assumptions (key), shared by sessions."""
+    return page.my_gpus(_plan, _own, replace(FACTS, prices=_table), _assumptions, _overheads,
+                        _cal.adjust if _cal else None)
+
+
+class RankingView(NamedTuple):
+    """Everything the page shows of one ranking, built once per distinct plan and view (filters, job, tier, memory
+    target, stale-price age, whole-job assumptions, your own cards, today's date) and shared by every session."""
+
+    ranked: list  # every estimate, in ranking order
+    rows: list  # the ones the filters keep
+    bands: dict
+    table: pd.DataFrame
+    config: dict
+    order: list
+    callouts: list  # (key, Markdown, help) per call-out
+    nothing: str | None  # why nothing runs, or None
+    dates: str  # the prices' dates, in words
+    extra: dict  # export columns
+    jobs: pd.DataFrame  # the whole-job chart's data (top 10)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _ranking_view(key: str, _ests, _cal_ests, _inputs, _overheads, _mine, _gpus: int) -> RankingView:
+    inputs, today = _inputs, date.today()
+    ranked = page.rank_by_whole_job(_ests, _overheads)
+    rows = page.filtered(ranked, _filters(inputs))
+    bands = page.bands(rows, _cal_ests)
+    df, config, order = ranking_table(rows, inputs, _cal_ests, bands, _mine, _overheads)
+    found = [(f"callout_{c.label.replace(' ', '_').lower()}",
+              f"**{c.label}** · **{page.callout_title(c)}**  \n"
+              f"{page.callout_line(c, _gpus, today, inputs.stale, _overheads)}", c.why)
+             for c in page.callouts(rows, _overheads)]
+    dates = page.price_dates(rows, today, inputs.stale)
+    return RankingView(ranked, rows, bands, df, config, order, found, page.nothing_runs_message(rows, ranked),
+                       dates.sentence(), page.extra_columns(rows, _cal_ests, bands),
+                       charts.whole_jobs_data(rows, _overheads))
 
 
 def _skypilot_text(ests, plan, url: str) -> str:
@@ -553,11 +620,11 @@ def _filters(inputs: share.Inputs) -> page.Filters:
 # ---------------------------------------------------------------- rendering
 
 
-def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame, dict, list]:
+def ranking_table(rows, inputs, cal_ests, bands, mine, overheads) -> tuple[pd.DataFrame, dict, list]:
     data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands, date.today(), inputs.stale,
-                                              OVERHEADS)
+                                              overheads)
     div = time_unit(e.seconds for e in rows)[1]
-    data = page.mine_rows(mine, inputs.job, unit, div, date.today(), inputs.stale, OVERHEADS) + data
+    data = page.mine_rows(mine, inputs.job, unit, div, date.today(), inputs.stale, overheads) + data
     df = pd.DataFrame(data)
     noun = page.NOUNS[inputs.job]
     cc = st.column_config
@@ -605,14 +672,12 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
     return df, config, page.ranking_order(df.columns, unit, rate_name, inputs.job)
 
 
-def callouts(rows, gpus: int, stale_after_days: int) -> None:
-    found = page.callouts(rows, OVERHEADS)
+def callouts(found: list) -> None:
     if not found:
         return
-    for col, c in zip(st.columns(len(found)), found):
-        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}", gap="small"):
-            st.markdown(f"**{c.label}** · **{page.callout_title(c)}**  \n"
-                        f"{page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS)}", help=c.why)
+    for col, (key, text, why) in zip(st.columns(len(found)), found):
+        with col.container(border=True, key=key, gap="small"):
+            st.markdown(text, help=why)
 
 
 def calibration_panel(plan, fleet) -> None:
@@ -641,44 +706,92 @@ def calibration_panel(plan, fleet) -> None:
                     _chart("calibration_chart", df)
 
 
-def explain(e, cal_e, inputs: share.Inputs) -> None:
-    g = e.gpu
-    st.markdown(f"### {g.name}")
-    st.caption(page.gpu_caption(e))
-    with st.expander("Where these specs come from"):
-        st.caption(md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""))
-    for r in e.reasons:
-        (st.error if r.blocking else st.info)(("Can't run: " if r.blocking else "Note: ") + md_escape(r.text, 600))
-    c = st.columns(4)
-    c[0].metric("Time for the job", fmt_seconds(e.seconds), help="Sum over every step of the job (formula below)")
-    c[1].metric(f"Cost ({inputs.tier})", fmt_usd(e.cost()), help="seconds / 3600 x GPUs x $/GPU-hour")
+class ExplainView(NamedTuple):
+    """'Explain a GPU' for one GPU of one ranking, as Markdown, chart specs and a table: built once per distinct
+    plan, GPU and view, and shared by every session."""
+
+    title: str
+    caption: str
+    sources: str
+    reasons: list  # (blocks the plan, Markdown)
+    metrics: list  # (label, value, help)
+    calibrated: str | None
+    inputs: str  # the inputs behind the figures and the cost formula
+    job_title: str | None  # the whole job's bill, None without a price
+    job_spec: dict | None
+    job_parts: str | None
+    memory: str  # the memory breakdown, what it follows from, and the heading of 'Your own price'
+    steps: str  # the step-time heading and formula, or why there is none
+    steps_spec: dict | None
+    steps_table: pd.DataFrame | None
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _explain_view(key: str, _e, _cal_e, _tier: str, _job: str, _auto_batch: bool, _overheads) -> ExplainView:
+    e, g, price = _e, _e.gpu, _e.price
     rate = page.rate(e)
-    c[2].metric(f"Throughput ({page.rate_unit(inputs.job, e.plan.model.counts_tokens)})",
-                fmt_count(rate) if rate else "-", help="average over the whole job")
-    c[3].metric(f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
-                help=f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")
-    if cal_e is not None and cal_e.seconds:
-        st.success(f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
-                   f"({md_escape(cal_e.efficiency.source, 400)})")
-
-    st.markdown("#### Inputs behind the figures")
-    st.markdown(page.md_table(["input", "value", "source"], page.inputs_rows(e, inputs.batch is None)))
-    price = e.price
+    metrics = [("Time for the job", fmt_seconds(e.seconds), "Sum over every step of the job (formula below)"),
+               (f"Cost ({_tier})", fmt_usd(e.cost()), "seconds / 3600 x GPUs x $/GPU-hour"),
+               (f"Throughput ({page.rate_unit(_job, e.plan.model.counts_tokens)})", fmt_count(rate) if rate else "-",
+                "average over the whole job"),
+               (f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
+                f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")]
+    calibrated = (f"Calibrated: {fmt_seconds(_cal_e.seconds)}, {fmt_usd(_cal_e.cost())} "
+                  f"({md_escape(_cal_e.efficiency.source, 400)})" if _cal_e is not None and _cal_e.seconds else None)
+    behind = ["#### Inputs behind the figures", page.md_table(["input", "value", "source"],
+                                                               page.inputs_rows(e, _auto_batch))]
     if e.seconds and price:
-        st.markdown(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
-                    f"= **{fmt_usd(e.cost())}**")
-    job = job_cost(e, OVERHEADS)
-    if job is not None:
-        st.markdown(f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**")
-        _chart("job_cost_chart", charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus))
-        st.caption(" · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
-                   + ". Assumptions (each with its source): data/job_costs.yaml.")
-    st.markdown("#### Memory breakdown")
-    st.markdown(page.md_table(["used by", "GB", "formula"],
-                              [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]))
-    st.markdown(page.memory_sentence(e))
+        behind.append(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
+                      f"= **{fmt_usd(e.cost())}**")
+    job = job_cost(e, _overheads)
+    memory = "\n\n".join(["#### Memory breakdown", page.md_table(
+        ["used by", "GB", "formula"], [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]),
+        page.memory_sentence(e), "#### Your own price"])
+    if e.feasible:
+        steps = ("#### Step-time breakdown\n\nEach op group of each step takes **max(FLOPs ÷ (peak × compute "
+                 "efficiency), bytes ÷ (bandwidth × bandwidth efficiency))**; a step adds **kernels × launch "
+                 "overhead**; the job is the sum over steps and passes (a pass = one batch through the model). "
+                 "Whichever side of the max wins limits the group.")
+        split = charts.time_split_data(e)
+        steps_spec = _vega_spec(charts.time_split_chart(split)) if len(split) else None
+        steps_table = pd.DataFrame(page.step_time_rows(e))
+    else:
+        steps, steps_spec, steps_table = ("#### Step-time breakdown\n\nNot timed: the plan can't run on this GPU "
+                                          "(reasons above)."), None, None
+    return ExplainView(
+        f"### {g.name}", page.gpu_caption(e),
+        md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""),
+        [(r.blocking, ("Can't run: " if r.blocking else "Note: ") + md_escape(r.text, 600)) for r in e.reasons],
+        metrics, calibrated, "\n\n".join(behind),
+        f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**" if job else None,
+        _vega_spec(charts.job_cost_chart(charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus)))
+        if job else None,
+        " · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
+        + ". Assumptions (each with its source): data/job_costs.yaml." if job else None,
+        memory, steps, steps_spec, steps_table)
 
-    st.markdown("#### Your own price")
+
+def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
+    g, price = e.gpu, e.price
+    v = _explain_view(content_key(est_key, g.id, inputs.tier, inputs.job, inputs.batch is None, OVERHEADS), e, cal_e,
+                      inputs.tier, inputs.job, inputs.batch is None, OVERHEADS)
+    st.markdown(v.title)
+    st.caption(v.caption)
+    with st.expander("Where these specs come from", key="specs_open", on_change="rerun") as box:
+        if box.open:  # drawn when opened: nothing to send or lay out while it is closed
+            st.caption(v.sources)
+    for blocking, text in v.reasons:
+        (st.error if blocking else st.info)(text)
+    for col, (label, value, why) in zip(st.columns(4), v.metrics):
+        col.metric(label, value, help=why)
+    if v.calibrated:
+        st.success(v.calibrated)
+    st.markdown(v.inputs)
+    if v.job_title:
+        st.markdown(v.job_title)
+        _draw(v.job_spec)
+        st.caption(v.job_parts)
+    st.markdown(v.memory)
     key = f"price_in_{g.id}_{inputs.tier}"  # per tier: switching tiers shows that tier's price, not a stale one
     current = inputs.custom_prices.get(g.id) or (price.usd_hr if price else 1.0)
     if key not in st.session_state:
@@ -694,23 +807,16 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
         c3.button("Listed price", key=f"drop_price_{g.id}", on_click=lambda: _set_price(g.id, None),
                   help="Forget your price for this GPU")
     st.caption("Your price applies to every tier of this GPU and travels in the share link.")
-    st.markdown("#### Step-time breakdown")
-    if not e.feasible:
-        st.markdown("Not timed: the plan can't run on this GPU (reasons above).")
-        return
-    st.markdown(
-        "Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × "
-        "bandwidth efficiency))**; a step adds **kernels × launch overhead**; the job is the sum over steps "
-        "and passes (a pass = one batch through the model). Whichever side of the max wins limits the group.")
-    split = charts.time_split_data(e)
-    if len(split):
-        _chart("time_split_chart", split)
-    secs = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, placeholder="-", column_config={
-        "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
-        "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
-        "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
-        "compute s": secs, "memory s": secs, "time s": secs, "formula": st.column_config.TextColumn(width="large")})
+    st.markdown(v.steps)
+    if v.steps_spec:
+        _draw(v.steps_spec)
+    if v.steps_table is not None:
+        secs = st.column_config.NumberColumn(format="%.4g")
+        st.dataframe(v.steps_table, hide_index=True, placeholder="-", column_config={
+            "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
+            "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
+            "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
+            "compute s": secs, "memory s": secs, "time s": secs, "formula": st.column_config.TextColumn(width="large")})
 
 
 def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, cmp_ids) -> None:
@@ -795,15 +901,29 @@ def presets_block(where, inputs: share.Inputs) -> None:
     for exc in broken:
         st.error(f"An example question could not be loaded: {md_escape(exc, 400)}")
     with where.popover("Example questions", icon=":material/lightbulb:", width="stretch",
-                       help="One click fills in the whole plan"):
-        for p in presets:
-            st.button(p.question, key=f"preset_{p.id}", on_click=_apply_preset, args=(p.id,), width="stretch")
+                       help="One click fills in the whole plan", key="presets_open", on_change="rerun") as box:
+        if box.open:  # drawn when opened: a closed popover costs every rerun nothing
+            for p in presets:
+                st.button(p.question, key=f"preset_{p.id}", on_click=_apply_preset, args=(p.id,), width="stretch")
     p = next((p for p in presets if p.id == st.session_state.get("_preset")), None)
     if p and share.encode(replace(p.inputs, tab=inputs.tab)) == share.encode(inputs):  # still the example's plan
         with st.expander(f"**{md_escape(p.question)}** · what the example assumes", icon=":material/lightbulb:"):
             st.info(f"{p.answer_hint}  \n*Assumed:* {p.assumptions}")
     elif p:
         st.caption(f"Started from the example “{p.question}”, then changed.")
+
+
+def filters() -> None:
+    """The ranking's filters (inside the 'Filters' popover)."""
+    st.selectbox("Vendor", share.VENDORS, key="vendor")
+    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
+                    help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
+    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
+    st.checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
+    st.checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
+                "them; type your own price in 'Explain a GPU')")
+    st.checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
+                "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
 
 
 def own_assumptions() -> OwnAssumptions:
@@ -840,10 +960,12 @@ def main(inputs: share.Inputs) -> None:
     plan = share.to_plan(inputs, model)
     table = price_table(inputs)
     cal = _calibration(inputs)
+    est_key = _estimates_key(plan, inputs, table)
+    assumptions = own_assumptions()
+    mine_key = content_key(est_key, inputs.own, assumptions, OVERHEADS)
     try:
-        ests, cal_ests = estimates(plan, inputs, table, cal)
-        mine = page.my_gpus(plan, inputs.own, replace(FACTS, prices=table), own_assumptions(), OVERHEADS,
-                            cal.adjust if cal else None)
+        ests, cal_ests = _rankings(est_key, plan, inputs.cpus, table, cal)
+        mine = _my_gpus(mine_key, plan, inputs.own, table, assumptions, OVERHEADS, cal) if inputs.own else []
     except (ValueError, UnknownNameError, DataFileError) as exc:
         st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
         return
@@ -854,37 +976,28 @@ def main(inputs: share.Inputs) -> None:
     elif not table.ok or table.source != "snapshot" or inputs.myprice:
         (st.warning if not table.ok or table.suspect else st.caption)(f"Prices: {md_escape(table.message, 600)}")
 
-    ests = page.rank_by_whole_job(ests, OVERHEADS)
-    rows = page.filtered(ests, _filters(inputs))
-    bands = page.bands(rows, cal_ests)
+    view = _ranking_view(content_key(mine_key, _filters(inputs), inputs.job, inputs.stale, inputs.tier, inputs.mem,
+                                     date.today()), ests, cal_ests, inputs, OVERHEADS, mine, plan.gpus)
+    rows, df = view.rows, view.table
     if mine:
         own_cards(mine, inputs.tier)
-    callouts(rows, plan.gpus, inputs.stale)
-    nothing = page.nothing_runs_message(rows, ests)
-    if nothing:
-        st.error(nothing)
+    callouts(view.callouts)
+    if view.nothing:
+        st.error(view.nothing)
 
     c_head, c_filters = st.columns([5, 1.3], vertical_alignment="bottom")
     c_head.markdown("#### Every GPU, ranked")
-    with c_filters.popover("Filters", icon=":material/filter_list:", width="stretch"):
-        st.selectbox("Vendor", share.VENDORS, key="vendor")
-        st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
-                        help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
-        st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
-        st.checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
-        st.checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
-                    "them; type your own price in 'Explain a GPU')")
-        st.checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
-                    "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
-    df, config, order = ranking_table(rows, inputs, cal_ests, bands, mine)
-    event = st.dataframe(df, hide_index=True, placeholder="-", column_config=config, column_order=order, key="ranking",
-                         on_select="rerun", row_height=35,
-                         selection_mode="single-row", height=min(38 + 35 * len(df), 560))
-    dates = page.price_dates(rows, date.today(), inputs.stale)
-    st.caption(f"{len(rows)} of {len(ests)} GPUs shown"
+    with c_filters.popover("Filters", icon=":material/filter_list:", width="stretch", key="filters_open",
+                           on_change="rerun") as box:
+        if box.open:  # drawn when opened: the six widgets cost every rerun nothing while it is closed
+            filters()
+    event = st.dataframe(df, hide_index=True, placeholder="-", column_config=view.config, column_order=view.order,
+                         key="ranking", on_select="rerun", row_height=35, selection_mode="single-row",
+                         height=min(38 + 35 * len(df), 560))
+    st.caption(f"{len(rows)} of {len(view.ranked)} GPUs shown"
                + (" (your own cards on top, marked ★)" if mine else "")
                + ". Ranked by what the whole job bills; time and cost are for the whole job; click a header to sort, "
-               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
+               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {view.dates}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     if cal is not None:
         calibration_panel(plan, cal)
@@ -895,29 +1008,28 @@ def main(inputs: share.Inputs) -> None:
         # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
         st.link_button("Share this plan: a link to exactly this page", url, icon=":material/link:",
                        help="Right-click it and copy the link to share; it is also the address in your browser's bar")
-    ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
-                              OVERHEADS, mine)
+    ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, view.extra, OVERHEADS, mine)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",
                            mime="application/json", icon=":material/download:", on_click="ignore", key="dl_json")
-    launchable = [e for e in ests if e.feasible]
-    if launchable:
-        c_sky.download_button("SkyPilot task", data=lambda: _skypilot_text(ests, plan, url), file_name="task.yaml",
-                              mime="application/x-yaml", icon=":material/rocket_launch:", on_click="ignore",
-                              key="dl_sky", help="The GPUs that can run this plan, in this order, for `sky launch "
-                              "task.yaml` (SkyPilot tries them in turn)")
-    jobs = charts.whole_jobs_data(rows, OVERHEADS)
-    if len(jobs):
+    if any(e.feasible for e in view.ranked):
+        c_sky.download_button("SkyPilot task", data=lambda: _skypilot_text(view.ranked, plan, url),
+                              file_name="task.yaml", mime="application/x-yaml", icon=":material/rocket_launch:",
+                              on_click="ignore", key="dl_sky", help="The GPUs that can run this plan, in this order, "
+                              "for `sky launch task.yaml` (SkyPilot tries them in turn)")
+    if len(view.jobs):
         with st.expander("**The whole job** · compute next to the pod's start, download, warm-up and billing, top 10",
-                         icon=":material/stacked_bar_chart:"):
-            _chart("whole_jobs_chart", jobs)
+                         icon=":material/stacked_bar_chart:", key="jobs_open", on_change="rerun") as box:
+            if box.open:
+                _chart("whole_jobs_chart", view.jobs)
     sel = getattr(getattr(event, "selection", None), "rows", None) or []
     picked = df.gpu_id.iloc[sel[0]] if sel and sel[0] < len(df) else None
     if picked and picked != ss.get("_picked"):
         ss.gpu = picked
         ss.view = TABS[0]
     ss._picked = picked
+    ests = view.ranked
 
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [ests[0].gpu.id])[0]
@@ -936,7 +1048,7 @@ def main(inputs: share.Inputs) -> None:
                                           f"Top of the ranking ({short_name(GPU_BY_ID[default_gpu].name)})")
                 chosen = picked_gpu or default_gpu
                 e = next((x for x in ests if x.gpu.id == chosen), None)
-                explain(e, cal_ests.get(chosen), inputs)
+                explain(e, cal_ests.get(chosen), inputs, est_key)
             else:
                 if name in ("Roofline", "Batch size", "Memory", "Serving"):
                     shown_ids = [g.id for g in CATALOG.selection(inputs.cpus)]
@@ -951,11 +1063,13 @@ def main(inputs: share.Inputs) -> None:
 
 
 _init()
-sidebar()
 OVERHEADS = with_values(OVERHEADS_DEFAULT, {k: float(st.session_state[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS})
 INPUTS = _inputs()
 try:
-    main(INPUTS)
+    main(INPUTS)  # the answer first: the browser draws the ranking before the sidebar's ~30 widgets arrive
 finally:
-    _sync_url(_inputs())
-    st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
+    try:
+        sidebar()  # the widgets' values are already in st.session_state (_init), so drawing them last changes none
+    finally:
+        _sync_url(_inputs())
+        st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
