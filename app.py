@@ -14,6 +14,7 @@ from datetime import date  # noqa: E402
 from typing import NamedTuple  # noqa: E402
 
 import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
 import streamlit as st  # noqa: E402
 from streamlit.dataframe_util import convert_anything_to_arrow_bytes  # noqa: E402
 
@@ -302,11 +303,15 @@ def _arch_bounds(param: str) -> tuple[int, int]:
     return f.lo, f.hi
 
 
-def _model_label(mid: str) -> str:
-    if mid == share.CUSTOM:
-        return "Custom model (edit fields or upload)"
-    m = MODELS.get(mid)
-    return f"{m.name} · {fmt_count(m.params)} params"
+@st.cache_resource(show_spinner=False)
+def _model_labels() -> dict[str, str]:
+    return model_labels()
+
+
+def model_labels() -> dict[str, str]:
+    """The model picker's labels, computed once (a profile's parameter count evaluates its formulas)."""
+    return {**{m.id: f"{m.name} · {fmt_count(m.params)} params" for m in MODELS.models},
+            share.CUSTOM: "Custom model (edit fields or upload)"}
 
 
 def sidebar() -> None:
@@ -314,7 +319,7 @@ def sidebar() -> None:
     sb = st.sidebar
     sb.header("Your plan")
     sb.subheader("1 · Model")
-    sb.selectbox("Model", [m.id for m in MODELS.models] + [share.CUSTOM], key="model", format_func=_model_label,
+    sb.selectbox("Model", [m.id for m in MODELS.models] + [share.CUSTOM], key="model", format_func=_model_labels().get,
                  on_change=_on_model, help="A preset architecture, or 'Custom' to type or upload your own.")
     if ss.model == share.CUSTOM and not ss.spec:
         with sb.expander("Architecture (decoder transformer)", expanded=True):
@@ -518,15 +523,23 @@ def _calibration(inputs: share.Inputs):
         return None
 
 
+# The shared caches: st.cache_resource keeps one result per key for every session. Each decorated function is a
+# one-line wrapper because Streamlit reads and hashes a cached function's source every time the script defines it
+# (every rerun): a long body costs ~0.5 ms a rerun. The key is the content the result depends on (content_key);
+# the arguments whose names start with _ ride along unhashed.
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _rankings(key: str, _plan, _include_cpus: bool, _table, _cal) -> tuple[list, dict]:
-    """(analytic ranking, calibrated estimates by GPU id) for one distinct plan, shared by every session: a page
-    rerun that only changes the view, or another visitor asking the same, costs nothing. The key is the content of
-    the plan, the prices' identity (source, date, your own prices), the calibration text and whether CPUs join; the
-    rest rides along."""
-    plan, facts = _plan, replace(FACTS, prices=_table)
-    ests = estimate_all(plan, facts, include_cpus=_include_cpus)
-    cal_all = estimate_all(plan, facts, adjust=_cal.adjust, include_cpus=_include_cpus) if _cal else []
+    return rankings(_plan, _include_cpus, _table, _cal)
+
+
+def rankings(plan, include_cpus: bool, table, cal) -> tuple[list, dict]:
+    """(analytic ranking, calibrated estimates by GPU id) for one distinct plan (key: _estimates_key): a page rerun
+    that only changes the view, or another visitor asking the same, costs nothing."""
+    facts = replace(FACTS, prices=table)
+    ests = estimate_all(plan, facts, include_cpus=include_cpus)
+    cal_all = estimate_all(plan, facts, adjust=cal.adjust, include_cpus=include_cpus) if cal else []
     # only GPUs the calibration reaches (a CPU calibration changes none of the catalog's)
     return ests, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 
@@ -545,8 +558,7 @@ def _vega_spec(chart) -> dict:
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
-    """The spec of charts.<builder>(*args), built once per distinct input (key) and shared by every session."""
-    return _vega_spec(getattr(charts, builder)(*_args))
+    return _vega_spec(getattr(charts, builder)(*_args))  # the spec of charts.<builder>(*args)
 
 
 def _draw(spec: dict) -> None:
@@ -565,19 +577,18 @@ def _estimates_key(plan, inputs: share.Inputs, table) -> str:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _my_gpus(key: str, _plan, _own, _table, _assumptions, _overheads, _cal) -> list:
-    """page.my_gpus for one distinct plan, prices, calibration, cards and assumptions (key), shared by sessions."""
-    return page.my_gpus(_plan, _own, replace(FACTS, prices=_table), _assumptions, _overheads,
-                        _cal.adjust if _cal else None)
+    return page.my_gpus(_plan, _own, replace(FACTS, prices=_table), _assumptions, _overheads, _cal and _cal.adjust)
 
 
 class RankingView(NamedTuple):
-    """Everything the page shows of one ranking, built once per distinct plan and view (filters, job, tier, memory
-    target, stale-price age, whole-job assumptions, your own cards, today's date) and shared by every session."""
+    """Everything the page shows of one ranking, built once per distinct plan and view and shared by every
+    session."""
 
     ranked: list  # every estimate, in ranking order
     rows: list  # the ones the filters keep
     bands: dict
     table: pd.DataFrame
+    arrow: pa.Table  # the same, as st.dataframe sends it: converted once, not once a session (~1.5 ms)
     config: dict
     order: list
     callouts: list  # (key, Markdown, help) per call-out
@@ -589,19 +600,26 @@ class RankingView(NamedTuple):
 
 @st.cache_resource(max_entries=128, show_spinner=False)
 def _ranking_view(key: str, _ests, _cal_ests, _inputs, _overheads, _mine, _gpus: int) -> RankingView:
-    inputs, today = _inputs, date.today()
-    ranked = page.rank_by_whole_job(_ests, _overheads)
+    return ranking_view(_ests, _cal_ests, _inputs, _overheads, _mine, _gpus)
+
+
+def ranking_view(ests, cal_ests, inputs, overheads, mine, gpus: int) -> RankingView:
+    """The ranking as the page shows it (key: the estimates' key, whole-job assumptions, your cards, filters, job,
+    tier, memory target, stale-price age and today's date)."""
+    today = date.today()
+    ranked = page.rank_by_whole_job(ests, overheads)
     rows = page.filtered(ranked, _filters(inputs))
-    bands = page.bands(rows, _cal_ests)
-    df, config, order = ranking_table(rows, inputs, _cal_ests, bands, _mine, _overheads)
+    bands = page.bands(rows, cal_ests)
+    df, config, order = ranking_table(rows, inputs, cal_ests, bands, mine, overheads)
     found = [(f"callout_{c.label.replace(' ', '_').lower()}",
               f"**{c.label}** · **{page.callout_title(c)}**  \n"
-              f"{page.callout_line(c, _gpus, today, inputs.stale, _overheads)}", c.why)
-             for c in page.callouts(rows, _overheads)]
+              f"{page.callout_line(c, gpus, today, inputs.stale, overheads)}", c.why)
+             for c in page.callouts(rows, overheads)]
     dates = page.price_dates(rows, today, inputs.stale)
-    return RankingView(ranked, rows, bands, df, config, order, found, page.nothing_runs_message(rows, ranked),
-                       dates.sentence(), page.extra_columns(rows, _cal_ests, bands),
-                       charts.whole_jobs_data(rows, _overheads))
+    return RankingView(ranked, rows, bands, df, pa.Table.from_pandas(df, preserve_index=False), config, order, found,
+                       page.nothing_runs_message(rows, ranked),
+                       dates.sentence(), page.extra_columns(rows, cal_ests, bands),
+                       charts.whole_jobs_data(rows, overheads))
 
 
 def _skypilot_text(ests, plan, url: str) -> str:
@@ -723,27 +741,33 @@ class ExplainView(NamedTuple):
     memory: str  # the memory breakdown, what it follows from, and the heading of 'Your own price'
     steps: str  # the step-time heading and formula, or why there is none
     steps_spec: dict | None
-    steps_table: pd.DataFrame | None
+    steps_table: pa.Table | None
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)
 def _explain_view(key: str, _e, _cal_e, _tier: str, _job: str, _auto_batch: bool, _overheads) -> ExplainView:
-    e, g, price = _e, _e.gpu, _e.price
+    return explain_view(_e, _cal_e, _tier, _job, _auto_batch, _overheads)
+
+
+def explain_view(e, cal_e, tier: str, job_name: str, auto_batch: bool, overheads) -> ExplainView:
+    """'Explain a GPU' for one estimate (key: the estimates' key, the GPU, tier, job, auto batch and whole-job
+    assumptions)."""
+    g, price = e.gpu, e.price
     rate = page.rate(e)
     metrics = [("Time for the job", fmt_seconds(e.seconds), "Sum over every step of the job (formula below)"),
-               (f"Cost ({_tier})", fmt_usd(e.cost()), "seconds / 3600 x GPUs x $/GPU-hour"),
-               (f"Throughput ({page.rate_unit(_job, e.plan.model.counts_tokens)})", fmt_count(rate) if rate else "-",
-                "average over the whole job"),
+               (f"Cost ({tier})", fmt_usd(e.cost()), "seconds / 3600 x GPUs x $/GPU-hour"),
+               (f"Throughput ({page.rate_unit(job_name, e.plan.model.counts_tokens)})",
+                fmt_count(rate) if rate else "-", "average over the whole job"),
                (f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
                 f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")]
-    calibrated = (f"Calibrated: {fmt_seconds(_cal_e.seconds)}, {fmt_usd(_cal_e.cost())} "
-                  f"({md_escape(_cal_e.efficiency.source, 400)})" if _cal_e is not None and _cal_e.seconds else None)
+    calibrated = (f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
+                  f"({md_escape(cal_e.efficiency.source, 400)})" if cal_e is not None and cal_e.seconds else None)
     behind = ["#### Inputs behind the figures", page.md_table(["input", "value", "source"],
-                                                               page.inputs_rows(e, _auto_batch))]
+                                                               page.inputs_rows(e, auto_batch))]
     if e.seconds and price:
         behind.append(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
                       f"= **{fmt_usd(e.cost())}**")
-    job = job_cost(e, _overheads)
+    job = job_cost(e, overheads)
     memory = "\n\n".join(["#### Memory breakdown", page.md_table(
         ["used by", "GB", "formula"], [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]),
         page.memory_sentence(e), "#### Your own price"])
@@ -754,7 +778,7 @@ def _explain_view(key: str, _e, _cal_e, _tier: str, _job: str, _auto_batch: bool
                  "Whichever side of the max wins limits the group.")
         split = charts.time_split_data(e)
         steps_spec = _vega_spec(charts.time_split_chart(split)) if len(split) else None
-        steps_table = pd.DataFrame(page.step_time_rows(e))
+        steps_table = pa.Table.from_pylist(page.step_time_rows(e))
     else:
         steps, steps_spec, steps_table = ("#### Step-time breakdown\n\nNot timed: the plan can't run on this GPU "
                                           "(reasons above)."), None, None
@@ -812,7 +836,7 @@ def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
         _draw(v.steps_spec)
     if v.steps_table is not None:
         secs = st.column_config.NumberColumn(format="%.4g")
-        st.dataframe(v.steps_table, hide_index=True, placeholder="-", column_config={
+        st.dataframe(v.steps_table, placeholder="-", column_config={
             "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
             "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
             "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
@@ -991,7 +1015,7 @@ def main(inputs: share.Inputs) -> None:
                            on_change="rerun") as box:
         if box.open:  # drawn when opened: the six widgets cost every rerun nothing while it is closed
             filters()
-    event = st.dataframe(df, hide_index=True, placeholder="-", column_config=view.config, column_order=view.order,
+    event = st.dataframe(view.arrow, placeholder="-", column_config=view.config, column_order=view.order,
                          key="ranking", on_select="rerun", row_height=35, selection_mode="single-row",
                          height=min(38 + 35 * len(df), 560))
     st.caption(f"{len(rows)} of {len(view.ranked)} GPUs shown"
