@@ -67,6 +67,11 @@ ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
 STATE_KEYS = [f.name for f in fields(share.Inputs)
               if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
 STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
+# A widget drawn only in some runs (a job's own fields, a closed popover's or expander's, a tab's) keeps its value
+# while hidden and shows it again when drawn (Streamlit's persist_state). Rewriting every widget's value into
+# st.session_state each run would do the same, at a price: each widget would then be told its value anew every
+# rerun, and the browser redraws it (~2 ms a widget, ~40 widgets, every change).
+KEEP = "page"
 
 
 # ---------------------------------------------------------------- state <-> inputs
@@ -130,10 +135,6 @@ def _init() -> None:
     for key, _, _ in JOB_COST_WIDGETS:  # read every run (OVERHEADS), drawn only while their expander is open
         ss.setdefault(f"jc_{key}", float(getattr(OVERHEADS_DEFAULT, key)))
     if "_ready" in ss:
-        for k in [*STATE_KEYS, *(f"own_{w}_{g}" for g in ss.own_ids for w in ("n", "paid")),
-                  *(f"jc_{k}" for k, _, _ in JOB_COST_WIDGETS), *(f"ow_{k}" for k, _, _ in OWN_WIDGETS)]:
-            if k in ss:  # keep values of widgets that are hidden in this run
-                ss[k] = ss[k]
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
     inputs, warnings = share.decode(params)
@@ -323,27 +324,31 @@ def sidebar() -> None:
                  on_change=_on_model, help="A preset architecture, or 'Custom' to type or upload your own.")
     if ss.model == share.CUSTOM and not ss.spec:
         with sb.expander("Architecture (decoder transformer)", expanded=True):
-            st.text_input("Name", key="m_name")
+            st.text_input("Name", key="m_name", persist_state=KEEP)
             c1, c2 = st.columns(2)
-            c1.number_input("Layers", *_arch_bounds("m_layers"), key="m_layers")
-            c2.number_input("Hidden size", *_arch_bounds("m_hidden"), key="m_hidden", on_change=_head_dim)
-            c1.number_input("Attention heads", *_arch_bounds("m_heads"), key="m_heads", on_change=_head_dim)
-            c2.number_input("KV heads", *_arch_bounds("m_kv"), key="m_kv", help="= heads for multi-head attention; fewer for GQA/MQA")
-            c1.number_input("Head dim", *_arch_bounds("m_hd"), key="m_hd", help="usually hidden / heads")
-            c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn")
-            c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act")
-            c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm")
-            c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts",
+            c1.number_input("Layers", *_arch_bounds("m_layers"), key="m_layers", persist_state=KEEP)
+            c2.number_input("Hidden size", *_arch_bounds("m_hidden"), key="m_hidden", persist_state=KEEP,
+                            on_change=_head_dim)
+            c1.number_input("Attention heads", *_arch_bounds("m_heads"), key="m_heads", persist_state=KEEP,
+                            on_change=_head_dim)
+            c2.number_input("KV heads", *_arch_bounds("m_kv"), key="m_kv", persist_state=KEEP,
+                            help="= heads for multi-head attention; fewer for GQA/MQA")
+            c1.number_input("Head dim", *_arch_bounds("m_hd"), key="m_hd", persist_state=KEEP,
+                            help="usually hidden / heads")
+            c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn", persist_state=KEEP)
+            c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act", persist_state=KEEP)
+            c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm", persist_state=KEEP)
+            c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts", persist_state=KEEP,
                             help="mixture of experts: MLPs of the FFN size per layer (1 = a dense MLP)")
-            c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk",
+            c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk", persist_state=KEEP,
                             help="top-k: experts the router sends each token to (at most the experts per layer)")
-            c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared",
+            c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared", persist_state=KEEP,
                             help="intermediate size of the MLP every token also goes through (Qwen-MoE); 0 = none")
-            c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab")
-            c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx")
-            st.checkbox("Tied input/output embeddings", key="m_tied")
-            st.checkbox("Learned position embeddings (GPT-2)", key="m_pos")
-            st.checkbox("Biases in linear layers (GPT-2)", key="m_bias")
+            c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab", persist_state=KEEP)
+            c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx", persist_state=KEEP)
+            st.checkbox("Tied input/output embeddings", key="m_tied", persist_state=KEEP)
+            st.checkbox("Learned position embeddings (GPT-2)", key="m_pos", persist_state=KEEP)
+            st.checkbox("Biases in linear layers (GPT-2)", key="m_bias", persist_state=KEEP)
     elif ss.model == share.CUSTOM:
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
     m = _current_model()
@@ -364,36 +369,38 @@ def sidebar() -> None:
     sb.radio("What to run", jobs, key="job", format_func=JOB_LABELS.get, horizontal=True)
     size_label = f"Input size ({share.size_name(m)})" if m is not None else "Input size"
     if ss.job == "generate":
-        sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs")
+        sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs", persist_state=KEEP)
         c1, c2 = sb.columns(2)
-        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", help="at least 1 (a BOS token counts)")
-        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen")
+        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", persist_state=KEEP,
+                        help="at least 1 (a BOS token counts)")
+        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen", persist_state=KEEP)
     else:
         sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
-                        key="samples")
-        sb.number_input(size_label, *_bounds("input_size"), key="size")
+                        key="samples", persist_state=KEEP)
+        sb.number_input(size_label, *_bounds("input_size"), key="size", persist_state=KEEP)
     if ss.job == "train":
         c1, c2 = sb.columns(2)
-        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs")
-        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt")
-        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum")
-        c2.checkbox("Activation checkpointing", key="ckpt", help="recompute activations in the backward pass: "
+        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
+        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
+        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
+        c2.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP,
+                    help="recompute activations in the backward pass: "
                     "less memory, about one more forward pass of time")
-        sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", horizontal=True,
+        sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,
                  help="with more than one GPU per job: DDP keeps weights, gradients and optimizer states on every "
                       "GPU and all-reduces gradients; FSDP (ZeRO-3) shards them and all-gathers weights per layer")
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:
         sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),
-                        key="batch_n")
+                        key="batch_n", persist_state=KEEP)
 
     sb.subheader("3 · Precision & software")
     c1, c2 = sb.columns(2)
     c1.selectbox("Precision", [p.id for p in RULES.precisions], key="prec",
                  help="; ".join(f"{p.id}: {p.note}" for p in RULES.precisions))
     if ss.job == "generate":
-        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in RULES.kv_dtypes], key="kv",
+        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in RULES.kv_dtypes], key="kv", persist_state=KEEP,
                      help="auto = the activation dtype")
     sb.selectbox("Attention", [a.id for a in RULES.attention_backends], key="attn",
                  format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
@@ -435,7 +442,7 @@ def sidebar() -> None:
         if box.open:
             for key, label, step in JOB_COST_WIDGETS:
                 lo, hi = JOB_COST_LIMITS[key]
-                st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}",
+                st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}", persist_state=KEEP,
                                 help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
             st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
                        "links).")
@@ -449,8 +456,10 @@ def sidebar() -> None:
         c1, c2 = sb.columns(2)
         ss.setdefault(f"own_n_{gid}", 1)
         ss.setdefault(f"own_paid_{gid}", 0.0)
-        c1.number_input(f"How many {short_name(GPU_BY_ID[gid].name)}", 1, MAX_CARDS, key=f"own_n_{gid}")
+        c1.number_input(f"How many {short_name(GPU_BY_ID[gid].name)}", 1, MAX_CARDS, key=f"own_n_{gid}",
+                        persist_state=KEEP)
         c2.number_input("Paid per card ($, 0 = listed)", 0.0, MAX_PAID_USD, step=50.0, key=f"own_paid_{gid}",
+                        persist_state=KEEP,
                         format="%g", help=md_escape(OWN_DEFAULT.source(f"purchase_usd.{gid}") or
                                                    "no listed price for this card: give what you paid"))
     if ss.own_ids:
@@ -459,7 +468,7 @@ def sidebar() -> None:
                 for key, label, step in OWN_WIDGETS:
                     lo, hi = OWN_LIMITS[key]
                     ss.setdefault(f"ow_{key}", float(getattr(OWN_DEFAULT, key)))
-                    st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}",
+                    st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}", persist_state=KEEP,
                                     help=OWN_DEFAULT.source(key))
                 st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
 
@@ -476,6 +485,7 @@ def sidebar() -> None:
         now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
         ss.setdefault("cal_cpu", now)
         sb.selectbox("CPU the bench ran on", [calibration.THIS_MACHINE, *(c.id for c in CATALOG.cpus)], key="cal_cpu",
+                     persist_state=KEEP,
                      on_change=_on_cal_cpu,
                      format_func=lambda c: GPU_BY_ID[c].name if c else "the measured machine only",
                      help="A CPU bench calibrates this CPU's row (tick Filters → Include CPUs above the ranking to see it); "
@@ -822,7 +832,7 @@ def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
         st.session_state[key] = float(min(max(current, CUSTOM_MIN_USD_HR), CUSTOM_MAX_USD_HR))
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
     c1.number_input(f"$/GPU-hour for {short_name(g.name)}", CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR, step=0.05, key=key,
-                    format="%.3f")
+                    format="%.3f", persist_state=KEEP)
     c2.button("Use this price", key=f"use_price_{g.id}", on_click=lambda: _set_price(g.id, st.session_state[key]),
               disabled=g.id not in inputs.custom_prices and price is not None
               and abs(st.session_state[key] - price.usd_hr) < 5e-4,
@@ -885,8 +895,10 @@ def serving(plan, inputs, table, cmp_ids) -> None:
         return
     prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
     c1, c2 = st.columns(2)
-    ttft = c1.number_input("Time to first token target (ms)", 1.0, 60_000.0, 1000.0, step=100.0, key="srv_ttft")
-    tpot = c2.number_input("Time per output token target (ms)", 1.0, 10_000.0, 50.0, step=5.0, key="srv_tpot")
+    ttft = c1.number_input("Time to first token target (ms)", 1.0, 60_000.0, 1000.0, step=100.0, key="srv_ttft",
+                           persist_state=KEEP)
+    tpot = c2.number_input("Time per output token target (ms)", 1.0, 10_000.0, 50.0, step=5.0, key="srv_tpot",
+                           persist_state=KEEP)
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
                "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
     gpus = [GPU_BY_ID[g] for g in cmp_ids]
@@ -939,14 +951,17 @@ def presets_block(where, inputs: share.Inputs) -> None:
 
 def filters() -> None:
     """The ranking's filters (inside the 'Filters' popover)."""
-    st.selectbox("Vendor", share.VENDORS, key="vendor")
-    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
+    st.selectbox("Vendor", share.VENDORS, key="vendor", persist_state=KEEP)
+    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", persist_state=KEEP, format="%g",
                     help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
-    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
-    st.checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
-    st.checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
+    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", persist_state=KEEP,
+                    format="%g")
+    st.checkbox("Can run it", key="feasible", persist_state=KEEP, help="Hide the GPUs that can't run this plan")
+    st.checkbox("Has a price", key="priced", persist_state=KEEP,
+                help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
                 "them; type your own price in 'Explain a GPU')")
-    st.checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
+    st.checkbox("Include CPUs", key="cpus", persist_state=KEEP,
+                help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
                 "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
 
 
@@ -1068,6 +1083,7 @@ def main(inputs: share.Inputs) -> None:
                 if ss.get("gpu") not in options:  # a CPU named by a link or a click while CPUs are left out
                     ss.gpu = ""
                 picked_gpu = st.selectbox("GPU to explain (or click a row of the table)", options, key="gpu",
+                                          persist_state=KEEP,
                                           format_func=lambda gid: GPU_BY_ID[gid].name if gid else
                                           f"Top of the ranking ({short_name(GPU_BY_ID[default_gpu].name)})")
                 chosen = picked_gpu or default_gpu
@@ -1078,7 +1094,7 @@ def main(inputs: share.Inputs) -> None:
                     shown_ids = [g.id for g in CATALOG.selection(inputs.cpus)]
                     ss.cmp = [g for g in ss.cmp if g in shown_ids]
                     st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)",
-                                   shown_ids, key="cmp", max_selections=share.MAX_CMP,
+                                   shown_ids, key="cmp", persist_state=KEEP, max_selections=share.MAX_CMP,
                                    format_func=lambda gid: GPU_BY_ID[gid].name)
                 if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                     st.info("No GPU can run this plan: nothing to compare.")
