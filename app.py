@@ -1068,8 +1068,25 @@ def main(inputs: share.Inputs) -> None:
         ss.gpu = picked
         ss.view = TABS[0]
     ss._picked = picked
-    ests = view.ranked
+    tab_area(view, inputs, plan, table, cal, cal_ests, est_key)
 
+
+@st.fragment
+def tab_area(view: RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+    """The tabs under the ranking, a fragment: picking a GPU to explain, a tab, GPUs to compare or serving targets
+    reruns this part alone, not the ranking and the sidebar; a change here that moves the ranking (your own price
+    for a GPU) reruns the page."""
+    now = _inputs()
+    if replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab) != inputs:
+        st.rerun(scope="app")
+    try:
+        tabs_of(view, now, plan, table, cal, cal_ests, est_key)
+    finally:
+        _sync_url(_inputs())  # a rerun of the fragment alone ends here, not at the end of the script
+
+
+def tabs_of(view: RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+    ss, rows, ests = st.session_state, view.rows, view.ranked
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [ests[0].gpu.id])[0]
     cmp_ids = list(inputs.cmp) or feasible_ids[:3]
