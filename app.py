@@ -556,7 +556,7 @@ def rankings(plan, include_cpus: bool, table, cal) -> tuple[list, dict]:
 
 def _vega_spec(chart) -> dict:
     """An Altair chart as the Vega-Lite spec st.vega_lite_chart sends, its datasets already Arrow IPC bytes
-    (Streamlit's own conversion, which it skips for bytes): the caches below keep it, so a session drawing a chart
+    (Streamlit's own conversion, which it skips for bytes): _chart_spec keeps it, so a session drawing a chart
     another one drew pays neither Altair (~10 ms a chart) nor the Arrow conversion (~1 ms a dataset). Not validated
     against the Vega-Lite schema here (up to half of the build): tests/views/test_charts.py validates every
     builder's spec."""
@@ -571,12 +571,8 @@ def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
     return _vega_spec(getattr(charts, builder)(*_args))  # the spec of charts.<builder>(*args)
 
 
-def _draw(spec: dict) -> None:
-    st.vega_lite_chart(spec, width="stretch")
-
-
 def _chart(builder: str, *args) -> None:
-    _draw(_chart_spec(content_key(builder, args), builder, args))
+    st.vega_lite_chart(_chart_spec(content_key(builder, args), builder, args), width="stretch")
 
 
 def _estimates_key(plan, inputs: share.Inputs, table) -> str:
@@ -746,11 +742,11 @@ class ExplainView(NamedTuple):
     calibrated: str | None
     inputs: str  # the inputs behind the figures and the cost formula
     job_title: str | None  # the whole job's bill, None without a price
-    job_spec: dict | None
+    job_data: pd.DataFrame | None  # its chart's
     job_parts: str | None
     memory: str  # the memory breakdown, what it follows from, and the heading of 'Your own price'
     steps: str  # the step-time heading and formula, or why there is none
-    steps_spec: dict | None
+    split: pd.DataFrame | None  # the time split chart's data, None when the plan can't run
     steps_table: pa.Table | None
 
 
@@ -787,22 +783,20 @@ def explain_view(e, cal_e, tier: str, job_name: str, auto_batch: bool, overheads
                  "overhead**; the job is the sum over steps and passes (a pass = one batch through the model). "
                  "Whichever side of the max wins limits the group.")
         split = charts.time_split_data(e)
-        steps_spec = _vega_spec(charts.time_split_chart(split)) if len(split) else None
         steps_table = pa.Table.from_pylist(page.step_time_rows(e))
     else:
-        steps, steps_spec, steps_table = ("#### Step-time breakdown\n\nNot timed: the plan can't run on this GPU "
-                                          "(reasons above)."), None, None
+        steps, split, steps_table = ("#### Step-time breakdown\n\nNot timed: the plan can't run on this GPU "
+                                     "(reasons above)."), None, None
     return ExplainView(
         f"### {g.name}", page.gpu_caption(e),
         md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""),
         [(r.blocking, ("Can't run: " if r.blocking else "Note: ") + md_escape(r.text, 600)) for r in e.reasons],
         metrics, calibrated, "\n\n".join(behind),
         f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**" if job else None,
-        _vega_spec(charts.job_cost_chart(charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus)))
-        if job else None,
+        charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus) if job else None,
         " · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
         + ". Assumptions (each with its source): data/job_costs.yaml." if job else None,
-        memory, steps, steps_spec, steps_table)
+        memory, steps, split, steps_table)
 
 
 def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
@@ -823,8 +817,13 @@ def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
     st.markdown(v.inputs)
     if v.job_title:
         st.markdown(v.job_title)
-        _draw(v.job_spec)
         st.caption(v.job_parts)
+        # the charts of one GPU are drawn on demand: the parts are in words beside them, and a chart on the first
+        # screen makes the browser load and start Vega (~1 MB of JavaScript) before it draws the ranking
+        with st.expander("**Chart** · the whole job's billed time by part", icon=":material/stacked_bar_chart:",
+                         key="job_chart_open", on_change="rerun") as box:
+            if box.open:
+                _chart("job_cost_chart", v.job_data)
     st.markdown(v.memory)
     key = f"price_in_{g.id}_{inputs.tier}"  # per tier: switching tiers shows that tier's price, not a stale one
     current = inputs.custom_prices.get(g.id) or (price.usd_hr if price else 1.0)
@@ -842,8 +841,11 @@ def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
                   help="Forget your price for this GPU")
     st.caption("Your price applies to every tier of this GPU and travels in the share link.")
     st.markdown(v.steps)
-    if v.steps_spec:
-        _draw(v.steps_spec)
+    if v.split is not None and len(v.split):
+        with st.expander("**Chart** · where the time goes, by phase and by what limits it",
+                         icon=":material/bar_chart:", key="split_chart_open", on_change="rerun") as box:
+            if box.open:
+                _chart("time_split_chart", v.split)
     if v.steps_table is not None:
         secs = st.column_config.NumberColumn(format="%.4g")
         st.dataframe(v.steps_table, placeholder="-", column_config={

@@ -311,6 +311,19 @@ def test_each_chart_tab_draws_its_chart(view):
         assert all(any(line.startswith("Source:") for line in s["title"]["subtitle"]) for s in tab)
 
 
+def test_charts_under_the_ranking_are_drawn_when_their_expanders_open():
+    """The whole job on the top GPUs, and the explained GPU's bill and time split: one click away, drawn then."""
+    at = _app()
+    _ok(at)
+    titles = lambda: {json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")}  # noqa: E731
+    assert titles() == set()
+    for key in ("jobs_open", "job_chart_open", "split_chart_open"):
+        _open(at, key)
+    _ok(at)
+    assert titles() == {"The whole job on the top GPUs: compute and the pod's overheads",
+                        "The whole job: compute and what a rented pod also bills", "Where the time goes"}
+
+
 def test_cmp_selection_travels():
     at = AppTest.from_file(APP, default_timeout=60)
     at.session_state["view"] = "Roofline"
