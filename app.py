@@ -64,6 +64,7 @@ OWN_WIDGETS = (("lifetime_years", "Lifetime (years)", 0.5), ("utilization", "Pow
                ("usd_per_kwh", "Electricity ($/kWh)", 0.01))
 BATCH_N_DEFAULT = 8
 ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
+INPUT_FIELDS = frozenset(f.name for f in fields(share.Inputs))
 STATE_KEYS = [f.name for f in fields(share.Inputs)
               if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
 STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
@@ -113,7 +114,7 @@ def _arch_from_state() -> dict:
 
 def _inputs() -> share.Inputs:
     ss = st.session_state
-    values = {k: ss[k] for k in STATE_KEYS if k in {f.name for f in fields(share.Inputs)}}
+    values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
     values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
                   myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"))
     if ss.model == share.CUSTOM and not ss.spec:
