@@ -734,21 +734,20 @@ def calibration_panel(plan, fleet) -> None:
 
 
 class ExplainView(NamedTuple):
-    """'Explain a GPU' for one GPU of one ranking, as Markdown, chart specs and a table: built once per distinct
+    """'Explain a GPU' for one GPU of one ranking, as Markdown, chart data and a table: built once per distinct
     plan, GPU and view, and shared by every session."""
 
     title: str
     caption: str
     sources: str
-    reasons: list  # (blocks the plan, Markdown)
+    blocking: list  # why it can't run, one Markdown line each
+    notes: str | None  # every note in one box, or None
     metrics: list  # (label, value, help)
     calibrated: str | None
-    inputs: str  # the inputs behind the figures and the cost formula
-    job_title: str | None  # the whole job's bill, None without a price
-    job_data: pd.DataFrame | None  # its chart's
-    job_parts: str | None
+    inputs: str  # the inputs behind the figures, the cost formula and the whole job's bill by part
+    job_data: pd.DataFrame | None  # the whole job's chart's data, None without a price
     memory: str  # the memory breakdown, what it follows from, and the heading of 'Your own price'
-    steps: str  # the step-time heading and formula, or why there is none
+    steps: str  # how a step is timed, or why it is not
     split: pd.DataFrame | None  # the time split chart's data, None when the plan can't run
     steps_table: pa.Table | None
 
@@ -760,7 +759,8 @@ def _explain_view(key: str, _e, _cal_e, _tier: str, _job: str, _auto_batch: bool
 
 def explain_view(e, cal_e, tier: str, job_name: str, auto_batch: bool, overheads) -> ExplainView:
     """'Explain a GPU' for one estimate (key: the estimates' key, the GPU, tier, job, auto batch and whole-job
-    assumptions)."""
+    assumptions). Text that follows from one another shares one Markdown element: each element is one more
+    thing for the browser to redraw on every change."""
     g, price = e.gpu, e.price
     rate = page.rate(e)
     metrics = [("Time for the job", fmt_seconds(e.seconds), "Sum over every step of the job (formula below)"),
@@ -777,28 +777,31 @@ def explain_view(e, cal_e, tier: str, job_name: str, auto_batch: bool, overheads
         behind.append(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
                       f"= **{fmt_usd(e.cost())}**")
     job = job_cost(e, overheads)
+    if job:
+        behind += [f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**",
+                   " · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
+                   + ". Assumptions (each with its source): data/job_costs.yaml."]
     memory = "\n\n".join(["#### Memory breakdown", page.md_table(
         ["used by", "GB", "formula"], [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]),
-        page.memory_sentence(e), "#### Your own price"])
+        page.memory_sentence(e), "#### Your own price",
+        "It applies to every tier of this GPU and travels in the share link."])
     if e.feasible:
-        steps = ("#### Step-time breakdown\n\nEach op group of each step takes **max(FLOPs ÷ (peak × compute "
-                 "efficiency), bytes ÷ (bandwidth × bandwidth efficiency))**; a step adds **kernels × launch "
-                 "overhead**; the job is the sum over steps and passes (a pass = one batch through the model). "
-                 "Whichever side of the max wins limits the group.")
+        steps = ("Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × "
+                 "bandwidth efficiency))**; a step adds **kernels × launch overhead**; the job is the sum over "
+                 "steps and passes (a pass = one batch through the model). Whichever side of the max wins limits "
+                 "the group.")
         split = charts.time_split_data(e)
         steps_table = pa.Table.from_pylist(page.step_time_rows(e))
     else:
-        steps, split, steps_table = ("#### Step-time breakdown\n\nNot timed: the plan can't run on this GPU "
-                                     "(reasons above)."), None, None
+        steps, split, steps_table = "Not timed: the plan can't run on this GPU (reasons above).", None, None
+    notes = [md_escape(r.text, 600) for r in e.reasons if not r.blocking]
     return ExplainView(
         f"### {g.name}", page.gpu_caption(e),
         md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""),
-        [(r.blocking, ("Can't run: " if r.blocking else "Note: ") + md_escape(r.text, 600)) for r in e.reasons],
+        [f"Can't run: {md_escape(r.text, 600)}" for r in e.reasons if r.blocking],
+        "  \n".join(f"Note: {n}" for n in notes) or None,
         metrics, calibrated, "\n\n".join(behind),
-        f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**" if job else None,
         charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus) if job else None,
-        " · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
-        + ". Assumptions (each with its source): data/job_costs.yaml." if job else None,
         memory, steps, split, steps_table)
 
 
@@ -808,21 +811,21 @@ def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
                       inputs.tier, inputs.job, inputs.batch is None, OVERHEADS)
     st.markdown(v.title)
     st.caption(v.caption)
+    # what a reader opens is drawn when opened: on a closed expander the browser has nothing to redraw per change, and
+    # a chart on the first screen would make it load and start Vega (~1 MB of JavaScript) before the ranking
     with st.expander("Where these specs come from", key="specs_open", on_change="rerun") as box:
-        if box.open:  # drawn when opened: nothing to send or lay out while it is closed
+        if box.open:
             st.caption(v.sources)
-    for blocking, text in v.reasons:
-        (st.error if blocking else st.info)(text)
+    for text in v.blocking:
+        st.error(text)
+    if v.notes:
+        st.info(v.notes)
     for col, (label, value, why) in zip(st.columns(4), v.metrics):
         col.metric(label, value, help=why)
     if v.calibrated:
         st.success(v.calibrated)
     st.markdown(v.inputs)
-    if v.job_title:
-        st.markdown(v.job_title)
-        st.caption(v.job_parts)
-        # the charts of one GPU are drawn on demand: the parts are in words beside them, and a chart on the first
-        # screen makes the browser load and start Vega (~1 MB of JavaScript) before it draws the ranking
+    if v.job_data is not None:
         with st.expander("**Chart** · the whole job's billed time by part", icon=":material/stacked_bar_chart:",
                          key="job_chart_open", on_change="rerun") as box:
             if box.open:
@@ -842,14 +845,16 @@ def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
     if g.id in inputs.custom_prices:
         c3.button("Listed price", key=f"drop_price_{g.id}", on_click=lambda: _set_price(g.id, None),
                   help="Forget your price for this GPU")
-    st.caption("Your price applies to every tier of this GPU and travels in the share link.")
-    st.markdown(v.steps)
-    if v.split is not None and len(v.split):
-        with st.expander("**Chart** · where the time goes, by phase and by what limits it",
-                         icon=":material/bar_chart:", key="split_chart_open", on_change="rerun") as box:
-            if box.open:
-                _chart("time_split_chart", v.split)
-    if v.steps_table is not None:
+    if v.steps_table is None:
+        st.markdown(f"#### Step-time breakdown\n\n{v.steps}")
+        return
+    with st.expander("**Step-time breakdown** · each op group's FLOPs, bytes, time and formula, and where the time "
+                     "goes", icon=":material/timer:", key="steps_open", on_change="rerun") as box:
+        if not box.open:
+            return
+        st.markdown(v.steps)
+        if len(v.split):
+            _chart("time_split_chart", v.split)
         secs = st.column_config.NumberColumn(format="%.4g")
         st.dataframe(v.steps_table, placeholder="-", column_config={
             "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),

@@ -311,17 +311,21 @@ def test_each_chart_tab_draws_its_chart(view):
         assert all(any(line.startswith("Source:") for line in s["title"]["subtitle"]) for s in tab)
 
 
-def test_charts_under_the_ranking_are_drawn_when_their_expanders_open():
-    """The whole job on the top GPUs, and the explained GPU's bill and time split: one click away, drawn then."""
+def test_charts_and_the_step_table_under_the_ranking_are_drawn_when_their_expanders_open():
+    """The whole job on the top GPUs, the explained GPU's bill by part, and its step-time breakdown (how a step is
+    timed, where the time goes, each op group's row): one click away, drawn then."""
     at = _app()
     _ok(at)
     titles = lambda: {json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")}  # noqa: E731
-    assert titles() == set()
-    for key in ("jobs_open", "job_chart_open", "split_chart_open"):
+    steps = lambda: [d.value for d in at.dataframe if "op group" in d.value.columns]  # noqa: E731
+    assert titles() == set() and steps() == []
+    for key in ("jobs_open", "job_chart_open", "steps_open"):
         _open(at, key)
     _ok(at)
     assert titles() == {"The whole job on the top GPUs: compute and the pod's overheads",
                         "The whole job: compute and what a rented pod also bills", "Where the time goes"}
+    assert len(steps()) == 1 and (steps()[0]["time s"] >= 0).all()
+    assert any("max(FLOPs ÷ (peak × compute efficiency)" in m.value for m in at.markdown)
 
 
 def test_cmp_selection_travels():
