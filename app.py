@@ -1087,7 +1087,7 @@ def tab_area(view: RankingView, inputs: share.Inputs, plan, table, cal, cal_ests
     reruns this part alone, not the ranking and the sidebar; a change here that moves the ranking (your own price
     for a GPU) reruns the page."""
     now = _inputs()
-    if replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab) != inputs:
+    if not FULL_RUN and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab) != inputs:
         st.rerun(scope="app")
     try:
         tabs_of(view, now, plan, table, cal, cal_ests, est_key)
@@ -1129,6 +1129,7 @@ def tabs_of(view: RankingView, inputs: share.Inputs, plan, table, cal, cal_ests:
                     chart_tab(name, rows, inputs, plan, table, cal, cal_ests, cmp_ids)
 
 
+FULL_RUN = True  # False once the script has ended: a rerun of the fragment alone then finds it so
 _init()
 OVERHEADS = with_values(OVERHEADS_DEFAULT, {k: float(st.session_state[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS})
 INPUTS = _inputs()
@@ -1140,3 +1141,4 @@ finally:
     finally:
         _sync_url(_inputs())
         st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
+        FULL_RUN = False
