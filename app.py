@@ -11,9 +11,12 @@ _T0 = time.perf_counter()
 
 from dataclasses import fields, replace  # noqa: E402
 from datetime import date  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
 import streamlit as st  # noqa: E402
+from streamlit.dataframe_util import convert_anything_to_arrow_bytes  # noqa: E402
 
 from planner.base.schema import DataFileError, UnknownNameError  # noqa: E402
 from planner.engine.estimate import estimate_all, estimate_gpu  # noqa: E402
@@ -40,14 +43,16 @@ from planner.views.presets import load_all as load_all_presets  # noqa: E402
 
 
 st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide")  # no icon font fetched
-st.markdown("""<style>
+# st.html, not st.markdown(unsafe_allow_html=True): a style-only st.html takes no room on the page, and raw HTML in
+# Markdown makes the browser load a 190 kB HTML parser (rehype-raw) for this one rule
+st.html("""<style>
 div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1.5rem;}
-</style>""", unsafe_allow_html=True)
+</style>""")
 
 FACTS = load_facts()
 CATALOG, RULES, RUNTIMES = FACTS.catalog, FACTS.rules, FACTS.runtimes
 OVERHEADS_DEFAULT = load_job_costs(runtime_ids=tuple(r.id for r in RUNTIMES.runtimes))
-OVERHEADS = OVERHEADS_DEFAULT  # with the sidebar's changes, set each run before main()
+OVERHEADS = OVERHEADS_DEFAULT  # with the page's whole-job assumptions, set each run before main()
 JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image to pull (GB)", 1.0),
                     ("download_gb_per_s", "Download (GB/s)", 0.05), ("billing_increment_s", "Billing increment (s)", 1.0),
                     ("spot_interruptions_per_h", "Spot interruptions per hour", 0.05))
@@ -61,9 +66,15 @@ OWN_WIDGETS = (("lifetime_years", "Lifetime (years)", 0.5), ("utilization", "Pow
                ("usd_per_kwh", "Electricity ($/kWh)", 0.01))
 BATCH_N_DEFAULT = 8
 ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
+INPUT_FIELDS = frozenset(f.name for f in fields(share.Inputs))
 STATE_KEYS = [f.name for f in fields(share.Inputs)
               if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
 STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
+# A widget drawn only in some runs (a job's own fields, a closed popover's or expander's, a tab's) keeps its value
+# while hidden and shows it again when drawn (Streamlit's persist_state). Rewriting every widget's value into
+# st.session_state each run would do the same, at a price: each widget would then be told its value anew every
+# rerun, and the browser redraws it (~2 ms a widget, ~40 widgets, every change).
+KEEP = "page"
 
 
 # ---------------------------------------------------------------- state <-> inputs
@@ -105,7 +116,7 @@ def _arch_from_state() -> dict:
 
 def _inputs() -> share.Inputs:
     ss = st.session_state
-    values = {k: ss[k] for k in STATE_KEYS if k in {f.name for f in fields(share.Inputs)}}
+    values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
     values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
                   myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"))
     if ss.model == share.CUSTOM and not ss.spec:
@@ -124,10 +135,9 @@ def _owned() -> tuple[Owned, ...]:
 
 def _init() -> None:
     ss = st.session_state
+    for key, _, _ in JOB_COST_WIDGETS:  # read every run (OVERHEADS), drawn only while their expander is open
+        ss.setdefault(f"jc_{key}", float(getattr(OVERHEADS_DEFAULT, key)))
     if "_ready" in ss:
-        for k in [*STATE_KEYS, *(f"own_{w}_{g}" for g in ss.own_ids for w in ("n", "paid"))]:
-            if k in ss:  # keep values of widgets that are hidden in this run
-                ss[k] = ss[k]
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
     inputs, warnings = share.decode(params)
@@ -297,11 +307,15 @@ def _arch_bounds(param: str) -> tuple[int, int]:
     return f.lo, f.hi
 
 
-def _model_label(mid: str) -> str:
-    if mid == share.CUSTOM:
-        return "Custom model (edit fields or upload)"
-    m = MODELS.get(mid)
-    return f"{m.name} · {fmt_count(m.params)} params"
+@st.cache_resource(show_spinner=False)
+def _model_labels() -> dict[str, str]:
+    return model_labels()
+
+
+def model_labels() -> dict[str, str]:
+    """The model picker's labels, computed once (a profile's parameter count evaluates its formulas)."""
+    return {**{m.id: f"{m.name} · {fmt_count(m.params)} params" for m in MODELS.models},
+            share.CUSTOM: "Custom model (edit fields or upload)"}
 
 
 def sidebar() -> None:
@@ -309,39 +323,46 @@ def sidebar() -> None:
     sb = st.sidebar
     sb.header("Your plan")
     sb.subheader("1 · Model")
-    sb.selectbox("Model", [m.id for m in MODELS.models] + [share.CUSTOM], key="model", format_func=_model_label,
+    sb.selectbox("Model", [m.id for m in MODELS.models] + [share.CUSTOM], key="model", format_func=_model_labels().get,
                  on_change=_on_model, help="A preset architecture, or 'Custom' to type or upload your own.")
     if ss.model == share.CUSTOM and not ss.spec:
         with sb.expander("Architecture (decoder transformer)", expanded=True):
-            st.text_input("Name", key="m_name")
+            st.text_input("Name", key="m_name", persist_state=KEEP)
             c1, c2 = st.columns(2)
-            c1.number_input("Layers", *_arch_bounds("m_layers"), key="m_layers")
-            c2.number_input("Hidden size", *_arch_bounds("m_hidden"), key="m_hidden", on_change=_head_dim)
-            c1.number_input("Attention heads", *_arch_bounds("m_heads"), key="m_heads", on_change=_head_dim)
-            c2.number_input("KV heads", *_arch_bounds("m_kv"), key="m_kv", help="= heads for multi-head attention; fewer for GQA/MQA")
-            c1.number_input("Head dim", *_arch_bounds("m_hd"), key="m_hd", help="usually hidden / heads")
-            c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn")
-            c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act")
-            c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm")
-            c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts",
+            c1.number_input("Layers", *_arch_bounds("m_layers"), key="m_layers", persist_state=KEEP)
+            c2.number_input("Hidden size", *_arch_bounds("m_hidden"), key="m_hidden", persist_state=KEEP,
+                            on_change=_head_dim)
+            c1.number_input("Attention heads", *_arch_bounds("m_heads"), key="m_heads", persist_state=KEEP,
+                            on_change=_head_dim)
+            c2.number_input("KV heads", *_arch_bounds("m_kv"), key="m_kv", persist_state=KEEP,
+                            help="= heads for multi-head attention; fewer for GQA/MQA")
+            c1.number_input("Head dim", *_arch_bounds("m_hd"), key="m_hd", persist_state=KEEP,
+                            help="usually hidden / heads")
+            c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn", persist_state=KEEP)
+            c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act", persist_state=KEEP)
+            c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm", persist_state=KEEP)
+            c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts", persist_state=KEEP,
                             help="mixture of experts: MLPs of the FFN size per layer (1 = a dense MLP)")
-            c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk",
+            c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk", persist_state=KEEP,
                             help="top-k: experts the router sends each token to (at most the experts per layer)")
-            c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared",
+            c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared", persist_state=KEEP,
                             help="intermediate size of the MLP every token also goes through (Qwen-MoE); 0 = none")
-            c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab")
-            c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx")
-            st.checkbox("Tied input/output embeddings", key="m_tied")
-            st.checkbox("Learned position embeddings (GPT-2)", key="m_pos")
-            st.checkbox("Biases in linear layers (GPT-2)", key="m_bias")
+            c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab", persist_state=KEEP)
+            c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx", persist_state=KEEP)
+            st.checkbox("Tied input/output embeddings", key="m_tied", persist_state=KEEP)
+            st.checkbox("Learned position embeddings (GPT-2)", key="m_pos", persist_state=KEEP)
+            st.checkbox("Biases in linear layers (GPT-2)", key="m_bias", persist_state=KEEP)
     elif ss.model == share.CUSTOM:
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
     m = _current_model()
     if m is not None:
         sb.caption(f"{fmt_count(m.params)} parameters · {md_escape(m.describe())}")
-    with sb.expander("Upload a model (YAML profile or Hugging Face config.json)"):
-        st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model", on_change=_on_upload_model,
-                         label_visibility="collapsed", max_upload_size=1)
+    # the closed expanders below draw their widgets only when opened: nothing to send or lay out on every rerun
+    with sb.expander("Upload a model (YAML profile or Hugging Face config.json)", key="upload_open",
+                     on_change="rerun") as box:
+        if box.open:
+            st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model",
+                             on_change=_on_upload_model, label_visibility="collapsed", max_upload_size=1)
     msg = ss.pop("_upload_msg", None)
     if msg:
         (sb.error if msg[0] == "error" else sb.success)(msg[1])
@@ -351,36 +372,38 @@ def sidebar() -> None:
     sb.radio("What to run", jobs, key="job", format_func=JOB_LABELS.get, horizontal=True)
     size_label = f"Input size ({share.size_name(m)})" if m is not None else "Input size"
     if ss.job == "generate":
-        sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs")
+        sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs", persist_state=KEEP)
         c1, c2 = sb.columns(2)
-        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", help="at least 1 (a BOS token counts)")
-        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen")
+        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", persist_state=KEEP,
+                        help="at least 1 (a BOS token counts)")
+        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen", persist_state=KEEP)
     else:
         sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
-                        key="samples")
-        sb.number_input(size_label, *_bounds("input_size"), key="size")
+                        key="samples", persist_state=KEEP)
+        sb.number_input(size_label, *_bounds("input_size"), key="size", persist_state=KEEP)
     if ss.job == "train":
         c1, c2 = sb.columns(2)
-        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs")
-        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt")
-        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum")
-        c2.checkbox("Activation checkpointing", key="ckpt", help="recompute activations in the backward pass: "
+        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
+        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
+        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
+        c2.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP,
+                    help="recompute activations in the backward pass: "
                     "less memory, about one more forward pass of time")
-        sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", horizontal=True,
+        sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,
                  help="with more than one GPU per job: DDP keeps weights, gradients and optimizer states on every "
                       "GPU and all-reduces gradients; FSDP (ZeRO-3) shards them and all-gathers weights per layer")
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:
         sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),
-                        key="batch_n")
+                        key="batch_n", persist_state=KEEP)
 
     sb.subheader("3 · Precision & software")
     c1, c2 = sb.columns(2)
     c1.selectbox("Precision", [p.id for p in RULES.precisions], key="prec",
                  help="; ".join(f"{p.id}: {p.note}" for p in RULES.precisions))
     if ss.job == "generate":
-        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in RULES.kv_dtypes], key="kv",
+        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in RULES.kv_dtypes], key="kv", persist_state=KEEP,
                      help="auto = the activation dtype")
     sb.selectbox("Attention", [a.id for a in RULES.attention_backends], key="attn",
                  format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
@@ -417,13 +440,15 @@ def sidebar() -> None:
         if msg:
             sb.caption(msg)
 
-    with sb.expander("Whole-job assumptions (pod start, download, billing…)"):
-        for key, label, step in JOB_COST_WIDGETS:
-            lo, hi = JOB_COST_LIMITS[key]
-            ss.setdefault(f"jc_{key}", float(getattr(OVERHEADS_DEFAULT, key)))
-            st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}",
-                            help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
-        st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in links).")
+    with sb.expander("Whole-job assumptions (pod start, download, billing…)", key="jc_open",
+                     on_change="rerun") as box:
+        if box.open:
+            for key, label, step in JOB_COST_WIDGETS:
+                lo, hi = JOB_COST_LIMITS[key]
+                st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}", persist_state=KEEP,
+                                help=dict(OVERHEADS_DEFAULT.sources).get(key, ""))
+            st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
+                       "links).")
 
     sb.subheader("5 · Your own GPUs (optional)")
     sb.multiselect("GPUs you own", CATALOG.ids(), key="own_ids", max_selections=MAX_OWNED,
@@ -434,18 +459,21 @@ def sidebar() -> None:
         c1, c2 = sb.columns(2)
         ss.setdefault(f"own_n_{gid}", 1)
         ss.setdefault(f"own_paid_{gid}", 0.0)
-        c1.number_input(f"How many {short_name(GPU_BY_ID[gid].name)}", 1, MAX_CARDS, key=f"own_n_{gid}")
+        c1.number_input(f"How many {short_name(GPU_BY_ID[gid].name)}", 1, MAX_CARDS, key=f"own_n_{gid}",
+                        persist_state=KEEP)
         c2.number_input("Paid per card ($, 0 = listed)", 0.0, MAX_PAID_USD, step=50.0, key=f"own_paid_{gid}",
+                        persist_state=KEEP,
                         format="%g", help=md_escape(OWN_DEFAULT.source(f"purchase_usd.{gid}") or
                                                    "no listed price for this card: give what you paid"))
     if ss.own_ids:
-        with sb.expander("Owning assumptions (lifetime, power, electricity)"):
-            for key, label, step in OWN_WIDGETS:
-                lo, hi = OWN_LIMITS[key]
-                ss.setdefault(f"ow_{key}", float(getattr(OWN_DEFAULT, key)))
-                st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}",
-                                help=OWN_DEFAULT.source(key))
-            st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
+        with sb.expander("Owning assumptions (lifetime, power, electricity)", key="ow_open", on_change="rerun") as box:
+            if box.open:
+                for key, label, step in OWN_WIDGETS:
+                    lo, hi = OWN_LIMITS[key]
+                    ss.setdefault(f"ow_{key}", float(getattr(OWN_DEFAULT, key)))
+                    st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}", persist_state=KEEP,
+                                    help=OWN_DEFAULT.source(key))
+                st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
 
     sb.subheader("6 · Calibration (optional)")
     sb.caption("Upload results of `python -m planner.bench` run on your GPUs (one file per GPU, several at once "
@@ -460,6 +488,7 @@ def sidebar() -> None:
         now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
         ss.setdefault("cal_cpu", now)
         sb.selectbox("CPU the bench ran on", [calibration.THIS_MACHINE, *(c.id for c in CATALOG.cpus)], key="cal_cpu",
+                     persist_state=KEEP,
                      on_change=_on_cal_cpu,
                      format_func=lambda c: GPU_BY_ID[c].name if c else "the measured machine only",
                      help="A CPU bench calibrates this CPU's row (tick Filters → Include CPUs above the ranking to see it); "
@@ -507,34 +536,99 @@ def _calibration(inputs: share.Inputs):
         return None
 
 
+# The shared caches: st.cache_resource keeps one result per key for every session. Each decorated function is a
+# one-line wrapper because Streamlit reads and hashes a cached function's source every time the script defines it
+# (every rerun): a long body costs ~0.5 ms a rerun. The key is the content the result depends on (content_key);
+# the arguments whose names start with _ ride along unhashed.
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _rankings(key: str, _plan, _include_cpus: bool, _table, _cal) -> tuple[list, dict]:
-    """(analytic ranking, calibrated estimates by GPU id) for one distinct plan, shared by every session: a page
-    rerun that only changes the view, or another visitor asking the same, costs nothing. The key is the content of
-    the plan, the prices' identity (source, date, your own prices), the calibration text and whether CPUs join; the
-    rest rides along."""
-    plan, facts = _plan, replace(FACTS, prices=_table)
-    ests = estimate_all(plan, facts, include_cpus=_include_cpus)
-    cal_all = estimate_all(plan, facts, adjust=_cal.adjust, include_cpus=_include_cpus) if _cal else []
+    return rankings(_plan, _include_cpus, _table, _cal)
+
+
+def rankings(plan, include_cpus: bool, table, cal) -> tuple[list, dict]:
+    """(analytic ranking, calibrated estimates by GPU id) for one distinct plan (key: _estimates_key): a page rerun
+    that only changes the view, or another visitor asking the same, costs nothing."""
+    facts = replace(FACTS, prices=table)
+    ests = estimate_all(plan, facts, include_cpus=include_cpus)
+    cal_all = estimate_all(plan, facts, adjust=cal.adjust, include_cpus=include_cpus) if cal else []
     # only GPUs the calibration reaches (a CPU calibration changes none of the catalog's)
     return ests, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 
 
+def _vega_spec(chart) -> dict:
+    """An Altair chart as the Vega-Lite spec st.vega_lite_chart sends, its datasets already Arrow IPC bytes
+    (Streamlit's own conversion, which it skips for bytes): _chart_spec keeps it, so a session drawing a chart
+    another one drew pays neither Altair (~10 ms a chart) nor the Arrow conversion (~1 ms a dataset). Not validated
+    against the Vega-Lite schema here (up to half of the build): tests/views/test_charts.py validates every
+    builder's spec."""
+    spec = chart.to_dict(validate=False)
+    if "datasets" in spec:
+        spec["datasets"] = {name: convert_anything_to_arrow_bytes(rows) for name, rows in spec["datasets"].items()}
+    return spec
+
+
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
-    """The Vega-Lite spec of charts.<builder>(*args), built and validated once per distinct input (key) and shared
-    by every session: building an Altair chart is the largest part of a rerun (~10 ms a chart), and twenty sessions
-    on one plan then pay it once."""
-    return getattr(charts, builder)(*_args).to_dict()
+    return _vega_spec(getattr(charts, builder)(*_args))  # the spec of charts.<builder>(*args)
 
 
 def _chart(builder: str, *args) -> None:
     st.vega_lite_chart(_chart_spec(content_key(builder, args), builder, args), width="stretch")
 
 
-def estimates(plan, inputs: share.Inputs, table, cal) -> tuple[list, dict]:
-    key = content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus)
-    return _rankings(key, plan, inputs.cpus, table, cal)
+def _estimates_key(plan, inputs: share.Inputs, table) -> str:
+    """What a ranking depends on: the plan's content, the prices' identity (source, date, your own prices), the
+    calibration text and whether CPUs join."""
+    return content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _my_gpus(key: str, _plan, _own, _table, _assumptions, _overheads, _cal) -> list:
+    return page.my_gpus(_plan, _own, replace(FACTS, prices=_table), _assumptions, _overheads, _cal and _cal.adjust)
+
+
+class RankingView(NamedTuple):
+    """Everything the page shows of one ranking, built once per distinct plan and view and shared by every
+    session."""
+
+    ranked: list  # every estimate, in ranking order
+    rows: list  # the ones the filters keep
+    bands: dict
+    table: pd.DataFrame
+    arrow: pa.Table  # the same, as st.dataframe sends it: converted once, not once a session (~1.5 ms)
+    config: dict
+    order: list
+    callouts: list  # (key, Markdown, help) per call-out
+    nothing: str | None  # why nothing runs, or None
+    dates: str  # the prices' dates, in words
+    extra: dict  # export columns
+    jobs: pd.DataFrame  # the whole-job chart's data (top 10)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _ranking_view(key: str, _ests, _cal_ests, _inputs, _overheads, _mine, _gpus: int) -> RankingView:
+    return ranking_view(_ests, _cal_ests, _inputs, _overheads, _mine, _gpus)
+
+
+def ranking_view(ests, cal_ests, inputs, overheads, mine, gpus: int) -> RankingView:
+    """The ranking as the page shows it (key: the estimates' key, whole-job assumptions, your cards, filters, job,
+    tier, memory target, stale-price age and today's date)."""
+    today = date.today()
+    ranked = page.rank_by_whole_job(ests, overheads)
+    rows = page.filtered(ranked, _filters(inputs))
+    bands = page.bands(rows, cal_ests)
+    df, config, order = ranking_table(rows, inputs, cal_ests, bands, mine, overheads)
+    found = [(f"callout_{c.label.replace(' ', '_').lower()}",
+              f"**{c.label}** · **{page.callout_title(c)}**  \n"
+              f"{page.callout_line(c, gpus, today, inputs.stale, overheads)}", c.why)
+             for c in page.callouts(rows, overheads)]
+    dates = page.price_dates(rows, today, inputs.stale)
+    return RankingView(ranked, rows, bands, df, pa.Table.from_pandas(df, preserve_index=False), config, order, found,
+                       page.nothing_runs_message(rows, ranked),
+                       dates.sentence(), page.extra_columns(rows, cal_ests, bands),
+                       charts.whole_jobs_data(rows, overheads))
 
 
 def _skypilot_text(ests, plan, url: str) -> str:
@@ -553,11 +647,11 @@ def _filters(inputs: share.Inputs) -> page.Filters:
 # ---------------------------------------------------------------- rendering
 
 
-def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame, dict, list]:
+def ranking_table(rows, inputs, cal_ests, bands, mine, overheads) -> tuple[pd.DataFrame, dict, list]:
     data, unit, rate_name = page.ranking_rows(rows, inputs.job, cal_ests, bands, date.today(), inputs.stale,
-                                              OVERHEADS)
+                                              overheads)
     div = time_unit(e.seconds for e in rows)[1]
-    data = page.mine_rows(mine, inputs.job, unit, div, date.today(), inputs.stale, OVERHEADS) + data
+    data = page.mine_rows(mine, inputs.job, unit, div, date.today(), inputs.stale, overheads) + data
     df = pd.DataFrame(data)
     noun = page.NOUNS[inputs.job]
     cc = st.column_config
@@ -607,14 +701,12 @@ def ranking_table(rows, inputs, cal_ests, bands, mine=()) -> tuple[pd.DataFrame,
     return df, config, page.ranking_order(df.columns, unit, rate_name, inputs.job)
 
 
-def callouts(rows, gpus: int, stale_after_days: int) -> None:
-    found = page.callouts(rows, OVERHEADS)
+def callouts(found: list) -> None:
     if not found:
         return
-    for col, c in zip(st.columns(len(found)), found):
-        with col.container(border=True, key=f"callout_{c.label.replace(' ', '_').lower()}", gap="small"):
-            st.markdown(f"**{c.label}** · **{page.callout_title(c)}**  \n"
-                        f"{page.callout_line(c, gpus, date.today(), stale_after_days, OVERHEADS)}", help=c.why)
+    for col, (key, text, why) in zip(st.columns(len(found)), found):
+        with col.container(border=True, key=key, gap="small"):
+            st.markdown(text, help=why)
 
 
 def calibration_panel(plan, fleet) -> None:
@@ -643,54 +735,115 @@ def calibration_panel(plan, fleet) -> None:
                     _chart("calibration_chart", df)
 
 
-def explain(e, cal_e, inputs: share.Inputs) -> None:
-    g = e.gpu
-    st.markdown(f"### {g.name}")
-    st.caption(page.gpu_caption(e))
-    with st.expander("Where these specs come from"):
-        st.caption(md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""))
-    for r in e.reasons:
-        (st.error if r.blocking else st.info)(("Can't run: " if r.blocking else "Note: ") + md_escape(r.text, 600))
-    c = st.columns(4)
-    c[0].metric("Time for the job", fmt_seconds(e.seconds), help="Sum over every step of the job (formula below)")
-    c[1].metric(f"Cost ({inputs.tier})", fmt_usd(e.cost()), help="seconds / 3600 x GPUs x $/GPU-hour")
+class ExplainView(NamedTuple):
+    """'Explain a GPU' for one GPU of one ranking, as Markdown, chart data and a table: built once per distinct
+    plan, GPU and view, and shared by every session."""
+
+    title: str
+    caption: str
+    sources: str
+    blocking: list  # why it can't run, one Markdown line each
+    notes: str | None  # every note in one box, or None
+    metrics: list  # (label, value, help)
+    range_note: str | None  # the estimate's likely range and the evidence behind it (uncertainty bands)
+    calibrated: str | None
+    inputs: str  # the inputs behind the figures, the cost formula and the whole job's bill by part
+    job_data: pd.DataFrame | None  # the whole job's chart's data, None without a price
+    memory: str  # the memory breakdown, what it follows from, and the heading of 'Your own price'
+    steps: str  # how a step is timed, or why it is not
+    split: pd.DataFrame | None  # the time split chart's data, None when the plan can't run
+    steps_table: pa.Table | None
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _explain_view(key: str, _e, _cal_e, _tier: str, _job: str, _auto_batch: bool, _overheads) -> ExplainView:
+    return explain_view(_e, _cal_e, _tier, _job, _auto_batch, _overheads)
+
+
+def explain_view(e, cal_e, tier: str, job_name: str, auto_batch: bool, overheads) -> ExplainView:
+    """'Explain a GPU' for one estimate (key: the estimates' key, the GPU, tier, job, auto batch and whole-job
+    assumptions). Text that follows from one another shares one Markdown element: each element is one more
+    thing for the browser to redraw on every change."""
+    g, price = e.gpu, e.price
     rate = page.rate(e)
-    c[2].metric(f"Throughput ({page.rate_unit(inputs.job, e.plan.model.counts_tokens)})",
-                fmt_count(rate) if rate else "-", help="average over the whole job")
-    c[3].metric(f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
-                help=f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")
+    metrics = [("Time for the job", fmt_seconds(e.seconds), "Sum over every step of the job (formula below)"),
+               (f"Cost ({tier})", fmt_usd(e.cost()), "seconds / 3600 x GPUs x $/GPU-hour"),
+               (f"Throughput ({page.rate_unit(job_name, e.plan.model.counts_tokens)})",
+                fmt_count(rate) if rate else "-", "average over the whole job"),
+               (f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
+                f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")]
     span = page.range_sentence(e, cal_e is not None)
-    if span:
-        st.caption(md_escape(span, 600))
-    if cal_e is not None and cal_e.seconds:
-        st.success(f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
-                   f"({md_escape(cal_e.efficiency.source, 400)})")
-
-    st.markdown("#### Inputs behind the figures")
-    st.markdown(page.md_table(["input", "value", "source"], page.inputs_rows(e, inputs.batch is None)))
-    price = e.price
+    calibrated = (f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
+                  f"({md_escape(cal_e.efficiency.source, 400)})" if cal_e is not None and cal_e.seconds else None)
+    behind = ["#### Inputs behind the figures", page.md_table(["input", "value", "source"],
+                                                               page.inputs_rows(e, auto_batch))]
     if e.seconds and price:
-        st.markdown(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
-                    f"= **{fmt_usd(e.cost())}**")
-    job = job_cost(e, OVERHEADS)
-    if job is not None:
-        st.markdown(f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**")
-        _chart("job_cost_chart", charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus))
-        st.caption(" · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
-                   + ". Assumptions (each with its source): data/job_costs.yaml.")
-    st.markdown("#### Memory breakdown")
-    st.markdown(page.md_table(["used by", "GB", "formula"],
-                              [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]))
-    st.markdown(page.memory_sentence(e))
+        behind.append(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
+                      f"= **{fmt_usd(e.cost())}**")
+    job = job_cost(e, overheads)
+    if job:
+        behind += [f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**",
+                   " · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
+                   + ". Assumptions (each with its source): data/job_costs.yaml."]
+    memory = "\n\n".join(["#### Memory breakdown", page.md_table(
+        ["used by", "GB", "formula"], [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]),
+        page.memory_sentence(e), "#### Your own price",
+        "It applies to every tier of this GPU and travels in the share link."])
+    if e.feasible:
+        steps = ("Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × "
+                 "bandwidth efficiency))**; a step adds **kernels × launch overhead**; the job is the sum over "
+                 "steps and passes (a pass = one batch through the model). Whichever side of the max wins limits "
+                 "the group.")
+        split = charts.time_split_data(e)
+        steps_table = pa.Table.from_pylist(page.step_time_rows(e))
+    else:
+        steps, split, steps_table = "Not timed: the plan can't run on this GPU (reasons above).", None, None
+    notes = [md_escape(r.text, 600) for r in e.reasons if not r.blocking]
+    return ExplainView(
+        f"### {g.name}", page.gpu_caption(e),
+        md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""),
+        [f"Can't run: {md_escape(r.text, 600)}" for r in e.reasons if r.blocking],
+        "  \n".join(f"Note: {n}" for n in notes) or None,
+        metrics, md_escape(span, 600) if span else None, calibrated, "\n\n".join(behind),
+        charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus) if job else None,
+        memory, steps, split, steps_table)
 
-    st.markdown("#### Your own price")
+
+def explain(e, cal_e, inputs: share.Inputs, est_key: str) -> None:
+    g, price = e.gpu, e.price
+    v = _explain_view(content_key(est_key, g.id, inputs.tier, inputs.job, inputs.batch is None, OVERHEADS), e, cal_e,
+                      inputs.tier, inputs.job, inputs.batch is None, OVERHEADS)
+    st.markdown(v.title)
+    st.caption(v.caption)
+    # what a reader opens is drawn when opened: on a closed expander the browser has nothing to redraw per change, and
+    # a chart on the first screen would make it load and start Vega (~1 MB of JavaScript) before the ranking
+    with st.expander("Where these specs come from", key="specs_open", on_change="rerun") as box:
+        if box.open:
+            st.caption(v.sources)
+    for text in v.blocking:
+        st.error(text)
+    if v.notes:
+        st.info(v.notes)
+    for col, (label, value, why) in zip(st.columns(4), v.metrics):
+        col.metric(label, value, help=why)
+    if v.range_note:
+        st.caption(v.range_note)
+    if v.calibrated:
+        st.success(v.calibrated)
+    st.markdown(v.inputs)
+    if v.job_data is not None:
+        with st.expander("**Chart** · the whole job's billed time by part", icon=":material/stacked_bar_chart:",
+                         key="job_chart_open", on_change="rerun") as box:
+            if box.open:
+                _chart("job_cost_chart", v.job_data)
+    st.markdown(v.memory)
     key = f"price_in_{g.id}_{inputs.tier}"  # per tier: switching tiers shows that tier's price, not a stale one
     current = inputs.custom_prices.get(g.id) or (price.usd_hr if price else 1.0)
     if key not in st.session_state:
         st.session_state[key] = float(min(max(current, CUSTOM_MIN_USD_HR), CUSTOM_MAX_USD_HR))
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
     c1.number_input(f"$/GPU-hour for {short_name(g.name)}", CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR, step=0.05, key=key,
-                    format="%.3f")
+                    format="%.3f", persist_state=KEEP)
     c2.button("Use this price", key=f"use_price_{g.id}", on_click=lambda: _set_price(g.id, st.session_state[key]),
               disabled=g.id not in inputs.custom_prices and price is not None
               and abs(st.session_state[key] - price.usd_hr) < 5e-4,
@@ -698,24 +851,22 @@ def explain(e, cal_e, inputs: share.Inputs) -> None:
     if g.id in inputs.custom_prices:
         c3.button("Listed price", key=f"drop_price_{g.id}", on_click=lambda: _set_price(g.id, None),
                   help="Forget your price for this GPU")
-    st.caption("Your price applies to every tier of this GPU and travels in the share link.")
-    st.markdown("#### Step-time breakdown")
-    if not e.feasible:
-        st.markdown("Not timed: the plan can't run on this GPU (reasons above).")
+    if v.steps_table is None:
+        st.markdown(f"#### Step-time breakdown\n\n{v.steps}")
         return
-    st.markdown(
-        "Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × "
-        "bandwidth efficiency))**; a step adds **kernels × launch overhead**; the job is the sum over steps "
-        "and passes (a pass = one batch through the model). Whichever side of the max wins limits the group.")
-    split = charts.time_split_data(e)
-    if len(split):
-        _chart("time_split_chart", split)
-    secs = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(page.step_time_rows(e)), hide_index=True, placeholder="-", column_config={
-        "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
-        "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
-        "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
-        "compute s": secs, "memory s": secs, "time s": secs, "formula": st.column_config.TextColumn(width="large")})
+    with st.expander("**Step-time breakdown** · each op group's FLOPs, bytes, time and formula, and where the time "
+                     "goes", icon=":material/timer:", key="steps_open", on_change="rerun") as box:
+        if not box.open:
+            return
+        st.markdown(v.steps)
+        if len(v.split):
+            _chart("time_split_chart", v.split)
+        secs = st.column_config.NumberColumn(format="%.4g")
+        st.dataframe(v.steps_table, placeholder="-", column_config={
+            "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
+            "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
+            "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
+            "compute s": secs, "memory s": secs, "time s": secs, "formula": st.column_config.TextColumn(width="large")})
 
 
 def chart_tab(name: str, rows, inputs, plan, table, cal, cal_ests, cmp_ids) -> None:
@@ -760,8 +911,10 @@ def serving(plan, inputs, table, cmp_ids) -> None:
         return
     prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
     c1, c2 = st.columns(2)
-    ttft = c1.number_input("Time to first token target (ms)", 1.0, 60_000.0, 1000.0, step=100.0, key="srv_ttft")
-    tpot = c2.number_input("Time per output token target (ms)", 1.0, 10_000.0, 50.0, step=5.0, key="srv_tpot")
+    ttft = c1.number_input("Time to first token target (ms)", 1.0, 60_000.0, 1000.0, step=100.0, key="srv_ttft",
+                           persist_state=KEEP)
+    tpot = c2.number_input("Time per output token target (ms)", 1.0, 10_000.0, 50.0, step=5.0, key="srv_tpot",
+                           persist_state=KEEP)
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
                "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
     gpus = [GPU_BY_ID[g] for g in cmp_ids]
@@ -811,15 +964,32 @@ def presets_block(where, inputs: share.Inputs) -> None:
     for exc in broken:
         st.error(f"An example question could not be loaded: {md_escape(exc, 400)}")
     with where.popover("Example questions", icon=":material/lightbulb:", width="stretch",
-                       help="One click fills in the whole plan"):
-        for p in presets:
-            st.button(p.question, key=f"preset_{p.id}", on_click=_apply_preset, args=(p.id,), width="stretch")
+                       help="One click fills in the whole plan", key="presets_open", on_change="rerun") as box:
+        if box.open:  # drawn when opened: a closed popover costs every rerun nothing
+            for p in presets:
+                st.button(p.question, key=f"preset_{p.id}", on_click=_apply_preset, args=(p.id,), width="stretch")
     p = next((p for p in presets if p.id == st.session_state.get("_preset")), None)
     if p and share.encode(replace(p.inputs, tab=inputs.tab)) == share.encode(inputs):  # still the example's plan
         with st.expander(f"**{md_escape(p.question)}** · what the example assumes", icon=":material/lightbulb:"):
             st.info(f"{p.answer_hint}  \n*Assumed:* {p.assumptions}")
     elif p:
         st.caption(f"Started from the example “{p.question}”, then changed.")
+
+
+def filters() -> None:
+    """The ranking's filters (inside the 'Filters' popover)."""
+    st.selectbox("Vendor", share.VENDORS, key="vendor", persist_state=KEEP)
+    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", persist_state=KEEP, format="%g",
+                    help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
+    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", persist_state=KEEP,
+                    format="%g")
+    st.checkbox("Can run it", key="feasible", persist_state=KEEP, help="Hide the GPUs that can't run this plan")
+    st.checkbox("Has a price", key="priced", persist_state=KEEP,
+                help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
+                "them; type your own price in 'Explain a GPU')")
+    st.checkbox("Include CPUs", key="cpus", persist_state=KEEP,
+                help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
+                "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
 
 
 def own_assumptions() -> OwnAssumptions:
@@ -856,10 +1026,12 @@ def main(inputs: share.Inputs) -> None:
     plan = share.to_plan(inputs, model)
     table = price_table(inputs)
     cal = _calibration(inputs)
+    est_key = _estimates_key(plan, inputs, table)
+    assumptions = own_assumptions()
+    mine_key = content_key(est_key, inputs.own, assumptions, OVERHEADS)
     try:
-        ests, cal_ests = estimates(plan, inputs, table, cal)
-        mine = page.my_gpus(plan, inputs.own, replace(FACTS, prices=table), own_assumptions(), OVERHEADS,
-                            cal.adjust if cal else None)
+        ests, cal_ests = _rankings(est_key, plan, inputs.cpus, table, cal)
+        mine = _my_gpus(mine_key, plan, inputs.own, table, assumptions, OVERHEADS, cal) if inputs.own else []
     except (ValueError, UnknownNameError, DataFileError) as exc:
         st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
         return
@@ -870,37 +1042,28 @@ def main(inputs: share.Inputs) -> None:
     elif not table.ok or table.source != "snapshot" or inputs.myprice:
         (st.warning if not table.ok or table.suspect else st.caption)(f"Prices: {md_escape(table.message, 600)}")
 
-    ests = page.rank_by_whole_job(ests, OVERHEADS)
-    rows = page.filtered(ests, _filters(inputs))
-    bands = page.bands(rows, cal_ests)
+    view = _ranking_view(content_key(mine_key, _filters(inputs), inputs.job, inputs.stale, inputs.tier, inputs.mem,
+                                     date.today()), ests, cal_ests, inputs, OVERHEADS, mine, plan.gpus)
+    rows, df = view.rows, view.table
     if mine:
         own_cards(mine, inputs.tier)
-    callouts(rows, plan.gpus, inputs.stale)
-    nothing = page.nothing_runs_message(rows, ests)
-    if nothing:
-        st.error(nothing)
+    callouts(view.callouts)
+    if view.nothing:
+        st.error(view.nothing)
 
     c_head, c_filters = st.columns([5, 1.3], vertical_alignment="bottom")
     c_head.markdown("#### Every GPU, ranked")
-    with c_filters.popover("Filters", icon=":material/filter_list:", width="stretch"):
-        st.selectbox("Vendor", share.VENDORS, key="vendor")
-        st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", format="%g",
-                        help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
-        st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", format="%g")
-        st.checkbox("Can run it", key="feasible", help="Hide the GPUs that can't run this plan")
-        st.checkbox("Has a price", key="priced", help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
-                    "them; type your own price in 'Explain a GPU')")
-        st.checkbox("Include CPUs", key="cpus", help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
-                    "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
-    df, config, order = ranking_table(rows, inputs, cal_ests, bands, mine)
-    event = st.dataframe(df, hide_index=True, placeholder="-", column_config=config, column_order=order, key="ranking",
-                         on_select="rerun", row_height=35,
-                         selection_mode="single-row", height=min(38 + 35 * len(df), 560))
-    dates = page.price_dates(rows, date.today(), inputs.stale)
-    st.caption(f"{len(rows)} of {len(ests)} GPUs shown"
+    with c_filters.popover("Filters", icon=":material/filter_list:", width="stretch", key="filters_open",
+                           on_change="rerun") as box:
+        if box.open:  # drawn when opened: the six widgets cost every rerun nothing while it is closed
+            filters()
+    event = st.dataframe(view.arrow, placeholder="-", column_config=view.config, column_order=view.order,
+                         key="ranking", on_select="rerun", row_height=35, selection_mode="single-row",
+                         height=min(38 + 35 * len(df), 560))
+    st.caption(f"{len(rows)} of {len(view.ranked)} GPUs shown"
                + (" (your own cards on top, marked ★)" if mine else "")
                + ". Ranked by what the whole job bills; time and cost are for the whole job; click a header to sort, "
-               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {dates.sentence()}. Specs: "
+               f"a row to explain it. Prices ({table.source}, {inputs.tier}): {view.dates}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
     if cal is not None:
         calibration_panel(plan, cal)
@@ -911,30 +1074,46 @@ def main(inputs: share.Inputs) -> None:
         # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
         st.link_button("Share this plan: a link to exactly this page", url, icon=":material/link:",
                        help="Right-click it and copy the link to share; it is also the address in your browser's bar")
-    ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, page.extra_columns(rows, cal_ests, bands),
-                              OVERHEADS, mine)
+    ctx = share.ExportContext(url, "data/gpus.yaml", table.source, table.as_of, view.extra, OVERHEADS, mine)
     c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
     c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",
                            mime="application/json", icon=":material/download:", on_click="ignore", key="dl_json")
-    launchable = [e for e in ests if e.feasible]
-    if launchable:
-        c_sky.download_button("SkyPilot task", data=lambda: _skypilot_text(ests, plan, url), file_name="task.yaml",
-                              mime="application/x-yaml", icon=":material/rocket_launch:", on_click="ignore",
-                              key="dl_sky", help="The GPUs that can run this plan, in this order, for `sky launch "
-                              "task.yaml` (SkyPilot tries them in turn)")
-    jobs = charts.whole_jobs_data(rows, OVERHEADS)
-    if len(jobs):
+    if any(e.feasible for e in view.ranked):
+        c_sky.download_button("SkyPilot task", data=lambda: _skypilot_text(view.ranked, plan, url),
+                              file_name="task.yaml", mime="application/x-yaml", icon=":material/rocket_launch:",
+                              on_click="ignore", key="dl_sky", help="The GPUs that can run this plan, in this order, "
+                              "for `sky launch task.yaml` (SkyPilot tries them in turn)")
+    if len(view.jobs):
         with st.expander("**The whole job** · compute next to the pod's start, download, warm-up and billing, top 10",
-                         icon=":material/stacked_bar_chart:"):
-            _chart("whole_jobs_chart", jobs)
+                         icon=":material/stacked_bar_chart:", key="jobs_open", on_change="rerun") as box:
+            if box.open:
+                _chart("whole_jobs_chart", view.jobs)
     sel = getattr(getattr(event, "selection", None), "rows", None) or []
     picked = df.gpu_id.iloc[sel[0]] if sel and sel[0] < len(df) else None
     if picked and picked != ss.get("_picked"):
         ss.gpu = picked
         ss.view = TABS[0]
     ss._picked = picked
+    tab_area(view, inputs, plan, table, cal, cal_ests, est_key)
 
+
+@st.fragment
+def tab_area(view: RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+    """The tabs under the ranking, a fragment: picking a GPU to explain, a tab, GPUs to compare or serving targets
+    reruns this part alone, not the ranking and the sidebar; a change here that moves the ranking (your own price
+    for a GPU) reruns the page."""
+    now = _inputs()
+    if not FULL_RUN and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab) != inputs:
+        st.rerun(scope="app")
+    try:
+        tabs_of(view, now, plan, table, cal, cal_ests, est_key)
+    finally:
+        _sync_url(_inputs())  # a rerun of the fragment alone ends here, not at the end of the script
+
+
+def tabs_of(view: RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+    ss, rows, ests = st.session_state, view.rows, view.ranked
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [ests[0].gpu.id])[0]
     cmp_ids = list(inputs.cmp) or feasible_ids[:3]
@@ -948,17 +1127,18 @@ def main(inputs: share.Inputs) -> None:
                 if ss.get("gpu") not in options:  # a CPU named by a link or a click while CPUs are left out
                     ss.gpu = ""
                 picked_gpu = st.selectbox("GPU to explain (or click a row of the table)", options, key="gpu",
+                                          persist_state=KEEP,
                                           format_func=lambda gid: GPU_BY_ID[gid].name if gid else
                                           f"Top of the ranking ({short_name(GPU_BY_ID[default_gpu].name)})")
                 chosen = picked_gpu or default_gpu
                 e = next((x for x in ests if x.gpu.id == chosen), None)
-                explain(e, cal_ests.get(chosen), inputs)
+                explain(e, cal_ests.get(chosen), inputs, est_key)
             else:
                 if name in ("Roofline", "Batch size", "Memory", "Serving"):
                     shown_ids = [g.id for g in CATALOG.selection(inputs.cpus)]
                     ss.cmp = [g for g in ss.cmp if g in shown_ids]
                     st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)",
-                                   shown_ids, key="cmp", max_selections=share.MAX_CMP,
+                                   shown_ids, key="cmp", persist_state=KEEP, max_selections=share.MAX_CMP,
                                    format_func=lambda gid: GPU_BY_ID[gid].name)
                 if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                     st.info("No GPU can run this plan: nothing to compare.")
@@ -966,12 +1146,16 @@ def main(inputs: share.Inputs) -> None:
                     chart_tab(name, rows, inputs, plan, table, cal, cal_ests, cmp_ids)
 
 
+FULL_RUN = True  # False once the script has ended: a rerun of the fragment alone then finds it so
 _init()
-sidebar()
 OVERHEADS = with_values(OVERHEADS_DEFAULT, {k: float(st.session_state[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS})
 INPUTS = _inputs()
 try:
-    main(INPUTS)
+    main(INPUTS)  # the answer first: the browser draws the ranking before the sidebar's ~30 widgets arrive
 finally:
-    _sync_url(_inputs())
-    st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
+    try:
+        sidebar()  # the widgets' values are already in st.session_state (_init), so drawing them last changes none
+    finally:
+        _sync_url(_inputs())
+        st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
+        FULL_RUN = False

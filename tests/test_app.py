@@ -55,6 +55,12 @@ def _ranking(at: AppTest):
     return next(d.value for d in at.dataframe if "gpu_id" in d.value.columns)
 
 
+def _open(at: AppTest, key: str) -> AppTest:
+    """Open a popover or expander whose widgets are drawn only while it is open (its key), as a click on it does."""
+    at.session_state[key] = True
+    return at.run()
+
+
 def test_first_visit_ranks_every_gpu_and_writes_the_link():
     at = _app()
     _ok(at)
@@ -64,7 +70,8 @@ def test_first_visit_ranks_every_gpu_and_writes_the_link():
     infeasible = df[~df["Runs?"]]
     assert len(infeasible) and all("✗" in why for why in infeasible["Why / notes"])  # each says why
     assert _link(at) == share.encode(share.DEFAULTS)
-    assert any(b.label.startswith("cfDNA-Gen") for b in at.button)  # the example questions are offered
+    assert not any(b.label.startswith("cfDNA-Gen") for b in at.button)  # drawn only when their popover opens
+    assert any(b.label.startswith("cfDNA-Gen") for b in _open(at, "presets_open").button)  # the examples are offered
     assert [d.label for d in at.get("download_button")] == ["CSV", "JSON", "SkyPilot task"]
     assert at.session_state["_run_ms"] > 0
 
@@ -102,9 +109,14 @@ CONTROLS = [
 ]
 
 
+FILTERS = {"vendor", "minvram", "maxusd", "feasible", "priced", "cpus"}  # in the 'Filters' popover
+
+
 @pytest.mark.parametrize("widget, key, value, param, expected, check", CONTROLS, ids=[c[1] for c in CONTROLS])
 def test_each_control_changes_the_plan_and_the_link(widget, key, value, param, expected, check):
     at = _app()
+    if key in FILTERS:
+        _open(at, "filters_open")
     getattr(at, widget)(key=key).set_value(value)
     at.run()
     _ok(at)
@@ -149,7 +161,7 @@ def test_fixed_batch_value_travels():
 
 @pytest.mark.parametrize("preset", load_presets(), ids=lambda p: p.id)
 def test_each_preset_loads_its_plan_in_one_click(preset):
-    at = _app()
+    at = _open(_app(), "presets_open")
     at.button(key=f"preset_{preset.id}").click().run()
     assert not at.exception, [e.value for e in at.exception]
     # an error may only be the planner's answer that the GPU asked about can't run the plan (BetaRho's batch 16)
@@ -206,6 +218,7 @@ def test_uploaded_hf_config_becomes_an_editable_custom_model():
     cfg = {"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
            "num_key_value_heads": 4, "intermediate_size": 1376, "vocab_size": 32000, "max_position_embeddings": 2048,
            "hidden_act": "silu"}
+    _open(at, "upload_open")  # the upload box is drawn while its expander is open
     at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(cfg).encode(), "application/json")).run()
     _ok(at)
     link = _link(at)
@@ -219,6 +232,7 @@ def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_an_encoder_is_
     cfg = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 512,
            "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 1024,
            "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 1000, "max_position_embeddings": 2048}
+    _open(at, "upload_open")  # the upload box is drawn while its expander is open
     at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(cfg).encode(), "application/json")).run()
     _ok(at)
     assert (at.number_input(key="m_experts").value, at.number_input(key="m_topk").value) == (8, 2)
@@ -235,6 +249,7 @@ def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_an_encoder_is_
 def test_bad_upload_is_explained_and_changes_nothing():
     at = _app({"model": "llama-2-7b", "prec": "fp16"})
     before = _link(at)
+    _open(at, "upload_open")  # the upload box is drawn while its expander is open
     at.file_uploader(key="upload_model").set_value(("config.json", b"{not json", "application/json")).run()
     assert not at.exception
     assert any("config.json could not be used" in _shown(e.value) and "not valid JSON" in _shown(e.value) for e in at.error)
@@ -294,6 +309,23 @@ def test_each_chart_tab_draws_its_chart(view):
     assert tab  # the tab's own chart, found by title, not by position
     if view != "Accuracy":  # the planner's own charts name their sources; the validation chart is issue 6's
         assert all(any(line.startswith("Source:") for line in s["title"]["subtitle"]) for s in tab)
+
+
+def test_charts_and_the_step_table_under_the_ranking_are_drawn_when_their_expanders_open():
+    """The whole job on the top GPUs, the explained GPU's bill by part, and its step-time breakdown (how a step is
+    timed, where the time goes, each op group's row): one click away, drawn then."""
+    at = _app()
+    _ok(at)
+    titles = lambda: {json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")}  # noqa: E731
+    steps = lambda: [d.value for d in at.dataframe if "op group" in d.value.columns]  # noqa: E731
+    assert titles() == set() and steps() == []
+    for key in ("jobs_open", "job_chart_open", "steps_open"):
+        _open(at, key)
+    _ok(at)
+    assert titles() == {"The whole job on the top GPUs: compute and the pod's overheads",
+                        "The whole job: compute and what a rented pod also bills", "Where the time goes"}
+    assert len(steps()) == 1 and (steps()[0]["time s"] >= 0).all()
+    assert any("max(FLOPs ÷ (peak × compute efficiency)" in m.value for m in at.markdown)
 
 
 def test_cmp_selection_travels():
@@ -406,6 +438,7 @@ def test_nothing_a_link_or_an_upload_carries_renders_as_markup():
     assert evil in _plan_text(at)  # shown as typed
     cfg = {"_name_or_path": evil, "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
            "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64}
+    _open(at, "upload_open")  # the upload box is drawn while its expander is open
     at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(cfg).encode(), "application/json")).run()
     assert not at.exception and not _rendered_links(at)
 
@@ -440,6 +473,7 @@ def test_random_links_never_break_the_page_or_render_user_markup():
 def test_whole_job_assumptions_can_be_changed_on_the_page():
     at = _app({"tier": "community", "seqs": "1000"})
     before = _ranking(at).set_index("gpu_id")["Whole job ($)"]
+    _open(at, "jc_open")  # the assumptions are drawn while their expander is open
     at.number_input(key="jc_pod_start_s").set_value(600.0).run()  # ten minutes to start a pod instead of one
     after = _ranking(at).set_index("gpu_id")["Whole job ($)"]
     gpu = after.dropna().index[0]

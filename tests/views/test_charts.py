@@ -153,6 +153,20 @@ def test_time_split_adds_up_to_the_job_time():
     assert set(df.limit) <= {"compute", "memory", "overhead", "communication"}
 
 
+def test_explain_charts_are_valid_vega_lite_with_titled_axes():
+    """The page builds chart specs without Altair's schema check (app.py _vega_spec); here every builder the
+    explain panel draws is checked against the Vega-Lite schema (to_dict validates by default)."""
+    from planner.engine.job_cost import job_cost
+    from planner.inputs.job_costs import load_job_costs
+    e = estimate_gpu(_plan(model="gpt2-124m", workload=Train(1000, 256, 1.0), precision="bf16", price_tier="community"),
+                     CATALOG.get("a100-sxm-80gb"), FACTS)
+    split = charts.time_split_chart(charts.time_split_data(e)).to_dict(validate=True)
+    assert "Seconds of the whole job" in _axis_titles(split)
+    job = job_cost(e, load_job_costs())
+    bill = charts.job_cost_chart(charts.job_cost_data(job, 1.5, e.plan.gpus)).to_dict(validate=True)
+    assert "Billed seconds of the whole job" in _axis_titles(bill)
+
+
 def test_calibration_chart_from_points():
     points = [{"model": "m", "workload": "decode", "batch": 1, "measured_s": 0.1, "analytic_s": 0.01,
                "calibrated_s": 0.11}]
