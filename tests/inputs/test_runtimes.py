@@ -59,19 +59,23 @@ def test_a_runtime_without_a_cpu_block_is_unsupported_on_a_cpu(tmp_path):
     assert "no CPU profile" in load_runtimes(path).get("x").efficiency("cpu").unsupported
 
 
-@pytest.mark.parametrize("block, field", [
-    ("    cpu: {unsupported: why, mem_bw_efficiency: 0.5}\n", "mem_bw_efficiency"),
+@pytest.mark.parametrize("block, field, record", [
+    ("    cpu: {unsupported: why, mem_bw_efficiency: 0.5}\n", "mem_bw_efficiency", "'x'.cpu"),
     ("    cpu: {mem_bw_efficiency: 0.5, compute_efficiency: 0.5, launch_overhead_us: 5, source: s}\n",
-     "host_memory_gb"),
+     "host_memory_gb", "'x'.cpu"),
     ("    cpu: {mem_bw_efficiency: 1.5, compute_efficiency: 0.5, launch_overhead_us: 5, host_memory_gb: 0.3, "
-     "source: s}\n", "mem_bw_efficiency"),
+     "source: s}\n", "mem_bw_efficiency", "'x'.cpu"),
+    ("    quantized_gemv: {max_tokens: 8, source: s}\n", "ops_per_weight_token", "quantized_gemv"),
+    ("    quantized_gemv: {max_tokens: 0, ops_per_weight_token: 1, source: s}\n", "max_tokens", "quantized_gemv"),
+    ("    quantized_gemv: {max_tokens: 8, ops_per_weight_token: 1}\n", "source", "quantized_gemv"),
 ])
-def test_a_bad_cpu_block_names_its_field(tmp_path, block, field):
+def test_a_bad_sub_block_names_its_record_and_field(tmp_path, block, field, record):
+    """A runtime's cpu or quantized_gemv block with a missing or out-of-range field is refused by name."""
     path = tmp_path / f"bad-{field}-{len(block)}.yaml"
     path.write_text(BASE + block)
     with pytest.raises(DataFileError) as exc:
         load_runtimes(path)
-    assert exc.value.field == field and "'x'.cpu" in exc.value.record
+    assert exc.value.field == field and record in exc.value.record
 def test_the_eager_kernel_ratio_is_one_fact():
     """Generic and traced profiles count eager ops and divide by EAGER_KERNELS_PER_FUSED; the pytorch-eager profile
     multiplies fused units by its kernels_per_layer_factor: the two must be the same number."""
@@ -107,19 +111,6 @@ def test_llama_cpp_multiplies_up_to_eight_quantized_tokens_in_its_gemv_kernel():
     rate = load_catalog().get("rtx-3090").ceiling_tflops(ALU_PATH) * 1e12 / 2  # instructions per second
     assert gemv.ops_per_weight_token == pytest.approx(slope_s * rate / weights, rel=0.01)
     assert all(r.gemv is None for r in load_runtimes().runtimes if r.id != "llama.cpp")
-
-
-@pytest.mark.parametrize("block, field", [
-    ("    quantized_gemv: {max_tokens: 8, source: s}\n", "ops_per_weight_token"),
-    ("    quantized_gemv: {max_tokens: 0, ops_per_weight_token: 1, source: s}\n", "max_tokens"),
-    ("    quantized_gemv: {max_tokens: 8, ops_per_weight_token: 1}\n", "source"),
-])
-def test_a_bad_quantized_gemv_block_names_its_field(tmp_path, block, field):
-    path = tmp_path / f"gemv-{field}.yaml"
-    path.write_text(BASE + block)
-    with pytest.raises(DataFileError) as exc:
-        load_runtimes(path)
-    assert exc.value.field == field and "quantized_gemv" in exc.value.record
 
 
 def test_a_per_step_host_time_needs_its_source(tmp_path):
