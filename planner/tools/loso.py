@@ -4,10 +4,11 @@ A split of rows by hash puts sibling rows of one benchmark on both sides, so it 
 source. Here the rows are grouped by their source (the repository or document they were published in): for each
 source, the runtime efficiencies are tuned on every OTHER source's rows (validation.tune_runtime, the same search
 as `validate --tune`) and the left-out source's rows are scored with them. A row whose runtime no other source
-measures is scored with the committed profile: that is a prediction from elsewhere when the profile's priors come
-from other publications (a source new to the planner), and it counts; when the profile was set or tuned on this very
-source (DRAWN_FROM: MLC LLM, llm-foundry) there is no independent evidence, and the row is reported apart ("no other
-source"), never mixed into the headline.
+measures, or measures on no GPU of the row's memory class (the bandwidth fraction is tuned per class: HBM, GDDR), is
+scored with the committed profile's value: that is a prediction from elsewhere when the profile's priors come from
+other publications (a source new to the planner), and it counts; when the profile was set or tuned on this very
+source (DRAWN_FROM: MLC LLM, llm-foundry; llama.cpp on HBM and TensorRT-LLM on GDDR, each measured by its own source
+alone) there is no independent evidence, and the row is reported apart ("no other source"), never in the headline.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ DRAWN_FROM = ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "NVIDIA/TensorRT-LL
 
 # How the band file's residuals were predicted (data/uncertainty.yaml: residuals).
 RESIDUALS_RULE = ("leave one source out: each row predicted with the runtime efficiencies tuned on every other "
-                  "source's rows (planner.tools.loso); rows whose runtime no other source measures are left out")
+                  "source's rows (planner.tools.loso); rows whose runtime no other source measures on that memory "
+                  "class, from a source the profile was drawn from, are left out")
 
 
 def source_of(row: Measurement) -> str:
@@ -51,8 +53,9 @@ class LosoRow:
     row: Measurement
     result: RowResult  # scored with efficiencies tuned on the other sources (the committed ones if not independent)
     source: str
-    # nothing of the row's own source went into its prediction: its runtime was tuned on other sources' rows, or no
-    # other source measures the runtime and its committed profile never drew from this source (priors from elsewhere)
+    # nothing of the row's own source went into its prediction: its runtime was tuned on other sources' rows of the
+    # row's memory class (the bandwidth fraction is per class), or it was not and the committed profile never drew
+    # from this source (priors from elsewhere)
     independent: bool
     untuned: RowResult  # scored with the committed runtime profile
 
@@ -95,16 +98,20 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
     out = []
     for held in sources:
         train: dict[str, list[Measurement]] = {}
-        for row, _ in scored:
+        classes: dict[str, set[str]] = {}  # the memory classes each runtime's other-source rows cover
+        for row, res in scored:
             if source_of(row) != held:
                 train.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
+                classes.setdefault(FRAMEWORK_RUNTIME[row.framework], set()).add(res.gpu_class)
         for row, untuned in scored:
             if source_of(row) != held:
                 continue
             rt = FRAMEWORK_RUNTIME[row.framework]
             adjust = _adjust_for(rt, tuned_on(rt, train[rt])) if rt in train else None
             res, _ = evaluate_row(row, catalog, models, adjust)
-            out.append(LosoRow(row, res, held, rt in train or held not in DRAWN_FROM, untuned))
+            # the bandwidth fraction is per memory class: other sources tune it only where they have rows of that class
+            tuned_elsewhere = untuned.gpu_class in classes.get(rt, ())
+            out.append(LosoRow(row, res, held, tuned_elsewhere or held not in DRAWN_FROM, untuned))
     return tuple(out)
 
 

@@ -64,6 +64,21 @@ def test_each_source_is_predicted_from_the_others_alone(tmp_path):
     assert untuned["n"] == 5 and untuned["median_bias_pct"] is not None
 
 
+@pytest.mark.parametrize("hbm_source, independent", [
+    ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x", False),  # the llama.cpp profile was drawn from it
+    ("lab-c/solo:README.md", True),  # new to the planner: the committed HBM fraction comes from elsewhere
+])
+def test_a_memory_class_no_other_source_measures_is_not_tuned_elsewhere(tmp_path, hbm_source, independent):
+    """The bandwidth fraction is tuned per memory class: GDDR rows of two labs say nothing about llama.cpp on HBM, so
+    an HBM row is predicted with the committed value, which is independent evidence only for a source new to it."""
+    rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"), _row(2, "rtx-a6000", "lab-b/notes:results.md"),
+            _row(3, "rtx-3090", hbm_source), _row(4, "h100-sxm", hbm_source)]
+    out = {r.result.row_id: r for r in leave_one_source_out(_write(tmp_path, rows))}
+    assert out["syn-3"].independent  # its GDDR row is tuned on the two labs' GDDR rows
+    assert out["syn-4"].independent is independent
+    assert out["syn-4"].result.gpu_class == "hbm" and out["syn-3"].result.gpu_class == "gddr"
+
+
 def test_untuned_scores_use_the_committed_profile_and_only_new_sources(tmp_path):
     rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"), _row(2, "rtx-3090", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x"),
             _row(3, "rtx-a6000", "lab-b/notes:results.md")]
