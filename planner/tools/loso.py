@@ -4,11 +4,11 @@ A split of rows by hash puts sibling rows of one benchmark on both sides, so it 
 source. Here the rows are grouped by their source (the repository or document they were published in): for each
 source, the runtime efficiencies are tuned on every OTHER source's rows (validation.tune_runtime, the same search
 as `validate --tune`) and the left-out source's rows are scored with them. A row whose runtime no other source
-measures, or measures on no GPU of the row's memory class (the bandwidth fraction is tuned per class: HBM, GDDR), is
-scored with the committed profile's value: that is a prediction from elsewhere when the profile's priors come from
+measures, or not on enough GPUs of the row's memory class for the search to move it (the bandwidth fraction is tuned
+per class: HBM, GDDR), is scored with the committed profile's value: that is a prediction from elsewhere when the profile's priors come from
 other publications (a source new to the planner), and it counts; when the profile was set or tuned on this very
-source (DRAWN_FROM: MLC LLM, llm-foundry; llama.cpp on HBM and TensorRT-LLM on GDDR, each measured by its own source
-alone) there is no independent evidence, and the row is reported apart ("no other source"), never in the headline.
+source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c; llama.cpp on HBM and TensorRT-LLM on GDDR, each measured by its own
+source alone) there is no independent evidence, and the row is reported apart ("no other source"), never in the headline.
 """
 
 from __future__ import annotations
@@ -87,30 +87,31 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
     catalog, models = load_catalog(), validation_models()
     scored = _scorable(list(load_measurements(measurements)), catalog, models)
     sources = sorted({source_of(row) for row, _ in scored})
-    cache: dict[tuple[str, frozenset], dict[str, float]] = {}  # a runtime the held source lacks tunes on all its rows
+    # a runtime the held source lacks tunes on all its rows: (its parameters, the names the search could move)
+    cache: dict[tuple[str, frozenset], tuple[dict[str, float], frozenset]] = {}
 
-    def tuned_on(runtime: str, rows: list[Measurement]) -> dict[str, float]:
+    def tuned_on(runtime: str, rows: list[Measurement]) -> tuple[dict[str, float], frozenset]:
         key = (runtime, frozenset(r.id for r in rows))
         if key not in cache:
-            cache[key] = tune_runtime(runtime, rows)[0]
+            params, info = tune_runtime(runtime, rows)
+            cache[key] = params, frozenset(info["tuned"])
         return cache[key]
 
     out = []
     for held in sources:
         train: dict[str, list[Measurement]] = {}
-        classes: dict[str, set[str]] = {}  # the memory classes each runtime's other-source rows cover
-        for row, res in scored:
+        for row, _ in scored:
             if source_of(row) != held:
                 train.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
-                classes.setdefault(FRAMEWORK_RUNTIME[row.framework], set()).add(res.gpu_class)
         for row, untuned in scored:
             if source_of(row) != held:
                 continue
             rt = FRAMEWORK_RUNTIME[row.framework]
-            adjust = _adjust_for(rt, tuned_on(rt, train[rt])) if rt in train else None
-            res, _ = evaluate_row(row, catalog, models, adjust)
-            # the bandwidth fraction is per memory class: other sources tune it only where they have rows of that class
-            tuned_elsewhere = untuned.gpu_class in classes.get(rt, ())
+            params, moved = tuned_on(rt, train[rt]) if rt in train else (None, frozenset())
+            res, _ = evaluate_row(row, catalog, models, _adjust_for(rt, params) if params else None)
+            # the bandwidth fraction is per memory class, and the search moves it only with enough other-source rows
+            # of that class (validation.MIN_TUNE_ROWS): else it is the committed value
+            tuned_elsewhere = f"mem_bw_efficiency.{untuned.gpu_class}" in moved
             out.append(LosoRow(row, res, held, tuned_elsewhere or held not in DRAWN_FROM, untuned))
     return tuple(out)
 

@@ -64,15 +64,19 @@ def test_each_source_is_predicted_from_the_others_alone(tmp_path):
     assert untuned["n"] == 5 and untuned["median_bias_pct"] is not None
 
 
-@pytest.mark.parametrize("hbm_source, independent", [
-    ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x", False),  # the llama.cpp profile was drawn from it
-    ("lab-c/solo:README.md", True),  # new to the planner: the committed HBM fraction comes from elsewhere
+@pytest.mark.parametrize("hbm_source, other_hbm, independent", [
+    ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x", 0, False),  # the llama.cpp profile was drawn from it
+    ("lab-c/solo:README.md", 0, True),  # new to the planner: the committed HBM fraction comes from elsewhere
+    # one other HBM row is below validation.MIN_TUNE_ROWS: the fraction stays the committed one, drawn from this source
+    ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x", 1, False),
+    ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x", 2, True),  # two other HBM rows tune it elsewhere
 ])
-def test_a_memory_class_no_other_source_measures_is_not_tuned_elsewhere(tmp_path, hbm_source, independent):
+def test_a_memory_class_no_other_source_measures_is_not_tuned_elsewhere(tmp_path, hbm_source, other_hbm, independent):
     """The bandwidth fraction is tuned per memory class: GDDR rows of two labs say nothing about llama.cpp on HBM, so
     an HBM row is predicted with the committed value, which is independent evidence only for a source new to it."""
     rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"), _row(2, "rtx-a6000", "lab-b/notes:results.md"),
             _row(3, "rtx-3090", hbm_source), _row(4, "h100-sxm", hbm_source)]
+    rows += [_row(5 + i, gpu, "lab-d/hbm:README.md") for i, gpu in enumerate(("a100-sxm-80gb", "h200-sxm")[:other_hbm])]
     out = {r.result.row_id: r for r in leave_one_source_out(_write(tmp_path, rows))}
     assert out["syn-3"].independent  # its GDDR row is tuned on the two labs' GDDR rows
     assert out["syn-4"].independent is independent
