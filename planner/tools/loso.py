@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from planner.tools.uncertainty import MAX_BIAS_PCT, REGIMES, TARGET_APE_PCT, quantile
+from planner.tools.uncertainty import REGIMES, meets_target, quantile
 from planner.tools import validation
 from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, _adjust_for,
                                       evaluate_row, load_measurements, tune_runtime, validation_models)
@@ -141,12 +141,10 @@ def _groups(results: list[tuple[RowResult, str]], by_gpu_class: bool) -> list[tu
 
 
 def _verdict(kind: str, key: str, stats: dict, targeted: bool) -> dict:
-    """Issue 11's targets for a regime's row: the median |error| target and whether it and the bias bound are met."""
-    target = TARGET_APE_PCT.get(key) if targeted and kind == "regime" else None
-    if target is None or stats["median_ape"] is None:
-        return {"target_ape": None, "meets": None}
-    return {"target_ape": target, "meets": stats["median_ape"] <= target
-            and abs(stats["median_bias_pct"]) <= MAX_BIAS_PCT}
+    """Issue 11's target for a regime's row and whether it is met (uncertainty.meets_target)."""
+    target, meets = (meets_target(key, stats["median_ape"], stats["median_bias_pct"]) if targeted and kind == "regime"
+                     else (None, None))
+    return {"target_ape": target, "meets": meets}
 
 
 def loso_summary(rows: list[LosoRow]) -> list[dict]:

@@ -225,6 +225,16 @@ def load_uncertainty(path: str | Path = UNCERTAINTY_FILE) -> UncertaintyTable:
                             str(path))
 
 
+def meets_target(regime: str, median_ape: float | None, median_bias_pct: float | None
+                 ) -> tuple[float | None, bool | None]:
+    """Issue 11's verdict on one regime's rows: (its TARGET_APE_PCT, whether the median |error| is within it and the
+    median bias within +-MAX_BIAS_PCT); (None, None) for a group without a target or without scored rows."""
+    target = TARGET_APE_PCT.get(regime)
+    if target is None or median_ape is None:
+        return None, None
+    return target, median_ape <= target and abs(median_bias_pct) <= MAX_BIAS_PCT
+
+
 def band_note(e, path: str | Path = UNCERTAINTY_FILE) -> str:
     """Why a feasible estimate has no band ('' when it has one, or when it can't run and needs none)."""
     if not e.feasible or not e.seconds:

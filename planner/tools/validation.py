@@ -39,7 +39,7 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import MEMORY_CLASSES, Efficiency, load_runtimes
-from planner.tools.uncertainty import REGIMES, TARGET_APE_PCT, quantile, regime_of
+from planner.tools.uncertainty import REGIMES, meets_target, quantile, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
@@ -152,13 +152,11 @@ class ValidationReport:
         for kind, key, rs in groups:
             apes = [r.ape for r in rs]
             med = round(statistics.median(apes), 1) if apes else None
-            target = TARGET_APE_PCT.get(key) if kind == "regime" else None
+            bias = round(statistics.median(100 * (r.seconds_ratio - 1) for r in rs), 1) if rs else None
+            target, meets = meets_target(key, med, bias) if kind == "regime" else (None, None)
             out.append({"split": split, "group": kind, "key": key, "n": len(rs), "median_ape": med,
-                        "p90_ape": round(quantile(apes, 0.9), 1) if apes else None,
-                        "median_speed_bias_pct": round(statistics.median(100 * (r.seconds_ratio - 1)
-                                                                         for r in rs), 1) if rs else None,
-                        "target_median_ape": target,
-                        "meets_target": (med < target) if (target is not None and med is not None) else None})
+                        "p90_ape": round(quantile(apes, 0.9), 1) if apes else None, "median_speed_bias_pct": bias,
+                        "target_median_ape": target, "meets_target": meets})
         return out
 
 

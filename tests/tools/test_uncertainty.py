@@ -330,3 +330,13 @@ def test_a_cells_quantiles_must_be_a_step_of_the_ladder(tmp_path):
     with pytest.raises(DataFileError) as err:
         load_uncertainty(path)
     assert err.value.field == "quantiles"
+
+
+def test_a_regime_meets_issue_11_only_within_its_target_and_the_bias_bound():
+    """Issue 11: batch-1 decode median |error| <= 10 % and no regime biased beyond +-10 %; 'all' has no target."""
+    from planner.tools.uncertainty import meets_target
+    assert meets_target("decode, batch 1", 10.0, -10.0) == (10.0, True)  # both bounds inclusive
+    assert meets_target("decode, batch 1", 10.1, 0.0) == (10.0, False)
+    assert meets_target("train", 8.0, 12.0) == (15.0, False)  # accurate in the median, but biased
+    assert meets_target("all", 5.0, 0.0) == (None, None)
+    assert meets_target("prefill", None, None) == (None, None)  # no scored rows
