@@ -339,15 +339,15 @@ def cmd_validate(a: argparse.Namespace) -> int:
     held_out = loso.leave_one_source_out(a.measurements)
     summary = loso.loso_summary(held_out)
     ratios = loso.speedup_ratios(held_out)
-    residuals = [r.result for r in held_out if r.independent]
-    levels = band_levels(residuals)
-    cover = coverage(residuals, lambda r: r.source, levels)
     if a.by_source:  # every group of every set, and every ratio pair
         print(emit(summary, a.format))
         if a.format == "table" and ratios:
             print("\nspeed-up ratio pairs (leave-one-source-out predictions; untuned = the committed profiles)")
             print(text_table(_ratio_pairs(ratios)))
         return 0
+    residuals = [r.result for r in held_out if r.independent]
+    levels = band_levels(residuals)
+    cover = coverage(residuals, lambda r: r.source, levels)
     report = validation.run_validation(a.measurements)
     rows = validation_rows(report)
     if a.format == "json":
@@ -373,7 +373,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
                      "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"], "meets": d["meets"]}
                     for d in summary if d["set"] == "leave-one-source-out" and d["group"] in ("all", "regime")]
         path = write_uncertainty(residuals, loso.RESIDUALS_RULE, a.uncertainty_file, today=date.today(),
-                                 accuracy=headline)
+                                 accuracy=headline, levels=levels)
         print(f"\nuncertainty bands written to {path}")
     return 0
 

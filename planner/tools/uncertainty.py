@@ -415,12 +415,13 @@ def band_levels(rows, group_of=lambda r: r.source) -> dict[str, tuple[float, flo
 
 
 def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE, today: date | None = None,
-                      accuracy: Iterable[dict] = ()) -> Path:
+                      accuracy: Iterable[dict] = (),
+                      levels: Mapping[str, tuple[float, float]] | None = None) -> Path:
     """Write the band file from scored residual rows (RowResult; `residuals` says which rows those are and how they
     were predicted) and the accuracy they give per regime (ACCURACY_FIELDS each, for the page), then check it
-    loads."""
+    loads. levels: each regime's quantile pair when the caller has band_levels(rows) already."""
     rows = [r for r in rows if r.seconds_ratio]
-    cells = cells_from_rows(rows, band_levels(rows))
+    cells = cells_from_rows(rows, levels if levels is not None else band_levels(rows))
     doc = {
         "schema_version": 2,
         "generated": (today or date.today()).isoformat(),
