@@ -260,8 +260,19 @@ def band(e, calibrated: bool = False, path: str | Path = UNCERTAINTY_FILE) -> tu
     GPU class; None for an infeasible estimate and wherever no measurement backs a range (band_note says why).
     calibrated (or efficiencies whose source starts with 'calibrated') uses the narrower band left once a GPU's own
     bias is calibrated away."""
-    if not e.feasible or not e.seconds or band_note(e, path):
+    b = band_or_note(e, calibrated, path)
+    return b if isinstance(b, tuple) else None
+
+
+def band_or_note(e, calibrated: bool = False,
+                 path: str | Path = UNCERTAINTY_FILE) -> tuple[float, float] | str | None:
+    """The estimate's band (as band()), or the reason no measurement backs one (band_note), or None when it can't
+    run: what a table cell, an export row or the explanation shows, from one lookup."""
+    if not e.feasible or not e.seconds:
         return None
+    note = band_note(e, path)
+    if note:
+        return note
     cell = load_uncertainty(path).cell(regime_of(e), e.gpu.memory_class)
     if calibrated or str(e.efficiency.source).startswith("calibrated"):
         lo, hi = cell.calibrated_low, cell.calibrated_high

@@ -206,7 +206,7 @@ def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[
     out: dict[str, tuple[float, float] | str] = {}
     for e in rows:
         try:
-            b = uncertainty.band(e, e.gpu.id in calibrated) or uncertainty.band_note(e)
+            b = uncertainty.band_or_note(e, e.gpu.id in calibrated)
         except (DataFileError, OSError):
             return {}
         if b:
@@ -228,15 +228,17 @@ def range_sentence(e: Estimate, calibrated: bool = False) -> str:
     """The explanation's line on how far off the time may be: the 80 % range and what it rests on, or why there is
     none ('' for a GPU that can't run the plan)."""
     try:
-        b, note = uncertainty.band(e, calibrated), uncertainty.band_note(e)
+        b = uncertainty.band_or_note(e, calibrated)
     except (DataFileError, OSError) as exc:
         return f"Likely range: the band file could not be read ({exc})."
+    if isinstance(b, str):
+        return f"Likely range: {b}."
     if b:
         regime = uncertainty.regime_of(e)
         return (f"Likely range (80 %): {fmt_seconds(b[0])} – {fmt_seconds(b[1])}, from the planner's errors on "
                 f"published {regime} measurements of sources it was not tuned on (data/uncertainty.yaml)"
                 + (", narrowed by your calibration" if calibrated else "") + ".")
-    return f"Likely range: {note}." if note else ""
+    return ""
 
 
 def extra_columns(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate],
@@ -249,7 +251,7 @@ def extra_columns(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate],
         if e.gpu.id in calibrated:
             c = calibrated[e.gpu.id]
             extra.update(calibrated_seconds=c.seconds, calibrated_cost_usd=c.cost())
-        b = bands_.get(e.gpu.id)  # a note (no range) is in every export row already (report.band_note)
+        b = bands_.get(e.gpu.id)  # a note (no range) is in every export row already (report: range_note)
         if b and not isinstance(b, str):
             extra.update(seconds_low=float(f"{b[0]:.4g}"), seconds_high=float(f"{b[1]:.4g}"))
         if extra:

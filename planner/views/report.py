@@ -20,7 +20,7 @@ from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, 
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
-from planner.tools.uncertainty import band, band_note
+from planner.tools.uncertainty import band_or_note
 from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 from planner.views.format import short_name
 
@@ -60,7 +60,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with overheads,
     the whole job's billed time and cost too. Price ages count days before `today` (default: today, UTC)."""
     ages = {t: price_age_fields(p, today or utc_today(), stale_after_days) for t, p in e.prices.items()}
-    seconds_band = band(e)  # None when infeasible, or where no measurement backs a range (band_note says why)
+    b = band_or_note(e)  # the range, why no measurement backs one, or None when the plan can't run
     return {
         "gpu_id": e.gpu.id,
         "gpu_name": e.gpu.name,
@@ -72,8 +72,8 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "gpus": e.plan.gpus,
         "parallelism": e.parallelism,
         "seconds": _r(e.seconds, 3),
-        "seconds_range": [_r(x, 3) for x in seconds_band] if seconds_band else None,
-        "seconds_range_note": band_note(e) or None,  # why no published measurement backs a range
+        "seconds_range": [_r(x, 3) for x in b] if isinstance(b, tuple) else None,
+        "seconds_range_note": b if isinstance(b, str) else None,
         "bound": e.bound,
         "step_time_breakdown_s": {k: _r(v, 4) for k, v in e.split.items()},
         "phases": [{
@@ -117,11 +117,12 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | N
     """A one-level row for CSV and tables; the price's date, age in days and stale flag sit beside it."""
     tier = e.plan.price_tier
     price = e.price
-    low, high = band(e) or (None, None)
+    b = band_or_note(e)
+    low, high = b if isinstance(b, tuple) else (None, None)
     return {
         "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
         "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2),
-        "range_note": band_note(e) or None, "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
+        "range_note": b if isinstance(b, str) else None, "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),

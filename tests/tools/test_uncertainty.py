@@ -11,9 +11,9 @@ from planner.engine.plan import Plan
 from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
-from planner.tools.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_note, cells_from_rows,
-                                       band_levels, coverage, evidence_from_rows, load_uncertainty, rate_band,
-                                       regime_of, write_uncertainty)
+from planner.tools.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_levels, band_note,
+                                       band_or_note, cells_from_rows, coverage, evidence_from_rows, load_uncertainty,
+                                       rate_band, regime_of, write_uncertainty)
 from planner.tools.validation import RowResult
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
@@ -134,6 +134,9 @@ def test_a_runtime_no_source_measured_in_the_regime_has_no_band_and_says_so(tmp_
     assert note.startswith(NO_MEASUREMENT) and "pytorch-eager" in note and B1 in note
     assert band(decode_estimate("rtx-4090"), path=path) is not None and band_note(decode_estimate("rtx-4090"),
                                                                                      path=path) == ""
+    # one lookup for a cell or an export row: the note where there is no band, the band where there is
+    assert band_or_note(e, path=path) == note
+    assert band_or_note(decode_estimate("rtx-4090"), path=path) == band(decode_estimate("rtx-4090"), path=path)
 
 
 def test_a_model_kind_no_row_is_of_has_no_band(tmp_path):
@@ -166,6 +169,7 @@ def test_infeasible_estimate_has_no_band_and_needs_no_note():
     plan = Plan(load_models().get("llama-3-70b"), Generate(1, 1, 16), "fp16", runtime="llama.cpp", batch=1)
     e = estimate_all(plan, FACTS, gpu_names=["rtx-4090"])[0]  # 140 GB of weights on a 24 GB card
     assert not e.feasible and band(e) is None and rate_band(e) is None and band_note(e) == ""
+    assert band_or_note(e) is None
 
 
 def test_rate_band_is_the_time_band_inverted():
