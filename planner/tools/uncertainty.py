@@ -60,18 +60,24 @@ ACCURACY_FIELDS = ("regime", "rows", "median_ape", "p90_ape", "median_bias_pct",
 EVIDENCE_FIELDS = ("rows", "runtimes", "model_kinds")
 
 
-def regime_of(e) -> str:
-    """The estimate's regime (REGIMES): training; decode over tensor-parallel GPUs, of one sequence per GPU or a
-    batch, for a generate job with more than its first token; prefill for a forward pass (an infer job, or a generate
-    job whose only token comes out of the prefill)."""
-    w = e.plan.workload
-    if isinstance(w, Train):
+def regime_for(train: bool, decodes: bool, tensor_parallel: bool, batch: int) -> str:
+    """The regime (REGIMES) of a job: training; decode over tensor-parallel GPUs, of one sequence per GPU or a batch,
+    for a job that decodes tokens after the prompt; prefill for a forward pass."""
+    if train:
         return "train"
-    if isinstance(w, Generate) and w.gen_tokens > 1:
-        if e.parallelism == "tensor":
+    if decodes:
+        if tensor_parallel:
             return "decode, tensor parallel"
-        return "decode, batch 1" if e.batch <= 1 else "decode, batched"
+        return "decode, batch 1" if batch <= 1 else "decode, batched"
     return "prefill"
+
+
+def regime_of(e) -> str:
+    """The estimate's regime (regime_for): a generate job decodes when it has more than its first token (the only
+    token of a one-token job comes out of the prefill); the parallelism and batch are the ones the estimate runs."""
+    w = e.plan.workload
+    return regime_for(isinstance(w, Train), isinstance(w, Generate) and w.gen_tokens > 1, e.parallelism == "tensor",
+                      e.batch)
 
 
 @dataclass(frozen=True)

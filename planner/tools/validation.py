@@ -39,7 +39,7 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import MEMORY_CLASSES, Efficiency, load_runtimes
-from planner.tools.uncertainty import REGIMES, meets_target, quantile, regime_of
+from planner.tools.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
@@ -297,11 +297,7 @@ def exclusion(row: Measurement, e: Estimate) -> str | None:
 
 def _row_regime(row: Measurement, plan: Plan) -> str:
     """The regime (uncertainty.REGIMES) a row's plan is in, read from the row (for a plan the engine can't run)."""
-    if row.regime != "decode":
-        return row.regime
-    if plan.parallel == "tensor":
-        return "decode, tensor parallel"
-    return "decode, batch 1" if row.batch <= 1 else "decode, batched"
+    return regime_for(row.regime == "train", row.regime == "decode", plan.parallel == "tensor", row.batch)
 
 
 def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
