@@ -3,12 +3,13 @@
 A split of rows by hash puts sibling rows of one benchmark on both sides, so it measures interpolation inside a
 source. Here the rows are grouped by their source (the repository or document they were published in): for each
 source, the runtime efficiencies are tuned on every OTHER source's rows (validation.tune_runtime, the same search
-as `validate --tune`) and the left-out source's rows are scored with them. A row whose runtime no other source
-measures, or not on enough GPUs of the row's memory class for the search to move it (the bandwidth fraction is tuned
-per class: HBM, GDDR), is scored with the committed profile's value: that is a prediction from elsewhere when the profile's priors come from
-other publications (a source new to the planner), and it counts; when the profile was set or tuned on this very
-source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c; llama.cpp on HBM and TensorRT-LLM on GDDR, each measured by its own
-source alone) there is no independent evidence, and the row is reported apart ("no other source"), never in the headline.
+as `validate --tune`) and the left-out source's rows are scored with them. The bandwidth fraction is tuned per memory
+class (HBM, GDDR), and only from enough rows (validation.MIN_TUNE_ROWS). A row whose runtime's fraction for its class
+no other source could tune is scored with the committed profile's value: that is a prediction from elsewhere when
+the profile's priors come from other publications (a source new to the planner), and it counts; when the profile was
+set or tuned on this very source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c; llama.cpp on HBM and TensorRT-LLM on GDDR,
+each measured by its own source alone) there is no independent evidence, and the row is reported apart ("no other
+source"), never in the headline.
 """
 
 from __future__ import annotations
@@ -213,6 +214,11 @@ def _speed(value: float, metric: str) -> float:
     return 1.0 / value if metric == "step_seconds" else value
 
 
+def _ratio(base: float, other: float, metric: str) -> float:
+    """How much faster the other value runs than the base one, both in the row's metric."""
+    return _speed(other, metric) / _speed(base, metric)
+
+
 def speedup_ratios(rows: list[LosoRow]) -> list[SpeedupRatio]:
     """Every pair (base, other) of scored rows from one source that differ only in precision, batch or context."""
     scored = [r for r in rows if r.result.predicted and r.untuned.predicted]
@@ -222,22 +228,14 @@ def speedup_ratios(rows: list[LosoRow]) -> list[SpeedupRatio]:
         for r in scored:
             groups.setdefault((r.source, *(getattr(r.row, f) for f in same)), []).append(r)
         for members in groups.values():
-            members = sorted(members, key=lambda r: order(r.row))
-            if len({order(r.row) for r in members}) < 2:
-                continue
-            base = members[0]
-            for other in members[1:]:
-                if order(other.row) == order(base.row):
-                    continue
-                m = base.row.metric
-
-                def ratio(a: float, b: float) -> float:
-                    return _speed(b, m) / _speed(a, m)
-                out.append(SpeedupRatio(kind, base.source, base.row.id, other.row.id,
-                                        f"{label(base.row)} -> {label(other.row)}",
-                                        ratio(base.row.value, other.row.value),
-                                        ratio(base.result.predicted, other.result.predicted),
-                                        ratio(base.untuned.predicted, other.untuned.predicted)))
+            base, *rest = sorted(members, key=lambda r: order(r.row))
+            m = base.row.metric  # one of the fields every member shares (_SAME)
+            out += [SpeedupRatio(kind, base.source, base.row.id, other.row.id,
+                                 f"{label(base.row)} -> {label(other.row)}",
+                                 _ratio(base.row.value, other.row.value, m),
+                                 _ratio(base.result.predicted, other.result.predicted, m),
+                                 _ratio(base.untuned.predicted, other.untuned.predicted, m))
+                    for other in rest if order(other.row) != order(base.row)]
     return out
 
 
