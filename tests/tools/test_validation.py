@@ -259,3 +259,52 @@ def test_the_split_summary_judges_a_regime_as_the_headline_does():
         train = next(s for s in ValidationReport(rows).summary("test") if s["key"] == "train")
         assert train["median_ape"] == err and train["median_speed_bias_pct"] == err
         assert train["target_median_ape"] == 15.0 and train["meets_target"] is meets
+
+
+# ---------------------------------------------------------------- chart and CLI
+
+def test_chart_is_log_log_with_the_identity_line(report):
+    spec = validation_chart(report).to_dict()
+    layers = spec["layer"]
+    assert any(l["encoding"]["x"]["scale"]["type"] == "log" for l in layers)
+    points = next(l for l in layers if l["encoding"].get("color"))
+    assert points["encoding"]["color"]["field"] == "regime"
+    line = next(l for l in layers if not l["encoding"].get("color"))
+    ys = [(v["x"], v["y"]) for v in line["data"]["values"] if v["line"] == "y = x"]
+    assert ys and all(math.isclose(x, y) for x, y in ys)
+
+
+def test_cli_prints_the_leave_one_source_out_headline_next_to_the_split():
+    rc, out = run_cli("--rows")
+    assert rc == 0
+    assert "median_ape" in out and "p90_ape" in out and "test split" in out and "tune split" in out
+    assert "xd-llama3-8b-f16-a100sxm80-tg512" in out and "sha256(id) mod 3" in out
+    head = out[out.index("leave one source out (headline)"):]
+    for regime in ("decode, batch 1", "decode, batched", "decode, tensor parallel", "prefill", "train"):
+        assert regime in head
+    assert "speed-up ratios" in head and "80 % band" in head and "inside_pct_own_source_left_out" in head
+
+
+def test_cli_json_plot_and_uncertainty_file(tmp_path):
+    rc, out = run_cli("--format", "json")
+    doc = json.loads(out)
+    assert rc == 0 and len(doc["rows"]) == 269
+    assert {s["split"] for s in doc["summary"]} == {"test", "tune"}
+    plot, unc = tmp_path / "v.html", tmp_path / "u.yaml"
+    rc, out = run_cli("--format", "csv", "--plot", str(plot), "--write-uncertainty", "--uncertainty-file", str(unc))
+    assert rc == 0 and out.startswith("row,split,regime")
+    assert plot.read_text().lstrip().lower().startswith("<!doctype html>")
+    table = load_uncertainty(unc)
+    assert len(table.cells) == 10 and "leave one source out" in table.residuals
+    assert doc["leave_one_source_out"] and {"precision", "batch", "context"} <= {r["kind"] for r in doc["speedup_ratios"]}
+
+
+def test_cli_reports_a_malformed_file_without_a_traceback(tmp_path, capsys):
+    path = write_rows(tmp_path, [{**BASE_ROW, "gpus": 0}])
+    assert main(["validate", "--measurements", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "gpus" in err and "Traceback" not in err
+
+
+def test_default_file_is_the_published_one():
+    assert MEASUREMENTS_FILE.name == "measurements.yaml" and MEASUREMENTS_FILE.parent.name == "validation"
