@@ -214,13 +214,18 @@ def bands(rows: Iterable[Estimate], calibrated: Mapping[str, Estimate]) -> dict[
     return out
 
 
+# The Accuracy tab's column names for a bias and a verdict, shared by its leave-one-source-out and split tables.
+BIAS_COLUMN = "median bias % (+ = estimate too fast)"
+VERDICT_COLUMN = "meets target (and bias ±10 %)"
+
+
 def accuracy_rows() -> tuple[list[dict], date]:
     """The leave-one-source-out accuracy per regime as last written by `planner validate --write-uncertainty`, with
     issue 11's targets, for the page's Accuracy tab; and the date it was written."""
     table = uncertainty.load_uncertainty()
     return [{"regime": a.regime, "rows": a.rows, "median |error| %": a.median_ape, "90th pct |error| %": a.p90_ape,
-             "median bias % (+ = estimate faster than measured)": a.median_bias_pct, "target %": a.target_ape,
-             "meets target and bias within ±10 %": None if a.meets is None else ("yes" if a.meets else "no")}
+             BIAS_COLUMN: a.median_bias_pct, "target %": a.target_ape,
+             VERDICT_COLUMN: None if a.meets is None else ("yes" if a.meets else "no")}
             for a in table.accuracy], table.generated
 
 
