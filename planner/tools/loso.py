@@ -7,8 +7,8 @@ as `validate --tune`) and the left-out source's rows are scored with them. The b
 class (HBM, GDDR), and only from enough rows (validation.MIN_TUNE_ROWS). A row whose runtime's fraction for its class
 no other source could tune is scored with the committed profile's value: that is a prediction from elsewhere when
 the profile's priors come from other publications (a source new to the planner), and it counts; when the profile was
-set or tuned on this very source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c; llama.cpp on HBM and TensorRT-LLM on GDDR,
-each measured by its own source alone) there is no independent evidence, and the row is reported apart ("no other
+set or tuned on this very source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c, TensorRT-LLM; llama.cpp on HBM, each
+measured by its own source alone) there is no independent evidence, and the row is reported apart ("no other
 source"), never in the headline.
 """
 

@@ -9,8 +9,9 @@ MIN_CELL_ROWS rows takes the 5th-95th percentiles of its own regime's rows (neve
 its own rows; a regime with fewer rows than that has no band.
 
 Where no measurement backs a range there is none, and the reason says so, rather than another regime's width: a
-regime with too few rows, a runtime no source measured in that regime, a model kind no row is of (generic or traced
-profiles), a CPU device (no published CPU measurement in validation/).
+regime with too few rows, a runtime no source measured in that regime (other than the one its profile was drawn
+from), a model kind no row is of (generic or traced profiles), a CPU device (no published CPU measurement in
+validation/).
 
 Calibrated band: a calibration (python -m planner.bench) fits the efficiencies of the GPU it ran on, which
 removes that GPU's own bias. The calibrated quantiles are those of the residuals after dividing each row's
@@ -257,7 +258,9 @@ def band_note(e, path: str | Path = UNCERTAINTY_FILE) -> str:
         return f"{NO_MEASUREMENT}: no published {regime} measurement of a {kind} model (only of " \
                f"{', '.join(k for k, _ in ev.model_kinds)} models)"
     if e.plan.runtime not in dict(ev.runtimes):
-        return f"{NO_MEASUREMENT}: no source measured {e.plan.runtime} in {regime}"
+        # the evidence is the leave-one-source-out rows: a runtime measured only by the publication its profile was
+        # drawn from (TensorRT-LLM: NVIDIA's tables) has none, as one never measured (vLLM)
+        return f"{NO_MEASUREMENT}: no source other than its profile's own measured {e.plan.runtime} in {regime}"
     return ""
 
 
