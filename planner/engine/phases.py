@@ -54,7 +54,8 @@ class Phase(NamedTuple):
 
 
 def _library_calls(groups: tuple[OpGroup, ...]) -> dict:
-    """A step's quantized-library launches and host dispatches, from its op groups ({} when there are none)."""
+    """A step's quantized-library launches and host dispatches, from its op groups ({} when there are none: only
+    work.call_costs sets them, for a precision with its library's kernels)."""
     launches, host = sum(g.launches for g in groups), sum(g.host_kernels for g in groups)
     return dict(launches=launches, host_kernels=host) if launches or host else {}
 
@@ -74,14 +75,13 @@ def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: 
     P, G = w.prompt_tokens, w.gen_tokens
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
-    lib = s.precision.kernel is not None  # only a quantization library's kernels add launches of their own
     prefill = m.prefill_work(s, batch, P)
     phases = [Phase("prefill", prefill, kern * chunks, 1, 0, passes, **_tp_comm(m, s, batch * P, batch, chunks),
-                    host_rounds=chunks, **(_library_calls(prefill) if lib else {}))]
+                    host_rounds=chunks, **_library_calls(prefill))]
     if G > 1:
         decode = m.decode_work(s, batch)
         phases.append(Phase("decode", decode, kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch, batch),
-                            **(_library_calls(decode) if lib else {})))
+                            **_library_calls(decode)))
     return tuple(phases)
 
 
@@ -90,7 +90,7 @@ def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float)
     S = w.input_size
     forward = m.forward_work(s, batch, S)
     return (Phase("forward", forward, m.kernels_per_forward, 1, 0, passes, **_tp_comm(m, s, batch * S, batch * S),
-                  **(_library_calls(forward) if s.precision.kernel is not None else {})),)
+                  **_library_calls(forward)),)
 
 
 @lru_cache(maxsize=4096)

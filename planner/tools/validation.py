@@ -333,11 +333,12 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 # ---------------------------------------------------------------- tuning (tune split only)
 
 # Tuned as little as can be: the fraction of DRAM bandwidth a runtime's kernels reach (per memory class), its GPU-side
-# gap per kernel and its CPU dispatch time per kernel (eager PyTorch only: the host's single-thread speed and the
-# software's version, 10-40 us per kernel across the published machines), the software and host facts no datasheet
-# gives, each one value per runtime family as issue 11 asks. Compute is not tuned: every runtime's GEMMs run at the
-# GPU's measured matmul ceiling (data/gpus.yaml) x the profile's documented factor, and attention and integer work at
-# their own published rates, so a tuned compute factor could only hide a missing mechanism. Leave one source out
+# gap per kernel and its CPU dispatch time per kernel (runtimes whose host dispatches kernels one by one: eager
+# PyTorch, 10-40 us per op across the published machines, FasterTransformer and DeepSpeed-Inference; _adjust_for
+# leaves it 0 where the profile has none), the software and host facts no datasheet gives, each one value per runtime
+# family as issue 11 asks. Compute is not tuned: every runtime's GEMMs run at the GPU's measured matmul ceiling
+# (data/gpus.yaml) x the profile's documented factor, and attention and integer work at their own published rates, so
+# a tuned compute factor could only hide a missing mechanism. Leave one source out
 # predicted left-out sources better with these than with compute factors tuned too, and than without the dispatch
 # time (validation/REPORT.md, issue 11's section, gives the figures and the day they were measured).
 TUNABLE = ("mem_bw_efficiency.hbm", "mem_bw_efficiency.gddr", "launch_overhead_us", "host_us_per_kernel")

@@ -438,7 +438,7 @@ class DecoderProfile(CachedHash):
             layer_read, note = m.layers * m.layer_read_params(bt), m._experts_note(bt)
         head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
-        buffered = p.kernel is not None and s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
+        buffered = s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
         lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
@@ -456,7 +456,7 @@ class DecoderProfile(CachedHash):
         lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
-        gemv = bool(p.dequant_ops_per_weight) and s.quantized_gemv(bt)
+        gemv = s.quantized_gemv(bt)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
                     lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else "")
@@ -558,9 +558,11 @@ class DecoderProfile(CachedHash):
                 tiles = lambda rows: () if s.quantized_gemv(rows) else m.linear_gemms(rows, 0, s.tp)  # noqa: E731
                 per_chunk = scaled_gemms(tiles(batch * c), full) if full else ()
                 last = tiles(batch * rest) if rest else ()
-                calls = lambda rows, n: call_costs(s, n * m.linear_calls(rows) / s.tp, rows)  # noqa: E731
-                costs = {k: calls(batch * c, full).get(k, 0.0) + (calls(batch * rest, 1).get(k, 0.0) if rest else 0.0)
-                         for k in ("launches", "host_kernels")} if s.precision.kernel else {}
+                # the library's calls of the full chunks and of the last one (its kernels may differ: buffered)
+                parts = [call_costs(s, n * m.linear_calls(rows) / s.tp, rows)
+                         for rows, n in ((batch * c, full), (batch * rest, 1)) if n and rows]
+                costs = {k: sum(x.get(k, 0.0) for x in parts) for k in ("launches", "host_kernels")
+                         } if s.precision.kernel else {}
                 g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
                             f"chunks of {c} tokens, M = {batch * c:,} rows each)",
                             gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.lm_head_tp)),
