@@ -52,6 +52,14 @@ class Phase(NamedTuple):
     launches: float = 0.0
     host_kernels: float = 0.0
 
+    def repeated(self, passes: float) -> Phase:
+        """This phase run `passes` times. Built by slicing: NamedTuple._replace is several times slower, and the
+        catalog sweep does this for every GPU."""
+        return Phase(*self[:_PASSES], passes, *self[_PASSES + 1:])
+
+
+_PASSES = Phase._fields.index("passes")
+
 
 def _library_calls(groups: tuple[OpGroup, ...]) -> dict:
     """A step's quantized-library launches and host dispatches, from its op groups ({} when there are none: only
@@ -70,26 +78,37 @@ def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: i
     return dict(comm_bytes=sent, comm_calls=calls, comm_hops=hops, comm_gpus=s.tp)
 
 
-@lru_cache(maxsize=4096)
 def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
-    P, G = w.prompt_tokens, w.gen_tokens
+    """A generate job's prefill and decode phases, `passes` batches of `batch` sequences."""
+    return tuple(ph.repeated(passes) for ph in _generate_steps(m, w.prompt_tokens, w.gen_tokens, s, batch))
+
+
+@lru_cache(maxsize=4096)
+def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tuple[Phase, ...]:
+    """One pass of generate_phases: the work does not depend on the number of passes, so a job of another size with
+    the same batch (the page's sequence count changed) reuses it."""
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
     prefill = m.prefill_work(s, batch, P)
-    phases = [Phase("prefill", prefill, kern * chunks, 1, 0, passes, **_tp_comm(m, s, batch * P, batch, chunks),
+    phases = [Phase("prefill", prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
                     host_rounds=chunks, **_library_calls(prefill))]
     if G > 1:
         decode = m.decode_work(s, batch)
-        phases.append(Phase("decode", decode, kern, G - 1, P + 1, passes, **_tp_comm(m, s, batch, batch),
+        phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **_tp_comm(m, s, batch, batch),
                             **_library_calls(decode)))
     return tuple(phases)
 
 
-@lru_cache(maxsize=4096)
 def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
-    S = w.input_size
+    """An inference job's forward passes, `passes` batches of `batch` samples."""
+    return tuple(ph.repeated(passes) for ph in _infer_steps(m, w.input_size, s, batch))
+
+
+@lru_cache(maxsize=4096)
+def _infer_steps(m: ModelProfile, S: int, s: Setup, batch: int) -> tuple[Phase, ...]:
+    """One pass of infer_phases (pass-independent, as _generate_steps)."""
     forward = m.forward_work(s, batch, S)
-    return (Phase("forward", forward, m.kernels_per_forward, 1, 0, passes, **_tp_comm(m, s, batch * S, batch * S),
+    return (Phase("forward", forward, m.kernels_per_forward, 1, 0, 1.0, **_tp_comm(m, s, batch * S, batch * S),
                   **_library_calls(forward)),)
 
 

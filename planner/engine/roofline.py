@@ -211,18 +211,30 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
-    """time_phase(...).total_s without building the explanation (used by the batch search)."""
+    """time_phase(...).total_s without building the explanation (used by the batch search and the catalog sweep, so
+    _terms and _overhead_comm are inlined here)."""
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
+    steps, p0 = ph.steps, ph.p0
     for g in ph.groups:
-        flops_s = _flops_s(g, gpu, eff) if g.flops or g.flops_per_pos else 0.0  # elementwise groups: bytes only
-        if g.flops_per_pos or g.bytes_per_pos:
-            total += sum_max_affine(*_terms(g, flops_s, bw), ph.p0, ph.steps)[0]
+        flops, per_pos, nbytes, bytes_per_pos = g.flops, g.flops_per_pos, g.bytes, g.bytes_per_pos
+        flops_s = _flops_s(g, gpu, eff) if flops or per_pos else 0.0  # elementwise groups: bytes only
+        if per_pos or bytes_per_pos:
+            c0, c1 = (flops / flops_s, per_pos / flops_s) if flops_s else (0.0, 0.0)
+            total += sum_max_affine(c0, c1, nbytes / bw, bytes_per_pos / bw, p0, steps)[0]
         else:  # position-independent: every step costs the same
-            total += ph.steps * max(g.flops / flops_s if flops_s else 0.0, g.bytes / bw)
-    _, overhead, comm, host = _overhead_comm(ph, gpu, eff)
-    serial = step_host_seconds(ph, eff) if eff.step_host_us else 0.0
-    return (max(total + overhead, host) + serial + comm - hidden_comm(ph, eff, comm, total + overhead)) * ph.passes
+            compute = flops / flops_s if flops_s else 0.0
+            memory = nbytes / bw
+            total += steps * (compute if compute > memory else memory)
+    fused = ph.kernels * eff.kernels_per_layer_factor
+    overhead = steps * (fused + ph.launches) * eff.launch_overhead_us * 1e-6
+    host = steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6 if eff.host_us_per_kernel else 0.0
+    busy = total + overhead
+    seconds = (busy if busy > host else host) + (step_host_seconds(ph, eff) if eff.step_host_us else 0.0)
+    if ph.comm_calls:
+        comm = _overhead_comm(ph, gpu, eff)[2]
+        seconds += comm - hidden_comm(ph, eff, comm, busy)
+    return seconds * ph.passes
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:
