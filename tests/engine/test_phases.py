@@ -173,3 +173,13 @@ def test_mixed_precision_casts_the_master_weights_each_micro_step_and_fp16_unsca
     assert step("fp16") == (P * 6, P * (28 + 8))
     assert step("fp32") == (0.0, P * 28)  # no copy, no scaling
     assert step("bf16", shard=4) == (P * 6 / 4, P * 28 / 4)  # FSDP: each GPU casts and updates its shard
+
+
+def test_a_job_of_more_passes_repeats_the_same_steps():
+    """generate and infer phases of k passes are the one-pass phases with passes = k: the steps do not depend on how
+    many batches the job runs (the catalog sweep reuses them when only the job size changes)."""
+    m = load_models().get("llama-2-7b")
+    for build, job in ((generate_phases, Generate(10, 16, 8)), (infer_phases, Infer(10, 64))):
+        one, many = build(m, job, _setup(), 2, 1.0), build(m, job, _setup(), 2, 7.0)
+        assert [p.passes for p in many] == [7.0] * len(one)
+        assert [p._replace(passes=1.0) for p in many] == list(one)

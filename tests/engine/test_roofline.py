@@ -109,3 +109,30 @@ def test_a_fused_attention_kernel_runs_at_flashattention_2s_fraction_of_peak_not
     assert "SM 9.x 0.35" in h100.formula
     v100 = attention("v100-sxm2-32gb", "fp16")  # sdpa picks its memory-efficient kernel there
     assert v100.peak_fraction == 0 and v100.achieved_tflops == pytest.approx(94.84 * 0.5)
+
+
+@pytest.mark.parametrize("model_id, job, precision, runtime, gpus, parallel, gpu_id", [
+    ("llama-2-7b", "generate", "fp16", "pytorch-eager", 1, "auto", "a100-sxm-80gb"),  # host-bound eager decode
+    ("llama-2-7b", "generate", "int4", "llama.cpp", 1, "auto", "rtx-4090"),  # quantized GEMV, per-step host work
+    ("llama-2-13b", "generate", "fp16", "torch-compile", 4, "tensor", "h100-sxm"),  # tensor-parallel all-reduces
+    ("gpt2-124m", "train", "bf16", "pytorch-eager", 8, "auto", "h100-sxm"),  # DDP all-reduce under the backward
+    ("gpt2-124m", "infer", "fp16", "torch-compile", 1, "auto", "rtx-3090"),
+])
+def test_the_sweeps_fast_timing_equals_the_explained_one(model_id, job, precision, runtime, gpus, parallel, gpu_id):
+    """phase_seconds (the catalog sweep's, terms inlined) and time_phase(...).total_s (what Explain shows) are one
+    formula: both must give the same seconds for every kind of phase."""
+    from planner.engine.estimate import estimate_gpu
+    from planner.engine.plan import Plan
+    from planner.engine.roofline import phase_seconds, time_phase
+    from planner.inputs.facts import load_facts
+    from planner.inputs.jobs import Generate, Infer, Train
+    from planner.inputs.models import load_models
+    facts = load_facts()
+    work = {"generate": Generate(1000, 128, 64), "infer": Infer(5000, 512), "train": Train(4096, 512, 1.0, "adamw")}
+    plan = Plan(load_models().get(model_id), work[job], precision, runtime=runtime, gpus=gpus, parallel=parallel)
+    e = estimate_gpu(plan, facts.catalog.get(gpu_id), facts)
+    assert e.feasible and e.work, e.reasons
+    for ph in e.work:
+        explained = time_phase(ph, e.gpu, e.efficiency).total_s
+        assert explained > 0
+        assert phase_seconds(ph, e.gpu, e.efficiency) == pytest.approx(explained, rel=1e-12)
