@@ -66,11 +66,6 @@ ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
 MAX_LINK_SPEC_CHARS = 16_000
 MAX_SPEC_BYTES = 256_000
 SPEC_PARAM = "m_spec"  # a non-decoder (generic) profile travels as its compressed YAML text
-# 16,000 characters keep the whole URL far under what browsers and Streamlit's server accept (an 877,617-character
-# link was answered HTTP 400); a packed profile inflates to at most MAX_SPEC_BYTES, so a small link can't expand into
-# a large document.
-MAX_LINK_SPEC_CHARS = 16_000
-MAX_SPEC_BYTES = 256_000
 
 
 @dataclass(frozen=True)
