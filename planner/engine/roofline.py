@@ -177,19 +177,22 @@ def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
     return (ph.host_rounds or ph.steps) * eff.step_host_us * 1e-6
 
 
-def _overhead_comm(ph: Phase, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
-    """(kernels per step, launch overhead per pass, collective seconds per pass, host dispatch per pass). A quantized
-    kernel library's own launches and host dispatches (Phase.launches, host_kernels) are counted as they are: the
-    runtime's kernels-per-layer factor scales the model's fused-block kernels only."""
+def _launch_host(ph: Phase, eff: Efficiency) -> tuple[float, float, float]:
+    """(kernels per step, launch overhead per pass, host dispatch per pass). A quantized kernel library's own launches
+    and host dispatches (Phase.launches, host_kernels) are counted as they are: the runtime's kernels-per-layer factor
+    scales the model's fused-block kernels only."""
     fused = ph.kernels * eff.kernels_per_layer_factor
     kernels = fused + ph.launches
-    overhead = ph.steps * kernels * eff.launch_overhead_us * 1e-6
-    host = ph.steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6
-    comm = 0.0
-    if ph.comm_calls:
-        link = gpu.link_for(ph.comm_gpus)
-        comm = ph.steps * comm_seconds(ph.comm_bytes, ph.comm_hops, ph.comm_calls, link) if link else float("inf")
-    return kernels, overhead, comm, host
+    return (kernels, ph.steps * kernels * eff.launch_overhead_us * 1e-6,
+            ph.steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6)
+
+
+def _comm_seconds(ph: Phase, gpu: GPU) -> float:
+    """Collective seconds per pass over the GPUs' link (inf when the GPU has no link reaching comm_gpus)."""
+    if not ph.comm_calls:
+        return 0.0
+    link = gpu.link_for(ph.comm_gpus)
+    return ph.steps * comm_seconds(ph.comm_bytes, ph.comm_hops, ph.comm_calls, link) if link else float("inf")
 
 
 def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:
@@ -202,7 +205,8 @@ def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> 
 
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
-    kernels, overhead, comm, host = _overhead_comm(ph, gpu, eff)
+    kernels, overhead, host = _launch_host(ph, eff)
+    comm = _comm_seconds(ph, gpu)
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
     link = gpu.link_for(ph.comm_gpus) if ph.comm_calls else None
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
@@ -211,28 +215,22 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
-    """time_phase(...).total_s without building the explanation (used by the batch search and the catalog sweep, so
-    _terms and _overhead_comm are inlined here)."""
+    """time_phase(...).total_s without building the explanation (used by the batch search and the catalog sweep)."""
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     steps, p0 = ph.steps, ph.p0
     for g in ph.groups:
-        flops, per_pos, nbytes, bytes_per_pos = g.flops, g.flops_per_pos, g.bytes, g.bytes_per_pos
-        flops_s = _flops_s(g, gpu, eff) if flops or per_pos else 0.0  # elementwise groups: bytes only
-        if per_pos or bytes_per_pos:
-            c0, c1 = (flops / flops_s, per_pos / flops_s) if flops_s else (0.0, 0.0)
-            total += sum_max_affine(c0, c1, nbytes / bw, bytes_per_pos / bw, p0, steps)[0]
+        flops_s = _flops_s(g, gpu, eff) if g.flops or g.flops_per_pos else 0.0  # elementwise groups: bytes only
+        if g.flops_per_pos or g.bytes_per_pos:
+            total += sum_max_affine(*_terms(g, flops_s, bw), p0, steps)[0]
         else:  # position-independent: every step costs the same
-            compute = flops / flops_s if flops_s else 0.0
-            memory = nbytes / bw
+            compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
             total += steps * (compute if compute > memory else memory)
-    fused = ph.kernels * eff.kernels_per_layer_factor
-    overhead = steps * (fused + ph.launches) * eff.launch_overhead_us * 1e-6
-    host = steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6 if eff.host_us_per_kernel else 0.0
+    _, overhead, host = _launch_host(ph, eff)
     busy = total + overhead
     seconds = (busy if busy > host else host) + (step_host_seconds(ph, eff) if eff.step_host_us else 0.0)
     if ph.comm_calls:
-        comm = _overhead_comm(ph, gpu, eff)[2]
+        comm = _comm_seconds(ph, gpu)
         seconds += comm - hidden_comm(ph, eff, comm, busy)
     return seconds * ph.passes
 
