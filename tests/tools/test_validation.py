@@ -311,3 +311,39 @@ def test_cli_reports_a_malformed_file_without_a_traceback(tmp_path, capsys):
 
 def test_default_file_is_the_published_one():
     assert MEASUREMENTS_FILE.name == "measurements.yaml" and MEASUREMENTS_FILE.parent.name == "validation"
+
+
+def _fit_script():
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "validation" / "fit_fixed_cost.py"
+    spec = importlib.util.spec_from_file_location("fit_fixed_cost", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fixed_cost_fit_recovers_the_bandwidth_and_cost_it_was_given():
+    """validation/fit_fixed_cost.py: rows built from a chosen bandwidth and fixed cost per layer (with the engine's
+    all-reduce model) give those two back; an exact 2 x 2 system solves by hand; one TP degree cannot separate them."""
+    from types import SimpleNamespace
+    from planner.engine.collectives import allreduce_seconds
+    from planner.inputs.catalog import load_catalog
+    from planner.inputs.precisions import load_rules
+    fit = _fit_script()
+    assert fit.least_squares([(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)], [1.0, 2.0, 3.0]) == pytest.approx((1.0, 2.0))
+    with pytest.raises(ValueError, match="two or more TP degrees"):
+        fit.least_squares([(2.0, 44.0), (4.0, 88.0)], [1.0, 2.0])
+    catalog, models, rules = load_catalog(), validation_models(), load_rules()
+    m, gpu, p = models.get("ft-gpt-20b"), catalog.get("a100-sxm-80gb"), rules.precision("fp16")
+    bandwidth, per_layer, tokens = 1.5e12, 100e-6, 200  # B/s, s per layer, generated tokens
+    rows = []
+    for n in (1, 2, 4, 8):
+        comm = 0.0 if n == 1 else 2 * m.layers * allreduce_seconds(m.hidden * 2, n, gpu.link_for(n))
+        seconds = (m.matmul_params * 2 / n / bandwidth + m.layers * per_layer + comm) * tokens
+        rows.append(SimpleNamespace(id=f"tp{n}", model="ft-gpt-20b", gpu="a100-sxm-80gb", gpus=n, precision="fp16",
+                                    batch=1, metric="step_seconds", value=seconds, gen_tokens=tokens))
+    inv_bw, k, fitted = fit.fit(rows, catalog, models, rules)
+    assert 1 / inv_bw == pytest.approx(bandwidth, rel=1e-9) and k == pytest.approx(per_layer, rel=1e-9)
+    assert all(f == pytest.approx(t, rel=1e-9) for _, _, t, f, _ in fitted)
+    with pytest.raises(ValueError, match="batch-1"):
+        fit.fit([SimpleNamespace(**{**vars(rows[0]), "batch": 8})], catalog, models, rules)
