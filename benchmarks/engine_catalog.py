@@ -38,7 +38,7 @@ def clear_engine_caches() -> int:
         if not name.startswith(("planner.engine", "planner.inputs.models")):
             continue
         for obj in vars(module).values():
-            owners = [obj] + ([v for v in vars(obj).values()] if inspect.isclass(obj) else [])
+            owners = [obj] + (list(vars(obj).values()) if inspect.isclass(obj) else [])
             for f in owners:
                 if callable(getattr(f, "cache_clear", None)):
                     f.cache_clear()
@@ -46,10 +46,12 @@ def clear_engine_caches() -> int:
     return cleared
 
 
-def timed(run, repeats: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of run(i) for i in range(repeats)."""
+def timed(run, repeats: int, before=None) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of run(i) for i in range(repeats); before() (untimed) runs ahead of each."""
     times, cpu = [], []
     for i in range(repeats):
+        if before:
+            before()
         t0, c0 = time.perf_counter(), time.process_time()
         run(i)
         times.append(time.perf_counter() - t0)
@@ -72,13 +74,11 @@ def main(repeats: int = 30) -> None:
     print(f"full sweep CPU time:  best {min(cpu) * 1e3:.1f} ms, median {statistics.median(cpu) * 1e3:.1f} ms "
           "(process time: excludes time the machine gave to other work)")
 
-    def cold(i: int) -> None:
-        clear_engine_caches()  # cleared inside the timing: its own cost is a few microseconds
-        sweep(facts, model, precisions, 2_000_001 + i)
-    cold_times, _ = timed(cold, repeats)
+    cold_times, _ = timed(lambda i: sweep(facts, model, precisions, 2_000_001 + i), repeats, clear_engine_caches)
     print(f"cold sweep wall time: best {min(cold_times) * 1e3:.1f} ms, median "
           f"{statistics.median(cold_times) * 1e3:.1f} ms (every engine cache cleared first: another model or "
           f"precision; {clear_engine_caches()} caches)")
+
 
 if __name__ == "__main__":
     main()
