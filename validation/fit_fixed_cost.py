@@ -3,12 +3,14 @@
 An analysis of validation rows, not part of the planner (nothing here is read by the engine). Each row is a whole
 generate job at batch 1 over `gpus` GPUs in tensor parallel; per generated token it is modelled as
 
-    seconds / gen_tokens = W / (n x B) + L x k + 2 L x all_reduce(n)
+    seconds / gen_tokens = W / (n x B) + L x k + collectives(n)
 
 (a row's seconds per token: its whole job's seconds / gen_tokens, or 1 / its tokens per second)
 W = the bytes a decode step reads (layer matrices and LM head, ModelProfile.matmul_params x the precision's bytes),
-n = the TP degree, L = layers, all_reduce(n) = the planner's NCCL model of one all-reduce of a token's hidden state
-over the GPU's link (planner.engine.collectives, data/interconnects.yaml). The two unknowns, 1/B and k, come from a
+n = the TP degree, L = layers, collectives(n) = one decode step's collectives as the planner plans the row
+(ModelProfile.tensor_parallel_comm: two all-reduces of the hidden state per layer, and the logits all-gather where
+the runtime splits the LM head), timed with its NCCL model over the GPU's link (planner.engine.collectives,
+data/interconnects.yaml). The two unknowns, 1/B and k, come from a
 least-squares fit; the prompt's prefill is inside `seconds` and is ignored (one pass over the prompt against
 gen_tokens decode steps). Prints B as a fraction of the GPU's datasheet bandwidth, k in us per layer, and each row
 against the fit.
@@ -24,14 +26,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.engine.collectives import allreduce_seconds  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from planner.engine.collectives import comm_seconds, ring_traffic  # noqa: E402
+from planner.engine.plan import resolve_setup  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 from planner.inputs.precisions import load_rules  # noqa: E402
-from planner.tools.validation import load_measurements, validation_models  # noqa: E402
+from planner.inputs.runtimes import load_runtimes  # noqa: E402
+from planner.tools.validation import load_measurements, plan_for, validation_models  # noqa: E402
 
 DEFAULT_ROWS = ("ft-gpt20b-fp16-a100sxm80-in200-out200-b1", "ft-gpt20b-fp16-a100sxm80x2-tp2-in200-out200-b1",
                 "ft-gpt20b-fp16-a100sxm80x4-tp4-in200-out200-b1", "ft-gpt20b-fp16-a100sxm80x8-tp8-in200-out200-b1")
-ALL_REDUCES_PER_LAYER = 2  # after the attention's and the MLP's row-parallel matmul (Megatron-LM)
 # seconds per generated token from a row's metric: the whole job's seconds over its tokens, or 1 / tokens per second
 PER_TOKEN = {"step_seconds": lambda r: r.value / r.gen_tokens, "tokens_per_s": lambda r: 1.0 / r.value}
 
@@ -50,16 +55,18 @@ def least_squares(a: list[tuple[float, float]], y: list[float]) -> tuple[float, 
 
 
 def fit(rows, catalog, models, rules) -> tuple[float, float, list[tuple]]:
-    """(1 / bandwidth in s/B, fixed cost in s per layer, [(row, gpu, measured s/token, fitted s/token, all-reduce s)])
+    """(1 / bandwidth in s/B, fixed cost in s per layer, [(row, gpu, measured s/token, fitted s/token, collective s)])
     for batch-1 decode rows (validation Measurements)."""
     if any(r.batch != 1 or r.metric not in PER_TOKEN for r in rows):
         raise ValueError(f"the fit takes batch-1 rows whose metric is one of {', '.join(PER_TOKEN)}")
     a, y, terms = [], [], []
+    runtimes = load_runtimes()
     for r in rows:
-        m, gpu, p = models.get(r.model), catalog.get(r.gpu), rules.precision(r.precision)
-        n = r.gpus
-        comm = 0.0 if n == 1 else ALL_REDUCES_PER_LAYER * m.layers * allreduce_seconds(
-            m.hidden * p.act_bytes, n, gpu.link_for(n))
+        m, gpu, n = models.get(r.model), catalog.get(r.gpu), r.gpus
+        plan, plan_rules, _ = plan_for(r, models, rules)
+        s = replace(resolve_setup(plan, plan_rules, runtimes), tp=n)
+        p = s.precision
+        comm = sum(comm_seconds(*ring_traffic(c, n), gpu.link_for(n)) for c in m.tensor_parallel_comm(s, 1, 1))
         per_token = PER_TOKEN[r.metric](r)
         a.append((m.matmul_params * p.weight_bytes / n, float(m.layers)))
         y.append(per_token - comm)
@@ -87,7 +94,7 @@ def main(ids: list[str]) -> None:
               "bandwidth and one fixed cost per layer")
     for r, _, measured, fitted_s, comm in fitted:
         print(f"{r.id}: measured {measured * 1e3:.2f} ms/token, fit {fitted_s * 1e3:.2f} "
-              f"({(fitted_s - measured) / measured:+.1%}; all-reduces {comm * 1e3:.2f} ms)")
+              f"({(fitted_s - measured) / measured:+.1%}; collectives {comm * 1e3:.2f} ms)")
 
 if __name__ == "__main__":
     main(sys.argv[1:] or list(DEFAULT_ROWS))

@@ -338,9 +338,9 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 # leaves it 0 where the profile has none), the software and host facts no datasheet gives, each one value per runtime
 # family as issue 11 asks. Compute is not tuned: every runtime's GEMMs run at the GPU's measured matmul ceiling
 # (data/gpus.yaml) x the profile's documented factor, and attention and integer work at their own published rates, so
-# a tuned compute factor could only hide a missing mechanism. Leave one source out
-# predicted left-out sources better with these than with compute factors tuned too, and than without the dispatch
-# time (validation/REPORT.md, issue 11's section, gives the figures and the day they were measured).
+# a tuned compute factor could only hide a missing mechanism. Leave one source out predicted left-out sources better
+# with these than with compute factors tuned too, and than without the dispatch time (validation/REPORT.md, issue
+# 11's section, gives the figures and the day they were measured).
 TUNABLE = ("mem_bw_efficiency.hbm", "mem_bw_efficiency.gddr", "launch_overhead_us", "host_us_per_kernel")
 GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
          "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)],  # 0 .. 20 us

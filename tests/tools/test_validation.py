@@ -323,9 +323,10 @@ def _fit_script():
 
 
 def test_the_fixed_cost_fit_recovers_the_bandwidth_and_cost_it_was_given():
-    """validation/fit_fixed_cost.py: rows built from a chosen bandwidth and fixed cost per layer (with the engine's
-    all-reduce model) give those two back; an exact 2 x 2 system solves by hand; one TP degree cannot separate them."""
-    from types import SimpleNamespace
+    """validation/fit_fixed_cost.py: rows rebuilt from a chosen bandwidth and fixed cost per layer (plus each row's
+    collectives as the planner plans them) give those two back; an exact 2 x 2 system solves by hand; one TP degree
+    cannot separate them; a tensor-parallel row's collectives hold at least its two all-reduces per layer."""
+    from dataclasses import replace
     from planner.engine.collectives import allreduce_seconds
     from planner.inputs.catalog import load_catalog
     from planner.inputs.precisions import load_rules
@@ -334,16 +335,18 @@ def test_the_fixed_cost_fit_recovers_the_bandwidth_and_cost_it_was_given():
     with pytest.raises(ValueError, match="two or more TP degrees"):
         fit.least_squares([(2.0, 44.0), (4.0, 88.0)], [1.0, 2.0])
     catalog, models, rules = load_catalog(), validation_models(), load_rules()
-    m, gpu, p = models.get("ft-gpt-20b"), catalog.get("a100-sxm-80gb"), rules.precision("fp16")
-    bandwidth, per_layer, tokens = 1.5e12, 100e-6, 200  # B/s, s per layer, generated tokens
-    rows = []
-    for n in (1, 2, 4, 8):
-        comm = 0.0 if n == 1 else 2 * m.layers * allreduce_seconds(m.hidden * 2, n, gpu.link_for(n))
-        seconds = (m.matmul_params * 2 / n / bandwidth + m.layers * per_layer + comm) * tokens
-        rows.append(SimpleNamespace(id=f"tp{n}", model="ft-gpt-20b", gpu="a100-sxm-80gb", gpus=n, precision="fp16",
-                                    batch=1, metric="step_seconds", value=seconds, gen_tokens=tokens))
-    inv_bw, k, fitted = fit.fit(rows, catalog, models, rules)
+    by_id = {r.id: r for r in load_measurements()}
+    rows = [by_id[i] for i in fit.DEFAULT_ROWS]  # FasterTransformer's GPT-20B at TP 1, 2, 4 and 8
+    m, gpu = models.get("ft-gpt-20b"), catalog.get("a100-sxm-80gb")
+    comm = {r.gpus: c for r, _, _, _, c in fit.fit(rows, catalog, models, rules)[2]}
+    assert comm[1] == 0.0
+    for n in (2, 4, 8):
+        assert comm[n] >= 2 * m.layers * allreduce_seconds(m.hidden * 2, n, gpu.link_for(n))
+    bandwidth, per_layer = 1.5e12, 100e-6  # B/s, s per layer
+    rebuilt = [replace(r, value=(m.matmul_params * 2 / r.gpus / bandwidth + m.layers * per_layer + comm[r.gpus])
+                       * r.gen_tokens) for r in rows]
+    inv_bw, k, fitted = fit.fit(rebuilt, catalog, models, rules)
     assert 1 / inv_bw == pytest.approx(bandwidth, rel=1e-9) and k == pytest.approx(per_layer, rel=1e-9)
     assert all(f == pytest.approx(t, rel=1e-9) for _, _, t, f, _ in fitted)
     with pytest.raises(ValueError, match="batch-1"):
-        fit.fit([SimpleNamespace(**{**vars(rows[0]), "batch": 8})], catalog, models, rules)
+        fit.fit([replace(rows[0], batch=8)], catalog, models, rules)
