@@ -927,7 +927,7 @@ def serving(plan, inputs, table, cmp_ids) -> None:
 
 @st.cache_resource(show_spinner="Checking the planner against published measurements…")
 def _validation_report():
-    return validation.run_validation()
+    return validation.run_validation(priors=True)
 
 
 def accuracy() -> None:
@@ -943,8 +943,8 @@ def accuracy() -> None:
         st.dataframe(pd.DataFrame(head), hide_index=True, placeholder="-")
         st.caption(f"`python -m planner validate --write-uncertainty` of {written.isoformat()} (data/uncertainty.yaml); "
                    "the likely ranges in the ranking come from the same residuals.")
-    st.markdown("Within sources (rows split by a hash of their id; the *test* rows were never used to tune the "
-                "efficiencies), and each row measured against its estimate:")
+    st.markdown("Within sources (rows split by a hash of their id; the *test* rows were never used to set the "
+                "runtime priors they are scored with), and each row measured against its estimate:")
     report = _validation_report()
     summary = pd.DataFrame(report.summary("test")).rename(columns={
         "group": "grouped by", "key": "group", "n": "rows", "median_ape": "median |error| %",

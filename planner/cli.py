@@ -25,6 +25,7 @@ from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.ownership import load_ownership, parse_owned
 from planner.inputs.ownership import with_values as own_with_values
+from planner.inputs.runtimes import TUNED_FILE
 from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
@@ -332,6 +333,13 @@ def _ratio_pairs(ratios: list) -> list[dict]:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
+    if a.write_tuned:
+        tunings = loso.tune_deployed(a.measurements)
+        path = loso.write_tuned(tunings, a.tuned_file, date.today())
+        for t in tunings:
+            print(f"{t.runtime}: {t.values} ({len(t.rows)} rows, {len(t.sources)} sources)")
+        print(f"tuned values written to {path}")
+        return 0
     if a.tune:
         result = validation.tune_all(a.measurements)
         print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
@@ -342,13 +350,14 @@ def cmd_validate(a: argparse.Namespace) -> int:
     if a.by_source:  # every group of every set, and every ratio pair
         print(emit(summary, a.format))
         if a.format == "table" and ratios:
-            print("\nspeed-up ratio pairs (leave-one-source-out predictions; untuned = the committed profiles)")
+            print("\nspeed-up ratio pairs (leave-one-source-out predictions; untuned = the priors of "
+                  "data/runtimes.yaml)")
             print(text_table(_ratio_pairs(ratios)))
         return 0
     residuals = [r.result for r in held_out if r.independent]
     levels = band_levels(residuals)
     cover = coverage(residuals, lambda r: r.source, levels)
-    report = validation.run_validation(a.measurements)
+    report = validation.run_validation(a.measurements, priors=True)
     rows = validation_rows(report)
     if a.format == "json":
         print(json.dumps({"leave_one_source_out": summary, "speedup_ratios": loso.ratio_summary(ratios),
@@ -607,6 +616,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
     p.add_argument("--tune", action="store_true",
                    help="search runtime efficiencies on the tune split and print them (writes nothing)")
+    p.add_argument("--write-tuned", action="store_true",
+                   help="tune the runtimes on every source and write the values estimates use "
+                   "(data/runtimes_tuned.yaml)")
+    p.add_argument("--tuned-file", default=str(TUNED_FILE), help=argparse.SUPPRESS)
     p.add_argument("--by-source", action="store_true",
                    help="only leave one source out, every group (per source too) and every speed-up ratio pair")
 

@@ -1,18 +1,32 @@
 """Runtime (framework) efficiency profiles from data/runtimes.yaml: fractions of peak a stack reaches on each
-device class (HBM GPUs, GDDR GPUs, and CPUs with host DRAM, where a runtime may not run at all)."""
+device class (HBM GPUs, GDDR GPUs, and CPUs with host DRAM, where a runtime may not run at all).
+
+data/runtimes.yaml holds each runtime's priors, every one with its source. data/runtimes_tuned.yaml (written by
+`python -m planner validate --write-tuned`) holds the values tuned on published measurements, for the runtimes and
+parameters that rows of at least two sources inform: they replace the priors in every estimate, so the app shows what
+leave-one-source-out validation scores (the same search, run on every source), not the untuned priors.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
+from planner.base.safe_parse import shown
 from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, unique_ids
 
 RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
+TUNED_FILE = DATA_DIR / "runtimes_tuned.yaml"
 MEMORY_CLASSES = ("hbm", "gddr")  # GPU classes every runtime gives fractions for
 CPU_CLASS = "cpu"  # a CPU device: the runtime's optional `cpu` block
+# The parameters validation tunes (planner.tools.validation.TUNABLE), each with the bounds a data file may give it:
+# the DRAM bandwidth fraction per memory class, the GPU-side gap per kernel (us) and the CPU dispatch per kernel (us).
+TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": (0.01, 1.0), "mem_bw_efficiency.gddr": (0.01, 1.0),
+                  "launch_overhead_us": (0.0, 1000.0), "host_us_per_kernel": (0.0, 1000.0)}
+MAX_TUNED_SOURCES = 200  # cap on a tuned record's list of sources (a parser cap, far above the 22 of today)
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,25 @@ class QuantizedGemv:
 
 
 @dataclass(frozen=True)
+class Tuned:
+    """Values of TUNABLE_PARAMS tuned on `rows` published measurements from `sources`, on `day`."""
+
+    values: tuple[tuple[str, float], ...]
+    rows: int
+    sources: tuple[str, ...]
+    day: date
+
+    def get(self, name: str, prior: float) -> float:
+        return dict(self.values).get(name, prior)
+
+    def describe(self, priors: dict[str, float]) -> str:
+        """'tuned on N rows of K sources (...): name v (prior p), ...' for the explanation."""
+        parts = ", ".join(f"{name} {v:g} (prior {priors[name]:g})" for name, v in self.values)
+        return (f"tuned on {self.rows} published rows of {len(self.sources)} sources ({TUNED_FILE.name}, "
+                f"{self.day.isoformat()}): {parts}")
+
+
+@dataclass(frozen=True)
 class RuntimeProfile:
     id: str
     name: str
@@ -99,16 +132,29 @@ class RuntimeProfile:
     # DynamicCache: torch.cat), reading and writing every cached element once more; False: written in place
     kv_cache_concat: bool = False
     kv_cache_concat_source: str = ""
+    tuned: Tuned | None = None  # values tuned on published rows (data/runtimes_tuned.yaml); None: priors only
+    # TUNABLE_PARAMS whose prior is a measurement of this runtime's own mechanism (its source says which): held at it
+    held: tuple[str, ...] = ()
+
+    def priors(self) -> dict[str, float]:
+        """The TUNABLE_PARAMS as data/runtimes.yaml gives them (what tuning starts from)."""
+        p = {f"mem_bw_efficiency.{c}": v for c, v in self.mem_bw_efficiency}
+        return p | {"launch_overhead_us": self.launch_overhead_us, "host_us_per_kernel": self.host_us_per_kernel}
 
     @lru_cache(maxsize=64)  # noqa: B019 (profiles are immutable and few)
     def efficiency(self, memory_class: str) -> Efficiency:
-        """The prior for a device class: 'hbm', 'gddr' or 'cpu' (on a CPU the runtime may be unsupported)."""
+        """What estimates use on a device class: 'hbm', 'gddr' or 'cpu' (on a CPU the runtime may be unsupported):
+        the tuned values where data/runtimes_tuned.yaml has them, else the priors."""
         if memory_class == CPU_CLASS:
             return self._cpu_efficiency()
-        return Efficiency(dict(self.mem_bw_efficiency)[memory_class], dict(self.compute_efficiency)[memory_class],
-                          self.launch_overhead_us, self.kernels_per_layer_factor, self.cuda_context_gb,
-                          f"prior for {self.name} on {memory_class.upper()} GPUs (data/runtimes.yaml)",
-                          self.host_us_per_kernel, self.dp_comm_overlap, step_host_us=self.step_host_us)
+        priors, t = self.priors(), self.tuned
+        value = (lambda name: t.get(name, priors[name])) if t else priors.__getitem__  # noqa: E731
+        where = f"{self.name} on {memory_class.upper()} GPUs"
+        source = (f"{where}: {t.describe(priors)}; the rest prior (data/runtimes.yaml)" if t
+                  else f"prior for {where} (data/runtimes.yaml)")
+        return Efficiency(value(f"mem_bw_efficiency.{memory_class}"), dict(self.compute_efficiency)[memory_class],
+                          value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
+                          value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -176,8 +222,39 @@ class Runtimes:
         raise UnknownNameError("runtime", name, suggest(name, [r.id for r in self.runtimes]))
 
 
+def _tuned_record(rec: Record) -> Tuned:
+    rec.check_keys(("id", "rows", "sources", "values", "day"))
+    values = rec.child("values")
+    values.check_keys(TUNABLE_PARAMS)
+    if not values.data:
+        raise rec.fail("values", "expected at least one tuned parameter")
+    sources = rec.strings("sources")
+    if len(sources) > MAX_TUNED_SOURCES:
+        raise rec.fail("sources", f"{len(sources):,} entries, at most {MAX_TUNED_SOURCES} expected")
+    return Tuned(tuple((name, values.number(name, lo=lo, hi=hi)) for name, (lo, hi) in TUNABLE_PARAMS.items()
+                       if name in values.data),
+                 int(rec.number("rows", lo=1, hi=10**6, integer=True)), sources, rec.day("day"))
+
+
+def load_tuned(path: str | Path, known: list[str]) -> dict[str, Tuned]:
+    """The tuned values per runtime id from `path` (data/runtimes_tuned.yaml); every id must be one of `known`."""
+    records = [Record.of(path, i, raw) for i, raw in enumerate(load_yaml(path, "tuned", dated=True))]
+    ids = [rec.text("id") for rec in records]
+    unique_ids(path, ids)
+    for rec, rid in zip(records, ids):
+        if rid not in known:
+            near = suggest(rid, known)
+            raise rec.fail("id", f"no runtime of that id in {RUNTIMES_FILE.name}"
+                           + (f" (did you mean '{near[0]}'?)" if near else ""))
+    return {rid: _tuned_record(rec) for rec, rid in zip(records, ids)}
+
+
 @lru_cache(maxsize=4)
-def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
+def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | None = None) -> Runtimes:
+    """The runtime profiles of `path`, with the tuned values of `tuned_path` (data/runtimes_tuned.yaml when `path` is
+    data/runtimes.yaml; none for another file unless given)."""
+    if tuned_path is None and Path(path) == RUNTIMES_FILE:
+        tuned_path = TUNED_FILE
     out = []
     for i, raw in enumerate(load_yaml(path, "runtimes", dated=True)):
         rec = Record.of(path, i, raw)
@@ -185,7 +262,11 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
-                        "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source"))
+                        "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held"))
+        held = rec.strings("held", required=False)
+        for name in held:
+            if name not in TUNABLE_PARAMS:
+                raise rec.fail("held", f"expected names among {', '.join(TUNABLE_PARAMS)}, got {shown(name)}")
         concat = rec.flag("kv_cache_concat", default=False)
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
@@ -200,7 +281,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE) -> Runtimes:
                                   step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or "",
                                   rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source"),
                                   *_tensor_parallel(rec), concat,
-                                  rec.text("kv_cache_concat_source", required=concat) or ""))
+                                  rec.text("kv_cache_concat_source", required=concat) or "", None, held))
     unique_ids(path, (r.id for r in out))
-    return Runtimes(tuple(out))
+    tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
+    return Runtimes(tuple(replace(r, tuned=tuned.get(r.id)) for r in out))
 

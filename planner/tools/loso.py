@@ -5,26 +5,33 @@ source. Here the rows are grouped by their source (the repository or document th
 source, the runtime efficiencies are tuned on every OTHER source's rows (validation.tune_runtime, the same search
 as `validate --tune`) and the left-out source's rows are scored with them. The bandwidth fraction is tuned per memory
 class (HBM, GDDR), and only from enough rows (validation.MIN_TUNE_ROWS). A row whose runtime's fraction for its class
-no other source could tune is scored with the committed profile's value: that is a prediction from elsewhere when
-the profile's priors come from other publications (a source new to the planner), and it counts; when the profile was
+no other source could tune is scored with the profile's prior: that is a prediction from elsewhere when
+the profile's priors come from other publications (a source new to the planner), and it counts; when the prior was
 set or tuned on this very source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c, TensorRT-LLM; llama.cpp on HBM, each
 measured by its own source alone) there is no independent evidence, and the row is reported apart ("no other
 source"), never in the headline.
+
+The values estimates use (data/runtimes_tuned.yaml) come from the same search run on every source (tune_deployed),
+for the parameters every fold here tunes too: the headline scores the procedure that produced them.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
+
+import yaml
 
 from planner.tools.uncertainty import REGIMES, meets_target, quantile
 from planner.tools import validation
 from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, _adjust_for,
-                                      evaluate_row, load_measurements, tune_runtime, validation_models)
+                                      evaluate_row, load_measurements, movers, priors_adjust, tune_runtime,
+                                      validation_models)
 from planner.inputs.catalog import load_catalog
-from planner.inputs.runtimes import MEMORY_CLASSES
+from planner.inputs.runtimes import MEMORY_CLASSES, RUNTIMES_FILE, load_runtimes, load_tuned
 
 
 # The publications data/runtimes.yaml was tuned on or drawn from (validation/README.md, sources 1-10, and
@@ -52,24 +59,25 @@ def source_of(row: Measurement) -> str:
 @dataclass(frozen=True)
 class LosoRow:
     row: Measurement
-    result: RowResult  # scored with efficiencies tuned on the other sources (the committed ones if not independent)
+    result: RowResult  # scored with efficiencies tuned on the other sources (the priors where none could)
     source: str
     # nothing of the row's own source went into its prediction: its runtime was tuned on other sources' rows of the
-    # row's memory class (the bandwidth fraction is per class), or it was not and the committed profile never drew
-    # from this source (priors from elsewhere)
+    # row's memory class (the bandwidth fraction is per class), or it was not and the profile's priors never drew
+    # from this source
     independent: bool
-    untuned: RowResult  # scored with the committed runtime profile
+    untuned: RowResult  # scored with the runtime's priors (data/runtimes.yaml), untuned
 
     @property
     def new_source(self) -> bool:
-        """The committed profiles never drew from this row's source."""
+        """The runtime priors (data/runtimes.yaml) never drew from this row's source."""
         return self.source not in DRAWN_FROM
 
 
 def _scorable(rows: list[Measurement], catalog, models) -> list[tuple[Measurement, RowResult]]:
+    """(row, its score with the runtime's priors) for every row the engine can score."""
     out = []
     for row in rows:
-        res, _ = evaluate_row(row, catalog, models)
+        res, _ = evaluate_row(row, catalog, models, priors_adjust(row))
         if res.split != "excluded" and res.predicted:
             out.append((row, res))
     return out
@@ -154,7 +162,7 @@ def loso_summary(rows: list[LosoRow]) -> list[dict]:
 
     set 'leave-one-source-out': rows whose runtime other sources measure, tuned on those (all, per regime, GPU class
     and left-out source); set 'no other source': the rows without that evidence, apart; set 'untuned, new sources':
-    rows from sources the committed profiles never drew from (DRAWN_FROM), scored with those profiles as they are.
+    rows from sources the priors never drew from (DRAWN_FROM), scored with the priors as they are.
     """
     sets = [("leave-one-source-out", [(r.result, r.source) for r in rows if r.independent], True),
             ("no other source", [(r.result, r.source) for r in rows if not r.independent], False),
@@ -197,7 +205,7 @@ class SpeedupRatio:
     label: str  # 'fp16 16 b/w -> q4_0 4.5 b/w'
     measured: float  # speed of the other row / speed of the base row
     predicted: float  # the same with each row's leave-one-source-out prediction
-    untuned: float  # the same with the committed profiles
+    untuned: float  # the same with the priors (untuned)
 
     @property
     def error_pct(self) -> float:
@@ -254,3 +262,66 @@ def ratio_summary(ratios: list[SpeedupRatio]) -> list[dict]:
                     "within_target": f"{sum(e <= RATIO_TARGET_PCT for e in errs)}/{len(rs)}",
                     "untuned_median_ape": round(statistics.median(raw), 1)})
     return out
+
+
+# ---------------------------------------------------------------- the tuned values estimates use
+
+# A parameter is tuned for estimates only when leave one source out has scored that tuning on every source it uses:
+# with any one source left out, the other sources' rows still move it (validation.MIN_TUNE_ROWS of them). So at least
+# two sources inform it, and no value rests on one source alone, which cannot show that it carries to another (as
+# TensorRT-LLM's old static-batch fit did not carry to its newer releases: validation/REPORT.md).
+TUNED_RULE = ("each runtime tuned on all its scored rows (validation.tune_runtime, the search every "
+              "leave-one-source-out fold runs), only the parameters that the other sources' rows still move with any one source left out; "
+              "the others keep their priors (data/runtimes.yaml)")
+
+
+def deployable(moving: dict[str, list[Measurement]]) -> tuple[str, ...]:
+    """The parameters of `moving` (name -> rows that move it) that every leave-one-source-out fold tunes too."""
+    def every_fold_tunes(rows: list[Measurement]) -> bool:
+        sources = {source_of(r) for r in rows}
+        return len(sources) >= 2 and all(sum(source_of(r) != s for r in rows) >= validation.MIN_TUNE_ROWS
+                                         for s in sources)
+    return tuple(name for name, rows in moving.items() if every_fold_tunes(rows))
+
+
+@dataclass(frozen=True)
+class DeployedTuning:
+    runtime: str
+    values: dict[str, float]
+    rows: tuple[str, ...]  # the ids of the rows it was tuned on
+    sources: tuple[str, ...]
+
+
+def tune_deployed(measurements: str | Path = MEASUREMENTS_FILE) -> list[DeployedTuning]:
+    """The values estimates use: per runtime, the deployable parameters, tuned on all of its scored rows (TUNED_RULE).
+    A runtime's held parameters (RuntimeProfile.held) are never tuned."""
+    catalog, models = load_catalog(), validation_models()
+    by_runtime: dict[str, list[Measurement]] = {}
+    for row, _ in _scorable(list(load_measurements(measurements)), catalog, models):
+        by_runtime.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
+    out = []
+    for runtime, rows in sorted(by_runtime.items()):
+        held = load_runtimes().get(runtime).held
+        names = deployable(movers(runtime, rows, tuple(n for n in validation.TUNABLE if n not in held)))
+        if names:
+            params, _ = tune_runtime(runtime, rows, names=names)
+            out.append(DeployedTuning(runtime, {n: params[n] for n in names}, tuple(r.id for r in rows),
+                                      tuple(sorted({source_of(r) for r in rows}))))
+    return out
+
+
+def write_tuned(tunings: list[DeployedTuning], path: str | Path, today: date) -> Path:
+    """Write data/runtimes_tuned.yaml from `tunings`, then check it loads against data/runtimes.yaml."""
+    doc = {"schema_version": 1, "read_on": today.isoformat(),
+           "source": "python -m planner validate --write-tuned: published measurements of validation/measurements.yaml "
+                     "(each row with its source; validation/README.md)",
+           "rule": TUNED_RULE,
+           "tuned": [{"id": t.runtime, "day": today.isoformat(), "rows": len(t.rows), "sources": list(t.sources),
+                      "values": t.values} for t in tunings]}
+    path = Path(path)
+    header = ("# Runtime parameters tuned on published measurements (planner/inputs/runtimes.py reads them over the\n"
+              "# priors of data/runtimes.yaml). WRITTEN by `python -m planner validate --write-tuned`; do not edit by "
+              "hand.\n")
+    path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
+    load_tuned(path, [r.id for r in load_runtimes(RUNTIMES_FILE, tuned_path=path).runtimes])
+    return path

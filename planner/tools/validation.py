@@ -38,7 +38,7 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
-from planner.inputs.runtimes import MEMORY_CLASSES, Efficiency, load_runtimes
+from planner.inputs.runtimes import MEMORY_CLASSES, TUNABLE_PARAMS, Efficiency, load_runtimes
 from planner.tools.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -68,7 +68,8 @@ ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", 
 SPLITS = ("tune", "test", "excluded")
 FSDP_FRAMEWORKS = ("llm-foundry",)  # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls)
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
-SPLIT_RULE = f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0 (never used to tune data/runtimes.yaml)"
+SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
+              "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
 BITS_TOLERANCE = 0.05  # a row's bits/weight within this of the preset's use the preset itself
 
 
@@ -323,11 +324,15 @@ def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: Model
 
 
 def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
-                   adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> ValidationReport:
-    """Estimate every row of `measurements` and compare with the measured value."""
+                   adjust: Callable[[GPU, Efficiency], Efficiency] | None = None,
+                   priors: bool = False) -> ValidationReport:
+    """Estimate every row of `measurements` and compare with the measured value, as estimates are made (`adjust`
+    applied), or with each row's runtime priors (`priors`: the split by hash, whose test rows the tuned values of
+    data/runtimes_tuned.yaml have seen)."""
     rows = load_measurements(measurements)
     catalog, models = load_catalog(), validation_models()
-    return ValidationReport(tuple(evaluate_row(r, catalog, models, adjust)[0] for r in rows), str(measurements))
+    return ValidationReport(tuple(evaluate_row(r, catalog, models, priors_adjust(r) if priors else adjust)[0]
+                                  for r in rows), str(measurements))
 
 
 # ---------------------------------------------------------------- tuning (tune split only)
@@ -341,7 +346,7 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 # a tuned compute factor could only hide a missing mechanism. Leave one source out predicted left-out sources better
 # with these than with compute factors tuned too, and than without the dispatch time (validation/REPORT.md, issue
 # 11's section, gives the figures and the day they were measured).
-TUNABLE = ("mem_bw_efficiency.hbm", "mem_bw_efficiency.gddr", "launch_overhead_us", "host_us_per_kernel")
+TUNABLE = tuple(TUNABLE_PARAMS)
 GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
          "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)],  # 0 .. 20 us
          "host_us_per_kernel": [float(i) for i in range(61)]}  # 0 .. 60 us
@@ -349,23 +354,29 @@ MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows c
 
 
 def _params_of(runtime_id: str) -> dict[str, float]:
+    """The runtime's priors (data/runtimes.yaml), never its tuned values: every search starts from them."""
     r = load_runtimes().get(runtime_id)
-    p = {f"mem_bw_efficiency.{c}": v for c, v in r.mem_bw_efficiency}
-    p |= {f"compute_efficiency.{c}": v for c, v in r.compute_efficiency}
-    p["launch_overhead_us"] = r.launch_overhead_us
-    p["host_us_per_kernel"] = r.host_us_per_kernel
-    return p
+    return r.priors() | {f"compute_efficiency.{c}": v for c, v in r.compute_efficiency}
 
 
-def _adjust_for(runtime_id: str, params: dict[str, float]) -> Callable[[GPU, Efficiency], Efficiency]:
+def _adjust_for(runtime_id: str, params: dict[str, float],
+                label: str = "trial values") -> Callable[[GPU, Efficiency], Efficiency]:
+    dispatches = bool(load_runtimes().get(runtime_id).host_us_per_kernel)  # a host that dispatches op by op
+
     def adjust(gpu: GPU, eff: Efficiency) -> Efficiency:
         c = gpu.memory_class
         return replace(eff, mem_bw_efficiency=params[f"mem_bw_efficiency.{c}"],
                        compute_efficiency=params[f"compute_efficiency.{c}"],
                        launch_overhead_us=params["launch_overhead_us"],
-                       host_us_per_kernel=params["host_us_per_kernel"] if eff.host_us_per_kernel else 0.0,
-                       source=f"trial values for {runtime_id} (validation tuning)")
+                       host_us_per_kernel=params["host_us_per_kernel"] if dispatches else 0.0,
+                       source=f"{label} for {runtime_id} (validation)")
     return adjust
+
+
+def priors_adjust(row: Measurement) -> Callable[[GPU, Efficiency], Efficiency]:
+    """Score `row` with its runtime's priors, not the tuned values estimates use (the untuned figures)."""
+    runtime = FRAMEWORK_RUNTIME[row.framework]
+    return _adjust_for(runtime, _params_of(runtime), "priors")
 
 
 def _loss(rows: list[Measurement], runtime_id: str, params: dict[str, float], catalog, models) -> float:
@@ -378,26 +389,35 @@ def _loss(rows: list[Measurement], runtime_id: str, params: dict[str, float], ca
     return total / len(rows)
 
 
-def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3) -> tuple[dict[str, float], dict]:
-    """Coordinate search over TUNABLE on `rows` (tune split, scored rows of this runtime).
+def movers(runtime_id: str, rows: list[Measurement], names: tuple[str, ...] = TUNABLE) -> dict[str, list[Measurement]]:
+    """Per parameter of `names`, the rows whose loss moves between the ends of its grid (the others held at the
+    priors): the rows that can inform it."""
+    catalog, models = load_catalog(), validation_models()
+    prior = _params_of(runtime_id)
+    out: dict[str, list[Measurement]] = {}
+    for name in names:
+        kind = name.split(".")[0]
+        probe = [dict(prior, **{name: v}) for v in (GRIDS[kind][0], GRIDS[kind][-1])]
+        out[name] = [row for row in rows
+                     if abs(_loss([row], runtime_id, probe[0], catalog, models)
+                            - _loss([row], runtime_id, probe[1], catalog, models)) > 1e-3]
+    return out
+
+
+def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3,
+                 names: tuple[str, ...] = TUNABLE) -> tuple[dict[str, float], dict]:
+    """Coordinate search over `names` (default TUNABLE) on `rows` (scored rows of this runtime).
 
     Each sweep sets each parameter in turn to the grid value with the lowest loss, the others held; a tie
-    (the loss doesn't depend on it) keeps the prior value. A parameter no two rows can move stays at its prior.
-    Returns (params, info) with the rows used and the loss before and after.
+    (the loss doesn't depend on it) keeps the prior value. A parameter fewer than MIN_TUNE_ROWS rows can move, or that
+    the profile holds at a measured prior (RuntimeProfile.held), stays at its prior. Returns (params, info) with the
+    rows used and the loss before and after.
     """
     catalog, models = load_catalog(), validation_models()
     prior = _params_of(runtime_id)
     params = dict(prior)
-    movable = []
-    for name in TUNABLE:
-        kind = name.split(".")[0]
-        moved = 0
-        for row in rows:
-            probe = [dict(params, **{name: v}) for v in (GRIDS[kind][0], GRIDS[kind][-1])]
-            a, b = (_loss([row], runtime_id, p, catalog, models) for p in probe)
-            moved += abs(a - b) > 1e-3
-        if moved >= MIN_TUNE_ROWS:
-            movable.append(name)
+    names = tuple(n for n in names if n not in load_runtimes().get(runtime_id).held)
+    movable = [name for name, moved in movers(runtime_id, rows, names).items() if len(moved) >= MIN_TUNE_ROWS]
     before = _loss(rows, runtime_id, params, catalog, models) if rows else None
     for _ in range(sweeps if movable else 0):
         for name in movable:

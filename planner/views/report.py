@@ -224,7 +224,7 @@ def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dic
              f"other source; meets = median |error| <= target and |median bias| <= {bias_pct:g} % "
              "(bias + = the planner is faster than measured)", text_table(loso_headline_rows(summary))]
     if untuned:
-        lines += ["\nuntuned: the committed profiles on sources they never drew from",
+        lines += ["\nuntuned: the priors (data/runtimes.yaml, before data/runtimes_tuned.yaml) on sources they never drew from",
                   text_table(untuned)]
     if ratios:
         lines += [f"\nspeed-up ratios (pairs of rows of one source differing in one thing; target: within "

@@ -188,3 +188,61 @@ def test_engines_without_cuda_graphs_leave_longer_gaps_than_those_that_replay_on
     graphed = max(rts.get(r).launch_overhead_us for r in ("tensorrt-llm", "torch-compile", "vllm", "mlc-llm"))
     for rid in ("fastertransformer", "deepspeed-inference"):
         assert rts.get(rid).launch_overhead_us > graphed
+
+
+# ---------------------------------------------------------------- tuned values over the priors
+
+RUNTIME_X = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
+             "    mem_bw_efficiency: {hbm: 0.80, gddr: 0.85}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
+             "    launch_overhead_us: 1.5\n    host_us_per_kernel: 36\n    kernels_per_layer_factor: 1\n"
+             "    cuda_context_gb: 0.5\n    source: s\n    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
+
+
+def _tuned(tmp_path, record: str):
+    (tmp_path / "r.yaml").write_text(RUNTIME_X, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text(f"schema_version: 1\nread_on: 2026-11-24\ntuned:\n{record}", encoding="utf-8")
+    return load_runtimes(tmp_path / "r.yaml", tmp_path / "t.yaml")
+
+
+def test_tuned_values_replace_the_priors_they_name_and_say_so(tmp_path):
+    x = _tuned(tmp_path, "  - id: x\n    day: 2026-11-24\n    rows: 12\n    sources: [lab-a/bench, lab-b/notes]\n"
+                         "    values: {mem_bw_efficiency.hbm: 0.63, launch_overhead_us: 12.0}\n").get("x")
+    hbm, gddr = x.efficiency("hbm"), x.efficiency("gddr")
+    assert (hbm.mem_bw_efficiency, hbm.launch_overhead_us, hbm.host_us_per_kernel) == (0.63, 12.0, 36.0)
+    assert (gddr.mem_bw_efficiency, gddr.launch_overhead_us) == (0.85, 12.0)  # the GDDR fraction stays the prior
+    assert "tuned on 12 published rows of 2 sources" in hbm.source and "(prior 0.8)" in hbm.source
+    assert x.priors() == {"mem_bw_efficiency.hbm": 0.80, "mem_bw_efficiency.gddr": 0.85, "launch_overhead_us": 1.5,
+                          "host_us_per_kernel": 36.0}
+
+
+@pytest.mark.parametrize("record, field", [
+    ("  - id: y\n    day: 2026-11-24\n    rows: 1\n    sources: [a]\n    values: {launch_overhead_us: 2}\n", "id"),
+    ("  - id: x\n    day: 2026-11-24\n    rows: 1\n    sources: [a]\n    values: {compute_efficiency.hbm: 0.5}\n",
+     "compute_efficiency.hbm"),
+    ("  - id: x\n    day: 2026-11-24\n    rows: 1\n    sources: [a]\n    values: {mem_bw_efficiency.gddr: 1.4}\n",
+     "mem_bw_efficiency.gddr"),
+    ("  - id: x\n    rows: 1\n    sources: [a]\n    values: {launch_overhead_us: 2}\n", "day"),
+])
+def test_a_bad_tuned_record_names_the_file_record_and_field(tmp_path, record, field):
+    with pytest.raises(DataFileError) as err:
+        _tuned(tmp_path, record)
+    assert "t.yaml" in str(err.value) and field in str(err.value)
+
+
+def test_a_held_parameter_must_be_a_tunable_one(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(RUNTIME_X + "    held: [compute_efficiency.hbm]\n", encoding="utf-8")
+    with pytest.raises(DataFileError, match="'x'.*held"):
+        load_runtimes(path)
+
+
+def test_estimates_use_the_committed_tuned_values():
+    """Every value of data/runtimes_tuned.yaml is what the runtime's efficiency gives; the rest is the prior."""
+    for r in load_runtimes().runtimes:
+        if r.tuned is None:
+            continue
+        for cls in MEMORY_CLASSES:
+            eff, want = r.efficiency(cls), r.priors() | dict(r.tuned.values)
+            assert eff.mem_bw_efficiency == want[f"mem_bw_efficiency.{cls}"]
+            assert (eff.launch_overhead_us, eff.host_us_per_kernel) == (want["launch_overhead_us"],
+                                                                       want["host_us_per_kernel"])

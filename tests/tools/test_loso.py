@@ -1,6 +1,7 @@
 """Leave one source out: grouping by publication, tuning on the others, and flagging runtimes no one else measured."""
 
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -8,10 +9,10 @@ import yaml
 
 from planner.inputs.catalog import load_catalog
 from planner.inputs.precisions import load_rules
-from planner.inputs.runtimes import load_runtimes
-from planner.tools.loso import (DRAWN_FROM, leave_one_source_out, loso_summary, ratio_summary, source_of,
-                                speedup_ratios)
-from planner.tools.validation import (FRAMEWORK_RUNTIME, Measurement, evaluate_row, load_measurements,
+from planner.inputs.runtimes import RUNTIMES_FILE, load_runtimes
+from planner.tools.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
+                                ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
+from planner.tools.validation import (FRAMEWORK_RUNTIME, Measurement, evaluate_row, load_measurements, priors_adjust,
                                       validation_models)
 
 TRUE_BW = 0.8  # the hidden bandwidth efficiency every synthetic llama.cpp row obeys
@@ -83,14 +84,14 @@ def test_a_memory_class_no_other_source_measures_is_not_tuned_elsewhere(tmp_path
     assert out["syn-4"].result.gpu_class == "hbm" and out["syn-3"].result.gpu_class == "gddr"
 
 
-def test_untuned_scores_use_the_committed_profile_and_only_new_sources(tmp_path):
+def test_untuned_scores_use_the_priors_and_only_new_sources(tmp_path):
     rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"), _row(2, "rtx-3090", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x"),
             _row(3, "rtx-a6000", "lab-b/notes:results.md")]
     out = {r.result.row_id: r for r in leave_one_source_out(_write(tmp_path, rows))}
     catalog, models = load_catalog(), validation_models()
     for rid, raw in zip(("syn-1", "syn-2", "syn-3"), rows):
-        committed = evaluate_row(Measurement(**{**raw, "value": out[rid].untuned.measured}), catalog, models)[0]
-        assert out[rid].untuned.predicted == committed.predicted
+        row = Measurement(**{**raw, "value": out[rid].untuned.measured})
+        assert out[rid].untuned.predicted == evaluate_row(row, catalog, models, priors_adjust(row))[0].predicted
     assert [out[r].new_source for r in ("syn-1", "syn-2", "syn-3")] == [True, False, True]
     summary = {(s["set"], s["group"], s["key"]): s for s in loso_summary(list(out.values()))}
     assert summary[("untuned, new sources", "all", "all")]["n"] == 2
@@ -176,3 +177,36 @@ def test_speedup_ratios_pair_rows_of_one_source_that_differ_in_one_thing(tmp_pat
     assert r.measured == pytest.approx(r.predicted, rel=0.02) and r.measured < 1.0  # a longer context is slower
     summary = ratio_summary(ratios)
     assert summary[0]["kind"] == "context" and summary[0]["within_target"] == "1/1"
+
+
+# ---------------------------------------------------------------- the tuned values estimates use
+
+def _m(i: int, source: str) -> Measurement:
+    return Measurement(**{**_row(i, "rtx-4090", source), "value": 1.0})
+
+
+def test_a_parameter_is_deployed_only_when_every_fold_would_tune_it_too():
+    a1, a2, b1, b2, c1 = _m(1, "lab-a/x"), _m(2, "lab-a/x"), _m(3, "lab-b/y"), _m(4, "lab-b/y"), _m(5, "lab-c/z")
+    moving = {"two sources, two rows each": [a1, a2, b1, b2],  # leaving either out keeps 2 rows: tuned
+              "one source": [a1, a2],  # no fold without lab-a could tune it
+              "one row of a second source": [a1, a2, c1],  # leaving lab-a out keeps 1 row (MIN_TUNE_ROWS = 2)
+              "three sources, one row each": [a1, b1, c1]}  # any fold keeps 2 rows of 2 other sources
+    assert deployable(moving) == ("two sources, two rows each", "three sources, one row each")
+
+
+def test_the_committed_tuned_file_is_what_the_search_gives_today():
+    """data/runtimes_tuned.yaml must be rewritten (`planner validate --write-tuned`) when rows or priors change."""
+    committed = {r.id: (dict(r.tuned.values), r.tuned.rows, r.tuned.sources)
+                 for r in load_runtimes().runtimes if r.tuned is not None}
+    fresh = {t.runtime: (t.values, len(t.rows), t.sources) for t in tune_deployed()}
+    assert committed == fresh
+    assert "fastertransformer" in fresh and "host_us_per_kernel" not in fresh["fastertransformer"][0]  # held
+    assert "tensorrt-llm" not in fresh and "deepspeed-inference" not in fresh  # one source each
+
+
+def test_written_tuned_values_load_back(tmp_path):
+    t = DeployedTuning("pytorch-eager", {"launch_overhead_us": 7.5}, ("r1", "r2", "r3"), ("lab-a/x", "lab-b/y"))
+    path = write_tuned([t], tmp_path / "tuned.yaml", date(2026, 11, 24))
+    eager = load_runtimes(RUNTIMES_FILE, path).get("pytorch-eager")
+    assert eager.efficiency("hbm").launch_overhead_us == 7.5 and eager.tuned.rows == 3
+    assert eager.efficiency("hbm").host_us_per_kernel == eager.host_us_per_kernel  # untouched: the prior
