@@ -26,6 +26,9 @@ CPU_CLASS = "cpu"  # a CPU device: the runtime's optional `cpu` block
 # the DRAM bandwidth fraction per memory class, the GPU-side gap per kernel (us) and the CPU dispatch per kernel (us).
 TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": (0.01, 1.0), "mem_bw_efficiency.gddr": (0.01, 1.0),
                   "launch_overhead_us": (0.0, 1000.0), "host_us_per_kernel": (0.0, 1000.0)}
+# What a runtime's launch path sets (the gap per kernel, the host's dispatch per kernel): a runtime that launches its
+# kernels the way another does (launch_family) takes these from it, as tuned there.
+LAUNCH_PARAMS = ("launch_overhead_us", "host_us_per_kernel")
 MAX_TUNED_SOURCES = 200  # cap on a tuned record's list of sources (a parser cap, far above the 22 of today)
 
 
@@ -92,6 +95,7 @@ class Tuned:
     rows: int
     sources: tuple[str, ...]
     day: date
+    runtime: str = ""  # the runtime whose rows they were tuned on, when it is another (a launch family's)
 
     def get(self, name: str, prior: float) -> float:
         return dict(self.values).get(name, prior)
@@ -99,7 +103,8 @@ class Tuned:
     def describe(self, priors: dict[str, float]) -> str:
         """'tuned on N rows of K sources (...): name v (prior p), ...' for the explanation."""
         parts = ", ".join(f"{name} {v:g} (prior {priors[name]:g})" for name, v in self.values)
-        return (f"tuned on {self.rows} published rows of {len(self.sources)} sources ({TUNED_FILE.name}, "
+        whose = f" of {self.runtime} (whose launch path it shares)" if self.runtime else ""
+        return (f"tuned on {self.rows} published rows{whose} from {len(self.sources)} sources ({TUNED_FILE.name}, "
                 f"{self.day.isoformat()}): {parts}")
 
 
@@ -135,6 +140,12 @@ class RuntimeProfile:
     tuned: Tuned | None = None  # values tuned on published rows (data/runtimes_tuned.yaml); None: priors only
     # TUNABLE_PARAMS whose prior is a measurement of this runtime's own mechanism (its source says which): held at it
     held: tuple[str, ...] = ()
+    launch_family: str = ""  # the runtime whose launch path this one shares: its LAUNCH_PARAMS come from there
+    launch_family_source: str = ""
+
+    def fixed(self) -> tuple[str, ...]:
+        """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
+        return self.held + (LAUNCH_PARAMS if self.launch_family else ())
 
     def priors(self) -> dict[str, float]:
         """The TUNABLE_PARAMS as data/runtimes.yaml gives them (what tuning starts from)."""
@@ -262,7 +273,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "host_us_per_kernel", "kernels_per_layer_factor", "cuda_context_gb", "prefill_chunk_tokens",
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
-                        "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held"))
+                        "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
+                        "launch_family_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -281,8 +293,34 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   step_host or 0.0, rec.text("step_host_source", required=step_host is not None) or "",
                                   rec.flag("fuses_elementwise"), rec.text("fuses_elementwise_source"),
                                   *_tensor_parallel(rec), concat,
-                                  rec.text("kv_cache_concat_source", required=concat) or "", None, held))
+                                  rec.text("kv_cache_concat_source", required=concat) or "", None, held,
+                                  rec.text("launch_family", required=False) or "",
+                                  rec.text("launch_family_source", required="launch_family" in rec.data) or ""))
     unique_ids(path, (r.id for r in out))
+    _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
-    return Runtimes(tuple(replace(r, tuned=tuned.get(r.id)) for r in out))
+    return Runtimes(tuple(replace(r, tuned=_with_family(r, tuned)) for r in out))
+
+
+def _check_families(path: str | Path, profiles: list[RuntimeProfile]) -> None:
+    """A launch family names another runtime that has none itself (one step, no chains)."""
+    by_id = {r.id: r for r in profiles}
+    for i, r in enumerate(profiles):
+        fam = by_id.get(r.launch_family) if r.launch_family else None
+        if r.launch_family and (fam is None or fam.launch_family or fam.id == r.id):
+            raise Record.of(path, i, {"id": r.id}).fail(
+                "launch_family", "expected the id of another runtime that has no launch_family itself")
+
+
+def _with_family(r: RuntimeProfile, tuned: dict[str, Tuned]) -> Tuned | None:
+    """The runtime's tuned values, its LAUNCH_PARAMS taken from its launch family's tuning (when that has them)."""
+    own, fam = tuned.get(r.id), tuned.get(r.launch_family) if r.launch_family else None
+    borrowed = tuple((n, v) for n, v in (fam.values if fam else ()) if n in LAUNCH_PARAMS)
+    if not borrowed:
+        return own
+    kept = tuple((n, v) for n, v in (own.values if own else ()) if n not in LAUNCH_PARAMS)
+    if kept:  # tuned on its own rows too: both sets of rows stand behind the values
+        return Tuned(kept + borrowed, own.rows + fam.rows, tuple(sorted(set(own.sources) | set(fam.sources))),
+                     own.day)
+    return replace(fam, values=borrowed, runtime=r.launch_family)
 

@@ -31,7 +31,7 @@ from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Meas
                                       evaluate_row, load_measurements, movers, priors_adjust, tune_runtime,
                                       validation_models)
 from planner.inputs.catalog import load_catalog
-from planner.inputs.runtimes import MEMORY_CLASSES, RUNTIMES_FILE, load_runtimes, load_tuned
+from planner.inputs.runtimes import LAUNCH_PARAMS, MEMORY_CLASSES, RUNTIMES_FILE, load_runtimes, load_tuned
 
 
 # The publications data/runtimes.yaml was tuned on or drawn from (validation/README.md, sources 1-10, and
@@ -93,7 +93,7 @@ def leave_one_source_out(measurements: str | Path = MEASUREMENTS_FILE) -> list[L
 
 @lru_cache(maxsize=4)
 def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunable: tuple) -> tuple[LosoRow, ...]:
-    catalog, models = load_catalog(), validation_models()
+    catalog, models, runtimes = load_catalog(), validation_models(), load_runtimes()
     scored = _scorable(list(load_measurements(measurements)), catalog, models)
     sources = sorted({source_of(row) for row, _ in scored})
     # a runtime the held source lacks tunes on all its rows: (its parameters, the names the search could move)
@@ -117,6 +117,10 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
                 continue
             rt = FRAMEWORK_RUNTIME[row.framework]
             params, moved = tuned_on(rt, train[rt]) if rt in train else (None, frozenset())
+            family = runtimes.get(rt).launch_family
+            if family in train:  # its launch path's costs as the family's other-source rows tune them
+                fam = tuned_on(family, train[family])[0]
+                params = (params or validation.prior_params(rt)) | {n: fam[n] for n in LAUNCH_PARAMS}
             res, _ = evaluate_row(row, catalog, models, _adjust_for(rt, params) if params else None)
             # the bandwidth fraction is per memory class, and the search moves it only with enough other-source rows
             # of that class (validation.MIN_TUNE_ROWS): else it is the committed value
@@ -294,15 +298,15 @@ class DeployedTuning:
 
 def tune_deployed(measurements: str | Path = MEASUREMENTS_FILE) -> list[DeployedTuning]:
     """The values estimates use: per runtime, the deployable parameters, tuned on all of its scored rows (TUNED_RULE).
-    A runtime's held parameters (RuntimeProfile.held) are never tuned."""
+    A runtime's held parameters and those its launch family sets (RuntimeProfile.fixed) are not tuned on its rows."""
     catalog, models = load_catalog(), validation_models()
     by_runtime: dict[str, list[Measurement]] = {}
     for row, _ in _scorable(list(load_measurements(measurements)), catalog, models):
         by_runtime.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
     out = []
     for runtime, rows in sorted(by_runtime.items()):
-        held = load_runtimes().get(runtime).held
-        names = deployable(movers(runtime, rows, tuple(n for n in validation.TUNABLE if n not in held)))
+        fixed = load_runtimes().get(runtime).fixed()
+        names = deployable(movers(runtime, rows, tuple(n for n in validation.TUNABLE if n not in fixed)))
         if names:
             params, _ = tune_runtime(runtime, rows, names=names)
             out.append(DeployedTuning(runtime, {n: params[n] for n in names}, tuple(r.id for r in rows),

@@ -353,7 +353,7 @@ GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  #
 MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows can move it
 
 
-def _params_of(runtime_id: str) -> dict[str, float]:
+def prior_params(runtime_id: str) -> dict[str, float]:
     """The runtime's priors (data/runtimes.yaml), never its tuned values: every search starts from them."""
     r = load_runtimes().get(runtime_id)
     return r.priors() | {f"compute_efficiency.{c}": v for c, v in r.compute_efficiency}
@@ -376,7 +376,7 @@ def _adjust_for(runtime_id: str, params: dict[str, float],
 def priors_adjust(row: Measurement) -> Callable[[GPU, Efficiency], Efficiency]:
     """Score `row` with its runtime's priors, not the tuned values estimates use (the untuned figures)."""
     runtime = FRAMEWORK_RUNTIME[row.framework]
-    return _adjust_for(runtime, _params_of(runtime), "priors")
+    return _adjust_for(runtime, prior_params(runtime), "priors")
 
 
 def _loss(rows: list[Measurement], runtime_id: str, params: dict[str, float], catalog, models) -> float:
@@ -393,7 +393,7 @@ def movers(runtime_id: str, rows: list[Measurement], names: tuple[str, ...] = TU
     """Per parameter of `names`, the rows whose loss moves between the ends of its grid (the others held at the
     priors): the rows that can inform it."""
     catalog, models = load_catalog(), validation_models()
-    prior = _params_of(runtime_id)
+    prior = prior_params(runtime_id)
     out: dict[str, list[Measurement]] = {}
     for name in names:
         kind = name.split(".")[0]
@@ -410,13 +410,13 @@ def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3,
 
     Each sweep sets each parameter in turn to the grid value with the lowest loss, the others held; a tie
     (the loss doesn't depend on it) keeps the prior value. A parameter fewer than MIN_TUNE_ROWS rows can move, or that
-    the profile holds at a measured prior (RuntimeProfile.held), stays at its prior. Returns (params, info) with the
+    the profile holds at a measured prior or takes from its launch family (RuntimeProfile.fixed), stays at its prior. Returns (params, info) with the
     rows used and the loss before and after.
     """
     catalog, models = load_catalog(), validation_models()
-    prior = _params_of(runtime_id)
+    prior = prior_params(runtime_id)
     params = dict(prior)
-    names = tuple(n for n in names if n not in load_runtimes().get(runtime_id).held)
+    names = tuple(n for n in names if n not in load_runtimes().get(runtime_id).fixed())
     movable = [name for name, moved in movers(runtime_id, rows, names).items() if len(moved) >= MIN_TUNE_ROWS]
     before = _loss(rows, runtime_id, params, catalog, models) if rows else None
     for _ in range(sweeps if movable else 0):

@@ -210,7 +210,7 @@ def test_tuned_values_replace_the_priors_they_name_and_say_so(tmp_path):
     hbm, gddr = x.efficiency("hbm"), x.efficiency("gddr")
     assert (hbm.mem_bw_efficiency, hbm.launch_overhead_us, hbm.host_us_per_kernel) == (0.63, 12.0, 36.0)
     assert (gddr.mem_bw_efficiency, gddr.launch_overhead_us) == (0.85, 12.0)  # the GDDR fraction stays the prior
-    assert "tuned on 12 published rows of 2 sources" in hbm.source and "(prior 0.8)" in hbm.source
+    assert "tuned on 12 published rows from 2 sources" in hbm.source and "(prior 0.8)" in hbm.source
     assert x.priors() == {"mem_bw_efficiency.hbm": 0.80, "mem_bw_efficiency.gddr": 0.85, "launch_overhead_us": 1.5,
                           "host_us_per_kernel": 36.0}
 
@@ -246,3 +246,26 @@ def test_estimates_use_the_committed_tuned_values():
             assert eff.mem_bw_efficiency == want[f"mem_bw_efficiency.{cls}"]
             assert (eff.launch_overhead_us, eff.host_us_per_kernel) == (want["launch_overhead_us"],
                                                                        want["host_us_per_kernel"])
+
+
+def test_deepspeed_inference_takes_its_launch_costs_from_eager_pytorch_and_keeps_its_own_bandwidth():
+    rts = load_runtimes()
+    ds, eager = rts.get("deepspeed-inference"), rts.get("pytorch-eager")
+    assert ds.launch_family == "pytorch-eager" and "Python" in ds.launch_family_source
+    for cls in MEMORY_CLASSES:
+        mine, theirs = ds.efficiency(cls), eager.efficiency(cls)
+        assert (mine.launch_overhead_us, mine.host_us_per_kernel) == (theirs.launch_overhead_us,
+                                                                       theirs.host_us_per_kernel)
+        assert mine.mem_bw_efficiency == dict(ds.mem_bw_efficiency)[cls]  # its own kernels' prior, not eager's
+    assert "pytorch-eager (whose launch path it shares)" in ds.efficiency("hbm").source
+
+
+@pytest.mark.parametrize("family", ["nope", "x", "y"])
+def test_a_launch_family_names_another_runtime_without_one(tmp_path, family):
+    """Unknown, itself, or a runtime that has a family of its own (y -> x): each names the record and field."""
+    second = RUNTIME_X.split("runtimes:\n")[1].replace("id: x", "id: y").replace("name: X", "name: Y")
+    text = RUNTIME_X + f"    launch_family: {family}\n    launch_family_source: s\n" + second + \
+        ("    launch_family: x\n    launch_family_source: s\n" if family == "y" else "")
+    (tmp_path / "r.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(DataFileError, match="'x'.*launch_family"):
+        load_runtimes(tmp_path / "r.yaml")

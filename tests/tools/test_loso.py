@@ -12,8 +12,8 @@ from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import RUNTIMES_FILE, load_runtimes
 from planner.tools.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
                                 ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
-from planner.tools.validation import (FRAMEWORK_RUNTIME, Measurement, evaluate_row, load_measurements, priors_adjust,
-                                      validation_models)
+from planner.tools.validation import (FRAMEWORK_RUNTIME, Measurement, _adjust_for, evaluate_row, load_measurements,
+                                      prior_params, priors_adjust, tune_runtime, validation_models)
 
 TRUE_BW = 0.8  # the hidden bandwidth efficiency every synthetic llama.cpp row obeys
 
@@ -197,7 +197,7 @@ def test_a_parameter_is_deployed_only_when_every_fold_would_tune_it_too():
 def test_the_committed_tuned_file_is_what_the_search_gives_today():
     """data/runtimes_tuned.yaml must be rewritten (`planner validate --write-tuned`) when rows or priors change."""
     committed = {r.id: (dict(r.tuned.values), r.tuned.rows, r.tuned.sources)
-                 for r in load_runtimes().runtimes if r.tuned is not None}
+                 for r in load_runtimes().runtimes if r.tuned is not None and not r.tuned.runtime}  # its own rows
     fresh = {t.runtime: (t.values, len(t.rows), t.sources) for t in tune_deployed()}
     assert committed == fresh
     assert "fastertransformer" in fresh and "host_us_per_kernel" not in fresh["fastertransformer"][0]  # held
@@ -210,3 +210,19 @@ def test_written_tuned_values_load_back(tmp_path):
     eager = load_runtimes(RUNTIMES_FILE, path).get("pytorch-eager")
     assert eager.efficiency("hbm").launch_overhead_us == 7.5 and eager.tuned.rows == 3
     assert eager.efficiency("hbm").host_us_per_kernel == eager.host_us_per_kernel  # untouched: the prior
+
+
+def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_source_is_left_out():
+    """DeepSpeed-Inference's one source is predicted with eager PyTorch's gap and host time as eager's rows tune them
+    (none of them from that source) and its own priors for the rest."""
+    catalog, models = load_catalog(), validation_models()
+    eager_rows = [r for r in load_measurements() if FRAMEWORK_RUNTIME[r.framework] == "pytorch-eager"
+                  and evaluate_row(r, catalog, models)[0].split != "excluded"]
+    eager, _ = tune_runtime("pytorch-eager", eager_rows)
+    params = prior_params("deepspeed-inference") | {n: eager[n] for n in ("launch_overhead_us", "host_us_per_kernel")}
+    ds = [r for r in leave_one_source_out() if r.row.framework == "deepspeed-inference"]
+    assert len(ds) == 6 and all(r.independent for r in ds)
+    for r in ds:
+        want = evaluate_row(r.row, catalog, models, _adjust_for("deepspeed-inference", params))[0].predicted
+        assert r.result.predicted == pytest.approx(want, rel=1e-12)
+        assert r.result.predicted != pytest.approx(r.untuned.predicted, rel=1e-3)  # not the priors
