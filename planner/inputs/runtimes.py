@@ -61,6 +61,7 @@ class Efficiency:
     dp_comm_overlap: float = 0.0
     unsupported: str = ""  # why the runtime can't run on this device class ('' = it can); nothing is timed then
     step_host_us: float = 0.0  # serial CPU time per step (see the class docstring)
+    runtime: str = ""  # the id of the runtime profile these come from ('' when built by hand)
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,11 @@ class Tuned:
     def get(self, name: str, prior: float) -> float:
         return dict(self.values).get(name, prior)
 
-    def describe(self, priors: dict[str, float]) -> str:
-        """'tuned on N rows of K sources (...): name v (prior p), ...' for the explanation."""
-        parts = ", ".join(f"{name} {v:g} (prior {priors[name]:g})" for name, v in self.values)
+    def describe(self, priors: dict[str, float], memory_class: str) -> str:
+        """'tuned on N rows from K sources (...): name v (prior p), ...' for the explanation, with the values that
+        apply on `memory_class` (not the other class's bandwidth fraction)."""
+        other = tuple(f"mem_bw_efficiency.{c}" for c in MEMORY_CLASSES if c != memory_class)
+        parts = ", ".join(f"{name} {v:g} (prior {priors[name]:g})" for name, v in self.values if name not in other)
         whose = f" of {self.runtime} (whose launch path it shares)" if self.runtime else ""
         return (f"tuned on {self.rows} published rows{whose} from {len(self.sources)} sources ({TUNED_FILE.name}, "
                 f"{self.day.isoformat()}): {parts}")
@@ -161,21 +164,24 @@ class RuntimeProfile:
         priors, t = self.priors(), self.tuned
         value = (lambda name: t.get(name, priors[name])) if t else priors.__getitem__  # noqa: E731
         where = f"{self.name} on {memory_class.upper()} GPUs"
-        source = (f"{where}: {t.describe(priors)}; the rest prior (data/runtimes.yaml)" if t
+        source = (f"{where}: {t.describe(priors, memory_class)}; the rest prior (data/runtimes.yaml)" if t
                   else f"prior for {where} (data/runtimes.yaml)")
         return Efficiency(value(f"mem_bw_efficiency.{memory_class}"), dict(self.compute_efficiency)[memory_class],
                           value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
-                          value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us)
+                          value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
+                          runtime=self.id)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
         if c is None:
             why = self.cpu_unsupported or "data/runtimes.yaml has no CPU profile for it"
             return Efficiency(0.0, 0.0, 0.0, self.kernels_per_layer_factor, 0.0,
-                              f"{self.name} does not run on a CPU", unsupported=f"{self.name} does not run on a CPU: {why}")
+                              f"{self.name} does not run on a CPU", unsupported=f"{self.name} does not run on a CPU: {why}",
+                              runtime=self.id)
         return Efficiency(c.mem_bw_efficiency, c.compute_efficiency, c.launch_overhead_us,
                           self.kernels_per_layer_factor, c.host_memory_gb,
-                          f"prior for {self.name} on CPUs (data/runtimes.yaml)", step_host_us=self.step_host_us)
+                          f"prior for {self.name} on CPUs (data/runtimes.yaml)", step_host_us=self.step_host_us,
+                          runtime=self.id)
 
 
 def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:

@@ -266,7 +266,19 @@ def device_gpu(result: dict, catalog: Catalog | None = None, device: str | None 
 
 @lru_cache(maxsize=4)
 def _prior(memory_class: str) -> Efficiency:
+    """Eager PyTorch as estimates use it on a device class (its tuned values where it has them)."""
     return load_facts().runtimes.get(FIT_RUNTIME).efficiency(memory_class)
+
+
+def _bare_op_prior(memory_class: str) -> tuple[float, float, float]:
+    """(bandwidth, compute, launch us) eager PyTorch's priors assume on a GPU class: what bare torch ops, the ones the
+    bench times, were expected to reach, before tuning on published runs (which fold framework overheads in)."""
+    r = load_facts().runtimes.get(FIT_RUNTIME)
+    if memory_class not in dict(r.compute_efficiency):  # a CPU: its profile is never tuned
+        e = r.efficiency(memory_class)
+        return e.mem_bw_efficiency, e.compute_efficiency, e.launch_overhead_us
+    p = r.priors()
+    return p[f"mem_bw_efficiency.{memory_class}"], dict(r.compute_efficiency)[memory_class], p["launch_overhead_us"]
 
 
 @dataclass(frozen=True)
@@ -363,16 +375,19 @@ class Calibration:
           transferred fractions are capped at 1;
         - a CPU calibration applies to the CPU it ran on (a catalog CPU row, or the measured machine) and an Apple-GPU
           one to the measured device only; other devices keep their priors, and a GPU fit is not carried to CPUs.
-        Runtimes other than pytorch-eager are scaled by the same calibrated/prior ratio.
+        Another runtime keeps its own values scaled by the calibrated eager value over what eager PyTorch's priors
+        assumed for bare ops on this class (_bare_op_prior: the bench times bare ops, not a framework's generate);
+        fractions are capped at 1 (a datasheet peak or the matmul ceiling).
         """
         target = self._eager_target(gpu)
         if target is None:
             return eff
         bw, mm, lo, how = target
-        prior = _prior(gpu.memory_class)
-        return replace(eff, mem_bw_efficiency=eff.mem_bw_efficiency * bw / prior.mem_bw_efficiency,
-                       compute_efficiency=eff.compute_efficiency * mm / prior.compute_efficiency,
-                       launch_overhead_us=eff.launch_overhead_us * lo / prior.launch_overhead_us,
+        if eff.runtime != FIT_RUNTIME:
+            ref_bw, ref_mm, ref_lo = _bare_op_prior(gpu.memory_class)
+            bw, mm, lo = (min(1.0, eff.mem_bw_efficiency * bw / ref_bw), min(1.0, eff.compute_efficiency * mm / ref_mm),
+                          eff.launch_overhead_us * lo / ref_lo)
+        return replace(eff, mem_bw_efficiency=bw, compute_efficiency=mm, launch_overhead_us=lo,
                        source=f"calibrated: {how}; bench {self.bench_date} on {self.device_name} "
                               f"(fit rms {self.fit_rms_pct:.1f} % over {self.fit_points} points)")
 
