@@ -934,7 +934,8 @@ def accuracy() -> None:
     st.markdown("How far the planner's estimates are from throughput that others **measured and published** "
                 "(validation/measurements.yaml, each row with its source). **Leave one source out**: each "
                 "publication is predicted with the runtime efficiencies tuned on every *other* publication, which "
-                "is what a workload the planner never saw gets.")
+                "is what a workload the planner never saw gets. The estimates use the values the same search gives "
+                "on every publication (data/runtimes_tuned.yaml; Explain names them and the priors they replace).")
     try:
         head, written = page.accuracy_rows()
     except (DataFileError, OSError) as exc:

@@ -564,3 +564,5 @@ def test_the_accuracy_tab_leads_with_leave_one_source_out_per_regime():
     head = next(d.value for d in at.dataframe if "target %" in d.value.columns)
     assert {"decode, batch 1", "decode, batched", "decode, tensor parallel", "prefill", "train"} <= set(head["regime"])
     assert "target %" in head.columns and any("Leave one source out" in m.value for m in at.markdown)
+    # and it says the estimates use what that search gives on every publication
+    assert any("data/runtimes_tuned.yaml" in m.value for m in at.markdown)
