@@ -22,10 +22,12 @@ RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
 TUNED_FILE = DATA_DIR / "runtimes_tuned.yaml"
 MEMORY_CLASSES = ("hbm", "gddr")  # GPU classes every runtime gives fractions for
 CPU_CLASS = "cpu"  # a CPU device: the runtime's optional `cpu` block
+FRACTION_BOUNDS = (0.01, 1.0)  # a fraction of a peak that a data file may give
+PER_KERNEL_US_BOUNDS = (0.0, 1000.0)  # microseconds per kernel (gap or dispatch) that a data file may give
 # The parameters validation tunes (planner.tools.validation.TUNABLE), each with the bounds a data file may give it:
 # the DRAM bandwidth fraction per memory class, the GPU-side gap per kernel (us) and the CPU dispatch per kernel (us).
-TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": (0.01, 1.0), "mem_bw_efficiency.gddr": (0.01, 1.0),
-                  "launch_overhead_us": (0.0, 1000.0), "host_us_per_kernel": (0.0, 1000.0)}
+TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": FRACTION_BOUNDS, "mem_bw_efficiency.gddr": FRACTION_BOUNDS,
+                  "launch_overhead_us": PER_KERNEL_US_BOUNDS, "host_us_per_kernel": PER_KERNEL_US_BOUNDS}
 # What a runtime's launch path sets (the gap per kernel, the host's dispatch per kernel): a runtime that launches its
 # kernels the way another does (launch_family) takes these from it, as tuned there.
 LAUNCH_PARAMS = ("launch_overhead_us", "host_us_per_kernel")
@@ -176,8 +178,8 @@ class RuntimeProfile:
         if c is None:
             why = self.cpu_unsupported or "data/runtimes.yaml has no CPU profile for it"
             return Efficiency(0.0, 0.0, 0.0, self.kernels_per_layer_factor, 0.0,
-                              f"{self.name} does not run on a CPU", unsupported=f"{self.name} does not run on a CPU: {why}",
-                              runtime=self.id)
+                              f"{self.name} does not run on a CPU",
+                              unsupported=f"{self.name} does not run on a CPU: {why}", runtime=self.id)
         return Efficiency(c.mem_bw_efficiency, c.compute_efficiency, c.launch_overhead_us,
                           self.kernels_per_layer_factor, c.host_memory_gb,
                           f"prior for {self.name} on CPUs (data/runtimes.yaml)", step_host_us=self.step_host_us,
@@ -187,7 +189,8 @@ class RuntimeProfile:
 def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
     sub = rec.child(field)
     sub.check_keys(MEMORY_CLASSES)
-    return tuple((c, sub.number(c, lo=0.01, hi=1.0)) for c in MEMORY_CLASSES)
+    lo, hi = FRACTION_BOUNDS
+    return tuple((c, sub.number(c, lo=lo, hi=hi)) for c in MEMORY_CLASSES)
 
 
 def _gemv(rec: Record) -> QuantizedGemv | None:
@@ -222,9 +225,10 @@ def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
         sub.check_keys(("unsupported",))
         return None, " ".join(sub.text("unsupported").split())
     sub.check_keys(("mem_bw_efficiency", "compute_efficiency", "launch_overhead_us", "host_memory_gb", "source"))
-    fraction = lambda field: sub.number(field, lo=0.01, hi=1.0)  # noqa: E731
+    fraction = lambda field: sub.number(field, lo=FRACTION_BOUNDS[0], hi=FRACTION_BOUNDS[1])  # noqa: E731
     return CpuProfile(fraction("mem_bw_efficiency"), fraction("compute_efficiency"),
-                      sub.number("launch_overhead_us", lo=0, hi=1000), sub.number("host_memory_gb", lo=0, hi=64),
+                      sub.number("launch_overhead_us", lo=PER_KERNEL_US_BOUNDS[0], hi=PER_KERNEL_US_BOUNDS[1]),
+                      sub.number("host_memory_gb", lo=0, hi=64),
                       sub.text("source")), ""
 
 
@@ -289,10 +293,13 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
-                                  _by_class(rec, "compute_efficiency"), rec.number("launch_overhead_us", lo=0, hi=1000),
+                                  _by_class(rec, "compute_efficiency"),
+                                  rec.number("launch_overhead_us", lo=PER_KERNEL_US_BOUNDS[0],
+                                             hi=PER_KERNEL_US_BOUNDS[1]),
                                   rec.number("kernels_per_layer_factor", lo=0.1, hi=20),
                                   rec.number("cuda_context_gb", lo=0, hi=16), rec.text("source"),
-                                  rec.number("host_us_per_kernel", required=False, lo=0, hi=1000) or 0.0,
+                                  rec.number("host_us_per_kernel", required=False, lo=PER_KERNEL_US_BOUNDS[0],
+                                             hi=PER_KERNEL_US_BOUNDS[1]) or 0.0,
                                   rec.number("prefill_chunk_tokens", required=False, lo=1, hi=10**7, integer=True)
                                   or 0, _gemv(rec), overlap or 0.0,
                                   rec.text("dp_comm_overlap_source", required=overlap is not None) or "", *_cpu(rec),
