@@ -5,17 +5,17 @@ bytes to the next GPU (Thakur, Rabenseifner and Gropp, 'Optimization of Collecti
 MPICH', IJHPCA 2005). Each GPU sends 2(n-1)/n x S bytes, at the link's bus bandwidth (nccl-tests busbw is defined
 on exactly this traffic). An all-gather or reduce-scatter alone is half of it: (n-1)/n x S bytes and n-1 steps.
 
-Latency as NCCL models its own ring (NVIDIA/nccl src/graph/tuning.cc, ncclTopoTuneModel): a base latency per call
-(launching the collective kernel and its first handshake) plus one hop latency per ring step; data/interconnects.yaml
-holds both per link kind. The bandwidth term is the link's full bus bandwidth whatever the message size: NCCL's
-low-latency protocol, which it picks for small messages, moves them at about half of it, which this model leaves
-out (a 1 MiB all-reduce over 8 GPUs on NVLink is then ~25 % short of measured; tests/engine/test_collectives.py).
+Each call is timed as NCCL times its own ring (NVIDIA/nccl src/graph/tuning.cc: ncclTopoTuneModel, ncclTopoGetAlgoTime)
+with each of its protocols, and the fastest is taken, as NCCL's tuner does: a base latency per call (launching the
+collective kernel and its first handshake), one hop latency per ring step, and the bytes at the protocol's share of
+the bus bandwidth (LL half of it, capped per GPU generation; LL128 0.92 of it, NVLink only; Simple all of it).
+data/interconnects.yaml holds them per link kind. Small messages take LL, a few MiB LL128, tens of MiB Simple
+(tests/engine/test_collectives.py checks the curve against nccl-tests on 8 x H200).
 """
 
 from __future__ import annotations
 
-from planner.base.units import BYTES_PER_GB
-from planner.inputs.catalog import Link
+from planner.inputs.catalog import Link, ProtocolRate
 from planner.inputs.work import ALL_GATHER, ALL_REDUCE, Collective
 
 
@@ -40,15 +40,26 @@ def ring_traffic(c: Collective, n: int) -> tuple[float, float, float]:
     raise ValueError(f"unknown collective {c.kind!r} (known: {ALL_REDUCE}, {ALL_GATHER})")
 
 
+def call_protocol(bytes_sent: float, hops: float, link: Link) -> tuple[float, ProtocolRate]:
+    """(seconds, protocol) of one collective call that sends `bytes_sent` per GPU over `hops` ring steps: the
+    protocol with the least call latency + hops x hop latency + bytes / its bus bandwidth (NCCL's own choice)."""
+    best_s, best = float("inf"), link.rates[0]
+    for r in link.rates:
+        t = r.call_s + hops * r.hop_s + bytes_sent / r.bytes_per_s
+        if t < best_s:
+            best_s, best = t, r
+    return best_s, best
+
+
 def comm_seconds(bytes_sent: float, hops: float, calls: float, link: Link) -> float:
-    """Seconds to send `bytes_sent` per GPU at the link's bus bandwidth, plus `calls` x the link's per-call latency
-    and `hops` ring steps of its hop latency."""
-    kind = link.kind
-    return (bytes_sent / (link.bus_gbps * BYTES_PER_GB)
-            + (calls * kind.call_latency_us + hops * kind.hop_latency_us) * 1e-6)
+    """Seconds of `calls` equal collective calls that send `bytes_sent` per GPU over `hops` ring steps in all, each
+    at NCCL's fastest protocol for its size (call_protocol)."""
+    if not calls:
+        return 0.0
+    return calls * call_protocol(bytes_sent / calls, hops / calls, link)[0]
 
 
 def allreduce_seconds(message_bytes: float, n: int, link: Link) -> float:
-    """One ring all-reduce of `message_bytes` over n GPUs: 2(n-1)/n x bytes / bus bandwidth + the call's latency
-    + 2(n-1) hop latencies."""
+    """One ring all-reduce of `message_bytes` over n GPUs: 2(n-1)/n x bytes / a protocol's bus bandwidth + its call
+    latency + 2(n-1) of its hop latencies, at the fastest protocol."""
     return comm_seconds(*ring_traffic(Collective(ALL_REDUCE, message_bytes, 1), n), link)

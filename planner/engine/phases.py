@@ -41,9 +41,9 @@ class Phase(NamedTuple):
     steps: int
     p0: int
     passes: float
-    comm_bytes: float = 0.0  # bytes each GPU sends per step in collectives (tensor/data parallel)
-    comm_calls: float = 0.0  # collective calls per step
-    comm_hops: float = 0.0  # ring steps per step, each paying the link's hop latency (each call its call latency)
+    # per step, each kind of collective (tensor/data parallel) as (bytes each GPU sends, ring steps, calls), summed
+    # over its equal calls (collectives.ring_traffic): each call's size picks its NCCL protocol
+    comm: tuple[tuple[float, float, float], ...] = ()
     comm_gpus: int = 1  # GPUs in each collective: picks the link (a bridged pair reaches only 2)
     comm_overlaps: bool = False  # data-parallel collectives may run under compute (the runtime says how much)
     host_rounds: float = 0.0  # times per pass the host prepares and launches a step's graph (0: once per step)
@@ -51,6 +51,21 @@ class Phase(NamedTuple):
     # (eager kernel units), summed over the op groups (OpGroup.launches, host_kernels)
     launches: float = 0.0
     host_kernels: float = 0.0
+
+    @property
+    def comm_bytes(self) -> float:
+        """Bytes each GPU sends per step in collectives."""
+        return sum(c[0] for c in self.comm)
+
+    @property
+    def comm_hops(self) -> float:
+        """Ring steps per step, each paying a hop latency."""
+        return sum(c[1] for c in self.comm)
+
+    @property
+    def comm_calls(self) -> float:
+        """Collective calls per step, each paying a call latency."""
+        return sum(c[2] for c in self.comm)
 
     def repeated(self, passes: float) -> Phase:
         """This phase run `passes` times. Built by slicing: NamedTuple._replace is several times slower, and the
@@ -71,11 +86,8 @@ def _library_calls(groups: tuple[OpGroup, ...]) -> dict:
 def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> dict:
     """Tensor-parallel collectives of one step (ModelProfile.tensor_parallel_comm): they never overlap compute, as
     each layer waits for the last all-reduce."""
-    sent = hops = calls = 0.0
-    for c in m.tensor_parallel_comm(s, tokens, logits_rows, rounds):
-        b, h, k = ring_traffic(c, s.tp)
-        sent, hops, calls = sent + b, hops + h, calls + k
-    return dict(comm_bytes=sent, comm_calls=calls, comm_hops=hops, comm_gpus=s.tp)
+    comm = tuple(ring_traffic(c, s.tp) for c in m.tensor_parallel_comm(s, tokens, logits_rows, rounds))
+    return dict(comm=comm, comm_gpus=s.tp) if comm else {}
 
 
 def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
@@ -144,12 +156,12 @@ def _fsdp_comm(m: ModelProfile, s: Setup) -> dict:
     """FSDP per micro-step: per shard unit, all-gathers for forward and backward and a reduce-scatter of the
     gradients, in the compute dtype (each (k-1)/k of the unit's size and k-1 ring steps)."""
     k, calls = s.shard, FSDP_COLLECTIVES_PER_STEP * m.shard_units
-    return dict(comm_bytes=FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * m.params * s.precision.act_bytes,
-                comm_calls=calls, comm_hops=calls * (k - 1), comm_gpus=k, comm_overlaps=True)
+    sent = FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * m.params * s.precision.act_bytes
+    return dict(comm=((sent, calls * (k - 1), calls),), comm_gpus=k, comm_overlaps=True)
 
 
 def _ddp_comm(params: int, n: int, grad_accum: int) -> dict:
     """DDP: one all-reduce of the fp32 gradients per optimizer step, during the backward of its last micro-step;
     spread here over the grad_accum micro-steps (so with accumulation the compute it may hide under is overstated)."""
-    return dict(comm_bytes=2 * ring_fraction(n) * float(FP32_BYTES) * params / grad_accum, comm_calls=1 / grad_accum,
-                comm_hops=allreduce_hops(n) / grad_accum, comm_gpus=n, comm_overlaps=True)
+    sent = 2 * ring_fraction(n) * float(FP32_BYTES) * params / grad_accum
+    return dict(comm=((sent, allreduce_hops(n) / grad_accum, 1 / grad_accum),), comm_gpus=n, comm_overlaps=True)

@@ -10,9 +10,9 @@ from typing import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import shape_efficiency
-from planner.engine.collectives import comm_seconds
+from planner.engine.collectives import call_protocol, comm_seconds
 from planner.engine.phases import Phase
-from planner.inputs.catalog import ALU_PATH, GPU
+from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
 
@@ -57,6 +57,7 @@ class PhaseTime:
     comm_hidden_s: float = 0.0  # per pass: collective time that runs under the compute (data parallel only)
     link: str = ""  # the link the collectives use, in words
     comm_calls: float = 0.0  # collective calls per step
+    comm_protocols: str = ""  # the NCCL protocol each kind of collective takes, in words
 
     @property
     def gpu_s(self) -> float:
@@ -188,11 +189,26 @@ def _launch_host(ph: Phase, eff: Efficiency) -> tuple[float, float, float]:
 
 
 def _comm_seconds(ph: Phase, gpu: GPU) -> float:
-    """Collective seconds per pass over the GPUs' link (inf when the GPU has no link reaching comm_gpus)."""
-    if not ph.comm_calls:
+    """Collective seconds per pass over the GPUs' link (inf when the GPU has no link reaching comm_gpus): each kind of
+    collective at NCCL's fastest protocol for its call size."""
+    if not ph.comm:
         return 0.0
     link = gpu.link_for(ph.comm_gpus)
-    return ph.steps * comm_seconds(ph.comm_bytes, ph.comm_hops, ph.comm_calls, link) if link else float("inf")
+    return ph.steps * sum(comm_seconds(b, h, k, link) for b, h, k in ph.comm) if link else float("inf")
+
+
+def comm_protocols(ph: Phase, gpu: GPU) -> str:
+    """Which NCCL protocol each kind of collective of a step takes, in words ('' without collectives or a link)."""
+    link = gpu.link_for(ph.comm_gpus) if ph.comm else None
+    if link is None:
+        return ""
+    parts = []
+    for sent, hops, calls in ph.comm:
+        if calls:
+            seconds, protocol = call_protocol(sent / calls, hops / calls, link)
+            parts.append(f"{calls:,.4g} x {sent / calls:,.0f} B sent in {hops / calls:g} ring steps: "
+                         f"{PROTOCOL_NAMES[protocol.id]}, {seconds * 1e6:,.4g} us each")
+    return "; ".join(parts)
 
 
 def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:
@@ -208,10 +224,10 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     kernels, overhead, host = _launch_host(ph, eff)
     comm = _comm_seconds(ph, gpu)
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
-    link = gpu.link_for(ph.comm_gpus) if ph.comm_calls else None
+    link = gpu.link_for(ph.comm_gpus) if ph.comm else None
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
-                     ph.comm_calls)
+                     ph.comm_calls, comm_protocols(ph, gpu))
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
@@ -229,7 +245,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     _, overhead, host = _launch_host(ph, eff)
     busy = total + overhead
     seconds = (busy if busy > host else host) + (step_host_seconds(ph, eff) if eff.step_host_us else 0.0)
-    if ph.comm_calls:
+    if ph.comm:
         comm = _comm_seconds(ph, gpu)
         seconds += comm - hidden_comm(ph, eff, comm, busy)
     return seconds * ph.passes

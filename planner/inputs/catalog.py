@@ -11,13 +11,19 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from planner import DATA_DIR
-from planner.base.schema import DataFileError, Record, load_yaml, normalize_name, resolve_name, sm_label, unique_ids
-from planner.base.units import gib_to_gb
+from planner.base.schema import (DataFileError, Record, load_sections, load_yaml, normalize_name,
+                                 parse_compute_capability, resolve_name, sm_label, unique_ids)
+from planner.base.units import BYTES_PER_GB, gib_to_gb
 from planner.inputs.cpus import CPUS_FILE, CpuSpec, load_cpu_specs
 
 GPUS_FILE = DATA_DIR / "gpus.yaml"
 LINKS_FILE = DATA_DIR / "interconnects.yaml"
 REQUIRED_LINKS = ("nvlink", "pcie-p2p", "pcie-host")
+# NCCL's ring protocols (data/interconnects.yaml: protocols): every link kind gives latencies for LL and Simple; LL128
+# runs over NVLink only
+PROTOCOLS = ("ll", "ll128", "simple")
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}  # as NCCL spells them
+REQUIRED_PROTOCOLS = ("ll", "simple")
 COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
 MARKETS = ("datacenter", "workstation", "consumer")
@@ -107,34 +113,79 @@ class RunPodListing:
 
 
 @dataclass(frozen=True)
+class LinkProtocol:
+    """One NCCL ring protocol over one link kind: the share of the link's bus bandwidth it moves data at (LL's capped
+    per GPU generation: ((lowest compute capability, GB/s), ...) ascending), the latency each call pays (NCCL's base
+    latency) and that of each hop of a ring."""
+
+    id: str
+    busbw_share: float
+    call_latency_us: float
+    hop_latency_us: float
+    max_busbw_gbps: tuple[tuple[tuple[int, int], float], ...] = ()
+
+    def busbw_gbps(self, bus_gbps: float, compute_capability: tuple[int, int] | None) -> float:
+        """Bus bandwidth this protocol reaches on a link of `bus_gbps`, GB/s; NCCL caps LL by the GPUs' generation
+        (below the first entry, the first applies: NCCL's 'else Volta'); no compute capability (AMD): no cap."""
+        bw = bus_gbps * self.busbw_share
+        if not self.max_busbw_gbps or compute_capability is None:
+            return bw
+        cap = self.max_busbw_gbps[0][1]
+        for lowest, gbps in self.max_busbw_gbps:
+            if compute_capability >= lowest:
+                cap = gbps
+        return min(bw, cap)
+
+
+@dataclass(frozen=True)
 class LinkKind:
     """A way GPUs exchange data (data/interconnects.yaml): what fraction of the link a collective reaches as bus
-    bandwidth, the latency every collective call pays (NCCL's base latency) and that of one hop of a ring."""
+    bandwidth at large sizes, and the NCCL protocols that run over it, each with its latencies."""
 
     id: str
     name: str
     busbw_fraction: float
-    call_latency_us: float
-    hop_latency_us: float
+    protocols: tuple[LinkProtocol, ...]
     source: str
 
 
 @dataclass(frozen=True)
+class ProtocolRate:
+    """A protocol on one GPU's link: seconds per call, seconds per ring hop, bytes per second (bus bandwidth)."""
+
+    id: str
+    call_s: float
+    hop_s: float
+    bytes_per_s: float
+
+
+@dataclass(frozen=True)
 class Link:
-    """A link kind at one GPU's bandwidth, reaching at most `max_gpus` GPUs of a job (None: any number)."""
+    """A link kind at one GPU's bandwidth, reaching at most `max_gpus` GPUs of a job (None: any number); the GPU's
+    compute capability sets NCCL's LL bandwidth cap (None: no cap)."""
 
     kind: LinkKind
     unidir_gbps: float  # the GPU's link, one direction, GB/s
     max_gpus: int | None
+    compute_capability: tuple[int, int] | None = None
 
     @property
     def bus_gbps(self) -> float:
-        """Bus bandwidth a ring collective reaches, GB/s (nccl-tests busbw)."""
+        """Bus bandwidth a ring collective reaches at large sizes (Simple), GB/s (nccl-tests busbw)."""
         return self.unidir_gbps * self.kind.busbw_fraction
 
+    @cached_property
+    def rates(self) -> tuple[ProtocolRate, ...]:
+        """Each protocol's latencies and bandwidth on this link, in seconds and bytes per second."""
+        return tuple(ProtocolRate(p.id, p.call_latency_us * 1e-6, p.hop_latency_us * 1e-6,
+                                  p.busbw_gbps(self.bus_gbps, self.compute_capability) * BYTES_PER_GB)
+                     for p in self.kind.protocols)
+
     def describe(self) -> str:
-        return (f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus, "
-                f"{self.kind.call_latency_us:g} us per call + {self.kind.hop_latency_us:g} us per ring hop")
+        protocols = "; ".join(f"{PROTOCOL_NAMES[r.id]} {r.bytes_per_s / BYTES_PER_GB:.4g} GB/s, {r.call_s * 1e6:g} us "
+                              f"per call + {r.hop_s * 1e6:g} us per ring hop" for r in self.rates)
+        return (f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus "
+                f"(NCCL protocols: {protocols})")
 
 
 @dataclass(frozen=True)
@@ -379,19 +430,19 @@ def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
     return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})"}
 
 
-def _links(ic: Record, kinds: dict[str, LinkKind]) -> tuple[Link, ...]:
+def _links(ic: Record, kinds: dict[str, LinkKind], cc: tuple[int, int] | None) -> tuple[Link, ...]:
     """The GPU's links, fastest first: NVLink (a bridge reaching `nvlink_peers` peers, else every GPU of a job),
-    then PCIe, with peer-to-peer unless `pcie_p2p: false`."""
+    then PCIe, with peer-to-peer unless `pcie_p2p: false`; `cc`, the GPU's compute capability, caps NCCL's LL."""
     links = []
     nvlink = ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000)
     peers = ic.number("nvlink_peers", required=False, lo=1, hi=1000, integer=True)
     if nvlink:
-        links.append(Link(kinds["nvlink"], nvlink, int(peers) + 1 if peers else None))
+        links.append(Link(kinds["nvlink"], nvlink, int(peers) + 1 if peers else None, cc))
     elif peers:
         raise ic.fail("nvlink_peers", "given without nvlink_unidir_gbps")
     pcie = ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000)
     if pcie:
-        links.append(Link(kinds["pcie-p2p" if ic.flag("pcie_p2p", default=True) else "pcie-host"], pcie, None))
+        links.append(Link(kinds["pcie-p2p" if ic.flag("pcie_p2p", default=True) else "pcie-host"], pcie, None, cc))
     return tuple(links)
 
 
@@ -407,11 +458,11 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
     rates = {p: tf.number(p, required=(p == "fp32"), lo=0.1, hi=20000) for p in COMPUTE_PATHS}
     ic = rec.child("interconnect", required=False) or Record(rec.path, rec.label, {})
     ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps", "nvlink_peers", "pcie_p2p", "link_source"))
+    cc = rec.compute_capability("compute_capability", required=rec.data.get("vendor") == "NVIDIA")
     return GPU(
         id=gpu_id, name=rec.text("name"), aliases=rec.strings("aliases", required=False),
         vendor=rec.text("vendor", choices=("NVIDIA", "AMD")), architecture=rec.text("architecture"),
-        compute_capability=rec.compute_capability(
-            "compute_capability", required=rec.data.get("vendor") == "NVIDIA"), gfx_target=rec.text("gfx_target", required=False),
+        compute_capability=cc, gfx_target=rec.text("gfx_target", required=False),
         market=rec.text("market", choices=MARKETS), vram_gib=rec.number("vram_gib", lo=1, hi=MAX_VRAM_GB),
         **_reported_vram(rec),
         memory_type=rec.text("memory_type"), mem_bw_gbps=rec.number("mem_bw_gbps", lo=10, hi=50000),
@@ -423,7 +474,7 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
         **_sm_count(rec), **_published_ceilings(rec, rates),
-        links=_links(ic, kinds or load_link_kinds()), link_source=ic.text("link_source", required=False) or "",
+        links=_links(ic, kinds or load_link_kinds(), cc), link_source=ic.text("link_source", required=False) or "",
     )
 
 
@@ -528,16 +579,56 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     return out
 
 
+def _protocol_shares(path: str | Path, records: list) -> dict[str, tuple[float, tuple, str]]:
+    """NCCL's protocols (the file's `protocols`): id -> (share of the bus bandwidth, LL's caps by generation,
+    source)."""
+    out = {}
+    for i, raw in enumerate(records):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "busbw_share", "max_busbw_gbps", "source"))
+        pid = rec.text("id", choices=PROTOCOLS)
+        if pid in out:
+            raise rec.fail("id", "duplicate id")
+        caps = rec.child("max_busbw_gbps", required=False)
+        steps = ()
+        if caps is not None:
+            steps = tuple(sorted((parse_compute_capability(k, lambda why, k=k: caps.fail(k, why)),
+                                  caps.number(k, lo=1.0, hi=100000.0)) for k in caps.data))
+        out[pid] = (rec.number("busbw_share", lo=0.05, hi=1.0), steps, rec.text("source"))
+    for needed in PROTOCOLS:
+        if needed not in out:
+            raise DataFileError(path, "protocols", "id", f"no protocol '{needed}' (needed: {', '.join(PROTOCOLS)})")
+    return out
+
+
+def _link_protocols(rec: Record, shares: dict[str, tuple[float, tuple, str]]) -> tuple[LinkProtocol, ...]:
+    """A link kind's `protocols`: each protocol's call and hop latencies, joined with its bandwidth share."""
+    sub = rec.child("protocols")
+    sub.check_keys(PROTOCOLS)
+    out = []
+    for pid in PROTOCOLS:
+        lat = sub.child(pid, required=pid in REQUIRED_PROTOCOLS)
+        if lat is None:
+            continue
+        lat.check_keys(("call_latency_us", "hop_latency_us"))
+        share, caps, _ = shares[pid]
+        out.append(LinkProtocol(pid, share, lat.number("call_latency_us", lo=0.0, hi=1000),
+                                lat.number("hop_latency_us", lo=0.05, hi=1000), caps))
+    return tuple(out)
+
+
 @lru_cache(maxsize=4)
 def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
-    """The link kinds of data/interconnects.yaml by id; each of nvlink, pcie-p2p and pcie-host must be there."""
+    """The link kinds of data/interconnects.yaml by id, each with NCCL's protocols over it; each of nvlink,
+    pcie-p2p and pcie-host must be there."""
+    sections = load_sections(path, ("protocols", "links"), dated=True)
+    shares = _protocol_shares(path, sections["protocols"])
     parsed = []
-    for i, raw in enumerate(load_yaml(path, "links", dated=True)):
+    for i, raw in enumerate(sections["links"]):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "name", "busbw_fraction", "call_latency_us", "hop_latency_us", "source"))
+        rec.check_keys(("id", "name", "busbw_fraction", "protocols", "source"))
         parsed.append(LinkKind(rec.text("id"), rec.text("name"), rec.number("busbw_fraction", lo=0.05, hi=1.0),
-                               rec.number("call_latency_us", lo=0.0, hi=1000),
-                               rec.number("hop_latency_us", lo=0.05, hi=1000), rec.text("source")))
+                               _link_protocols(rec, shares), rec.text("source")))
     unique_ids(path, (k.id for k in parsed))
     kinds = {k.id: k for k in parsed}
     for needed in REQUIRED_LINKS:

@@ -350,6 +350,7 @@ TUNABLE = tuple(TUNABLE_PARAMS)
 GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
          "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)],  # 0 .. 20 us
          "host_us_per_kernel": [float(i) for i in range(61)]}  # 0 .. 60 us
+SWEEPS = 40  # coordinate sweeps at most; the search stops at the first sweep that moves nothing
 MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows can move it
 
 
@@ -404,7 +405,7 @@ def movers(runtime_id: str, rows: list[Measurement], names: tuple[str, ...] = TU
     return out
 
 
-def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3,
+def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = SWEEPS,
                  names: tuple[str, ...] = TUNABLE) -> tuple[dict[str, float], dict]:
     """Coordinate search over `names` (default TUNABLE) on `rows` (scored rows of this runtime).
 
@@ -420,6 +421,7 @@ def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3,
     movable = [name for name, moved in movers(runtime_id, rows, names).items() if len(moved) >= MIN_TUNE_ROWS]
     before = _loss(rows, runtime_id, params, catalog, models) if rows else None
     for _ in range(sweeps if movable else 0):
+        moved = False
         for name in movable:
             kind = name.split(".")[0]
             best_v, best = params[name], _loss(rows, runtime_id, params, catalog, models)
@@ -428,7 +430,10 @@ def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = 3,
                 closer = abs(v - prior[name]) < abs(best_v - prior[name])
                 if trial < best - 1e-9 or (abs(trial - best) <= 1e-9 and closer):
                     best_v, best = v, trial
+            moved |= best_v != params[name]
             params[name] = best_v
+        if not moved:
+            break
     after = _loss(rows, runtime_id, params, catalog, models) if rows else None
     return params, {"rows": [r.id for r in rows], "tuned": movable, "loss_before": before, "loss_after": after,
                     "prior": prior}

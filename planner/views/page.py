@@ -319,8 +319,9 @@ def step_time_rows(e: Estimate) -> list[dict]:
             rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
                          "time s": ph.comm_s * ph.passes, "limited by": "communication",
-                         "formula": f"ring, {ph.comm_calls:,.4g} collectives per step: bytes sent / bus bandwidth + "
-                                    f"calls x call latency + ring steps x hop latency = "
+                         "formula": f"ring, {ph.comm_calls:,.4g} collectives per step, each at NCCL's fastest "
+                                    f"protocol for its size: bytes sent / the protocol's bus bandwidth + its call "
+                                    f"latency + ring steps x its hop latency ({ph.comm_protocols}) = "
                                     f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
                                     + hidden})
     return rows

@@ -315,25 +315,52 @@ def test_interconnect_fields_pick_the_links(tmp_path):
     assert toy.link_for(3).kind.id == "pcie-host" and toy.link_for(3).unidir_gbps == 31.5  # no P2P beyond it
 
 
-def test_link_kinds_name_file_record_and_field(tmp_path):
+PROTOCOLS_OK = ("protocols:\n  - {id: ll, busbw_share: 0.5, max_busbw_gbps: {'8.0': 87.7}, source: s}\n"
+                "  - {id: ll128, busbw_share: 0.92, source: s}\n  - {id: simple, busbw_share: 1.0, source: s}\n")
+LATENCIES_OK = "{ll: {call_latency_us: 6.6, hop_latency_us: 0.6}, simple: {call_latency_us: 8.4, hop_latency_us: 3.4}}"
+
+
+def _links_file(tmp_path, protocols: str, link: str):
     path = tmp_path / "interconnects.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 2, "
-                    "call_latency_us: 6, hop_latency_us: 1, source: s}\n")
+    path.write_text(f"schema_version: 1\nread_on: 2026-11-26\n{protocols}links:\n  - {link}\n")
+    return path
+
+
+def test_link_kinds_name_file_record_and_field(tmp_path):
+    path = _links_file(tmp_path, PROTOCOLS_OK, f"{{id: nvlink, name: n, busbw_fraction: 2, protocols: {LATENCIES_OK}, "
+                                               "source: s}")
     with pytest.raises(DataFileError) as err:
         load_link_kinds(path)
     assert str(path) in str(err.value) and "'busbw_fraction'" in str(err.value)
-    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
-                    "call_latency_us: 6, hop_latency_us: 1, source: s}\n")
+    ok = f"{{id: nvlink, name: n, busbw_fraction: 0.8, protocols: {LATENCIES_OK}, source: s}}"
     with pytest.raises(DataFileError, match="no link kind 'pcie-p2p'"):
-        load_link_kinds(path)
-    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
-                    "call_latency_us: -1, hop_latency_us: 1, source: s}\n")
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK, ok))
     with pytest.raises(DataFileError, match="call_latency_us"):
-        load_link_kinds(path)
-    path.write_text("schema_version: 1\nread_on: 2026-11-22\nlinks:\n  - {id: nvlink, name: n, busbw_fraction: 0.8, "
-                    "hop_latency_us: 1, source: s}\n")
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK, ok.replace("call_latency_us: 6.6", "call_latency_us: -1")))
     with pytest.raises(DataFileError, match="'call_latency_us': missing"):
-        load_link_kinds(path)
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK, ok.replace("call_latency_us: 6.6, ", "")))
+
+
+def test_protocols_name_file_record_and_field(tmp_path):
+    """Every link kind gives LL and Simple latencies (LL128 only where NCCL runs it); the protocols section gives each
+    protocol's share of the bus bandwidth, LL's caps keyed by compute capability."""
+    ok = f"{{id: nvlink, name: n, busbw_fraction: 0.8, protocols: {LATENCIES_OK}, source: s}}"
+    with pytest.raises(DataFileError, match=r"'simple'.*missing"):
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK, ok.replace(", simple: {call_latency_us: 8.4, "
+                                                                      "hop_latency_us: 3.4}", "")))
+    with pytest.raises(DataFileError, match="'ll256'"):
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK, ok.replace("ll:", "ll256:")))
+    with pytest.raises(DataFileError, match="no protocol 'll128'"):
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK.replace("  - {id: ll128, busbw_share: 0.92, source: s}\n",
+                                                                   ""), ok))
+    with pytest.raises(DataFileError, match="duplicate id"):
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK.replace("ll128", "simple"), ok))
+    with pytest.raises(DataFileError, match="compute capability"):
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK.replace("'8.0'", "ampere"), ok))
+    with pytest.raises(DataFileError, match="'busbw_share'"):
+        load_link_kinds(_links_file(tmp_path, PROTOCOLS_OK.replace("busbw_share: 0.92", "busbw_share: 1.5"), ok))
+    with pytest.raises(DataFileError, match="'protocols'"):
+        load_link_kinds(_links_file(tmp_path, "", ok))
 
 
 def test_integer_alu_work_runs_at_the_int32_lanes_share_of_the_fp32_rate():

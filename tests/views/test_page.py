@@ -134,14 +134,17 @@ def test_step_time_rows_add_up_to_the_estimate():
 
 def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step():
     """Llama-2-7B at TP=2 on H100 SXM, fp16, batch 1: per decode token 64 all-reduces of 4096 x 2 B (each GPU sends
-    2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls,
-    (524288 + 32000) B / 364.5 GB/s = 1.526 us + 65 x 6.6 us + 129 x 0.6 us = 507.9 us per step."""
+    2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls, each in
+    NCCL's LL protocol (half of 364.5 GB/s, capped at 141 GB/s on Hopper; 6.6 us a call, 0.6 us a hop):
+    64 x (6.6 + 1.2 + 8192 / 141e3) = 502.92 us + (6.6 + 0.6 + 32000 / 141e3) = 7.43 us: 510.3 us per step."""
     e = _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
                  runtime="tensorrt-llm")
     e = next(x for x in e if x.gpu.id == "h100-sxm")
     (row,) = [r for r in page.step_time_rows(e) if r["phase"] == "decode" and r["limited by"] == "communication"]
-    assert "65 collectives per step" in row["formula"] and "507.9 us per step" in row["formula"]
-    assert "2 GPUs over NVLink" in row["formula"] and "6.6 us per call + 0.6 us per ring hop" in row["formula"]
+    assert "65 collectives per step" in row["formula"] and "510.3 us per step" in row["formula"]
+    assert "2 GPUs over NVLink" in row["formula"]
+    assert "LL 141 GB/s, 6.6 us per call + 0.6 us per ring hop" in row["formula"]
+    assert "64 x 8,192 B sent in 2 ring steps: LL, 7.858 us each" in row["formula"]
 
 
 def test_step_time_rows_agree_with_the_exported_phases():
