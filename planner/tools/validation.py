@@ -410,7 +410,9 @@ def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = SWEEPS,
     """Coordinate search over `names` (default TUNABLE) on `rows` (scored rows of this runtime).
 
     Each sweep sets each parameter in turn to the grid value with the lowest loss, the others held; a tie
-    (the loss doesn't depend on it) keeps the prior value. A parameter fewer than MIN_TUNE_ROWS rows can move, or that
+    (the loss doesn't depend on it) keeps the prior value. Sweeps go on until one moves nothing (at most `sweeps`):
+    bandwidth and the kernel gap trade along a diagonal valley, where a fixed three sweeps stopped short of the
+    minimum (validation/REPORT.md, 2026-11-26). A parameter fewer than MIN_TUNE_ROWS rows can move, or that
     the profile holds at a measured prior or takes from its launch family (RuntimeProfile.fixed), stays at its prior. Returns (params, info) with the
     rows used and the loss before and after.
     """

@@ -12,8 +12,8 @@ from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import RUNTIMES_FILE, load_runtimes
 from planner.tools.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
                                 ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
-from planner.tools.validation import (FRAMEWORK_RUNTIME, Measurement, _adjust_for, evaluate_row, load_measurements,
-                                      prior_params, priors_adjust, tune_runtime, validation_models)
+from planner.tools.validation import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _adjust_for, _loss, evaluate_row,
+                                      load_measurements, prior_params, priors_adjust, tune_runtime, validation_models)
 
 TRUE_BW = 0.8  # the hidden bandwidth efficiency every synthetic llama.cpp row obeys
 
@@ -226,3 +226,20 @@ def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_sou
         want = evaluate_row(r.row, catalog, models, _adjust_for("deepspeed-inference", params))[0].predicted
         assert r.result.predicted == pytest.approx(want, rel=1e-12)
         assert r.result.predicted != pytest.approx(r.untuned.predicted, rel=1e-3)  # not the priors
+
+
+def test_the_search_stops_where_no_single_parameter_can_lower_its_loss():
+    """A coordinate search is done when no grid value of any one parameter, the others held, lowers its loss. On
+    FasterTransformer's own rows (the fold that predicts LMDeploy), bandwidth and the kernel gap trade along a diagonal
+    valley: three sweeps from the priors stopped short of that point, at a higher loss."""
+    catalog, models = load_catalog(), validation_models()
+    rows = [r for r in load_measurements() if source_of(r) == "NVIDIA/FasterTransformer"
+            and FRAMEWORK_RUNTIME[r.framework] == "fastertransformer"]
+    params, info = tune_runtime("fastertransformer", rows)
+    assert set(info["tuned"]) == {"mem_bw_efficiency.hbm", "launch_overhead_us"}
+    for name in info["tuned"]:
+        for v in GRIDS[name.split(".")[0]]:
+            trial = _loss(rows, "fastertransformer", dict(params, **{name: v}), catalog, models)
+            assert trial >= info["loss_after"] - 1e-9, (name, v)
+    _, three = tune_runtime("fastertransformer", rows, sweeps=3)
+    assert three["loss_after"] > info["loss_after"] + 1e-3
