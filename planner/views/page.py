@@ -361,11 +361,23 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
         attention_row(e),
     ]
+    rows += link_rows(e)
     price = e.price
     if price:
         rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
                      f"{price.origin}, {price.date or 'undated'}: {price.source}"))
     return rows
+
+
+def link_rows(e: Estimate) -> list[tuple[str, str, str]]:
+    """(input, value, source) of the link the plan's collectives run over, with NCCL's protocols on it; [] without
+    collectives."""
+    phase = next((ph for ph in e.work if ph.comm), None)
+    link = e.gpu.link_for(phase.comm_gpus) if phase else None
+    if link is None:
+        return []
+    return [("GPU-to-GPU link", f"{phase.comm_gpus} GPUs over {link.describe()}",
+             f"data/interconnects.yaml, link '{link.kind.id}': {link.kind.source}")]
 
 
 def attention_row(e: Estimate) -> tuple[str, str, str]:

@@ -147,6 +147,21 @@ def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step()
     assert "64 x 8,192 B sent in 2 ring steps: LL, 7.858 us each" in row["formula"]
 
 
+def test_the_inputs_name_the_link_and_its_protocols_only_when_gpus_exchange_data():
+    """A tensor-parallel plan lists the link its collectives use with NCCL's protocols on it (an H100 pair: LL at
+    half of 450 x 0.81 = 364.5 GB/s, capped at 141 GB/s on Hopper) and where the figures come from; one GPU has none."""
+    ranking = _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
+                       runtime="tensorrt-llm")
+    rows = {name: (value, source) for name, value, source in
+            page.inputs_rows(next(x for x in ranking if x.gpu.id == "h100-sxm"), False)}
+    value, source = rows["GPU-to-GPU link"]
+    assert value.startswith("2 GPUs over NVLink") and "LL 141 GB/s" in value and "Simple 364.5 GB/s" in value
+    assert source.startswith("data/interconnects.yaml, link 'nvlink'") and "nccl-tests" in source
+    single = next(x for x in _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1)
+                  if x.gpu.id == "h100-sxm")
+    assert "GPU-to-GPU link" not in {name for name, _, _ in page.inputs_rows(single, False)}
+
+
 def test_step_time_rows_agree_with_the_exported_phases():
     """The page's table and the JSON export (report.estimate_row) show the same whole-job figures per op group."""
     from planner.views.report import estimate_row
