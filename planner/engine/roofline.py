@@ -206,7 +206,8 @@ def comm_protocols(ph: Phase, gpu: GPU) -> str:
     for sent, hops, calls in ph.comm:
         if calls:
             seconds, protocol = call_protocol(sent / calls, hops / calls, link)
-            parts.append(f"{calls:,.4g} x {sent / calls:,.0f} B sent in {hops / calls:g} ring steps: "
+            steps = hops / calls
+            parts.append(f"{calls:,.4g} x {sent / calls:,.0f} B sent in {steps:g} ring step{'' if steps == 1 else 's'}: "
                          f"{PROTOCOL_NAMES[protocol.id]}, {seconds * 1e6:,.4g} us each")
     return "; ".join(parts)
 

@@ -182,10 +182,13 @@ class Link:
                      for p in self.kind.protocols)
 
     def describe(self) -> str:
-        protocols = "; ".join(f"{PROTOCOL_NAMES[r.id]} {r.bytes_per_s / BYTES_PER_GB:.4g} GB/s, {r.call_s * 1e6:g} us "
-                              f"per call + {r.hop_s * 1e6:g} us per ring hop" for r in self.rates)
-        return (f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus "
-                f"(NCCL protocols: {protocols})")
+        """The link in a few words: its kind and bus bandwidth."""
+        return f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus"
+
+    def describe_protocols(self) -> str:
+        """Each NCCL protocol on this link: its bus bandwidth and latencies."""
+        return "; ".join(f"{PROTOCOL_NAMES[r.id]} {r.bytes_per_s / BYTES_PER_GB:.4g} GB/s, {r.call_s * 1e6:g} us per "
+                         f"call + {r.hop_s * 1e6:g} us per ring hop" for r in self.rates)
 
 
 @dataclass(frozen=True)

@@ -376,7 +376,8 @@ def link_rows(e: Estimate) -> list[tuple[str, str, str]]:
     link = e.gpu.link_for(phase.comm_gpus) if phase else None
     if link is None:
         return []
-    return [("GPU-to-GPU link", f"{phase.comm_gpus} GPUs over {link.describe()}",
+    return [("GPU-to-GPU link", f"{phase.comm_gpus} GPUs over {link.describe()}; NCCL protocols: "
+             f"{link.describe_protocols()}",
              f"data/interconnects.yaml, link '{link.kind.id}': {link.kind.source}")]
 
 

@@ -142,9 +142,9 @@ def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step()
     e = next(x for x in e if x.gpu.id == "h100-sxm")
     (row,) = [r for r in page.step_time_rows(e) if r["phase"] == "decode" and r["limited by"] == "communication"]
     assert "65 collectives per step" in row["formula"] and "510.3 us per step" in row["formula"]
-    assert "2 GPUs over NVLink" in row["formula"]
-    assert "LL 141 GB/s, 6.6 us per call + 0.6 us per ring hop" in row["formula"]
+    assert "2 GPUs over NVLink" in row["formula"] and "364.5" not in row["formula"]  # the rates: Explain's inputs
     assert "64 x 8,192 B sent in 2 ring steps: LL, 7.858 us each" in row["formula"]
+    assert "1 x 32,000 B sent in 1 ring step: LL, 7.427 us each" in row["formula"]
 
 
 def test_the_inputs_name_the_link_and_its_protocols_only_when_gpus_exchange_data():
