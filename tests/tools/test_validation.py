@@ -27,7 +27,7 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.facts import load_facts
 
 # rows in validation/measurements.yaml (counted in the file: one '- id:' per row)
-PUBLISHED_ROWS = 309
+PUBLISHED_ROWS = 313
 
 FACTS = load_facts()
 
