@@ -582,29 +582,29 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     return out
 
 
-def _protocol_shares(path: str | Path, records: list) -> dict[str, tuple[float, tuple, str]]:
-    """NCCL's protocols (the file's `protocols`): id -> (share of the bus bandwidth, LL's caps by generation,
-    source)."""
-    out = {}
+def _protocol_shares(path: str | Path, records: list) -> dict[str, tuple[float, tuple]]:
+    """NCCL's protocols (the file's `protocols`, each with its source): id -> (share of the bus bandwidth, LL's caps
+    by generation)."""
+    parsed = []
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "busbw_share", "max_busbw_gbps", "source"))
-        pid = rec.text("id", choices=PROTOCOLS)
-        if pid in out:
-            raise rec.fail("id", "duplicate id")
         caps = rec.child("max_busbw_gbps", required=False)
         steps = ()
         if caps is not None:
             steps = tuple(sorted((parse_compute_capability(k, lambda why, k=k: caps.fail(k, why)),
                                   caps.number(k, lo=1.0, hi=100000.0)) for k in caps.data))
-        out[pid] = (rec.number("busbw_share", lo=0.05, hi=1.0), steps, rec.text("source"))
+        rec.text("source")  # required: each figure names where it comes from (read for its check only)
+        parsed.append((rec.text("id", choices=PROTOCOLS), rec.number("busbw_share", lo=0.05, hi=1.0), steps))
+    unique_ids(path, (pid for pid, _, _ in parsed))
+    out = {pid: (share, steps) for pid, share, steps in parsed}
     for needed in PROTOCOLS:
         if needed not in out:
             raise DataFileError(path, "protocols", "id", f"no protocol '{needed}' (needed: {', '.join(PROTOCOLS)})")
     return out
 
 
-def _link_protocols(rec: Record, shares: dict[str, tuple[float, tuple, str]]) -> tuple[LinkProtocol, ...]:
+def _link_protocols(rec: Record, shares: dict[str, tuple[float, tuple]]) -> tuple[LinkProtocol, ...]:
     """A link kind's `protocols`: each protocol's call and hop latencies, joined with its bandwidth share."""
     sub = rec.child("protocols")
     sub.check_keys(PROTOCOLS)
@@ -614,7 +614,7 @@ def _link_protocols(rec: Record, shares: dict[str, tuple[float, tuple, str]]) ->
         if lat is None:
             continue
         lat.check_keys(("call_latency_us", "hop_latency_us"))
-        share, caps, _ = shares[pid]
+        share, caps = shares[pid]
         out.append(LinkProtocol(pid, share, lat.number("call_latency_us", lo=0.0, hi=1000),
                                 lat.number("hop_latency_us", lo=0.05, hi=1000), caps))
     return tuple(out)
