@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from typing import Callable
 
 import torch
 
 from planner.bench.env import environment
-from planner.bench.micro import copy_bandwidth, launch_overhead, matmul_tflops, supported_paths
+from planner.bench.micro import DTYPES, copy_bandwidth, launch_overhead, matmul_tflops, supported_paths
 from planner.bench.user_model import run_model, traced_profile
 from planner.bench.workload import Point, run_points
 from planner.inputs.bench_result import BENCH_VERSION, RESULT_KIND, RESULT_SCHEMA_VERSION
@@ -39,6 +40,20 @@ NARROW = DecoderProfile(id="bench-narrow", name="bench narrow (4 x 64): kernel-l
 DEEP = DecoderProfile(id="bench-deep", name="bench deep (16 x 512): memory-bandwidth bound", layers=16, hidden=512,
                       heads=8, kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
                       tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
+# WIDE: the GPU's bandwidth anchor. A 132M-parameter decoder streams its weights in well under a tenth of a
+# millisecond on a data-center GPU while its ~200 kernels take milliseconds to dispatch (an H200, 2026-11-26: cfdna-gen
+# decode 4.7 ms at batch 1 and 5.0 at batch 128, data/calibrations/2026-11-26_cuda-nvidia-h200.json), so no decoder
+# point pinned bandwidth there (the fit drifted to 1.82 of the datasheet). LLaMA-65B-wide layers (8192, SwiGLU 22016:
+# 809 M weights, 1.6 GB in bf16 each) make one decode step at batch 1 stream GBs through ~25 kernels a layer:
+# memory time five times the dispatch time on an H200. Layer count sized to the GPU (wide_layers).
+WIDE = DecoderProfile(id="bench-wide", name="bench wide (n x 8192): memory-bandwidth bound on a GPU", layers=4,
+                      hidden=8192, heads=64, kv_heads=64, head_dim=128, ffn=22016, ffn_kind="swiglu", vocab=512,
+                      context=512, tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False,
+                      source=SYNTHETIC)
+WIDE_MAX_LAYERS = 4
+# WIDE's weights in the workload dtype stay under this share of the GPU's memory, and its fp32 copy while it is built
+# (build() makes fp32 weights, then casts) under WIDE_BUILD_SHARE: room for the other points' models and caches.
+WIDE_MEMORY_SHARE, WIDE_BUILD_SHARE = 0.25, 0.5
 # Copy size for the bandwidth micro-benchmark on a CPU: 16x a 32 MiB last-level cache, so the copy measures DRAM
 # (at 128 MiB a 2-core EPYC guest read 31 to 52 GB/s from run to run, at 512 MiB 30 to 33).
 CPU_COPY_MIB = 512
@@ -53,13 +68,30 @@ def default_precision(device: str) -> str:
     return "fp16"
 
 
-def anchor_points(device: str, precision: str) -> list[Point]:
-    """Launch-bound (narrow decode) and bandwidth-bound (deep decode) points: what separates the three factors.
-    Batch 1: on a CPU, decode at batch 4 or more runs thin GEMMs far slower than either roof, which no single
-    bandwidth or compute efficiency represents. On a GPU the deep model is launch-bound too (its 218 MB stream in
-    about 0.1 ms), so only the narrow one anchors there; the decoders' decode points pin bandwidth."""
+def wide_layers(memory_bytes: float, precision: str) -> int:
+    """WIDE's layer count for a GPU of `memory_bytes`: as many as WIDE_MEMORY_SHARE (weights in `precision`) and
+    WIDE_BUILD_SHARE (their fp32 copy while built) allow, between 1 and WIDE_MAX_LAYERS."""
+    layer = WIDE.params / WIDE.layers
+    fits = min(WIDE_MEMORY_SHARE * memory_bytes / (layer * DTYPES[precision].itemsize),
+               WIDE_BUILD_SHARE * memory_bytes / (layer * DTYPES["fp32"].itemsize))
+    return max(1, min(WIDE_MAX_LAYERS, int(fits)))
+
+
+def anchor_points(device: str, precision: str, memory_bytes: float | None = None) -> list[Point]:
+    """Launch-bound (narrow decode) and bandwidth-bound (deep decode on a CPU, wide decode on a GPU) points: what
+    separates the three factors. Batch 1: on a CPU, decode at batch 4 or more runs thin GEMMs far slower than either
+    roof, which no single bandwidth or compute efficiency represents. On a GPU the deep model is launch-bound too (its
+    218 MB stream in about 0.1 ms), so WIDE, sized to `memory_bytes` (the GPU's; default: the current device's),
+    anchors bandwidth there."""
     P = lambda m, pos: Point(m, "decode", 1, precision, position=pos)
-    return [P(NARROW, 16), P(NARROW, 128)] + ([P(DEEP, 16), P(DEEP, 128)] if device == "cpu" else [])
+    if device == "cpu":
+        return [P(NARROW, 16), P(NARROW, 128), P(DEEP, 16), P(DEEP, 128)]
+    if memory_bytes is None:
+        memory_bytes = float(torch.cuda.get_device_properties(0).total_memory) if device == "cuda" else 0.0
+    if not memory_bytes:  # Apple GPUs: no memory size to size WIDE by, so no bandwidth anchor
+        return [P(NARROW, 16), P(NARROW, 128)]
+    wide = replace(WIDE, layers=wide_layers(memory_bytes, precision))
+    return [P(NARROW, 16), P(NARROW, 128), P(wide, 16), P(wide, 128)]
 
 
 def workload_points(device: str, quick: bool, precision: str, compile_: bool) -> list[Point]:

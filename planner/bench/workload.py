@@ -102,6 +102,13 @@ def make_callable(pt: Point, device: str, shared: dict | None = None):
         model(_tokens(p, pt.batch, pt.position, device), caches, 0)  # prefill: fills positions 0 .. position-1
     tok = _tokens(p, pt.batch, 1, device)
     pos = pt.position
+    if pt.compiled:
+        # The step writes into the caches: as plain inputs, Inductor's CUDA graphs skip a function that mutates them
+        # ('skipping cudagraphs due to mutated inputs', an H200 with torch 2.11, 2026-11-26) and the step ran as
+        # separate kernel launches. A static address (what gpt-fast's cache buffers get) lets the graph write in place.
+        for k, v in caches:
+            torch._dynamo.mark_static_address(k)
+            torch._dynamo.mark_static_address(v)
     fwd = _maybe_compile(model, pt.compiled, device)
 
     def decode():

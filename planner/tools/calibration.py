@@ -44,7 +44,7 @@ LO_BOUNDS = (0.01, 5000.0)
 PRIOR_WEIGHT = 0.003  # weak log-normal pull toward the micro-benchmarks, so unidentified factors stay sensible
 FACTORS = ("bandwidth", "compute", "overhead")  # the fitted factors, in the fit's parameter order
 FACTOR_KEYS = {"bandwidth": "bw", "compute": "mm", "overhead": "lo"}  # their keys in a calibration link
-FACTOR_NAMES = {"bandwidth": "bandwidth efficiency", "compute": "compute efficiency", "overhead": "launch overhead"}
+FACTOR_NAMES = {"bandwidth": "bandwidth efficiency", "compute": "compute efficiency", "overhead": "per-kernel overhead"}
 # What pins each factor down: steps whose time it dominates.
 MISSING = {
     "bandwidth": "memory-bound steps (decode at batch 1 of a model whose weights are far larger than the CPU cache "
@@ -54,6 +54,12 @@ MISSING = {
     "overhead": "overhead-bound steps (many small kernels: decode of a narrow model at batch 1, which the default "
                 "bench measures, or your model at its smallest input sizes)",
 }
+# Host dispatch per kernel (as data/runtimes.yaml counts kernels) of bare torch ops on the host behind eager PyTorch's
+# tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one. Read on
+# one machine: the H200's 16-thread 2.1 GHz Xeon guest of data/calibrations/2026-11-26_cuda-nvidia-h200.json fits 12.6 us
+# (95 %: +-19 %), and on the same host Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token
+# (validation/measured/2026-11-26_nvidia-h200_hf-transformers.json), which eager's tuned host time predicts at 22.4 ms.
+BARE_OP_HOST_US = 12.6
 NOISE_FLOOR = 0.01  # timing repeatability assumed at least (1 % relative): a perfect fit still has this uncertainty
 # A factor is pinned down when a 1 % timing noise moves it by at most COND_LIMIT % (its design standard error):
 # e.g. one point whose time it explains entirely gives 1, three points where it explains 30 % about 2.
@@ -125,13 +131,22 @@ def _estimate(kind: str, model: ModelProfile, batch: int, size: int, precision: 
     # a point that ran is timed even where the planner's memory model would call it out of memory
     roomy = replace(gpu, vram_gib=max(gpu.vram_gib, 1e6), reported_vram_mib=None)
 
-    def bare(g: GPU, eff: Efficiency) -> Efficiency:  # the bench runs bare torch modules: no framework Python
-        return replace(adjust(g, eff) if adjust else eff, host_us_per_kernel=0.0)
-    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(), bare)
+    est = estimate_gpu(point_plan(kind, model, batch, size, precision, runtime), roomy, load_facts(),
+                       adjust or bare_op_analytic)
     if not est.feasible:
         raise CalibrationError(f"the planner cannot estimate {model.id} {kind} in {precision} on {gpu.name}: "
                                + "; ".join(r.text for r in est.reasons if r.blocking))
     return est, roomy
+
+
+def bare_op_analytic(gpu: GPU, eff: Efficiency) -> Efficiency:
+    """The planner's uncalibrated view of the bench's points: eager PyTorch's bandwidth and compute on this class, its
+    per-kernel overhead that of bare torch ops (no framework Python: BARE_OP_HOST_US of host dispatch on a GPU, the
+    runtime's launch time on a CPU); a compiled point keeps its runtime's own efficiency."""
+    if eff.runtime != FIT_RUNTIME:
+        return eff
+    overhead = BARE_OP_HOST_US if on_host(gpu.memory_class) else eff.launch_overhead_us
+    return factor_efficiency(eff, eff.mem_bw_efficiency, eff.compute_efficiency, overhead, gpu.memory_class)
 
 
 def _point_phases(pt: _Point, gpu: GPU) -> tuple:
@@ -264,6 +279,28 @@ def device_gpu(result: dict, catalog: Catalog | None = None, device: str | None 
 
 # ---------------------------------------------------------------------------------------------------- calibration
 
+def on_host(device_class: str) -> bool:
+    """Whether the bench's per-kernel overhead on this device class is host dispatch that overlaps the device's work
+    (a GPU: Python queues each bare torch op and the GPU runs them asynchronously) rather than launch time serial with
+    the compute (a CPU, where host and device are one)."""
+    return device_class != "cpu"
+
+
+def factor_efficiency(base: Efficiency, bw: float, mm: float, overhead_us: float, device_class: str) -> Efficiency:
+    """The three fitted factors as the Efficiency of bare torch ops (the bench's own decoder, no framework Python).
+    On a GPU the overhead is host dispatch per kernel (Efficiency.host_us_per_kernel: the step takes the longer of the
+    GPU's work and the host's dispatch) and the GPU-side launch gap per kernel is eager PyTorch's untuned prior
+    (_bare_op_prior); on a CPU it is the launch time per kernel, added to the compute. An H200 (2026-11-26,
+    data/calibrations/2026-11-26_cuda-nvidia-h200.json) shows why: decode of a 6.5 GB model at batch 1 took 2.1 ms,
+    where the additive form had to explain ~120 dispatches of 11.8 us each plus the weights' stream, and only fitted by
+    moving the bandwidth to 2.3 times the datasheet."""
+    if on_host(device_class):
+        return replace(base, mem_bw_efficiency=bw, compute_efficiency=mm, host_us_per_kernel=overhead_us,
+                       launch_overhead_us=_bare_op_prior(device_class)[2], step_host_us=0.0)
+    return replace(base, mem_bw_efficiency=bw, compute_efficiency=mm, launch_overhead_us=overhead_us,
+                   host_us_per_kernel=0.0, step_host_us=0.0)
+
+
 @lru_cache(maxsize=4)
 def _prior(memory_class: str) -> Efficiency:
     """Eager PyTorch as estimates use it on a device class (its tuned values where it has them)."""
@@ -288,8 +325,8 @@ class Calibration:
     mem_bw_efficiency, compute_efficiency: fractions of the REFERENCE rates: the catalog datasheet bandwidth and matmul
     ceiling (GPU.ceiling) when the device is a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and
     matmul peak (other CPUs, MPS). The measured device itself (`measured_gpu`) has the bench's matmul TFLOPS as its
-    ceiling. compute_efficiency is fitted on `compute_path` (the workload precision). launch_overhead_us: per kernel,
-    as in data/runtimes.yaml. measured_*: the micro-benchmark peaks, so the measured device itself can be estimated.
+    ceiling. compute_efficiency is fitted on `compute_path` (the workload precision). overhead_us: per kernel as
+    data/runtimes.yaml counts kernels: host dispatch on a GPU, launch on a CPU (factor_efficiency). measured_*: the micro-benchmark peaks, so the measured device itself can be estimated.
     """
 
     device_name: str
@@ -297,7 +334,7 @@ class Calibration:
     device_class: str
     mem_bw_efficiency: float
     compute_efficiency: float
-    launch_overhead_us: float
+    overhead_us: float
     compute_path: str = "fp32"
     measured_bw_gbps: float = 0.0
     measured_tflops: tuple[tuple[str, float], ...] = ()
@@ -310,7 +347,7 @@ class Calibration:
 
     def uncertainty(self) -> list[tuple[str, float, float | None]]:
         """(factor, value, 95 % relative half-width in percent or None when not recorded) in FACTORS order."""
-        values = (self.mem_bw_efficiency, self.compute_efficiency, self.launch_overhead_us)
+        values = (self.mem_bw_efficiency, self.compute_efficiency, self.overhead_us)
         errs = self.fit_err_pct or (None,) * len(FACTORS)
         return list(zip(FACTORS, values, errs))
 
@@ -341,15 +378,21 @@ class Calibration:
                 self.compute_efficiency * (ref.ceiling_tflops(self.compute_path) or peak) / peak)
 
     # -- applying
-    def _eager_target(self, gpu: GPU) -> tuple[float, float, float, str] | None:
-        """Calibrated pytorch-eager (bandwidth, compute, launch us, how) for `gpu`; None = keep the prior."""
-        if gpu.id == f"measured-{self.gpu_id or self.device_type + '-' + _slug(self.device_name)}":
+    def _is_measured(self, gpu: GPU) -> bool:
+        """`gpu` is the measured device itself (its measured form) rather than its catalog row or another device."""
+        return gpu.id == f"measured-{self.gpu_id or self.device_type + '-' + _slug(self.device_name)}"
+
+    def _eager_target(self, gpu: GPU) -> tuple[float, float, float | None, str] | None:
+        """Calibrated bare-op (bandwidth, compute, per-kernel overhead or None, how) for `gpu`; None = keep the prior.
+        The overhead is the measured machine's own (its host's dispatch on a GPU, its launch time on a CPU): it applies
+        to the measured device alone, since another GPU is rented on another host."""
+        if self._is_measured(gpu):
             bw, mm = self._measured_factors()
-            return bw, mm, self.launch_overhead_us, "fitted on this device"
+            return bw, mm, self.overhead_us, "fitted on this device"
         if self.gpu_id is None:
             return None  # a CPU or Apple GPU says nothing about NVIDIA/AMD datacenter parts
         if gpu.id == self.gpu_id:
-            return self.mem_bw_efficiency, self.compute_efficiency, self.launch_overhead_us, \
+            return self.mem_bw_efficiency, self.compute_efficiency, self.overhead_us, \
                 "fitted on this CPU" if self.device_class == "cpu" else "fitted on this GPU"
         if "cpu" in (self.device_class, gpu.memory_class):
             return None  # a CPU fit says nothing about GPUs (nor about other CPUs), a GPU fit nothing about CPUs
@@ -358,45 +401,61 @@ class Calibration:
         w = 1.0 if ref and gpu.architecture == ref.architecture else OTHER_ARCH_WEIGHT
         bw = min(1.0, there.mem_bw_efficiency * (self.mem_bw_efficiency / here.mem_bw_efficiency) ** w)
         mm = min(1.0, there.compute_efficiency * (self.compute_efficiency / here.compute_efficiency) ** w)
-        lo = there.launch_overhead_us * self.launch_overhead_us / here.launch_overhead_us
         how = (f"transferred from {self.gpu_id} ({self.device_class.upper()}"
                + (f" -> {gpu.memory_class.upper()} by the prior ratio" if gpu.memory_class != self.device_class else "")
-               + ("" if w == 1.0 else f"; other architecture: {w:g} of the log ratio") + ")")
-        return bw, mm, lo, how
+               + ("" if w == 1.0 else f"; other architecture: {w:g} of the log ratio")
+               + "; host dispatch: the runtime's own, another machine)")
+        return bw, mm, None, how
 
     def adjust(self, gpu: GPU, eff: Efficiency) -> Efficiency:
         """Calibrated efficiency for `gpu` under the plan's runtime (`eff` is that runtime's prior).
 
-        - the measured device (catalog form or `measured_gpu()`): the fitted factors;
+        - the measured device (catalog form or `measured_gpu()`): the fitted bandwidth and compute;
         - another GPU of a CUDA calibration: the ratio fitted/prior of the measured GPU, applied to this GPU's prior:
           bandwidth' = prior_bw(class') x (fitted_bw / prior_bw(class)), so a GDDR fit carries to HBM scaled by the
           runtime profile's HBM/GDDR prior ratio; same for compute; for another architecture only half of the log
-          ratio carries (geometric mean with the prior); launch overhead (host-side dispatch) carries fully;
-          transferred fractions are capped at 1;
+          ratio carries (geometric mean with the prior); transferred fractions are capped at 1;
         - a CPU calibration applies to the CPU it ran on (a catalog CPU row, or the measured machine) and an Apple-GPU
           one to the measured device only; other devices keep their priors, and a GPU fit is not carried to CPUs.
         Another runtime keeps its own values scaled by the calibrated eager value over what eager PyTorch's priors
         assumed for bare ops on this class (_bare_op_prior: the bench times bare ops, not a framework's generate);
         fractions are capped at 1 (a datasheet peak or the matmul ceiling).
+        The per-kernel overhead, on the measured machine only: from a GPU bench it is the host's dispatch speed, so it
+        scales the host dispatch of runtimes that dispatch kernels from Python (host_us_per_kernel, by the fitted value
+        over BARE_OP_HOST_US) and leaves every GPU-side launch gap alone (a CUDA-graph runtime's replay is not host
+        dispatch); from a CPU bench it is the launch time itself (eager) or scales a runtime's launch time.
         """
         target = self._eager_target(gpu)
         if target is None:
             return eff
-        bw, mm, lo, how = target
+        bw, mm, overhead, how = target
+        ref_bw, ref_mm, ref_lo = _bare_op_prior(gpu.memory_class)
         if eff.runtime != FIT_RUNTIME:
-            ref_bw, ref_mm, ref_lo = _bare_op_prior(gpu.memory_class)
-            bw, mm, lo = (min(1.0, eff.mem_bw_efficiency * bw / ref_bw), min(1.0, eff.compute_efficiency * mm / ref_mm),
-                          eff.launch_overhead_us * lo / ref_lo)
-        return replace(eff, mem_bw_efficiency=bw, compute_efficiency=mm, launch_overhead_us=lo,
-                       source=f"calibrated: {how}; bench {self.bench_date} on {self.device_name} "
-                              f"(fit rms {self.fit_rms_pct:.1f} % over {self.fit_points} points)")
+            bw, mm = min(1.0, eff.mem_bw_efficiency * bw / ref_bw), min(1.0, eff.compute_efficiency * mm / ref_mm)
+        changes = dict(mem_bw_efficiency=bw, compute_efficiency=mm)
+        if overhead is not None and on_host(self.device_class):
+            changes["host_us_per_kernel"] = eff.host_us_per_kernel * overhead / BARE_OP_HOST_US
+        elif overhead is not None:
+            changes["launch_overhead_us"] = overhead if eff.runtime == FIT_RUNTIME else \
+                eff.launch_overhead_us * overhead / ref_lo
+        return replace(eff, **changes, source=f"calibrated: {how}; bench {self.bench_date} on {self.device_name} "
+                                              f"(fit rms {self.fit_rms_pct:.1f} % over {self.fit_points} points)")
+
+    def bench_adjust(self, gpu: GPU, eff: Efficiency) -> Efficiency:
+        """What the bench's own points run as on the measured device: bare torch ops at the fitted factors (eager
+        points; factor_efficiency), a compiled point as `adjust` makes its runtime."""
+        if eff.runtime != FIT_RUNTIME or not self._is_measured(gpu):
+            return self.adjust(gpu, eff)
+        bw, mm = self._measured_factors()
+        return replace(factor_efficiency(eff, bw, mm, self.overhead_us, gpu.memory_class),
+                       source=f"fitted on this device: bench {self.bench_date} on {self.device_name}")
 
     # -- share links
     def to_query(self) -> str:
         """Compact URL-safe text: 'v=1;dev=rtx-4090;cls=gddr;bw=0.83;mm=0.71;lo=3.2;path=bf16;pbw=950;fp32=80;...'."""
         dev = self.gpu_id or _slug(self.device_name)
         parts = [f"v={BENCH_VERSION}", f"dev={dev}", f"cls={self.device_class}", f"bw={self.mem_bw_efficiency:.4g}",
-                 f"mm={self.compute_efficiency:.4g}", f"lo={self.launch_overhead_us:.4g}", f"path={self.compute_path}",
+                 f"mm={self.compute_efficiency:.4g}", f"lo={self.overhead_us:.4g}", f"path={self.compute_path}",
                  f"pbw={self.measured_bw_gbps:.5g}"]
         parts += [f"{p}={t:.5g}" for p, t in self.measured_tflops]
         parts += [f"mem={self.memory_gb:.4g}", f"d={self.bench_date.replace('-', '')}", f"err={self.fit_rms_pct:.3g}",
@@ -556,7 +615,7 @@ class Fit:
 
     mem_bw_efficiency: float
     compute_efficiency: float
-    launch_overhead_us: float
+    overhead_us: float
     rms_pct: float
     points: int
     err_pct: tuple[float, float, float]
@@ -607,15 +666,13 @@ def fit_factors(points: list[_Point], gpu: GPU, prior: tuple[float, float, float
     if not points:
         raise CalibrationError("no workload points to fit; run the benchmark with at least one workload")
     work = [(_point_phases(pt, gpu), math.log(pt.measured_s)) for pt in points]
-    # the bench times bare torch ops: their whole per-op cost is the fitted launch time, with no framework's Python
-    base = replace(_prior(gpu.memory_class), host_us_per_kernel=0.0)
+    base = _prior(gpu.memory_class)
     centre = [math.log(v) for v in prior]
     bounds = [tuple(map(math.log, b)) for b in (EFF_BOUNDS, EFF_BOUNDS, LO_BOUNDS)]
     prior_w = math.sqrt(PRIOR_WEIGHT)
 
     def efficiency(x):
-        return replace(base, mem_bw_efficiency=math.exp(x[0]), compute_efficiency=math.exp(x[1]),
-                       launch_overhead_us=math.exp(x[2]))
+        return factor_efficiency(base, *(math.exp(v) for v in x), gpu.memory_class)
 
     def data_resid(x):
         eff = efficiency(x)
@@ -657,7 +714,7 @@ def _fit_layers(pts: list[_Point], gpu: GPU, launch_us: float) -> Fit:
     if not runs or not decoders:
         return fit_factors(pts, gpu, micro)
     anchors = fit_factors(decoders, gpu, micro)
-    own = fit_factors(runs, gpu, (anchors.mem_bw_efficiency, anchors.compute_efficiency, anchors.launch_overhead_us))
+    own = fit_factors(runs, gpu, (anchors.mem_bw_efficiency, anchors.compute_efficiency, anchors.overhead_us))
     errs, unpinned = [], []
     for j, name in enumerate(FACTORS):
         from_anchors = name in own.unidentified
@@ -686,7 +743,7 @@ def fit(result: dict, catalog: Catalog | None = None, points: list[dict] | None 
     chosen = points if points is not None else result["workloads"]
     pts = _points({"workloads": chosen, "model_runs": result.get("model_runs")}, fitted_only=True)
     f = _fit_layers(pts, dev, float(result["micro"]["launch_overhead"]["us_per_op"]))
-    bw_m, mm_m, lo = f.mem_bw_efficiency, f.compute_efficiency, f.launch_overhead_us
+    bw_m, mm_m, lo = f.mem_bw_efficiency, f.compute_efficiency, f.overhead_us
     path = _fit_path(pts)
     peaks = _measured_peaks(result)
     base = _reference(result, catalog, device)
@@ -727,7 +784,8 @@ def point_table(result: dict, cal: Calibration) -> list[dict]:
     rows = []
     for pt, row in zip(_points(result), [r for r in measured_points(result) if r["status"] == "ok"]):
         analytic = predict_seconds(pt.kind, pt.model, pt.batch, pt.size, pt.precision, dev, runtime=pt.runtime)
-        calibrated = predict_seconds(pt.kind, pt.model, pt.batch, pt.size, pt.precision, dev, cal.adjust, pt.runtime)
+        calibrated = predict_seconds(pt.kind, pt.model, pt.batch, pt.size, pt.precision, dev, cal.bench_adjust,
+                                     pt.runtime)
         rows.append({**row, "analytic_s": analytic, "calibrated_s": calibrated,
                      "calibrated_error_pct": 100 * (calibrated / pt.measured_s - 1)})
     return rows
@@ -751,11 +809,11 @@ def holdout_table(result: dict, run: int = 0) -> list[dict]:
         dev = cal.measured_gpu()
         for pt in (pt for pt in measured if pt["size"] == size):
             pred = predict_seconds(pt["workload"], model, int(runs[run]["batch"]), size, runs[run]["precision"], dev,
-                                   cal.adjust)
+                                   cal.bench_adjust)
             rows.append({"size": size, "workload": pt["workload"], "measured_s": pt["measured_s"],
                          "predicted_s": pred, "error_pct": 100 * (pred / pt["measured_s"] - 1),
                          "mem_bw_efficiency": cal.mem_bw_efficiency, "compute_efficiency": cal.compute_efficiency,
-                         "launch_overhead_us": cal.launch_overhead_us})
+                         "overhead_us": cal.overhead_us})
     return rows
 
 

@@ -5,7 +5,7 @@ Used by `python -m planner calibration FILE`, `python -m planner.bench` and the 
 
 from __future__ import annotations
 
-from planner.tools.calibration import FACTOR_NAMES, Calibration
+from planner.tools.calibration import FACTOR_NAMES, Calibration, on_host
 from planner.views.format import md_escape
 
 UNITS = {"bandwidth": "", "compute": "", "overhead": " us per kernel"}
@@ -14,7 +14,8 @@ UNITS = {"bandwidth": "", "compute": "", "overhead": " us per kernel"}
 def _reference(cal: Calibration, factor: str) -> str:
     """What an efficiency is a fraction of: the datasheet (catalog GPU) or the micro-benchmark peak."""
     if factor == "overhead":
-        return "per kernel launch, as data/runtimes.yaml counts kernels"
+        return ("host dispatch, overlapping the GPU's work" if on_host(cal.device_class) else
+                "launch, serial with the compute") + ", per kernel as data/runtimes.yaml counts kernels"
     if cal.gpu_id:
         return f"of the {cal.device_name} datasheet" + (f" ({cal.compute_path})" if factor == "compute" else "")
     if factor == "bandwidth":

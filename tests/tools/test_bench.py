@@ -17,7 +17,7 @@ import torch
 from planner.bench.env import pick_device
 from planner.bench.micro import copy_bandwidth, launch_overhead, matmul_tflops
 from planner.bench.model import build, new_caches
-from planner.bench.run import DEEP, NARROW, TINY_GPT, TINY_LLAMA, anchor_points, workload_points
+from planner.bench.run import DEEP, NARROW, TINY_GPT, TINY_LLAMA, WIDE, anchor_points, wide_layers, workload_points
 from planner.bench.user_model import profile_document
 from planner.bench.timing import measure
 from planner.bench.workload import Point, run_points
@@ -135,7 +135,7 @@ def test_the_anchor_points_separate_the_three_factors(quick_run):
     truth = (0.5, 0.8, 5.0)
     cal = fit(with_times(result, *truth, noise=0.02, seed=7))
     assert cal.unidentified == ()
-    for value, t, err in zip((cal.mem_bw_efficiency, cal.compute_efficiency, cal.launch_overhead_us), truth,
+    for value, t, err in zip((cal.mem_bw_efficiency, cal.compute_efficiency, cal.overhead_us), truth,
                              cal.fit_err_pct):
         assert abs(value / t - 1) <= err / 100
     # and the measured run itself: every factor pinned (its uncertainty includes how well the roofline fits)
@@ -223,3 +223,18 @@ def test_model_bench_refuses_bad_input_with_a_message(tmp_path):
 def test_a_given_profile_is_embedded_as_data():
     doc = profile_document(str(ROOT / "examples" / "profiles" / "seed004-sdpa.yaml"))
     assert doc["kind"] == "traced" and doc["trace"]["date"] == "2026-11-22" and doc["id"] == "seed004-sdpa"
+
+
+def test_the_gpu_bandwidth_anchor_is_sized_to_the_gpu():
+    """WIDE's layers (8192 wide, SwiGLU 22016: 4 x 8192^2 + 3 x 8192 x 22016 + 2 x 8192 = 809,517,056 weights, 1.62 GB
+    in bf16, 3.24 GB in fp32) fill at most a quarter of the GPU in the workload dtype and half of it in fp32 while
+    built, between 1 and 4 layers: an H200 (141 GB) takes 4; a 16 GiB card 2 in bf16 (0.25 x 17.18 GB / 1.62 GB =
+    2.65), 1 in fp32 (0.25 x 17.18 / 3.24 = 1.33); an 8 GiB card 1 (its own floor: the step still streams 1.62 GB)."""
+    layer = 4 * 8192 ** 2 + 3 * 8192 * 22016 + 2 * 8192
+    assert WIDE.params == WIDE.layers * layer + 512 * 8192 + 8192  # plus the tied 512-token embedding, final norm
+    assert wide_layers(141e9, "bf16") == 4
+    assert (wide_layers(16 * 2**30, "bf16"), wide_layers(16 * 2**30, "fp32")) == (2, 1)
+    assert wide_layers(8 * 2**30, "bf16") == 1
+    ids = [(p.model.id, p.model.layers) for p in anchor_points("cuda", "bf16", 80e9)]
+    assert ids.count(("bench-wide", 4)) == 2 and ("bench-deep", 16) not in ids
+    assert [p.model.id for p in anchor_points("cpu", "fp32")].count(WIDE.id) == 0

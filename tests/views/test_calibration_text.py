@@ -15,7 +15,7 @@ def test_rows_carry_value_uncertainty_and_reference():
                                             "pinned_down": True,
                                             "relative_to": "of the measured copy bandwidth, 25 GB/s"}
     assert rows["compute efficiency"]["relative_to"] == "of the measured fp32 matmul peak, 0.1 TFLOPS"
-    assert rows["launch overhead"]["pinned_down"] is False
+    assert rows["per-kernel overhead"]["pinned_down"] is False
     # a catalog GPU's efficiencies are fractions of its datasheet; a link from before uncertainties: none shown
     gpu = {r["factor"]: r for r in factor_rows(GPU)}
     assert gpu["compute efficiency"]["relative_to"] == "of the NVIDIA GeForce RTX 4090 datasheet (bf16)"
@@ -25,11 +25,11 @@ def test_rows_carry_value_uncertainty_and_reference():
 def test_lines_and_markdown_say_what_is_not_pinned_down():
     lines = fit_lines(CPU)
     assert lines[0] == "bandwidth efficiency 0.44 ± 9 % (95 %, of the measured copy bandwidth, 25 GB/s)"
-    assert lines[2].startswith("launch overhead 4.1 us per kernel ± more than 100 %") and "NOT pinned" in lines[2]
+    assert lines[2].startswith("per-kernel overhead 4.1 us per kernel ± more than 100 %") and "NOT pinned" in lines[2]
     assert lines[3] == "fit: rms error 5.5 % over 10 points"
-    assert lines[4].startswith("warning: ill-conditioned: no point pins down the launch overhead")
+    assert lines[4].startswith("warning: ill-conditioned: no point pins down the per-kernel overhead")
     assert fit_lines(GPU)[0].endswith("uncertainty not recorded (95 %, of the NVIDIA GeForce RTX 4090 datasheet)")
     md = fit_markdown(CPU)
-    assert "**0.44** ± 9 %" in md and "launch overhead **4.1 us per kernel** ± more than 100 % (not pinned down)" in md
+    assert "**0.44** ± 9 %" in md and "per-kernel overhead **4.1 us per kernel** ± more than 100 % (not pinned down)" in md
     assert "*CPU*" not in md and "[x](y)" not in md  # the device name is text, not markup
     assert len(fit_warnings_markdown(CPU)) == 1 and fit_warnings_markdown(GPU) == []
