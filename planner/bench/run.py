@@ -51,6 +51,7 @@ WIDE = DecoderProfile(id="bench-wide", name="bench wide (n x 8192): memory-bandw
                       context=512, tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False,
                       source=SYNTHETIC)
 WIDE_MAX_LAYERS = 4
+WIDE_FORWARD = (4, 512)  # (batch, tokens) of WIDE's compute-bound forward pass on a GPU
 # WIDE's weights in the workload dtype stay under this share of the GPU's memory, and its fp32 copy while it is built
 # (build() makes fp32 weights, then casts) under WIDE_BUILD_SHARE: room for the other points' models and caches.
 WIDE_MEMORY_SHARE, WIDE_BUILD_SHARE = 0.25, 0.5
@@ -78,8 +79,8 @@ def wide_layers(memory_bytes: float, precision: str) -> int:
 
 
 def anchor_points(device: str, precision: str, memory_bytes: float | None = None) -> list[Point]:
-    """Launch-bound (narrow decode) and bandwidth-bound (deep decode on a CPU, wide decode on a GPU) points: what
-    separates the three factors. Batch 1: on a CPU, decode at batch 4 or more runs thin GEMMs far slower than either
+    """Launch-bound (narrow decode) and bandwidth-bound (deep decode on a CPU, wide decode on a GPU) points, and on a
+    GPU a compute-bound one (wide forward): what separates the three factors. Batch 1: on a CPU, decode at batch 4 or more runs thin GEMMs far slower than either
     roof, which no single bandwidth or compute efficiency represents. On a GPU the deep model is launch-bound too (its
     218 MB stream in about 0.1 ms), so WIDE, sized to `memory_bytes` (the GPU's; default: the current device's),
     anchors bandwidth there."""
@@ -91,7 +92,10 @@ def anchor_points(device: str, precision: str, memory_bytes: float | None = None
     if not memory_bytes:  # Apple GPUs: no memory size to size WIDE by, so no bandwidth anchor
         return [P(NARROW, 16), P(NARROW, 128)]
     wide = replace(WIDE, layers=wide_layers(memory_bytes, precision))
-    return [P(NARROW, 16), P(NARROW, 128), P(wide, 16), P(wide, 128)]
+    # and compute: a forward pass of WIDE over 2,048 tokens is ~13 TFLOP of large GEMMs (about 20 ms on an H200) under
+    # ~1 ms of dispatch, where the decoders' forward and training steps are partly dispatch-bound there
+    return [P(NARROW, 16), P(NARROW, 128), P(wide, 16), P(wide, 128),
+            Point(wide, "forward", WIDE_FORWARD[0], precision, seq=WIDE_FORWARD[1])]
 
 
 def workload_points(device: str, quick: bool, precision: str, compile_: bool) -> list[Point]:

@@ -27,7 +27,7 @@ from planner.inputs.bench_result import (BENCH_VERSION, BW_GBPS, MAX_RESULT_BYTE
                                          run_model)
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
-from planner.engine.roofline import phase_seconds
+from planner.engine.roofline import phase_seconds, time_phase
 from planner.inputs.catalog import GPU, Catalog, Ceiling, load_catalog
 from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import Generate, Infer, Train
@@ -56,9 +56,9 @@ MISSING = {
 }
 # Host dispatch per kernel (as data/runtimes.yaml counts kernels) of bare torch ops on the host behind eager PyTorch's
 # tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one. Read on
-# one machine: the H200's 16-thread 2.1 GHz Xeon guest of data/calibrations/2026-11-26_cuda-nvidia-h200.json fits 12.6 us
-# (95 %: +-19 %), and on the same host Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token
-# (validation/measured/2026-11-26_nvidia-h200_hf-transformers.json), which eager's tuned host time predicts at 22.4 ms.
+# one machine (H200 "b" of validation/measured/README.md, 2026-11-26): its bench fits 12.6 us (95 %: +-19 %), and on the
+# same machine Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token (its probe log), which eager's
+# tuned host time predicts at 22.4 ms. Another H200 ("a") fitted 10.8 us and decoded at 18.5 ms a token at best.
 BARE_OP_HOST_US = 12.6
 NOISE_FLOOR = 0.01  # timing repeatability assumed at least (1 % relative): a perfect fit still has this uncertainty
 # A factor is pinned down when a 1 % timing noise moves it by at most COND_LIMIT % (its design standard error):
@@ -655,20 +655,41 @@ def fit_problems(unidentified: Iterable[str], points: int, err_pct: Iterable[flo
     return out
 
 
+def demonstrated_floors(work: list[tuple[tuple, float]], gpu: GPU, eff: Efficiency) -> tuple[float, float]:
+    """The least (bandwidth, compute) efficiency, of `gpu`'s peaks, that the measured steps allow. Each step (phases,
+    log seconds) moved the bytes and did the FLOPs the planner counts for it within its measured time, so the device
+    streams at least bytes / time, and its compute at full efficiency (the engine's ceilings and GEMM-shape factors)
+    takes no more than the measured time times the efficiency. On an H200 (2026-11-26) the other points pulled the fit
+    to 0.612 of the datasheet bandwidth while the wide decode step had moved 6.48 GB in 2.18 ms (0.62), and to 0.665 of
+    the bf16 ceiling while the wide forward pass did 13.3 TFLOP of large GEMMs in 22.8 ms (0.73)."""
+    full = replace(eff, mem_bw_efficiency=1.0, compute_efficiency=1.0)
+    bw = mm = 0.0
+    for phases, log_s in work:
+        seconds = math.exp(log_s)
+        groups = [(g, ph.passes) for ph in phases for g in time_phase(ph, gpu, full).groups]
+        bw = max(bw, sum(g.bytes * n for g, n in groups) / (seconds * gpu.mem_bw_gbps * BYTES_PER_GB))
+        mm = max(mm, sum(g.compute_s * n for g, n in groups) / seconds)
+    return bw, mm
+
+
 def fit_factors(points: list[_Point], gpu: GPU, prior: tuple[float, float, float]) -> Fit:
     """Least squares on log time with box bounds: bandwidth and compute efficiency (of `gpu`'s peaks) and launch
     overhead (us per kernel), with their uncertainty.
 
     A weak log-normal prior (weight PRIOR_WEIGHT per factor) centred on `prior` (bandwidth, compute, launch us:
     the micro-benchmarks, or another fit) keeps factors that the points cannot identify sensible; such factors are
-    reported in Fit.unidentified, never silently trusted.
+    reported in Fit.unidentified, never silently trusted. On a GPU bandwidth and compute never go below what a
+    measured step demonstrably achieved (demonstrated_floors).
     """
     if not points:
         raise CalibrationError("no workload points to fit; run the benchmark with at least one workload")
     work = [(_point_phases(pt, gpu), math.log(pt.measured_s)) for pt in points]
     base = _prior(gpu.memory_class)
     centre = [math.log(v) for v in prior]
-    bounds = [tuple(map(math.log, b)) for b in (EFF_BOUNDS, EFF_BOUNDS, LO_BOUNDS)]
+    box = [tuple(map(math.log, b)) for b in (EFF_BOUNDS, EFF_BOUNDS, LO_BOUNDS)]
+    # on a GPU only: a CPU's caches can serve a step's bytes faster than its DRAM copy runs (EFF_BOUNDS)
+    floors = demonstrated_floors(work, gpu, base) if on_host(gpu.memory_class) else (0.0, 0.0)
+    bounds = [(max(b[0], math.log(max(EFF_BOUNDS[0], f))), b[1]) for b, f in zip(box[:2], floors)] + box[2:]
     prior_w = math.sqrt(PRIOR_WEIGHT)
 
     def efficiency(x):
@@ -696,7 +717,7 @@ def fit_factors(points: list[_Point], gpu: GPU, prior: tuple[float, float, float
     for j, name in enumerate(FACTORS):
         half = _t95(dof) * math.sqrt(s2 * design[j][j]) if dof > 0 else math.inf
         err.append(min(ERR_CAP_PCT, 100 * (math.exp(min(half, 50.0)) - 1)))
-        at_bound = min(abs(x[j] - bounds[j][0]), abs(x[j] - bounds[j][1])) < 1e-6
+        at_bound = min(abs(x[j] - box[j][0]), abs(x[j] - box[j][1])) < 1e-6  # the floor is a measurement, not a limit
         if math.sqrt(design[j][j]) > COND_LIMIT or at_bound:
             unidentified.append(name)
     bw, mm, lo = (math.exp(v) for v in x)

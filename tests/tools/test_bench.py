@@ -236,5 +236,7 @@ def test_the_gpu_bandwidth_anchor_is_sized_to_the_gpu():
     assert (wide_layers(16 * 2**30, "bf16"), wide_layers(16 * 2**30, "fp32")) == (2, 1)
     assert wide_layers(8 * 2**30, "bf16") == 1
     ids = [(p.model.id, p.model.layers) for p in anchor_points("cuda", "bf16", 80e9)]
-    assert ids.count(("bench-wide", 4)) == 2 and ("bench-deep", 16) not in ids
+    assert ids.count(("bench-wide", 4)) == 3 and ("bench-deep", 16) not in ids
+    kinds = {(p.model.id, p.kind) for p in anchor_points("cuda", "bf16", 80e9)}
+    assert ("bench-wide", "forward") in kinds  # 2 x 3.24e9 weights x 2,048 tokens = 13.3 TFLOP: compute-bound
     assert [p.model.id for p in anchor_points("cpu", "fp32")].count(WIDE.id) == 0
