@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Callable, Iterable, Mapping
 
+from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
                                         support_reasons)
@@ -164,6 +165,24 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
                               "independently")]
 
 
+def alignment_reason(work: tuple, gpu: GPU, s: Setup) -> Reason | None:
+    """A note when the plan's 16- or 8-bit tensor-core GEMMs have weight dimensions that are not 16-byte aligned on an
+    NVIDIA GPU (gemm.misaligned_dims): they run slower kernels than the matmul ceiling the estimate assumes."""
+    p = s.precision
+    if gpu.compute_capability is None or p.compute_path not in TENSOR_CORE_PATHS or p.weight_bytes != p.act_bytes \
+            or not work:
+        return None
+    dims = sorted({d for g in work[0].groups if g.gemms for d in misaligned_dims(g.gemms, p.act_bytes)})
+    if not dims:
+        return None
+    step = int(ALIGNMENT_BYTES // p.act_bytes)
+    return Reason("alignment", False, f"weight dimension{'s' if len(dims) > 1 else ''} "
+                  f"{', '.join(f'{d:,}' for d in dims[:3])} not a multiple of {step}: in {p.id} those matrices' rows "
+                  f"are not {ALIGNMENT_BYTES}-byte aligned, so their GEMMs run slower tensor-core kernels than this "
+                  "estimate assumes (an H200 ran GPT-2's 50,257-wide LM head at ~125 TFLOP/s); pad " + ('them' if len(dims) > 1 else 'it') + " to a multiple "
+                  "of 64, as nanoGPT pads GPT-2's vocabulary to 50,304")
+
+
 @lru_cache(maxsize=1024)
 def _on_kernel(s: Setup, kernel: AttentionBackend) -> Setup:
     """The setup with its attention choice replaced by the kernel it runs as (one object per pair: a cache key)."""
@@ -230,6 +249,9 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
         mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
     work = _phases(plan, s, batch, per_gpu, n_dp)
     seconds = sum(phase_seconds(ph, gpu, eff) for ph in work)
+    align = alignment_reason(work, gpu, s)
+    if align:
+        reasons.append(align)
     if prices.get(plan.price_tier) is None:
         reasons.append(Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"))
     tokens = _tokens(plan)

@@ -20,7 +20,8 @@ from planner.inputs.work import Setup
 @dataclass(frozen=True)
 class Reason:
     code: str  # 'oom', 'memory', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price',
-    # 'parallelism', 'device' (runs on the CPU), 'runtime' (the runtime can't run on this device)
+    # 'parallelism', 'device' (runs on the CPU), 'runtime' (the runtime can't run on this device), 'alignment' (GEMM
+    # rows not 16-byte aligned: slower kernels than the estimate assumes)
     blocking: bool
     text: str
 

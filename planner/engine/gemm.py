@@ -23,6 +23,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+# Tensor-core GEMM kernels move their operands in 16-byte vectors, so a matrix whose rows (the N or K of a weight) are
+# not a multiple of 16 bytes cannot use cuBLAS's fastest kernels: NVIDIA, "Matrix Multiplication Background User's
+# Guide", section "Tensor Core Requirements" (cuBLAS 11.0+ uses Tensor Cores for any size, "but efficiency is better
+# when ... multiples of 16 bytes", i.e. 8 fp16 elements); the cuBLAS docs' tensor-core usage notes; CUTLASS issue #75
+# ("most kernels targeting Tensor Cores require 128b aligned memory accesses"). Seen on an H200 (2026-11-26): GPT-2's
+# 50,257-wide LM head in bf16 ran on sm75-era CUTLASS kernels at ~125 TFLOP/s (validation/measured/README.md).
+ALIGNMENT_BYTES = 16
+TENSOR_CORE_PATHS = ("fp16", "bf16", "fp8")  # the compute paths whose GEMMs are tensor-core kernels with this rule
 TILE_M = 128  # rows of an output tile (CUTLASS default 128 x 128 threadblock tile)
 TILE_N = 128  # columns of an output tile
 TILE_K = 64  # depth of one K step of a tile; the shallowest split-K slice
@@ -62,3 +70,12 @@ def shape_efficiency(gemms: tuple[tuple[int, int, int, float], ...], sms: int) -
         work += flops
         time += flops / gemm_efficiency(m, n, k, sms)
     return work / time if time else 1.0
+
+
+@lru_cache(maxsize=4096)
+def misaligned_dims(gemms: tuple[tuple[int, int, int, float], ...], element_bytes: float) -> tuple[int, ...]:
+    """The weight dimensions among `gemms` ((M, N, K, count) each) whose rows are not ALIGNMENT_BYTES-aligned at
+    `element_bytes` per element. Every weight dimension is the N of some GEMM (of the forward, or of a backward
+    product for a K), while M (tokens) never is: a matrix's row stride is its N or K, never its row count."""
+    step = max(1, int(ALIGNMENT_BYTES // element_bytes))
+    return tuple(sorted({n for _, n, _, _ in gemms if n % step}))

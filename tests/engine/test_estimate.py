@@ -575,3 +575,22 @@ def test_a_gguf_file_weighs_what_llama_bench_reports_and_runs_only_on_llama_cpp(
     refused = estimate_gpu(plan("pytorch-eager"), gpu, FACTS)
     why = next(r for r in refused.reasons if r.blocking)
     assert not refused.feasible and why.code == "precision" and "only llama.cpp runs" in why.text
+
+
+def test_a_vocabulary_that_is_not_16_byte_aligned_gets_a_note_not_a_block():
+    """GPT-2's 50,257-token LM head in bf16 (rows of 100,514 bytes, not a multiple of 16) is flagged on an NVIDIA GPU,
+    naming the dimension; LLaMA-2's 32,000 is a multiple of 8 and is not; fp32 GEMMs are not tensor-core kernels of
+    this rule. The note does not block the estimate."""
+    from planner.inputs.facts import load_facts
+    from planner.inputs.jobs import Train
+    from planner.inputs.models import load_models
+    facts, models = load_facts(), load_models()
+    h200 = facts.catalog.get("h200-sxm")
+    job = Train(16, 1024, 1.0, "adamw")
+
+    def notes(model: str, precision: str):
+        e = estimate_gpu(Plan(models.get(model), job, precision), h200, facts)
+        return e, [r for r in e.reasons if r.code == "alignment"]
+    e, found = notes("gpt2-124m", "bf16")
+    assert e.feasible and len(found) == 1 and "50,257" in found[0].text and not found[0].blocking
+    assert notes("llama-2-7b", "bf16")[1] == [] and notes("gpt2-124m", "fp32")[1] == []

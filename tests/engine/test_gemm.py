@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine.gemm import gemm_efficiency, shape_efficiency, tile_rows
+from planner.engine.gemm import gemm_efficiency, misaligned_dims, shape_efficiency, tile_rows
 
 
 def test_one_tile_more_than_the_sms_runs_a_second_wave():
@@ -54,3 +54,14 @@ def test_efficiency_is_a_fraction(m, n, k, sms):
 @settings(max_examples=100, deadline=None)
 def test_whole_waves_of_whole_tiles_reach_the_ceiling(waves, sms):
     assert gemm_efficiency(128 * waves * sms, 128, 4096, sms) == pytest.approx(1.0)
+
+
+def test_misaligned_dims_are_weight_rows_not_16_byte_multiples():
+    """16 bytes hold 8 bf16 elements or 16 fp8 ones: GPT-2's vocabulary 50,257 is a multiple of neither; 2,304
+    (3 x 768) is a multiple of both; 50,264 = 8 x 6,283 is a multiple of 8 but not of 16. A GEMM's M (its tokens) is
+    no row stride and is never reported, even when odd."""
+    gemms = ((16, 50257, 768, 1.0), (16, 2304, 768, 1.0), (1023, 768, 2304, 1.0))
+    assert misaligned_dims(gemms, 2) == (50257,)
+    assert misaligned_dims(((8, 50264, 768, 1.0),), 2) == ()
+    assert misaligned_dims(((8, 50264, 768, 1.0),), 1) == (50264,)
+    assert misaligned_dims(((1023, 768, 768, 1.0),), 2) == ()
