@@ -14,26 +14,38 @@ import torch
 
 sys.path.insert(0, "validation")
 import measure_hf as m
-print("cpus", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), "load", os.getloadavg(), "threads", torch.get_num_threads())
+print("cpus", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), "load", os.getloadavg(),
+      "threads", torch.get_num_threads())
 mhz = [float(l.split(":")[1]) for l in open("/proc/cpuinfo") if l.startswith("cpu MHz")]
-print("MHz min/median/max", min(mhz), statistics.median(mhz), max(mhz), next(l for l in open("/proc/cpuinfo") if l.startswith("model name")).strip())
+print("MHz min/median/max", min(mhz), statistics.median(mhz), max(mhz),
+      next(line for line in open("/proc/cpuinfo") if line.startswith("model name")).strip())
 llama = m.build("llama", m.LLAMA2_7B, False, "cuda", torch.bfloat16)
 ids = torch.randint(100, 20000, (1, 128), device="cuda")
-kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, min_new_tokens=64, max_new_tokens=64, pad_token_id=0, eos_token_id=None)
+kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, min_new_tokens=64, max_new_tokens=64, pad_token_id=0,
+          eos_token_id=None)
 with torch.inference_mode():
     llama.generate(ids, **{**kw, "min_new_tokens": 4, "max_new_tokens": 4})
     for i in range(8):
-        torch.cuda.synchronize(); t0 = time.perf_counter(); llama.generate(ids, **kw); torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        llama.generate(ids, **kw)
+        torch.cuda.synchronize()
         t = time.perf_counter() - t0
-        print(f"llama b1 64 tokens run {i}: {t:.3f} s = {t/64*1e3:.2f} ms/token; load {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"llama b1 64 tokens run {i}: {t:.3f} s = {t/64*1e3:.2f} ms/token; load {os.getloadavg()[0]:.2f}",
+              flush=True)
     # a bare forward step (no generate machinery): decode step with cache
-    from transformers import DynamicCache
-    out = llama(ids, use_cache=True); cache = out.past_key_values; tok = ids[:, -1:]
+    cache, tok = llama(ids, use_cache=True).past_key_values, ids[:, -1:]
     ts = []
     for i in range(30):
-        torch.cuda.synchronize(); t0 = time.perf_counter(); o = llama(tok, past_key_values=cache, use_cache=True); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
-    print("bare forward decode step ms: median %.2f min %.2f max %.2f" % (statistics.median(ts)*1e3, min(ts)*1e3, max(ts)*1e3))
-del llama; torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        llama(tok, past_key_values=cache, use_cache=True)
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    print("bare forward decode step ms: median %.2f min %.2f max %.2f"
+          % (statistics.median(ts) * 1e3, min(ts) * 1e3, max(ts) * 1e3))
+del llama
+torch.cuda.empty_cache()
 g = m.build("gpt2", m.GPT2_124M, False, "cuda", torch.float32).train()
 opt = torch.optim.AdamW(g.parameters(), lr=1e-5)
 ids = torch.randint(100, 20000, (16, 1024), device="cuda")

@@ -80,10 +80,10 @@ def wide_layers(memory_bytes: float, precision: str) -> int:
 
 def anchor_points(device: str, precision: str, memory_bytes: float | None = None) -> list[Point]:
     """Launch-bound (narrow decode) and bandwidth-bound (deep decode on a CPU, wide decode on a GPU) points, and on a
-    GPU a compute-bound one (wide forward): what separates the three factors. Batch 1: on a CPU, decode at batch 4 or more runs thin GEMMs far slower than either
-    roof, which no single bandwidth or compute efficiency represents. On a GPU the deep model is launch-bound too (its
-    218 MB stream in about 0.1 ms), so WIDE, sized to `memory_bytes` (the GPU's; default: the current device's),
-    anchors bandwidth there."""
+    GPU a compute-bound one (wide forward): what separates the three factors. Batch 1: on a CPU, decode at batch 4 or
+    more runs thin GEMMs far slower than either roof, which no single bandwidth or compute efficiency represents. On
+    a GPU the deep model is launch-bound too (its 218 MB stream in about 0.1 ms), so WIDE, sized to `memory_bytes`
+    (the GPU's; default: the current device's), anchors bandwidth and compute there."""
     P = lambda m, pos: Point(m, "decode", 1, precision, position=pos)
     if device == "cpu":
         return [P(NARROW, 16), P(NARROW, 128), P(DEEP, 16), P(DEEP, 128)]

@@ -175,12 +175,12 @@ def alignment_reason(work: tuple, gpu: GPU, s: Setup) -> Reason | None:
     dims = sorted({d for g in work[0].groups if g.gemms for d in misaligned_dims(g.gemms, p.act_bytes)})
     if not dims:
         return None
-    step = int(ALIGNMENT_BYTES // p.act_bytes)
-    return Reason("alignment", False, f"weight dimension{'s' if len(dims) > 1 else ''} "
+    step, many = int(ALIGNMENT_BYTES // p.act_bytes), len(dims) > 1
+    return Reason("alignment", False, f"weight dimension{'s' if many else ''} "
                   f"{', '.join(f'{d:,}' for d in dims[:3])} not a multiple of {step}: in {p.id} those matrices' rows "
                   f"are not {ALIGNMENT_BYTES}-byte aligned, so their GEMMs run slower tensor-core kernels than this "
-                  "estimate assumes (an H200 ran GPT-2's 50,257-wide LM head at ~125 TFLOP/s); pad " + ('them' if len(dims) > 1 else 'it') + " to a multiple "
-                  "of 64, as nanoGPT pads GPT-2's vocabulary to 50,304")
+                  f"estimate assumes (an H200 ran GPT-2's 50,257-wide LM head at ~125 TFLOP/s); pad "
+                  f"{'them' if many else 'it'} to a multiple of 64, as nanoGPT pads GPT-2's vocabulary to 50,304")
 
 
 @lru_cache(maxsize=1024)

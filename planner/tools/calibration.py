@@ -55,10 +55,10 @@ MISSING = {
                 "bench measures, or your model at its smallest input sizes)",
 }
 # Host dispatch per kernel (as data/runtimes.yaml counts kernels) of bare torch ops on the host behind eager PyTorch's
-# tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one. Read on
-# one machine (H200 "b" of validation/measured/README.md, 2026-11-26): its bench fits 12.6 us (95 %: +-19 %), and on the
-# same machine Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token (its probe log), which eager's
-# tuned host time predicts at 22.4 ms. Another H200 ("a") fitted 10.8 us and decoded at 18.5 ms a token at best.
+# tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one.
+# Read on one machine (H200 "b" of validation/measured/README.md, 2026-11-26): its bench fits 12.6 us (95 %: +-19 %),
+# and on the same machine Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token (its probe log), which eager's
+# tuned host time predicts at 22.4 ms. Another H200 ("a") fitted 10.9 us and decoded at 18.5 ms a token at best.
 BARE_OP_HOST_US = 12.6
 NOISE_FLOOR = 0.01  # timing repeatability assumed at least (1 % relative): a perfect fit still has this uncertainty
 # A factor is pinned down when a 1 % timing noise moves it by at most COND_LIMIT % (its design standard error):
@@ -291,9 +291,9 @@ def factor_efficiency(base: Efficiency, bw: float, mm: float, overhead_us: float
     On a GPU the overhead is host dispatch per kernel (Efficiency.host_us_per_kernel: the step takes the longer of the
     GPU's work and the host's dispatch) and the GPU-side launch gap per kernel is eager PyTorch's untuned prior
     (_bare_op_prior); on a CPU it is the launch time per kernel, added to the compute. An H200 (2026-11-26,
-    data/calibrations/2026-11-26_cuda-nvidia-h200.json) shows why: decode of a 6.5 GB model at batch 1 took 2.1 ms,
-    where the additive form had to explain ~120 dispatches of 11.8 us each plus the weights' stream, and only fitted by
-    moving the bandwidth to 2.3 times the datasheet."""
+    validation/measured/2026-11-26_nvidia-h200_b_bench.json) shows why: decode of a 6.5 GB model at batch 1 took
+    2.1 ms, which the additive form could only explain as its dispatches at 11.8 us each plus the weights streamed at
+    2.3 times the datasheet bandwidth."""
     if on_host(device_class):
         return replace(base, mem_bw_efficiency=bw, compute_efficiency=mm, host_us_per_kernel=overhead_us,
                        launch_overhead_us=_bare_op_prior(device_class)[2], step_host_us=0.0)
@@ -326,7 +326,8 @@ class Calibration:
     ceiling (GPU.ceiling) when the device is a catalog GPU or CPU (gpu_id set), else the measured copy bandwidth and
     matmul peak (other CPUs, MPS). The measured device itself (`measured_gpu`) has the bench's matmul TFLOPS as its
     ceiling. compute_efficiency is fitted on `compute_path` (the workload precision). overhead_us: per kernel as
-    data/runtimes.yaml counts kernels: host dispatch on a GPU, launch on a CPU (factor_efficiency). measured_*: the micro-benchmark peaks, so the measured device itself can be estimated.
+    data/runtimes.yaml counts kernels: host dispatch on a GPU, launch on a CPU (factor_efficiency). measured_*: the
+    micro-benchmark peaks, so the measured device itself can be estimated.
     """
 
     device_name: str
