@@ -12,7 +12,7 @@ from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import shape_efficiency
 from planner.engine.collectives import call_protocol, comm_seconds
 from planner.engine.phases import Phase
-from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES
+from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link, ProtocolRate
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
 
@@ -197,19 +197,22 @@ def _comm_seconds(ph: Phase, gpu: GPU) -> float:
     return ph.steps * sum(comm_seconds(b, h, k, link) for b, h, k in ph.comm) if link else float("inf")
 
 
-def comm_protocols(ph: Phase, gpu: GPU) -> str:
-    """Which NCCL protocol each kind of collective of a step takes, in words ('' without collectives or a link)."""
-    link = gpu.link_for(ph.comm_gpus) if ph.comm else None
-    if link is None:
-        return ""
-    parts = []
+def _protocol_picks(ph: Phase, link: Link) -> list[tuple[float, float, float, float, ProtocolRate]]:
+    """Each kind of collective of a step as NCCL runs it: (calls, bytes sent per call, ring steps per call, seconds per
+    call, protocol), the protocol the fastest for the call's size (collectives.call_protocol)."""
+    picks = []
     for sent, hops, calls in ph.comm:
         if calls:
             seconds, protocol = call_protocol(sent / calls, hops / calls, link)
-            steps = hops / calls
-            parts.append(f"{calls:,.4g} x {sent / calls:,.0f} B sent in {steps:g} ring step{'' if steps == 1 else 's'}: "
-                         f"{PROTOCOL_NAMES[protocol.id]}, {seconds * 1e6:,.4g} us each")
-    return "; ".join(parts)
+            picks.append((calls, sent / calls, hops / calls, seconds, protocol))
+    return picks
+
+
+def _protocol_words(picks: list[tuple[float, float, float, float, ProtocolRate]]) -> str:
+    """Which NCCL protocol each kind of collective takes, in words ('' without collectives)."""
+    return "; ".join(f"{calls:,.4g} x {sent:,.0f} B sent in {steps:g} ring step{'' if steps == 1 else 's'}: "
+                     f"{PROTOCOL_NAMES[protocol.id]}, {seconds * 1e6:,.4g} us each"
+                     for calls, sent, steps, seconds, protocol in picks)
 
 
 def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:
@@ -223,12 +226,13 @@ def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> 
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
     kernels, overhead, host = _launch_host(ph, eff)
-    comm = _comm_seconds(ph, gpu)
-    hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
     link = gpu.link_for(ph.comm_gpus) if ph.comm else None
+    picks = _protocol_picks(ph, link) if link else []  # the explanation and the time from one choice per collective
+    comm = 0.0 if not ph.comm else ph.steps * sum(c * t for c, _, _, t, _ in picks) if link else float("inf")
+    hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
-                     ph.comm_calls, comm_protocols(ph, gpu))
+                     ph.comm_calls, _protocol_words(picks))
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
