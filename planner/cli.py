@@ -35,8 +35,8 @@ from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
 from planner.views.page import my_gpus, own_assumptions_sentence, rank_by_whole_job
 from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
-                                  own_fields, price_rows, text_table, validation_rows, validation_summary_text,
-                                  coverage_rows, validation_headline_text)
+                                  loso_rows, own_fields, price_rows, text_table, validation_rows,
+                                  validation_summary_text, coverage_rows, validation_headline_text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -347,12 +347,20 @@ def cmd_validate(a: argparse.Namespace) -> int:
     held_out = loso.leave_one_source_out(a.measurements)
     summary = loso.loso_summary(held_out)
     ratios = loso.speedup_ratios(held_out)
-    if a.by_source:  # every group of every set, and every ratio pair
-        print(emit(summary, a.format))
+    if a.by_source:  # every group of every set, and every ratio pair (and every row's prediction with --rows)
+        rows = loso_rows(held_out) if a.rows else None
+        if a.format == "json" and rows is not None:
+            print(json.dumps({"summary": summary, "rows": rows}, indent=2))
+            return 0
+        print(emit(rows if rows is not None and a.format == "csv" else summary, a.format))
         if a.format == "table" and ratios:
             print("\nspeed-up ratio pairs (leave-one-source-out predictions; untuned = the priors of "
                   "data/runtimes.yaml)")
             print(text_table(_ratio_pairs(ratios)))
+        if a.format == "table" and rows:
+            print("\nevery row's leave-one-source-out prediction, worst first per regime (error on the row's metric; "
+                  "speed bias + = the planner faster than measured)")
+            print(text_table(rows))
         return 0
     residuals = [r.result for r in held_out if r.independent]
     levels = band_levels(residuals)
@@ -380,7 +388,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
     if a.write_uncertainty:
         headline = [{"regime": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
                      "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"], "meets": d["meets"]}
-                    for d in summary if d["set"] == "leave-one-source-out" and d["group"] in ("all", "regime")]
+                    for d in summary if d["set"] == loso.LOSO_SET and d["group"] in ("all", "regime")]
         path = write_uncertainty(residuals, loso.RESIDUALS_RULE, a.uncertainty_file, today=date.today(),
                                  accuracy=headline, levels=levels)
         print(f"\nuncertainty bands written to {path}")
@@ -612,7 +620,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, metavar="PATH.html", help="write the measured-vs-predicted chart")
     p.add_argument("--write-uncertainty", action="store_true",
                    help="write the uncertainty bands (data/uncertainty.yaml) from the leave-one-source-out residuals")
-    p.add_argument("--rows", action="store_true", help="print every row's measured and predicted value too")
+    p.add_argument("--rows", action="store_true",
+                   help="print every row's measured and predicted value too (with --by-source: each row's "
+                        "leave-one-source-out prediction, worst first per regime; csv: only those rows)")
     p.add_argument("--uncertainty-file", default=str(UNCERTAINTY_FILE), help=argparse.SUPPRESS)
     p.add_argument("--tune", action="store_true",
                    help="search runtime efficiencies on the tune split and print them (writes nothing)")

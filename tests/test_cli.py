@@ -264,3 +264,33 @@ def test_own_puts_your_cards_on_top_with_owning_vs_renting():
 def test_a_bad_own_value_exits_2_naming_it():
     out = run("estimate", "--own", "rtx-a5000:zero")
     assert out.returncode == 2 and "rtx-a5000:zero" in out.stderr and "Traceback" not in out.stderr
+
+
+def _synthetic_measurements(tmp_path: Path) -> Path:
+    """Four llama.cpp decode rows from two made-up labs (values arbitrary: the listing is under test, not the fit)."""
+    import yaml
+    rows = [{"id": f"syn-{i}", "gpu": gpu, "gpus": 1, "model": "llama-3-8b", "regime": "decode",
+             "framework": "llama.cpp", "precision": "fp16", "weight_bits": 16, "batch": 1, "prompt_tokens": 0,
+             "gen_tokens": 512, "seq_len": None, "metric": "tokens_per_s", "value": value, "source": source,
+             "conditions": "synthetic"}
+            for i, (gpu, value, source) in enumerate((("rtx-4090", 50.0, "lab-a/bench:README.md"),
+                                                      ("rtx-3090", 40.0, "lab-a/bench:README.md"),
+                                                      ("rtx-a6000", 35.0, "lab-b/notes:results.md"),
+                                                      ("rtx-a5000", 30.0, "lab-b/notes:results.md")))]
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": rows}, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_validate_by_source_rows_lists_every_rows_held_out_prediction(tmp_path):
+    path = _synthetic_measurements(tmp_path)
+    table = run("validate", "--by-source", "--rows", "--measurements", str(path))
+    assert table.returncode == 0, table.stderr
+    listing = table.stdout.split("every row's leave-one-source-out prediction")[1]
+    assert all(f"syn-{i}" in listing for i in range(4)) and "speed_bias_pct" in listing
+    data = json.loads(run("validate", "--by-source", "--rows", "--format", "json", "--measurements", str(path)).stdout)
+    assert {r["row"] for r in data["rows"]} == {f"syn-{i}" for i in range(4)}
+    assert {r["source"] for r in data["rows"]} == {"lab-a/bench", "lab-b/notes"}
+    for r in data["rows"]:  # on throughput rows the bias on speed is the error itself
+        assert r["speed_bias_pct"] == r["error_pct"] and r["set"] == "leave-one-source-out"
+    assert any(s["set"] == "leave-one-source-out" and s["key"] == "all" for s in data["summary"])

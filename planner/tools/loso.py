@@ -45,6 +45,12 @@ RESIDUALS_RULE = ("leave one source out: each row predicted with the runtime eff
                   "source's rows (planner.tools.loso); rows whose runtime no other source measures on that memory "
                   "class, from a source the profile was drawn from, are left out")
 
+# The sets loso_summary scores rows in: the headline (other sources' evidence predicts the row), the rows without that
+# evidence, and the rows of sources the priors never drew from, scored with the priors as they are.
+LOSO_SET = "leave-one-source-out"
+NO_OTHER_SOURCE_SET = "no other source"
+UNTUNED_SET = "untuned, new sources"
+
 
 def source_of(row: Measurement) -> str:
     """The publication a row comes from: its repository (owner/name) or web host, without file, anchor or commit."""
@@ -66,6 +72,12 @@ class LosoRow:
     # from this source
     independent: bool
     untuned: RowResult  # scored with the runtime's priors (data/runtimes.yaml), untuned
+
+    @property
+    def scored_set(self) -> str:
+        """The summary set this row's leave-one-source-out score counts in: the headline's (LOSO_SET) when other
+        sources' evidence made its prediction, else NO_OTHER_SOURCE_SET."""
+        return LOSO_SET if self.independent else NO_OTHER_SOURCE_SET
 
     @property
     def new_source(self) -> bool:
@@ -135,7 +147,7 @@ def _stats(results: list[RowResult]) -> dict:
         return {"n": 0, "median_ape": None, "p90_ape": None, "median_bias_pct": None}
     apes = [abs(r.error_pct) for r in scored]
     # bias on speed, whatever the row's metric: + = the planner is faster than the measurement (optimistic)
-    speed = [100.0 * (r.seconds_ratio - 1.0) for r in scored]
+    speed = [r.speed_bias_pct for r in scored]
     return {"n": len(scored), "median_ape": round(statistics.median(apes), 1),
             "p90_ape": round(quantile(apes, 0.9), 1), "median_bias_pct": round(statistics.median(speed), 1)}
 
@@ -168,16 +180,16 @@ def loso_summary(rows: list[LosoRow]) -> list[dict]:
     and left-out source); set 'no other source': the rows without that evidence, apart; set 'untuned, new sources':
     rows from sources the priors never drew from (DRAWN_FROM), scored with the priors as they are.
     """
-    sets = [("leave-one-source-out", [(r.result, r.source) for r in rows if r.independent], True),
-            ("no other source", [(r.result, r.source) for r in rows if not r.independent], False),
-            ("untuned, new sources", [(r.untuned, r.source) for r in rows if r.new_source], False)]
+    sets = [(LOSO_SET, [(r.result, r.source) for r in rows if r.independent], True),
+            (NO_OTHER_SOURCE_SET, [(r.result, r.source) for r in rows if not r.independent], False),
+            (UNTUNED_SET, [(r.untuned, r.source) for r in rows if r.new_source], False)]
     out = []
     for name, results, by_class in sets:
         for kind, key, members in _groups(results, by_class) if results else ():
             if members:
                 stats = _stats(members)
                 out.append({"set": name, "group": kind, "key": key, **stats,
-                            **_verdict(kind, key, stats, name == "leave-one-source-out")})
+                            **_verdict(kind, key, stats, name == LOSO_SET)})
     return out
 
 

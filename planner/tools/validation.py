@@ -132,6 +132,13 @@ class RowResult:
         r = self.predicted / self.measured
         return 1.0 / r if self.metric == "step_seconds" else r
 
+    @property
+    def speed_bias_pct(self) -> float | None:
+        """The error on speed whatever the row's metric, in %: + = the planner is faster than measured (a step_seconds
+        row predicted too short counts as +); None without a prediction."""
+        ratio = self.seconds_ratio
+        return None if ratio is None else 100.0 * (ratio - 1.0)
+
 
 @dataclass(frozen=True)
 class ValidationReport:
@@ -155,7 +162,7 @@ class ValidationReport:
         for kind, key, rs in groups:
             apes = [r.ape for r in rs]
             med = round(statistics.median(apes), 1) if apes else None
-            bias = round(statistics.median(100 * (r.seconds_ratio - 1) for r in rs), 1) if rs else None
+            bias = round(statistics.median(r.speed_bias_pct for r in rs), 1) if rs else None
             target, meets = meets_target(key, med, bias) if kind == "regime" else (None, None)
             out.append({"split": split, "group": kind, "key": key, "n": len(rs), "median_ape": med,
                         "p90_ape": round(quantile(apes, 0.9), 1) if apes else None, "median_speed_bias_pct": bias,

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 from datetime import date
-from typing import Any
+from typing import Any, Iterable
 
 from planner.base.schema import sm_label
 from planner.engine.estimate import Estimate
@@ -20,7 +20,8 @@ from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, 
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
-from planner.tools.uncertainty import band_or_note
+from planner.tools.loso import LOSO_SET, UNTUNED_SET, LosoRow
+from planner.tools.uncertainty import REGIMES, band_or_note
 from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 from planner.views.format import short_name
 
@@ -195,13 +196,28 @@ def validation_rows(report: ValidationReport) -> list[dict]:
              "error_pct": None if r.error_pct is None else round(r.error_pct, 1), "note": r.note} for r in report.rows]
 
 
+def loso_rows(held_out: Iterable[LosoRow]) -> list[dict]:
+    """Every scored row's leave-one-source-out prediction, the rows behind `validate --by-source`'s medians: per regime
+    (REGIMES order), worst |error| first. error_pct is on the row's own metric; speed_bias_pct on speed whatever the
+    metric (+ = the planner faster than measured); set is the summary set the row counts in; untuned_error_pct is the
+    row scored with the runtime's priors (data/runtimes.yaml)."""
+    order = {g: i for i, g in enumerate(REGIMES)}
+    scored = [r for r in held_out if r.result.error_pct is not None]
+    scored.sort(key=lambda r: (order.get(r.result.regime, len(order)), -abs(r.result.error_pct), r.result.row_id))
+    return [{"row": r.result.row_id, "source": r.source, "set": r.scored_set, "regime": r.result.regime,
+             "gpu": r.result.gpu_id, "class": r.result.gpu_class, "runtime": r.result.runtime,
+             "metric": r.result.metric, "measured": r.result.measured, "predicted": _sig(r.result.predicted),
+             "error_pct": round(r.result.error_pct, 1), "speed_bias_pct": _r(r.result.speed_bias_pct, 1),
+             "untuned_error_pct": _r(r.untuned.error_pct, 1)} for r in scored]
+
+
 def loso_headline_rows(summary: list[dict]) -> list[dict]:
     """The leave-one-source-out rows behind the headline: all, each regime with issue 11's target, each GPU class."""
     keep = ("all", "regime", "gpu_class")
     return [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
              "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"],
              "meets": None if d["meets"] is None else ("yes" if d["meets"] else "no")}
-            for d in summary if d["set"] == "leave-one-source-out" and d["group"] in keep]
+            for d in summary if d["set"] == LOSO_SET and d["group"] in keep]
 
 
 def coverage_rows(cover: dict[str, tuple[int, int, int]], levels: dict[str, tuple[float, float]]) -> list[dict]:
@@ -218,7 +234,7 @@ def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dic
     """The headline of `planner validate`: leave-one-source-out accuracy per regime against issue 11's targets,
     the speed-up ratios, and how often the uncertainty band holds a left-out source's rows."""
     untuned = [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "median_bias_pct":
-                d["median_bias_pct"]} for d in summary if d["set"] == "untuned, new sources"
+                d["median_bias_pct"]} for d in summary if d["set"] == UNTUNED_SET
                and d["group"] in ("all", "regime")]
     lines = ["leave one source out (headline): each source scored with the runtime efficiencies tuned on every "
              f"other source; meets = median |error| <= target and |median bias| <= {bias_pct:g} % "

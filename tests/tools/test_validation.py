@@ -350,3 +350,16 @@ def test_the_fixed_cost_fit_recovers_the_bandwidth_and_cost_it_was_given():
     assert all(f == pytest.approx(t, rel=1e-9) for _, _, t, f, _ in fitted)
     with pytest.raises(ValueError, match="batch-1"):
         fit.fit([replace(rows[0], batch=8)], catalog, models, rules)
+
+
+@pytest.mark.parametrize("metric, measured, predicted, speed_pct", [
+    ("tokens_per_s", 100.0, 120.0, 20.0),  # 120 tokens/s predicted for 100: 20 % faster
+    ("step_seconds", 1.0, 0.8, 25.0),  # 0.8 s predicted for 1.0 s: 1 / 0.8 = 1.25 x the speed
+    ("step_seconds", 1.0, 1.25, -20.0),  # 1.25 s for 1.0 s: 0.8 x the speed
+    ("tokens_per_s", 100.0, None, None),  # nothing predicted: no bias
+])
+def test_the_bias_on_speed_reads_a_step_time_as_its_inverse(metric, measured, predicted, speed_pct):
+    err = None if predicted is None else (predicted - measured) / measured * 100
+    r = RowResult("r", "rtx-4090", "gddr", "m", "decode, batch 1", "llama.cpp", "llama.cpp", "fp16", 1, metric,
+                  measured, predicted, err, "test", "", "lab/x:y")
+    assert r.speed_bias_pct == (None if speed_pct is None else pytest.approx(speed_pct))

@@ -79,3 +79,26 @@ def test_price_rows_give_each_tiers_age():
     p = table.prices["rtx-a5000"]["community"]
     row = next(r for r in price_rows(table, p.date + timedelta(days=7)) if r["gpu"] == "rtx-a5000")
     assert row["community_age_days"] == 7 and row["community_usd_hr"] == p.usd_hr
+
+
+def _loso(rid: str, regime: str, metric: str, measured: float, predicted: float | None, independent: bool = True):
+    """A leave-one-source-out row scored by hand: error on the row's own metric, as validation.evaluate_row gives."""
+    from planner.tools.loso import LosoRow
+    from planner.tools.validation import RowResult, load_measurements
+    err = None if predicted is None else (predicted - measured) / measured * 100
+    res = RowResult(rid, "h100-sxm", "hbm", "llama-3-8b", regime, "vllm", "vllm", "fp16", 1, metric, measured,
+                    predicted, err, "test", "", "lab/x:y")
+    return LosoRow(load_measurements()[0], res, "lab/x", independent, res)
+
+
+def test_loso_rows_list_each_regime_worst_first_with_the_bias_on_speed():
+    from planner.views.report import loso_rows
+    held = [_loso("b1-small", "decode, batch 1", "tokens_per_s", 100.0, 95.0),
+            _loso("train-slow", "train", "step_seconds", 10.0, 8.0),  # 8 s for 10: 20 % short, 25 % faster
+            _loso("b1-big", "decode, batch 1", "tokens_per_s", 100.0, 130.0, independent=False),
+            _loso("unscored", "prefill", "tokens_per_s", 100.0, None)]
+    rows = {r["row"]: r for r in loso_rows(held)}
+    assert [r["row"] for r in loso_rows(held)] == ["b1-big", "b1-small", "train-slow"]  # REGIMES order, worst first
+    assert rows["train-slow"]["error_pct"] == -20.0 and rows["train-slow"]["speed_bias_pct"] == 25.0
+    assert rows["b1-small"]["error_pct"] == -5.0 and rows["b1-small"]["speed_bias_pct"] == -5.0
+    assert rows["b1-big"]["set"] == "no other source" and rows["b1-small"]["set"] == "leave-one-source-out"
