@@ -51,6 +51,7 @@ class Phase(NamedTuple):
     # (eager kernel units), summed over the op groups (OpGroup.launches, host_kernels)
     launches: float = 0.0
     host_kernels: float = 0.0
+    latency_s: float = 0.0  # per step: its op groups' kernels' fixed latencies (OpGroup.latency_s), summed
 
     @property
     def comm_bytes(self) -> float:
@@ -76,11 +77,17 @@ class Phase(NamedTuple):
 _PASSES = Phase._fields.index("passes")
 
 
-def _library_calls(groups: tuple[OpGroup, ...]) -> dict:
-    """A step's quantized-library launches and host dispatches, from its op groups ({} when there are none: only
-    work.call_costs sets them, for a precision with its library's kernels)."""
-    launches, host = sum(g.launches for g in groups), sum(g.host_kernels for g in groups)
-    return dict(launches=launches, host_kernels=host) if launches or host else {}
+def _group_costs(groups: tuple[OpGroup, ...]) -> dict:
+    """A step's quantized-library launches and host dispatches and its kernels' fixed latencies, from its op groups
+    ({} when there are none: work.call_costs sets the first two, for a precision with its library's kernels; a decode
+    step's attention the latency). Summed once here, where the phase is built and cached, not in the timing."""
+    launches = host = latency = 0.0
+    for g in groups:  # one pass: this runs for every pass the catalog sweep builds
+        launches += g.launches
+        host += g.host_kernels
+        latency += g.latency_s
+    costs = dict(launches=launches, host_kernels=host) if launches or host else {}
+    return costs | {"latency_s": latency} if latency else costs
 
 
 def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> dict:
@@ -103,11 +110,11 @@ def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tu
     chunks = s.prefill_chunks(P)
     prefill = m.prefill_work(s, batch, P)
     phases = [Phase("prefill", prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
-                    host_rounds=chunks, **_library_calls(prefill))]
+                    host_rounds=chunks, **_group_costs(prefill))]
     if G > 1:
         decode = m.decode_work(s, batch)
         phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **_tp_comm(m, s, batch, batch),
-                            **_library_calls(decode)))
+                            **_group_costs(decode)))
     return tuple(phases)
 
 
@@ -121,7 +128,7 @@ def _infer_steps(m: ModelProfile, S: int, s: Setup, batch: int) -> tuple[Phase, 
     """One pass of infer_phases (pass-independent, as _generate_steps)."""
     forward = m.forward_work(s, batch, S)
     return (Phase("forward", forward, m.kernels_per_forward, 1, 0, 1.0, **_tp_comm(m, s, batch * S, batch * S),
-                  **_library_calls(forward)),)
+                  **_group_costs(forward)),)
 
 
 @lru_cache(maxsize=4096)

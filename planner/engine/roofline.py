@@ -58,11 +58,12 @@ class PhaseTime:
     link: str = ""  # the link the collectives use, in words
     comm_calls: float = 0.0  # collective calls per step
     comm_protocols: str = ""  # the NCCL protocol each kind of collective takes, in words
+    latency_s: float = 0.0  # per pass: the kernels' own fixed latencies (OpGroup.latency_s: decode attention)
 
     @property
     def gpu_s(self) -> float:
-        """GPU time per pass: the op groups plus the launch gaps."""
-        return sum(g.time_s for g in self.groups) + self.overhead_s
+        """GPU time per pass: the op groups, their kernels' fixed latencies and the launch gaps."""
+        return sum(g.time_s for g in self.groups) + self.latency_s + self.overhead_s
 
     @property
     def host_bound_s(self) -> float:
@@ -82,7 +83,7 @@ class PhaseTime:
         cb = sum(g.compute_bound_s for g in self.groups)
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
-                "overhead": (self.overhead_s + self.host_bound_s + self.step_host_s) * self.passes,
+                "overhead": (self.overhead_s + self.latency_s + self.host_bound_s + self.step_host_s) * self.passes,
                 "communication": self.comm_s * self.passes}
 
 
@@ -188,6 +189,12 @@ def _launch_host(ph: Phase, eff: Efficiency) -> tuple[float, float, float]:
             ph.steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6)
 
 
+def kernel_latency_s(ph: Phase, gpu: GPU) -> float:
+    """Seconds per pass of the phase's kernels' own fixed latencies (Phase.latency_s, each step); none on a CPU
+    device, which runs no GPU kernel."""
+    return ph.steps * ph.latency_s if ph.latency_s and gpu.kind != "cpu" else 0.0
+
+
 def _comm_seconds(ph: Phase, gpu: GPU) -> float:
     """Collective seconds per pass over the GPUs' link (inf when the GPU has no link reaching comm_gpus): each kind of
     collective at NCCL's fastest protocol for its call size."""
@@ -226,13 +233,14 @@ def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> 
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
     kernels, overhead, host = _launch_host(ph, eff)
+    latency = kernel_latency_s(ph, gpu)
     link = gpu.link_for(ph.comm_gpus) if ph.comm else None
     picks = _protocol_picks(ph, link) if link else []  # the explanation and the time from one choice per collective
     comm = 0.0 if not ph.comm else ph.steps * sum(c * t for c, _, _, t, _ in picks) if link else float("inf")
-    hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + overhead)
+    hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + latency + overhead)
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
-                     ph.comm_calls, _protocol_words(picks))
+                     ph.comm_calls, _protocol_words(picks), latency)
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
@@ -248,7 +256,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
             compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
             total += steps * (compute if compute > memory else memory)
     _, overhead, host = _launch_host(ph, eff)
-    busy = total + overhead
+    busy = total + overhead + (kernel_latency_s(ph, gpu) if ph.latency_s else 0.0)  # most phases have none
     seconds = (busy if busy > host else host) + (step_host_seconds(ph, eff) if eff.step_host_us else 0.0)
     if ph.comm:
         comm = _comm_seconds(ph, gpu)

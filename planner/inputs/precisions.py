@@ -92,7 +92,8 @@ class KVDtype:
 
 ATTENTION_DTYPES = ("fp32", "fp16", "bf16", "fp8")  # dtypes an attention kernel may accept (tf32 runs as fp32)
 _KERNEL_FIELDS = ("min_sm", "max_sm", "max_head_dim", "dtypes", "scores_materialized", "speed_vs_fa2", "speed_source",
-                  "amd", "fraction_of_peak", "fraction_source")
+                  "amd", "fraction_of_peak", "fraction_source", "decode_latency_us", "decode_latency_source")
+MAX_DECODE_LATENCY_US = 1000.0  # bound on a decode-attention call's fixed latency (the reference measures 16 us)
 
 
 @dataclass(frozen=True, eq=True)
@@ -128,17 +129,24 @@ class AttentionBackend(CachedHash):
     # where it is published, times speed_vs_fa2 (set on load, with_reference); () for kernels that materialize the
     # scores (their matmuls are GEMMs at the matmul ceiling) or without a published reference
     peak_fractions: tuple[tuple[int, float], ...] = ()
+    # GPU microseconds one decode-attention call (a layer's, one new token per sequence) takes beyond its bytes: the
+    # reference kernel's measured latency, carried by every backend (set on load, with_reference), and its source
+    decode_latency_us: float = 0.0
+    decode_latency_source: str = ""
 
     @property
     def is_selector(self) -> bool:
         return bool(self.picks)
 
-    def with_reference(self, fraction: tuple[tuple[int, float], ...], source: str) -> "AttentionBackend":
-        """This kernel carrying the reference's fraction of peak (unchanged if it materializes the scores)."""
+    def with_reference(self, ref: "AttentionBackend") -> "AttentionBackend":
+        """This kernel carrying the reference's decode latency, and its fraction of peak unless it materializes the
+        scores (its matmuls are GEMMs at the matmul ceiling)."""
+        latency = replace(self, decode_latency_us=ref.decode_latency_us,
+                          decode_latency_source=ref.decode_latency_source)
         if self.scores_materialized:
-            return self
-        return replace(self, reference_fraction=fraction, reference_source=source,
-                       peak_fractions=tuple((major, f * self.speed_vs_fa2) for major, f in fraction))
+            return latency
+        return replace(latency, reference_fraction=ref.reference_fraction, reference_source=ref.reference_source,
+                       peak_fractions=tuple((major, f * self.speed_vs_fa2) for major, f in ref.reference_fraction))
 
     def peak_fraction_on(self, cc: tuple[int, int] | None) -> float:
         """peak_fractions on a GPU of compute capability `cc` (0: none known there: the matmul ceiling applies)."""
@@ -237,7 +245,7 @@ def _kernel(rec: Record, common: dict) -> AttentionBackend:
                             scores_materialized=rec.flag("scores_materialized"),
                             speed_vs_fa2=rec.number("speed_vs_fa2", lo=0.05, hi=10),
                             speed_source=rec.text("speed_source"), amd=rec.flag("amd"),
-                            **_fraction_of_peak(rec))
+                            **_fraction_of_peak(rec), **_decode_latency(rec))
 
 
 def _fraction_of_peak(rec: Record) -> dict:
@@ -255,6 +263,18 @@ def _fraction_of_peak(rec: Record) -> dict:
             raise sub.fail(str(key), "expected a compute-capability major as smN (sm8, sm9)")
         out.append((int(str(key)[2:]), sub.number(key, lo=0.05, hi=1.0)))
     return {"reference_fraction": tuple(sorted(out)), "reference_source": rec.text("fraction_source")}
+
+
+def _decode_latency(rec: Record) -> dict:
+    """The reference kernel's optional `decode_latency_us` with `decode_latency_source` (only the reference gives it:
+    every backend carries it)."""
+    us = rec.number("decode_latency_us", required=False, lo=0.0, hi=MAX_DECODE_LATENCY_US)
+    if us is None:
+        return {}
+    if rec.raw("fraction_of_peak", required=False) is None:
+        raise rec.fail("decode_latency_us", "only the reference kernel (the record with fraction_of_peak) gives it; "
+                                            "every other backend carries the reference's")
+    return {"decode_latency_us": us, "decode_latency_source": rec.text("decode_latency_source")}
 
 
 def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBackend, ...]:
@@ -278,7 +298,7 @@ def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBacke
                             f"only one reference kernel may give it ({references[0].id} does)")
     if references:  # every fused kernel's speed is relative to the reference: it carries the reference's fraction
         ref = references[0]
-        kernels = {i: k.with_reference(ref.reference_fraction, ref.reference_source) for i, k in kernels.items()}
+        kernels = {i: k.with_reference(ref) for i, k in kernels.items()}
     out = []
     for rec, common in parsed:
         if common["id"] in kernels:
@@ -291,5 +311,7 @@ def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBacke
             raise rec.fail("picks", f"{missing[0]!r} is not a kernel record of this file (a selector picks kernels)")
         chosen = tuple(kernels[p] for p in picks)
         out.append(AttentionBackend(**common, picks=chosen, scores_materialized=chosen[0].scores_materialized,
-                                    speed_vs_fa2=chosen[0].speed_vs_fa2, speed_source=chosen[0].speed_source))
+                                    speed_vs_fa2=chosen[0].speed_vs_fa2, speed_source=chosen[0].speed_source,
+                                    decode_latency_us=chosen[0].decode_latency_us,
+                                    decode_latency_source=chosen[0].decode_latency_source))
     return tuple(out)

@@ -57,6 +57,9 @@ class OpGroup(NamedTuple):
     # launches, and host dispatches in eager kernel units (its launches plus its Python glue)
     launches: float = 0.0
     host_kernels: float = 0.0
+    # GPU seconds per step the group's kernels take beyond their FLOPs and bytes (a decode step's attention calls:
+    # AttentionBackend.decode_latency_us each); added to the step's GPU time, not overlapped (a kernel's own latency)
+    latency_s: float = 0.0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)

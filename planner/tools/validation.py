@@ -354,8 +354,12 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 # with these than with compute factors tuned too, and than without the dispatch time (validation/REPORT.md, issue
 # 11's section, gives the figures and the day they were measured).
 TUNABLE = tuple(TUNABLE_PARAMS)
+# The least GPU-side gap per kernel the search may set: the grid point at or above the 1.3 us measured between kernels
+# inside a CUDA graph on an H100 (Hazy Research 2025, cited in data/runtimes.yaml's fastertransformer profile); no
+# runtime's kernels follow one another faster, so a fit below it would be a number right for the wrong reason.
+MIN_LAUNCH_GAP_US = 1.5
 GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
-         "launch_overhead_us": [round(0.5 * i, 1) for i in range(41)],  # 0 .. 20 us
+         "launch_overhead_us": [round(MIN_LAUNCH_GAP_US + 0.5 * i, 1) for i in range(38)],  # 1.5 .. 20 us
          "host_us_per_kernel": [float(i) for i in range(61)]}  # 0 .. 60 us
 SWEEPS = 40  # coordinate sweeps at most; the search stops at the first sweep that moves nothing
 MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows can move it

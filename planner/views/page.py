@@ -299,6 +299,13 @@ def step_time_rows(e: Estimate) -> list[dict]:
                      "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
                      "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
                      "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.latency_s:
+            rows.append({"phase": ph.name, "op group": "decode-attention latency (one call per layer per step)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.latency_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x {ph.latency_s / ph.steps * 1e6:,.4g} us: each layer's attention call "
+                                    "takes a fixed latency beyond its KV bytes (FlashAttention-2's decode kernel, "
+                                    "measured on an H100: data/precisions.yaml)"})
         if ph.host_bound_s:
             rows.append({"phase": ph.name, "op group": "waiting for the CPU (host-bound dispatch)",
                          "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,

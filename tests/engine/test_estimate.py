@@ -25,13 +25,18 @@ def _plan(model="llama-2-7b", precision="fp16", batch=1, **kw):
     return Plan(load_models().get(model), kw.pop("workload", Generate(1, 1, 257)), precision, batch=batch, **kw)
 
 
+# A decode step's attention calls (one per layer) each take this fixed latency beyond their bytes (data/precisions.yaml)
+DECODE_LATENCY_S = FACTS.rules.attention("sdpa").decode_latency_us * 1e-6
+
+
 def test_memory_bound_decode_scales_with_one_over_bandwidth():
     gpu = load_catalog().get("a100-sxm-80gb")
     slow, fast = replace(gpu, mem_bw_gbps=1000.0), replace(gpu, mem_bw_gbps=2000.0)
     plan = _plan()
     t_slow = estimate_gpu(plan, slow, FACTS, adjust=NO_OVERHEAD).seconds
     t_fast = estimate_gpu(plan, fast, FACTS, adjust=NO_OVERHEAD).seconds
-    assert t_slow / t_fast == pytest.approx(2.0, rel=0.02)  # batch-1 decode reads every weight per token
+    fixed = 256 * 32 * DECODE_LATENCY_S  # 256 decode steps x 32 layers: no bandwidth shortens it
+    assert (t_slow - fixed) / (t_fast - fixed) == pytest.approx(2.0, rel=0.02)  # batch 1 reads every weight per token
 
 
 def test_batch1_decode_of_a_7b_model_is_weights_over_bandwidth():
@@ -40,7 +45,21 @@ def test_batch1_decode_of_a_7b_model_is_weights_over_bandwidth():
     decode = next(p for p in e.phases if p.name == "decode")
     weights_bytes = load_models().get("llama-2-7b").matmul_params * 2
     per_token = decode.total_s / decode.steps
-    assert per_token == pytest.approx(weights_bytes / 3350e9, rel=0.05)  # ~4 ms per token at 3.35 TB/s
+    # ~4 ms per token at 3.35 TB/s, plus 32 layers' attention latency (0.5 ms)
+    assert per_token == pytest.approx(weights_bytes / 3350e9 + 32 * DECODE_LATENCY_S, rel=0.05)
+
+
+def test_a_decode_step_pays_each_layers_attention_latency_and_a_prefill_or_a_cpu_none():
+    """cfDNA-Gen (14 layers) on an RTX 4090: each decode step adds 14 x the measured latency of a decode-attention
+    call, whatever the attention backend; the prefill pass (one large kernel per layer) and a CPU device add none."""
+    plan = _plan("cfdna-gen", batch=8, workload=Generate(8, 1, 65))
+    for attention in ("sdpa", "manual"):
+        e = estimate_gpu(replace(plan, attention=attention), load_catalog().get("rtx-4090"), FACTS)
+        prefill, decode = e.phases
+        assert decode.latency_s == pytest.approx(64 * 14 * DECODE_LATENCY_S) and prefill.latency_s == 0.0
+    cpu = FACTS.catalog.get(next(g.id for g in FACTS.catalog.selection(True) if g.kind == "cpu"))
+    on_cpu = estimate_gpu(replace(plan, attention="sdpa-math"), cpu, FACTS)
+    assert on_cpu.feasible and all(p.latency_s == 0.0 for p in on_cpu.phases)
 
 
 def test_torch_compile_cuts_launch_overhead():

@@ -249,3 +249,37 @@ def test_only_the_reference_kernel_gives_a_fraction_of_peak(tmp_path):
         with pytest.raises(DataFileError) as err:
             load_rules(_backends_file(tmp_path / name, backends))
         assert err.value.field == field
+
+
+def test_the_decode_attention_latency_is_the_intercept_of_the_cited_kernel_timings():
+    """FlashAttention-2's paged decode on an H100 (microsoft/onnxruntime pull request #21414, nvbench GPU time):
+    21.135, 22.958, 28.780 and 43.563 us for 10, 18, 34 and 66 MiB moved. A least-squares line time = a + bytes / b
+    meets zero bytes at a; b is a rate below the 3.35 TB/s datasheet."""
+    moved = [m * 2**20 for m in (10, 18, 34, 66)]
+    us = [21.135, 22.958, 28.780, 43.563]
+    mx, my = sum(moved) / 4, sum(us) / 4
+    slope = sum((x - mx) * (y - my) for x, y in zip(moved, us)) / sum((x - mx) ** 2 for x in moved)
+    fa2 = load_rules().attention("flash-attn-2")
+    assert fa2.decode_latency_us == pytest.approx(my - slope * mx, abs=0.05)
+    assert 0.5 < 1e6 / slope / 3.35e12 < 1.0  # the rate it implies: a fraction of the datasheet, not above it
+    assert "21414" in fa2.decode_latency_source
+
+
+def test_every_attention_backend_carries_the_references_decode_latency():
+    r = load_rules()
+    latency = r.attention("flash-attn-2").decode_latency_us
+    for backend in ("sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-math", "manual", "xformers", "flash-attn"):
+        assert r.attention(backend).decode_latency_us == latency > 0, backend
+
+
+def test_only_the_reference_kernel_gives_the_decode_latency(tmp_path):
+    ref = KERNEL.replace("source: s}", "fraction_of_peak: {sm8: 0.6}, fraction_source: s, decode_latency_us: 16, "
+                                       "decode_latency_source: s, source: s}")
+    other = KERNEL.replace("id: k", "id: half").replace("speed_vs_fa2: 1,", "speed_vs_fa2: 0.5,")
+    assert load_rules(_backends_file(tmp_path, [ref, other])).attention("half").decode_latency_us == 16
+    (tmp_path / "bad").mkdir()  # a file of its own: load_rules caches by path
+    with pytest.raises(DataFileError) as err:
+        load_rules(_backends_file(tmp_path / "bad", [ref, other.replace("source: s}", "decode_latency_us: 9, "
+                                                                                     "decode_latency_source: s, "
+                                                                                     "source: s}")]))
+    assert err.value.field == "decode_latency_us"

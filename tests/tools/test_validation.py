@@ -363,3 +363,14 @@ def test_the_bias_on_speed_reads_a_step_time_as_its_inverse(metric, measured, pr
     r = RowResult("r", "rtx-4090", "gddr", "m", "decode, batch 1", "llama.cpp", "llama.cpp", "fp16", 1, metric,
                   measured, predicted, err, "test", "", "lab/x:y")
     assert r.speed_bias_pct == (None if speed_pct is None else pytest.approx(speed_pct))
+
+
+def test_the_search_never_sets_a_kernel_gap_below_what_a_cuda_graph_measures():
+    """1.3 us between kernels inside a CUDA graph on an H100 (Hazy Research 2025, data/runtimes.yaml): the search's
+    grid starts at or above it, and so does every tuned gap the estimates read."""
+    from planner.inputs.runtimes import load_runtimes
+    from planner.tools.validation import GRIDS, MIN_LAUNCH_GAP_US
+    assert min(GRIDS["launch_overhead_us"]) == MIN_LAUNCH_GAP_US >= 1.3
+    for rt in load_runtimes().runtimes:
+        if rt.tuned is not None:
+            assert rt.tuned.get("launch_overhead_us", MIN_LAUNCH_GAP_US) >= 1.3, rt.id

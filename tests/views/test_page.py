@@ -132,6 +132,17 @@ def test_step_time_rows_add_up_to_the_estimate():
     assert {r["op group"] for r in rows} >= {"linear layers", "attention", "elementwise & norms"}
 
 
+def test_the_decode_attention_latency_has_a_row_of_its_own():
+    """cfDNA-Gen's 14 layers: every decode step pays 14 attention calls' fixed latency (data/precisions.yaml), shown
+    with its per-step figure and counted as overhead."""
+    e = next(e for e in _ranking() if e.gpu.id == "h100-sxm")
+    us = e.setup.attention.decode_latency_us
+    (row,) = [r for r in page.step_time_rows(e) if r["op group"].startswith("decode-attention latency")]
+    decode = [ph for ph in e.phases if ph.name == "decode"]
+    assert row["time s"] == pytest.approx(sum(ph.steps * ph.passes for ph in decode[:1]) * 14 * us * 1e-6)
+    assert f"steps x {14 * us:,.4g} us" in row["formula"] and row["limited by"] == "overhead"
+
+
 def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step():
     """Llama-2-7B at TP=2 on H100 SXM, fp16, batch 1: per decode token 64 all-reduces of 4096 x 2 B (each GPU sends
     2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls, each in

@@ -127,6 +127,14 @@ ARCH = {f.name: f for f in ARCH_FIELDS}
 FIELDS = ("id", "kind", "source", "dropout") + tuple(f.name for f in ARCH_FIELDS)
 
 
+@lru_cache(maxsize=256)
+def _latency_text(layers: int, latency_us: float) -> str:
+    """The decode attention formula's latency clause ('' without one): built once per model and latency, as the
+    catalog sweep builds decode steps often."""
+    return (f"; + {layers} layers x {latency_us:g} us fixed latency per step (a decode-attention call's own, "
+            "measured for FlashAttention-2: data/precisions.yaml)" if latency_us else "")
+
+
 @dataclass(frozen=True, eq=True)
 class DecoderProfile(CachedHash):
     """A decoder-only transformer (GPT/LLaMA family)."""
@@ -590,13 +598,15 @@ class DecoderProfile(CachedHash):
         kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
         score_per_pos = (score_passes(s)[0] * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
+        latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
                        "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write"
                        + ("; the append copies the whole cache (torch.cat: read + write of p tokens)" if s.kv_concat
-                          else ""),
+                          else "")
+                       + _latency_text(m.layers, latency_us),
                        flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
                        bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
-                       peak_fractions=attn.peak_fractions)
+                       peak_fractions=attn.peak_fractions, latency_s=m.layers * latency_us * 1e-6)
         return (*head, attn, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
