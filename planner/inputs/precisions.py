@@ -93,7 +93,9 @@ class KVDtype:
 ATTENTION_DTYPES = ("fp32", "fp16", "bf16", "fp8")  # dtypes an attention kernel may accept (tf32 runs as fp32)
 _KERNEL_FIELDS = ("min_sm", "max_sm", "max_head_dim", "dtypes", "scores_materialized", "speed_vs_fa2", "speed_source",
                   "amd", "fraction_of_peak", "fraction_source", "decode_latency_us", "decode_latency_source")
-MAX_DECODE_LATENCY_US = 1000.0  # bound on a decode-attention call's fixed latency (the reference measures 16 us)
+MAX_DECODE_LATENCY_US = 1000.0  # parser cap on a decode-attention call's fixed latency (the figure: the reference's)
+# Where the decode latency comes from, in the words the estimate's explanations use (its source: the reference record)
+DECODE_LATENCY_ORIGIN = "FlashAttention-2's decode kernel, timed on an H100: data/precisions.yaml"
 
 
 @dataclass(frozen=True, eq=True)

@@ -23,6 +23,7 @@ from planner.inputs.ownership import OwnAssumptions, Owned
 from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
+from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.tools import uncertainty
 from planner.views.charts import best_value
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
@@ -304,8 +305,7 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
                          "memory s": 0.0, "time s": ph.latency_s * ph.passes, "limited by": "overhead",
                          "formula": f"steps x {ph.latency_s / ph.steps * 1e6:,.4g} us: each layer's attention call "
-                                    "takes a fixed latency beyond its KV bytes (FlashAttention-2's decode kernel, "
-                                    "measured on an H100: data/precisions.yaml)"})
+                                    f"takes a fixed latency beyond its KV bytes ({DECODE_LATENCY_ORIGIN})"})
         if ph.host_bound_s:
             rows.append({"phase": ph.name, "op group": "waiting for the CPU (host-bound dispatch)",
                          "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,

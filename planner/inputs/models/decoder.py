@@ -19,6 +19,7 @@ from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
+from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups,
@@ -132,7 +133,7 @@ def _latency_text(layers: int, latency_us: float) -> str:
     """The decode attention formula's latency clause ('' without one): built once per model and latency, as the
     catalog sweep builds decode steps often."""
     return (f"; + {layers} layers x {latency_us:g} us fixed latency per step (a decode-attention call's own, "
-            "measured for FlashAttention-2: data/precisions.yaml)" if latency_us else "")
+            f"{DECODE_LATENCY_ORIGIN})" if latency_us else "")
 
 
 @dataclass(frozen=True, eq=True)
