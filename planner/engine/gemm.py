@@ -17,6 +17,10 @@ full waves, so efficiency 1 here means that rate. Modelled choices, each from a 
   heuristics), up to floor(SMs / tiles) slices of at least TILE_K = 64 deep, so a narrow GEMM with a deep K still fills
   the GPU.
 What is not modelled: per-tile efficiency differences between tile sizes, and the reduction cost of split-K.
+
+A GEMM's time is not the larger of its compute and memory times (the roofline's sharp corner): a tile streams its
+operands through a few pipeline stages while the tensor cores work on earlier ones, and the overlap is not complete, so
+near the ridge point, where both take about as long, the kernel takes longer than either (overlapped_seconds).
 """
 
 from __future__ import annotations
@@ -35,6 +39,18 @@ TILE_M = 128  # rows of an output tile (CUTLASS default 128 x 128 threadblock ti
 TILE_N = 128  # columns of an output tile
 TILE_K = 64  # depth of one K step of a tile; the shallowest split-K slice
 MMA_ROWS = 16  # the smallest tensor-core MMA's rows (PTX mma.m16n8k16)
+
+# How a GEMM's compute time c and memory time m combine: (c^p + m^p)^(1/p), between the sum (p = 1, no overlap) and the
+# larger of the two (p -> infinity, the sharp roofline). p is fitted on a table that measures both at once, and
+# on no validation row: DeepGEMM's dense FP8 GEMMs on an H800 SXM5 (deepseek-ai/DeepGEMM README.md @55ab91f,
+# 2025-03-25, 'Normal GEMMs for dense models'), the twelve rows with M = 64 and 128 (decode-sized: a quarter and a half
+# of the ridge), each timed against that table's own best rates (1,426 TFLOPS, 2,668 GB/s): the least absolute log error
+# over p = 1.00, 1.05, ... 3.00 is at p = 1.45 (tests/engine/test_gemm.py redoes the fit). The sharp corner would put
+# their times a median 13 % short. Assumed to carry to other GPUs' and libraries' tiled GEMMs (cuBLAS, CUTLASS): no
+# such table was found for them. GEMV-sized work (fewer rows than an MMA: tiled) and a formula-only profile's matmuls
+# (no known shapes) keep the sharp corner.
+OVERLAP_EXPONENT = 1.45
+OVERLAP_ORIGIN = "fitted on DeepGEMM's M = 64 and 128 FP8 GEMMs on an H800, deepseek-ai/DeepGEMM README @55ab91f"
 
 
 def tile_rows(m: int) -> int:
@@ -58,6 +74,25 @@ def gemm_efficiency(m: int, n: int, k: int, sms: int) -> float:
     return m * n * units / (rows * tm * cols * TILE_N * -(-units // sms) * sms)
 
 
+@lru_cache(maxsize=4096)
+def tiled(gemms: tuple[tuple[int, int, int, float], ...]) -> bool:
+    """Whether a group's GEMMs run as tensor-core tiles whose loads and MMAs overlap (overlapped_seconds): its widest
+    GEMM fills an MMA's rows (M >= MMA_ROWS; a prefill's LM head on the last tokens alone does not decide). Below
+    that (decode at batch < 16), runtimes stream the weights through GEMV kernels (llama.cpp's mul_mat_vec, cuBLAS's
+    gemv paths, TensorRT-LLM's and MLC's GEMV kernels) and the padded MMA rows this module charges bound work that is
+    not on the critical path: the sharp corner applies."""
+    return bool(gemms) and max(m for m, _, _, _ in gemms) >= MMA_ROWS
+
+
+def overlapped_seconds(compute_s: float, memory_s: float) -> float:
+    """Seconds of a GEMM (or a group of GEMMs with one compute-to-memory ratio) that needs `compute_s` at its FLOP
+    rate and `memory_s` at its bandwidth: (c^p + m^p)^(1/p), p = OVERLAP_EXPONENT; the other term when one is 0."""
+    big, small = (compute_s, memory_s) if compute_s >= memory_s else (memory_s, compute_s)
+    if small <= 0.0:
+        return big
+    return big * (1.0 + (small / big) ** OVERLAP_EXPONENT) ** (1.0 / OVERLAP_EXPONENT)  # scaled: no underflow
+
+
 @lru_cache(maxsize=16384)
 def shape_efficiency(gemms: tuple[tuple[int, int, int, float], ...], sms: int) -> float:
     """FLOP-weighted efficiency of a group's GEMMs ((M, N, K, count) each): total FLOPs / sum(FLOPs_i / e_i), so the
@@ -70,6 +105,12 @@ def shape_efficiency(gemms: tuple[tuple[int, int, int, float], ...], sms: int) -
         work += flops
         time += flops / gemm_efficiency(m, n, k, sms)
     return work / time if time else 1.0
+
+
+@lru_cache(maxsize=16384)
+def gemm_shape(gemms: tuple[tuple[int, int, int, float], ...], sms: int) -> tuple[float, bool]:
+    """(shape_efficiency, tiled) of a group's GEMMs in one cache look-up: the catalog sweep's hot loop asks for both."""
+    return shape_efficiency(gemms, sms), tiled(gemms)
 
 
 @lru_cache(maxsize=4096)

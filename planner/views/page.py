@@ -15,6 +15,7 @@ from typing import Iterable, Mapping
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate, efficiency_on
 from planner.engine.feasibility import capacity_text
+from planner.engine.gemm import OVERLAP_ORIGIN
 from planner.engine.job_cost import job_cost
 from planner.engine.owning import HOURS_PER_MONTH, OwnCost, estimate_owned, own_cost
 from planner.engine.serving import max_concurrency, serving_point
@@ -284,6 +285,14 @@ def _rate_text(g, runtime_factor: float) -> str:
             f" x GEMM shape {g.shape_efficiency:.2f}" + (f" x kernel {kernel:.2f}" if abs(kernel - 1) > 1e-3 else ""))
 
 
+def _overlap_text(g) -> str:
+    """How a group's compute and memory times combine into its time ('' for the sharp roofline corner)."""
+    if not g.overlap_exponent:
+        return ""
+    return (f"; time = (compute^p + memory^p)^(1/p), p = {g.overlap_exponent:g}: a tiled GEMM's loads and MMAs "
+            f"overlap only in part ({OVERLAP_ORIGIN})")
+
+
 def step_time_rows(e: Estimate) -> list[dict]:
     """The 'Explain a GPU' step-time table: each op group of each phase, then its launches and communication;
     seconds and work are for the whole job (all passes)."""
@@ -295,7 +304,7 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "TFLOP": g.flops * ph.passes / 1e12, "GB moved": g.bytes * ph.passes / 1e9,
                          "FLOP/byte": g.flops / g.bytes if g.bytes else 0.0, "compute s": g.compute_s * ph.passes,
                          "memory s": g.memory_s * ph.passes, "time s": g.time_s * ph.passes, "limited by": g.bound,
-                         "formula": g.formula + _rate_text(g, e.efficiency.compute_efficiency)})
+                         "formula": g.formula + _rate_text(g, e.efficiency.compute_efficiency) + _overlap_text(g)})
         rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
                      "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
                      "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
@@ -346,6 +355,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         where = ("measured by python -m planner.bench",) * 2
     ceiling = g.ceiling(path)
     shapes = [grp.shape_efficiency for ph in e.phases for grp in ph.groups if grp.flops and grp.shape_efficiency < 1]
+    overlap = sorted({grp.overlap_exponent for ph in e.phases for grp in ph.groups if grp.overlap_exponent})
     rows = [
         (f"Peak {path} TFLOPS (dense)" + (f", as {asked} is not available" if path != asked else ""),
          f"{peak:g}" if peak else "none", where[0]),
@@ -356,6 +366,10 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
          + f" on {g.sm_count or 'unknown'} SMs",
          "tile and wave quantization of the op groups' GEMMs, 128 x 128 tiles (planner/engine/gemm.py; NVIDIA Matrix "
          "Multiplication Background User's Guide)" + (f"; SM count: {g.sm_source}" if g.sm_source else "")),
+        ("GEMM compute and memory overlap", f"p = {overlap[0]:g}: time = (compute^p + memory^p)^(1/p), between "
+         "their sum (p = 1) and the larger (the sharp roofline)" if overlap else
+         "none modelled: the larger of compute and memory time (GEMVs, formula-only work, a CPU)",
+         f"planner/engine/gemm.py, {OVERLAP_ORIGIN}"),
         ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", where[1]),
         ("Compute efficiency", f"{eff.compute_efficiency:.0%} of the matmul ceiling", eff.source),
         ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),

@@ -89,7 +89,7 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
                         "achieved_gbps": _r(g.achieved_gbps, 1), "ceiling_tflops": _r(g.ceiling_tflops, 2),
                         "shape_efficiency": _r(g.shape_efficiency, 4), "compute_s": _r(g.compute_s * ph.passes, 4),
                         "memory_s": _r(g.memory_s * ph.passes, 4), "seconds": _r(g.time_s * ph.passes, 4),
-                        "formula": g.formula} for g in ph.groups],
+                        "overlap_exponent": g.overlap_exponent or None, "formula": g.formula} for g in ph.groups],
         } for ph in e.phases],
         "items_per_s": _r(e.items_per_s, 3),
         "tokens_per_s": _r(e.tokens_per_s, 1),

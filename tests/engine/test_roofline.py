@@ -54,6 +54,24 @@ def test_gemm_shapes_slow_a_group_by_their_tile_and_wave_quantization():
     assert t.time_s == pytest.approx(g.flops / (271.2e12 * 192 / 216))
 
 
+def test_a_tiled_gemm_near_the_ridge_takes_longer_than_either_roof():
+    gpu = load_catalog().get("a100-sxm-80gb")  # 108 SMs, 2,039 GB/s, bf16 ceiling 271.2 TFLOPS
+    # M = 64 rows x N = 108 x 128 x K = 8192: 108 tiles of 64 x 128, one full wave (shape efficiency 1)
+    m, n, k = 64, 108 * 128, 8192
+    flops, moved = 2 * m * n * k, 2 * (m * k + n * k + m * n)
+    g = OpGroup("linear layers", flops=flops, bytes=moved, compute_path="bf16", formula="", gemms=((m, n, k, 1),))
+    t = time_group(g, gpu, IDEAL, 0, 3)
+    c, mem = flops / 271.2e12, moved / 2039e9  # 53.4 us and 112.5 us
+    assert t.time_s == pytest.approx(3 * (c ** 1.45 + mem ** 1.45) ** (1 / 1.45))  # 137.7 us a step, not 112.5
+    assert t.time_s > 3 * max(c, mem) * 1.2 and t.overlap_exponent == 1.45 and t.bound == "memory"
+    # a GEMV (one row) and a CPU device keep the sharp corner
+    gemv = OpGroup("linear layers", flops=2 * n * k, bytes=2 * n * k, compute_path="bf16", formula="",
+                   gemms=((1, n, k, 1),))
+    assert time_group(gemv, gpu, IDEAL, 0, 1).overlap_exponent == 0.0
+    cpu = load_catalog().cpus[0]
+    assert time_group(g, cpu, IDEAL, 0, 1).overlap_exponent == 0.0
+
+
 def test_a_training_step_on_h100_is_slower_than_its_datasheet_roofline():
     """The datasheet roofline (989 TFLOPS bf16) vs the ceiling (794.5 measured) x BERT-base-like shapes."""
     from planner.engine.estimate import estimate_gpu

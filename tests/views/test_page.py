@@ -143,6 +143,22 @@ def test_the_decode_attention_latency_has_a_row_of_its_own():
     assert f"steps x {14 * us:,.4g} us" in row["formula"] and row["limited by"] == "overhead"
 
 
+def test_tiled_gemms_explain_how_compute_and_memory_combine():
+    """Llama-2-7B on an H100 SXM at batch 32: the decode's GEMMs have 32 rows (tiles), so the linear layers' row gives
+    the overlap formula and its source, and the inputs name p; at batch 1 the GEMVs keep the sharp corner."""
+    tiled = next(e for e in _ranking("llama-2-7b", Generate(960, 128, 128), precision="fp16", batch=32)
+                 if e.gpu.id == "h100-sxm")
+    (row,) = [r for r in page.step_time_rows(tiled) if r["phase"] == "decode" and r["op group"] == "linear layers"]
+    assert "time = (compute^p + memory^p)^(1/p), p = 1.45" in row["formula"] and "DeepGEMM" in row["formula"]
+    assert row["time s"] > max(row["compute s"], row["memory s"])
+    inputs = {name: value for name, value, _ in page.inputs_rows(tiled, auto_batch=False)}
+    assert inputs["GEMM compute and memory overlap"].startswith("p = 1.45")
+    gemv = next(e for e in _ranking("llama-2-7b", Generate(1_000, 1, 128), precision="fp16", batch=1)
+                if e.gpu.id == "h100-sxm")
+    (row,) = [r for r in page.step_time_rows(gemv) if r["phase"] == "decode" and r["op group"] == "linear layers"]
+    assert "compute^p" not in row["formula"] and row["time s"] == pytest.approx(row["memory s"])
+
+
 def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step():
     """Llama-2-7B at TP=2 on H100 SXM, fp16, batch 1: per decode token 64 all-reduces of 4096 x 2 B (each GPU sends
     2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls, each in
