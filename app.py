@@ -790,10 +790,7 @@ def explain_view(e, cal_e, tier: str, job_name: str, auto_batch: bool, overheads
         page.memory_sentence(e), "#### Your own price",
         "It applies to every tier of this GPU and travels in the share link."])
     if e.feasible:
-        steps = ("Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × "
-                 "bandwidth efficiency))**; a step adds **kernels × launch overhead**; the job is the sum over "
-                 "steps and passes (a pass = one batch through the model). Whichever side of the max wins limits "
-                 "the group.")
+        steps = page.STEP_TIME_INTRO
         split = charts.time_split_data(e)
         steps_table = pa.Table.from_pylist(page.step_time_rows(e))
     else:

@@ -325,7 +325,8 @@ def test_charts_and_the_step_table_under_the_ranking_are_drawn_when_their_expand
     assert titles() == {"The whole job on the top GPUs: compute and the pod's overheads",
                         "The whole job: compute and what a rented pod also bills", "Where the time goes"}
     assert len(steps()) == 1 and (steps()[0]["time s"] >= 0).all()
-    assert any("max(FLOPs ÷ (peak × compute efficiency)" in m.value for m in at.markdown)
+    intro = [m.value for m in at.markdown if "max(FLOPs ÷ (peak × compute efficiency)" in m.value]
+    assert intro and "(compute^p + memory^p)^(1/p)**, p = 1.45" in intro[0]
 
 
 def test_cmp_selection_travels():

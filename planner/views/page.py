@@ -15,7 +15,7 @@ from typing import Iterable, Mapping
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate, efficiency_on
 from planner.engine.feasibility import capacity_text
-from planner.engine.gemm import OVERLAP_ORIGIN
+from planner.engine.gemm import OVERLAP_EXPONENT, OVERLAP_ORIGIN
 from planner.engine.job_cost import job_cost
 from planner.engine.owning import HOURS_PER_MONTH, OwnCost, estimate_owned, own_cost
 from planner.engine.serving import max_concurrency, serving_point
@@ -283,6 +283,15 @@ def _rate_text(g, runtime_factor: float) -> str:
     kernel = g.achieved_tflops / (g.ceiling_tflops * runtime_factor * g.shape_efficiency) if g.ceiling_tflops else 1.0
     return (f"; rate {g.achieved_tflops:,.4g} TFLOPS = ceiling {g.ceiling_tflops:,.4g} x runtime {runtime_factor:.2f}"
             f" x GEMM shape {g.shape_efficiency:.2f}" + (f" x kernel {kernel:.2f}" if abs(kernel - 1) > 1e-3 else ""))
+
+
+# What the step-time table's rows add up to, above it in Explain.
+STEP_TIME_INTRO = (
+    "Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × bandwidth "
+    "efficiency))**, except GEMMs run as tensor-core tiles (16 rows or more), whose loads and MMAs overlap only in "
+    f"part: **(compute^p + memory^p)^(1/p)**, p = {OVERLAP_EXPONENT:g} (their rows say so); a step adds **kernels × "
+    "launch overhead**; the job is the sum over steps and passes (a pass = one batch through the model). The larger "
+    "side limits the group.")
 
 
 def _overlap_text(g) -> str:
