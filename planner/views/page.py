@@ -377,7 +377,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
          "Multiplication Background User's Guide)" + (f"; SM count: {g.sm_source}" if g.sm_source else "")),
         ("GEMM compute and memory overlap", f"p = {overlap[0]:g}: time = (compute^p + memory^p)^(1/p), between "
          "their sum (p = 1) and the larger (the sharp roofline)" if overlap else
-         "none modelled: the larger of compute and memory time (GEMVs, formula-only work, a CPU)",
+         "none modelled: the larger of compute and memory time (GEMVs, traced or formula profiles, a CPU)",
          f"planner/engine/gemm.py, {OVERLAP_ORIGIN}"),
         ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", where[1]),
         ("Compute efficiency", f"{eff.compute_efficiency:.0%} of the matmul ceiling", eff.source),
