@@ -74,7 +74,6 @@ def gemm_efficiency(m: int, n: int, k: int, sms: int) -> float:
     return m * n * units / (rows * tm * cols * TILE_N * -(-units // sms) * sms)
 
 
-@lru_cache(maxsize=4096)
 def tiled(gemms: tuple[tuple[int, int, int, float], ...]) -> bool:
     """Whether a group's GEMMs run as tensor-core tiles whose loads and MMAs overlap (overlapped_seconds): its widest
     GEMM fills an MMA's rows (M >= MMA_ROWS; a prefill's LM head on the last tokens alone does not decide). Below

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
-from planner.engine.gemm import OVERLAP_EXPONENT, gemm_shape, overlapped_seconds, shape_efficiency, tiled
+from planner.engine.gemm import OVERLAP_EXPONENT, gemm_shape, overlapped_seconds, shape_efficiency
 from planner.engine.collectives import call_protocol, comm_seconds
 from planner.engine.phases import Phase
 from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link, ProtocolRate
@@ -142,24 +142,13 @@ def _flops_s_tiled(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
     factor x shape efficiency x kernel rate factor, or for a kernel whose own rate is known on this GPU generation
     (fused attention) the datasheet peak x that fraction. Integer ALU work (ALU_PATH) is counted in instructions
     measured on the runtime's own kernel, so the runtime's GEMM factor does not scale it again."""
+    shape, is_tiled = gemm_shape(g.gemms, gpu.sm_count) if g.gemms else (1.0, False)
     if g.peak_fractions:
         fraction = _kernel_fraction(g, gpu)
         if fraction:
-            return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction, bool(g.gemms) and tiled(g.gemms)
-    shape, is_tiled = gemm_shape(g.gemms, gpu.sm_count) if g.gemms else (1.0, False)
+            return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction, is_tiled
     factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
     return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor, is_tiled
-
-
-def _flops_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
-    """Achieved FLOP/s of a group (_flops_s_tiled)."""
-    return _flops_s_tiled(g, gpu, eff)[0]
-
-
-def _rates(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, float, float]:
-    """(datasheet peak TFLOPS, achieved FLOP/s, achieved B/s) for a group on a GPU."""
-    return (gpu.run_peak_tflops(g.compute_path), _flops_s(g, gpu, eff),
-            gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency)
 
 
 def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
@@ -168,18 +157,14 @@ def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, 
     return c0, c1, g.bytes / bw, g.bytes_per_pos / bw
 
 
-def _overlaps(g: OpGroup, gpu: GPU) -> bool:
-    """Whether the group's time combines compute and memory as a tiled GEMM does (gemm.overlapped_seconds): GEMMs of
-    known shapes with at least an MMA's rows (gemm.tiled), the same every step, on a GPU; anything else takes the
-    larger of the two."""
-    return tiled(g.gemms) and not (g.flops_per_pos or g.bytes_per_pos) and gpu.kind != "cpu"
-
-
 def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> GroupTime:
-    peak, flops_s, bw = _rates(g, gpu, eff)
+    flops_s, is_tiled = _flops_s_tiled(g, gpu, eff)
+    bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     ceiling = gpu.ceiling(g.compute_path)
     c0, c1, m0, m1 = _terms(g, flops_s, bw)
-    overlap = _overlaps(g, gpu)
+    # tiled GEMMs, the same every step, on a GPU: compute and memory overlap only in part (gemm.overlapped_seconds);
+    # anything else takes the larger of the two, step by step
+    overlap = is_tiled and not (g.flops_per_pos or g.bytes_per_pos) and gpu.kind != "cpu"
     if overlap:
         total = steps * overlapped_seconds(c0, m0)
         comp = total if c0 >= m0 else 0.0
@@ -187,7 +172,8 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
         total, comp = sum_max_affine(c0, c1, m0, m1, p0, steps)
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
-                     peak, flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB, _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
+                     gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB,
+                     _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count),
                      _kernel_fraction(g, gpu), OVERLAP_EXPONENT if overlap else 0.0)
 
@@ -261,9 +247,6 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
                      ph.comm_calls, _protocol_words(picks), latency)
 
 
-_INVERSE_OVERLAP = 1.0 / OVERLAP_EXPONENT
-
-
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     """time_phase(...).total_s without building the explanation (used by the batch search and the catalog sweep)."""
     total = 0.0
@@ -277,9 +260,8 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
             total += sum_max_affine(*_terms(g, flops_s, bw), p0, steps)[0]
         else:  # position-independent: every step costs the same
             compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
-            if is_tiled and on_gpu and compute > 0.0:  # _overlaps and overlapped_seconds, inlined: a hot path
-                big, small = (compute, memory) if compute > memory else (memory, compute)
-                total += steps * big * (1.0 + (small / big) ** OVERLAP_EXPONENT) ** _INVERSE_OVERLAP
+            if is_tiled and on_gpu:  # time_group's rule
+                total += steps * overlapped_seconds(compute, memory)
             else:
                 total += steps * (compute if compute > memory else memory)
     _, overhead, host = _launch_host(ph, eff)

@@ -15,7 +15,7 @@ from typing import Iterable, Mapping
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate, efficiency_on
 from planner.engine.feasibility import capacity_text
-from planner.engine.gemm import OVERLAP_EXPONENT, OVERLAP_ORIGIN
+from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
 from planner.engine.job_cost import job_cost
 from planner.engine.owning import HOURS_PER_MONTH, OwnCost, estimate_owned, own_cost
 from planner.engine.serving import max_concurrency, serving_point
@@ -288,10 +288,10 @@ def _rate_text(g, runtime_factor: float) -> str:
 # What the step-time table's rows add up to, above it in Explain.
 STEP_TIME_INTRO = (
     "Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × bandwidth "
-    "efficiency))**, except GEMMs run as tensor-core tiles (16 rows or more), whose loads and MMAs overlap only in "
-    f"part: **(compute^p + memory^p)^(1/p)**, p = {OVERLAP_EXPONENT:g} (their rows say so); a step adds **kernels × "
-    "launch overhead**; the job is the sum over steps and passes (a pass = one batch through the model). The larger "
-    "side limits the group.")
+    f"efficiency))**, except GEMMs run as tensor-core tiles ({MMA_ROWS} rows or more), whose loads and MMAs overlap "
+    f"only in part: **(compute^p + memory^p)^(1/p)**, p = {OVERLAP_EXPONENT:g} (their rows say so); a step adds "
+    "**kernels × launch overhead**; the job is the sum over steps and passes (a pass = one batch through the model). "
+    "The larger side limits the group.")
 
 
 def _overlap_text(g) -> str:
@@ -364,7 +364,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         where = ("measured by python -m planner.bench",) * 2
     ceiling = g.ceiling(path)
     shapes = [grp.shape_efficiency for ph in e.phases for grp in ph.groups if grp.flops and grp.shape_efficiency < 1]
-    overlap = sorted({grp.overlap_exponent for ph in e.phases for grp in ph.groups if grp.overlap_exponent})
+    overlap = next((grp.overlap_exponent for ph in e.phases for grp in ph.groups if grp.overlap_exponent), 0.0)
     rows = [
         (f"Peak {path} TFLOPS (dense)" + (f", as {asked} is not available" if path != asked else ""),
          f"{peak:g}" if peak else "none", where[0]),
@@ -375,7 +375,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
          + f" on {g.sm_count or 'unknown'} SMs",
          "tile and wave quantization of the op groups' GEMMs, 128 x 128 tiles (planner/engine/gemm.py; NVIDIA Matrix "
          "Multiplication Background User's Guide)" + (f"; SM count: {g.sm_source}" if g.sm_source else "")),
-        ("GEMM compute and memory overlap", f"p = {overlap[0]:g}: time = (compute^p + memory^p)^(1/p), between "
+        ("GEMM compute and memory overlap", f"p = {overlap:g}: time = (compute^p + memory^p)^(1/p), between "
          "their sum (p = 1) and the larger (the sharp roofline)" if overlap else
          "none modelled: the larger of compute and memory time (GEMVs, traced or formula profiles, a CPU)",
          f"planner/engine/gemm.py, {OVERLAP_ORIGIN}"),
