@@ -17,6 +17,12 @@ from planner.inputs.bench_result import BENCH_VERSION, RESULT_KIND, RESULT_SCHEM
 from planner.inputs.models import DecoderProfile, load_models
 
 SYNTHETIC = "synthetic profile for planner.bench --quick (small enough for a 2-core CPU)"
+# --quick times each workload point in QUICK_ROUNDS interleaved rounds of QUICK_ROUND_S and keeps the least disturbed.
+# On the shared 2-core EPYC guest this was measured on (2026-11-27, one thread, CPU clock) one round's median swings
+# 20-50 % with other guests' load; over 7 rounds the calibration fitted without TINY_GPT missed its measured steps by
+# up to 19.8 % (2 of 14 runs over 15 %), over 21 rounds by at most 8.9 % (12 runs, alternated with 7-round runs).
+QUICK_ROUNDS = 21
+QUICK_ROUND_S = 0.05
 # Two small decoders of different families, so a fit on one can be checked on the other. 512 wide: narrower GEMMs
 # run at a lower fraction of the CPU's matmul peak, which one compute efficiency cannot carry across model widths.
 TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style (4 x 512)", layers=4, hidden=512, heads=8,
@@ -218,8 +224,8 @@ def run_bench(device: str, quick: bool = False, precision: str | None = None, co
     micro = run_micro(device, quick, precision, clock, progress)
     points = points if points is not None else workload_points(device, quick, precision, compile_)
     # many short rounds: background load on a shared machine comes and goes within seconds
-    rows = run_points(points, device, workload_time_s or (0.35 if quick else 2.0), rounds or (7 if quick else 5),
-                      progress, clock)
+    rows = run_points(points, device, workload_time_s or (QUICK_ROUNDS * QUICK_ROUND_S if quick else 2.0),
+                      rounds or (QUICK_ROUNDS if quick else 5), progress, clock)
     recheck_micro(micro, device, quick, precision, clock, progress)
     if compile_:
         compile_status = "; ".join(f"{r['workload']}: " + (f"ok, compiled in {r['compile_s']:.1f} s" if r["status"] == "ok"
@@ -245,7 +251,8 @@ def run_model_bench(spec: str, sizes: tuple[int, ...], args: dict, size_name: st
         profile_doc, trace_s = traced_profile(spec, sizes, args, size_name, progress)
     env = _start(device, clock, progress)
     micro = run_micro(device, quick, precision, clock, progress)
-    rows = run_points(anchor_points(device, precision), device, 0.35, 7, progress, clock) if anchors else []
+    rows = (run_points(anchor_points(device, precision), device, QUICK_ROUNDS * QUICK_ROUND_S, QUICK_ROUNDS, progress,
+                       clock) if anchors else [])
     run = run_model(spec, sizes, args, size_name, device, precision, profile_doc,
                     point_time_s or (0.7 if quick else 2.0), rounds or (8 if quick else 6), clock, progress)
     if trace_s is not None:
