@@ -17,7 +17,8 @@ from planner.inputs.bench_result import BENCH_VERSION, RESULT_KIND, RESULT_SCHEM
 from planner.inputs.models import DecoderProfile, load_models
 
 SYNTHETIC = "synthetic profile for planner.bench --quick (small enough for a 2-core CPU)"
-# --quick times each workload point in QUICK_ROUNDS interleaved rounds of QUICK_ROUND_S and keeps the least disturbed.
+# --quick (and --model's anchor points) time each point in QUICK_ROUNDS interleaved rounds of QUICK_ROUND_S, keeping
+# the least disturbed.
 # On the shared 2-core EPYC guest this was measured on (2026-11-27, one thread, CPU clock) one round's median swings
 # 20-50 % with other guests' load; over 7 rounds the calibration fitted without TINY_GPT missed its measured steps by
 # up to 19.8 % (2 of 14 runs over 15 %), over 21 rounds by at most 8.9 % (12 runs, alternated with 7-round runs).
