@@ -8,8 +8,8 @@ the model, its inputs for ONE sample (batch 1) and optionally a loss. At each si
            has one), in train mode                                      -> Train(1, size, one step, adamw)
 Under fp16/bf16 both run under torch.autocast (fp32 weights). Warm-up calls come first (the first training step
 allocates the optimizer's states); then forward and train are timed in interleaved rounds (timed_rounds). Sizes run
-one after the other, so only one copy of the model is alive at a time, in two passes (up, then down; each point's
-figure is the least-disturbed round of both); a size that can't run (out of memory) is recorded as unavailable,
+one after the other, so only one copy of the model is alive at a time, in PASSES passes up the sizes (each point's
+figure is the least-disturbed round of all of them); a size that can't run (out of memory) is recorded as unavailable,
 with the reason.
 
 The calibration (planner.tools.calibration) prices each timed step with the model's profile, traced by
@@ -35,7 +35,11 @@ from planner.tools.profiler import (ProfileError, Request, _default_loss, _expla
                                     profile)
 
 
-PASSES = 2  # passes over the sizes (up, then down), each building the model afresh
+# Passes up the sizes, each building the model afresh: a size's rounds sit in PASSES windows a pass over the other
+# sizes apart. Measured with a bursty copy loop on the other core (2026-11-27, the GPT-2 of tests/tools/test_bench.py,
+# 10 runs each, alternated): 2 passes (up, then down: the top size's two windows touched) missed a held-out interior
+# size by up to 13.2 % (3 runs over 11 %), 4 passes up by up to 9.2 %, in the same time.
+PASSES = 4
 
 
 def traced_profile(spec: str, sizes: tuple[int, ...], args: dict[str, Any], size_name: str,
@@ -106,7 +110,7 @@ def _steps(factory: Callable[..., Any], spec: str, size: int, args: dict[str, An
 
 
 def _merge(a: dict | None, b: dict) -> dict:
-    """Two passes' timing records of one point as one: every round median, the least-disturbed one kept."""
+    """The passes' timing records of one point as one: every round median, the least-disturbed one kept."""
     if a is None:
         return b
     rounds = a["round_medians_s"] + b["round_medians_s"]
@@ -119,8 +123,8 @@ def _merge(a: dict | None, b: dict) -> dict:
 def run_model(spec: str, sizes: tuple[int, ...], args: dict[str, Any], size_name: str, device: str, precision: str,
               profile_doc: dict, min_run_time_s: float, rounds: int, clock: str = "wall",
               progress: Callable[[str], None] = lambda text: None, warmup: int = 2) -> dict:
-    """Time forward and train of the factory's model at every size, in PASSES passes over the sizes (up, then down),
-    each building the model afresh and timing half the rounds: a disturbance that lasts while one size is timed
+    """Time forward and train of the factory's model at every size, in PASSES passes up the sizes,
+    each building the model afresh and timing its share of the rounds: a disturbance that lasts while one size is timed
     (or an unlucky allocation) can't set that size's figure alone. The result's model-run record
     (planner.inputs.bench_result checks it)."""
     factory = load_factory(spec)
@@ -129,7 +133,7 @@ def run_model(spec: str, sizes: tuple[int, ...], args: dict[str, Any], size_name
     failed: dict[int, str] = {}
     per_pass = max(1, -(-rounds // PASSES))
     for k in range(PASSES):
-        for size in (sizes if k % 2 == 0 else tuple(reversed(sizes))):
+        for size in sizes:
             if size in failed:
                 continue
             progress(f"pass {k + 1}/{PASSES}, {size_name}={size}: building and warming up")
