@@ -24,6 +24,7 @@ SYNTHETIC = "synthetic profile for planner.bench --quick (small enough for a 2-c
 # up to 19.8 % (2 of 14 runs over 15 %), over 21 rounds by at most 8.9 % (12 runs, alternated with 7-round runs).
 QUICK_ROUNDS = 21
 QUICK_ROUND_S = 0.05
+QUICK_POINT_S = QUICK_ROUNDS * QUICK_ROUND_S  # one point's timing in all
 # Two small decoders of different families, so a fit on one can be checked on the other. 512 wide: narrower GEMMs
 # run at a lower fraction of the CPU's matmul peak, which one compute efficiency cannot carry across model widths.
 TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style (4 x 512)", layers=4, hidden=512, heads=8,
@@ -225,7 +226,7 @@ def run_bench(device: str, quick: bool = False, precision: str | None = None, co
     micro = run_micro(device, quick, precision, clock, progress)
     points = points if points is not None else workload_points(device, quick, precision, compile_)
     # many short rounds: background load on a shared machine comes and goes within seconds
-    rows = run_points(points, device, workload_time_s or (QUICK_ROUNDS * QUICK_ROUND_S if quick else 2.0),
+    rows = run_points(points, device, workload_time_s or (QUICK_POINT_S if quick else 2.0),
                       rounds or (QUICK_ROUNDS if quick else 5), progress, clock)
     recheck_micro(micro, device, quick, precision, clock, progress)
     if compile_:
@@ -252,8 +253,8 @@ def run_model_bench(spec: str, sizes: tuple[int, ...], args: dict, size_name: st
         profile_doc, trace_s = traced_profile(spec, sizes, args, size_name, progress)
     env = _start(device, clock, progress)
     micro = run_micro(device, quick, precision, clock, progress)
-    rows = (run_points(anchor_points(device, precision), device, QUICK_ROUNDS * QUICK_ROUND_S, QUICK_ROUNDS, progress,
-                       clock) if anchors else [])
+    rows = (run_points(anchor_points(device, precision), device, QUICK_POINT_S, QUICK_ROUNDS, progress, clock)
+            if anchors else [])
     run = run_model(spec, sizes, args, size_name, device, precision, profile_doc,
                     point_time_s or (0.7 if quick else 2.0), rounds or (8 if quick else 6), clock, progress)
     if trace_s is not None:

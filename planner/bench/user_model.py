@@ -36,10 +36,10 @@ from planner.tools.profiler import (ProfileError, Request, _default_loss, _expla
 
 
 # Passes up the sizes, each building the model afresh: a size's rounds sit in PASSES windows a pass over the other
-# sizes apart (up then down, as before, timed the top size's two halves back to back). Measured with a bursty copy
-# loop on the other core (2026-11-27, the GPT-2 of tests/tools/test_bench.py), worst held-out interior size per run:
-# 2 passes mean 7.8 %, max 13.2 % (10 runs); 4 passes 6.9 %, 11.6 % (15); 8 passes 9.3 %, 13.3 % (5). A small gain;
-# the rest is the machine's speed changing for seconds at a time, which sizes timed apart cannot cancel.
+# sizes apart (the two passes before, up then down, timed the top size's two halves back to back). Measured with a
+# bursty copy loop on the other core (2026-11-27, the GPT-2 of tests/tools/test_bench.py), worst held-out interior
+# size per run: 2 passes mean 7.8 %, max 13.2 % (10 runs); 4 passes 6.9 %, 11.6 % (15); 8 passes 9.3 %, 13.3 % (5).
+# A small gain; the rest is the machine's speed changing for seconds at a time, which sizes timed apart cannot cancel.
 PASSES = 4
 
 
