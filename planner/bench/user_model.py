@@ -31,7 +31,7 @@ from planner.bench.micro import DTYPES
 from planner.bench.timing import synchronize
 from planner.bench.workload import reason_of, timed_rounds
 from planner.inputs.models import parse_model
-from planner.tools.profiler import (ProfileError, Request, _default_loss, _explain, _normalise, load_factory,
+from planner.tools.profiler import (ProfileError, Request, default_loss, explain, load_factory, normalise,
                                     profile)
 
 
@@ -78,11 +78,11 @@ def _steps(factory: Callable[..., Any], spec: str, size: int, args: dict[str, An
     """(forward, train, objects to keep alive) for the model at `size`; ProfileError when the factory raises."""
     try:
         with torch.device(device):
-            built = _normalise(factory(size, **args), spec)
+            built = normalise(factory(size, **args), spec)
     except ProfileError:
         raise
     except Exception as exc:  # the user's code: named, never a traceback
-        raise _explain(exc, f"the factory {spec} at size {size}") from None
+        raise explain(exc, f"the factory {spec} at size {size}") from None
     model = built.model.to(device)
     inputs, kwargs = tree_map(lambda x: _to_device(x, device), built.args), tree_map(
         lambda x: _to_device(x, device), built.kwargs)
@@ -92,7 +92,7 @@ def _steps(factory: Callable[..., Any], spec: str, size: int, args: dict[str, An
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     except (RuntimeError, ValueError):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    loss_fn = built.loss or _default_loss
+    loss_fn = built.loss or default_loss
 
     def forward():
         model.eval()

@@ -33,7 +33,7 @@ from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
-from planner.tools.growth import _solve
+from planner.tools.growth import solve
 
 DEVICE_CLASSES = ("hbm", "gddr", "cpu", "mps")
 FIT_RUNTIME = "pytorch-eager"  # the workload points run eager PyTorch; compiled points are shown, not fitted
@@ -567,7 +567,7 @@ def _normal(jac: list[list[float]], weight: float) -> list[list[float]]:
 
 def _inverse(a: list[list[float]]) -> list[list[float]]:
     k = len(a)
-    cols = [_solve(a, [1.0 if i == j else 0.0 for i in range(k)]) for j in range(k)]
+    cols = [solve(a, [1.0 if i == j else 0.0 for i in range(k)]) for j in range(k)]
     return [[cols[j][i] for j in range(k)] for i in range(k)]
 
 
@@ -585,7 +585,7 @@ def _levenberg_marquardt(resid: Callable[[list[float]], list[float]], x0: list[f
             damped = [[a[i][j] + (damping * (a[i][i] + 1e-9) if i == j else 0.0) for j in range(len(x))]
                       for i in range(len(x))]
             try:
-                step = _solve(damped, [-v for v in g])
+                step = solve(damped, [-v for v in g])
             except ZeroDivisionError:
                 step = [0.0] * len(x)
             trial = clip([v + d for v, d in zip(x, step)])

@@ -25,7 +25,7 @@ HEADER = ("# A traced model profile written by `python -m planner profile` (plan
           "# size in trace.sizes). Bytes were counted with fp32 tensors; memory is the peak of live activations.\n")
 
 
-def _solve(matrix: list[list[float]], rhs: list[float]) -> list[float]:
+def solve(matrix: list[list[float]], rhs: list[float]) -> list[float]:
     """Gaussian elimination with partial pivoting on a small square system."""
     n = len(rhs)
     a = [row[:] + [r] for row, r in zip(matrix, rhs)]
@@ -54,7 +54,7 @@ def _fit_degree(sizes: Sequence[float], values: Sequence[float], degree: int) ->
     matrix = [[sum(w * u ** (i + j) for w, u in zip(weights, us)) for j in range(k)] for i in range(k)]
     rhs = [sum(w * u ** i * v for w, u, v in zip(weights, us, values)) for i in range(k)]
     try:
-        scaled = _solve(matrix, rhs)
+        scaled = solve(matrix, rhs)
     except ZeroDivisionError:
         return None
     return tuple(c / top ** i for i, c in enumerate(scaled))

@@ -27,7 +27,7 @@ import yaml
 
 from planner.tools.uncertainty import REGIMES, meets_target, quantile
 from planner.tools import validation
-from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, _adjust_for,
+from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, adjust_for,
                                       evaluate_row, load_measurements, movers, priors_adjust, tune_runtime,
                                       validation_models)
 from planner.inputs.catalog import load_catalog
@@ -133,7 +133,7 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
             if family in train:  # its launch path's costs as the family's other-source rows tune them
                 fam = tuned_on(family, train[family])[0]
                 params = (params or validation.prior_params(rt)) | {n: fam[n] for n in LAUNCH_PARAMS}
-            res, _ = evaluate_row(row, catalog, models, _adjust_for(rt, params) if params else None)
+            res, _ = evaluate_row(row, catalog, models, adjust_for(rt, params) if params else None)
             # the bandwidth fraction is per memory class, and the search moves it only with enough other-source rows
             # of that class (validation.MIN_TUNE_ROWS): else it is the committed value
             tuned_elsewhere = f"mem_bw_efficiency.{untuned.gpu_class}" in moved

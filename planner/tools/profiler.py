@@ -58,7 +58,8 @@ from planner import ROOT_DIR
 from planner.inputs.models.traced import GROUPS, MAX_SIZES, MIN_SIZES, QUANTITIES, STEPS, TracedProfile
 from planner.tools.growth import DEFAULT_TOLERANCE_PCT, check_document, document_text, profile_document, summary_rows
 
-__all__ = ["ProfileError", "Request", "parse_factory_arg", "parse_input_spec", "profile", "summary_rows", "trace"]
+__all__ = ["ProfileError", "Request", "default_loss", "explain", "normalise", "parse_factory_arg", "parse_input_spec",
+           "profile", "summary_rows", "trace"]
 aten = torch.ops.aten
 MAX_OPS_PER_STEP = 2_000_000  # aten ops in one traced step (a 70B decoder's training step has ~10^4)
 DEFAULT_MAX_SECONDS = 600.0  # whole trace, all sizes
@@ -305,7 +306,7 @@ def _where(exc: BaseException) -> str:
     return f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
 
 
-def _explain(exc: BaseException, what: str) -> ProfileError:
+def explain(exc: BaseException, what: str) -> ProfileError:
     """The user-facing refusal for an exception raised by the factory or the model."""
     text = f"{type(exc).__name__}: {str(exc).strip()[:400]}"
     if isinstance(exc, (DataDependentOutputException, DynamicOutputShapeException)):
@@ -352,7 +353,7 @@ def _default_blocks(model: nn.Module) -> tuple[nn.Module, ...]:
     return tuple(found)
 
 
-def _normalise(result: Any, spec: str) -> Built:
+def normalise(result: Any, spec: str) -> Built:
     loss, blocks = None, None
     if isinstance(result, dict):
         unknown = set(result) - {"model", "inputs", "loss", "checkpoint"}
@@ -398,7 +399,7 @@ def _wrap_blocks(built: Built) -> None:
         block.forward = run
 
 
-def _default_loss(output: Any) -> torch.Tensor:
+def default_loss(output: Any) -> torch.Tensor:
     """Sum of every floating-point output (what a loss reduces to): one scalar to call backward on."""
     parts = [t.sum() for t in tree_leaves(output) if isinstance(t, torch.Tensor) and t.is_floating_point()]
     if not parts:
@@ -428,7 +429,7 @@ def measure(built: Built, step: str, bf16: bool, deadline: float, where: str) ->
     with (nullcontext() if training else torch.no_grad()), counter:
         with cast:
             output = built.model(*built.args, **built.kwargs)
-            loss = (built.loss or _default_loss)(output) if training else None
+            loss = (built.loss or default_loss)(output) if training else None
         if training:
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
                 raise ProfileError("the loss must be a scalar tensor that depends on the parameters")
@@ -454,12 +455,12 @@ def _param_count(model: nn.Module) -> int:
 def _build(factory: Callable[..., Any], size: int, args: dict[str, Any], spec: str, where: str) -> Built:
     """The factory's model at one size (under the caller's FakeTensorMode), its gradients dropped as they land."""
     try:
-        built = _normalise(factory(size, **args), spec)
+        built = normalise(factory(size, **args), spec)
         for p in built.model.parameters():
             if p.requires_grad:
                 p.register_post_accumulate_grad_hook(_drop_grad)
     except Exception as exc:  # the user's code: named, never a traceback
-        raise _explain(exc, f"the factory {spec} at {where}") from None
+        raise explain(exc, f"the factory {spec} at {where}") from None
     return built
 
 
@@ -468,7 +469,7 @@ def _measure_checked(built: Built, step: str, bf16: bool, deadline: float, where
     try:
         count = measure(built, step, bf16, deadline, where)
     except Exception as exc:  # the user's code: named, never a traceback
-        raise _explain(exc, f"the model's {what} step at {where}") from None
+        raise explain(exc, f"the model's {what} step at {where}") from None
     if count.unsupported:
         raise _unsupported(count, f"{what} at {where}")
     return count
@@ -596,7 +597,7 @@ def child_main(argv: list[str] | None = None) -> None:
         result = {"ok": False, "error": f"tracing needed more than {req.max_host_gb:g} GB of host memory "
                                         "(--max-host-gb): the factory allocates real tensors"}
     except Exception as exc:  # anything else from the user's code: named, never a traceback
-        result = {"ok": False, "error": str(_explain(exc, f"tracing {req.spec}"))}
+        result = {"ok": False, "error": str(explain(exc, f"tracing {req.spec}"))}
     Path(out_path).write_text(json.dumps(result), encoding="utf-8")
 
 

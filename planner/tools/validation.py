@@ -346,7 +346,7 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 
 # Tuned as little as can be: the fraction of DRAM bandwidth a runtime's kernels reach (per memory class), its GPU-side
 # gap per kernel and its CPU dispatch time per kernel (runtimes whose host dispatches kernels one by one: eager
-# PyTorch, 10-40 us per op across the published machines, FasterTransformer and DeepSpeed-Inference; _adjust_for
+# PyTorch, 10-40 us per op across the published machines, FasterTransformer and DeepSpeed-Inference; adjust_for
 # leaves it 0 where the profile has none), the software and host facts no datasheet gives, each one value per runtime
 # family as issue 11 asks. Compute is not tuned: every runtime's GEMMs run at the GPU's measured matmul ceiling
 # (data/gpus.yaml) x the profile's documented factor, and attention and integer work at their own published rates, so
@@ -371,7 +371,7 @@ def prior_params(runtime_id: str) -> dict[str, float]:
     return r.priors() | {f"compute_efficiency.{c}": v for c, v in r.compute_efficiency}
 
 
-def _adjust_for(runtime_id: str, params: dict[str, float],
+def adjust_for(runtime_id: str, params: dict[str, float],
                 label: str = "trial values") -> Callable[[GPU, Efficiency], Efficiency]:
     dispatches = bool(load_runtimes().get(runtime_id).host_us_per_kernel)  # a host that dispatches op by op
 
@@ -388,12 +388,12 @@ def _adjust_for(runtime_id: str, params: dict[str, float],
 def priors_adjust(row: Measurement) -> Callable[[GPU, Efficiency], Efficiency]:
     """Score `row` with its runtime's priors, not the tuned values estimates use (the untuned figures)."""
     runtime = FRAMEWORK_RUNTIME[row.framework]
-    return _adjust_for(runtime, prior_params(runtime), "priors")
+    return adjust_for(runtime, prior_params(runtime), "priors")
 
 
 def _loss(rows: list[Measurement], runtime_id: str, params: dict[str, float], catalog, models) -> float:
     """Mean |log(predicted / measured)| over the rows (symmetric in over- and under-estimates)."""
-    adjust = _adjust_for(runtime_id, params)
+    adjust = adjust_for(runtime_id, params)
     total = 0.0
     for row in rows:
         res, _ = evaluate_row(row, catalog, models, adjust)

@@ -12,7 +12,7 @@ from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import RUNTIMES_FILE, load_runtimes
 from planner.tools.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
                                 ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
-from planner.tools.validation import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _adjust_for, _loss, evaluate_row,
+from planner.tools.validation import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _loss, adjust_for, evaluate_row,
                                       load_measurements, prior_params, priors_adjust, tune_runtime, validation_models)
 
 TRUE_BW = 0.8  # the hidden bandwidth efficiency every synthetic llama.cpp row obeys
@@ -224,7 +224,7 @@ def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_sou
     ds = [r for r in leave_one_source_out() if r.row.framework == "deepspeed-inference"]
     assert len(ds) == 6 and all(r.independent for r in ds)
     for r in ds:
-        want = evaluate_row(r.row, catalog, models, _adjust_for("deepspeed-inference", params))[0].predicted
+        want = evaluate_row(r.row, catalog, models, adjust_for("deepspeed-inference", params))[0].predicted
         assert r.result.predicted == pytest.approx(want, rel=1e-12)
         assert r.result.predicted != pytest.approx(r.untuned.predicted, rel=1e-3)  # not the priors
 
