@@ -35,16 +35,22 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory):
+def server_log(tmp_path_factory) -> Path:
+    """The file that gets the server's stdout and stderr (unbuffered, so a logged error is there at once)."""
+    return tmp_path_factory.mktemp("streamlit") / "server.log"
+
+
+@pytest.fixture(scope="session")
+def server(server_log):
     """The app under `streamlit run` (headless, no file watcher), its base URL; stopped at the end."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    port, log = _free_port(), server_log
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false", "--global.developmentMode", "false"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "RUNPOD_API_KEY": ""})
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "RUNPOD_API_KEY": "", "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}/"
     deadline = time.time() + 60
     while time.time() < deadline:
