@@ -25,7 +25,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from planner.inputs.facts import load_facts
 from planner.inputs.models import load_models
-from planner.views import charts, page, share  # noqa: F401  (app.py's views)
+from ui import answer, sidebar  # noqa: F401  (app.py's parts and the views they use)
 
 GZIP_MIN_BYTES = 1024  # smaller answers gain nothing from compression
 GZIP_LEVEL = 6  # zlib's default: ~3x on the bundles at a fraction of level 9's CPU

@@ -7,20 +7,21 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 from planner.base.safe_parse import parse_number
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.engine.estimate import efficiency_on, estimate_all
-from planner.engine.job_cost import job_cost
-from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
+from planner.engine.ranking import Ranking, my_gpus, rank
+from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
 from planner.inputs.catalog import COMPUTE_PATHS, MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.job_costs import load_job_costs, with_values
-from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.jobs import BOUNDS
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.ownership import load_ownership, parse_owned
@@ -30,10 +31,10 @@ from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_tabl
 from planner.tools import calibration, hf_hub, live_prices, loso, validation
 from planner.tools.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
-from planner.views import launch
+from planner.views import launch, share
 from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
-from planner.views.page import my_gpus, own_assumptions_sentence, rank_by_whole_job
+from planner.views.page import own_assumptions_sentence
 from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
                                   loso_rows, own_fields, price_rows, text_table, validation_rows,
                                   validation_summary_text, coverage_rows, validation_headline_text)
@@ -99,10 +100,6 @@ def _stale_days(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _batch(text: str) -> int | None:
-    return None if text.strip().lower() == "auto" else _bounded("batch")(text)
-
-
 def _names(text: str) -> tuple[str, ...]:
     """'epyc-9654, rtx-5090' -> ('epyc-9654', 'rtx-5090'): devices named in one argument."""
     names = tuple(n.strip() for n in text.split(",") if n.strip())
@@ -118,44 +115,42 @@ def _gpus(text: str) -> int | tuple[str, ...]:
     return _bounded("gpus")(text)
 
 
+def _field_type(name: str):
+    """An argparse type for a plan field: the link's parser (share.SCALARS), its message kept."""
+    parse = share.SCALARS[name]
+
+    def typed(text: str):
+        try:
+            return parse(text)
+        except (ValueError, UnknownNameError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    typed.__name__ = share.PLAN_FIELD[name].flag.lstrip("-")  # argparse names the type in its message
+    return typed
+
+
+# The CLI's own way of giving a field: a model's default input size, --compile for a runtime, devices by name
+CLI_DEFAULTS = {"size": None, "rt": None}
+CLI_TYPES = {"gpus": _gpus}
+
+
 def add_plan_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="cfdna-gen", help="preset id, a path to a model YAML or a config.json, or a "
-                   "Hugging Face id (owner/name: its config.json is fetched and cached)")
-    p.add_argument("--workload", choices=("generate", "infer", "train"), default="generate")
-    p.add_argument("--precision", default="bf16", help="fp32 | tf32 | fp16 | bf16 | fp8 | int8 | int4")
-    p.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: the activation dtype)")
-    p.add_argument("--attention", default="sdpa", help="sdpa (= auto: PyTorch's pick per GPU) | sdpa-flash | "
-                   "sdpa-efficient | sdpa-math | flash-attn | flash-attn-2 | flash-attn-3 | xformers | xformers-cutlass | "
-                   "triton | manual (data/precisions.yaml)")
-    p.add_argument("--pytorch", default=None, metavar="VERSION[+VARIANT]", help="pin a PyTorch build, e.g. "
-                   "1.13.1+cu116, or a version for any of its variants, e.g. 2.4.1 (default: none, the latest; "
-                   "data/pytorch_builds.yaml)")
-    p.add_argument("--runtime", default=None, help="pytorch-eager | torch-compile | llama.cpp | vllm | tensorrt-llm")
+    """Every plan field of share.PLAN_FIELDS as an option (defaults, bounds and choices from there), then the
+    CLI's own: the model, devices, calibration and whole-job assumptions."""
+    p.add_argument("--model", default=share.DEFAULTS.model, help="preset id, a path to a model YAML or a config.json, "
+                   "or a Hugging Face id (owner/name: its config.json is fetched and cached)")
+    for f in share.PLAN_FIELDS:
+        default = CLI_DEFAULTS.get(f.name, getattr(share.DEFAULTS, f.name))
+        if isinstance(default, bool):
+            p.add_argument(f.flag, dest=f.name, action="store_true", help=share.field_help(f.name))
+        else:
+            shown = "" if default is None else f" (default: {default})"
+            p.add_argument(f.flag, dest=f.name, type=CLI_TYPES.get(f.name) or _field_type(f.name), default=default,
+                           metavar=f.flag.lstrip("-").upper().replace("-", "_"), help=share.field_help(f.name) + shown)
     p.add_argument("--compile", action="store_true", help="torch.compile with CUDA graphs (runtime torch-compile)")
-    p.add_argument("--batch", type=_batch, default=None, help="a number, or auto (default): cheapest feasible per GPU")
-    p.add_argument("--sequences", type=_bounded("sequences"), default=1_000_000, help="generate: sequences to generate")
-    p.add_argument("--prompt-tokens", type=_bounded("prompt_tokens"), default=1, help="generate: prompt tokens (>= 1, BOS counts)")
-    p.add_argument("--gen-tokens", type=_bounded("gen_tokens"), default=165, help="generate: new tokens per sequence")
-    p.add_argument("--samples", type=_bounded("samples"), default=10_000, help="infer/train: samples (per epoch)")
-    p.add_argument("--input-size", type=_bounded("input_size"), default=None, help="infer/train: tokens per sample, or L")
-    p.add_argument("--epochs", type=_bounded("epochs"), default=1.0, help="train: epochs (fractions allowed)")
-    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adamw")
-    p.add_argument("--checkpointing", action="store_true", help="train: activation checkpointing")
-    p.add_argument("--grad-accum", type=_bounded("grad_accum"), default=1)
-    p.add_argument("--sharding", choices=SHARDINGS, default="ddp",
-                   help="train on several GPUs: ddp (full copies) or fsdp (ZeRO-3 sharded states)")
-    p.add_argument("--gpus", type=_gpus, default=1, help="GPUs per job (see --parallel); or device names like --gpu")
-    p.add_argument("--parallel", choices=PARALLEL_MODES, default="auto",
-                   help="how --gpus GPUs share the job: auto (tensor parallel only when the weights don't fit one "
-                   "GPU), data (a whole copy per GPU; training: --sharding) or tensor (split every layer; inference)")
     p.add_argument("--gpu", type=_names, action="append", default=None, help="GPUs or CPUs to include, by id or "
                    "name, comma-separated or repeated (default: every GPU)")
     p.add_argument("--include-cpu", action="store_true", help="also rank the CPU devices of data/cpus.yaml (what a "
                    "CPU fallback costs); name one with --gpu to see it alone")
-    p.add_argument("--price-tier", choices=PRICE_TIERS, default="secure")
-    p.add_argument("--memory-target", type=_bounded("memory_target_pct"), default=MEMORY_TARGET_DEFAULT_PCT,
-                   metavar="PCT", help="percent of the memory each GPU reports that a plan may fill (default "
-                   f"{MEMORY_TARGET_DEFAULT_PCT}, vLLM's gpu_memory_utilization; the rest absorbs fragmentation)")
     p.add_argument("--job-cost", type=_key_value(JOB_COST_LIMITS), action="append", default=None,
                    metavar="KEY=VALUE",
                    help="change a whole-job assumption of data/job_costs.yaml, e.g. pod_start_s=120 (repeatable)")
@@ -178,18 +173,12 @@ def resolve_model(name: str) -> ModelProfile:
 
 
 def plan_from_args(a: argparse.Namespace) -> Plan:
+    """The plan the options describe, built as the page builds it (share.to_plan)."""
     model = resolve_model(a.model)
-    size = a.input_size or model.default_input_size
-    if a.workload == "generate":
-        workload = Generate(a.sequences, a.prompt_tokens, a.gen_tokens)
-    elif a.workload == "infer":
-        workload = Infer(a.samples, size)
-    else:
-        workload = Train(a.samples, size, a.epochs, a.optimizer, a.checkpointing, a.grad_accum, a.sharding)
-    runtime = a.runtime or ("torch-compile" if a.compile else "pytorch-eager")
-    gpus = a.gpus if isinstance(a.gpus, int) else 1
-    return Plan(model, workload, a.precision, a.kv_dtype, a.attention, runtime, a.batch, gpus, a.price_tier,
-                a.memory_target / 100, a.pytorch, a.parallel)
+    given = {f.name: getattr(a, f.name) for f in share.PLAN_FIELDS}
+    given.update(size=a.size or share.default_size(model), gpus=a.gpus if isinstance(a.gpus, int) else 1,
+                 rt=a.rt or ("torch-compile" if a.compile else share.DEFAULTS.rt))
+    return share.to_plan(replace(share.DEFAULTS, **given), model)
 
 
 def device_names(a: argparse.Namespace) -> tuple[str, ...] | None:
@@ -215,19 +204,20 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     adjust = fleet.adjust if fleet else None
     results = estimate_all(plan, facts, gpu_names=device_names(a), adjust=adjust, include_cpus=a.include_cpu)
     overheads = _overheads(a, facts)
-    results = rank_by_whole_job(results, overheads)  # as the page ranks: by what the whole job bills
+    ranked = rank(results, overheads)  # as the page ranks: by what the whole job bills
+    results = ranked.estimates
     today, stale = utc_today(), a.stale_after_days
     owned = tuple(o for group in (a.own or ()) for o in group)
     assumptions = own_with_values(load_ownership(gpu_ids=facts.catalog.ids()), dict(a.own_assumption or ()))
     mine = my_gpus(plan, owned, facts, assumptions, overheads, adjust)
-    print(emit([{"yours": m.owned.text(), **estimate_row(m.estimate, overheads, today, stale), **own_fields(m.cost)}
-                for m in mine] + [estimate_row(e, overheads, today, stale) for e in results], a.format,
-               [{"yours": m.owned.text(), **flat_row(m.estimate, overheads, today, stale), **own_fields(m.cost)}
-                for m in mine] + [flat_row(e, overheads, today, stale) for e in results]))
+    print(emit([{"yours": m.owned.text(), **estimate_row(m.estimate, m.ranking, today, stale), **own_fields(m.cost)}
+                for m in mine] + [estimate_row(e, ranked, today, stale) for e in results], a.format,
+               [{"yours": m.owned.text(), **flat_row(m.estimate, m.ranking, today, stale), **own_fields(m.cost)}
+                for m in mine] + [flat_row(e, ranked, today, stale) for e in results]))
     if mine:  # stderr: the rows stay machine-readable
         print(f"your GPUs: the first {len(mine)} row(s), the plan on all cards of a kind together. "
               f"{own_assumptions_sentence(assumptions)}", file=sys.stderr)
-    for line in price_date_lines(results, overheads, today, stale):  # stderr: the rows stay machine-readable
+    for line in price_date_lines(ranked, today, stale):  # stderr: the rows stay machine-readable
         print(line, file=sys.stderr)
     return 0
 
@@ -237,11 +227,12 @@ def _overheads(a: argparse.Namespace, facts):
     return with_values(load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes)), dict(a.job_cost or ()))
 
 
-def price_date_lines(results, overheads, today, stale_after_days: int) -> list[str]:
+def price_date_lines(ranked: Ranking, today, stale_after_days: int) -> list[str]:
     """How old the prices behind a ranking are, and whether the cheapest whole job rests on a stale one."""
+    results = ranked.estimates
     tier = results[0].plan.price_tier if results else "-"
     lines = [f"prices ({tier}): {price_dates((e.price for e in results), today, stale_after_days).sentence()}"]
-    cheapest = next((e for e in results if e.feasible and job_cost(e, overheads) and e.price), None)
+    cheapest = next((e for e in results if ranked.job(e) and e.price), None)
     note = cheapest and stale_note(cheapest.price, today, stale_after_days)
     if note:
         lines.append(f"warning: the cheapest whole job ({cheapest.gpu.name}) {note}")
@@ -473,11 +464,11 @@ def cmd_serve(a: argparse.Namespace) -> int:
         if unsupported:  # a runtime that can't run on this device (a CPU): say so instead of timing it
             rows.append({"gpu": gpu.id, "concurrency": None, "note": unsupported})
             continue
-        rows += [_serving_row(gpu.id, serving_point(plan, gpu, facts, c, a.prompt_tokens, a.gen_tokens))
+        rows += [_serving_row(gpu.id, serving_point(plan, gpu, facts, c, a.prompt, a.gen))
                  for c in a.concurrency]
         if a.ttft_ms is None and a.tpot_ms is None:
             continue
-        best = max_concurrency(plan, gpu, facts, a.prompt_tokens, a.gen_tokens, a.ttft_ms, a.tpot_ms)
+        best = max_concurrency(plan, gpu, facts, a.prompt, a.gen, a.ttft_ms, a.tpot_ms)
         rows.append(_serving_row(gpu.id, best, "largest within the target") if best else
                     {"gpu": gpu.id, "concurrency": None, "note": "misses the latency target even alone"})
     print(emit(rows, a.format))
@@ -497,8 +488,8 @@ def cmd_launch(a: argparse.Namespace) -> int:
     """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
     plan, facts = plan_from_args(a), load_facts()
     # the order `planner estimate` and the page show: by what the whole job bills
-    ranking = rank_by_whole_job(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
-                                _overheads(a, facts))
+    ranking = rank(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
+                   _overheads(a, facts)).estimates
     if a.bench:
         return _launch_bench(ranking, a.out or "bench-fleet")
     if a.format == "runpod":
@@ -506,8 +497,7 @@ def cmd_launch(a: argparse.Namespace) -> int:
     else:
         task, left_out = launch.skypilot_task(ranking, load_skypilot_names(), plan.price_tier == "spot",
                                               "python -m planner " + " ".join(sys.argv[1:])[:500], a.run)
-        order = ", ".join(f"{k}:{v}" for r in task["resources"]["ordered"] for k, v in r["accelerators"].items())
-        text = launch.skypilot_yaml(task, _plan_words(plan), order)
+        text = launch.skypilot_yaml(task, _plan_words(plan), launch.accelerator_order(task))
         if left_out:
             print(f"note: left out: {'; '.join(left_out)}", file=sys.stderr)
     if a.out:

@@ -98,7 +98,8 @@ def _phases(plan: Plan, s: Setup, batch: int, items_per_gpu: int, n_dp: int) -> 
     return phases + (build(m, w, s, rest, 1.0) if rest else ())
 
 
-def _items_per_gpu(w: Workload, n_dp: int) -> int:
+def items_per_gpu(w: Workload, n_dp: int) -> int:
+    """Items each data-parallel rank batches per epoch (a training job's samples per epoch, else the job's items)."""
     per_epoch = w.samples_per_epoch if isinstance(w, Train) else w.items
     return math.ceil(per_epoch / n_dp)
 
@@ -222,7 +223,7 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
     reasons += notes
     n_dp = 1 if parallelism == "tensor" else plan.gpus
-    per_gpu = _items_per_gpu(w, n_dp)
+    per_gpu = items_per_gpu(w, n_dp)
     usable = usable_gb(gpu, plan.memory_target)
     fit = max_batch(m, w, s, usable, eff.cuda_context_gb, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)

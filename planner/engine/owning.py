@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.engine.estimate import Estimate, estimate_gpu
-from planner.engine.job_cost import job_cost
 from planner.engine.plan import Plan
 from planner.inputs.facts import Facts
-from planner.inputs.job_costs import JobOverheads
 from planner.inputs.ownership import OwnAssumptions, Owned
 
 HOURS_PER_MONTH = 365 * 24 / 12  # 730 h: an average month
@@ -41,8 +39,9 @@ def estimate_owned(plan: Plan, owned: Owned, facts: Facts, adjust=None) -> Estim
     return estimate_gpu(replace(plan, gpus=owned.count), facts.catalog.get(owned.gpu_id), facts, adjust)
 
 
-def own_cost(e: Estimate, owned: Owned, a: OwnAssumptions, overheads: JobOverheads | None = None) -> OwnCost:
-    """Cost to own vs rent for the estimate `e` of the plan on the owned cards (e.plan.gpus == owned.count)."""
+def own_cost(e: Estimate, owned: Owned, a: OwnAssumptions, job_rent_usd: float | None) -> OwnCost:
+    """Cost to own vs rent for the estimate `e` of the plan on the owned cards (e.plan.gpus == owned.count);
+    job_rent_usd is what the same job bills on a rented pod of as many cards (planner.engine.ranking)."""
     n = owned.count
     each = owned.paid_usd if owned.paid_usd is not None else a.purchase(owned.gpu_id)
     source = ("the price you paid" if owned.paid_usd is not None
@@ -53,10 +52,8 @@ def own_cost(e: Estimate, owned: Owned, a: OwnAssumptions, overheads: JobOverhea
     energy = power_kw * a.usd_per_kwh if power_kw is not None else None
     hours = e.seconds / SECONDS_PER_HOUR if e.feasible and e.seconds is not None else None
     rent = n * e.price.usd_hr if e.price else None
-    whole = job_cost(e, overheads) if overheads is not None else None
-    job_rent = whole.cost_usd if whole is not None else (e.cost() if overheads is None else None)
     return OwnCost(owned.gpu_id, n, each, source, fixed, power_kw, energy, hours,
-                   hours * energy if hours is not None and energy is not None else None, rent, job_rent,
+                   hours * energy if hours is not None and energy is not None else None, rent, job_rent_usd,
                    break_even_hours(fixed, rent, energy))
 
 

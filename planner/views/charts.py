@@ -8,15 +8,14 @@ name where the numbers come from. No streamlit here.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 import altair as alt
 import pandas as pd
 
 from planner.inputs.catalog import GPU
-from planner.engine.estimate import EfficiencyAdjust, Estimate, estimate_gpu
-from planner.engine.job_cost import job_cost
+from planner.engine import ranking
+from planner.engine.estimate import EfficiencyAdjust, Estimate
 from planner.engine.plan import Plan
 from planner.inputs.facts import Facts
 from planner.engine.roofline import attainable_tflops, ridge_point
@@ -36,7 +35,7 @@ def _title(text: str, *subtitle: str) -> alt.TitleParams:
 # Streamlit sizes charts with Vega-Lite's autosize "fit": a chart's height includes its title, axes and
 # legends, so the heights below leave about 110 px for those around the plot.
 
-# ---------------------------------------------------------------- Pareto front and best value
+# ---------------------------------------------------------------- Pareto front
 
 
 def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
@@ -52,15 +51,6 @@ def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
             front.append(k)
             best_cost = c
     return front
-
-
-def best_value(points: Iterable[tuple[str, float, float]]) -> str | None:
-    """The balance between the fastest and the cheapest: the point that minimises
-    (seconds / fastest seconds) x (cost / cheapest cost), i.e. seconds x cost. Always on the Pareto front."""
-    pts = [(k, s, c) for k, s, c in points if s is not None and c is not None and s > 0 and c > 0]
-    if not pts:
-        return None
-    return min(pts, key=lambda p: (p[1] * p[2], p[1], p[0]))[0]
 
 
 # ---------------------------------------------------------------- cost vs time
@@ -186,33 +176,15 @@ def roofline_chart(ceilings: pd.DataFrame, points: pd.DataFrame) -> alt.LayerCha
 # ---------------------------------------------------------------- batch-size sweep
 
 
-def batch_grid(max_batch: int, limit: int, extra: Iterable[int] = ()) -> list[int]:
-    """Batches to try: powers of two up to one step past the largest that fits (to show where memory runs
-    out), the largest that fits, and `extra`; never above `limit` (the items there are to batch)."""
-    top = max(1, max_batch)
-    grid, b = set(), 1
-    while b <= min(limit, 2 * top):
-        grid.add(b)
-        b *= 2
-    grid.update(x for x in (min(top, limit), top + 1, *extra) if 1 <= x <= limit)
-    return sorted(grid)
-
-
 def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None) -> pd.DataFrame:
-    """Throughput, cost, bound and memory for each GPU at each batch of `batch_grid` (the plan's batch
-    replaced); rows past the memory limit are kept with feasible False."""
-    rows = []
-    for gpu in gpus:
-        auto = estimate_gpu(replace(plan, batch=None), gpu, facts, adjust)
-        shards = 1 if auto.parallelism == "tensor" else plan.gpus  # data parallel: each GPU batches its share
-        limit = max(1, math.ceil(plan.workload.items / shards))
-        for b in batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else []):
-            e = estimate_gpu(replace(plan, batch=b), gpu, facts, adjust)
-            rows.append({"gpu": gpu.name, "gpu_id": gpu.id, "batch": b, "feasible": e.feasible,
-                         "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
-                         "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
-                         "memory_gb": e.memory.total_gb, "vram_gb": gpu.vram_gb, "usable_gb": e.usable_gb,
-                         "max_batch": auto.max_batch})
+    """Throughput, cost, bound and memory for each GPU at each batch of planner.engine.ranking.batch_sweep (the
+    plan's batch replaced); rows past the memory limit are kept with feasible False."""
+    rows = [{"gpu": p.gpu.name, "gpu_id": p.gpu.id, "batch": p.batch, "feasible": e.feasible,
+             "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
+             "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
+             "memory_gb": e.memory.total_gb, "vram_gb": p.gpu.vram_gb, "usable_gb": e.usable_gb,
+             "max_batch": p.max_batch}
+            for p in ranking.batch_sweep(plan, gpus, facts, adjust) for e in (p.estimate,)]
     return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
                                        "seconds", "bound", "memory_gb", "vram_gb", "usable_gb", "max_batch"])
 
@@ -406,12 +378,12 @@ def job_cost_chart(df: pd.DataFrame) -> alt.Chart:
                                          f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml."))
 
 
-def whole_jobs_data(estimates: Iterable[Estimate], overheads, top: int = 10) -> pd.DataFrame:
-    """Billed seconds by part for the first `top` GPUs that can run the job (ranking order)."""
+def whole_jobs_data(rows: Iterable[Estimate], ranked: ranking.Ranking, top: int = 10) -> pd.DataFrame:
+    """Billed seconds by part for the first `top` of the `rows` (in ranking order) that can run the job."""
     from_parts = []
     shown = 0
-    for e in estimates:
-        job = job_cost(e, overheads) if e.feasible else None
+    for e in rows:
+        job = ranked.job(e)
         if job is None:
             continue
         shown += 1

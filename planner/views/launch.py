@@ -103,6 +103,20 @@ def skypilot_yaml(task: dict, plan_sentence: str, chosen_note: str,
     return header + yaml.safe_dump(task, sort_keys=False, width=120)
 
 
+def accelerator_order(task: dict) -> str:
+    """The task's candidates as 'H100:1, A100-80GB:1', in the order SkyPilot tries them."""
+    return ", ".join(f"{k}:{v}" for r in task["resources"]["ordered"] for k, v in r["accelerators"].items())
+
+
+def skypilot_text(ranking: list[Estimate], names: dict[str, str], spot: bool, link: str, plan_sentence: str) -> str:
+    """The page's SkyPilot download: the task as YAML, or a one-line YAML comment saying why there is none."""
+    try:
+        task, _ = skypilot_task(ranking, names, spot, link)
+    except ValueError as exc:
+        return f"# {exc}\n"
+    return skypilot_yaml(task, plan_sentence, accelerator_order(task))
+
+
 def image_for(estimates: list[Estimate]) -> str:
     """A container image whose PyTorch build runs every candidate GPU (CUDA 12.8 once a Blackwell GPU is among them)."""
     sms = [e.gpu.compute_capability for e in estimates if e.gpu.compute_capability]

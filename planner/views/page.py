@@ -16,17 +16,15 @@ from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate, efficiency_on
 from planner.engine.feasibility import capacity_text
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
-from planner.engine.job_cost import job_cost
-from planner.engine.owning import HOURS_PER_MONTH, OwnCost, estimate_owned, own_cost
+from planner.engine.owning import HOURS_PER_MONTH
+from planner.engine.ranking import Callout, Mine, Ranking
 from planner.engine.serving import max_concurrency, serving_point
-from planner.inputs.job_costs import JobOverheads
-from planner.inputs.ownership import OwnAssumptions, Owned
+from planner.inputs.ownership import OwnAssumptions
 from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.tools import uncertainty
-from planner.views.charts import best_value
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
 
 NOUNS = {"generate": "sequences", "infer": "samples", "train": "samples"}
@@ -90,12 +88,11 @@ def price_dates(rows: Iterable[Estimate], today: date, stale_after_days: int = S
     return snapshot_price_dates((e.price for e in rows), today, stale_after_days)
 
 
-def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estimate],
+def ranking_rows(rows: list[Estimate], ranked: Ranking, job: str, calibrated: Mapping[str, Estimate],
                  bands: Mapping[str, tuple[float, float] | str], today: date | None = None,
-                 stale_after_days: int = STALE_AFTER_DAYS,
-                 overheads: JobOverheads | None = None) -> tuple[list[dict], str, str]:
-    """(table rows, time unit, rate unit): one row per GPU in ranking order (its name without the vendor's brand
-    words), every capacity and use in decimal GB."""
+                 stale_after_days: int = STALE_AFTER_DAYS) -> tuple[list[dict], str, str]:
+    """(table rows, time unit, rate unit): one row per GPU of `rows` in ranking order (its name without the vendor's
+    brand words), the whole job's bill from `ranked` when it has overheads, every capacity and use in decimal GB."""
     unit, div = time_unit(e.seconds for e in rows)
     counts_tokens = bool(rows) and rows[0].plan.model.counts_tokens
     rate_name = rate_unit(job, counts_tokens)
@@ -104,7 +101,7 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
     for i, e in enumerate(rows, 1):
         p, cal, band = e.price, calibrated.get(e.gpu.id), bands.get(e.gpu.id)
         row = {"Rank": i, "GPU": short_name(e.gpu.name), "Runs?": e.feasible, "Why / notes": reason_text(e),
-               f"Time ({unit})": e.seconds / div if e.seconds else None}
+               f"Compute time ({unit})": e.seconds / div if e.seconds else None}
         if bands:
             row[f"Likely range ({unit})"] = (NO_RANGE_CELL if isinstance(band, str) else
                                              f"{band[0] / div:.3g} – {band[1] / div:.3g}" if band else None)
@@ -114,9 +111,8 @@ def ranking_rows(rows: list[Estimate], job: str, calibrated: Mapping[str, Estima
         if counts_tokens:
             row[f"{noun.capitalize()}/s"] = e.items_per_s
         row["Compute cost ($)"] = e.cost()
-        whole = job_cost(e, overheads) if overheads else None
-        if overheads:
-            row["Whole job ($)"] = whole.cost_usd if whole else None
+        if ranked.overheads:
+            row["Whole job ($)"] = ranked.bill_usd(e)
         if calibrated:
             row["Calibrated cost ($)"] = cal.cost() if cal else None
         row.update({"$/GPU-h": p.usd_hr if p else None,
@@ -134,54 +130,13 @@ def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -
     what the job bills, owning vs renting when you own cards, throughput, memory, batch, the price, why), the details
     after; only columns present, gpu_id never shown."""
     noun = NOUNS[job]
-    want = ("Rank", "GPU", "Runs?", f"Time ({unit})", "Whole job ($)", f"Throughput ({rate_name})", "Memory used",
+    want = ("Rank", "GPU", "Runs?", f"Compute time ({unit})", "Whole job ($)", f"Throughput ({rate_name})", "Memory used",
             "Batch", "Own ($/month)", "Break-even (h/month)", "Electricity for the job ($)", f"{noun.capitalize()}/s",
             "$/GPU-h", "Why / notes", "Price date", f"Likely range ({unit})", f"Calibrated time ({unit})",
             "Compute cost ($)", "Calibrated cost ($)", "Limited by", "Memory (GB)", "Usable (GB)", "VRAM (GB)",
             "Price source")
     have = set(columns)
     return [c for c in want if c in have]
-
-
-def whole_job_cost(e: Estimate, overheads: JobOverheads | None) -> float | None:
-    """What the job bills in the plan's tier: compute plus the pod's overheads (compute only without overheads)."""
-    if overheads is None:
-        return e.cost()
-    job = job_cost(e, overheads)
-    return job.cost_usd if job else None
-
-
-def rank_by_whole_job(estimates: Iterable[Estimate], overheads: JobOverheads | None) -> list[Estimate]:
-    """Feasible first, then by what the whole job bills (start, download, warm-up and billing included), then by
-    time: for short jobs the overheads, not the compute, decide which GPU is cheapest."""
-    def key(e: Estimate) -> tuple:
-        cost = whole_job_cost(e, overheads) if e.feasible else None
-        return (not e.feasible, cost is None, cost or 0.0, e.seconds if e.seconds is not None else float("inf"),
-                e.gpu.id)
-    return sorted(estimates, key=key)
-
-
-@dataclass(frozen=True)
-class Callout:
-    label: str  # 'Fastest', 'Cheapest', 'Best value'
-    why: str
-    estimate: Estimate
-
-
-def callouts(rows: Iterable[Estimate], overheads: JobOverheads | None = None) -> list[Callout]:
-    """The fastest, the cheapest and the best value (lowest time x cost) among GPUs that can run the plan with a
-    price, costs being whole-job costs when overheads are given; [] when none can. Ties go to the faster, then id."""
-    cost = {e.gpu.id: whole_job_cost(e, overheads) for e in rows if e.feasible}
-    ok = [e for e in rows if e.feasible and e.seconds and cost.get(e.gpu.id) is not None]
-    if not ok:
-        return []
-    fastest = min(ok, key=lambda e: (e.seconds, e.gpu.id))
-    cheapest = min(ok, key=lambda e: (cost[e.gpu.id], e.seconds, e.gpu.id))
-    best_id = best_value((e.gpu.id, e.seconds, cost[e.gpu.id]) for e in ok)
-    best = next(e for e in ok if e.gpu.id == best_id)
-    return [Callout("Fastest", "shortest time for the job", fastest),
-            Callout("Cheapest", "lowest cost for the job", cheapest),
-            Callout("Best value", "best balance: lowest time x cost", best)]
 
 
 def nothing_runs_message(shown: list[Estimate], all_estimates: list[Estimate]) -> str | None:
@@ -450,9 +405,10 @@ def gpu_caption(e: Estimate) -> str:
             f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
 
 
-def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_days: int = STALE_AFTER_DAYS,
-                 overheads: JobOverheads | None = None) -> str:
-    """Time, cost (the whole job's with overheads) and rate of a call-out; a stale price says so."""
+def callout_line(c: Callout, ranked: Ranking, gpus: int, today: date | None = None,
+                 stale_after_days: int = STALE_AFTER_DAYS) -> str:
+    """A call-out's compute time, the whole job's bill (compute alone without overheads) and rate; a stale price
+    says so."""
     e = c.estimate
     r = rate(e)
     unit = "tokens/s" if e.plan.model.counts_tokens else "items/s"
@@ -461,7 +417,9 @@ def callout_line(c: Callout, gpus: int, today: date | None = None, stale_after_d
     age = e.price.age_days(today)
     note = (f" · ⚠ rests on a price from {e.price.date.isoformat()} ({age:,} days old)" if stale and age is not None
             else " · ⚠ rests on an undated price" if stale else "")
-    return (f"{fmt_seconds(e.seconds)} · **{fmt_usd(whole_job_cost(e, overheads))}** at ${e.price.usd_hr:.2f}/GPU-h"
+    billed = "whole job" if ranked.overheads else "compute"
+    return (f"{fmt_seconds(e.seconds)} compute · **{fmt_usd(ranked.bill_usd(e))}** {billed} "
+            f"at ${e.price.usd_hr:.2f}/GPU-h"
             + (f" × {gpus}" if gpus > 1 else "") + (f" · {fmt_count(r)} {unit}" if r else "") + note)
 
 
@@ -492,41 +450,18 @@ def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | No
 # ---------------------------------------------------------------- the user's own GPUs
 
 
-@dataclass(frozen=True)
-class Mine:
-    """Cards the user owns, the plan run on all of them, and owning them vs renting as many."""
-
-    owned: Owned
-    estimate: Estimate
-    cost: OwnCost
-
-    @property
-    def label(self) -> str:
-        return f"{self.owned.count} × {self.estimate.gpu.name}"
-
-
-def my_gpus(plan, owned: Iterable[Owned], facts, assumptions: OwnAssumptions, overheads: JobOverheads | None,
-            adjust=None) -> list[Mine]:
-    """The plan on each kind of card the user owns (all cards of a kind together), with its cost to own."""
-    out = []
-    for o in owned:
-        e = estimate_owned(plan, o, facts, adjust)
-        out.append(Mine(o, e, own_cost(e, o, assumptions, overheads)))
-    return out
-
-
 def mine_rows(mine: Iterable[Mine], job: str, unit: str, div: float, today: date | None = None,
-              stale_after_days: int = STALE_AFTER_DAYS, overheads: JobOverheads | None = None) -> list[dict]:
+              stale_after_days: int = STALE_AFTER_DAYS) -> list[dict]:
     """Rows pinned above the ranking, one per kind of card owned, with the ranking's columns (ranking_rows) and
     the owning ones; Rank 0 keeps them on top when the table is sorted by rank."""
     out = []
     for m in mine:
-        rows, _, _ = ranking_rows([m.estimate], job, {}, {}, today, stale_after_days, overheads)
+        rows, _, _ = ranking_rows([m.estimate], m.ranking, job, {}, {}, today, stale_after_days)
         row = rows[0]
-        row.pop(next(k for k in row if k.startswith("Time (")))
+        row.pop(next(k for k in row if k.startswith("Compute time (")))
         e, c = m.estimate, m.cost
         row.update({"Rank": 0, "GPU": f"★ Yours: {m.owned.count} × {short_name(e.gpu.name)}",
-                    f"Time ({unit})": e.seconds / div if e.seconds else None,
+                    f"Compute time ({unit})": e.seconds / div if e.seconds else None,
                     "Electricity for the job ($)": c.job_energy_usd, "Own ($/month)": c.fixed_usd_per_month,
                     "Break-even (h/month)": c.break_even_h_per_month, "gpu_id": e.gpu.id})
         out.append(row)
@@ -546,7 +481,7 @@ class Verdict:
 
 def own_verdict(m: Mine, tier: str) -> Verdict:
     """The card of one kind of owned card; catalog text is escaped."""
-    e, c = m.estimate, m.cost
+    e = m.estimate
     name = f"Your {m.owned.count} × {md_escape(short_name(e.gpu.name))}"
     details = own_cost_sentence(m, tier)
     if not e.feasible:

@@ -11,11 +11,10 @@ from typing import Any, Iterable
 from planner.base.schema import sm_label
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import attention_dtype, resolve_attention
-from planner.engine.job_cost import job_cost
+from planner.engine.ranking import Ranking
 from planner.engine.owning import OwnCost
 from planner.engine.plan import DEFAULT_ATTENTION
 from planner.inputs.builds import Build, BuildMatrix, version_text
-from planner.inputs.job_costs import JobOverheads
 from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, Price
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
@@ -35,12 +34,12 @@ def _sig(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else float(f"{x:.{digits}g}")
 
 
-def job_fields(e: Estimate, overheads: JobOverheads | None) -> dict:
-    """The whole job (planner.engine.job_cost): billed seconds, its cost in the plan's tier and its parts; the same
+def job_fields(e: Estimate, ranked: Ranking | None) -> dict:
+    """The whole job as the ranking billed it: billed seconds, its cost in the plan's tier and its parts; the same
     keys with None for a GPU that can't run the plan (every row has the same columns); none without overheads."""
-    if overheads is None:
+    if ranked is None or ranked.overheads is None:
         return {}
-    job = job_cost(e, overheads)
+    job = ranked.job(e)
     if job is None:
         return {"job_seconds": None, "job_cost_usd": None, "job_parts_s": None}
     return {"job_seconds": _r(job.billed_s, 1), "job_cost_usd": _sig(job.cost_usd),
@@ -56,10 +55,11 @@ def price_age_fields(p: Price | None, today: date, stale_after_days: int) -> dic
             "price_stale": p.is_stale(today, stale_after_days)}
 
 
-def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date | None = None,
+def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None = None,
                  stale_after_days: int = STALE_AFTER_DAYS) -> dict:
-    """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with overheads,
-    the whole job's billed time and cost too. Price ages count days before `today` (default: today, UTC)."""
+    """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with a ranking
+    that has overheads, the whole job's billed time and cost too. Price ages count days before `today` (default:
+    today, UTC)."""
     ages = {t: price_age_fields(p, today or utc_today(), stale_after_days) for t, p in e.prices.items()}
     b = band_or_note(e)  # the range, why no measurement backs one, or None when the plan can't run
     return {
@@ -110,11 +110,11 @@ def estimate_row(e: Estimate, overheads: JobOverheads | None = None, today: date
         "headroom_gb": _r(e.headroom_gb, 4),
         "efficiency": {"mem_bw": e.efficiency.mem_bw_efficiency, "compute": e.efficiency.compute_efficiency,
                        "launch_overhead_us": e.efficiency.launch_overhead_us, "source": e.efficiency.source},
-        **job_fields(e, overheads),
+        **job_fields(e, ranked),
     }
 
 
-def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | None = None,
+def flat_row(e: Estimate, ranked: Ranking | None = None, today: date | None = None,
              stale_after_days: int = STALE_AFTER_DAYS) -> dict:
     """A one-level row for CSV and tables; the price's date, age in days and stale flag sit beside it."""
     tier = e.plan.price_tier
@@ -129,7 +129,7 @@ def flat_row(e: Estimate, overheads: JobOverheads | None = None, today: date | N
         **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
         "memory_gb": _r(e.memory.total_gb, 2), "usable_gb": _r(e.usable_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
-        **{k: v for k, v in job_fields(e, overheads).items() if k != "job_parts_s"},
+        **{k: v for k, v in job_fields(e, ranked).items() if k != "job_parts_s"},
         "reasons": "; ".join(r.text for r in e.reasons),
     }
 

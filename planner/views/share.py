@@ -22,11 +22,11 @@ from urllib.parse import urlencode
 from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.estimate import Estimate
 from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
+from planner.engine.ranking import Mine, Ranking
 from planner.base.safe_parse import parse_number, shown
 from planner.inputs.builds import load_builds
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS,
                                     STALE_AFTER_DAYS, load_catalog)
-from planner.inputs.job_costs import JobOverheads
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.ownership import Owned, owned_text, parse_owned
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
@@ -260,6 +260,71 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "stale": lambda t: int(parse_number(t, 1, MAX_STALE_DAYS, True)),
     "tab": _choice(lambda: tuple(TABS)),
 }
+
+
+# ---------------------------------------------------------------- the plan's choices, declared once
+
+
+@dataclass(frozen=True)
+class PlanField:
+    """One choice of the plan: its Inputs field (also the link's key), its command-line option and its help. The
+    default is Inputs', the parser SCALARS' (bounds from planner.inputs.jobs.BOUNDS, choices from the data files);
+    the page's widgets, the link codec and the CLI all read them from here."""
+
+    name: str
+    flag: str
+    help: str
+    choices: Callable[[], Sequence[str]] | None = None  # listed after the help, drawn from the data when asked
+
+
+def _attention_ids() -> list[str]:
+    return [a.id for a in load_rules().attention_backends]
+
+
+PLAN_FIELDS = (
+    PlanField("job", "--workload", "what to run: generate sequences, run inference over samples, or train",
+              lambda: JOBS),
+    PlanField("seqs", "--sequences", "generate: sequences to generate"),
+    PlanField("prompt", "--prompt-tokens", "generate: prompt tokens per sequence (at least 1: a BOS token counts)"),
+    PlanField("gen", "--gen-tokens", "generate: new tokens per sequence"),
+    PlanField("samples", "--samples", "infer/train: samples (per epoch when training)"),
+    PlanField("size", "--input-size", "infer/train: tokens per sample, or a profile's input size (default: the "
+              "model's)"),
+    PlanField("epochs", "--epochs", "train: epochs (fractions allowed)"),
+    PlanField("opt", "--optimizer", "train: the optimizer, for its states' memory", lambda: sorted(OPTIMIZERS)),
+    PlanField("ckpt", "--checkpointing", "train: activation checkpointing: recompute activations in the backward "
+              "pass (less memory, about one more forward pass of time)"),
+    PlanField("accum", "--grad-accum", "train: micro-batches per optimizer step"),
+    PlanField("shard", "--sharding", "train on several GPUs: ddp keeps weights, gradients and optimizer states on "
+              "every GPU and all-reduces gradients; fsdp (ZeRO-3) shards them and all-gathers weights per layer",
+              lambda: SHARDINGS),
+    PlanField("batch", "--batch", "per GPU (the micro-batch when training): a number, or auto for the cheapest "
+              "batch that fits"),
+    PlanField("prec", "--precision", "weights and activations (data/precisions.yaml)", _precisions),
+    PlanField("kv", "--kv-dtype", "generate: the KV cache's dtype (auto = the activation dtype)", _kv_dtypes),
+    PlanField("attn", "--attention", "the attention backend; sdpa = PyTorch's pick per GPU (data/precisions.yaml)",
+              _attention_ids),
+    PlanField("pt", "--pytorch", "pin the PyTorch you have, e.g. 1.13.1+cu116, or a version for any of its variants: "
+              "a GPU its build ships no kernels for can't run the plan (default: the latest; "
+              "data/pytorch_builds.yaml)"),
+    PlanField("rt", "--runtime", "the framework or runtime (data/runtimes.yaml): each reaches its own fraction of "
+              "peak bandwidth and of each GPU's measured matmul ceiling", _runtimes),
+    PlanField("gpus", "--gpus", "GPUs per job (how they share it: the parallelism)"),
+    PlanField("par", "--parallel", "how the GPUs share the job: auto (tensor parallel only when the weights don't fit "
+              "one GPU), data (a whole copy per GPU; training: DDP or FSDP) or tensor (split every layer, inference; "
+              "2 all-reduces per layer over the GPU's link)", lambda: PARALLEL_MODES),
+    PlanField("tier", "--price-tier", "RunPod secure cloud, community cloud or spot", lambda: PRICE_TIERS),
+    PlanField("mem", "--memory-target", "percent of the memory each GPU reports that a plan may fill (ECC keeps 1/16 "
+              "of a data-center GDDR card); the default is vLLM's gpu_memory_utilization, the rest absorbs allocator "
+              "fragmentation; an auto batch stays below it, a fixed batch above it runs out of memory"),
+)
+PLAN_FIELD = {f.name: f for f in PLAN_FIELDS}
+
+
+def field_help(name: str) -> str:
+    """A plan field's help with its choices, as the CLI and the page's tooltips show it."""
+    f = PLAN_FIELD[name]
+    return f.help + (f" (one of: {', '.join(f.choices())})" if f.choices else "")
 
 
 # ---------------------------------------------------------------- custom models
@@ -605,8 +670,8 @@ class ExportContext:
     price_source: str
     price_as_of: str
     extra_columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # gpu_id -> column -> value
-    overheads: JobOverheads | None = None  # the whole job's assumptions (data/job_costs.yaml)
-    mine: Sequence[Any] = ()  # planner.views.page.Mine: the user's own cards, rows on top of the ranking
+    ranking: Ranking | None = None  # the ranking the rows come from: each GPU's whole-job bill
+    mine: Sequence[Mine] = ()  # the user's own cards, rows on top of the ranking
 
 
 def _header(inputs: Inputs, ctx: ExportContext, model: ModelProfile) -> dict[str, Any]:
@@ -618,10 +683,10 @@ def export_json(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimat
     """The ranking as JSON: the inputs and their link, catalog and price dates, then one row per GPU."""
     rows = []
     for e in estimates:
-        row = estimate_row(e, ctx.overheads, stale_after_days=inputs.stale)
+        row = estimate_row(e, ctx.ranking, stale_after_days=inputs.stale)
         row.update(ctx.extra_columns.get(e.gpu.id, {}))
         rows.append(row)
-    mine = [{"owned": m.owned.text(), **estimate_row(m.estimate, ctx.overheads, stale_after_days=inputs.stale),
+    mine = [{"owned": m.owned.text(), **estimate_row(m.estimate, m.ranking, stale_after_days=inputs.stale),
              **own_fields(m.cost)} for m in ctx.mine]
     return json.dumps({**_header(inputs, ctx, model), **({"my_gpus": mine} if mine else {}), "ranking": rows},
                       indent=2, default=str)
@@ -631,10 +696,10 @@ def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate
     """The ranking as plain CSV (the header row first, as every CSV reader expects), the user's own cards first
     (column 'yours'); each row also carries the plan's link, the price source and date, so a row alone still says
     where it comes from. Prices count as stale after the page's threshold (inputs.stale)."""
-    mine = [(m.estimate, {"yours": m.owned.text()}, own_fields(m.cost)) for m in ctx.mine]
+    mine = [(m.estimate, m.ranking, {"yours": m.owned.text()}, own_fields(m.cost)) for m in ctx.mine]
     rows = []
-    for e, first, last in mine + [(e, {}, ctx.extra_columns.get(e.gpu.id, {})) for e in estimates]:
-        row = {**first, **flat_row(e, ctx.overheads, stale_after_days=inputs.stale)}
+    for e, ranked, first, last in mine + [(e, ctx.ranking, {}, ctx.extra_columns.get(e.gpu.id, {})) for e in estimates]:
+        row = {**first, **flat_row(e, ranked, stale_after_days=inputs.stale)}
         price = e.price
         row["price_date"] = price.date.isoformat() if price and price.date else None
         row["price_origin"] = price.origin if price else None

@@ -26,7 +26,7 @@ def _est(gpu="rtx-a5000", gpus=3, usd_hr=0.269):
 
 def test_three_a5000s_owned_vs_rented():
     e = _est()
-    c = own_cost(e, Owned("rtx-a5000", 3), A)
+    c = own_cost(e, Owned("rtx-a5000", 3), A, e.cost())
     assert c.fixed_usd_per_month == pytest.approx(3 * 1000 / (5 * 12))  # $50 a month
     assert c.power_kw == pytest.approx(3 * 230 * 0.5 / 1000)  # 0.345 kW: 230 W TDP each (data/gpus.yaml)
     assert c.energy_usd_per_h == pytest.approx(0.345 * 0.2)  # $0.069 an hour
@@ -39,12 +39,14 @@ def test_three_a5000s_owned_vs_rented():
 
 
 def test_the_price_paid_replaces_the_listed_one():
-    c = own_cost(_est(), Owned("rtx-a5000", 3, 2400.0), A)
+    e = _est()
+    c = own_cost(e, Owned("rtx-a5000", 3, 2400.0), A, e.cost())
     assert c.fixed_usd_per_month == pytest.approx(3 * 2400 / 60) and c.purchase_source == "the price you paid"
 
 
 def test_without_a_purchase_price_there_is_no_break_even():
-    c = own_cost(_est("rtx-4090", 1), Owned("rtx-4090", 1), A)
+    e = _est("rtx-4090", 1)
+    c = own_cost(e, Owned("rtx-4090", 1), A, e.cost())
     assert c.fixed_usd_per_month is None and c.break_even_h_per_month is None
     assert c.energy_usd_per_h == pytest.approx(450 * 0.5 / 1000 * 0.2)  # RTX 4090: 450 W TDP
 

@@ -47,12 +47,6 @@ def test_pareto_front_by_hand():
     assert charts.pareto_front([]) == [] and charts.pareto_front([("x", 3, None)]) == []
 
 
-def test_best_value_minimises_time_times_cost():
-    pts = [("fast", 1, 10), ("middle", 2, 3), ("cheap", 10, 1)]  # products 10, 6, 10
-    assert charts.best_value(pts) == "middle"
-    assert charts.best_value([]) is None
-
-
 def test_cost_time_data_marks_exactly_the_front(ranking):
     df = charts.cost_time_data(ranking, unit=("min", 60.0))
     assert len(df) == sum(1 for e in ranking if e.feasible and e.cost() is not None)
@@ -95,15 +89,6 @@ def test_roofline_chart_spec_names_axes():
     spec = charts.roofline_chart(*charts.roofline_data([e])).to_dict()
     titles = _axis_titles(spec)
     assert any("FLOP per byte" in t for t in titles) and any("TFLOPS (fp16" in t for t in titles)
-
-
-@pytest.mark.parametrize("max_batch, limit, extra, expected", [
-    (5, 100, [], [1, 2, 4, 5, 6, 8]),        # powers of two up to 2 x 5, the largest fit and one past it
-    (0, 100, [], [1, 2]),                    # nothing fits: still show batch 1 (and 2) as out of memory
-    (64, 10, [3], [1, 2, 3, 4, 8, 10]),       # never above the items there are; the user's batch included
-])
-def test_batch_grid(max_batch, limit, extra, expected):
-    assert charts.batch_grid(max_batch, limit, extra) == expected
 
 
 def test_batch_sweep_memory_limit_and_throughput():
@@ -179,12 +164,12 @@ def test_calibration_chart_from_points():
     assert charts.calibration_data(labelled).point.unique().tolist() == [r["label"] for r in labelled]
 
 
-
 def test_whole_jobs_stack_the_billed_parts_per_gpu_in_ranking_order(ranking):
     from planner.engine.job_cost import job_cost
+    from planner.engine.ranking import rank
     from planner.inputs.job_costs import load_job_costs
     overheads = load_job_costs()
-    df = charts.whole_jobs_data(ranking, overheads, top=3)
+    df = charts.whole_jobs_data(ranking, rank(ranking, overheads), top=3)
     firsts = [e for e in ranking if e.feasible][:3]
     assert df.groupby("rank").seconds.sum().tolist() == pytest.approx([job_cost(e, overheads).billed_s for e in firsts])
     spec = charts.whole_jobs_chart(df).to_dict()

@@ -7,6 +7,7 @@ import pytest
 from planner.engine.estimate import estimate_all
 from planner.engine.feasibility import Reason
 from planner.engine.plan import Plan
+from planner.engine.ranking import callouts, my_gpus, rank
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Infer
 from planner.inputs.models import load_models
@@ -42,59 +43,36 @@ def test_vendor_price_and_feasibility_filters():
 
 def test_ranking_rows_are_named_columns_with_capacity_and_use_in_one_unit():
     ests = _ranking()
-    rows, unit, rate_name = page.ranking_rows(ests, "generate", {}, {})
+    rows, unit, rate_name = page.ranking_rows(ests, rank(ests, None), "generate", {}, {})
     row = next(r for r in rows if r["gpu_id"] == "rtx-4090")
     e = next(e for e in ests if e.gpu.id == "rtx-4090")
     assert row["VRAM (GB)"] == pytest.approx(24 * 2**30 / 1e9)
     assert row["Usable (GB)"] == pytest.approx(0.90 * 24 * 2**30 / 1e9)  # the default target of 24 GiB
     assert row["Memory used"] == pytest.approx(row["Memory (GB)"] / row["Usable (GB)"])
     assert rate_name == "tokens/s" and row["Throughput (tokens/s)"] == e.tokens_per_s
-    assert row[f"Time ({unit})"] is not None and [r["Rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert row[f"Compute time ({unit})"] is not None and [r["Rank"] for r in rows] == list(range(1, len(rows) + 1))
     assert "Likely range" not in " ".join(row)  # no band column without bands
 
 
 def test_the_ranking_shows_rank_and_name_first_and_hides_the_id():
-    rows, unit, rate_name = page.ranking_rows(_ranking(), "generate", {}, {})
+    rows, unit, rate_name = page.ranking_rows(_ranking(), rank(_ranking(), None), "generate", {}, {})
     order = page.ranking_order(rows[0], unit, rate_name, "generate")
     assert order[:3] == ["Rank", "GPU", "Runs?"] and "gpu_id" not in order
     assert set(order) == set(rows[0]) - {"gpu_id"}  # every other column is shown
-    assert order.index(f"Time ({unit})") < order.index("Why / notes")
+    assert order.index(f"Compute time ({unit})") < order.index("Why / notes")
     assert page.ranking_order(["Price source", "gpu_id", "Rank"], "h", "tokens/s", "generate") == \
         ["Rank", "Price source"]  # only the columns present, in the page's order
 
 
 def test_a_formula_model_is_counted_in_samples():
     ests = _ranking("sea", Infer(100, 200), precision="fp32")
-    rows, _, rate_name = page.ranking_rows(ests, "infer", {}, {})
+    rows, _, rate_name = page.ranking_rows(ests, rank(ests, None), "infer", {}, {})
     assert rate_name == "samples/s" and "Samples/s" not in rows[0]
-
-
-def test_callouts_pick_by_hand_on_the_ranking():
-    ests = _ranking()
-    ok = [e for e in ests if e.feasible and e.seconds and e.cost() is not None]
-    found = {c.label: c.estimate.gpu.id for c in page.callouts(ests)}
-    assert found["Fastest"] == min(ok, key=lambda e: e.seconds).gpu.id
-    assert found["Cheapest"] == min(ok, key=lambda e: e.cost()).gpu.id
-    assert found["Best value"] == min(ok, key=lambda e: e.seconds * e.cost()).gpu.id
-    assert page.callouts([e for e in ests if not e.feasible]) == []
 
 
 def _as(e, seconds, cost_usd, feasible=True, reasons=()):
     """A hand-built case: a real GPU's estimate with the time (s) and cost ($, the plan's tier) given here."""
     return replace(e, seconds=seconds, cost_usd={e.plan.price_tier: cost_usd}, feasible=feasible, reasons=reasons)
-
-
-def test_callouts_on_a_hand_built_case():
-    base = {e.gpu.id: e for e in _ranking()}
-    a = _as(base["h100-sxm"], 10.0, 5.0)   # fastest: 10 s; time x cost 50
-    b = _as(base["rtx-4090"], 20.0, 1.0)   # cheapest: $1; time x cost 20
-    c = _as(base["a100-sxm-80gb"], 12.0, 1.5)  # neither, but time x cost 18: the best balance
-    blocked = _as(base["rtx-3090"], 1.0, 0.01, feasible=False)  # faster and cheaper, but it can't run the plan
-    unpriced = _as(base["rtx-4070-ti-super"], 2.0, None)  # runs, no price: no cost to compare
-    found = {x.label: x.estimate.gpu.id for x in page.callouts([blocked, unpriced, a, b, c])}
-    assert found == {"Fastest": "h100-sxm", "Cheapest": "rtx-4090", "Best value": "a100-sxm-80gb"}
-    tie = _as(base["rtx-4090"], 10.0, 5.0)  # same time and cost as a: the lower id wins, whatever the order
-    assert {x.label: x.estimate.gpu.id for x in page.callouts([tie, a])}["Fastest"] == "h100-sxm"
 
 
 def test_the_reason_counts_on_a_hand_built_case():
@@ -256,25 +234,11 @@ def test_the_caption_names_the_oldest_and_newest_price_and_counts_stale_ones():
 
 def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
     from datetime import date
-    ests = _ranking()
-    cheapest = next(c for c in page.callouts(ests) if c.label == "Cheapest")
-    line = page.callout_line(cheapest, 1, date(2026, 11, 22))
+    ranked = rank(_ranking(), None)
+    cheapest = next(c for c in callouts(ranked) if c.label == "Cheapest")
+    line = page.callout_line(cheapest, ranked, 1, date(2026, 11, 22))
     age = (date(2026, 11, 22) - cheapest.estimate.price.date).days
     assert ("rests on a price from" in line) == (age > 90)
-
-
-def test_the_ranking_and_the_cheapest_follow_the_whole_jobs_bill():
-    from planner.inputs.job_costs import load_job_costs
-    from planner.inputs.runtimes import load_runtimes
-    overheads = load_job_costs(runtime_ids=tuple(r.id for r in load_runtimes().runtimes))
-    ests = page.rank_by_whole_job(_ranking(workload=Generate(1000, 1, 165)), overheads)  # a job of seconds
-    bills = [page.whole_job_cost(e, overheads) for e in ests if e.feasible]
-    priced = [b for b in bills if b is not None]
-    assert priced == sorted(priced) and bills[:len(priced)] == priced  # priced GPUs first, cheapest bill first
-    cheapest = next(c for c in page.callouts(ests, overheads) if c.label == "Cheapest")
-    assert page.whole_job_cost(cheapest.estimate, overheads) == min(priced)
-    # minutes of pod overhead against seconds of compute: every bill is at least a minute of the GPU's price
-    assert all(page.whole_job_cost(e, overheads) >= e.price.usd_hr / 60 for e in ests if e.feasible and e.price)
 
 
 def test_serving_rows_meet_the_target_they_report():
@@ -312,7 +276,7 @@ def test_my_gpus_run_the_plan_on_all_their_cards_and_say_what_owning_costs():
     facts = replace(FACTS, prices=with_custom(FACTS.prices, {"rtx-a5000": 0.25}))
     plan = Plan(load_models().get("cfdna-gen"), Generate(10_000, 1, 165), "bf16", price_tier="community")
     a = OwnAssumptions(4, 1.0, 0.25, (("rtx-a5000", 1200.0),), (("purchase_usd.rtx-a5000", "test"),))
-    [m] = page.my_gpus(plan, [Owned("rtx-a5000", 2)], facts, a, None)
+    [m] = my_gpus(plan, [Owned("rtx-a5000", 2)], facts, a, None)
     assert m.estimate.plan.gpus == 2 and m.estimate.feasible
     # $2,400 over 48 months = $50/month; 2 x 230 W x 1.0 x $0.25/kWh = $0.115/h; rent 2 x $0.25 = $0.50/h
     assert m.cost.break_even_h_per_month == pytest.approx(50 / (0.50 - 0.115))  # 129.9 h
@@ -321,4 +285,4 @@ def test_my_gpus_run_the_plan_on_all_their_cards_and_say_what_owning_costs():
     assert "PyTorch" in v.needs  # the software it needs: the oldest build with SM86 kernels
     [row] = page.mine_rows([m], "generate", "s", 1.0)
     assert row["Rank"] == 0 and row["GPU"] == "★ Yours: 2 × RTX A5000 24GB" and row["Own ($/month)"] == 50
-    assert row["Time (s)"] == m.estimate.seconds
+    assert row["Compute time (s)"] == m.estimate.seconds

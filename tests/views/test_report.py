@@ -63,10 +63,13 @@ def test_rows_carry_the_price_date_its_age_and_the_stale_flag():
 
 
 def test_a_gpu_that_cannot_run_the_plan_has_the_same_columns_and_the_table_prints():
+    from planner.engine.ranking import rank
     from planner.inputs.job_costs import load_job_costs
     from planner.views.report import text_table
     overheads = load_job_costs(runtime_ids=tuple(r.id for r in FACTS.runtimes.runtimes))
-    ok, no = flat_row(_est("rtx-4090"), overheads), flat_row(_est("v100-sxm2-16gb"), overheads)
+    runs, blocked = _est("rtx-4090"), _est("v100-sxm2-16gb")
+    ranked = rank([runs, blocked], overheads)
+    ok, no = flat_row(runs, ranked), flat_row(blocked, ranked)
     assert list(ok) == list(no) and no["job_seconds"] is None and no["job_cost_usd"] is None
     assert "v100-sxm2-16gb" in text_table([ok, no])
 

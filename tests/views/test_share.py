@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from planner.views import share
 from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import estimate_all
+from planner.engine.ranking import my_gpus
 from planner.inputs.models import DecoderProfile, load_models
 from planner.views.share import DEFAULTS, Inputs, decode, encode
 from planner.inputs.jobs import Generate, Infer, Train
@@ -366,7 +367,7 @@ def test_exports_put_your_cards_first_and_follow_the_pages_stale_threshold():
     model = share.resolve_model(inputs)
     plan = share.to_plan(inputs, model)
     ests = estimate_all(plan, FACTS, gpu_names=["rtx-4090"])
-    mine = page.my_gpus(plan, inputs.own, FACTS, load_ownership(), None)
+    mine = my_gpus(plan, inputs.own, FACTS, load_ownership(), None)
     ctx = share.ExportContext("http://x/", "data/gpus.yaml", "snapshot", "2026-11-09", mine=mine)
     doc = json.loads(share.export_json(inputs, model, ests, ctx))
     assert doc["my_gpus"][0]["owned"] == "rtx-a5000:3" and doc["my_gpus"][0]["gpus"] == 3

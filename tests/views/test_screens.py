@@ -1,0 +1,51 @@
+"""What the page shows, without Streamlit: the ranking screen and 'Explain a GPU' agree with the ranking's bill."""
+
+from datetime import date
+
+from planner.engine.estimate import estimate_all
+from planner.engine.ranking import rank
+from planner.inputs.facts import load_facts
+from planner.inputs.job_costs import load_job_costs
+from planner.views import screens, share
+from planner.views.format import fmt_usd, md_escape, short_name
+from planner.views.share import Inputs
+
+FACTS = load_facts()
+OVERHEADS = load_job_costs(runtime_ids=tuple(r.id for r in FACTS.runtimes.runtimes))
+TODAY = date(2026, 11, 27)
+
+
+def _view(**kw):
+    inputs = Inputs(tier="community", seqs=10_000, **kw)
+    plan = share.to_plan(inputs, share.resolve_model(inputs))
+    ranked = rank(estimate_all(plan, FACTS), OVERHEADS)
+    return inputs, ranked, screens.ranking_view(ranked, {}, inputs, [], TODAY)
+
+
+def test_the_table_shows_the_rankings_bill_for_every_row_in_its_order():
+    _, ranked, v = _view()
+    assert list(v.table.gpu_id) == [e.gpu.id for e in ranked.estimates]
+    for e, billed in zip(ranked.estimates, v.table["Whole job ($)"]):
+        want = ranked.bill_usd(e)
+        assert (billed != billed and want is None) or billed == want  # NaN where the GPU has no bill
+
+
+def test_call_outs_come_from_the_rows_the_filters_keep():
+    _, _, everything = _view()
+    _, _, cheap = _view(maxusd=0.5)  # GPUs rented at up to $0.50/h: the fastest of all is not among them
+    assert cheap.rows and all(e.price.usd_hr <= 0.5 for e in cheap.rows)
+    titles = {md_escape(short_name(e.gpu.name)) for e in cheap.rows}
+    assert len(cheap.callouts) == 3
+    for _, text, _ in cheap.callouts:  # '**Cheapest** · **<GPU>**  ...': each names a GPU the filter kept
+        assert text.split("**")[3] in titles
+    assert everything.callouts[0][1].split("**")[3] not in titles
+
+
+def test_explain_shows_the_same_whole_job_bill_as_the_ranking_to_the_cent():
+    inputs, ranked, v = _view()
+    e = next(e for e in ranked.estimates if e.feasible and e.price)
+    ex = screens.explain_view(e, None, ranked, inputs.tier, inputs.job, True)
+    assert f"billed, **{fmt_usd(ranked.bill_usd(e))}**" in ex.inputs
+    cheapest = next(text for key, text, _ in v.callouts if key == "callout_cheapest")
+    first = ranked.estimates[0]  # ranked by the bill: the first priced GPU that runs it is the cheapest
+    assert f"**{fmt_usd(ranked.bill_usd(first))}**" in cheapest

@@ -1,0 +1,60 @@
+"""Uploads without Streamlit: a model file becomes an architecture or a profile's text, bench files a calibration."""
+
+import json
+import re
+from pathlib import Path
+
+from planner.views import uploads
+
+BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "bench_cpu_quick.json"
+LLAMA = {"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+         "num_key_value_heads": 4, "intermediate_size": 1376, "vocab_size": 32000, "max_position_embeddings": 2048,
+         "hidden_act": "silu"}
+
+
+def _shown(markdown: str) -> str:
+    """The text a reader sees: Markdown's backslash escapes removed."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def test_a_config_json_becomes_the_decoder_it_describes():
+    up = uploads.model_upload(json.dumps(LLAMA).encode(), "config.json")
+    assert up.ok and up.spec == ""
+    assert (up.arch["layers"], up.arch["hidden"], up.arch["kv_heads"], up.arch["ffn"]) == (4, 512, 4, 1376)
+    # embeddings 32000 x 512 twice (untied) + 4 layers x (q,o 512x512 + k,v 512x256 + 3 x 512x1376 + 2 norms of 512)
+    params = 2 * 32000 * 512 + 4 * (2 * 512 * 512 + 2 * 512 * 256 + 3 * 512 * 1376 + 2 * 512) + 512  # 44,372,480
+    assert _shown(up.message) == f"Loaded llama from config.json ({params / 1e6:.1f}M parameters)."
+
+
+def test_a_broken_file_says_why_and_changes_nothing():
+    up = uploads.model_upload(b"{not json", "config.json")
+    assert not up.ok and up.arch is None and up.spec == ""
+    assert "config.json could not be used: not valid JSON" in _shown(up.message)
+    assert up.message.endswith("The plan is unchanged.")
+
+
+def test_a_bench_result_uploaded_as_a_model_is_pointed_to_the_calibration_section():
+    up = uploads.model_upload(BENCH.read_bytes(), "bench.json")
+    assert not up.ok and "upload it under 6 · Calibration" in up.message
+
+
+def test_user_text_in_a_message_is_escaped():
+    up = uploads.model_upload(b"{not json", "**bold**[x](http://evil).json")
+    assert not up.ok and "**bold**" not in up.message and "](http" not in up.message
+
+
+def test_a_bench_result_becomes_a_calibration_and_a_bad_one_keeps_the_current():
+    good = uploads.calibration_upload([("bench.json", BENCH.read_bytes())])
+    assert good.ok and good.query.startswith("v=1;") and len(good.results) == 1
+    assert uploads.cpu_results(good.results) == good.results  # the fixture was measured on a CPU
+    bad = uploads.calibration_upload([("bench.json", BENCH.read_bytes()), ("other.json", b'{"kind": "other"}')])
+    assert not bad.ok and bad.query == "" and "other.json could not be used" in _shown(bad.message)
+    assert "bench.json" not in _shown(bad.message)  # only the bad file is named
+    assert bad.message.endswith("The plan keeps its current calibration.")
+
+
+def test_a_cpu_bench_refitted_for_the_measured_machine_only_names_no_catalog_row():
+    good = uploads.calibration_upload([("bench.json", BENCH.read_bytes())])
+    refit = uploads.refit_for_cpu(good.results, "", "")
+    assert refit.ok and _shown(refit.message) == "The CPU bench now calibrates the measured machine only."
+    assert "cls=cpu" in refit.query

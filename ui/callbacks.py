@@ -1,0 +1,99 @@
+"""Widget callbacks: each hands the widget's value to a core function and stores what comes back."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from planner.tools import live_prices
+from planner.views import share, uploads
+from planner.views.presets import load_all as load_all_presets
+from ui import resources, state
+
+
+def _after_model_change() -> None:
+    """A new model: its default input size, and no 'generate' for a generic profile."""
+    ss = st.session_state
+    m = state.current_model()
+    if m is not None:
+        ss.size = share.default_size(m)
+        if ss.job == "generate" and not m.can_generate:
+            ss.job = "infer"
+
+
+def on_model() -> None:
+    ss = st.session_state
+    if ss.model == share.CUSTOM and ss._prev_model != share.CUSTOM:
+        ss.spec = ""
+        state.load_arch(state.arch_for(ss._prev_model))
+    ss._prev_model = ss.model
+    _after_model_change()
+
+
+def on_upload_model() -> None:
+    ss = st.session_state
+    f = ss.get("upload_model")
+    if f is None:
+        return
+    up = uploads.model_upload(f.getvalue(), f.name)
+    ss._upload_msg = ("success" if up.ok else "error", up.message)
+    if not up.ok:
+        return
+    ss.model = ss._prev_model = share.CUSTOM
+    ss.spec = up.spec
+    if up.arch:
+        state.load_arch(up.arch)
+    _after_model_change()
+
+
+def _use_calibration(up: uploads.CalibrationUpload) -> None:
+    ss = st.session_state
+    ss._cal_msg = ("success" if up.ok else "error", up.message)
+    if up.ok:
+        ss.cal, ss._cal_result = up.query, up.results
+
+
+def on_upload_cal() -> None:
+    files = st.session_state.get("upload_cal") or []
+    if files:
+        _use_calibration(uploads.calibration_upload([(f.name, f.getvalue()) for f in files]))
+
+
+def on_cal_cpu() -> None:
+    ss = st.session_state
+    name = resources.gpu(ss.cal_cpu).name if ss.cal_cpu else ""
+    _use_calibration(uploads.refit_for_cpu(ss.get("_cal_result") or {}, ss.cal_cpu, name))
+
+
+def remove_calibration() -> None:
+    st.session_state.update(cal="", _cal_result=None)
+
+
+def apply_preset(preset_id: str) -> None:
+    p = next(p for p in load_all_presets()[0] if p.id == preset_id)
+    state.load(p.inputs)
+    st.session_state._link_warnings = []
+    st.session_state._preset = preset_id
+
+
+def set_price(gpu_id: str, value: float | None) -> None:
+    prices_now = dict(st.session_state.myprice)
+    if value is None:
+        prices_now.pop(gpu_id, None)
+    else:
+        prices_now[gpu_id] = float(value)
+    st.session_state.myprice = prices_now
+
+
+def head_dim() -> None:
+    """Hidden size or heads changed: head dim follows (hidden / heads) when it divides evenly."""
+    ss = st.session_state
+    if ss.m_heads and ss.m_hidden % ss.m_heads == 0:
+        ss.m_hd = ss.m_hidden // ss.m_heads
+
+
+def refresh_prices() -> None:
+    if not live_prices.request_refresh(time.monotonic()):
+        st.session_state._refresh_msg = (f"Live prices were refreshed less than "
+                                         f"{live_prices.MIN_REFRESH_INTERVAL_S / 60:g} minutes ago; these are current.")

@@ -1,0 +1,99 @@
+"""What every session shares: the data files as loaded once, and the caches of rankings, screens and charts.
+
+st.cache_resource keeps one result per key for every session. The key is the content the result depends on
+(planner.views.cache_key.content_key); the arguments whose names start with _ ride along unhashed.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import streamlit as st
+from streamlit.dataframe_util import convert_anything_to_arrow_bytes
+
+from planner.engine.ranking import my_gpus
+from planner.inputs.facts import Facts, load_facts
+from planner.inputs.job_costs import JobOverheads, load_job_costs
+from planner.inputs.models import load_models
+from planner.inputs.ownership import OwnAssumptions, load_ownership
+from planner.tools import validation
+from planner.views import charts, screens, share
+from planner.views.cache_key import content_key
+from planner.views.format import fmt_count
+
+
+def facts() -> Facts:
+    return load_facts()
+
+
+def models():
+    return load_models()
+
+
+def gpu(gpu_id: str):
+    """A catalog device (GPU or CPU) by id."""
+    return load_facts().catalog.get(gpu_id)
+
+
+def overheads_default() -> JobOverheads:
+    return load_job_costs(runtime_ids=tuple(r.id for r in load_facts().runtimes.runtimes))
+
+
+def own_default() -> OwnAssumptions:
+    return load_ownership(gpu_ids=load_facts().catalog.ids())
+
+
+@st.cache_resource(show_spinner=False)
+def model_labels() -> dict[str, str]:
+    """The model picker's labels, computed once (a profile's parameter count evaluates its formulas)."""
+    return {**{m.id: f"{m.name} · {fmt_count(m.params)} params" for m in models().models},
+            share.CUSTOM: "Custom model (edit fields or upload)"}
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def rankings(key: str, _plan, _include_cpus: bool, _table, _cal, _overheads):
+    """(ranking, calibrated estimates by GPU id) for one distinct plan: a rerun that only changes the view, or
+    another visitor asking the same, costs nothing."""
+    return screens.rankings(_plan, screens.with_prices(facts(), _table), _include_cpus, _cal and _cal.adjust,
+                            _overheads)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def mine(key: str, _plan, _own, _table, _assumptions, _overheads, _cal) -> list:
+    return my_gpus(_plan, _own, screens.with_prices(facts(), _table), _assumptions, _overheads, _cal and _cal.adjust)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def ranking_view(key: str, _ranked, _cal_ests, _inputs, _mine, _today: date) -> screens.RankingView:
+    return screens.ranking_view(_ranked, _cal_ests, _inputs, _mine, _today)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def explain_view(key: str, _e, _cal_e, _ranked, _tier: str, _job: str, _auto_batch: bool) -> screens.ExplainView:
+    return screens.explain_view(_e, _cal_e, _ranked, _tier, _job, _auto_batch)
+
+
+@st.cache_resource(show_spinner="Checking the planner against published measurements…")
+def validation_report():
+    return validation.run_validation(priors=True)
+
+
+def _vega_spec(chart) -> dict:
+    """An Altair chart as the Vega-Lite spec st.vega_lite_chart sends, its datasets already Arrow IPC bytes
+    (Streamlit's own conversion, which it skips for bytes): a session drawing a chart another one drew pays neither
+    Altair (~10 ms a chart) nor the Arrow conversion. Not validated against the schema here (up to half of the
+    build): tests/views/test_charts.py validates every builder's spec."""
+    spec = chart.to_dict(validate=False)
+    if "datasets" in spec:
+        spec["datasets"] = {name: convert_anything_to_arrow_bytes(rows) for name, rows in spec["datasets"].items()}
+    return spec
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
+    return _vega_spec(getattr(charts, builder)(*_args))
+
+
+def chart(builder: str, *args) -> None:
+    """Draw charts.<builder>(*args), its spec shared by every session that draws the same."""
+    st.vega_lite_chart(_chart_spec(content_key(builder, args), builder, args), width="stretch")

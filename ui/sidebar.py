@@ -1,0 +1,233 @@
+"""The sidebar: the plan's inputs in six numbered sections. Drawn after the answer, so the browser shows the ranking
+first; the widgets' values are already in st.session_state (state.init), so drawing them last changes none."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.engine.plan import PARALLEL_MODES
+from planner.inputs.catalog import MAX_STALE_DAYS, PRICE_TIERS
+from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS
+from planner.inputs.ownership import LIMITS as OWN_LIMITS
+from planner.inputs.ownership import MAX_CARDS, MAX_OWNED, MAX_PAID_USD
+from planner.tools import calibration
+from planner.views import share, uploads
+from planner.views.format import fmt_count, md_escape, short_name
+from planner.views.share import field_help
+from ui import callbacks, resources, state
+from ui.state import KEEP
+
+JOB_LABELS = {"generate": "Generate sequences", "infer": "Run inference", "train": "Train"}
+
+
+def _bounds(name: str) -> tuple:
+    """(min, max) of a job input for number_input: planner.inputs.jobs.BOUNDS, the CLI's and the links' too."""
+    b = BOUNDS[name]
+    return (int(b.lo), int(b.hi)) if b.integer else (float(b.lo), float(b.hi))
+
+
+def _arch_bounds(param: str) -> tuple[int, int]:
+    f = next(f for f in share.ARCH_FIELDS if f.param == param)
+    return f.lo, f.hi
+
+
+def _message(key: str) -> None:
+    msg = st.session_state.pop(key, None)
+    if msg:
+        (st.sidebar.error if msg[0] == "error" else st.sidebar.success)(msg[1])
+
+
+def _architecture() -> None:
+    """The custom decoder's fields, two columns."""
+    st.text_input("Name", key="m_name", persist_state=KEEP)
+    c1, c2 = st.columns(2)
+    c1.number_input("Layers", *_arch_bounds("m_layers"), key="m_layers", persist_state=KEEP)
+    c2.number_input("Hidden size", *_arch_bounds("m_hidden"), key="m_hidden", persist_state=KEEP,
+                    on_change=callbacks.head_dim)
+    c1.number_input("Attention heads", *_arch_bounds("m_heads"), key="m_heads", persist_state=KEEP,
+                    on_change=callbacks.head_dim)
+    c2.number_input("KV heads", *_arch_bounds("m_kv"), key="m_kv", persist_state=KEEP,
+                    help="= heads for multi-head attention; fewer for GQA/MQA")
+    c1.number_input("Head dim", *_arch_bounds("m_hd"), key="m_hd", persist_state=KEEP, help="usually hidden / heads")
+    c2.number_input("FFN size", *_arch_bounds("m_ffn"), key="m_ffn", persist_state=KEEP)
+    c1.selectbox("FFN kind", ["swiglu", "gelu"], key="m_act", persist_state=KEEP)
+    c2.selectbox("Norm", ["rmsnorm", "layernorm"], key="m_norm", persist_state=KEEP)
+    c1.number_input("Experts per layer", *_arch_bounds("m_experts"), key="m_experts", persist_state=KEEP,
+                    help="mixture of experts: MLPs of the FFN size per layer (1 = a dense MLP)")
+    c2.number_input("Experts per token", *_arch_bounds("m_topk"), key="m_topk", persist_state=KEEP,
+                    help="top-k: experts the router sends each token to (at most the experts per layer)")
+    c1.number_input("Shared expert FFN size", *_arch_bounds("m_shared"), key="m_shared", persist_state=KEEP,
+                    help="intermediate size of the MLP every token also goes through (Qwen-MoE); 0 = none")
+    c1.number_input("Vocabulary", *_arch_bounds("m_vocab"), key="m_vocab", persist_state=KEEP)
+    c2.number_input("Context (tokens)", *_arch_bounds("m_ctx"), key="m_ctx", persist_state=KEEP)
+    st.checkbox("Tied input/output embeddings", key="m_tied", persist_state=KEEP)
+    st.checkbox("Learned position embeddings (GPT-2)", key="m_pos", persist_state=KEEP)
+    st.checkbox("Biases in linear layers (GPT-2)", key="m_bias", persist_state=KEEP)
+
+
+def _model():
+    ss, sb = st.session_state, st.sidebar
+    sb.subheader("1 · Model")
+    sb.selectbox("Model", [m.id for m in resources.models().models] + [share.CUSTOM], key="model",
+                 format_func=resources.model_labels().get, on_change=callbacks.on_model,
+                 help="A preset architecture, or 'Custom' to type or upload your own.")
+    if ss.model == share.CUSTOM and not ss.spec:
+        with sb.expander("Architecture (decoder transformer)", expanded=True):
+            _architecture()
+    elif ss.model == share.CUSTOM:
+        sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
+    m = state.current_model()
+    if m is not None:
+        sb.caption(f"{fmt_count(m.params)} parameters · {md_escape(m.describe())}")
+    # the closed expanders below draw their widgets only when opened: nothing to send or lay out on every rerun
+    with sb.expander("Upload a model (YAML profile or Hugging Face config.json)", key="upload_open",
+                     on_change="rerun") as box:
+        if box.open:
+            st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model",
+                             on_change=callbacks.on_upload_model, label_visibility="collapsed", max_upload_size=1)
+    _message("_upload_msg")
+    return m
+
+
+def _job(m) -> None:
+    ss, sb = st.session_state, st.sidebar
+    sb.subheader("2 · Job")
+    jobs = list(share.JOBS) if m is None or m.can_generate else ["infer", "train"]
+    sb.radio("What to run", jobs, key="job", format_func=JOB_LABELS.get, horizontal=True)
+    if ss.job == "generate":
+        sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs", persist_state=KEEP)
+        c1, c2 = sb.columns(2)
+        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", persist_state=KEEP,
+                        help=field_help("prompt"))
+        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen", persist_state=KEEP)
+    else:
+        sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
+                        key="samples", persist_state=KEEP)
+        sb.number_input(f"Input size ({share.size_name(m)})" if m is not None else "Input size",
+                        *_bounds("input_size"), key="size", persist_state=KEEP)
+    if ss.job == "train":
+        c1, c2 = sb.columns(2)
+        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
+        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
+        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
+        c2.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
+        sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
+                 format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,
+                 help=field_help("shard"))
+    sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
+    if not ss.batch_auto:
+        sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),
+                        key="batch_n", persist_state=KEEP)
+
+
+def _software() -> None:
+    ss, sb = st.session_state, st.sidebar
+    facts = resources.facts()
+    rules, runtimes = facts.rules, facts.runtimes
+    sb.subheader("3 · Precision & software")
+    c1, c2 = sb.columns(2)
+    c1.selectbox("Precision", [p.id for p in rules.precisions], key="prec",
+                 help="; ".join(f"{p.id}: {p.note}" for p in rules.precisions))
+    if ss.job == "generate":
+        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in rules.kv_dtypes], key="kv", persist_state=KEEP,
+                     help="auto = the activation dtype")
+    sb.selectbox("Attention", [a.id for a in rules.attention_backends], key="attn",
+                 format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
+                 help="; ".join(f"{a.id}: {a.name}" for a in rules.attention_backends) + ". Each GPU's notes say "
+                 "which kernel it runs (data/precisions.yaml).")
+    sb.selectbox("PyTorch build", ["", *facts.builds.choices()], key="pt",
+                 format_func=lambda v: v or "latest (any build that runs each GPU)", help=field_help("pt"))
+    sb.selectbox("Framework / runtime", [r.id for r in runtimes.runtimes], key="rt",
+                 format_func=lambda r: runtimes.get(r).name, help=field_help("rt"))
+
+
+def _gpus_and_prices() -> None:
+    ss, sb = st.session_state, st.sidebar
+    sb.subheader("4 · GPUs & prices")
+    c1, c2 = sb.columns([2, 3])
+    c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help=field_help("gpus"))
+    c2.selectbox("Price tier", PRICE_TIERS, key="tier", help=field_help("tier"))
+    sb.selectbox("Parallelism", PARALLEL_MODES, key="par", help=field_help("par"))
+    sb.slider("Usable memory (% of what each GPU reports)", *_bounds("memory_target_pct"), step=1.0, key="mem",
+              format="%.0f %%", help=field_help("mem"))
+    sb.number_input("Flag prices older than (days)", 1, MAX_STALE_DAYS, key="stale",
+                    help="A price read longer ago than this is marked ⚠ in the table and in the call-outs")
+    sb.radio("Prices", share.PRICE_SOURCES, key="psrc", horizontal=True,
+             format_func={"snapshot": "Snapshot (dated)", "live": "Live from RunPod"}.get)
+    if ss.psrc == "live":
+        sb.button("Refresh prices", on_click=callbacks.refresh_prices, icon=":material/refresh:")
+        msg = ss.pop("_refresh_msg", None)
+        if msg:
+            sb.caption(msg)
+    default = resources.overheads_default()
+    with sb.expander("Whole-job assumptions (pod start, download, billing…)", key="jc_open",
+                     on_change="rerun") as box:
+        if box.open:
+            for key, label, step in state.JOB_COST_WIDGETS:
+                lo, hi = JOB_COST_LIMITS[key]
+                st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}", persist_state=KEEP,
+                                help=dict(default.sources).get(key, ""))
+            st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
+                       "links).")
+
+
+def _own_gpus() -> None:
+    ss, sb = st.session_state, st.sidebar
+    own = resources.own_default()
+    sb.subheader("5 · Your own GPUs (optional)")
+    sb.multiselect("GPUs you own", resources.facts().catalog.ids(), key="own_ids", max_selections=MAX_OWNED,
+                   format_func=lambda gid: resources.gpu(gid).name, placeholder="Pick the cards you have",
+                   help="Each kind runs the plan on all its cards together; a verdict and a row on top of the table "
+                        "compare owning them with renting as many")
+    for gid in ss.own_ids:
+        c1, c2 = sb.columns(2)
+        ss.setdefault(f"own_n_{gid}", 1)
+        ss.setdefault(f"own_paid_{gid}", 0.0)
+        c1.number_input(f"How many {short_name(resources.gpu(gid).name)}", 1, MAX_CARDS, key=f"own_n_{gid}",
+                        persist_state=KEEP)
+        c2.number_input("Paid per card ($, 0 = listed)", 0.0, MAX_PAID_USD, step=50.0, key=f"own_paid_{gid}",
+                        persist_state=KEEP, format="%g",
+                        help=md_escape(own.source(f"purchase_usd.{gid}")
+                                       or "no listed price for this card: give what you paid"))
+    if ss.own_ids:
+        with sb.expander("Owning assumptions (lifetime, power, electricity)", key="ow_open", on_change="rerun") as box:
+            if box.open:
+                for key, label, step in state.OWN_WIDGETS:
+                    lo, hi = OWN_LIMITS[key]
+                    ss.setdefault(f"ow_{key}", float(getattr(own, key)))
+                    st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}", persist_state=KEEP,
+                                    help=own.source(key))
+                st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
+
+
+def _calibration(fleet) -> None:
+    ss, sb = st.session_state, st.sidebar
+    sb.subheader("6 · Calibration (optional)")
+    sb.caption("Upload results of `python -m planner.bench` run on your GPUs (one file per GPU, several at once "
+               "for a fleet): each one's measured efficiencies replace the priors for its GPU.")
+    sb.file_uploader("Benchmark results", key="upload_cal", on_change=callbacks.on_upload_cal, max_upload_size=5,
+                     accept_multiple_files=True, label_visibility="collapsed")
+    _message("_cal_msg")
+    if ss.cal and uploads.cpu_results(ss.get("_cal_result")):
+        now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
+        ss.setdefault("cal_cpu", now)
+        cpus = [calibration.THIS_MACHINE, *(c.id for c in resources.facts().catalog.cpus)]
+        sb.selectbox("CPU the bench ran on", cpus,
+                     key="cal_cpu", persist_state=KEEP, on_change=callbacks.on_cal_cpu,
+                     format_func=lambda c: resources.gpu(c).name if c else "the measured machine only",
+                     help="A CPU bench calibrates this CPU's row (tick Filters → Include CPUs above the ranking to "
+                          "see it); a VM or container slice calibrates only the measured machine")
+    if ss.cal:
+        sb.button("Remove calibration", on_click=callbacks.remove_calibration)
+
+
+def sidebar(fleet) -> None:
+    """Every input of the plan; `fleet` is the calibration in use (None without one)."""
+    st.sidebar.header("Your plan")
+    m = _model()
+    _job(m)
+    _software()
+    _gpus_and_prices()
+    _own_gpus()
+    _calibration(fleet)

@@ -1,0 +1,138 @@
+"""The page's session state and the plan it holds: the widgets' keys, loading a plan into them, reading one back,
+the link in the address bar. Every input lives in the URL's query parameters (planner.views.share encodes and
+decodes them), so a link is a plan."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import streamlit as st
+
+from planner.base.schema import DataFileError, UnknownNameError
+from planner.inputs.job_costs import JobOverheads, with_values
+from planner.inputs.ownership import OwnAssumptions, Owned
+from planner.inputs.ownership import with_values as own_with_values
+from planner.views import share
+from ui import resources
+
+BATCH_N_DEFAULT = 8
+ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
+INPUT_FIELDS = frozenset(f.name for f in fields(share.Inputs))
+STATE_KEYS = [f.name for f in fields(share.Inputs)
+              if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
+STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
+TABS = tuple(share.TABS.values())
+TAB_IDS = {label: tab_id for tab_id, label in share.TABS.items()}
+# The whole-job and owning assumptions: (field, label, step); they stay on the page, not in links
+JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image to pull (GB)", 1.0),
+                    ("download_gb_per_s", "Download (GB/s)", 0.05),
+                    ("billing_increment_s", "Billing increment (s)", 1.0),
+                    ("spot_interruptions_per_h", "Spot interruptions per hour", 0.05))
+OWN_WIDGETS = (("lifetime_years", "Lifetime (years)", 0.5), ("utilization", "Power draw (fraction of TDP)", 0.05),
+               ("usd_per_kwh", "Electricity ($/kWh)", 0.01))
+# A widget drawn only in some runs (a job's own fields, a closed popover's or expander's, a tab's) keeps its value
+# while hidden and shows it again when drawn (Streamlit's persist_state). Rewriting every widget's value into
+# st.session_state each run would do the same, at a price: each widget would then be told its value anew every
+# rerun, and the browser redraws it.
+KEEP = "page"
+
+
+def load(inputs: share.Inputs) -> None:
+    """Put inputs into the widgets' session state (first run, presets, uploads)."""
+    ss = st.session_state
+    for name in STATE_KEYS:
+        if hasattr(inputs, name) and name not in ("cmp", "myprice"):
+            ss[name] = getattr(inputs, name)
+    ss.batch_auto = inputs.batch is None
+    ss.batch_n = inputs.batch or BATCH_N_DEFAULT
+    ss.cmp = list(inputs.cmp)
+    ss.myprice = dict(inputs.myprice)
+    ss.own_ids = [o.gpu_id for o in inputs.own]
+    for o in inputs.own:
+        ss[f"own_n_{o.gpu_id}"] = o.count
+        ss[f"own_paid_{o.gpu_id}"] = float(o.paid_usd or 0.0)
+    ss.view = share.TABS[inputs.tab]
+    load_arch(dict(inputs.arch) if inputs.arch else arch_for(inputs.model))
+    ss._prev_model = inputs.model
+
+
+def arch_for(model_id: str) -> dict:
+    """The editable architecture of a preset model (named '(edited)'), or the default one."""
+    m = resources.models().get(model_id) if model_id != share.CUSTOM else None
+    arch = m.architecture() if m is not None else None
+    return arch | {"name": f"{m.name} (edited)"} if arch else share.default_arch()
+
+
+def load_arch(arch: dict) -> None:
+    for f in share.ARCH_FIELDS:
+        st.session_state[f.param] = arch[f.name] if f.name in arch else arch["hidden"] // arch["heads"]
+
+
+def _arch_from_state() -> dict:
+    return {f.name: st.session_state[f.param] for f in share.ARCH_FIELDS}
+
+
+def inputs() -> share.Inputs:
+    """The plan the widgets hold now."""
+    ss = st.session_state
+    values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
+    values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
+                  myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"))
+    if ss.model == share.CUSTOM and not ss.spec:
+        values["arch"] = share.arch_items(_arch_from_state())
+    if ss.model != share.CUSTOM:
+        values["spec"] = ""
+    return share.Inputs(**values)
+
+
+def _owned() -> tuple[Owned, ...]:
+    """The cards picked under 'Your own GPUs': count and price paid (0 = the listed price) per kind."""
+    ss = st.session_state
+    return tuple(Owned(g, int(ss.get(f"own_n_{g}", 1)), float(ss.get(f"own_paid_{g}") or 0) or None)
+                 for g in ss.own_ids)
+
+
+def init() -> None:
+    """First run of a session: the link's plan into the widgets, its warnings kept to show."""
+    ss = st.session_state
+    default = resources.overheads_default()
+    for key, _, _ in JOB_COST_WIDGETS:  # read every run, drawn only while their expander is open
+        ss.setdefault(f"jc_{key}", float(getattr(default, key)))
+    if "_ready" in ss:
+        return
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    decoded, warnings = share.decode(params)
+    view = ss.get("view")
+    load(decoded)
+    if view in TABS and "tab" not in params:  # a tab opened before the link was read stays open
+        ss.view = view
+    ss._link_warnings = [str(w) for w in warnings]
+    ss._fresh = not params
+    ss._ready = True
+
+
+def sync_url(now: share.Inputs) -> None:
+    want = share.encode(now)
+    have = {k: st.query_params.get_all(k) for k in st.query_params}
+    if have != {k: [v] for k, v in want.items()}:
+        st.query_params.from_dict(want)
+
+
+def overheads() -> JobOverheads:
+    """The whole job's assumptions with the page's changes."""
+    ss = st.session_state
+    return with_values(resources.overheads_default(), {k: float(ss[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS})
+
+
+def own_assumptions() -> OwnAssumptions:
+    ss = st.session_state
+    return own_with_values(resources.own_default(),
+                           {k: float(ss[f"ow_{k}"]) for k, _, _ in OWN_WIDGETS if f"ow_{k}" in ss})
+
+
+def current_model():
+    """The model the widgets name, or None when the custom one is not valid."""
+    try:
+        return share.resolve_model(inputs())
+    except (DataFileError, UnknownNameError):
+        return None

@@ -1,0 +1,182 @@
+"""The tabs under the ranking: Explain a GPU, the charts, Serving and Accuracy; and the calibration panel."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from planner.base.schema import DataFileError
+from planner.engine.estimate import estimate_gpu, items_per_gpu
+from planner.tools import calibration
+from planner.views import calibration_text, charts, page, screens, share
+from planner.views.format import fmt_seconds, md_escape, short_name, time_unit
+from ui import explain, resources, state
+from ui.state import KEEP, TABS
+
+COMPARING = ("Roofline", "Batch size", "Memory", "Serving")  # the tabs that compare a few chosen GPUs
+
+
+def calibration_panel(plan, fleet) -> None:
+    """Each calibration: what it is, where it applies, and (file at hand) its points: measured vs analytic vs
+    calibrated."""
+    facts = resources.facts()
+    for cal in fleet.members:
+        where = (f"applied to the {cal.device_name} row as fitted (tick Filters → Include CPUs to rank it); it does "
+                 "not carry to GPUs or other CPUs" if cal.gpu_id and cal.device_class == "cpu" else
+                 f"applied to {cal.gpu_id} as fitted and carried to the other GPUs by the ratio to the priors "
+                 f"(half of it across architectures)" if cal.gpu_id else
+                 "measured on a CPU or Apple GPU: it does not carry to the catalog GPUs, only to the measured device "
+                 "(for a CPU bench, pick the catalog CPU it ran on in the sidebar)")
+        with st.expander(f"**Your calibration** · {md_escape(cal.device_name, 80)}, bench of {cal.bench_date}",
+                         expanded=len(fleet.members) == 1, icon=":material/tune:"):
+            st.markdown(f"{calibration_text.fit_markdown(cal)} It is {where}.")
+            for problem in calibration_text.fit_warnings_markdown(cal):
+                st.warning(problem)
+            device = cal.measured_gpu(facts.catalog)
+            a, c = estimate_gpu(plan, device, facts), estimate_gpu(plan, device, facts, cal.adjust)
+            if a.seconds and c.seconds:
+                st.markdown(f"This plan on **{md_escape(device.name, 80)}**: {fmt_seconds(a.seconds)} analytic, "
+                            f"**{fmt_seconds(c.seconds)} calibrated**.")
+            result = (st.session_state.get("_cal_result") or {}).get(cal.device_name)
+            if result is not None:
+                df = charts.calibration_data(calibration.point_table(result, cal))
+                if len(df):
+                    resources.chart("calibration_chart", df)
+
+
+def _batch_size(plan, inputs, table, cal, cmp_ids) -> None:
+    gpus = [resources.gpu(g) for g in cmp_ids]
+    df = charts.batch_sweep(plan, gpus, screens.with_prices(resources.facts(), table), cal.adjust if cal else None)
+    per_gpu = items_per_gpu(plan.workload, plan.gpus)
+    if len(df) and df.batch.max() >= per_gpu and per_gpu < 64:
+        st.caption(f"The job has only {per_gpu:,} item(s) per GPU, so no batch can be larger: raise the job size "
+                   f"in the sidebar to see how larger batches would run.")
+    resources.chart("batch_chart", df, *charts.rate_column(inputs.job, plan.model.counts_tokens))
+    resources.chart("batch_chart", df, "cost_usd", f"Job cost ($, RunPod {inputs.tier})")
+
+
+def chart_tab(name: str, view: screens.RankingView, inputs, plan, table, cal, cal_ests, cmp_ids) -> None:
+    rows = view.rows
+    if name == "Cost vs time":
+        unit = time_unit(e.seconds for e in rows)
+        shown = {e.gpu.id for e in rows}
+        df = charts.cost_time_data(rows, {k: v for k, v in cal_ests.items() if k in shown}, unit)
+        if df.empty:
+            st.info("No GPU in the table can run this plan with a price.")
+        else:
+            resources.chart("cost_time_chart", df, inputs.tier, unit[0])
+    elif name == "Roofline":
+        ceilings, points = charts.roofline_data([e for e in rows if e.gpu.id in cmp_ids])
+        if points.empty:
+            st.info("None of the compared GPUs can run this plan.")
+        else:
+            resources.chart("roofline_chart", ceilings, points)
+    elif name == "Batch size":
+        _batch_size(plan, inputs, table, cal, cmp_ids)
+    elif name == "Memory":
+        resources.chart("memory_chart", charts.memory_data([e for e in rows if e.gpu.id in cmp_ids]))
+    elif name == "Serving":
+        serving(plan, inputs, table, cmp_ids)
+    elif name == "Accuracy":
+        accuracy()
+
+
+def serving(plan, inputs, table, cmp_ids) -> None:
+    """Serving an LLM: latency alone and the most concurrent sequences within a latency target, per compared GPU."""
+    if not plan.model.can_generate:
+        st.info("Serving applies to decoder models (token by token generation); this model is a "
+                f"{md_escape(plan.model.kind)} profile.")
+        return
+    prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
+    c1, c2 = st.columns(2)
+    ttft = c1.number_input("Time to first token target (ms)", 1.0, 60_000.0, 1000.0, step=100.0, key="srv_ttft",
+                           persist_state=KEEP)
+    tpot = c2.number_input("Time per output token target (ms)", 1.0, 10_000.0, 50.0, step=5.0, key="srv_tpot",
+                           persist_state=KEEP)
+    st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
+               "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
+    gpus = [resources.gpu(g) for g in cmp_ids]
+    rows = page.serving_rows(plan, gpus, screens.with_prices(resources.facts(), table), prompt, max(output, 2),
+                             ttft / 1e3, tpot / 1e3)
+    num = st.column_config.NumberColumn(format="%.4g")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder="-", column_config={
+        "gpu_id": None, "TTFT alone (ms)": num, "TPOT alone (ms)": num, "TPOT at max (ms)": num,
+        "Tokens/s at max": num, "$ per 1M tokens at max": st.column_config.NumberColumn(format="$%.3g")})
+
+
+def accuracy() -> None:
+    st.markdown("How far the planner's estimates are from throughput that others **measured and published** "
+                "(validation/measurements.yaml, each row with its source). **Leave one source out**: each "
+                "publication is predicted with the runtime efficiencies tuned on every *other* publication, which "
+                "is what a workload the planner never saw gets. The estimates use the values the same search gives "
+                "on every publication (data/runtimes_tuned.yaml; Explain names them and the priors they replace).")
+    try:
+        head, written = page.accuracy_rows()
+    except (DataFileError, OSError) as exc:
+        st.error(f"The accuracy summary could not be read: {md_escape(exc, 400)}")
+    else:
+        st.dataframe(pd.DataFrame(head), hide_index=True, placeholder="-")
+        st.caption(f"`python -m planner validate --write-uncertainty` of {written.isoformat()} "
+                   "(data/uncertainty.yaml); the likely ranges in the ranking come from the same residuals.")
+    st.markdown("Within sources (rows split by a hash of their id; the *test* rows were never used to set the "
+                "runtime priors they are scored with), and each row measured against its estimate:")
+    report = resources.validation_report()
+    summary = pd.DataFrame(report.summary("test")).rename(columns={
+        "group": "grouped by", "key": "group", "n": "rows", "median_ape": "median |error| %",
+        "p90_ape": "90th pct |error| %", "median_speed_bias_pct": page.BIAS_COLUMN,
+        "target_median_ape": "target median %", "meets_target": page.VERDICT_COLUMN}).drop(columns=["split"])
+    st.dataframe(summary, hide_index=True, placeholder="-")
+    st.altair_chart(charts.validation_chart(report), width="stretch")
+
+
+def _explain_tab(view: screens.RankingView, inputs, cal_ests, est_key: str, default_gpu: str) -> None:
+    ss = st.session_state
+    options = [""] + [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
+    if ss.get("gpu") not in options:  # a CPU named by a link or a click while CPUs are left out
+        ss.gpu = ""
+    picked = st.selectbox("GPU to explain (or click a row of the table)", options, key="gpu", persist_state=KEEP,
+                          format_func=lambda gid: resources.gpu(gid).name if gid else
+                          f"Top of the ranking ({short_name(resources.gpu(default_gpu).name)})")
+    chosen = picked or default_gpu
+    e = next((x for x in view.ranking.estimates if x.gpu.id == chosen), None)
+    explain.explain(e, cal_ests.get(chosen), view.ranking, inputs, est_key)
+
+
+def tabs_of(view: screens.RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+    ss, rows = st.session_state, view.rows
+    feasible_ids = [e.gpu.id for e in rows if e.feasible]
+    default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [view.ranking.estimates[0].gpu.id])[0]
+    cmp_ids = list(inputs.cmp) or feasible_ids[:3]
+    for name, tab in zip(TABS, st.tabs(TABS, key="view", on_change="rerun")):
+        if not tab.open:
+            continue
+        with tab:
+            if name == "Explain a GPU":
+                _explain_tab(view, inputs, cal_ests, est_key, default_gpu)
+                continue
+            if name in COMPARING:
+                shown_ids = [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
+                ss.cmp = [g for g in ss.cmp if g in shown_ids]
+                st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)", shown_ids,
+                               key="cmp", persist_state=KEEP, max_selections=share.MAX_CMP,
+                               format_func=lambda gid: resources.gpu(gid).name)
+            if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
+                st.info("No GPU can run this plan: nothing to compare.")
+            else:
+                chart_tab(name, view, inputs, plan, table, cal, cal_ests, cmp_ids)
+
+
+@st.fragment
+def tab_area(view: screens.RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+    """The tabs, a fragment: picking a GPU to explain, a tab, GPUs to compare or serving targets reruns this part
+    alone, not the ranking and the sidebar; a change here that moves the ranking (your own price for a GPU) reruns
+    the page."""
+    now = state.inputs()
+    if not st.session_state.get("_full_run") and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab) != inputs:
+        st.rerun(scope="app")
+    try:
+        tabs_of(view, now, plan, table, cal, cal_ests, est_key)
+    finally:
+        state.sync_url(state.inputs())  # a rerun of the fragment alone ends here, not at the end of the script
