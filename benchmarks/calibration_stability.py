@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner.inputs.bench_result import parse_result  # noqa: E402
-from planner.tools.calibration import FACTOR_NAMES, FACTORS, fit  # noqa: E402
+from planner.calibration.fit import FACTOR_NAMES, FACTORS, fit  # noqa: E402
 
 TARGET_SPREAD_PCT = 10.0
 

@@ -28,8 +28,10 @@ from planner.inputs.ownership import load_ownership, parse_owned
 from planner.inputs.ownership import with_values as own_with_values
 from planner.inputs.runtimes import TUNED_FILE
 from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
-from planner.tools import calibration, hf_hub, live_prices, loso, validation
-from planner.tools.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
+from planner.calibration import fit as calibration
+from planner.clients import hf_hub, live_prices
+from planner.validation import loso, measured
+from planner.validation.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch, share
 from planner.views.calibration_text import factor_rows, fit_lines
@@ -332,7 +334,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
         print(f"tuned values written to {path}")
         return 0
     if a.tune:
-        result = validation.tune_all(a.measurements)
+        result = measured.tune_all(a.measurements)
         print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
         return 0
     held_out = loso.leave_one_source_out(a.measurements)
@@ -356,7 +358,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
     residuals = [r.result for r in held_out if r.independent]
     levels = band_levels(residuals)
     cover = coverage(residuals, lambda r: r.source, levels)
-    report = validation.run_validation(a.measurements, priors=True)
+    report = measured.run_validation(a.measurements, priors=True)
     rows = validation_rows(report)
     if a.format == "json":
         print(json.dumps({"leave_one_source_out": summary, "speedup_ratios": loso.ratio_summary(ratios),
@@ -528,18 +530,18 @@ def _launch_bench(ranking, folder: str) -> int:
 
 def cmd_profile(a: argparse.Namespace) -> int:
     """Trace a PyTorch model (MODULE:FACTORY) into a traced profile file; torch is imported only here."""
-    from planner.tools import profiler  # torch: deferred so the rest of the CLI starts without it
+    from planner.profiling import tracer  # torch: deferred so the rest of the CLI starts without it
 
-    size_name, sizes = profiler.parse_input_spec(a.input)
-    args = tuple(profiler.parse_factory_arg(x) for x in a.arg or ())
-    req = profiler.Request(a.factory, sizes, args, size_name, a.max_seconds, a.max_host_gb)
-    text, model, warnings = profiler.profile(req, a.default_size, a.id, a.name, a.tolerance)
+    size_name, sizes = tracer.parse_input_spec(a.input)
+    args = tuple(tracer.parse_factory_arg(x) for x in a.arg or ())
+    req = tracer.Request(a.factory, sizes, args, size_name, a.max_seconds, a.max_host_gb)
+    text, model, warnings = tracer.profile(req, a.default_size, a.id, a.name, a.tolerance)
     out = Path(a.out or f"{model.id}.yaml")
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out} ({len(text):,} bytes): {model.describe()}", file=sys.stderr)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(emit(profiler.summary_rows(model), a.format))
+    print(emit(tracer.summary_rows(model), a.format))
     return 0
 
 
@@ -605,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
 
     p = _formatted(sub, "validate", cmd_validate, "compare estimates with published measurements (validation/)")
-    p.add_argument("--measurements", default=str(validation.MEASUREMENTS_FILE),
+    p.add_argument("--measurements", default=str(measured.MEASUREMENTS_FILE),
                    help="measurements YAML (default: validation/)")
     p.add_argument("--plot", default=None, metavar="PATH.html", help="write the measured-vs-predicted chart")
     p.add_argument("--write-uncertainty", action="store_true",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.tools import live_prices as prices
+from planner.clients import live_prices as prices
 from planner.views import share
 from planner.inputs.catalog import load_catalog
 from planner.views.presets import load_presets

@@ -10,7 +10,7 @@ import streamlit as st
 
 from planner.base.schema import DataFileError, UnknownNameError
 from planner.inputs.launch_names import load_skypilot_names
-from planner.tools import calibration
+from planner.calibration import fit as calibration
 from planner.inputs.bench_result import CalibrationError
 from planner.views import launch, page, share
 from planner.views.cache_key import content_key

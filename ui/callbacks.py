@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from planner.tools import live_prices
+from planner.clients import live_prices
 from planner.views import share, uploads
 from planner.views.presets import load_all as load_all_presets
 from ui import resources, state

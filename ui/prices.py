@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.inputs import price_snapshot
-from planner.tools import live_prices
+from planner.clients import live_prices
 from planner.views import share
 from planner.views.format import md_escape
 from ui import resources

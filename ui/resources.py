@@ -16,7 +16,7 @@ from planner.inputs.facts import Facts, load_facts
 from planner.inputs.job_costs import JobOverheads, load_job_costs
 from planner.inputs.models import load_models
 from planner.inputs.ownership import OwnAssumptions, load_ownership
-from planner.tools import validation
+from planner.validation import measured
 from planner.views import charts, screens, share
 from planner.views.cache_key import content_key
 from planner.views.format import fmt_count
@@ -75,7 +75,7 @@ def explain_view(key: str, _e, _cal_e, _ranked, _tier: str, _job: str, _auto_bat
 
 @st.cache_resource(show_spinner="Checking the planner against published measurements…")
 def validation_report():
-    return validation.run_validation(priors=True)
+    return measured.run_validation(priors=True)
 
 
 def _vega_spec(chart) -> dict:

@@ -11,7 +11,7 @@ from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.ownership import MAX_CARDS, MAX_OWNED, MAX_PAID_USD
-from planner.tools import calibration
+from planner.calibration import fit as calibration
 from planner.views import share, uploads
 from planner.views.format import fmt_count, md_escape, short_name
 from planner.views.share import field_help

@@ -9,7 +9,7 @@ import streamlit as st
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu, items_per_gpu
-from planner.tools import calibration
+from planner.calibration import fit as calibration
 from planner.views import calibration_text, charts, page, screens, share
 from planner.views.format import fmt_seconds, md_escape, short_name, time_unit
 from ui import explain, resources, state

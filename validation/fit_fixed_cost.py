@@ -33,7 +33,7 @@ from planner.engine.plan import resolve_setup  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 from planner.inputs.precisions import load_rules  # noqa: E402
 from planner.inputs.runtimes import load_runtimes  # noqa: E402
-from planner.tools.validation import load_measurements, plan_for, validation_models  # noqa: E402
+from planner.validation.measured import load_measurements, plan_for, validation_models  # noqa: E402
 
 DEFAULT_ROWS = ("ft-gpt20b-fp16-a100sxm80-in200-out200-b1", "ft-gpt20b-fp16-a100sxm80x2-tp2-in200-out200-b1",
                 "ft-gpt20b-fp16-a100sxm80x4-tp4-in200-out200-b1", "ft-gpt20b-fp16-a100sxm80x8-tp8-in200-out200-b1")

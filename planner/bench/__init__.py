@@ -1,7 +1,7 @@
 """Local torch benchmark: `python -m planner.bench [--quick] [--device auto|cuda|mps|cpu] [--out FILE]`.
 
 Measures this machine's NVIDIA GPU (CUDA events), Apple GPU (MPS) or CPU (torch.utils.benchmark; one torch thread and
-process CPU time by default) and writes one JSON result that planner.tools.calibration fits (`python -m planner
+process CPU time by default) and writes one JSON result that planner.calibration.fit fits (`python -m planner
 estimate --calibration FILE`, or the app's upload). `--model MODULE:FACTORY --input NAME=SIZES` measures your own
 model instead of the built-in decoders (planner.bench.user_model). This package imports torch; the core does not.
 

@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     from planner.bench.run import run_bench, run_model_bench
     from planner.bench.user_model import profile_document
     from planner.inputs.bench_result import CalibrationError, parse_result
-    from planner.tools.calibration import fit, point_table
-    from planner.tools.profiler import ProfileError, parse_factory_arg, parse_input_spec
+    from planner.calibration.fit import fit, point_table
+    from planner.profiling.tracer import ProfileError, parse_factory_arg, parse_input_spec
     from planner.views.calibration_text import fit_lines
 
     if a.clock == "cpu" and (a.threads or 1) != 1:

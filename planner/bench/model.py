@@ -3,7 +3,7 @@
 The architecture follows the profile field by field: RMSNorm or LayerNorm, biases or none, RoPE or learned
 positions, SwiGLU or GELU MLP (or a mixture of such experts with a top-k router and a shared MLP, as Mixtral and
 Qwen-MoE), grouped-query attention through scaled_dot_product_attention, tied or separate LM head. Parameter count
-equals `DecoderProfile.params` (checked in tests/tools/test_bench.py).
+equals `DecoderProfile.params` (checked in tests/bench/test_bench.py).
 """
 
 from __future__ import annotations

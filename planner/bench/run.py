@@ -30,7 +30,7 @@ QUICK_POINT_S = QUICK_ROUNDS * QUICK_ROUND_S  # one point's timing in all
 TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style (4 x 512)", layers=4, hidden=512, heads=8,
                             kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
                             tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
-# TINY_GPT, the architecture the fit never sees in tests/tools/test_bench.py, has 8 layers (26 M parameters, 104 MB in
+# TINY_GPT, the architecture the fit never sees in tests/bench/test_bench.py, has 8 layers (26 M parameters, 104 MB in
 # fp32) so that its decode streams from DRAM: with 3 layers (40 MB) part of its weights stayed in a 2-core Zen 5
 # guest's 32 MiB L3 (2026-11-26) and its decode step ran 13-19 % faster than the DRAM-fitted calibration predicts.
 TINY_GPT = DecoderProfile(id="bench-tiny-gpt", name="bench tiny GPT-2-style (8 x 512)", layers=8, hidden=512, heads=8,

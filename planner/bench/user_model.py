@@ -1,6 +1,6 @@
 """Your own model on this device: `python -m planner.bench --model MODULE:FACTORY --input NAME=SIZES`.
 
-The factory is the one `python -m planner profile` traces (planner.tools.profiler): `factory(size, **args)` returns
+The factory is the one `python -m planner profile` traces (planner.profiling.tracer): `factory(size, **args)` returns
 the model, its inputs for ONE sample (batch 1) and optionally a loss. At each size the model is built on the device
 (under `torch.device(device)`, so the factory's own tensors land there too) and two steps are timed:
   forward: a no-grad forward pass in eval mode                          -> the planner's Infer(1, size)
@@ -12,7 +12,7 @@ one after the other, so only one copy of the model is alive at a time, in PASSES
 figure is the least-disturbed round of all of them); a size that can't run (out of memory) is recorded as unavailable,
 with the reason.
 
-The calibration (planner.tools.calibration) prices each timed step with the model's profile, traced by
+The calibration (planner.calibration.fit) prices each timed step with the model's profile, traced by
 `python -m planner profile` at the same sizes unless --profile gives one, and fits the factors to these times.
 """
 
@@ -31,13 +31,13 @@ from planner.bench.micro import DTYPES
 from planner.bench.timing import synchronize
 from planner.bench.workload import reason_of, timed_rounds
 from planner.inputs.models import parse_model
-from planner.tools.profiler import (ProfileError, Request, default_loss, explain, load_factory, normalise,
+from planner.profiling.tracer import (ProfileError, Request, default_loss, explain, load_factory, normalise,
                                     profile)
 
 
 # Passes up the sizes, each building the model afresh: a size's rounds sit in PASSES windows a pass over the other
 # sizes apart (the two passes before, up then down, timed the top size's two halves back to back). Measured with a
-# bursty copy loop on the other core (2026-11-27, the GPT-2 of tests/tools/test_bench.py), worst held-out interior
+# bursty copy loop on the other core (2026-11-27, the GPT-2 of tests/bench/test_bench.py), worst held-out interior
 # size per run: 2 passes mean 7.8 %, max 13.2 % (10 runs); 4 passes 6.9 %, 11.6 % (15); 8 passes 9.3 %, 13.3 % (5).
 # A small gain; the rest is the machine's speed changing for seconds at a time, which sizes timed apart cannot cancel.
 PASSES = 4

@@ -1,6 +1,6 @@
 """The result file of the local benchmark (`python -m planner.bench`): its format and its validation.
 
-The bench writes it (planner.bench), the calibration fits it (planner.tools.calibration); both read the format
+The bench writes it (planner.bench), the calibration fits it (planner.calibration.fit); both read the format
 from here, so neither imports the other. Parsing is safe (json / yaml.safe_load only, never pickle or torch.load)
 and every problem raises CalibrationError naming the file and field and how to fix it.
 """

@@ -24,7 +24,7 @@ MEMORY_CLASSES = ("hbm", "gddr")  # GPU classes every runtime gives fractions fo
 CPU_CLASS = "cpu"  # a CPU device: the runtime's optional `cpu` block
 FRACTION_BOUNDS = (0.01, 1.0)  # a fraction of a peak that a data file may give
 PER_KERNEL_US_BOUNDS = (0.0, 1000.0)  # microseconds per kernel (gap or dispatch) that a data file may give
-# The parameters validation tunes (planner.tools.validation.TUNABLE), each with the bounds a data file may give it:
+# The parameters validation tunes (planner.validation.measured.TUNABLE), each with the bounds a data file may give it:
 # the DRAM bandwidth fraction per memory class, the GPU-side gap per kernel (us) and the CPU dispatch per kernel (us).
 TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": FRACTION_BOUNDS, "mem_bw_efficiency.gddr": FRACTION_BOUNDS,
                   "launch_overhead_us": PER_KERNEL_US_BOUNDS, "host_us_per_kernel": PER_KERNEL_US_BOUNDS}

@@ -5,7 +5,7 @@ Used by `python -m planner calibration FILE`, `python -m planner.bench` and the 
 
 from __future__ import annotations
 
-from planner.tools.calibration import FACTOR_NAMES, Calibration, on_host
+from planner.calibration.fit import FACTOR_NAMES, Calibration, on_host
 from planner.views.format import md_escape
 
 UNITS = {"bandwidth": "", "compute": "", "overhead": " us per kernel"}

@@ -19,7 +19,7 @@ from planner.engine.estimate import EfficiencyAdjust, Estimate
 from planner.engine.plan import Plan
 from planner.inputs.facts import Facts
 from planner.engine.roofline import attainable_tflops, ridge_point
-from planner.tools.validation import ValidationReport
+from planner.validation.measured import ValidationReport
 from planner.views.format import short_name
 
 ESTIMATE_SOURCE = "planner estimate (roofline model, data/gpus.yaml datasheet peaks, data/runtimes.yaml efficiencies)"

@@ -24,7 +24,7 @@ from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
-from planner.tools import uncertainty
+from planner.validation import uncertainty
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
 
 NOUNS = {"generate": "sequences", "infer": "samples", "train": "samples"}

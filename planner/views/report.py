@@ -19,9 +19,9 @@ from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, 
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
-from planner.tools.loso import LOSO_SET, UNTUNED_SET, LosoRow
-from planner.tools.uncertainty import REGIMES, band_or_note
-from planner.tools.validation import SPLIT_RULE, TUNE_MODULUS, ValidationReport
+from planner.validation.loso import LOSO_SET, UNTUNED_SET, LosoRow
+from planner.validation.uncertainty import REGIMES, band_or_note
+from planner.validation.measured import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 from planner.views.format import short_name
 
 

@@ -32,7 +32,7 @@ from planner.inputs.ownership import Owned, owned_text, parse_owned
 from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import load_runtimes
-from planner.tools.calibration import CalibrationError, Fleet
+from planner.calibration.fit import CalibrationError, Fleet
 from planner.views.format import fmt_count
 from planner.views.report import csv_text, estimate_row, flat_row, own_fields
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from planner.base.schema import DataFileError
 from planner.inputs.bench_result import CalibrationError, parse_result
 from planner.inputs.models import parse_model_text
-from planner.tools import calibration
+from planner.calibration import fit as calibration
 from planner.views import share
 from planner.views.format import fmt_count, md_escape
 

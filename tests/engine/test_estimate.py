@@ -371,7 +371,7 @@ def test_bitsandbytes_slows_host_bound_decode_by_its_calls_as_its_benchmark_meas
     """Both runs host-bound: the token rates' ratio is the 16-bit step's dispatches over the quantized step's. By hand
     for Llama-3-8B: 972.5 / (972.5 + 224 x 3.76) = 0.536 for NF4 + double quantization, 972.5 / (972.5 + 224 x 6.57)
     = 0.398 for LLM.int8; the README measured 0.594 and 0.468 on an H100 (0.529 and 0.432 on a T4, Qwen2.5-3B)."""
-    from planner.tools.validation import validation_models
+    from planner.validation.measured import validation_models
     m = validation_models().get(model)
     gpu = load_catalog().get(gpu_id)
     half = "bf16" if gpu_id == "h100-sxm" else "fp16"

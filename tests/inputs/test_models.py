@@ -613,14 +613,14 @@ def test_a_chunked_prefill_reads_each_earlier_key_and_value_once_per_chunk():
 
 
 def _bert_large():
-    from planner.tools.validation import validation_models
+    from planner.validation.measured import validation_models
     return validation_models().get("bert-large-squad")
 
 
 def test_bert_large_eager_training_traffic_of_one_layer_by_hand():
     """One BERT-large layer (hidden 1024, 16 heads, GELU 4096, biases, LayerNorm, dropout 0.1) fine-tuned at seq 384
     in eager PyTorch, fp16, per token, as NVIDIA DeepLearningExamples' run_squad.py runs it (each op its own kernel;
-    its separate Q, K, V projections aside, see tests/tools/test_profiler_references.py for the traced check)."""
+    its separate Q, K, V projections aside, see tests/profiling/test_profiler_references.py for the traced check)."""
     from dataclasses import replace
     m = _bert_large()
     h, f, heads, S, b = 1024, 4096, 16, 384, 2

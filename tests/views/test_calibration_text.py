@@ -1,6 +1,6 @@
 """A calibration's fit in words: factors with their 95 % uncertainty, the reference each is a fraction of, problems."""
 
-from planner.tools.calibration import Calibration
+from planner.calibration.fit import Calibration
 from planner.views.calibration_text import factor_rows, fit_lines, fit_markdown, fit_warnings_markdown
 
 CPU = Calibration("My *CPU* [x](y)", None, "cpu", 0.44, 0.84, 4.1, "fp32", 25.0, (("fp32", 0.1),), 25.0,

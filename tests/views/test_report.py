@@ -86,8 +86,8 @@ def test_price_rows_give_each_tiers_age():
 
 def _loso(rid: str, regime: str, metric: str, measured: float, predicted: float | None, independent: bool = True):
     """A leave-one-source-out row scored by hand: error on the row's own metric, as validation.evaluate_row gives."""
-    from planner.tools.loso import LosoRow
-    from planner.tools.validation import RowResult, load_measurements
+    from planner.validation.loso import LosoRow
+    from planner.validation.measured import RowResult, load_measurements
     err = None if predicted is None else (predicted - measured) / measured * 100
     res = RowResult(rid, "h100-sxm", "hbm", "llama-3-8b", regime, "vllm", "vllm", "fp16", 1, metric, measured,
                     predicted, err, "test", "", "lab/x:y")

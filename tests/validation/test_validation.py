@@ -19,9 +19,9 @@ from planner.engine.plan import Plan
 from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
-from planner.tools.uncertainty import load_uncertainty
-from planner.tools.validation import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements, run_validation,
-                                split_of, validation_models)
+from planner.validation.uncertainty import load_uncertainty
+from planner.validation.measured import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements,
+                                         run_validation, split_of, validation_models)
 from planner.views.charts import validation_chart
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.facts import load_facts
@@ -133,7 +133,7 @@ def test_library_rows_run_their_librarys_precision_at_its_own_bits(report):
 
 def test_multi_gpu_inference_rows_of_the_new_sources_run_tensor_parallel(report):
     """DeepSpeed-Inference (mp_size 8) and FasterTransformer's n-way TP rows are planned tensor parallel on their GPUs."""
-    from planner.tools.validation import plan_for
+    from planner.validation.measured import plan_for
     rows = [r for r in load_measurements() if r.framework in ("deepspeed-inference", "fastertransformer") and r.gpus > 1]
     assert len(rows) == 6 + 7 + 4 + 2  # BLOOM TP8; GPT-20B TP2/4/8; GPT-175B and GPT-89B TP8
     for r in rows:
@@ -369,7 +369,7 @@ def test_the_search_never_sets_a_kernel_gap_below_what_a_cuda_graph_measures():
     """1.3 us between kernels inside a CUDA graph on an H100 (Hazy Research 2025, data/runtimes.yaml): the search's
     grid starts at or above it, and so does every tuned gap the estimates read."""
     from planner.inputs.runtimes import load_runtimes
-    from planner.tools.validation import GRIDS, MIN_LAUNCH_GAP_US
+    from planner.validation.measured import GRIDS, MIN_LAUNCH_GAP_US
     assert min(GRIDS["launch_overhead_us"]) == MIN_LAUNCH_GAP_US >= 1.3
     for rt in load_runtimes().runtimes:
         if rt.tuned is not None:

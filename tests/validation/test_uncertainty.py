@@ -11,10 +11,10 @@ from planner.engine.plan import Plan
 from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
-from planner.tools.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_levels, band_note,
+from planner.validation.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_levels, band_note,
                                        band_or_note, cells_from_rows, coverage, evidence_from_rows, load_uncertainty,
                                        rate_band, regime_of, write_uncertainty)
-from planner.tools.validation import RowResult
+from planner.validation.measured import RowResult
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
 
@@ -338,7 +338,7 @@ def test_a_cells_quantiles_must_be_a_step_of_the_ladder(tmp_path):
 
 def test_a_regime_meets_issue_11_only_within_its_target_and_the_bias_bound():
     """Issue 11: batch-1 decode median |error| <= 10 % and no regime biased beyond +-10 %; 'all' has no target."""
-    from planner.tools.uncertainty import meets_target
+    from planner.validation.uncertainty import meets_target
     assert meets_target("decode, batch 1", 10.0, -10.0) == (10.0, True)  # both bounds inclusive
     assert meets_target("decode, batch 1", 10.1, 0.0) == (10.0, False)
     assert meets_target("train", 8.0, 12.0) == (15.0, False)  # accurate in the median, but biased

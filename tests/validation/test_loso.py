@@ -10,9 +10,9 @@ import yaml
 from planner.inputs.catalog import load_catalog
 from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import RUNTIMES_FILE, load_runtimes
-from planner.tools.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
+from planner.validation.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
                                 ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
-from planner.tools.validation import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _loss, adjust_for, evaluate_row,
+from planner.validation.measured import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _loss, adjust_for, evaluate_row,
                                       load_measurements, prior_params, priors_adjust, tune_runtime, validation_models)
 
 TRUE_BW = 0.8  # the hidden bandwidth efficiency every synthetic llama.cpp row obeys
@@ -132,8 +132,8 @@ def test_every_row_resolves_its_gpu_model_precision_and_runtime():
 
 
 def test_bias_is_on_speed_for_throughput_and_for_step_time_rows():
-    from planner.tools.loso import LosoRow
-    from planner.tools.validation import RowResult
+    from planner.validation.loso import LosoRow
+    from planner.validation.measured import RowResult
 
     def res(metric, measured, predicted):
         err = (predicted - measured) / measured * 100
@@ -150,8 +150,8 @@ def test_bias_is_on_speed_for_throughput_and_for_step_time_rows():
 def test_a_regime_meets_its_target_only_within_the_error_and_the_bias_bound(tmp_path):
     """Issue 11: batch-1 decode <= 10 % median |error| and no regime biased beyond +-10 %. Four rows of one regime at
     +8 %: the median error 8 % is within 10 %, and so is the bias; at +12 % both fail."""
-    from planner.tools.loso import LosoRow
-    from planner.tools.validation import RowResult
+    from planner.validation.loso import LosoRow
+    from planner.validation.measured import RowResult
 
     def res(err):
         return RowResult("r", "rtx-4090", "gddr", "llama-3-8b", "decode, batch 1", "llama.cpp", "llama.cpp", "fp16", 1,

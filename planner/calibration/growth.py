@@ -1,6 +1,6 @@
 """Growth laws for traced models: fit how a measured quantity grows with the input size L, and assemble the profile.
 
-Pure Python (no torch): `planner.tools.profiler` measures, this module fits and writes. A law is the lowest-degree
+Pure Python (no torch): `planner.profiling.tracer` measures, this module fits and writes. A law is the lowest-degree
 polynomial in L (constant, linear, quadratic, cubic) whose weighted least-squares fit reproduces every traced point;
 when none does (a model whose shapes aren't polynomial in L), the lowest-degree one that misses no point by more than
 the tolerance (relative). A degree is only accepted when at least one point more than it needs was traced, so
@@ -19,7 +19,7 @@ from planner.base.schema import Record, parse_yaml
 
 DEFAULT_TOLERANCE_PCT = 1.0
 EXACT_PCT = 1e-6  # a law within a millionth of a percent of every point reproduces it (float rounding only)
-HEADER = ("# A traced model profile written by `python -m planner profile` (planner.tools.profiler). Load it with\n"
+HEADER = ("# A traced model profile written by `python -m planner profile` (planner.profiling.tracer). Load it with\n"
           "# `python -m planner estimate --model THIS.yaml` or upload it in the app. Every law is per sample (batch 1)\n"
           "# at input size L: coeffs c0, c1, ... of c0 + c1 L + c2 L^2 + c3 L^3, fitted to the traced points (one per\n"
           "# size in trace.sizes). Bytes were counted with fp32 tensors; memory is the peak of live activations.\n")

@@ -56,7 +56,8 @@ from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count
 
 from planner import ROOT_DIR
 from planner.inputs.models.traced import GROUPS, MAX_SIZES, MIN_SIZES, QUANTITIES, STEPS, TracedProfile
-from planner.tools.growth import DEFAULT_TOLERANCE_PCT, check_document, document_text, profile_document, summary_rows
+from planner.calibration.growth import (DEFAULT_TOLERANCE_PCT, check_document, document_text, profile_document,
+                                        summary_rows)
 
 __all__ = ["ProfileError", "Request", "default_loss", "explain", "normalise", "parse_factory_arg", "parse_input_spec",
            "profile", "summary_rows", "trace"]
@@ -302,7 +303,7 @@ def _where(exc: BaseException) -> str:
     library that leaves sys.tracebacklimit at 0 (SkyPilot's ux_utils does when an error passes through it) would
     otherwise hide every frame."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__, limit=TRACEBACK_FRAMES)
-              if "/torch/" not in f.filename and "/planner/tools/" not in f.filename]
+              if "/torch/" not in f.filename and "/planner/profiling/" not in f.filename]
     return f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
 
 
@@ -609,7 +610,7 @@ def run_isolated(req: Request) -> dict[str, Any]:
         req_path.write_text(json.dumps({"spec": req.spec, "sizes": list(req.sizes), "args": list(req.args),
                                         "size_name": req.size_name, "max_seconds": req.max_seconds,
                                         "max_host_gb": req.max_host_gb}), encoding="utf-8")
-        code = "from planner.tools.profiler import child_main; child_main()"
+        code = "from planner.profiling.tracer import child_main; child_main()"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT_DIR), os.environ.get("PYTHONPATH")])))
         try:
             proc = subprocess.run([sys.executable, "-c", code, str(req_path), str(out_path)], env=env,

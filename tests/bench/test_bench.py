@@ -22,7 +22,7 @@ from planner.bench.user_model import profile_document
 from planner.bench.timing import measure
 from planner.bench.workload import Point, run_points
 from planner.inputs.bench_result import CalibrationError, parse_result
-from planner.tools.calibration import fit, holdout_table, predict_seconds
+from planner.calibration.fit import fit, holdout_table, predict_seconds
 from tests.fixtures.bench_docs import with_times
 from planner.inputs.models import DecoderProfile, load_models
 

@@ -1,4 +1,4 @@
-"""The profiler (planner.tools.profiler): what it counts on a model small enough to count by hand, and how it refuses
+"""The profiler (planner.profiling.tracer): what it counts on a model small enough to count by hand, and how it refuses
 what it can't trace. The reference models of the seeds are in test_profiler_references.py."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from planner.cli import main
 from planner.inputs.models import load_model_file
-from planner.tools import profiler
-from planner.tools.profiler import ProfileError, Request
+from planner.profiling import tracer
+from planner.profiling.tracer import ProfileError, Request
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traced_models.py"
 SIZES = (8, 16, 32, 64)
@@ -21,7 +21,7 @@ D, F = 64, 256  # the fixture MLP: Linear(D, F) -> ReLU -> Linear(F, D), fp32 (4
 
 
 def _trace(name: str, sizes=SIZES, **args):
-    return profiler.trace_request(Request(f"{FIXTURES}:{name}", tuple(sizes), tuple(args.items())))
+    return tracer.trace_request(Request(f"{FIXTURES}:{name}", tuple(sizes), tuple(args.items())))
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_checkpointing_recomputes_what_backward_needs_and_keeps_less():
 
 
 def test_the_profile_file_has_the_laws_and_loads_as_a_model(tmp_path):
-    text, model, warnings = profiler.profile(Request(f"{FIXTURES}:mlp", SIZES, (("f", 128),), "rows"),
+    text, model, warnings = tracer.profile(Request(f"{FIXTURES}:mlp", SIZES, (("f", 128),), "rows"),
                                              isolated=False)
     assert not warnings and model.kind == "traced" and model.input_size_name == "rows"
     assert model.law("forward", "linear layers", "flops").coeffs == (0.0, 4.0 * D * 128)
@@ -125,20 +125,20 @@ def test_a_custom_op_without_a_flop_formula_is_named_with_its_share_of_the_step(
 ])
 def test_a_bad_factory_spec_is_named(spec, words):
     with pytest.raises(ProfileError, match=words):
-        profiler.load_factory(spec)
+        tracer.load_factory(spec)
 
 
 def test_input_specs_and_factory_arguments_are_parsed_and_bounded():
-    assert profiler.parse_input_spec("tokens=128,256,512") == ("tokens", (128, 256, 512))
-    assert profiler.parse_input_spec("8,16,32") == ("L", (8, 16, 32))
-    assert profiler.parse_factory_arg("attention=manual") == ("attention", "manual")
-    assert profiler.parse_factory_arg("layers=2") == ("layers", 2) and profiler.parse_factory_arg("p=0.1")[1] == 0.1
-    assert profiler.parse_factory_arg("tied=false") == ("tied", False)
+    assert tracer.parse_input_spec("tokens=128,256,512") == ("tokens", (128, 256, 512))
+    assert tracer.parse_input_spec("8,16,32") == ("L", (8, 16, 32))
+    assert tracer.parse_factory_arg("attention=manual") == ("attention", "manual")
+    assert tracer.parse_factory_arg("layers=2") == ("layers", 2) and tracer.parse_factory_arg("p=0.1")[1] == 0.1
+    assert tracer.parse_factory_arg("tied=false") == ("tied", False)
     for bad in ("tokens=128,abc", "tokens=0,8,16", "bad name!=1,2,3"):
         with pytest.raises(ProfileError):
-            profiler.parse_input_spec(bad)
+            tracer.parse_input_spec(bad)
     with pytest.raises(ProfileError, match="KEY=VALUE"):
-        profiler.parse_factory_arg("1x=2")
+        tracer.parse_factory_arg("1x=2")
     with pytest.raises(ProfileError, match="3 to 12 input sizes"):
         Request("x.py:f", (8, 16)).check()
     with pytest.raises(ProfileError, match="strictly increasing"):
@@ -170,12 +170,12 @@ def test_the_cli_profiles_a_model_and_the_planner_estimates_it(tmp_path):
 def test_a_factory_that_eats_host_memory_is_stopped_by_the_cap():
     """The factory allocates 2 GB of real memory; the child may add 0.5 GB: a clear message, no crashed host."""
     with pytest.raises(ProfileError, match="host memory"):
-        profiler.run_isolated(Request(f"{FIXTURES}:hog_memory", (8, 16, 32), max_host_gb=0.5))
+        tracer.run_isolated(Request(f"{FIXTURES}:hog_memory", (8, 16, 32), max_host_gb=0.5))
 
 
 def test_a_factory_that_never_returns_is_stopped_by_the_time_cap():
     with pytest.raises(ProfileError, match="took longer than 2 s"):
-        profiler.run_isolated(Request(f"{FIXTURES}:slow", (8, 16, 32), max_seconds=2))
+        tracer.run_isolated(Request(f"{FIXTURES}:slow", (8, 16, 32), max_seconds=2))
 
 
 def test_the_cli_names_the_problem_and_exits_2():

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from planner.tools.hf_hub import HubError, fetch_config, is_repo_id, model_from_hub
+from planner.clients.hf_hub import HubError, fetch_config, is_repo_id, model_from_hub
 
 LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B config.json (hf.co, 2024-04-18), the fields the planner reads
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,

@@ -2,9 +2,9 @@
 
 A split of rows by hash puts sibling rows of one benchmark on both sides, so it measures interpolation inside a
 source. Here the rows are grouped by their source (the repository or document they were published in): for each
-source, the runtime efficiencies are tuned on every OTHER source's rows (validation.tune_runtime, the same search
+source, the runtime efficiencies are tuned on every OTHER source's rows (measured.tune_runtime, the same search
 as `validate --tune`) and the left-out source's rows are scored with them. The bandwidth fraction is tuned per memory
-class (HBM, GDDR), and only from enough rows (validation.MIN_TUNE_ROWS). A row whose runtime's fraction for its class
+class (HBM, GDDR), and only from enough rows (measured.MIN_TUNE_ROWS). A row whose runtime's fraction for its class
 no other source could tune is scored with the profile's prior: that is a prediction from elsewhere when
 the profile's priors come from other publications (a source new to the planner), and it counts; when the prior was
 set or tuned on this very source (DRAWN_FROM: MLC LLM, llm-foundry, llm.c, TensorRT-LLM; llama.cpp on HBM, each
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import yaml
 
-from planner.tools.uncertainty import REGIMES, meets_target, quantile
-from planner.tools import validation
-from planner.tools.validation import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, adjust_for,
+from planner.validation.uncertainty import REGIMES, meets_target, quantile
+from planner.validation import measured
+from planner.validation.measured import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, adjust_for,
                                       evaluate_row, load_measurements, movers, priors_adjust, tune_runtime,
                                       validation_models)
 from planner.inputs.catalog import load_catalog
@@ -42,7 +42,7 @@ DRAWN_FROM = ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "NVIDIA/TensorRT-LL
 
 # How the band file's residuals were predicted (data/uncertainty.yaml: residuals).
 RESIDUALS_RULE = ("leave one source out: each row predicted with the runtime efficiencies tuned on every other "
-                  "source's rows (planner.tools.loso); rows whose runtime no other source measures on that memory "
+                  "source's rows (planner.validation.loso); rows whose runtime no other source measures on that memory "
                   "class, from a source the profile was drawn from, are left out")
 
 # The sets loso_summary scores rows in: the headline (other sources' evidence predicts the row), the rows without that
@@ -100,7 +100,7 @@ def leave_one_source_out(measurements: str | Path = MEASUREMENTS_FILE) -> list[L
     file as it is on disk: `planner validate` asks for it for the headline, the ratios and the bands)."""
     path = Path(measurements).resolve()
     stat = path.stat()
-    return list(_leave_one_source_out(str(path), stat.st_mtime_ns, stat.st_size, validation.TUNABLE))
+    return list(_leave_one_source_out(str(path), stat.st_mtime_ns, stat.st_size, measured.TUNABLE))
 
 
 @lru_cache(maxsize=4)
@@ -132,10 +132,10 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
             family = runtimes.get(rt).launch_family
             if family in train:  # its launch path's costs as the family's other-source rows tune them
                 fam = tuned_on(family, train[family])[0]
-                params = (params or validation.prior_params(rt)) | {n: fam[n] for n in LAUNCH_PARAMS}
+                params = (params or measured.prior_params(rt)) | {n: fam[n] for n in LAUNCH_PARAMS}
             res, _ = evaluate_row(row, catalog, models, adjust_for(rt, params) if params else None)
             # the bandwidth fraction is per memory class, and the search moves it only with enough other-source rows
-            # of that class (validation.MIN_TUNE_ROWS): else it is the committed value
+            # of that class (measured.MIN_TUNE_ROWS): else it is the committed value
             tuned_elsewhere = f"mem_bw_efficiency.{untuned.gpu_class}" in moved
             out.append(LosoRow(row, res, held, tuned_elsewhere or held not in DRAWN_FROM, untuned))
     return tuple(out)
@@ -283,10 +283,10 @@ def ratio_summary(ratios: list[SpeedupRatio]) -> list[dict]:
 # ---------------------------------------------------------------- the tuned values estimates use
 
 # A parameter is tuned for estimates only when leave one source out has scored that tuning on every source it uses:
-# with any one source left out, the other sources' rows still move it (validation.MIN_TUNE_ROWS of them). So at least
+# with any one source left out, the other sources' rows still move it (measured.MIN_TUNE_ROWS of them). So at least
 # two sources inform it, and no value rests on one source alone, which cannot show that it carries to another (as
 # TensorRT-LLM's old static-batch fit did not carry to its newer releases: validation/REPORT.md).
-TUNED_RULE = ("each runtime tuned on all its scored rows (validation.tune_runtime, the search every "
+TUNED_RULE = ("each runtime tuned on all its scored rows (measured.tune_runtime, the search every "
               "leave-one-source-out fold runs), only the parameters that the other sources' rows still move with any one source left out; "
               "the others keep their priors (data/runtimes.yaml)")
 
@@ -295,7 +295,7 @@ def deployable(moving: dict[str, list[Measurement]]) -> tuple[str, ...]:
     """The parameters of `moving` (name -> rows that move it) that every leave-one-source-out fold tunes too."""
     def every_fold_tunes(rows: list[Measurement]) -> bool:
         sources = {source_of(r) for r in rows}
-        return len(sources) >= 2 and all(sum(source_of(r) != s for r in rows) >= validation.MIN_TUNE_ROWS
+        return len(sources) >= 2 and all(sum(source_of(r) != s for r in rows) >= measured.MIN_TUNE_ROWS
                                          for s in sources)
     return tuple(name for name, rows in moving.items() if every_fold_tunes(rows))
 
@@ -318,7 +318,7 @@ def tune_deployed(measurements: str | Path = MEASUREMENTS_FILE) -> list[Deployed
     out = []
     for runtime, rows in sorted(by_runtime.items()):
         fixed = load_runtimes().get(runtime).fixed()
-        names = deployable(movers(runtime, rows, tuple(n for n in validation.TUNABLE if n not in fixed)))
+        names = deployable(movers(runtime, rows, tuple(n for n in measured.TUNABLE if n not in fixed)))
         if names:
             params, _ = tune_runtime(runtime, rows, names=names)
             out.append(DeployedTuning(runtime, {n: params[n] for n in names}, tuple(r.id for r in rows),

@@ -15,7 +15,7 @@ import pytest
 
 from planner.base.schema import Record
 from planner.inputs.bench_result import MAX_RESULT_BYTES, CalibrationError, parse_result, run_model
-from planner.tools.calibration import (BARE_OP_HOST_US, Calibration, device_gpu, factor_efficiency, fit,
+from planner.calibration.fit import (BARE_OP_HOST_US, Calibration, device_gpu, factor_efficiency, fit,
                                        load_calibration, measured_points, point_table, predict_seconds, side_by_side)
 from planner.cli import main
 from planner.inputs.catalog import load_catalog
@@ -23,7 +23,7 @@ from planner.engine.plan import Plan
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import load_runtimes
 from planner.inputs.jobs import Generate
-from planner.tools.calibration import FACTORS, T95, holdout_table
+from planner.calibration.fit import FACTORS, T95, holdout_table
 from tests.fixtures.bench_docs import DESIGNED, SMALL, cpu_result, model_run, with_times
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,7 +297,7 @@ def test_a_calibration_link_gets_the_same_datasheet_checks_as_an_upload(example)
 
 
 def test_a_fleet_uses_each_calibration_for_its_own_gpu():
-    from planner.tools.calibration import Fleet
+    from planner.calibration.fit import Fleet
     ada = fit(_synthetic_gpu_result(0.8, 0.6, 5.0))  # an RTX 4090 (Ada)
     doc = _synthetic_gpu_result(0.5, 0.4, 9.0)
     doc["environment"]["device_name"] = "NVIDIA A100-SXM4-80GB"  # the same points, named as an A100 (Ampere)
@@ -374,7 +374,7 @@ def test_a_vm_slice_does_not_calibrate_the_whole_cpu():
 
 
 def test_gpu_and_cpu_calibrations_stay_with_their_own_kind():
-    from planner.tools.calibration import Fleet
+    from planner.calibration.fit import Fleet
     gpu_cal, cpu_cal = fit(_synthetic_gpu_result(0.8, 0.6, 5.0)), fit(_synthetic_cpu_result(0.8, 0.6, 5.0))
     fleet = Fleet((cpu_cal, gpu_cal))
     eager = load_runtimes().get("pytorch-eager")

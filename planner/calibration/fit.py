@@ -33,7 +33,7 @@ from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
-from planner.tools.growth import solve
+from planner.calibration.growth import solve
 
 DEVICE_CLASSES = ("hbm", "gddr", "cpu", "mps")
 FIT_RUNTIME = "pytorch-eager"  # the workload points run eager PyTorch; compiled points are shown, not fitted

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner.inputs.models.traced import Envelope, Law
-from planner.tools.growth import (check_document, document_text, fit_envelope, fit_law, max_miss_pct,
+from planner.calibration.growth import (check_document, document_text, fit_envelope, fit_law, max_miss_pct,
                                   profile_document, summary_rows)
 
 SIZES = (64, 128, 256, 512, 1024)

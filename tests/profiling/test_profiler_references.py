@@ -18,15 +18,15 @@ from planner.inputs.facts import load_facts
 from planner.inputs.models import load_models
 from planner.inputs.models.decoder import parse_decoder
 from planner.inputs.work import Setup
-from planner.tools import profiler
-from planner.tools.growth import fit_envelope, fit_law
+from planner.profiling import tracer
+from planner.calibration.growth import fit_envelope, fit_law
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "models"
 GROUPS = ("linear layers", "attention", "elementwise & norms")
 
 
 def _trace(name: str, sizes: tuple[int, ...], size_name: str, **args) -> dict:
-    return profiler.trace_request(profiler.Request(f"{EXAMPLES / name}.py:build", sizes, tuple(args.items()),
+    return tracer.trace_request(tracer.Request(f"{EXAMPLES / name}.py:build", sizes, tuple(args.items()),
                                                    size_name))
 
 
@@ -273,7 +273,7 @@ ENC_SIZES = (32, 64, 128)
 @pytest.fixture(scope="module")
 def encoder():
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "traced_models.py"
-    return profiler.trace_request(profiler.Request(f"{fixture}:encoder", ENC_SIZES, (), "tokens"))
+    return tracer.trace_request(tracer.Request(f"{fixture}:encoder", ENC_SIZES, (), "tokens"))
 
 
 def _encoder_decoder():

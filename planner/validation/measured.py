@@ -39,7 +39,7 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import MEMORY_CLASSES, TUNABLE_PARAMS, Efficiency, load_runtimes
-from planner.tools.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
+from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"

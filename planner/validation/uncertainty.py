@@ -1,9 +1,9 @@
 """Uncertainty bands on estimates, from the leave-one-source-out residuals stored in data/uncertainty.yaml.
 
 A residual is measured seconds / predicted seconds for one published measurement, predicted with runtime
-efficiencies tuned on every OTHER source (planner.tools.loso): the error a user meets on a workload no source behind
-the profiles measured. For each regime (REGIMES: what the job is, as a user states it) and GPU memory class ('hbm',
-'gddr') the file holds the 10th and 90th percentiles of those ratios: an 80 % band is (seconds x low,
+efficiencies tuned on every OTHER source (planner.validation.loso): the error a user meets on a workload no source
+behind the profiles measured. For each regime (REGIMES: what the job is, as a user states it) and GPU memory class
+('hbm', 'gddr') the file holds the 10th and 90th percentiles of those ratios: an 80 % band is (seconds x low,
 seconds x high), widened if needed so that it always contains the point estimate. A cell with fewer than
 MIN_CELL_ROWS rows takes the 5th-95th percentiles of its own regime's rows (never another regime's), widened to cover
 its own rows; a regime with fewer rows than that has no band.
@@ -467,7 +467,7 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
                    "fallback": c.fallback} for c in cells],
     }
     path = Path(path)
-    header = ("# Uncertainty bands for estimates (planner/tools/uncertainty.py). WRITTEN by\n"
+    header = ("# Uncertainty bands for estimates (planner/validation/uncertainty.py). WRITTEN by\n"
               "# `python -m planner validate --write-uncertainty`; do not edit by hand.\n")
     path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
     load_uncertainty.cache_clear()

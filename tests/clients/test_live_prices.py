@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from planner.inputs import price_snapshot as S
-from planner.tools import live_prices as P
+from planner.clients import live_prices as P
 from planner.inputs.catalog import load_catalog
 from planner.base.schema import DataFileError
 

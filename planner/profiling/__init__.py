@@ -1,0 +1,1 @@
+"""Model profiling: the torch tracer behind `python -m planner profile` (tracer)."""
