@@ -45,6 +45,7 @@ class AmbiguousNameError(UnknownNameError):
 
 
 # Words people add to a GPU or model name that never tell two entries apart.
+MAX_NOTE_CHARS = 600  # a data file's note that the page shows beside a figure: a sentence or two
 GENERIC_NAME_TOKENS = frozenset({"nvidia", "geforce", "tesla", "amd", "instinct", "rtx", "radeon", "the", "gpu"})
 
 

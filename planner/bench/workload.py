@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -39,12 +39,6 @@ class Point:
     def label(self) -> str:
         where = f"pos {self.position}" if self.kind == "decode" else f"seq {self.seq}"
         return f"{self.model.id} {self.kind} b{self.batch} {where} {self.precision}" + (" compiled" if self.compiled else "")
-
-
-def profile_dict(p: DecoderProfile) -> dict:
-    d = asdict(p)
-    d.pop("kind", None)
-    return {"kind": "decoder", **d}
 
 
 def _tokens(p: DecoderProfile, batch: int, length: int, device) -> torch.Tensor:
@@ -118,7 +112,7 @@ def make_callable(pt: Point, device: str, shared: dict | None = None):
 
 
 def _row(pt: Point) -> dict:
-    row = {"model": profile_dict(pt.model), "workload": pt.kind, "batch": pt.batch, "precision": pt.precision,
+    row = {"model": pt.model.record(), "workload": pt.kind, "batch": pt.batch, "precision": pt.precision,
            "compiled": pt.compiled, "runtime": "torch-compile" if pt.compiled else "pytorch-eager"}
     row.update({"position": pt.position} if pt.kind == "decode" else {"seq": pt.seq})
     return row

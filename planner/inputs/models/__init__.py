@@ -44,6 +44,7 @@ class ModelProfile(Protocol):
     input_size_name: str  # what the input size counts ('tokens', 'L', ...)
     can_generate: bool  # autoregressive decoding with a KV cache (the 'generate' job)
     counts_tokens: bool  # throughput is stated in tokens/s
+    cross_check: str  # where the profile disagrees with what its source reports, and why, in a sentence ('': none)
 
     @property
     def params(self) -> int: ...  # all of them: what memory holds (every expert of a mixture of experts)

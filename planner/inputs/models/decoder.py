@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from planner.base.schema import CachedHash, Record
+from planner.base.schema import MAX_NOTE_CHARS, CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
@@ -125,7 +125,7 @@ ARCH_FIELDS = (
 ARCH = {f.name: f for f in ARCH_FIELDS}
 # `dropout` is a training setting of the model's config (hidden_dropout_prob, attention_probs_dropout_prob; 0 in
 # LLaMA-family configs), read from models.yaml and config.json but not one of the architecture fields a user edits.
-FIELDS = ("id", "kind", "source", "dropout") + tuple(f.name for f in ARCH_FIELDS)
+FIELDS = ("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS)
 
 
 @lru_cache(maxsize=256)
@@ -162,6 +162,7 @@ class DecoderProfile(CachedHash):
     experts_per_token: int = 1  # experts each token is routed to (top-k)
     shared_ffn: int = 0  # intermediate size of the always-active shared MLP (Qwen-MoE's shared experts); 0 = none
     dropout: bool = False  # dropout layers active in training (p > 0: BERT's hidden and attention-probs dropout)
+    cross_check: str = ""  # where the profile disagrees with what its source reports, and why
     kind: str = field(default="decoder", init=False)
 
     # ------------------------------------------------------------ the model protocol: what it is
@@ -202,6 +203,12 @@ class DecoderProfile(CachedHash):
     def architecture(self) -> dict[str, Any]:
         """The fields a user can edit (ARCH_FIELDS), to show or put in a link."""
         return {f.name: getattr(self, f.name) for f in ARCH_FIELDS}
+
+    def record(self) -> dict[str, Any]:
+        """The profile as a data record parse_decoder reads back (a bench result carries it): the architecture and
+        its provenance, not the page's cross-check note."""
+        return {"kind": "decoder", "id": self.id, "source": self.source, "dropout": self.dropout,
+                **self.architecture()}
 
     def describe(self) -> str:
         moe = ""
@@ -776,4 +783,5 @@ def parse_decoder(rec: Record) -> DecoderProfile:
         learned_pos_emb=rec.flag("learned_pos_emb", default=False), bias=rec.flag("bias", default=False),
         source=rec.text("source"), experts=experts, experts_per_token=top_k, shared_ffn=shared_ffn,
         dropout=rec.flag("dropout", default=False),
+        cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.base import expressions
-from planner.base.schema import CachedHash, Record
+from planner.base.schema import MAX_NOTE_CHARS, CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 from planner.inputs.work import (EAGER_KERNELS_PER_FUSED, Collective, MemoryItem, OpGroup, Setup, dequant_groups,
                                  forward_equivalents)
@@ -16,7 +16,7 @@ FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "consta
           "peak_inference_elems_per_sample", "peak_inference_score_elems_per_sample",
           "activation_traffic_elems_per_sample", "kernels_per_forward", "checkpoint_segments",
           "checkpoint_kept_elems_per_sample", "checkpoint_segment_elems_per_sample", "autocast_bytes_per_saved_elem",
-          "derivation", "source")
+          "derivation", "source", "cross_check")
 MAX_CONSTANTS = 200  # named constants in one profile (the presets use under 20); each formula evaluation copies them
 TRAIN_WEIGHT_READS = 3  # a training micro-step reads the weights in forward, backward-input, backward-weight
 
@@ -50,6 +50,7 @@ class GenericProfile(CachedHash):
     # Bytes per saved activation element in mixed-precision training (norms, softmax and fp32 residual streams stay
     # fp32 under autocast, so the average is above 2); None = the precision's activation bytes.
     autocast_bytes_per_saved_elem: float | None = None
+    cross_check: str = ""
     kind: str = field(default="generic", init=False)
 
     # ------------------------------------------------------------ the model protocol: what it is
@@ -267,6 +268,7 @@ def parse_generic(rec: Record) -> GenericProfile:
         checkpoint_segment_expr=_formula(rec, "checkpoint_segment_elems_per_sample", with_l, required=False,
                                          default=""),
         autocast_bytes_per_saved_elem=rec.number("autocast_bytes_per_saved_elem", required=False, lo=1, hi=4),
+        cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
     )
     if bool(profile.checkpoint_kept_expr) != bool(profile.checkpoint_segment_expr):
         raise rec.fail("checkpoint_kept_elems_per_sample", "give both checkpoint_kept_elems_per_sample and "

@@ -150,6 +150,7 @@ class TracedProfile(CachedHash):
     memory: tuple[tuple[str, Envelope], ...]  # (MEMORY name, peak law)
     notes: str = ""
     kind: str = field(default="traced", init=False)
+    cross_check = ""  # a trace measures the user's own code: nothing reported to disagree with
 
     # ------------------------------------------------------------ the model protocol: what it is
     can_generate = False
