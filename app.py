@@ -12,7 +12,9 @@ import streamlit as st  # noqa: E402
 
 from ui import answer, sidebar, state  # noqa: E402
 
-st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide")  # no icon font fetched
+# 340 px, not Streamlit's 300: GPU names ("RTX 4070 Ti SUPER 16GB") and runtime labels fit their boxes uncut
+st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide",
+                   initial_sidebar_state=340)
 # st.html, not st.markdown(unsafe_allow_html=True): a style-only st.html takes no room on the page, and raw HTML in
 # Markdown makes the browser load a 190 kB HTML parser (rehype-raw) for this one rule
 st.html("""<style>

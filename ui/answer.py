@@ -12,7 +12,7 @@ from planner.base.schema import DataFileError, UnknownNameError
 from planner.inputs.launch_names import load_skypilot_names
 from planner.calibration import fit as calibration
 from planner.inputs.bench_result import CalibrationError
-from planner.views import launch, page, share
+from planner.views import answers, launch, page, share
 from planner.views.cache_key import content_key
 from planner.views.format import md_escape
 from planner.views.presets import load_all as load_all_presets
@@ -81,6 +81,22 @@ def own_cards(mine, tier: str) -> None:
                         help=f"{v.details}  \n{assumptions}")
 
 
+def answer_box(a: "Answer", named: str) -> None:
+    """The verdict on the GPU `named` (by a link, an example or a click), unless it is one of your own cards (their
+    card answers), and why the GPUs that can't run the plan can't."""
+    e = next((x for x in a.view.ranking.estimates if x.gpu.id == named), None)
+    own = {o.gpu_id for o in a.inputs.own}
+    notes = [x for x in (answers.cross_check(a.model), answers.blocked_summary(a.view.rows)) if x]
+    if e is None or named in own:
+        for note in notes:
+            st.caption(note)
+        return
+    with st.container(border=True, key="answer", gap="small"):
+        st.markdown(answers.verdict(e, a.view.ranking))
+        for note in notes:
+            st.caption(note)
+
+
 def callouts(found: list) -> None:
     for col, (key, text, why) in zip(st.columns(len(found)), found):
         with col.container(border=True, key=key, gap="small"):
@@ -135,7 +151,7 @@ def _downloads(a: Answer, url: str) -> None:
     """CSV, JSON and the SkyPilot task, each built from values on click (never from session state: Streamlit runs a
     deferred download in another thread)."""
     inputs, model, view = a.inputs, a.model, a.view
-    c_link, c_csv, c_json, c_sky = st.columns([6, 1, 1, 1.4], vertical_alignment="bottom")
+    c_link, c_csv, c_json, c_sky = st.columns([5, 1, 1, 1.8], vertical_alignment="bottom")
     with c_link.container(key="share"):
         # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
         st.link_button("Share this plan: a link to exactly this page", url, icon=":material/link:",
@@ -155,8 +171,8 @@ def _downloads(a: Answer, url: str) -> None:
                               "for `sky launch task.yaml` (SkyPilot tries them in turn)")
 
 
-def _table(a: Answer):
-    """The ranking table; returns the GPU id of the row the user clicked, or None."""
+def _table(a: Answer) -> None:
+    """The ranking table, its filters and what it shows."""
     view, inputs = a.view, a.inputs
     c_head, c_filters = st.columns([5, 1.3], vertical_alignment="bottom")
     c_head.markdown("#### Every GPU, ranked")
@@ -165,8 +181,8 @@ def _table(a: Answer):
         if box.open:  # drawn when opened: the six widgets cost every rerun nothing while it is closed
             filters()
     config = ranking_columns(view.unit, view.rate_name, inputs.job, inputs.tier, inputs.mem, inputs.stale)
-    event = st.dataframe(view.arrow, placeholder="-", column_config=config, column_order=view.order, key="ranking",
-                         on_select="rerun", row_height=35, selection_mode="single-row",
+    st.dataframe(view.arrow, placeholder="-", column_config=config, column_order=view.order, key="ranking",
+                         on_select="rerun", row_height=35, selection_mode=["single-row", "single-cell"],
                          height=min(38 + 35 * len(view.table), 560))
     st.caption(f"{len(view.rows)} of {len(view.ranking.estimates)} GPUs shown"
                + (" (your own cards on top, marked ★)" if a.mine else "")
@@ -174,8 +190,14 @@ def _table(a: Answer):
                "a header to sort, "
                f"a row to explain it. Prices ({a.table.source}, {inputs.tier}): {view.dates}. Specs: "
                f"datasheets in data/gpus.yaml; efficiencies: data/runtimes.yaml.")
-    sel = getattr(getattr(event, "selection", None), "rows", None) or []
-    return view.table.gpu_id.iloc[sel[0]] if sel and sel[0] < len(view.table) else None
+
+
+def _clicked(view) -> str | None:
+    """The GPU of the row or cell the user clicked in the ranking (its selection state, read before the table is
+    drawn so that the answer above it already follows the click), or None."""
+    selection = (st.session_state.get("ranking") or {}).get("selection") or {}
+    rows = list(selection.get("rows") or []) + [cell[0] for cell in selection.get("cells") or []]
+    return view.table.gpu_id.iloc[rows[0]] if rows and rows[0] < len(view.table) else None
 
 
 def main(inputs: share.Inputs) -> None:
@@ -191,13 +213,19 @@ def main(inputs: share.Inputs) -> None:
         return
     st.markdown(f"**Plan:** {md_escape(share.plan_sentence(inputs, a.model), 1000)}")
     prices.show_status(a.table, inputs)
+    picked = _clicked(a.view)
+    if picked and picked != ss.get("_picked"):
+        ss.gpu = picked
+        ss.view = TABS[0]
+    ss._picked = picked
     if a.mine:
         own_cards(a.mine, inputs.tier)
+    answer_box(a, ss.get("gpu") or "")
     if a.view.callouts:
         callouts(a.view.callouts)
     if a.view.nothing:
         st.error(a.view.nothing)
-    picked = _table(a)
+    _table(a)
     if a.fleet is not None:
         tabs.calibration_panel(a.plan, a.fleet)
     _downloads(a, share.link(st.context.url, inputs))
@@ -206,8 +234,4 @@ def main(inputs: share.Inputs) -> None:
                          icon=":material/stacked_bar_chart:", key="jobs_open", on_change="rerun") as box:
             if box.open:
                 resources.chart("whole_jobs_chart", a.view.jobs)
-    if picked and picked != ss.get("_picked"):
-        ss.gpu = picked
-        ss.view = TABS[0]
-    ss._picked = picked
     tabs.tab_area(a.view, inputs, a.plan, a.table, a.fleet, a.cal_ests, a.est_key)

@@ -75,6 +75,7 @@ def apply_preset(preset_id: str) -> None:
     state.load(p.inputs)
     st.session_state._link_warnings = []
     st.session_state._preset = preset_id
+    st.session_state.presets_open = False  # the question is answered below: the popover must not cover it
 
 
 def set_price(gpu_id: str, value: float | None) -> None:

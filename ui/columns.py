@@ -52,6 +52,7 @@ def ranking_columns(unit: str, rate_name: str, job: str, tier: str, memory_pct: 
         "VRAM (GB)": cc.NumberColumn(format="%.1f", help="Decimal GB (1e9 bytes), like the memory column: "
                                      "a card sold as '24 GB' holds 24 GiB = 25.8 GB"),
         "Memory used": cc.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, width=105,
-                                         help="Memory / usable memory; above 100 % it does not fit"),
+                                         help=f"Memory per GPU / the card's memory; a plan may fill up to "
+                                         f"{memory_pct:g} % (the memory target, sidebar), where auto batch stops"),
         "gpu_id": None,
     }

@@ -111,7 +111,7 @@ def _job(m) -> None:
         c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
         c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
         c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
-        c2.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
+        sb.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
         sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,
                  help=field_help("shard"))
@@ -177,7 +177,7 @@ def _own_gpus() -> None:
     own = resources.own_default()
     sb.subheader("5 · Your own GPUs (optional)")
     sb.multiselect("GPUs you own", resources.facts().catalog.ids(), key="own_ids", max_selections=MAX_OWNED,
-                   format_func=lambda gid: resources.gpu(gid).name, placeholder="Pick the cards you have",
+                   format_func=lambda gid: short_name(resources.gpu(gid).name), placeholder="Pick the cards you have",
                    help="Each kind runs the plan on all its cards together; a verdict and a row on top of the table "
                         "compare owning them with renting as many")
     for gid in ss.own_ids:

@@ -32,8 +32,13 @@ def _title(text: str, *subtitle: str) -> alt.TitleParams:
     return alt.TitleParams(text, subtitle=list(subtitle), anchor="start", subtitleColor="#666")
 
 
-# Streamlit sizes charts with Vega-Lite's autosize "fit": a chart's height includes its title, axes and
-# legends, so the heights below leave about 110 px for those around the plot.
+# Streamlit sizes charts with Vega-Lite's autosize "fit": a fixed height includes the title, axes and legends, so a
+# chart with a long title and a legend can leave its bars no height at all. Charts with one bar per GPU or phase
+# size the plot by a step per bar instead, which grows the chart with its rows.
+BAND_PX = 30
+# "fit" squeezes a tall title and a legend into the given height and can push the title out of the SVG; fit-x fits
+# the width and lets the height grow by what surrounds the plot
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 # ---------------------------------------------------------------- Pareto front
 
@@ -105,7 +110,7 @@ def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> alt.LayerCh
     below = alt.Chart(named.iloc[1::2]).mark_text(align="right", dx=-7, dy=12, fontSize=11).encode(
         x="time:Q", y="cost_usd:Q", text="label:N")
     return alt.layer(points, line, above, below).properties(
-        height=480, title=_title("Cost vs time: every GPU that can run the job",
+        autosize=FIT_WIDTH, height=480, title=_title("Cost vs time: every GPU that can run the job",
                                  "Red: the Pareto front (nothing else is both faster and cheaper). "
                                  "Down-left is better.",
                                  f"Source: {ESTIMATE_SOURCE}; prices per GPU-hour x GPUs x hours."))
@@ -165,7 +170,7 @@ def roofline_chart(ceilings: pd.DataFrame, points: pd.DataFrame) -> alt.LayerCha
                  alt.Tooltip("tflops:Q", title="average TFLOPS", format=".3g"),
                  alt.Tooltip("bound:N", title="limited by")])
     return alt.layer(roof, dots).properties(
-        height=480, title=_title("Roofline: where the job sits on each GPU",
+        autosize=FIT_WIDTH, height=480, title=_title("Roofline: where the job sits on each GPU",
                                  "Lines: min(peak TFLOPS, intensity x bandwidth). Points: the job's FLOPs / bytes "
                                  "and its average TFLOPS over the whole run. Left of a line's bend = memory-bound; "
                                  "right = compute-bound.",
@@ -211,7 +216,7 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
     pts = alt.Chart(ok).mark_point(size=70, filled=True).encode(
         x=x, y=f"{y}:Q", color=color, shape=alt.Shape("bound:N", title="Limited by"), tooltip=tip)
     return alt.layer(line, pts, rule).properties(
-        height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
+        autosize=FIT_WIDTH, height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
                                  "Dashed line: the largest batch that fits in the usable memory; beyond it, out of memory. "
                                  "Shape: what limits the steps at that batch.", f"Source: {ESTIMATE_SOURCE}."))
 
@@ -247,9 +252,8 @@ def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
         x="vram_gb:Q", y=y, tooltip=[alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")])
     usable = alt.Chart(label.drop_duplicates("label")).mark_tick(color="#d62728", thickness=3, size=22).encode(
         x="usable_gb:Q", y=y, tooltip=[alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")])
-    n = label.label.nunique()
     return alt.layer(bars, vram, usable).properties(
-        height=int(110 + 34 * n), title=_title("Memory breakdown at the batch each GPU runs",
+        autosize=FIT_WIDTH, height=alt.Step(BAND_PX), title=_title("Memory breakdown at the batch each GPU runs",
                                               "Black tick: the GPU's VRAM in decimal GB (data/gpus.yaml GiB x "
                                               "1.074). Red tick: the usable memory (the memory target of what the "
                                               "GPU reports); bars past it do not fit.",
@@ -274,8 +278,7 @@ def time_split_chart(df: pd.DataFrame) -> alt.Chart:
                         scale=alt.Scale(domain=["memory", "compute", "overhead", "communication"],
                                         range=["#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c"])),
         tooltip=["phase:N", "limit:N", alt.Tooltip("seconds:Q", format=",.4g")],
-    ).properties(height=int(110 + 40 * df.phase.nunique()),
-                 title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
+    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX), title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
 
 
 def rate_column(plan_job: str, is_decoder: bool) -> tuple[str, str]:
@@ -319,7 +322,7 @@ def calibration_chart(df: pd.DataFrame) -> alt.LayerChart:
                  alt.Tooltip("predicted_s:Q", format=".3g"),
                  alt.Tooltip("error_pct:Q", title="error %", format="+.0f")])
     return alt.layer(diag, pts).properties(
-        height=380, title=_title("Your benchmark: estimate vs measurement",
+        autosize=FIT_WIDTH, height=380, title=_title("Your benchmark: estimate vs measurement",
                                  "On the dashed line the estimate equals the measurement. Grey: datasheet priors; "
                                  "red: with your calibration.",
                                  "Source: your bench result file (python -m planner.bench)."))
@@ -353,7 +356,8 @@ def validation_chart(report: ValidationReport):
         shape=alt.Shape("split:N", title="split"),
         tooltip=["row:N", "gpu:N", "framework:N", "metric:N", "measured_speed:Q", "predicted_speed:Q",
                  "error_pct:Q", "split:N"])
-    return (guide + points).properties(title="Planner estimate vs published measurement", width=520, height=420)
+    return (guide + points).properties(title="Planner estimate vs published measurement", width=520, height=420,
+                                         autosize=FIT_WIDTH)
 
 
 
@@ -374,7 +378,7 @@ def job_cost_chart(df: pd.DataFrame) -> alt.Chart:
         color=alt.Color("part:N", title="Part", sort=alt.SortField("order")),
         order=alt.Order("order:Q"),
         tooltip=["part:N", alt.Tooltip("seconds:Q", format=",.4g"), alt.Tooltip("usd:Q", title="$", format=",.3g")],
-    ).properties(height=120, title=_title("The whole job: compute and what a rented pod also bills",
+    ).properties(autosize=FIT_WIDTH, height=120, title=_title("The whole job: compute and what a rented pod also bills",
                                          f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml."))
 
 
@@ -401,6 +405,5 @@ def whole_jobs_chart(df: pd.DataFrame) -> alt.Chart:
         x=alt.X("sum(seconds):Q", title="Billed seconds of the whole job"),
         color=alt.Color("part:N", title="Part", sort=alt.SortField("order")), order=alt.Order("order:Q"),
         tooltip=["gpu:N", "part:N", alt.Tooltip("seconds:Q", format=",.4g")],
-    ).properties(height=int(110 + 24 * df.gpu.nunique()),
-                 title=_title("The whole job on the top GPUs: compute and the pod's overheads",
+    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX), title=_title("The whole job on the top GPUs: compute and the pod's overheads",
                               f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml (each with its source)."))

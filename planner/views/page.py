@@ -120,7 +120,7 @@ def ranking_rows(rows: list[Estimate], ranked: Ranking, job: str, calibrated: Ma
                     "Price source": f"{p.origin}: {p.source}" if p else "no price: enter your own in 'Explain a GPU'",
                     "Limited by": e.bound if e.feasible else "-", "Batch": e.batch,
                     "Memory (GB)": e.memory.total_gb, "Usable (GB)": e.usable_gb, "VRAM (GB)": e.gpu.vram_gb,
-                    "Memory used": e.memory.total_gb / e.usable_gb, "gpu_id": e.gpu.id})
+                    "Memory used": e.memory.total_gb / e.gpu.vram_gb, "gpu_id": e.gpu.id})
         out.append(row)
     return out, unit, rate_name
 
@@ -386,8 +386,8 @@ def md_table(header: list[str], rows: Iterable[Iterable]) -> str:
 def memory_sentence(e: Estimate) -> str:
     """Memory per GPU against the usable memory and what it follows from, all in decimal GB."""
     g, need, usable = e.gpu, e.memory.total_gb, e.usable_gb
-    verdict = (f"fits, {usable - need:.2f} GB of headroom" if need <= usable
-               else f"does NOT fit, {need - usable:.2f} GB short")
+    verdict = (f"fits: {need / g.vram_gb:.0%} of the card, under the {e.plan.memory_target:.0%} memory target "
+               f"({usable - need:.2f} GB spare)" if need <= usable else f"does NOT fit, {need - usable:.2f} GB short")
     return (f"Total **{need:.3g} GB** per GPU at batch {e.batch:,}, of {usable:.3g} GB usable ("
             f"{capacity_text(g, e.plan.memory_target)}): {verdict}.")
 

@@ -104,8 +104,8 @@ def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str
                (f"Compute cost ({tier})", fmt_usd(e.cost()), "compute seconds / 3600 x GPUs x $/GPU-hour"),
                (f"Throughput ({page.rate_unit(job_name, e.plan.model.counts_tokens)})",
                 fmt_count(rate) if rate else "-", "average over the whole job"),
-               (f"Memory per GPU (of {e.usable_gb:.3g} GB usable)", f"{e.memory.total_gb:.3g} GB",
-                f"at batch {e.batch:,}; decimal GB; {page.memory_sentence(e)}")]
+               (f"Memory (card: {e.gpu.vram_gb:.3g} GB)", f"{e.memory.total_gb:.3g} GB",
+                f"per GPU at batch {e.batch:,}, decimal GB; {e.usable_gb:.3g} GB usable; {page.memory_sentence(e)}")]
     span = page.range_sentence(e, cal_e is not None)
     calibrated = (f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
                   f"({md_escape(cal_e.efficiency.source, 400)})" if cal_e is not None and cal_e.seconds else None)

@@ -21,9 +21,10 @@ def _ranking(model="cfdna-gen", workload=Generate(10_000, 1, 165), **kw):
                              price_tier=kw.pop("tier", "community"), **kw), FACTS)
 
 
-def test_best_value_minimises_time_times_cost():
-    pts = [("fast", 1, 10), ("middle", 2, 3), ("cheap", 10, 1)]  # products 10, 6, 10
+def test_best_value_is_the_fastest_within_a_quarter_of_the_cheapest_bill():
+    pts = [("fast", 1, 10), ("middle", 2, 1.25), ("cheap", 10, 1)]  # $1.25 is exactly 25 % above the cheapest
     assert ranking.best_value(pts) == "middle"
+    assert ranking.best_value([("fast", 1, 7), ("cheap", 8, 1)]) == "cheap"  # 8x faster does not buy a 7x bill
     assert ranking.best_value([]) is None
 
 
@@ -42,7 +43,8 @@ def test_callouts_without_overheads_pick_by_compute_cost():
     found = {c.label: c.estimate.gpu.id for c in ranking.callouts(ranking.rank(ests, None))}
     assert found["Fastest"] == min(ok, key=lambda e: e.seconds).gpu.id
     assert found["Cheapest"] == min(ok, key=lambda e: e.cost()).gpu.id
-    assert found["Best value"] == min(ok, key=lambda e: e.seconds * e.cost()).gpu.id
+    cheapest = min(e.cost() for e in ok)
+    assert found["Best value"] == min((e for e in ok if e.cost() <= 1.25 * cheapest), key=lambda e: e.seconds).gpu.id
     assert ranking.callouts(ranking.rank([e for e in ests if not e.feasible], None)) == []
 
 
@@ -55,7 +57,7 @@ def test_callouts_on_a_hand_built_case():
     base = {e.gpu.id: e for e in _ranking()}
     a = _as(base["h100-sxm"], 10.0, 5.0)   # fastest: 10 s; time x cost 50
     b = _as(base["rtx-4090"], 20.0, 1.0)   # cheapest: $1; time x cost 20
-    c = _as(base["a100-sxm-80gb"], 12.0, 1.5)  # neither, but time x cost 18: the best balance
+    c = _as(base["a100-sxm-80gb"], 12.0, 1.2)  # 20 % above the cheapest bill and faster: the best value
     blocked = _as(base["rtx-3090"], 1.0, 0.01, feasible=False)  # faster and cheaper, but it can't run the plan
     unpriced = _as(base["rtx-4070-ti-super"], 2.0, None)  # runs, no price: no cost to compare
     found = {x.label: x.estimate.gpu.id for x in ranking.callouts(ranking.rank([blocked, unpriced, a, b, c], None))}
