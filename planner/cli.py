@@ -33,10 +33,10 @@ from planner.clients import hf_hub, live_prices
 from planner.validation import loso, measured
 from planner.validation.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
 from planner.inputs.launch_names import load_skypilot_names
-from planner.views import launch, share
+from planner.views import launch, plan_inputs
 from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
-from planner.views.page import own_assumptions_sentence
+from planner.views.owning_text import own_assumptions_sentence
 from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
                                   loso_rows, own_fields, price_rows, text_table, validation_rows,
                                   validation_summary_text, coverage_rows, validation_headline_text)
@@ -118,15 +118,15 @@ def _gpus(text: str) -> int | tuple[str, ...]:
 
 
 def _field_type(name: str):
-    """An argparse type for a plan field: the link's parser (share.SCALARS), its message kept."""
-    parse = share.SCALARS[name]
+    """An argparse type for a plan field: the link's parser (plan_inputs.SCALARS), its message kept."""
+    parse = plan_inputs.SCALARS[name]
 
     def typed(text: str):
         try:
             return parse(text)
         except (ValueError, UnknownNameError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-    typed.__name__ = share.PLAN_FIELD[name].flag.lstrip("-")  # argparse names the type in its message
+    typed.__name__ = plan_inputs.PLAN_FIELD[name].flag.lstrip("-")  # argparse names the type in its message
     return typed
 
 
@@ -136,18 +136,19 @@ CLI_TYPES = {"gpus": _gpus}
 
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:
-    """Every plan field of share.PLAN_FIELDS as an option (defaults, bounds and choices from there), then the
+    """Every plan field of plan_inputs.PLAN_FIELDS as an option (defaults, bounds and choices from there), then the
     CLI's own: the model, devices, calibration and whole-job assumptions."""
-    p.add_argument("--model", default=share.DEFAULTS.model, help="preset id, a path to a model YAML or a config.json, "
-                   "or a Hugging Face id (owner/name: its config.json is fetched and cached)")
-    for f in share.PLAN_FIELDS:
-        default = CLI_DEFAULTS.get(f.name, getattr(share.DEFAULTS, f.name))
+    p.add_argument("--model", default=plan_inputs.DEFAULTS.model, help="preset id, a path to a model YAML or a "
+                   "config.json, or a Hugging Face id (owner/name: its config.json is fetched and cached)")
+    for f in plan_inputs.PLAN_FIELDS:
+        default = CLI_DEFAULTS.get(f.name, getattr(plan_inputs.DEFAULTS, f.name))
         if isinstance(default, bool):
-            p.add_argument(f.flag, dest=f.name, action="store_true", help=share.field_help(f.name))
+            p.add_argument(f.flag, dest=f.name, action="store_true", help=plan_inputs.field_help(f.name))
         else:
             shown = "" if default is None else f" (default: {default})"
             p.add_argument(f.flag, dest=f.name, type=CLI_TYPES.get(f.name) or _field_type(f.name), default=default,
-                           metavar=f.flag.lstrip("-").upper().replace("-", "_"), help=share.field_help(f.name) + shown)
+                           metavar=f.flag.lstrip("-").upper().replace("-", "_"),
+                           help=plan_inputs.field_help(f.name) + shown)
     p.add_argument("--compile", action="store_true", help="torch.compile with CUDA graphs (runtime torch-compile)")
     p.add_argument("--gpu", type=_names, action="append", default=None, help="GPUs or CPUs to include, by id or "
                    "name, comma-separated or repeated (default: every GPU)")
@@ -175,12 +176,12 @@ def resolve_model(name: str) -> ModelProfile:
 
 
 def plan_from_args(a: argparse.Namespace) -> Plan:
-    """The plan the options describe, built as the page builds it (share.to_plan)."""
+    """The plan the options describe, built as the page builds it (plan_inputs.to_plan)."""
     model = resolve_model(a.model)
-    given = {f.name: getattr(a, f.name) for f in share.PLAN_FIELDS}
-    given.update(size=a.size or share.default_size(model), gpus=a.gpus if isinstance(a.gpus, int) else 1,
-                 rt=a.rt or ("torch-compile" if a.compile else share.DEFAULTS.rt))
-    return share.to_plan(replace(share.DEFAULTS, **given), model)
+    given = {f.name: getattr(a, f.name) for f in plan_inputs.PLAN_FIELDS}
+    given.update(size=a.size or plan_inputs.default_size(model), gpus=a.gpus if isinstance(a.gpus, int) else 1,
+                 rt=a.rt or ("torch-compile" if a.compile else plan_inputs.DEFAULTS.rt))
+    return plan_inputs.to_plan(replace(plan_inputs.DEFAULTS, **given), model)
 
 
 def device_names(a: argparse.Namespace) -> tuple[str, ...] | None:

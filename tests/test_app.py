@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.clients import live_prices as prices
-from planner.views import share
+from planner.views import plan_inputs, share
 from planner.inputs.catalog import load_catalog
 from planner.views.presets import load_presets
 
@@ -69,7 +69,7 @@ def test_first_visit_ranks_every_gpu_and_writes_the_link():
     assert df["Runs?"].tolist() == sorted(df["Runs?"].tolist(), reverse=True)  # feasible GPUs first
     infeasible = df[~df["Runs?"]]
     assert len(infeasible) and all("✗" in why for why in infeasible["Why / notes"])  # each says why
-    assert _link(at) == share.encode(share.DEFAULTS)
+    assert _link(at) == share.encode(plan_inputs.DEFAULTS)
     assert not any(b.label.startswith("cfDNA-Gen") for b in at.button)  # drawn only when their popover opens
     assert any(b.label.startswith("cfDNA-Gen") for b in _open(at, "presets_open").button)  # the examples are offered
     assert [d.label for d in at.get("download_button")] == ["CSV", "JSON", "SkyPilot task"]
@@ -104,7 +104,7 @@ CONTROLS = [
     ("checkbox", "feasible", True, "feasible", "1", lambda at: _ranking(at)["Runs?"].all()),
     ("checkbox", "priced", True, "priced", "1", lambda at: _ranking(at)["$/GPU-h"].notna().all()),
     ("checkbox", "cpus", True, "cpus", "1", lambda at: set(_ranking(at).gpu_id) == set(CATALOG.ids())),
-    ("checkbox", "batch_auto", False, "batch", str(share.DEFAULTS.batch or 8),
+    ("checkbox", "batch_auto", False, "batch", str(plan_inputs.DEFAULTS.batch or 8),
      lambda at: _rows_where(_ranking(at), "Batch", lambda b: b <= 8)),
 ]
 
@@ -183,7 +183,7 @@ def test_bad_link_warns_per_parameter_and_falls_back_for_those_only():
         assert param in text
     link = _link(at)
     assert link["model"] == "llama-2-7b" and link["tier"] == "community"  # good values kept
-    assert link["prec"] == share.DEFAULTS.prec and link["gpus"] == "1" and link["cmp"] == "rtx-4090"
+    assert link["prec"] == plan_inputs.DEFAULTS.prec and link["gpus"] == "1" and link["cmp"] == "rtx-4090"
     assert "colour" not in link  # the cleaned link replaces the bad one
     assert len(_ranking(at)) == len(CATALOG.gpus)
 

@@ -24,7 +24,7 @@ from planner.engine.estimate import estimate_all
 from planner.inputs.bench_result import CalibrationError, parse_result
 from planner.inputs.facts import load_facts
 from planner.inputs.models import parse_model_text
-from planner.views import share
+from planner.views import plan_inputs, share
 
 SEED = 20261122
 MAX_CASE_S = 5.0  # one case, on the 2-core CI machine under load (the alias bomb took 33 s before the caps)
@@ -86,8 +86,8 @@ def test_links_never_raise_and_name_what_they_drop():
             for w in warnings:
                 assert w.param in link, f"{case}: warning for '{w.param}', not in the link"
                 _check_message(str(w), case)
-            model = share.resolve_model(inputs)
-            plan = share.to_plan(inputs, model)
+            model = plan_inputs.resolve_model(inputs)
+            plan = plan_inputs.to_plan(inputs, model)
             try:
                 estimate_all(plan, FACTS, gpu_names=["h100-sxm", "rtx-4090"])
             except ValueError as exc:  # a plan no GPU could run is refused with a reason, never a traceback

@@ -12,7 +12,7 @@ from planner.base.schema import DataFileError, UnknownNameError
 from planner.inputs.launch_names import load_skypilot_names
 from planner.calibration import fit as calibration
 from planner.inputs.bench_result import CalibrationError
-from planner.views import answers, launch, page, share
+from planner.views import answers, exports, launch, owning_text, plan_inputs, share
 from planner.views.cache_key import content_key
 from planner.views.format import md_escape
 from planner.views.presets import load_all as load_all_presets
@@ -22,7 +22,7 @@ from ui.state import KEEP, TABS
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, MAX_VRAM_GB
 
 
-def presets_block(where, inputs: share.Inputs) -> None:
+def presets_block(where, inputs: plan_inputs.Inputs) -> None:
     """The example questions in a popover (one click away, not in the answer's way); the chosen one's hint below."""
     try:
         presets, broken = load_all_presets()
@@ -47,7 +47,7 @@ def presets_block(where, inputs: share.Inputs) -> None:
 
 def filters() -> None:
     """The ranking's filters (inside the 'Filters' popover)."""
-    st.selectbox("Vendor", share.VENDORS, key="vendor", persist_state=KEEP)
+    st.selectbox("Vendor", plan_inputs.VENDORS, key="vendor", persist_state=KEEP)
     st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", persist_state=KEEP, format="%g",
                     help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
     st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", persist_state=KEEP,
@@ -61,7 +61,7 @@ def filters() -> None:
                 "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
 
 
-def fleet_of(inputs: share.Inputs):
+def fleet_of(inputs: plan_inputs.Inputs):
     """The calibration the link carries, or None (it was decoded once already: a failure here only drops it)."""
     if not inputs.cal:
         return None
@@ -73,10 +73,10 @@ def fleet_of(inputs: share.Inputs):
 
 def own_cards(mine, tier: str) -> None:
     """One verdict card per kind of card the user owns, above the call-outs."""
-    assumptions = page.own_assumptions_sentence(state.own_assumptions())
+    assumptions = owning_text.own_assumptions_sentence(state.own_assumptions())
     for col, m in zip(st.columns(len(mine)), mine):
         with col.container(border=True, key=f"own_card_{m.owned.gpu_id}", gap="small"):
-            v = page.own_verdict(m, tier)
+            v = owning_text.own_verdict(m, tier)
             st.markdown("  \n".join(x for x in (v.headline, v.needs, v.cost) if x),
                         help=f"{v.details}  \n{assumptions}")
 
@@ -107,7 +107,7 @@ def callouts(found: list) -> None:
 class Answer:
     """One plan's computed answer, as the page draws it."""
 
-    inputs: share.Inputs
+    inputs: plan_inputs.Inputs
     model: object
     plan: object
     table: object  # the price table
@@ -118,17 +118,17 @@ class Answer:
     view: object  # planner.views.screens.RankingView
 
 
-def compute(inputs: share.Inputs) -> Answer | None:
+def compute(inputs: plan_inputs.Inputs) -> Answer | None:
     """The plan's ranking (shared caches); None after an error message naming the input to change."""
     try:
-        model = share.resolve_model(inputs)
+        model = plan_inputs.resolve_model(inputs)
     except (DataFileError, UnknownNameError) as exc:
         field = getattr(exc, "field", "")
         st.error(f"The custom model is not valid: {md_escape(getattr(exc, 'problem', exc), 400)}"
                  + (f" (field '{md_escape(field, 60)}')" if field else "")
                  + ". Fix it in the sidebar; nothing else was changed.")
         return None
-    plan, table, fleet, overheads = share.to_plan(inputs, model), prices.price_table(inputs), fleet_of(inputs), \
+    plan, table, fleet, overheads = plan_inputs.to_plan(inputs, model), prices.price_table(inputs), fleet_of(inputs), \
         state.overheads()
     est_key = content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus,
                           overheads)
@@ -156,14 +156,16 @@ def _downloads(a: Answer, url: str) -> None:
         # a plain link, not st.code: the code box pulls in a 1.5 MB syntax highlighter (benchmarks/browser_page.py)
         st.link_button("Share this plan: a link to exactly this page", url, icon=":material/link:",
                        help="Right-click it and copy the link to share; it is also the address in your browser's bar")
-    ctx = share.ExportContext(url, "data/gpus.yaml", a.table.source, a.table.as_of, view.extra, view.ranking, a.mine)
+    ctx = exports.ExportContext(url, "data/gpus.yaml", a.table.source, a.table.as_of, view.extra, view.ranking, a.mine)
     rows = view.rows
-    c_csv.download_button("CSV", data=lambda: share.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
+    c_csv.download_button("CSV", data=lambda: exports.export_csv(inputs, model, rows, ctx), file_name="gpu-plan.csv",
                           mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_csv")
-    c_json.download_button("JSON", data=lambda: share.export_json(inputs, model, rows, ctx), file_name="gpu-plan.json",
-                           mime="application/json", icon=":material/download:", on_click="ignore", key="dl_json")
+    c_json.download_button("JSON", data=lambda: exports.export_json(inputs, model, rows, ctx),
+                           file_name="gpu-plan.json", mime="application/json", icon=":material/download:",
+                           on_click="ignore", key="dl_json")
     if any(e.feasible for e in view.ranking.estimates):
-        ranked, spot, words = view.ranking.estimates, a.plan.price_tier == "spot", share.plan_sentence(inputs, model)
+        ranked, spot = view.ranking.estimates, a.plan.price_tier == "spot"
+        words = plan_inputs.plan_sentence(inputs, model)
         c_sky.download_button("SkyPilot task", data=lambda: launch.skypilot_text(ranked, load_skypilot_names(), spot,
                                                                                  url, words),
                               file_name="task.yaml", mime="application/x-yaml", icon=":material/rocket_launch:",
@@ -200,7 +202,7 @@ def _clicked(view) -> str | None:
     return view.table.gpu_id.iloc[rows[0]] if rows and rows[0] < len(view.table) else None
 
 
-def main(inputs: share.Inputs) -> None:
+def main(inputs: plan_inputs.Inputs) -> None:
     ss = st.session_state
     c_title, c_presets = st.columns([5, 1.3], vertical_alignment="bottom")
     c_title.markdown("### GPU cost & throughput planner")
@@ -211,7 +213,7 @@ def main(inputs: share.Inputs) -> None:
     a = compute(inputs)
     if a is None:
         return
-    st.markdown(f"**Plan:** {md_escape(share.plan_sentence(inputs, a.model), 1000)}")
+    st.markdown(f"**Plan:** {md_escape(plan_inputs.plan_sentence(inputs, a.model), 1000)}")
     prices.show_status(a.table, inputs)
     picked = _clicked(a.view)
     if picked and picked != ss.get("_picked"):

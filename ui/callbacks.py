@@ -7,7 +7,7 @@ import time
 import streamlit as st
 
 from planner.clients import live_prices
-from planner.views import share, uploads
+from planner.views import plan_inputs, uploads
 from planner.views.presets import load_all as load_all_presets
 from ui import resources, state
 
@@ -17,14 +17,14 @@ def _after_model_change() -> None:
     ss = st.session_state
     m = state.current_model()
     if m is not None:
-        ss.size = share.default_size(m)
+        ss.size = plan_inputs.default_size(m)
         if ss.job == "generate" and not m.can_generate:
             ss.job = "infer"
 
 
 def on_model() -> None:
     ss = st.session_state
-    if ss.model == share.CUSTOM and ss._prev_model != share.CUSTOM:
+    if ss.model == plan_inputs.CUSTOM and ss._prev_model != plan_inputs.CUSTOM:
         ss.spec = ""
         state.load_arch(state.arch_for(ss._prev_model))
     ss._prev_model = ss.model
@@ -40,7 +40,7 @@ def on_upload_model() -> None:
     ss._upload_msg = ("success" if up.ok else "error", up.message)
     if not up.ok:
         return
-    ss.model = ss._prev_model = share.CUSTOM
+    ss.model = ss._prev_model = plan_inputs.CUSTOM
     ss.spec = up.spec
     if up.arch:
         state.load_arch(up.arch)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.views import page
+from planner.views import ranking_table
 
 
 def ranking_columns(unit: str, rate_name: str, job: str, tier: str, memory_pct: float, stale_days: int) -> dict:
-    """st.dataframe's column_config for the ranking table (planner.views.page.ranking_rows' columns)."""
-    noun = page.NOUNS[job]
+    """st.dataframe's column_config for the ranking table (planner.views.ranking_table.ranking_rows' columns)."""
+    noun = ranking_table.NOUNS[job]
     cc = st.column_config
     return {
         "Rank": cc.NumberColumn(width=40, pinned=True, help="Feasible first, then by what the whole job bills "

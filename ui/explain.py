@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR
-from planner.views import share
+from planner.views import plan_inputs
 from planner.views.cache_key import content_key
 from planner.views.format import short_name
 from ui import callbacks, resources
@@ -20,7 +20,7 @@ STEP_COLUMNS = {
     "time s": st.column_config.NumberColumn(format="%.4g"), "formula": st.column_config.TextColumn(width="large")}
 
 
-def _own_price(e, inputs: share.Inputs) -> None:
+def _own_price(e, inputs: plan_inputs.Inputs) -> None:
     """Type a $/GPU-hour for this GPU; it applies to every tier and travels in the link."""
     g, price = e.gpu, e.price
     key = f"price_in_{g.id}_{inputs.tier}"  # per tier: switching tiers shows that tier's price, not a stale one
@@ -54,7 +54,7 @@ def _steps(v) -> None:
         st.dataframe(v.steps_table, placeholder="-", column_config=STEP_COLUMNS)
 
 
-def explain(e, cal_e, ranked, inputs: share.Inputs, est_key: str) -> None:
+def explain(e, cal_e, ranked, inputs: plan_inputs.Inputs, est_key: str) -> None:
     auto = inputs.batch is None
     v = resources.explain_view(content_key(est_key, e.gpu.id, inputs.tier, inputs.job, auto), e, cal_e, ranked,
                                inputs.tier, inputs.job, auto)

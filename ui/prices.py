@@ -7,7 +7,7 @@ import streamlit as st
 
 from planner.inputs import price_snapshot
 from planner.clients import live_prices
-from planner.views import share
+from planner.views import plan_inputs
 from planner.views.format import md_escape
 from ui import resources
 
@@ -34,12 +34,12 @@ def await_live() -> None:
         st.rerun(scope="app")
 
 
-def price_table(inputs: share.Inputs) -> price_snapshot.PriceTable:
+def price_table(inputs: plan_inputs.Inputs) -> price_snapshot.PriceTable:
     base = _live() if inputs.psrc == "live" else resources.facts().prices
     return price_snapshot.with_custom(base, inputs.custom_prices) if inputs.myprice else base
 
 
-def show_status(table: price_snapshot.PriceTable, inputs: share.Inputs) -> None:
+def show_status(table: price_snapshot.PriceTable, inputs: plan_inputs.Inputs) -> None:
     """Says where the prices come from when it is not the plain snapshot, and polls a live fetch in flight."""
     if table.pending:
         st.info(f"Prices: {md_escape(table.message, 600)}", icon=":material/hourglass_top:")

@@ -17,7 +17,7 @@ from planner.inputs.job_costs import JobOverheads, load_job_costs
 from planner.inputs.models import load_models
 from planner.inputs.ownership import OwnAssumptions, load_ownership
 from planner.validation import measured
-from planner.views import charts, screens, share
+from planner.views import charts, plan_inputs, screens
 from planner.views.cache_key import content_key
 from planner.views.format import fmt_count
 
@@ -47,7 +47,7 @@ def own_default() -> OwnAssumptions:
 def model_labels() -> dict[str, str]:
     """The model picker's labels, computed once (a profile's parameter count evaluates its formulas)."""
     return {**{m.id: f"{m.name} · {fmt_count(m.params)} params" for m in models().models},
-            share.CUSTOM: "Custom model (edit fields or upload)"}
+            plan_inputs.CUSTOM: "Custom model (edit fields or upload)"}
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

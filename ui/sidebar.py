@@ -8,13 +8,13 @@ import streamlit as st
 from planner.engine.plan import PARALLEL_MODES
 from planner.inputs.catalog import MAX_STALE_DAYS, PRICE_TIERS
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
-from planner.inputs.jobs import BOUNDS, OPTIMIZERS
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.ownership import MAX_CARDS, MAX_OWNED, MAX_PAID_USD
 from planner.calibration import fit as calibration
-from planner.views import share, uploads
+from planner.views import plan_inputs, share, uploads
 from planner.views.format import fmt_count, md_escape, short_name
-from planner.views.share import field_help
+from planner.views.plan_inputs import field_help
 from ui import callbacks, resources, state
 from ui.state import KEEP
 
@@ -69,13 +69,13 @@ def _architecture() -> None:
 def _model():
     ss, sb = st.session_state, st.sidebar
     sb.subheader("1 · Model")
-    sb.selectbox("Model", [m.id for m in resources.models().models] + [share.CUSTOM], key="model",
+    sb.selectbox("Model", [m.id for m in resources.models().models] + [plan_inputs.CUSTOM], key="model",
                  format_func=resources.model_labels().get, on_change=callbacks.on_model,
                  help="A preset architecture, or 'Custom' to type or upload your own.")
-    if ss.model == share.CUSTOM and not ss.spec:
+    if ss.model == plan_inputs.CUSTOM and not ss.spec:
         with sb.expander("Architecture (decoder transformer)", expanded=True):
             _architecture()
-    elif ss.model == share.CUSTOM:
+    elif ss.model == plan_inputs.CUSTOM:
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
     m = state.current_model()
     if m is not None:
@@ -93,7 +93,7 @@ def _model():
 def _job(m) -> None:
     ss, sb = st.session_state, st.sidebar
     sb.subheader("2 · Job")
-    jobs = list(share.JOBS) if m is None or m.can_generate else ["infer", "train"]
+    jobs = list(plan_inputs.JOBS) if m is None or m.can_generate else ["infer", "train"]
     sb.radio("What to run", jobs, key="job", format_func=JOB_LABELS.get, horizontal=True)
     if ss.job == "generate":
         sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs", persist_state=KEEP)
@@ -104,7 +104,7 @@ def _job(m) -> None:
     else:
         sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
                         key="samples", persist_state=KEEP)
-        sb.number_input(f"Input size ({share.size_name(m)})" if m is not None else "Input size",
+        sb.number_input(f"Input size ({plan_inputs.size_name(m)})" if m is not None else "Input size",
                         *_bounds("input_size"), key="size", persist_state=KEEP)
     if ss.job == "train":
         c1, c2 = sb.columns(2)
@@ -112,7 +112,7 @@ def _job(m) -> None:
         c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
         c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
         sb.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
-        sb.radio("Several GPUs train with", share.SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
+        sb.radio("Several GPUs train with", SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,
                  help=field_help("shard"))
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
@@ -153,7 +153,7 @@ def _gpus_and_prices() -> None:
               format="%.0f %%", help=field_help("mem"))
     sb.number_input("Flag prices older than (days)", 1, MAX_STALE_DAYS, key="stale",
                     help="A price read longer ago than this is marked ⚠ in the table and in the call-outs")
-    sb.radio("Prices", share.PRICE_SOURCES, key="psrc", horizontal=True,
+    sb.radio("Prices", plan_inputs.PRICE_SOURCES, key="psrc", horizontal=True,
              format_func={"snapshot": "Snapshot (dated)", "live": "Live from RunPod"}.get)
     if ss.psrc == "live":
         sb.button("Refresh prices", on_click=callbacks.refresh_prices, icon=":material/refresh:")

@@ -12,17 +12,17 @@ from planner.base.schema import DataFileError, UnknownNameError
 from planner.inputs.job_costs import JobOverheads, with_values
 from planner.inputs.ownership import OwnAssumptions, Owned
 from planner.inputs.ownership import with_values as own_with_values
-from planner.views import share
+from planner.views import plan_inputs, share
 from ui import resources
 
 BATCH_N_DEFAULT = 8
 ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
-INPUT_FIELDS = frozenset(f.name for f in fields(share.Inputs))
-STATE_KEYS = [f.name for f in fields(share.Inputs)
+INPUT_FIELDS = frozenset(f.name for f in fields(plan_inputs.Inputs))
+STATE_KEYS = [f.name for f in fields(plan_inputs.Inputs)
               if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
 STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
-TABS = tuple(share.TABS.values())
-TAB_IDS = {label: tab_id for tab_id, label in share.TABS.items()}
+TABS = tuple(plan_inputs.TABS.values())
+TAB_IDS = {label: tab_id for tab_id, label in plan_inputs.TABS.items()}
 # The whole-job and owning assumptions: (field, label, step); they stay on the page, not in links
 JOB_COST_WIDGETS = (("pod_start_s", "Pod start (s)", 10.0), ("image_gb", "Image to pull (GB)", 1.0),
                     ("download_gb_per_s", "Download (GB/s)", 0.05),
@@ -37,7 +37,7 @@ OWN_WIDGETS = (("lifetime_years", "Lifetime (years)", 0.5), ("utilization", "Pow
 KEEP = "page"
 
 
-def load(inputs: share.Inputs) -> None:
+def load(inputs: plan_inputs.Inputs) -> None:
     """Put inputs into the widgets' session state (first run, presets, uploads)."""
     ss = st.session_state
     for name in STATE_KEYS:
@@ -51,16 +51,16 @@ def load(inputs: share.Inputs) -> None:
     for o in inputs.own:
         ss[f"own_n_{o.gpu_id}"] = o.count
         ss[f"own_paid_{o.gpu_id}"] = float(o.paid_usd or 0.0)
-    ss.view = share.TABS[inputs.tab]
+    ss.view = plan_inputs.TABS[inputs.tab]
     load_arch(dict(inputs.arch) if inputs.arch else arch_for(inputs.model))
     ss._prev_model = inputs.model
 
 
 def arch_for(model_id: str) -> dict:
     """The editable architecture of a preset model (named '(edited)'), or the default one."""
-    m = resources.models().get(model_id) if model_id != share.CUSTOM else None
+    m = resources.models().get(model_id) if model_id != plan_inputs.CUSTOM else None
     arch = m.architecture() if m is not None else None
-    return arch | {"name": f"{m.name} (edited)"} if arch else share.default_arch()
+    return arch | {"name": f"{m.name} (edited)"} if arch else plan_inputs.default_arch()
 
 
 def load_arch(arch: dict) -> None:
@@ -72,17 +72,17 @@ def _arch_from_state() -> dict:
     return {f.name: st.session_state[f.param] for f in share.ARCH_FIELDS}
 
 
-def inputs() -> share.Inputs:
+def inputs() -> plan_inputs.Inputs:
     """The plan the widgets hold now."""
     ss = st.session_state
     values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
     values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
                   myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"))
-    if ss.model == share.CUSTOM and not ss.spec:
-        values["arch"] = share.arch_items(_arch_from_state())
-    if ss.model != share.CUSTOM:
+    if ss.model == plan_inputs.CUSTOM and not ss.spec:
+        values["arch"] = plan_inputs.arch_items(_arch_from_state())
+    if ss.model != plan_inputs.CUSTOM:
         values["spec"] = ""
-    return share.Inputs(**values)
+    return plan_inputs.Inputs(**values)
 
 
 def _owned() -> tuple[Owned, ...]:
@@ -111,7 +111,7 @@ def init() -> None:
     ss._ready = True
 
 
-def sync_url(now: share.Inputs) -> None:
+def sync_url(now: plan_inputs.Inputs) -> None:
     want = share.encode(now)
     have = {k: st.query_params.get_all(k) for k in st.query_params}
     if have != {k: [v] for k, v in want.items()}:
@@ -133,6 +133,6 @@ def own_assumptions() -> OwnAssumptions:
 def current_model():
     """The model the widgets name, or None when the custom one is not valid."""
     try:
-        return share.resolve_model(inputs())
+        return plan_inputs.resolve_model(inputs())
     except (DataFileError, UnknownNameError):
         return None

@@ -10,7 +10,7 @@ import streamlit as st
 from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu, items_per_gpu
 from planner.calibration import fit as calibration
-from planner.views import calibration_text, charts, page, screens, share
+from planner.views import calibration_text, charts, plan_inputs, screens, tab_tables
 from planner.views.format import fmt_seconds, md_escape, short_name, time_unit
 from ui import explain, resources, state
 from ui.state import KEEP, TABS
@@ -98,8 +98,8 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
                "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
     gpus = [resources.gpu(g) for g in cmp_ids]
-    rows = page.serving_rows(plan, gpus, screens.with_prices(resources.facts(), table), prompt, max(output, 2),
-                             ttft / 1e3, tpot / 1e3)
+    rows = tab_tables.serving_rows(plan, gpus, screens.with_prices(resources.facts(), table), prompt, max(output, 2),
+                                   ttft / 1e3, tpot / 1e3)
     num = st.column_config.NumberColumn(format="%.4g")
     st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder="-", column_config={
         "gpu_id": None, "TTFT alone (ms)": num, "TPOT alone (ms)": num, "TPOT at max (ms)": num,
@@ -113,7 +113,7 @@ def accuracy() -> None:
                 "is what a workload the planner never saw gets. The estimates use the values the same search gives "
                 "on every publication (data/runtimes_tuned.yaml; Explain names them and the priors they replace).")
     try:
-        head, written = page.accuracy_rows()
+        head, written = tab_tables.accuracy_rows()
     except (DataFileError, OSError) as exc:
         st.error(f"The accuracy summary could not be read: {md_escape(exc, 400)}")
     else:
@@ -125,8 +125,8 @@ def accuracy() -> None:
     report = resources.validation_report()
     summary = pd.DataFrame(report.summary("test")).rename(columns={
         "group": "grouped by", "key": "group", "n": "rows", "median_ape": "median |error| %",
-        "p90_ape": "90th pct |error| %", "median_speed_bias_pct": page.BIAS_COLUMN,
-        "target_median_ape": "target median %", "meets_target": page.VERDICT_COLUMN}).drop(columns=["split"])
+        "p90_ape": "90th pct |error| %", "median_speed_bias_pct": tab_tables.BIAS_COLUMN,
+        "target_median_ape": "target median %", "meets_target": tab_tables.VERDICT_COLUMN}).drop(columns=["split"])
     st.dataframe(summary, hide_index=True, placeholder="-")
     st.altair_chart(charts.validation_chart(report), width="stretch")
 
@@ -144,7 +144,8 @@ def _explain_tab(view: screens.RankingView, inputs, cal_ests, est_key: str, defa
     explain.explain(e, cal_ests.get(chosen), view.ranking, inputs, est_key)
 
 
-def tabs_of(view: screens.RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, cal, cal_ests: dict,
+            est_key: str) -> None:
     ss, rows = st.session_state, view.rows
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [view.ranking.estimates[0].gpu.id])[0]
@@ -160,7 +161,7 @@ def tabs_of(view: screens.RankingView, inputs: share.Inputs, plan, table, cal, c
                 shown_ids = [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
                 ss.cmp = [g for g in ss.cmp if g in shown_ids]
                 st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)", shown_ids,
-                               key="cmp", persist_state=KEEP, max_selections=share.MAX_CMP,
+                               key="cmp", persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
                                format_func=lambda gid: resources.gpu(gid).name)
             if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                 st.info("No GPU can run this plan: nothing to compare.")
@@ -169,7 +170,8 @@ def tabs_of(view: screens.RankingView, inputs: share.Inputs, plan, table, cal, c
 
 
 @st.fragment
-def tab_area(view: screens.RankingView, inputs: share.Inputs, plan, table, cal, cal_ests: dict, est_key: str) -> None:
+def tab_area(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, cal, cal_ests: dict,
+             est_key: str) -> None:
     """The tabs, a fragment: picking a GPU to explain, a tab, GPUs to compare or serving targets reruns this part
     alone, not the ranking and the sidebar; a change here that moves the ranking (your own price for a GPU) reruns
     the page."""

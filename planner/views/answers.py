@@ -9,7 +9,7 @@ from typing import Iterable
 
 from planner.engine.estimate import Estimate
 from planner.engine.ranking import Ranking
-from planner.views import page
+from planner.views import ranking_table
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name
 
 NAMES_SHOWN = 3  # GPUs named per blocking reason; the rest are counted
@@ -26,13 +26,13 @@ def verdict(e: Estimate, ranked: Ranking) -> str:
         return f"{name} · ✗ can't run this plan: {why}."
     rank = next(i for i, x in enumerate(ranked.estimates, 1) if x.gpu.id == e.gpu.id)
     bill = ranked.bill_usd(e)
-    rate = page.rate(e)
+    rate = ranking_table.rate(e)
     parts = [f"{name} · ✓ runs it · rank {rank} of {len(ranked.estimates)}", f"{fmt_seconds(e.seconds)} compute"]
     if bill is not None:
         parts.append(f"**{fmt_usd(bill)}** {'whole job' if ranked.overheads else 'compute'}")
     parts.append(f"batch {e.batch:,}")
     if rate:
-        parts.append(f"{fmt_count(rate)} {page.rate_unit(e.plan.workload.kind, e.plan.model.counts_tokens)}")
+        parts.append(f"{fmt_count(rate)} {ranking_table.rate_unit(e.plan.workload.kind, e.plan.model.counts_tokens)}")
     parts.append(f"{e.memory.total_gb:.3g} of {e.gpu.vram_gb:.3g} GB")
     return " · ".join(parts)
 

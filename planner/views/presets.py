@@ -13,7 +13,8 @@ from urllib.parse import parse_qs
 
 from planner import DATA_DIR
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
-from planner.views.share import Inputs, decode
+from planner.views.plan_inputs import Inputs
+from planner.views.share import decode
 
 PRESETS_FILE = DATA_DIR / "presets.yaml"
 FIELDS = ("id", "question", "seed", "link", "answer_hint", "assumptions")

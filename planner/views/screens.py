@@ -16,9 +16,9 @@ from planner.engine.estimate import Estimate, EfficiencyAdjust, estimate_all
 from planner.engine.ranking import Mine, Ranking, callouts, rank
 from planner.inputs.facts import Facts
 from planner.inputs.job_costs import JobOverheads
-from planner.views import charts, page
+from planner.views import charts, explain_text, ranking_table
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, time_unit
-from planner.views.share import Inputs
+from planner.views.plan_inputs import Inputs
 
 
 def rankings(plan, facts: Facts, include_cpus: bool, adjust: EfficiencyAdjust | None,
@@ -30,8 +30,8 @@ def rankings(plan, facts: Facts, include_cpus: bool, adjust: EfficiencyAdjust | 
     return ranked, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 
 
-def filters_of(inputs: Inputs) -> page.Filters:
-    return page.Filters(inputs.vendor, inputs.minvram, inputs.maxusd, inputs.feasible, inputs.priced)
+def filters_of(inputs: Inputs) -> ranking_table.Filters:
+    return ranking_table.Filters(inputs.vendor, inputs.minvram, inputs.maxusd, inputs.feasible, inputs.priced)
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,20 +56,20 @@ class RankingView:
 def ranking_view(ranked: Ranking, cal_ests: Mapping[str, Estimate], inputs: Inputs, mine: list[Mine],
                  today: date) -> RankingView:
     """The ranking as the page shows it: filtered rows, the table (your own cards on top), call-outs and dates."""
-    rows = page.filtered(ranked.estimates, filters_of(inputs))
-    bands = page.bands(rows, cal_ests)
-    data, unit, rate_name = page.ranking_rows(rows, ranked, inputs.job, cal_ests, bands, today, inputs.stale)
+    rows = ranking_table.filtered(ranked.estimates, filters_of(inputs))
+    bands = ranking_table.bands(rows, cal_ests)
+    data, unit, rate_name = ranking_table.ranking_rows(rows, ranked, inputs.job, cal_ests, bands, today, inputs.stale)
     div = time_unit(e.seconds for e in rows)[1]
-    df = pd.DataFrame(page.mine_rows(mine, inputs.job, unit, div, today, inputs.stale) + data)
+    df = pd.DataFrame(ranking_table.mine_rows(mine, inputs.job, unit, div, today, inputs.stale) + data)
     found = [(f"callout_{c.label.replace(' ', '_').lower()}",
-              f"**{c.label}** · **{page.callout_title(c)}**  \n"
-              f"{page.callout_line(c, ranked, inputs.gpus, today, inputs.stale)}", c.why)
+              f"**{c.label}** · **{ranking_table.callout_title(c)}**  \n"
+              f"{ranking_table.callout_line(c, ranked, inputs.gpus, today, inputs.stale)}", c.why)
              for c in callouts(ranked, rows)]
     return RankingView(ranked, rows, bands, df, pa.Table.from_pandas(df, preserve_index=False), unit, rate_name,
-                       page.ranking_order(df.columns, unit, rate_name, inputs.job), found,
-                       page.nothing_runs_message(rows, list(ranked.estimates)),
-                       page.price_dates(rows, today, inputs.stale).sentence(),
-                       page.extra_columns(rows, cal_ests, bands),
+                       ranking_table.ranking_order(df.columns, unit, rate_name, inputs.job), found,
+                       ranking_table.nothing_runs_message(rows, list(ranked.estimates)),
+                       ranking_table.price_dates(rows, today, inputs.stale).sentence(),
+                       ranking_table.extra_columns(rows, cal_ests, bands),
                        charts.whole_jobs_data(rows, ranked))
 
 
@@ -98,19 +98,20 @@ def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str
     """'Explain a GPU' for one estimate of a ranking. Text that follows from one another shares one Markdown
     element: each element is one more thing for the browser to redraw on every change."""
     g, price = e.gpu, e.price
-    rate = page.rate(e)
+    rate = ranking_table.rate(e)
     metrics = [("Compute time", fmt_seconds(e.seconds), "Sum over every step of the job (formula below); the whole "
                 "job adds the pod's start, download and warm-up (below)"),
                (f"Compute cost ({tier})", fmt_usd(e.cost()), "compute seconds / 3600 x GPUs x $/GPU-hour"),
-               (f"Throughput ({page.rate_unit(job_name, e.plan.model.counts_tokens)})",
+               (f"Throughput ({ranking_table.rate_unit(job_name, e.plan.model.counts_tokens)})",
                 fmt_count(rate) if rate else "-", "average over the whole job"),
                (f"Memory (card: {e.gpu.vram_gb:.3g} GB)", f"{e.memory.total_gb:.3g} GB",
-                f"per GPU at batch {e.batch:,}, decimal GB; {e.usable_gb:.3g} GB usable; {page.memory_sentence(e)}")]
-    span = page.range_sentence(e, cal_e is not None)
+                f"per GPU at batch {e.batch:,}, decimal GB; {e.usable_gb:.3g} GB usable; "
+                f"{explain_text.memory_sentence(e)}")]
+    span = explain_text.range_sentence(e, cal_e is not None)
     calibrated = (f"Calibrated: {fmt_seconds(cal_e.seconds)}, {fmt_usd(cal_e.cost())} "
                   f"({md_escape(cal_e.efficiency.source, 400)})" if cal_e is not None and cal_e.seconds else None)
-    behind = ["#### Inputs behind the figures", page.md_table(["input", "value", "source"],
-                                                               page.inputs_rows(e, auto_batch))]
+    behind = ["#### Inputs behind the figures", explain_text.md_table(["input", "value", "source"],
+                                                                      explain_text.inputs_rows(e, auto_batch))]
     if e.seconds and price:
         behind.append(f"**Cost** = {e.seconds:,.4g} s ÷ 3600 × {e.plan.gpus} GPU × ${price.usd_hr:.3f}/h "
                       f"= **{fmt_usd(e.cost())}**")
@@ -119,18 +120,18 @@ def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str
         behind += [f"#### The whole job: {fmt_seconds(job.billed_s)} billed, **{fmt_usd(job.cost_usd)}**",
                    " · ".join(f"{name} {fmt_seconds(sec)}" for name, sec in job.parts if sec > 0)
                    + ". Assumptions (each with its source): data/job_costs.yaml."]
-    memory = "\n\n".join(["#### Memory breakdown", page.md_table(
+    memory = "\n\n".join(["#### Memory breakdown", explain_text.md_table(
         ["used by", "GB", "formula"], [(i.name.replace("_", " "), f"{i.gb:.4g}", i.formula) for i in e.memory.items]),
-        page.memory_sentence(e), "#### Your own price",
+        explain_text.memory_sentence(e), "#### Your own price",
         "It applies to every tier of this GPU and travels in the share link."])
     if e.feasible:
-        steps, split = page.STEP_TIME_INTRO, charts.time_split_data(e)
-        steps_table = pa.Table.from_pylist(page.step_time_rows(e))
+        steps, split = explain_text.STEP_TIME_INTRO, charts.time_split_data(e)
+        steps_table = pa.Table.from_pylist(explain_text.step_time_rows(e))
     else:
         steps, split, steps_table = "Not timed: the plan can't run on this GPU (reasons above).", None, None
     notes = [md_escape(r.text, 600) for r in e.reasons if not r.blocking]
     return ExplainView(
-        f"### {g.name}", page.gpu_caption(e),
+        f"### {g.name}", explain_text.gpu_caption(e),
         md_escape(g.source, 2000) + (f"  \nNotes: {md_escape(g.notes, 2000)}" if g.notes else ""),
         [f"Can't run: {md_escape(r.text, 600)}" for r in e.reasons if r.blocking],
         "  \n".join(f"Note: {n}" for n in notes) or None,

@@ -21,7 +21,7 @@ from planner.inputs.jobs import Infer, Train
 from planner.inputs.models import KINDS, ModelProfile, load_model_file, parse_model_text
 from planner.inputs.models.traced import TracedProfile, parse_traced
 from planner.inputs.work import Setup
-from planner.views import share
+from planner.views import plan_inputs, share
 
 FACTS = load_facts()
 SIZES = [100, 200, 400]
@@ -148,9 +148,9 @@ def test_the_cli_estimates_a_traced_profile_file(tmp_path):
 def test_a_traced_profile_travels_in_a_share_link():
     text = _text(profile_dict())
     assert share.spec_link_problem(text) is None
-    inputs = share.Inputs(model=share.CUSTOM, spec=text, job="train", size=300)
+    inputs = plan_inputs.Inputs(model=plan_inputs.CUSTOM, spec=text, job="train", size=300)
     decoded, warnings = share.decode(share.encode(inputs))
-    assert not warnings and share.resolve_model(decoded) == _load(profile_dict())
+    assert not warnings and plan_inputs.resolve_model(decoded) == _load(profile_dict())
 
 
 def test_the_app_never_runs_uploaded_python(tmp_path):

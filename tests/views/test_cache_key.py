@@ -4,13 +4,13 @@ from dataclasses import replace
 
 import pandas as pd
 
-from planner.views import share
+from planner.views import plan_inputs
 from planner.views.cache_key import content_key
 
 
 def _plan(**inputs):
-    chosen = replace(share.Inputs(), **inputs)
-    return share.to_plan(chosen, share.resolve_model(chosen))
+    chosen = replace(plan_inputs.Inputs(), **inputs)
+    return plan_inputs.to_plan(chosen, plan_inputs.resolve_model(chosen))
 
 
 def test_equal_plans_built_apart_share_a_key():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.views import share
+from planner.views import plan_inputs, share
 from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import estimate_all
 from planner.views.presets import PRESETS_FILE, load_all, load_presets, parse_link
@@ -22,7 +22,7 @@ PRESETS = {p.id: p for p in load_presets()}
 def _ranking(preset_id, **changes):
     p = PRESETS[preset_id]
     inputs = replace(p.inputs, **changes)
-    return {e.gpu.id: e for e in estimate_all(share.to_plan(inputs, share.resolve_model(inputs)), FACTS)}
+    return {e.gpu.id: e for e in estimate_all(plan_inputs.to_plan(inputs, plan_inputs.resolve_model(inputs)), FACTS)}
 
 
 def test_every_seed_document_has_a_preset_named_for_its_question():

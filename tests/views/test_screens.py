@@ -6,9 +6,9 @@ from planner.engine.estimate import estimate_all
 from planner.engine.ranking import rank
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import load_job_costs
-from planner.views import screens, share
+from planner.views import plan_inputs, screens
 from planner.views.format import fmt_usd, md_escape, short_name
-from planner.views.share import Inputs
+from planner.views.plan_inputs import Inputs
 
 FACTS = load_facts()
 OVERHEADS = load_job_costs(runtime_ids=tuple(r.id for r in FACTS.runtimes.runtimes))
@@ -17,7 +17,7 @@ TODAY = date(2026, 11, 27)
 
 def _view(**kw):
     inputs = Inputs(tier="community", seqs=10_000, **kw)
-    plan = share.to_plan(inputs, share.resolve_model(inputs))
+    plan = plan_inputs.to_plan(inputs, plan_inputs.resolve_model(inputs))
     ranked = rank(estimate_all(plan, FACTS), OVERHEADS)
     return inputs, ranked, screens.ranking_view(ranked, {}, inputs, [], TODAY)
 

@@ -1,24 +1,19 @@
-"""Share links: encode/decode round trips, every bad value named and replaced alone, exports carry their context."""
+"""Share links: encode/decode round trips, every bad value named and replaced alone."""
 
-import csv
-import io
-import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.views import share
-from planner.inputs.catalog import load_catalog
 from planner.engine.estimate import estimate_all
-from planner.engine.ranking import my_gpus
-from planner.inputs.models import DecoderProfile, load_models
-from planner.views.share import DEFAULTS, Inputs, decode, encode
-from planner.inputs.jobs import Generate, Infer, Train
+from planner.inputs.catalog import load_catalog
 from planner.inputs.facts import load_facts
-from planner.inputs.ownership import Owned, load_ownership
-from planner.views import page
+from planner.inputs.models import DecoderProfile, load_models
+from planner.inputs.ownership import Owned
+from planner.views import plan_inputs, share
+from planner.views.plan_inputs import DEFAULTS, Inputs
+from planner.views.share import decode, encode
 
 FACTS = load_facts()
 
@@ -55,7 +50,8 @@ def test_empty_link_is_the_default_plan():
 
 def test_encode_writes_the_plan_and_only_changed_view_options():
     params = encode(DEFAULTS)
-    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier", "mem"} <= set(params)
+    assert {"model", "job", "seqs", "prompt", "gen", "batch", "prec", "attn", "rt", "gpus", "tier",
+            "mem"} <= set(params)
     assert params["mem"] == "90"  # the memory target, percent of what each GPU reports
     view = {"vendor", "minvram", "maxusd", "feasible", "priced", "gpu", "cmp", "psrc", "myprice", "cal"}
     assert not set(params) & view
@@ -67,7 +63,7 @@ def test_encode_writes_the_plan_and_only_changed_view_options():
 inputs_strategy = st.builds(
     Inputs,
     model=st.sampled_from(DECODERS),
-    job=st.sampled_from(share.JOBS),
+    job=st.sampled_from(plan_inputs.JOBS),
     seqs=st.integers(1, 10**9), prompt=st.integers(1, 4096), gen=st.integers(1, 4096),
     samples=st.integers(1, 10**9), size=st.integers(1, 10**5),
     epochs=st.sampled_from([0.5, 1.0, 3.0, 12.25]), opt=st.sampled_from(["adam", "adamw", "sgd"]),
@@ -79,16 +75,17 @@ inputs_strategy = st.builds(
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
     par=st.sampled_from(["auto", "data", "tensor"]),
     tier=st.sampled_from(["secure", "community", "spot"]), mem=st.sampled_from([50.0, 85.5, 90.0, 100.0]),
-    psrc=st.sampled_from(share.PRICE_SOURCES),
+    psrc=st.sampled_from(plan_inputs.PRICE_SOURCES),
     myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
                      max_size=3, unique_by=lambda t: t[0]).map(lambda xs: tuple(sorted(xs))),
-    vendor=st.sampled_from(share.VENDORS), minvram=st.sampled_from([0.0, 16.0, 80.0]),
+    vendor=st.sampled_from(plan_inputs.VENDORS), minvram=st.sampled_from([0.0, 16.0, 80.0]),
     maxusd=st.sampled_from([0.0, 0.5, 2.25]), feasible=st.booleans(), priced=st.booleans(), cpus=st.booleans(),
     gpu=st.sampled_from([""] + GPU_IDS[:5] + GPU_IDS[-2:]),  # the catalog's ids end with its CPU devices
-    cmp=st.lists(st.sampled_from(GPU_IDS), max_size=share.MAX_CMP, unique=True).map(tuple),
-    own=st.lists(st.builds(Owned, st.sampled_from(GPU_IDS), st.integers(1, 64), st.none() | st.sampled_from([799.0, 2250.5])),
+    cmp=st.lists(st.sampled_from(GPU_IDS), max_size=plan_inputs.MAX_CMP, unique=True).map(tuple),
+    own=st.lists(st.builds(Owned, st.sampled_from(GPU_IDS), st.integers(1, 64),
+                           st.none() | st.sampled_from([799.0, 2250.5])),
                  max_size=4, unique_by=lambda o: o.gpu_id).map(tuple),
-    tab=st.sampled_from(list(share.TABS)),
+    tab=st.sampled_from(list(plan_inputs.TABS)),
 )
 
 
@@ -100,7 +97,7 @@ def _relevant(i: Inputs) -> Inputs:
     if "size" not in keep:
         values["size"] = load_models().get(i.model).context
     kv = i.kv if i.job == "generate" else DEFAULTS.kv
-    return share.Inputs(**{**i.__dict__, **values, "kv": kv})
+    return plan_inputs.Inputs(**{**i.__dict__, **values, "kv": kv})
 
 
 @settings(max_examples=60, deadline=None)
@@ -154,9 +151,9 @@ def test_bad_entries_in_lists_are_dropped_one_by_one():
     assert inputs.cmp == ("rtx-4090", "h100-sxm")
     assert inputs.myprice == (("rtx-4090", 0.3),)
     assert [w.param for w in warnings] == ["cmp", "myprice", "myprice"]
-    many = ",".join(GPU_IDS[: share.MAX_CMP + 2])
+    many = ",".join(GPU_IDS[: plan_inputs.MAX_CMP + 2])
     capped, warnings = decode({"cmp": many})
-    assert len(capped.cmp) == share.MAX_CMP and "at most" in str(warnings[0])
+    assert len(capped.cmp) == plan_inputs.MAX_CMP and "at most" in str(warnings[0])
 
 
 def test_custom_decoder_from_link_builds_the_model_it_describes():
@@ -164,12 +161,12 @@ def test_custom_decoder_from_link_builds_the_model_it_describes():
             "m_act": "swiglu", "m_vocab": "10", "m_ctx": "16", "m_tied": "1", "m_norm": "rmsnorm"}
     inputs, warnings = decode(link)
     assert warnings == []
-    m = share.resolve_model(inputs)
+    m = plan_inputs.resolve_model(inputs)
     # by hand: Q, K, V, O 4 x 4x4 = 64; SwiGLU 3 x 4x8 = 96; two RMSNorm weights 8; tied embedding 10x4 = 40;
     # final norm 4: 212 parameters; kv_heads defaults to heads, head_dim to hidden / heads
     assert (m.params, m.kv_heads, m.head_dim, m.name) == (212, 2, 2, "tiny")
     again, _ = decode(encode(inputs))
-    assert share.resolve_model(again) == m
+    assert plan_inputs.resolve_model(again) == m
 
 
 def test_a_custom_mixture_of_experts_travels_in_the_link():
@@ -178,12 +175,12 @@ def test_a_custom_mixture_of_experts_travels_in_the_link():
             "m_tied": "1", "m_norm": "rmsnorm"}
     inputs, warnings = decode(link)
     assert warnings == []
-    m = share.resolve_model(inputs)
+    m = plan_inputs.resolve_model(inputs)
     # by hand: Q, K, V, O 64; router 4 x 4 = 16; 4 experts x SwiGLU 3 x 4x8 = 384; shared 3 x 4x6 = 72; norms 8;
     # tied embedding 40; final norm 4: 588 parameters, of which 2 experts x 96 are skipped per token
     assert (m.params, m.active_params) == (588, 588 - 2 * 96)
     assert {"m_experts": "4", "m_topk": "2", "m_shared": "6"}.items() <= encode(inputs).items()
-    assert share.resolve_model(decode(encode(inputs))[0]) == m
+    assert plan_inputs.resolve_model(decode(encode(inputs))[0]) == m
     # more experts per token than experts: that value alone is named and falls back to 1
     inputs, warnings = decode({**link, "m_topk": "5"})
     assert [w.param for w in warnings] == ["m_topk"] and "more experts (5)" in str(warnings[0])
@@ -203,7 +200,7 @@ def test_generic_profile_travels_packed_and_refuses_generate():
     params = encode(inputs)
     assert "m_spec" in params and "m_layers" not in params
     back, warnings = decode(params)
-    assert warnings == [] and back.spec == GENERIC_YAML and share.resolve_model(back).params == 4 * 8 * 8
+    assert warnings == [] and back.spec == GENERIC_YAML and plan_inputs.resolve_model(back).params == 4 * 8 * 8
     gen, warnings = decode({**params, "job": "generate"})
     assert gen.job == "infer" and [w.param for w in warnings] == ["job"]
     cut, warnings = decode({**params, "m_spec": params["m_spec"][:20]})
@@ -215,23 +212,12 @@ def test_bad_calibration_text_is_named():
     assert inputs.cal == "" and [w.param for w in warnings] == ["cal"]
 
 
-def test_to_plan_maps_each_job():
-    m = load_models().get("gpt2-124m")
-    gen = share.to_plan(Inputs(model=m.id, job="generate", seqs=7, prompt=3, gen=9, kv="fp8", batch=4, gpus=2), m)
-    assert gen.workload == Generate(7, 3, 9) and gen.kv_dtype == "fp8" and gen.batch == 4 and gen.gpus == 2
-    inf = share.to_plan(Inputs(model=m.id, job="infer", samples=11, size=128, kv="fp8"), m)
-    assert inf.workload == Infer(11, 128) and inf.kv_dtype is None  # a KV dtype only matters for generation
-    tr = share.to_plan(Inputs(model=m.id, job="train", samples=5, size=64, epochs=2.0, opt="sgd", ckpt=True,
-                              accum=4, rt="torch-compile"), m)
-    assert tr.workload == Train(5, 64, 2.0, "sgd", True, 4) and tr.runtime == "torch-compile"
-
-
 def test_fsdp_training_travels_in_the_link():
     m = load_models().get("llama-2-7b")
     inputs = Inputs(model=m.id, job="train", samples=512, size=2048, gpus=8, shard="fsdp", ckpt=True)
     back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
     assert not warnings and back.shard == "fsdp"
-    plan = share.to_plan(back, m)
+    plan = plan_inputs.to_plan(back, m)
     assert plan.workload.sharding == "fsdp" and plan.gpus == 8
     e = estimate_all(plan, FACTS, gpu_names=["h100-sxm"])[0]
     assert e.parallelism == "fsdp" and e.feasible
@@ -242,8 +228,8 @@ def test_tensor_parallel_on_a_model_that_fits_travels_in_the_link():
     inputs = Inputs(model=m.id, gpus=2, par="tensor")
     back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
     assert not warnings and back.par == "tensor"
-    assert "(tensor parallel)" in share.plan_sentence(back, m)
-    e = estimate_all(share.to_plan(back, m), FACTS, gpu_names=["h100-sxm"])[0]
+    assert "(tensor parallel)" in plan_inputs.plan_sentence(back, m)
+    e = estimate_all(plan_inputs.to_plan(back, m), FACTS, gpu_names=["h100-sxm"])[0]
     assert e.parallelism == "tensor" and e.setup.tp == 2
 
 
@@ -251,27 +237,6 @@ def test_link_replaces_any_query_on_the_base_url():
     url = share.link("http://host:8501/app?old=1", Inputs(prec="fp16"))
     parts = urlsplit(url)
     assert parts.path == "/app" and parse_qs(parts.query)["prec"] == ["fp16"] and "old" not in parts.query
-
-
-
-
-def test_exports_carry_inputs_link_and_dates():
-    inputs = Inputs(tier="community", gen=20, seqs=1000)
-    model = share.resolve_model(inputs)
-    ests = estimate_all(share.to_plan(inputs, model), FACTS, gpu_names=["rtx-4090", "t4", "h100-sxm"])
-    ctx = share.ExportContext("http://x/?" + share.query_string(inputs), "data/gpus.yaml", "snapshot", "2026-11-09",
-                              {"rtx-4090": {"seconds_low": 1.0}})
-    doc = json.loads(share.export_json(inputs, model, ests, ctx))
-    assert doc["inputs"] == encode(inputs) and doc["link"] == ctx.link and doc["prices_as_of"] == "2026-11-09"
-    assert [r["gpu_id"] for r in doc["ranking"]] == [e.gpu.id for e in ests]
-    assert next(r for r in doc["ranking"] if r["gpu_id"] == "rtx-4090")["seconds_low"] == 1.0
-    text = share.export_csv(inputs, model, ests, ctx)
-    assert text.startswith("gpu_id,")  # a plain CSV: the header row first, no comment lines
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert [r["gpu_id"] for r in rows] == [e.gpu.id for e in ests]
-    assert all(r["plan_link"] == ctx.link and "tier=community" in r["plan_link"] for r in rows)
-    priced = [r for r in rows if r["usd_per_hr"]]
-    assert priced and all(r["price_date"] and r["price_origin"] == "snapshot" for r in priced)
 
 
 def test_a_link_that_inflates_past_the_cap_is_refused_without_inflating_it():
@@ -302,13 +267,6 @@ def test_custom_prices_outside_the_widget_bounds_are_refused(value):
     assert inputs.myprice == () and any("between 0.001 and 1000" in str(w) for w in warnings)
 
 
-def test_the_plan_sentence_counts_in_words():
-    one = share.plan_sentence(Inputs(seqs=1, gen=1), share.resolve_model(Inputs()))
-    assert one.startswith("Generate 1 sequence of 1 new token (")
-    many = share.plan_sentence(Inputs(seqs=2, gen=165), share.resolve_model(Inputs()))
-    assert many.startswith("Generate 2 sequences of 165 new tokens (")
-
-
 def test_cpus_travel_in_the_link_and_a_cpu_can_be_named():
     inputs = Inputs(model="llm-7b-seed002", cpus=True, gpu="amd-ryzen-9-7950x",
                     cmp=("amd-ryzen-9-7950x", "rtx-5090"), myprice=(("amd-epyc-9654", 1.5),))
@@ -321,16 +279,18 @@ def test_cpus_travel_in_the_link_and_a_cpu_can_be_named():
 def test_the_memory_target_travels_as_a_percent_and_reaches_the_plan():
     inputs, warnings = decode({"model": "cfdna-gen", "mem": "95"})
     assert warnings == [] and inputs.mem == 95.0
-    assert share.to_plan(inputs, load_models().get("cfdna-gen")).memory_target == pytest.approx(0.95)
-    assert "at most 95 % of what each GPU reports" in share.plan_sentence(inputs, load_models().get("cfdna-gen"))
+    assert plan_inputs.to_plan(inputs, load_models().get("cfdna-gen")).memory_target == pytest.approx(0.95)
+    assert "at most 95 % of what each GPU reports" in plan_inputs.plan_sentence(inputs, load_models().get("cfdna-gen"))
+
+
 def test_a_pinned_pytorch_build_travels_in_the_link_and_reaches_the_plan():
     inputs = Inputs(pt="1.13.1+cu116")
     params = encode(inputs)
     assert params["pt"] == "1.13.1+cu116" and "pt" not in encode(DEFAULTS)  # unpinned: nothing written
     back, warnings = decode(parse_qs(share.query_string(inputs)))  # '+' is escaped in the query string
     assert warnings == [] and back.pt == "1.13.1+cu116"
-    assert share.to_plan(back, share.resolve_model(back)).pytorch == "1.13.1+cu116"
-    assert share.to_plan(DEFAULTS, share.resolve_model(DEFAULTS)).pytorch is None
+    assert plan_inputs.to_plan(back, plan_inputs.resolve_model(back)).pytorch == "1.13.1+cu116"
+    assert plan_inputs.to_plan(DEFAULTS, plan_inputs.resolve_model(DEFAULTS)).pytorch is None
 
 
 def test_a_typed_link_whose_plus_became_a_space_still_pins_the_build():
@@ -360,20 +320,3 @@ def test_own_and_tab_travel_and_bad_values_are_named():
     assert [w.param for w in warnings] == ["own"] and "rtx-a5000x" in str(warnings[0])
     assert encode(inputs)["own"] == "rtx-a5000:3,rtx-5090:1:1800" and encode(inputs)["tab"] == "roofline"
     assert "own" not in encode(DEFAULTS) and "tab" not in encode(DEFAULTS)  # defaults stay out of the link
-
-
-def test_exports_put_your_cards_first_and_follow_the_pages_stale_threshold():
-    inputs = Inputs(tier="community", gen=20, seqs=1000, own=(Owned("rtx-a5000", 3),), stale=1000)
-    model = share.resolve_model(inputs)
-    plan = share.to_plan(inputs, model)
-    ests = estimate_all(plan, FACTS, gpu_names=["rtx-4090"])
-    mine = my_gpus(plan, inputs.own, FACTS, load_ownership(), None)
-    ctx = share.ExportContext("http://x/", "data/gpus.yaml", "snapshot", "2026-11-09", mine=mine)
-    doc = json.loads(share.export_json(inputs, model, ests, ctx))
-    assert doc["my_gpus"][0]["owned"] == "rtx-a5000:3" and doc["my_gpus"][0]["gpus"] == 3
-    rows = list(csv.DictReader(io.StringIO(share.export_csv(inputs, model, ests, ctx))))
-    assert [r["yours"] for r in rows] == ["rtx-a5000:3", ""] and rows[0]["own_count"] == "3"
-    # a threshold of 1,000 days: the snapshot's prices (read in 2025-2026) are not stale, as the page then shows
-    assert rows[1]["price_stale"] == "False" and doc["ranking"][0]["price_stale"]["community"] is False
-    strict = json.loads(share.export_json(Inputs(tier="community", gen=20, seqs=1000, stale=1), model, ests, ctx))
-    assert strict["ranking"][0]["price_stale"]["community"] is True

@@ -1,0 +1,218 @@
+"""The explanation of one GPU ('Explain a GPU') without Streamlit: its caption, the step-time table and what its rows
+add up to, the inputs behind its figures with their sources, the memory sentence and the likely range of its time.
+Plain data in, plain data out (tests/views/test_explain_text.py); user and catalog text that ends up in Markdown goes
+through format.md_escape.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from planner.base.schema import DataFileError
+from planner.engine.estimate import Estimate
+from planner.engine.feasibility import capacity_text
+from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
+from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
+from planner.validation import uncertainty
+from planner.views.format import fmt_seconds, md_escape
+
+
+def range_sentence(e: Estimate, calibrated: bool = False) -> str:
+    """The explanation's line on how far off the time may be: the 80 % range and what it rests on, or why there is
+    none ('' for a GPU that can't run the plan)."""
+    try:
+        b = uncertainty.band_or_note(e, calibrated)
+    except (DataFileError, OSError) as exc:
+        return f"Likely range: the band file could not be read ({exc})."
+    if isinstance(b, str):
+        return f"Likely range: {b}."
+    if b:
+        regime = uncertainty.regime_of(e)
+        return (f"Likely range (80 %): {fmt_seconds(b[0])} – {fmt_seconds(b[1])}, from the planner's errors on "
+                f"published {regime} measurements of sources it was not tuned on (data/uncertainty.yaml)"
+                + (", narrowed by your calibration" if calibrated else "") + ".")
+    return ""
+
+
+def _span(values: list[float]) -> str:
+    lo, hi = f"{min(values):.0%}", f"{max(values):.0%}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _rate_text(g, runtime_factor: float) -> str:
+    """How a group's FLOP rate follows from the GPU's matmul ceiling, or from the datasheet peak for an attention
+    kernel with a known rate ('' for groups without FLOPs)."""
+    if not g.flops:
+        return ""
+    if g.peak_fraction:
+        return (f"; rate {g.achieved_tflops:,.4g} TFLOPS = datasheet peak {g.peak_tflops:,.4g} x {g.peak_fraction:.2f} "
+                "(the attention kernel's own rate: FlashAttention-2's fraction of peak on this GPU generation x the "
+                "kernel's speed relative to it)")
+    kernel = g.achieved_tflops / (g.ceiling_tflops * runtime_factor * g.shape_efficiency) if g.ceiling_tflops else 1.0
+    return (f"; rate {g.achieved_tflops:,.4g} TFLOPS = ceiling {g.ceiling_tflops:,.4g} x runtime {runtime_factor:.2f}"
+            f" x GEMM shape {g.shape_efficiency:.2f}" + (f" x kernel {kernel:.2f}" if abs(kernel - 1) > 1e-3 else ""))
+
+
+# What the step-time table's rows add up to, above it in Explain.
+STEP_TIME_INTRO = (
+    "Each op group of each step takes **max(FLOPs ÷ (peak × compute efficiency), bytes ÷ (bandwidth × bandwidth "
+    f"efficiency))**, except GEMMs run as tensor-core tiles ({MMA_ROWS} rows or more), whose loads and MMAs overlap "
+    f"only in part: **(compute^p + memory^p)^(1/p)**, p = {OVERLAP_EXPONENT:g} (their rows say so); a step adds "
+    "**kernels × launch overhead**; the job is the sum over steps and passes (a pass = one batch through the model). "
+    "The larger side limits the group.")
+
+
+def _overlap_text(g) -> str:
+    """How a group's compute and memory times combine into its time ('' for the sharp roofline corner)."""
+    if not g.overlap_exponent:
+        return ""
+    return (f"; time = (compute^p + memory^p)^(1/p), p = {g.overlap_exponent:g}: a tiled GEMM's loads and MMAs "
+            f"overlap only in part ({OVERLAP_ORIGIN})")
+
+
+def step_time_rows(e: Estimate) -> list[dict]:
+    """The 'Explain a GPU' step-time table: each op group of each phase, then its launches and communication;
+    seconds and work are for the whole job (all passes)."""
+    rows = []
+    for ph in e.phases:
+        steps = f"{ph.steps:,} × {ph.passes:,.4g}"
+        for g in ph.groups:
+            rows.append({"phase": ph.name, "op group": g.name, "steps × passes": steps,
+                         "TFLOP": g.flops * ph.passes / 1e12, "GB moved": g.bytes * ph.passes / 1e9,
+                         "FLOP/byte": g.flops / g.bytes if g.bytes else 0.0, "compute s": g.compute_s * ph.passes,
+                         "memory s": g.memory_s * ph.passes, "time s": g.time_s * ph.passes, "limited by": g.bound,
+                         "formula": g.formula + _rate_text(g, e.efficiency.compute_efficiency) + _overlap_text(g)})
+        rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
+                     "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                     "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
+                     "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.latency_s:
+            rows.append({"phase": ph.name, "op group": "decode-attention latency (one call per layer per step)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.latency_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x {ph.latency_s / ph.steps * 1e6:,.4g} us: each layer's attention call "
+                                    f"takes a fixed latency beyond its KV bytes ({DECODE_LATENCY_ORIGIN})"})
+        if ph.host_bound_s:
+            rows.append({"phase": ph.name, "op group": "waiting for the CPU (host-bound dispatch)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.host_bound_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
+                                    "minus the GPU time it overlaps"})
+        if ph.step_host_s:
+            rounds = "prefill chunks" if ph.steps == 1 else "steps"
+            rows.append({"phase": ph.name, "op group": "host work per step (the GPU waits)", "steps × passes": steps,
+                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
+                         "time s": ph.step_host_s * ph.passes, "limited by": "overhead",
+                         "formula": f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
+                                    "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"})
+        if ph.comm_s or ph.comm_hidden_s:
+            hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
+                      f"({e.efficiency.dp_comm_overlap:g} overlap, data/runtimes.yaml)" if ph.comm_hidden_s else
+                      "; not overlapped with compute")
+            rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
+                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
+                         "time s": ph.comm_s * ph.passes, "limited by": "communication",
+                         "formula": f"ring, {ph.comm_calls:,.4g} collectives per step, each at NCCL's fastest "
+                                    f"protocol for its size: bytes sent / the protocol's bus bandwidth + its call "
+                                    f"latency + ring steps x its hop latency ({ph.comm_protocols}) = "
+                                    f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
+                                    + hidden})
+    return rows
+
+
+def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
+    """(input, value, source) behind the figures of one GPU: peaks, bandwidth, efficiencies, batch, price."""
+    g, eff = e.gpu, e.efficiency
+    asked = e.setup.precision.compute_path
+    path = g.run_path(asked) or asked
+    peak = g.peak_tflops(path)
+    where = ("data/cpus.yaml (cores x base clock x FMA lanes x 2, or the extension's rate)",
+             "data/cpus.yaml (memory channels x MT/s x 8 B)") if g.cpu else ("data/gpus.yaml (datasheet)",) * 2
+    if g.kind == "cpu" and not g.cpu:
+        where = ("measured by python -m planner.bench",) * 2
+    ceiling = g.ceiling(path)
+    shapes = [grp.shape_efficiency for ph in e.phases for grp in ph.groups if grp.flops and grp.shape_efficiency < 1]
+    overlap = next((grp.overlap_exponent for ph in e.phases for grp in ph.groups if grp.overlap_exponent), 0.0)
+    rows = [
+        (f"Peak {path} TFLOPS (dense)" + (f", as {asked} is not available" if path != asked else ""),
+         f"{peak:g}" if peak else "none", where[0]),
+        (f"Matmul ceiling {path} ({'measured' if ceiling.measured else 'derived'})",
+         f"{ceiling.tflops:,.4g} TFLOPS = {ceiling.ratio:.0%} of the datasheet peak" if peak else "none", ceiling.how),
+        ("GEMM shape efficiency", (_span(shapes) + " of the ceiling" if shapes else
+                                   "100 % (shapes fill whole tiles and waves, or are not known)")
+         + f" on {g.sm_count or 'unknown'} SMs",
+         "tile and wave quantization of the op groups' GEMMs, 128 x 128 tiles (planner/engine/gemm.py; NVIDIA Matrix "
+         "Multiplication Background User's Guide)" + (f"; SM count: {g.sm_source}" if g.sm_source else "")),
+        ("GEMM compute and memory overlap", f"p = {overlap:g}: time = (compute^p + memory^p)^(1/p), between "
+         "their sum (p = 1) and the larger (the sharp roofline)" if overlap else
+         "none modelled: the larger of compute and memory time (GEMVs, traced or formula profiles, a CPU)",
+         f"planner/engine/gemm.py, {OVERLAP_ORIGIN}"),
+        ("DRAM bandwidth", f"{g.mem_bw_gbps:,.0f} GB/s", where[1]),
+        ("Compute efficiency", f"{eff.compute_efficiency:.0%} of the matmul ceiling", eff.source),
+        ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
+        ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
+         eff.source),
+        ("Host dispatch", f"{eff.host_us_per_kernel:g} us of CPU per kernel (overlaps the GPU's work)"
+         if eff.host_us_per_kernel else "none (CUDA graphs or a compiled runtime)", eff.source),
+        ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
+         "auto: the cheapest that fits" if auto_batch else "yours"),
+        ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
+        attention_row(e),
+    ]
+    rows += link_rows(e)
+    price = e.price
+    if price:
+        rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
+                     f"{price.origin}, {price.date or 'undated'}: {price.source}"))
+    return rows
+
+
+def link_rows(e: Estimate) -> list[tuple[str, str, str]]:
+    """(input, value, source) of the link the plan's collectives run over, with NCCL's protocols on it; [] without
+    collectives."""
+    phase = next((ph for ph in e.work if ph.comm), None)
+    link = e.gpu.link_for(phase.comm_gpus) if phase else None
+    if link is None:
+        return []
+    return [("GPU-to-GPU link", f"{phase.comm_gpus} GPUs over {link.describe()}; NCCL protocols: "
+             f"{link.describe_protocols()}",
+             f"data/interconnects.yaml, link '{link.kind.id}': {link.kind.source}")]
+
+
+def attention_row(e: Estimate) -> tuple[str, str, str]:
+    """(input, value, source) for the attention kernel this GPU runs: its memory order and speed vs FlashAttention-2."""
+    k, chosen = e.setup.attention, e.plan.attention
+    if any(r.code == "attention" and r.blocking for r in e.reasons):
+        return ("Attention kernel", f"{chosen}: none runs on this GPU (reasons above)", k.source)
+    name = k.id if k.id == chosen else f"{k.id} ({chosen}'s pick on this GPU)"
+    memory = "S x S scores in DRAM, O(S^2)" if k.scores_materialized else "no score matrix, O(S)"
+    return ("Attention kernel", f"{name}: {memory}, {k.speed_vs_fa2:.2f}x FlashAttention-2's FLOP rate",
+            k.speed_source or k.source)
+
+
+def md_table(header: list[str], rows: Iterable[Iterable]) -> str:
+    """A small Markdown table (it wraps long text, unlike a dataframe); every cell escaped."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(md_escape(x, 400) for x in r) + " |" for r in rows])
+
+
+def memory_sentence(e: Estimate) -> str:
+    """Memory per GPU against the usable memory and what it follows from, all in decimal GB."""
+    g, need, usable = e.gpu, e.memory.total_gb, e.usable_gb
+    verdict = (f"fits: {need / g.vram_gb:.0%} of the card, under the {e.plan.memory_target:.0%} memory target "
+               f"({usable - need:.2f} GB spare)" if need <= usable else f"does NOT fit, {need - usable:.2f} GB short")
+    return (f"Total **{need:.3g} GB** per GPU at batch {e.batch:,}, of {usable:.3g} GB usable ("
+            f"{capacity_text(g, e.plan.memory_target)}): {verdict}.")
+
+
+def gpu_caption(e: Estimate) -> str:
+    g = e.gpu
+    if g.cpu:
+        c = g.cpu
+        return (f"CPU · {g.architecture} · {c.cores} cores ({c.threads} threads) at {c.base_ghz:g} GHz base · "
+                f"{c.isa_text()} · host RAM {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB, {c.memory_config}) at "
+                f"{g.mem_bw_gbps:,.1f} GB/s · {g.market}")
+    if g.kind == "cpu":
+        return f"CPU (measured) · {g.vram_gb:.3g} GB host RAM at {g.mem_bw_gbps:,.1f} GB/s measured"
+    return (f"{g.architecture} · {g.sm} · {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB) {g.memory_type} at "
+            f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")

@@ -1,0 +1,24 @@
+"""The plan's inputs: the core Plan each job's inputs describe, and the plan in one sentence."""
+
+from planner.inputs.jobs import Generate, Infer, Train
+from planner.inputs.models import load_models
+from planner.views import plan_inputs
+from planner.views.plan_inputs import Inputs
+
+
+def test_to_plan_maps_each_job():
+    m = load_models().get("gpt2-124m")
+    gen = plan_inputs.to_plan(Inputs(model=m.id, job="generate", seqs=7, prompt=3, gen=9, kv="fp8", batch=4, gpus=2), m)
+    assert gen.workload == Generate(7, 3, 9) and gen.kv_dtype == "fp8" and gen.batch == 4 and gen.gpus == 2
+    inf = plan_inputs.to_plan(Inputs(model=m.id, job="infer", samples=11, size=128, kv="fp8"), m)
+    assert inf.workload == Infer(11, 128) and inf.kv_dtype is None  # a KV dtype only matters for generation
+    tr = plan_inputs.to_plan(Inputs(model=m.id, job="train", samples=5, size=64, epochs=2.0, opt="sgd", ckpt=True,
+                                    accum=4, rt="torch-compile"), m)
+    assert tr.workload == Train(5, 64, 2.0, "sgd", True, 4) and tr.runtime == "torch-compile"
+
+
+def test_the_plan_sentence_counts_in_words():
+    one = plan_inputs.plan_sentence(Inputs(seqs=1, gen=1), plan_inputs.resolve_model(Inputs()))
+    assert one.startswith("Generate 1 sequence of 1 new token (")
+    many = plan_inputs.plan_sentence(Inputs(seqs=2, gen=165), plan_inputs.resolve_model(Inputs()))
+    assert many.startswith("Generate 2 sequences of 165 new tokens (")
