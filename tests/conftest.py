@@ -11,6 +11,25 @@ import pytest  # noqa: E402
 CALIBRATION_EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "data" / "calibrations").glob("*_cpu-*.json"))
 
 
+# The tiers (pyproject.toml registers the markers): `pytest -q -m "not slow and not e2e"` is the fast tier; .ci/run
+# runs every test. Slow: modules whose tests start subprocesses (the CLI, the bench, traces), run a leave-one-source-out
+# search, or drive the page through AppTest, about a second or more a test on the 2-core machine.
+SLOW_MODULES = ("tests/test_cli.py", "tests/test_app.py", "tests/test_fuzz.py", "tests/bench/", "tests/profiling/",
+                "tests/validation/test_loso.py", "tests/validation/test_validation.py")
+NETWORK_LOCAL = ("tests/clients/",)  # they serve HTTP on 127.0.0.1 and talk to it
+E2E = ("tests/e2e/",)
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        where = Path(item.fspath).resolve().relative_to(root).as_posix()
+        for prefixes, mark in ((SLOW_MODULES, pytest.mark.slow), (NETWORK_LOCAL, pytest.mark.network_local),
+                               (E2E, pytest.mark.e2e)):
+            if where.startswith(prefixes):
+                item.add_marker(mark)
+
+
 @pytest.fixture(scope="session")
 def example():
     """The committed CPU bench result (data/calibrations/), parsed as JSON."""

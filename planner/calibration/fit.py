@@ -839,6 +839,26 @@ def holdout_table(result: dict, run: int = 0) -> list[dict]:
     return rows
 
 
+def held_out_model_table(result: dict, model_id: str) -> list[dict]:
+    """Measure here, predict another architecture: the calibration fitted without the workload points of model
+    `model_id` predicts each of them on the measured device. Rows: workload, batch, size, measured_s, predicted_s,
+    error_pct."""
+    held = [(i, w) for i, w in enumerate(result.get("workloads") or [])
+            if w["model"]["id"] == model_id and w.get("status") == "ok"]
+    if not held:
+        raise CalibrationError(f"the result has no measured point of model {model_id!s:.80} to hold out")
+    cal = fit(result, points=[w for w in result["workloads"] if w["model"]["id"] != model_id])
+    dev = cal.measured_gpu()
+    rows = []
+    for i, w in held:
+        size = w.get("position") or w["seq"]
+        pred = predict_seconds(w["workload"], point_model(Record("result", f"workloads[{i}]", w)), w["batch"], size,
+                               w["precision"], dev, cal.adjust)
+        rows.append({"workload": w["workload"], "batch": w["batch"], "size": size, "measured_s": w["measured_s"],
+                     "predicted_s": pred, "error_pct": 100 * (pred / w["measured_s"] - 1)})
+    return rows
+
+
 def side_by_side(plan: Plan, cal: Calibration, facts: Facts | None = None,
                  gpu_names: Iterable[str] | None = None, include_cpus: bool = False) -> list[dict]:
     """Analytic and calibrated estimates of `plan` per device (calibrated ranking order), the measured device first;
