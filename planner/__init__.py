@@ -5,7 +5,8 @@ base -> inputs -> engine -> tools (clients, validation, calibration, profiling, 
 lives outside this package, in app.py and ui/.
 """
 
+from importlib.resources import files
 from pathlib import Path
 
-ROOT_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = ROOT_DIR / "data"
+ROOT_DIR = Path(__file__).resolve().parent.parent  # the repository (validation/, examples/) when run from a checkout
+DATA_DIR = Path(str(files(__name__) / "data"))  # shipped inside the package: a wheel finds it wherever it is installed

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from planner import DATA_DIR
 from planner.clients import live_prices as prices
 from planner.views import plan_inputs, share
 from planner.inputs.catalog import load_catalog
@@ -492,7 +493,7 @@ def test_the_serving_tab_lists_each_compared_gpu():
     assert list(table.gpu_id) == ["h100-sxm", "rtx-4090"] and (table["Max concurrency in target"] >= 1).all()
 
 
-CALIBRATION_EXAMPLE = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))[0]
+CALIBRATION_EXAMPLE = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))[0]
 
 
 def test_a_cpu_bench_calibrates_the_cpu_row_picked_in_the_sidebar():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import DATA_DIR
 from planner.base.schema import Record
 from planner.inputs.bench_result import MAX_RESULT_BYTES, CalibrationError, parse_result, run_model
 from planner.calibration.fit import (BARE_OP_HOST_US, Calibration, device_gpu, factor_efficiency, fit,
@@ -27,7 +28,7 @@ from planner.calibration.fit import FACTORS, T95, holdout_table
 from tests.fixtures.bench_docs import DESIGNED, SMALL, cpu_result, model_run, with_times
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
+EXAMPLES = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))
 CATALOG = load_catalog()
 
 
@@ -537,7 +538,7 @@ def test_a_gpu_calibration_of_your_model_predicts_it_on_another_gpu_per_op_group
 
 # ---------------------------------------------------------------- a GPU bench: host dispatch and the wide anchor
 
-H200_RESULT = ROOT / "data" / "calibrations" / "2026-11-26_cuda-nvidia-h200.json"
+H200_RESULT = DATA_DIR / "calibrations" / "2026-11-26_cuda-nvidia-h200.json"
 
 
 def _h200() -> dict:

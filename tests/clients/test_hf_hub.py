@@ -104,7 +104,10 @@ def test_an_unreachable_hub_says_so_within_the_deadline(tmp_path):
     assert time.perf_counter() - t0 < 5.0  # huggingface_hub alone retries for ~30 s
 
 
-def test_what_counts_as_a_hub_id():
+def test_what_counts_as_a_hub_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "models.yaml").write_text("models: []\n")  # a path that exists is a file, not a Hub id
     assert is_repo_id("meta-llama/Meta-Llama-3-8B") and is_repo_id("gpt2/gpt2")
     assert not is_repo_id("llama-3-8b") and not is_repo_id("data/models.yaml") and not is_repo_id("a/b/c")
 

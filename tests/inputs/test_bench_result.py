@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from planner import DATA_DIR
 from planner.inputs.bench_result import (BENCH_VERSION, MAX_MODEL_ARGS, READABLE_SCHEMA_VERSIONS,
                                          RESULT_SCHEMA_VERSION, parse_result)
 from tests.fixtures.bench_docs import cpu_result, model_run
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "data" / "calibrations").glob("*_cpu-*.json"))
+EXAMPLES = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))
 
 
 

@@ -109,11 +109,10 @@ class ModelCatalog:
 
 @lru_cache(maxsize=8)
 def load_models(paths: tuple[str | Path, ...] = MODEL_FILES) -> ModelCatalog:
-    """Load and validate the model presets from every existing file in `paths`."""
+    """Load and validate the model presets from every file in `paths` (a missing one is a DataFileError naming it)."""
     models: list[ModelProfile] = []
     for path in paths:
-        if Path(path).exists():
-            models += [parse_model(Record.of(path, i, r)) for i, r in enumerate(load_yaml(path, "models", dated=True))]
+        models += [parse_model(Record.of(path, i, r)) for i, r in enumerate(load_yaml(path, "models", dated=True))]
     unique_ids(" + ".join(str(p) for p in paths), (m.id for m in models))
     return ModelCatalog(tuple(models))
 
