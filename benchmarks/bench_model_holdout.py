@@ -72,7 +72,8 @@ def main() -> None:
               f"(bench {seconds:.0f} s, of which tracing {run.get('trace_s', 0):.0f} s)")
         for r in rows:
             print(f"  held out {run['input_size_name']}={r['size']:<5} {r['workload']:<8} measured "
-                  f"{r['measured_s'] * 1e3:9.2f} ms  predicted {r['predicted_s'] * 1e3:9.2f} ms  {r['error_pct']:+6.1f} %")
+                  f"{r['measured_s'] * 1e3:9.2f} ms  predicted {r['predicted_s'] * 1e3:9.2f} ms  "
+                  f"{r['error_pct']:+6.1f} %")
         for line in fit_lines(fit(result)):
             print(f"  all points: {line}")
         interior = [abs(r["error_pct"]) for r in rows if r["size"] not in (sizes[0], sizes[-1])]

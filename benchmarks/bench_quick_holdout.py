@@ -38,7 +38,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.runs):
             for r in one_run(Path(tmp), i):
-                print(f"run {i + 1}: {TINY_GPT.id} {r['workload']} b{r['batch']}: measured {r['measured_s'] * 1e3:.2f} ms, "
+                print(f"run {i + 1}: {TINY_GPT.id} {r['workload']} b{r['batch']}: "
+                      f"measured {r['measured_s'] * 1e3:.2f} ms, "
                       f"calibrated {r['predicted_s'] * 1e3:.2f} ms ({r['error_pct']:+.1f} %)")
 
 

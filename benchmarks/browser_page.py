@@ -110,8 +110,8 @@ def one_run(browser, url: str) -> dict:
     page.wait_for_selector(IDLE, timeout=60_000)
     settle_s = time.perf_counter() - t1
     ctx.close()
-    return {"bytes": sum(sizes.values()), "gzip_bytes": gz, "requests": len(sizes), "first_s": first_s, "settle_s": settle_s,
-            "largest": sorted(sizes.items(), key=lambda kv: -kv[1])[:6]}
+    return {"bytes": sum(sizes.values()), "gzip_bytes": gz, "requests": len(sizes), "first_s": first_s,
+            "settle_s": settle_s, "largest": sorted(sizes.items(), key=lambda kv: -kv[1])[:6]}
 
 
 def main() -> None:

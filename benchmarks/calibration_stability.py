@@ -1,4 +1,5 @@
-"""Benchmark: how stable is a calibration? Run the quick bench several times on this machine, fit each, print the spread.
+"""Benchmark: how stable is a calibration? Run the quick bench several times on this machine, fit each, print the
+spread.
 
 Each run is `python -m planner.bench --quick` (on a CPU: one torch thread timed by its process CPU time, the
 default) in its own process; the fit of each reports its factors with their 95 % uncertainty. The spread of a factor
@@ -32,7 +33,7 @@ def spread_pct(values: list[float]) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])  # the first paragraph; argparse rewraps it
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("extra", nargs="*", help="arguments passed to python -m planner.bench (after --)")
     a = ap.parse_args()
@@ -63,8 +64,10 @@ def main() -> None:
     achieved_bw = [c.mem_bw_efficiency * c.measured_bw_gbps for c in fits]
     peaks = [dict(c.measured_tflops)[c.compute_path] for c in fits]
     achieved_tf = [c.compute_efficiency * p for c, p in zip(fits, peaks)]
-    print(f"  {'achieved GB/s':<22} {spread_pct(achieved_bw):5.1f} %      ({', '.join(f'{v:.4g}' for v in achieved_bw)})")
-    print(f"  {'achieved TFLOPS':<22} {spread_pct(achieved_tf):5.1f} %      ({', '.join(f'{v:.4g}' for v in achieved_tf)})")
+    print(f"  {'achieved GB/s':<22} {spread_pct(achieved_bw):5.1f} %      "
+          f"({', '.join(f'{v:.4g}' for v in achieved_bw)})")
+    print(f"  {'achieved TFLOPS':<22} {spread_pct(achieved_tf):5.1f} %      "
+          f"({', '.join(f'{v:.4g}' for v in achieved_tf)})")
     print(f"  {'copy GB/s (peak)':<22} {spread_pct([c.measured_bw_gbps for c in fits]):5.1f} %      "
           f"({', '.join(f'{c.measured_bw_gbps:.4g}' for c in fits)})")
     print(f"  {'matmul TFLOPS (peak)':<22} {spread_pct(peaks):5.1f} %      ({', '.join(f'{v:.4g}' for v in peaks)})")

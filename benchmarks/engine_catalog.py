@@ -1,10 +1,10 @@
 """Benchmark: the whole GPU catalog x every precision for 1M cfDNA-Gen sequences with batch=auto.
 
-Prints the best and median wall and CPU time of one full sweep (every runtime-independent precision x every GPU) over repeated runs,
-after one warm-up sweep (data files loaded and parsed once, as in the app). Each timed sweep plans a job of a
-different size, as when a user changes the sequence count: the memory fits and every job-size-dependent result miss,
-while the work of one pass at an unchanged batch is reused. A third line times cold sweeps: every engine and model
-cache cleared first, as when the user picks another model or precision and nothing can be reused.
+Prints the best and median wall and CPU time of one full sweep (every runtime-independent precision x every GPU)
+over repeated runs, after one warm-up sweep (data files loaded and parsed once, as in the app). Each timed sweep plans
+a job of a different size, as when a user changes the sequence count: the memory fits and every job-size-dependent
+result miss, while the work of one pass at an unchanged batch is reused. A third line times cold sweeps: every engine
+and model cache cleared first, as when the user picks another model or precision and nothing can be reused.
 Run: python3 benchmarks/engine_catalog.py
 """
 
@@ -32,7 +32,8 @@ def sweep(facts, model, precisions, sequences: int = 1_000_000) -> int:
 
 
 def clear_engine_caches() -> int:
-    """Empty every lru_cache of the engine's and the model profiles' modules (functions and methods); returns how many."""
+    """Empty every lru_cache of the engine's and the model profiles' modules (functions and methods); returns how
+    many."""
     cleared = 0
     for name, module in list(sys.modules.items()):
         if not name.startswith(("planner.engine", "planner.inputs.models")):

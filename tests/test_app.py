@@ -253,7 +253,8 @@ def test_bad_upload_is_explained_and_changes_nothing():
     _open(at, "upload_open")  # the upload box is drawn while its expander is open
     at.file_uploader(key="upload_model").set_value(("config.json", b"{not json", "application/json")).run()
     assert not at.exception
-    assert any("config.json could not be used" in _shown(e.value) and "not valid JSON" in _shown(e.value) for e in at.error)
+    assert any("config.json could not be used" in _shown(e.value) and "not valid JSON" in _shown(e.value)
+               for e in at.error)
     assert _link(at) == before
 
 

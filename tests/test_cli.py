@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_estimate_json_rows_have_the_documented_fields():
@@ -114,12 +115,13 @@ def test_launch_writes_a_task_skypilot_accepts(tmp_path):
 
 
 def test_estimate_says_how_old_the_prices_are_and_when_the_cheapest_rests_on_a_stale_one():
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
     from planner.inputs.facts import load_facts
     from planner.inputs.price_snapshot import snapshot_table
     price = snapshot_table(load_facts().catalog).prices["rtx-a5000"]["community"]
-    age = (datetime.now(timezone.utc).date() - price.date).days
-    args = ("estimate", "--gpu", "rtx-a5000", "--gpu", "v100-sxm2-16gb", "--price-tier", "community", "--sequences", "1000")
+    age = (datetime.now(UTC).date() - price.date).days
+    args = ("estimate", "--gpu", "rtx-a5000", "--gpu", "v100-sxm2-16gb", "--price-tier", "community",
+            "--sequences", "1000")
     out = run(*args)  # a table with a GPU that can't run the plan (bf16 on SM70) still prints
     assert out.returncode == 0 and "v100-sxm2-16gb" in out.stdout, out.stderr
     assert "2 prices dated" in out.stderr
@@ -209,7 +211,8 @@ def test_a_pinned_pytorch_build_runs_some_gpus_and_not_others():
     rows = {r["gpu_id"]: r for r in json.loads(out.stdout)}
     # RTX A5000 is sm_86, in 1.13.1+cu116's list; H100 is sm_90, not in it (sm_37 ... sm_86)
     assert rows["rtx-a5000"]["feasible"] and not rows["h100-sxm"]["feasible"]
-    assert any(r["code"] == "pytorch_build" and r["blocking"] and "SM90" in r["text"] for r in rows["h100-sxm"]["reasons"])
+    assert any(r["code"] == "pytorch_build" and r["blocking"] and "SM90" in r["text"]
+               for r in rows["h100-sxm"]["reasons"])
 
 
 def test_an_unknown_pytorch_version_exits_2_listing_the_known_builds():

@@ -18,7 +18,7 @@ import zlib
 
 import pytest
 
-from planner.base.schema import DataFileError, UnknownNameError
+from planner.base.schema import DataFileError
 from planner.cli import main
 from planner.engine.estimate import estimate_all
 from planner.inputs.bench_result import CalibrationError, parse_result
@@ -167,7 +167,7 @@ OPTIONS = ["--sequences", "--prompt-tokens", "--gen-tokens", "--samples", "--inp
 @pytest.mark.parametrize("chunk", range(3))
 def test_cli_arguments_exit_2_with_the_option_named_or_succeed(chunk):
     rng = random.Random(SEED + 3 + chunk)
-    for i in range(30):
+    for _ in range(30):
         args = ["estimate", "--gpu", "h100-sxm", "--format", "json"]
         options = [rng.choice(OPTIONS) for _ in range(rng.randint(1, 3))]
         for option in options:

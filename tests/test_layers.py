@@ -114,31 +114,31 @@ def scan(files: Mapping[str, str]) -> Scan:
             target = target.rsplit(".", 1)[0]
         return target
 
+    def visit(module: str, package: str, node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                out.imports.extend(Import(module, a.name, child.lineno, inside) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    up = package.split(".") if package else []
+                    if child.level - 1 >= len(up):
+                        out.errors.append(f"{module} line {child.lineno}: relative import beyond the top package")
+                        continue
+                    base = ".".join(up[:len(up) - (child.level - 1)] + ([base] if base else []))
+                names = tuple(a.name for a in child.names)
+                out.imports.append(Import(module, base, child.lineno, inside, names))
+                # `from planner import share` / `from . import share` imports the submodule; for a library the
+                # name may be one too (`from urllib import request`), which the library checks must see
+                out.imports.extend(Import(module, f"{base}.{n}", child.lineno, inside) for n in names
+                                   if f"{base}.{n}" in out.trees or base.split(".")[0] not in roots)
+            in_function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(module, package, child, inside or in_function)
+
     for module, tree in out.trees.items():
         # the package a relative import starts from: a package's __init__ is its own package
         package = module if module in packages else module.rpartition(".")[0]
-
-        def visit(node: ast.AST, inside: bool) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Import):
-                    out.imports.extend(Import(module, a.name, child.lineno, inside) for a in child.names)
-                elif isinstance(child, ast.ImportFrom):
-                    base = child.module or ""
-                    if child.level:
-                        up = package.split(".") if package else []
-                        if child.level - 1 >= len(up):
-                            out.errors.append(f"{module} line {child.lineno}: relative import beyond the top package")
-                            continue
-                        base = ".".join(up[:len(up) - (child.level - 1)] + ([base] if base else []))
-                    names = tuple(a.name for a in child.names)
-                    out.imports.append(Import(module, base, child.lineno, inside, names))
-                    # `from planner import share` / `from . import share` imports the submodule; for a library the
-                    # name may be one too (`from urllib import request`), which the library checks must see
-                    out.imports.extend(Import(module, f"{base}.{n}", child.lineno, inside) for n in names
-                                       if f"{base}.{n}" in out.trees or base.split(".")[0] not in roots)
-                visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
-
-        visit(tree, False)
+        visit(module, package, tree, False)
     for imp in out.imports:
         # a script's import of its sibling (`import measure_hf`, run from its folder) names no root: not an edge
         if imp.target.split(".")[0] in roots:

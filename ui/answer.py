@@ -81,7 +81,7 @@ def own_cards(mine, tier: str) -> None:
                         help=f"{v.details}  \n{assumptions}")
 
 
-def answer_box(a: "Answer", named: str) -> None:
+def answer_box(a: Answer, named: str) -> None:
     """The verdict on the GPU `named` (by a link, an example or a click), unless it is one of your own cards (their
     card answers), and why the GPUs that can't run the plan can't."""
     e = next((x for x in a.view.ranking.estimates if x.gpu.id == named), None)

@@ -84,7 +84,7 @@ def main(ids: list[str]) -> None:
     try:
         inv_bw, k, fitted = fit([rows[i] for i in ids], load_catalog(), validation_models(), load_rules())
     except ValueError as e:
-        raise SystemExit(str(e))
+        raise SystemExit(str(e)) from None
     gpu = fitted[0][1]
     fraction = 1 / inv_bw / (gpu.mem_bw_gbps * 1e9) if inv_bw > 0 else float("inf")
     print(f"bandwidth {1 / inv_bw / 1e9:,.0f} GB/s = {fraction:.2f} of {gpu.name}'s "

@@ -16,7 +16,7 @@ import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import torch
@@ -109,7 +109,7 @@ def train_record(model, batch: int, seq: int, device: str, amp: torch.dtype | No
 
 def environment(device: str) -> dict:
     import transformers
-    env = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "torch": torch.__version__,
+    env = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "torch": torch.__version__,
            "cuda": torch.version.cuda, "transformers": transformers.__version__, "python": platform.python_version(),
            "cpu_threads": torch.get_num_threads()}
     try:

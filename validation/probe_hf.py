@@ -16,7 +16,7 @@ sys.path.insert(0, "validation")
 import measure_hf as m
 print("cpus", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), "load", os.getloadavg(),
       "threads", torch.get_num_threads())
-mhz = [float(l.split(":")[1]) for l in open("/proc/cpuinfo") if l.startswith("cpu MHz")]
+mhz = [float(line.split(":")[1]) for line in open("/proc/cpuinfo") if line.startswith("cpu MHz")]
 print("MHz min/median/max", min(mhz), statistics.median(mhz), max(mhz),
       next(line for line in open("/proc/cpuinfo") if line.startswith("model name")).strip())
 llama = m.build("llama", m.LLAMA2_7B, False, "cuda", torch.bfloat16)
@@ -36,31 +36,40 @@ with torch.inference_mode():
     # a bare forward step (no generate machinery): decode step with cache
     cache, tok = llama(ids, use_cache=True).past_key_values, ids[:, -1:]
     ts = []
-    for i in range(30):
+    for _ in range(30):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         llama(tok, past_key_values=cache, use_cache=True)
         torch.cuda.synchronize()
         ts.append(time.perf_counter() - t0)
-    print("bare forward decode step ms: median %.2f min %.2f max %.2f"
-          % (statistics.median(ts) * 1e3, min(ts) * 1e3, max(ts) * 1e3))
+    print(f"bare forward decode step ms: median {statistics.median(ts) * 1e3:.2f} min {min(ts) * 1e3:.2f} "
+          f"max {max(ts) * 1e3:.2f}")
 del llama
 torch.cuda.empty_cache()
 g = m.build("gpt2", m.GPT2_124M, False, "cuda", torch.float32).train()
 opt = torch.optim.AdamW(g.parameters(), lr=1e-5)
 ids = torch.randint(100, 20000, (16, 1024), device="cuda")
+
+
 def step():
     with torch.autocast("cuda", dtype=torch.bfloat16):
         loss = g(ids, labels=ids).loss
-    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-for _ in range(3): step()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+for _ in range(3):
+    step()
 torch.cuda.synchronize()
 from torch.profiler import profile, ProfilerActivity
 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-    for _ in range(2): step()
+    for _ in range(2):
+        step()
     torch.cuda.synchronize()
 for key in ("device_time_total", "cuda_time_total"):
     try:
-        print(prof.key_averages().table(sort_by=key, row_limit=22, max_name_column_width=60)); break
+        print(prof.key_averages().table(sort_by=key, row_limit=22, max_name_column_width=60))
+        break
     except Exception as exc:
         print("sort", key, "failed", exc)

@@ -5,9 +5,10 @@ Written from the published architectures, for `python -m planner profile`:
       hardware_adaptation.md is seed 001) and the same author's BetaBend src/models/embeddings.py and
       transformer_block.py: residue features (sequence embedding 32 + dihedrals 4 + entropy, accessibility,
       conservation) -> Linear(39, cs) + sinusoidal positions (max_len 500); pair features (pairing probabilities,
-      couplings, a 65-way clipped relative-position embedding of 32) -> Linear(34, cz). Each TransformerBlock updates the
-      residues with pre-LN nn.MultiheadAttention (4 heads, dropout 0.1, need_weights=False) and a ReLU FFN cs->4cs->cs,
-      then the pairs with an MLP on concat[h_i, h_j, LN(z_ij)] (2cs+cz -> 2cz -> cz, ReLU, dropout) added residually.
+      couplings, a 65-way clipped relative-position embedding of 32) -> Linear(34, cz). Each TransformerBlock updates
+      the residues with pre-LN nn.MultiheadAttention (4 heads, dropout 0.1, need_weights=False) and a ReLU FFN
+      cs->4cs->cs, then the pairs with an MLP on concat[h_i, h_j, LN(z_ij)] (2cs+cz -> 2cz -> cz, ReLU, dropout) added
+      residually.
   RhoFold / OpenFold (AlphaFold 2 supplementary, Algorithms 20-23): adapters to S=384 and Z=128, LayerNorms, a frame
       initializer, then ONE InvariantPointAttention (shared weights) applied num_ipa_blocks times: s += IPA(s, z, T);
       LN; BackboneUpdate (Linear(S, 6): quaternion vector + translation); AngleResnet(s, s_initial) (3 blocks, 7

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 def in_background(fn: Callable[..., Any], *args, **kwargs) -> Future:

@@ -12,7 +12,7 @@ import math
 import operator
 import threading
 from functools import lru_cache
-from typing import Mapping
+from collections.abc import Mapping
 
 from planner.base.safe_parse import shown
 
@@ -50,7 +50,8 @@ def _parse_text(text: str) -> ast.Expression:
             raise ExpressionError(f"formula has more than {MAX_FORMULA_NODES} terms and operators")
         if not isinstance(node, _ALLOWED):
             raise ExpressionError(f"'{type(node).__name__}' is not allowed; use numbers, names, + - * / ** and ()")
-        if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, (int, float))):
+        if isinstance(node, ast.Constant) and (isinstance(node.value, bool)
+                                               or not isinstance(node.value, (int, float))):
             raise ExpressionError(f"only numbers are allowed as constants, got {shown(node.value)}")
     return tree
 

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import yaml
 
@@ -144,7 +145,7 @@ class Record:
     data: Mapping[str, Any]
 
     @classmethod
-    def of(cls, path: str | Path, index: int, data: Any) -> "Record":
+    def of(cls, path: str | Path, index: int, data: Any) -> Record:
         if not isinstance(data, dict):
             raise DataFileError(path, f"#{index}", "-", "expected a mapping")
         rid = data.get("id")
@@ -220,7 +221,7 @@ class Record:
         except ValueError:
             raise self.fail(field, f"expected a date YYYY-MM-DD, got {shown(value)}") from None
 
-    def records(self, field: str, max_items: int) -> list["Record"]:
+    def records(self, field: str, max_items: int) -> list[Record]:
         """A non-empty list of mappings (at most max_items), each as a Record labelled field[i]."""
         value = self.raw(field)
         if not isinstance(value, list) or not value:
@@ -234,7 +235,7 @@ class Record:
             out.append(Record(self.path, f"{self.label}.{field}[{i}]", item))
         return out
 
-    def child(self, field: str, required: bool = True) -> "Record | None":
+    def child(self, field: str, required: bool = True) -> Record | None:
         value = self.raw(field, required)
         if value is None:
             return None
@@ -271,7 +272,7 @@ def parse_compute_capability(text: Any, fail) -> tuple[int, int]:
 
 def sm_label(cc: tuple[int, int] | None) -> str:
     """(9, 0) -> 'SM90'; '-' when there is none (AMD)."""
-    return "SM%d%d" % cc if cc else "-"
+    return f"SM{cc[0]}{cc[1]}" if cc else "-"
 
 
 def unique_ids(path: str | Path, ids: Iterable[str]) -> None:

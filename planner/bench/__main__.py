@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compile", dest="compile_", action="store_true", default=None, help="also time torch.compile")
     p.add_argument("--no-compile", dest="compile_", action="store_false", help="skip torch.compile")
     p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for torch (default on a CPU: 1 with --clock cpu, torch's choice with --clock wall)")
+                   help="CPU threads for torch (default on a CPU: 1 with --clock cpu, torch's choice with "
+                        "--clock wall)")
     p.add_argument("--clock", choices=("wall", "cpu"), default=None,
                    help="CPU device: process CPU time of one thread (default: stable on a shared machine) or wall time")
     p.add_argument("--out", default=None, help="result file (default: <date>_<device>-<name>.json here)")
@@ -127,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in fit_lines(cal):
         print(f"  {line}")
     for row in point_table(checked, cal):
-        print(f"  {row['label']:<46} measured {row['measured_s'] * 1e3:9.2f} ms  analytic {row['analytic_s'] * 1e3:9.2f} ms"
-              f"  calibrated {row['calibrated_s'] * 1e3:9.2f} ms ({row['calibrated_error_pct']:+.0f} %)")
+        print(f"  {row['label']:<46} measured {row['measured_s'] * 1e3:9.2f} ms  "
+              f"analytic {row['analytic_s'] * 1e3:9.2f} ms  "
+              f"calibrated {row['calibrated_s'] * 1e3:9.2f} ms ({row['calibrated_error_pct']:+.0f} %)")
     print(f"total {time.perf_counter() - start:.1f} s; use it with: python -m planner estimate --calibration {out}")
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import torch
 
@@ -63,10 +63,10 @@ def environment(device: str) -> dict:
            "python_version": platform.python_version(), "platform": platform.platform(),
            "cpu_model": cpu_model(), "cpu_threads": os.cpu_count(), "torch_threads": torch.get_num_threads(),
            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-           "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "load_average": _load()}
+           "date": datetime.now(UTC).isoformat(timespec="seconds"), "load_average": _load()}
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
-        env.update(device_name=torch.cuda.get_device_name(0), compute_capability="%d.%d" % (props.major, props.minor),
+        env.update(device_name=torch.cuda.get_device_name(0), compute_capability=f"{props.major}.{props.minor}",
                    memory_gb=props.total_memory / 1e9, multiprocessors=props.multi_processor_count)
     elif device == "mps":
         env.update(device_name=f"Apple GPU ({env['cpu_model']})", memory_gb=system_memory_gb())

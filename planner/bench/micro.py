@@ -28,7 +28,10 @@ def copy_bandwidth(device: str, mib: int, min_run_time_s: float, clock: str = "w
     for _ in range(COPY_ALLOCATIONS):
         x = torch.ones(n, device=device)  # the values don't matter to a copy; randn of 512 MiB takes seconds on a CPU
         y = torch.empty_like(x)
-        runs.append(measure(lambda: y.copy_(x), device, min_run_time_s / COPY_ALLOCATIONS, warmup=2, clock=clock))
+        # x and y are bound as defaults: the lambda is timed within this iteration, and the del below frees the pair
+        # before the next allocation
+        runs.append(measure(lambda x=x, y=y: y.copy_(x), device, min_run_time_s / COPY_ALLOCATIONS, warmup=2,
+                            clock=clock))
         del x, y
     mid = sorted(runs, key=lambda t: t.median_s)[len(runs) // 2]
     return {"tensor_mib": mib, "bytes_moved": moved, "gbps": moved / mid.median_s / 1e9, "timing": mid.as_dict(),

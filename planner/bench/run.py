@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import replace
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -27,8 +27,8 @@ QUICK_ROUND_S = 0.05
 QUICK_POINT_S = QUICK_ROUNDS * QUICK_ROUND_S  # one point's timing in all
 # Two small decoders of different families, so a fit on one can be checked on the other. 512 wide: narrower GEMMs
 # run at a lower fraction of the CPU's matmul peak, which one compute efficiency cannot carry across model widths.
-TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style (4 x 512)", layers=4, hidden=512, heads=8,
-                            kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
+TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style (4 x 512)", layers=4, hidden=512,
+                            heads=8, kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
                             tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
 # TINY_GPT, the architecture the fit never sees in tests/bench/test_bench.py, has 8 layers (26 M parameters, 104 MB in
 # fp32) so that its decode streams from DRAM: with 3 layers (40 MB) part of its weights stayed in a 2-core Zen 5
@@ -157,7 +157,8 @@ def run_micro(device: str, quick: bool, precision: str, clock: str, progress: Ca
             for n in (sizes if path in ("fp32", "tf32", precision) else sizes[:1 if quick else 2]):
                 runs.append(matmul_tflops(device, path, n, mrt, clock))
         except (RuntimeError, TypeError) as exc:  # dtype not supported on this device
-            matmul[path] = {"status": "unavailable", "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+            matmul[path] = {"status": "unavailable",
+                            "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             progress(f"  unavailable ({matmul[path]['reason']})")
             continue
         best = max(r["tflops"] for r in runs)
@@ -195,8 +196,8 @@ def recheck_micro(micro: dict, device: str, quick: bool, precision: str, clock: 
 def _start(device: str, clock: str, progress: Callable[[str], None]) -> dict:
     env = {**environment(device), "clock": clock if device == "cpu" else "device"}
     if device == "cpu" and env["load_average"] > 0.5 * env["cpu_threads"] and clock == "wall":
-        progress(f"warning: the machine is busy (load {env['load_average']:.1f} on {env['cpu_threads']} CPUs): wall times "
-                 "will be noisy; --threads 1 --clock cpu measures CPU time instead")
+        progress(f"warning: the machine is busy (load {env['load_average']:.1f} on {env['cpu_threads']} CPUs): "
+                 "wall times will be noisy; --threads 1 --clock cpu measures CPU time instead")
     progress(f"device: {env['device_name']} ({device}), torch {env['torch_version']}, {env['torch_threads']} threads")
     return env
 
@@ -214,8 +215,10 @@ def _document(quick: bool, env: dict, micro: dict, workloads: list[dict], compil
 
 def run_bench(device: str, quick: bool = False, precision: str | None = None, compile_: bool | None = None,
               progress: Callable[[str], None] = lambda text: None, clock: str = "wall",
-              points: list[Point] | None = None, rounds: int | None = None, workload_time_s: float | None = None) -> dict:
-    """Run every benchmark on `device` and return the result document (validated by planner.inputs.bench_result.parse_result).
+              points: list[Point] | None = None, rounds: int | None = None,
+              workload_time_s: float | None = None) -> dict:
+    """Run every benchmark on `device` and return the result document (validated by
+    planner.inputs.bench_result.parse_result).
 
     points: the workload points to time (default: `workload_points` for the device and mode); each is timed for
     about workload_time_s in all, over `rounds` interleaved rounds."""
@@ -230,8 +233,9 @@ def run_bench(device: str, quick: bool = False, precision: str | None = None, co
                       rounds or (QUICK_ROUNDS if quick else 5), progress, clock)
     recheck_micro(micro, device, quick, precision, clock, progress)
     if compile_:
-        compile_status = "; ".join(f"{r['workload']}: " + (f"ok, compiled in {r['compile_s']:.1f} s" if r["status"] == "ok"
-                                   else f"unavailable ({r['reason']})") for r in rows if r["compiled"])
+        compile_status = "; ".join(f"{r['workload']}: " + (f"ok, compiled in {r['compile_s']:.1f} s"
+                                                           if r["status"] == "ok" else f"unavailable ({r['reason']})")
+                                   for r in rows if r["compiled"])
     else:
         compile_status = ("skipped: --quick (torch.compile takes tens of seconds per graph on a CPU)" if quick
                           else "skipped: --no-compile")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.utils.benchmark as tbench
@@ -56,7 +56,8 @@ def measure(fn: Callable[[], object], device: str, min_run_time_s: float = 0.3, 
                              timer=time.process_time if clock == "cpu" else time.perf_counter)
         m = timer.blocked_autorange(min_run_time=min_run_time_s)
         return Timing(m.median, m.iqr, len(m.times),
-                      "torch.utils.benchmark.Timer.blocked_autorange" + (" (process CPU time)" if clock == "cpu" else ""))
+                      "torch.utils.benchmark.Timer.blocked_autorange"
+                      + (" (process CPU time)" if clock == "cpu" else ""))
     times: list[float] = []
     start_all = time.perf_counter()
     if device == "cuda":

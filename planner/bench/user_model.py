@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import torch
 import yaml
@@ -155,7 +156,8 @@ def run_model(spec: str, sizes: tuple[int, ...], args: dict[str, Any], size_name
             measured = timed_rounds([forward, train], device, min_run_time_s / PASSES, per_pass, clock)
             for workload, timing in zip(("forward", "train"), measured):
                 timings[workload, size] = _merge(timings.get((workload, size)), timing)
-            progress(f"  forward {measured[0]['median_s'] * 1e3:.2f} ms, train step {measured[1]['median_s'] * 1e3:.2f} ms")
+            progress(f"  forward {measured[0]['median_s'] * 1e3:.2f} ms, "
+                     f"train step {measured[1]['median_s'] * 1e3:.2f} ms")
             del forward, train, keep
             if device == "cuda":
                 torch.cuda.empty_cache()

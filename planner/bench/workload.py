@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -38,7 +38,8 @@ class Point:
 
     def label(self) -> str:
         where = f"pos {self.position}" if self.kind == "decode" else f"seq {self.seq}"
-        return f"{self.model.id} {self.kind} b{self.batch} {where} {self.precision}" + (" compiled" if self.compiled else "")
+        return (f"{self.model.id} {self.kind} b{self.batch} {where} {self.precision}"
+                + (" compiled" if self.compiled else ""))
 
 
 def _tokens(p: DecoderProfile, batch: int, length: int, device) -> torch.Tensor:
@@ -166,7 +167,8 @@ def run_points(points: list[Point], device: str, min_run_time_s: float, rounds: 
         _check(pt)
     live, rows, shared = [], [], {}
     for i, pt in enumerate(points):
-        progress(f"[{i + 1}/{len(points)}] preparing {pt.label()}" + (" (compiling, can take a minute)" if pt.compiled else ""))
+        progress(f"[{i + 1}/{len(points)}] preparing {pt.label()}"
+                 + (" (compiling, can take a minute)" if pt.compiled else ""))
         row = _row(pt)
         t0 = time.perf_counter()
         try:

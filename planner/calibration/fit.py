@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
 from planner.base.safe_parse import shown
@@ -57,8 +57,9 @@ MISSING = {
 # Host dispatch per kernel (as data/runtimes.yaml counts kernels) of bare torch ops on the host behind eager PyTorch's
 # tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one.
 # Read on one machine (H200 "b" of validation/measured/README.md, 2026-11-26): its bench fits 12.6 us (95 %: +-19 %),
-# and on the same machine Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token (its probe log), which eager's
-# tuned host time predicts at 22.4 ms. Another H200 ("a") fitted 10.9 us and decoded at 18.5 ms a token at best.
+# and on the same machine Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token (its probe log),
+# which eager's tuned host time predicts at 22.4 ms. Another H200 ("a") fitted 10.9 us and decoded at 18.5 ms a token
+# at best.
 BARE_OP_HOST_US = 12.6
 NOISE_FLOOR = 0.01  # timing repeatability assumed at least (1 % relative): a perfect fit still has this uncertainty
 # A factor is pinned down when a 1 % timing noise moves it by at most COND_LIMIT % (its design standard error):
@@ -209,7 +210,8 @@ def _build_device(name: str, device_type: str, base: GPU | None, bw_gbps: float,
                   mem_bw_gbps=bw_gbps, fp32_tflops=peaks.get("fp32", 0.0), tf32_tflops=peaks.get("tf32"),
                   fp16_tflops=peaks.get("fp16"), bf16_tflops=peaks.get("bf16"), fp8_tflops=None, int8_tops=None,
                   vram_gib=memory_gb * BYTES_PER_GB / BYTES_PER_GIB, reported_vram_mib=None,  # measured = as reported
-                  reported_vram_source="", source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
+                  reported_vram_source="",
+                  source=f"measured by python -m planner.bench (bench_version {BENCH_VERSION}) "
                   f"on {day}: copy bandwidth and matmul peaks", notes="peaks are measured, not datasheet figures")
     if base:
         return replace(base, **fields)
@@ -468,7 +470,7 @@ class Calibration:
         return ";".join(parts)
 
     @classmethod
-    def from_query(cls, text: str, catalog: Catalog | None = None) -> "Calibration":
+    def from_query(cls, text: str, catalog: Catalog | None = None) -> Calibration:
         """Parse `to_query` text (e.g. from a hand-edited link); CalibrationError on anything invalid."""
         hint = "; remove the 'cal' parameter from the link or upload the bench result again"
         if not isinstance(text, str) or not text or len(text) > 600 or not re.fullmatch(r"[A-Za-z0-9.=;_+-]+", text):
@@ -485,7 +487,8 @@ class Calibration:
         missing = sorted({"v", "dev", "cls", "bw", "mm", "lo", "path", "pbw", "mem", "d"} - set(fields))
         if unknown or missing:
             raise CalibrationError(f"calibration link: {'unknown ' + ', '.join(unknown) if unknown else ''}"
-                                   f"{'; ' if unknown and missing else ''}{'missing ' + ', '.join(missing) if missing else ''}{hint}")
+                                   f"{'; ' if unknown and missing else ''}"
+                                   f"{'missing ' + ', '.join(missing) if missing else ''}{hint}")
 
         def num(key: str, bounds: tuple[float, float]) -> float:
             try:
@@ -493,7 +496,8 @@ class Calibration:
             except ValueError:
                 raise CalibrationError(f"calibration link: {key}={shown(fields[key])} is not a number{hint}") from None
             if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
-                raise CalibrationError(f"calibration link: {key}={fields[key]} is outside {bounds[0]:g}..{bounds[1]:g}{hint}")
+                raise CalibrationError(f"calibration link: {key}={fields[key]} is outside "
+                                       f"{bounds[0]:g}..{bounds[1]:g}{hint}")
             return value
 
         if fields["v"] != str(BENCH_VERSION):
@@ -501,9 +505,11 @@ class Calibration:
                                    f"{BENCH_VERSION}: re-run `python -m planner.bench`{hint}")
         klass = fields["cls"]
         if klass not in DEVICE_CLASSES:
-            raise CalibrationError(f"calibration link: cls={shown(klass)} must be one of {', '.join(DEVICE_CLASSES)}{hint}")
+            raise CalibrationError(f"calibration link: cls={shown(klass)} must be one of "
+                                   f"{', '.join(DEVICE_CLASSES)}{hint}")
         if fields["path"] not in PATHS:
-            raise CalibrationError(f"calibration link: path={shown(fields['path'])} must be one of {', '.join(PATHS)}{hint}")
+            raise CalibrationError(f"calibration link: path={shown(fields['path'])} must be one of "
+                                   f"{', '.join(PATHS)}{hint}")
         if not re.fullmatch(r"\d{8}", fields["d"]):
             raise CalibrationError(f"calibration link: d={shown(fields['d'])} must be a date YYYYMMDD{hint}")
         try:
@@ -790,7 +796,8 @@ def load_calibration(path: str | Path, device: str | None = None) -> Calibration
     try:
         size = path.stat().st_size
         if size > MAX_RESULT_BYTES:
-            raise CalibrationError(f"{path}: file is {size:,} bytes; a bench result is under {MAX_RESULT_BYTES:,} bytes")
+            raise CalibrationError(f"{path}: file is {size:,} bytes; a bench result is under "
+                                   f"{MAX_RESULT_BYTES:,} bytes")
         data = path.read_bytes()
     except OSError as exc:
         raise CalibrationError(f"{path}: cannot read the file ({exc.strerror})") from None
@@ -912,7 +919,7 @@ class Fleet:
         return FLEET_SEPARATOR.join(c.to_query() for c in self.members)
 
     @classmethod
-    def from_query(cls, text: str, catalog: Catalog | None = None) -> "Fleet":
+    def from_query(cls, text: str, catalog: Catalog | None = None) -> Fleet:
         parts = [p for p in str(text).split(FLEET_SEPARATOR) if p]
         if not parts or len(parts) > MAX_FLEET:
             raise CalibrationError(f"a link carries 1 to {MAX_FLEET} calibrations, got {len(parts)}")

@@ -9,7 +9,8 @@ the fit is tested and not just interpolated.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 import yaml
 
@@ -20,7 +21,8 @@ from planner.base.schema import Record, parse_yaml
 DEFAULT_TOLERANCE_PCT = 1.0
 EXACT_PCT = 1e-6  # a law within a millionth of a percent of every point reproduces it (float rounding only)
 HEADER = ("# A traced model profile written by `python -m planner profile` (planner.profiling.tracer). Load it with\n"
-          "# `python -m planner estimate --model THIS.yaml` or upload it in the app. Every law is per sample (batch 1)\n"
+          "# `python -m planner estimate --model THIS.yaml` or upload it in the app. "
+          "Every law is per sample (batch 1)\n"
           "# at input size L: coeffs c0, c1, ... of c0 + c1 L + c2 L^2 + c3 L^3, fitted to the traced points (one per\n"
           "# size in trace.sizes). Bytes were counted with fp32 tensors; memory is the peak of live activations.\n")
 

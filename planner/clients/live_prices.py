@@ -24,7 +24,7 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -389,7 +389,7 @@ def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, ur
     in [0.01, 200] $/h, else that tier keeps the snapshot and the message names it. Results are cached
     per (url, key hash) for ttl_s seconds (failures for at most FAILURE_TTL_S). `now` (UTC) stamps the fetch.
     """
-    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     try:
         catalog = catalog or load_catalog()
         cache_key = (url, _key_hash(api_key), catalog.path)

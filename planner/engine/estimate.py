@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million

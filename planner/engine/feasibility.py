@@ -60,7 +60,8 @@ def cpu_reasons(cpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason
 
 def runs_on_cpu(a: AttentionBackend) -> bool:
     """Whether an attention choice runs on a CPU: a kernel with no compute-capability floor (one that has a floor is
-    a CUDA kernel), or a selector with such a pick (sdpa: PyTorch's CPU flash kernel, else math; data/precisions.yaml)."""
+    a CUDA kernel), or a selector with such a pick (sdpa: PyTorch's CPU flash kernel, else math;
+    data/precisions.yaml)."""
     return any(runs_on_cpu(k) for k in a.picks) if a.is_selector else a.min_sm is None
 
 
@@ -83,7 +84,8 @@ def support_reasons(gpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Re
     elif taken is None or not _sm_ok(gpu, p.min_sm):
         need = f"needs {sm_label(p.min_sm)}+" if p.min_sm else "is not supported"
         out.append(Reason("precision", True, f"{p.id} {need}; {gpu.name} is {gpu.sm} ({gpu.architecture})"
-                          if gpu.compute_capability else f"{p.id}: {gpu.name} has no {p.compute_path} path in the catalog"))
+                          if gpu.compute_capability
+                          else f"{p.id}: {gpu.name} has no {p.compute_path} path in the catalog"))
     if isinstance(w, Generate) and m.can_generate and not _sm_ok(gpu, s.kv_dtype.min_sm):
         out.append(Reason("kv_dtype", True, f"{s.kv_dtype.id} KV cache needs {sm_label(s.kv_dtype.min_sm)}+; "
                           f"{gpu.name} is {gpu.sm}"))

@@ -43,7 +43,6 @@ class MemoryBreakdown:
 @lru_cache(maxsize=8192)
 def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: float) -> MemoryBreakdown:
     """Memory on each GPU for `batch` sequences/samples in flight."""
-    p = s.precision
     items: list[MemoryItem] = []
     if isinstance(w, Train):
         items += _train_items(m, w, s, batch)
@@ -65,15 +64,18 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
     k = s.shard
     if k > 1:  # FSDP: fp32 states sharded; the compute-dtype weights of the blocks in flight gathered
         unit = m.shard_unit_params
-        items = [MemoryItem("weights", (params * FP32_BYTES / k + FSDP_GATHERED_UNITS * unit * p.act_bytes) / BYTES_PER_GB,
-                            "{:,} params x fp32 master 4 B / {} GPUs + 2 gathered layers x {:g} B", (params, k, p.act_bytes))]
+        items = [MemoryItem("weights",
+                            (params * FP32_BYTES / k + FSDP_GATHERED_UNITS * unit * p.act_bytes) / BYTES_PER_GB,
+                            "{:,} params x fp32 master 4 B / {} GPUs + 2 gathered layers x {:g} B",
+                            (params, k, p.act_bytes))]
     else:
         items = [MemoryItem("weights", params * (FP32_BYTES + copy) / BYTES_PER_GB,
                             "{:,} params x (fp32 master 4 B + autocast copy {:g} B)", (params, copy))]
     items += [MemoryItem("gradients", params * FP32_BYTES / k / BYTES_PER_GB,
                          "{:,} params x fp32 gradient (4 B) / {} GPU(s)", (params, k)),
               MemoryItem("optimizer", params * OPTIMIZERS[w.optimizer] / k / BYTES_PER_GB,
-                         "{:,} params x {:g} B ({} states in fp32) / {} GPU(s)", (params, OPTIMIZERS[w.optimizer], w.optimizer, k))]
+                         "{:,} params x {:g} B ({} states in fp32) / {} GPU(s)",
+                         (params, OPTIMIZERS[w.optimizer], w.optimizer, k))]
     items.append(m.train_activation_memory(s, batch, w.input_size, w.checkpointing))
     return items
 

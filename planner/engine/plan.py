@@ -97,7 +97,8 @@ def check_plan(plan: Plan) -> None:
     if plan.price_tier not in PRICE_TIERS:
         raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
     if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):
-        raise ValueError("generate needs sequences >= 1, prompt tokens >= 1 (a BOS token counts) and generated tokens >= 1")
+        raise ValueError("generate needs sequences >= 1, prompt tokens >= 1 (a BOS token counts) and "
+                         "generated tokens >= 1")
     if isinstance(w, Train):
         if w.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")

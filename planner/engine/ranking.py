@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from planner.engine.estimate import Estimate, EfficiencyAdjust, estimate_gpu, items_per_gpu
 from planner.engine.job_cost import JobCost, job_cost

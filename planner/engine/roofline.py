@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import OVERLAP_EXPONENT, gemm_shape, overlapped_seconds, shape_efficiency

@@ -92,7 +92,8 @@ def _load_doc(text: str, filename: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
-        raise _fail(filename, f"neither JSON nor YAML{where}; upload the file `python -m planner.bench` wrote") from None
+        raise _fail(filename,
+                    f"neither JSON nor YAML{where}; upload the file `python -m planner.bench` wrote") from None
 
 
 def _catalog_gpu(name: str, catalog: Catalog, filename: str) -> GPU:

@@ -40,7 +40,7 @@ def version_text(v: tuple[int, ...]) -> str:
 
 def sm_text(cc: tuple[int, int]) -> str:
     """(8, 6) -> 'sm_86' (PyTorch's arch-list spelling)."""
-    return "sm_%d%d" % cc
+    return f"sm_{cc[0]}{cc[1]}"
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Build(CachedHash):
         """What the build ships, as torch.cuda.get_arch_list() spells it."""
         if self.platform == "rocm":
             return " ".join(self.gfx)
-        return " ".join([sm_text(s) for s in self.sm] + ["compute_%d%d" % p for p in self.ptx])
+        return " ".join([sm_text(s) for s in self.sm] + [f"compute_{p[0]}{p[1]}" for p in self.ptx])
 
     def fit(self, cc: tuple[int, int] | None, gfx: str | None) -> Fit | None:
         """How this build runs a GPU of compute capability `cc` (NVIDIA) or target `gfx` (AMD); None: it doesn't."""
@@ -104,7 +104,7 @@ class Build(CachedHash):
         if same_major:
             return Fit(COMPATIBLE, sm_text(max(same_major)))
         older_ptx = [p for p in self.ptx if p <= cc]
-        return Fit(PTX, "compute_%d%d" % max(older_ptx)) if older_ptx else None
+        return Fit(PTX, "compute_{}{}".format(*max(older_ptx))) if older_ptx else None
 
 
 @dataclass(frozen=True, eq=True)

@@ -55,7 +55,8 @@ ALU_PATH = "int32"
 # Blackwell (10.x) is not in the table: taken as Hopper's 1/2 (an assumption). AMD CDNA/RDNA vector ALUs and CPUs
 # run 32-bit integer and fp32 instructions at one rate (1.0).
 INT32_PER_FP32_LANES = {(8, 6): 0.5, (8, 7): 0.5, (8, 9): 0.5, (9, 0): 0.5, (10, 0): 0.5, (10, 3): 0.5}
-MAX_CEILING_OVER_PEAK = 1.2  # a measured matmul may beat the datasheet rate by what boost clocks add (_published_ceilings)
+# a measured matmul may beat the datasheet rate by what boost clocks add (_published_ceilings)
+MAX_CEILING_OVER_PEAK = 1.2
 MAX_SMS = 1024  # streaming multiprocessors (NVIDIA) or compute units (AMD); B200 has 148, MI300X 304
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 
@@ -411,8 +412,9 @@ def _family_path(fam: str, rates: dict[str, float | None]) -> str:
 def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
     """Optional `matmul_ceiling_tflops: {bf16 (or fp16 on a GPU without bf16), fp8, date, source}`: a published
     measured matmul ceiling (best over a shape search), which captures the clocks the GPU holds under load (its power
-    limit included). At most MAX_CEILING_OVER_PEAK x the datasheet peak of its path: GeForce cards boost above the clock
-    their datasheet rate assumes (measured RTX 5090 238 bf16 TFLOPS vs 209.5, RTX 3080 Ti 76.5 vs 68.2), never by 20 %."""
+    limit included). At most MAX_CEILING_OVER_PEAK x the datasheet peak of its path: GeForce cards boost above the
+    clock their datasheet rate assumes (measured RTX 5090 238 bf16 TFLOPS vs 209.5, RTX 3080 Ti 76.5 vs 68.2), never
+    by 20 %."""
     sub = rec.child("matmul_ceiling_tflops", required=False)
     if sub is None:
         return {}
@@ -592,7 +594,7 @@ def _protocol_shares(path: str | Path, records: list) -> dict[str, tuple[float, 
         caps = rec.child("max_busbw_gbps", required=False)
         steps = ()
         if caps is not None:
-            steps = tuple(sorted((parse_compute_capability(k, lambda why, k=k: caps.fail(k, why)),
+            steps = tuple(sorted((parse_compute_capability(k, lambda why, k=k, caps=caps: caps.fail(k, why)),
                                   caps.number(k, lo=1.0, hi=100000.0)) for k in caps.data))
         rec.text("source")  # required: each figure names where it comes from (read for its check only)
         parsed.append((rec.text("id", choices=PROTOCOLS), rec.number("busbw_share", lo=0.05, hi=1.0), steps))

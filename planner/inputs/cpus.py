@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from planner import DATA_DIR
 from planner.base.schema import DataFileError, Record, load_sections, unique_ids

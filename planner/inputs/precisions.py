@@ -113,7 +113,7 @@ class AttentionBackend(CachedHash):
     name: str
     source: str
     aliases: tuple[str, ...] = ()
-    picks: tuple["AttentionBackend", ...] = ()
+    picks: tuple[AttentionBackend, ...] = ()
     min_sm: tuple[int, int] | None = None
     max_sm: tuple[int, int] | None = None
     max_head_dim: int | None = None
@@ -140,7 +140,7 @@ class AttentionBackend(CachedHash):
     def is_selector(self) -> bool:
         return bool(self.picks)
 
-    def with_reference(self, ref: "AttentionBackend") -> "AttentionBackend":
+    def with_reference(self, ref: AttentionBackend) -> AttentionBackend:
         """This kernel carrying the reference's decode latency, and its fraction of peak unless it materializes the
         scores (its matmuls are GEMMs at the matmul ceiling)."""
         latency = replace(self, decode_latency_us=ref.decode_latency_us,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from planner import DATA_DIR
 from planner.base.safe_parse import shown
@@ -68,7 +68,8 @@ def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, d
         gpu_id = rec.text("id")
         if gpu_id not in ids:
             near = suggest(gpu_id, ids)
-            raise rec.fail("id", "not a GPU id in data/gpus.yaml" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+            raise rec.fail("id", "not a GPU id in data/gpus.yaml"
+                           + (f" (did you mean {', '.join(near)}?)" if near else ""))
         rec.strings("runpod_gpu_type_ids", required=False)
         out[gpu_id] = {t: v for t in PRICE_TIERS
                        if (v := rec.number(t, required=False, lo=MIN_USD_HR, hi=MAX_USD_HR)) is not None}
@@ -129,7 +130,8 @@ def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceT
     for gpu_id, value in custom_usd_hr.items():
         if gpu_id not in prices:
             near = suggest(str(gpu_id), prices)
-            raise ValueError(f"custom price for unknown GPU '{gpu_id}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
+            raise ValueError(f"custom price for unknown GPU '{gpu_id}'"
+                             + (f"; did you mean {', '.join(near)}?" if near else ""))
         bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
         if bad or not CUSTOM_MIN_USD_HR <= value <= CUSTOM_MAX_USD_HR:
             raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour from {CUSTOM_MIN_USD_HR:g} to "
@@ -147,13 +149,14 @@ def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceT
 
 def utc_today() -> date:
     """Today's date in UTC, the calendar every price date is read in."""
-    return datetime.now(timezone.utc).date()
+    return datetime.now(UTC).date()
 
 
 @dataclass(frozen=True)
 class PriceDates:
     """The dates behind a set of prices in use (one ranking, one tier): the oldest and newest, how many are older than
-    stale_after_days (or undated), out of how many priced. A user's own prices are left out: they have no date to doubt."""
+    stale_after_days (or undated), out of how many priced. A user's own prices are left out: they have no date to
+    doubt."""
 
     oldest: date | None
     newest: date | None
@@ -187,4 +190,6 @@ def stale_note(price: Price | None, today: date, stale_after_days: int = STALE_A
     if price is None or not price.is_stale(today, stale_after_days):
         return None
     age = price.age_days(today)
-    return "rests on an undated price" if age is None else f"rests on a price from {price.date.isoformat()} ({age:,} days old)"
+    if age is None:
+        return "rests on an undated price"
+    return f"rests on a price from {price.date.isoformat()} ({age:,} days old)"

@@ -125,7 +125,8 @@ class RuntimeProfile:
     source: str
     host_us_per_kernel: float = 0.0
     prefill_chunk_tokens: int = 0  # prompt tokens per prefill pass (llama.cpp's n_ubatch); 0 = the whole prompt
-    gemv: QuantizedGemv | None = None  # the runtime's own CUDA-core GEMV for quantized weights (None: tensor-core kernels)
+    # the runtime's own CUDA-core GEMV for quantized weights (None: tensor-core kernels)
+    gemv: QuantizedGemv | None = None
     dp_comm_overlap: float = 0.0  # see Efficiency
     dp_comm_overlap_source: str = ""
     cpu: CpuProfile | None = None

@@ -3,7 +3,8 @@
 OpGroup: FLOPs and DRAM bytes of one kind of work (linear layers, attention, elementwise) in one step, affine in
 the KV position p of a decode step (work(p) = a + b * p; b = 0 outside decode). MemoryItem: one consumer of GPU
 memory with its formula. Setup: how the model runs (precision, KV-cache dtype, attention backend, tensor-parallel
-and FSDP degrees, whether the runtime fuses elementwise ops). Model profiles (planner.inputs.models) produce these; the engine consumes them.
+and FSDP degrees, whether the runtime fuses elementwise ops). Model profiles (planner.inputs.models) produce these;
+the engine consumes them.
 """
 
 from __future__ import annotations

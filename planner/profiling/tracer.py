@@ -27,7 +27,6 @@ whose host memory is capped, so a factory that allocates real tensors can't exha
 
 from __future__ import annotations
 
-import gc
 import importlib
 import importlib.util
 import json
@@ -42,9 +41,10 @@ import traceback
 import weakref
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -67,9 +67,11 @@ DEFAULT_MAX_SECONDS = 600.0  # whole trace, all sizes
 DEFAULT_MAX_HOST_GB = 4.0  # real host memory the tracing child may add beyond torch itself
 CHILD_START_S = 60.0  # the child's own start (importing torch) on top of the trace's cap
 AUTOCAST = "cpu bf16"  # torch.autocast('cpu', dtype=torch.bfloat16): CUDA's op lists differ a little (AUTOCAST_NOTE)
-AUTOCAST_NOTE = ("bf16 memory was traced under CPU autocast (torch.autocast('cpu', dtype=torch.bfloat16)); CUDA autocast "
-                 "runs a few more ops (layer_norm, softmax) in fp32, so a GPU's 16-bit peak can be somewhat higher")
-ATTENTION_OPS = {aten._scaled_dot_product_flash_attention_for_cpu, aten._scaled_dot_product_flash_attention_for_cpu_backward,
+AUTOCAST_NOTE = ("bf16 memory was traced under CPU autocast (torch.autocast('cpu', dtype=torch.bfloat16)); "
+                 "CUDA autocast runs a few more ops (layer_norm, softmax) in fp32, so a GPU's 16-bit peak can be "
+                 "somewhat higher")
+ATTENTION_OPS = {aten._scaled_dot_product_flash_attention_for_cpu,
+                 aten._scaled_dot_product_flash_attention_for_cpu_backward,
                  aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_flash_attention_backward,
                  aten._scaled_dot_product_efficient_attention, aten._scaled_dot_product_efficient_attention_backward,
                  aten._scaled_dot_product_cudnn_attention, aten._scaled_dot_product_cudnn_attention_backward,
@@ -687,7 +689,7 @@ def profile(req: Request, default_size: int | None = None, model_id: str | None 
         "source": f"traced from {req.spec}" + (f" ({args_text})" if args_text else "")
                   + f" by `python -m planner profile` with torch {raw['torch_version']}",
         "input_size_name": req.size_name, "default_input_size": default,
-        "trace": {"torch_version": raw["torch_version"], "date": datetime.now(timezone.utc).date().isoformat(),
+        "trace": {"torch_version": raw["torch_version"], "date": datetime.now(UTC).date().isoformat(),
                   "factory": req.spec, "args": dict(req.args), "seconds": raw["seconds"], "autocast": AUTOCAST},
         "notes": "\n".join(notes),
     }

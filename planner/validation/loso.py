@@ -287,8 +287,8 @@ def ratio_summary(ratios: list[SpeedupRatio]) -> list[dict]:
 # two sources inform it, and no value rests on one source alone, which cannot show that it carries to another (as
 # TensorRT-LLM's old static-batch fit did not carry to its newer releases: validation/REPORT.md).
 TUNED_RULE = ("each runtime tuned on all its scored rows (measured.tune_runtime, the search every "
-              "leave-one-source-out fold runs), only the parameters that the other sources' rows still move with any one source left out; "
-              "the others keep their priors (data/runtimes.yaml)")
+              "leave-one-source-out fold runs), only the parameters that the other sources' rows still move with "
+              "any one source left out; the others keep their priors (data/runtimes.yaml)")
 
 
 def deployable(moving: dict[str, list[Measurement]]) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ import statistics
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from planner import ROOT_DIR
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
@@ -252,7 +252,8 @@ def precision_for(row: Measurement, rules: PrecisionRules) -> tuple[str, Precisi
         return preset.id, rules, ""
     # a row's bits per weight are its file size over all parameters (GGUF quantizes embeddings and head too)
     derived = replace(preset, id=f"{preset.id}@{row.weight_bits:g}b", weight_bytes=row.weight_bits / 8,
-                      quantized_weights="all", note=f"{preset.id} at {row.weight_bits:g} bits per weight (validation row)")
+                      quantized_weights="all",
+                      note=f"{preset.id} at {row.weight_bits:g} bits per weight (validation row)")
     note = f"{preset.id} preset run at the row's {row.weight_bits:g} bits/weight (preset: {preset.weight_bytes * 8:g})"
     return derived.id, replace(rules, precisions=rules.precisions + (derived,)), note
 
@@ -424,8 +425,8 @@ def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = SWEEPS,
     (the loss doesn't depend on it) keeps the prior value. Sweeps go on until one moves nothing (at most `sweeps`):
     bandwidth and the kernel gap trade along a diagonal valley, where a fixed three sweeps stopped short of the
     minimum (validation/REPORT.md, 2026-11-26). A parameter fewer than MIN_TUNE_ROWS rows can move, or that
-    the profile holds at a measured prior or takes from its launch family (RuntimeProfile.fixed), stays at its prior. Returns (params, info) with the
-    rows used and the loss before and after.
+    the profile holds at a measured prior or takes from its launch family (RuntimeProfile.fixed), stays at its prior.
+    Returns (params, info) with the rows used and the loss before and after.
     """
     catalog, models = load_catalog(), validation_models()
     prior = prior_params(runtime_id)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import yaml
 
@@ -228,8 +228,8 @@ def load_uncertainty(path: str | Path = UNCERTAINTY_FILE) -> UncertaintyTable:
     for g in REGIMES:
         if [ev.regime for ev in evidence].count(g) != 1:
             raise DataFileError(path, "-", "evidence", f"expected exactly one evidence record for '{g}'")
-    return UncertaintyTable(cells, evidence, accuracy, head.day("generated"), head.text("source"), head.text("residuals"),
-                            str(path))
+    return UncertaintyTable(cells, evidence, accuracy, head.day("generated"), head.text("source"),
+                            head.text("residuals"), str(path))
 
 
 def meets_target(regime: str, median_ape: float | None, median_bias_pct: float | None

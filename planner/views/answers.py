@@ -5,7 +5,7 @@ escaped."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from planner.engine.estimate import Estimate
 from planner.engine.ranking import Ranking

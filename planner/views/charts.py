@@ -8,7 +8,7 @@ name where the numbers come from. No streamlit here.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import altair as alt
 import pandas as pd
@@ -51,7 +51,7 @@ def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
     """
     pts = sorted((s, c, k) for k, s, c in points if s is not None and c is not None)
     front, best_cost = [], math.inf
-    for s, c, k in pts:  # by time, then cost: a point is on the front iff it is cheaper than every faster one
+    for _s, c, k in pts:  # by time, then cost: a point is on the front iff it is cheaper than every faster one
         if c < best_cost:
             front.append(k)
             best_cost = c
@@ -149,7 +149,8 @@ def roofline_data(estimates: Sequence[Estimate]) -> tuple[pd.DataFrame, pd.DataF
             continue
         for x in sorted({lo, min(max(ridge, lo), hi), hi}):
             ceilings.append({"gpu": e.gpu.name, "intensity": x, "tflops": attainable_tflops(e.gpu, path, x),
-                             "peak_tflops": e.gpu.run_peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps, "path": path})
+                             "peak_tflops": e.gpu.run_peak_tflops(path), "mem_bw_gbps": e.gpu.mem_bw_gbps,
+                             "path": path})
     return pd.DataFrame(ceilings), pd.DataFrame(points)
 
 
@@ -217,8 +218,9 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
         x=x, y=f"{y}:Q", color=color, shape=alt.Shape("bound:N", title="Limited by"), tooltip=tip)
     return alt.layer(line, pts, rule).properties(
         autosize=FIT_WIDTH, height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
-                                 "Dashed line: the largest batch that fits in the usable memory; beyond it, out of memory. "
-                                 "Shape: what limits the steps at that batch.", f"Source: {ESTIMATE_SOURCE}."))
+                                 "Dashed line: the largest batch that fits in the usable memory; "
+                                 "beyond it, out of memory. Shape: what limits the steps at that batch.",
+                                 f"Source: {ESTIMATE_SOURCE}."))
 
 
 # ---------------------------------------------------------------- memory
@@ -278,7 +280,8 @@ def time_split_chart(df: pd.DataFrame) -> alt.Chart:
                         scale=alt.Scale(domain=["memory", "compute", "overhead", "communication"],
                                         range=["#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c"])),
         tooltip=["phase:N", "limit:N", alt.Tooltip("seconds:Q", format=",.4g")],
-    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX), title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
+    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX),
+                 title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
 
 
 def rate_column(plan_job: str, is_decoder: bool) -> tuple[str, str]:
@@ -405,5 +408,6 @@ def whole_jobs_chart(df: pd.DataFrame) -> alt.Chart:
         x=alt.X("sum(seconds):Q", title="Billed seconds of the whole job"),
         color=alt.Color("part:N", title="Part", sort=alt.SortField("order")), order=alt.Order("order:Q"),
         tooltip=["gpu:N", "part:N", alt.Tooltip("seconds:Q", format=",.4g")],
-    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX), title=_title("The whole job on the top GPUs: compute and the pod's overheads",
+    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX),
+                 title=_title("The whole job on the top GPUs: compute and the pod's overheads",
                               f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml (each with its source)."))

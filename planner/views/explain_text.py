@@ -6,7 +6,7 @@ through format.md_escape.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from planner.engine.estimate import Estimate
 from planner.engine.ranking import Mine, Ranking

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 # (unit, seconds per unit, shown in this unit below this many seconds): 2 min, 2 h, 2 days, then days
 DURATION_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 172800.0), ("days", 86400.0, 63_115_200.0),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate

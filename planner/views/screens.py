@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 import pyarrow as pa

@@ -15,7 +15,8 @@ import base64
 import binascii
 import zlib
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
 from planner.base.safe_parse import parse_number, shown

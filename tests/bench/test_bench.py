@@ -91,7 +91,8 @@ def test_cpu_clock_needs_one_thread():
 
 
 def test_a_point_that_cannot_run_is_recorded_not_fatal():
-    rows = run_points([Point(GQA, "decode", 10**8, position=16), Point(GQA, "forward", 2, seq=8)], "cpu", 0.05, rounds=1)
+    rows = run_points([Point(GQA, "decode", 10**8, position=16), Point(GQA, "forward", 2, seq=8)], "cpu", 0.05,
+                      rounds=1)
     assert rows[0]["status"] == "unavailable" and rows[0]["reason"]
     assert rows[1]["status"] == "ok" and rows[1]["measured_s"] > 0
     with pytest.raises(ValueError, match="position"):
@@ -197,7 +198,8 @@ def test_your_own_model_is_traced_timed_and_held_out_at_every_size(tmp_path):
     report = "\n".join(f"tokens={r['size']} {r['workload']}: measured {r['measured_s'] * 1e3:.2f} ms, predicted "
                         f"{r['predicted_s'] * 1e3:.2f} ms ({r['error_pct']:+.1f} %)" for r in rows)
     print(f"\n--model --quick took {seconds:.1f} s\n{report}")
-    assert [(r["size"], r["workload"]) for r in rows] == [(s, w) for s in (32, 64, 128, 256) for w in ("forward", "train")]
+    assert [(r["size"], r["workload"]) for r in rows] == [(s, w) for s in (32, 64, 128, 256)
+                                                          for w in ("forward", "train")]
     assert all(r["predicted_s"] > 0 for r in rows)
 
 
@@ -210,7 +212,8 @@ def test_model_bench_refuses_bad_input_with_a_message(tmp_path):
     assert proc.returncode == 2 and "at least 3 sizes" in proc.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: traced\nid: x\n")
-    proc = _bench_model("--model", "examples/models/gpt2.py:build", "--input", "tokens=32,64,128", "--profile", str(bad))
+    proc = _bench_model("--model", "examples/models/gpt2.py:build", "--input", "tokens=32,64,128",
+                        "--profile", str(bad))
     assert proc.returncode == 2 and "bad.yaml" in proc.stderr and "Traceback" not in proc.stderr
 
 

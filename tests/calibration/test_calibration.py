@@ -83,7 +83,8 @@ def _synthetic_gpu_result(true_bw, true_mm, true_lo, gbps=900.0, bf16=150.0, poi
            "environment": {"device_type": "cuda", "device_name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9",
                            "memory_gb": 25.3, "torch_version": "2.13.0", "torch_threads": 8, "date": "2026-11-20"},
            "micro": {"memory_bandwidth": {"gbps": gbps}, "launch_overhead": {"us_per_op": 4.0},
-                     "matmul": {"fp32": {"status": "ok", "best_tflops": 80.0}, "bf16": {"status": "ok", "best_tflops": bf16}}},
+                     "matmul": {"fp32": {"status": "ok", "best_tflops": 80.0},
+                                "bf16": {"status": "ok", "best_tflops": bf16}}},
            "workloads": []}
     points = points or [("decode", 1, 128), ("decode", 64, 128), ("decode", 256, 32), ("forward", 8, 256),
                         ("forward", 64, 256), ("train", 16, 256)]
@@ -229,7 +230,8 @@ def test_too_large_is_refused_before_parsing(example, tmp_path, refused):
 # ---------------------------------------------------------------- CLI (planner/cli.py --calibration)
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_cli_estimate_with_a_calibration_file(tmp_path):
@@ -474,7 +476,7 @@ def test_uncertainty_and_unpinned_factors_survive_the_link(example):
     assert Calibration.from_query(old).fit_err_pct is None
 
 
-# ---------------------------------------------------------------- your own model: measure here, predict a size never fitted
+# ---------------------------------------------------------------- your own model: measure here, predict a new size
 
 def test_a_model_run_is_fitted_on_its_own_points_and_the_anchors_fill_the_rest(example):
     """Anchor points at one set of factors, the traced seed-004 GPT-2 at another: the model's times are compute- and
@@ -494,7 +496,8 @@ def test_a_model_run_is_fitted_on_its_own_points_and_the_anchors_fill_the_rest(e
 def test_holdout_predicts_each_size_from_a_fit_without_it(example):
     doc = with_times(cpu_result(example), *TRUTH)
     rows = holdout_table(doc)
-    assert sorted({r["size"] for r in rows}) == [64, 128, 256, 512] and {r["workload"] for r in rows} == {"forward", "train"}
+    assert sorted({r["size"] for r in rows}) == [64, 128, 256, 512]
+    assert {r["workload"] for r in rows} == {"forward", "train"}
     assert all(abs(r["error_pct"]) < 1.0 for r in rows)  # noise-free: the model is the truth
     noisy = holdout_table(with_times(cpu_result(example), *TRUTH, noise=0.02, seed=4))
     # 2 % noise on the held-out point itself, and on the points fitted: a few percent, far under the 15 % target
@@ -509,7 +512,8 @@ def test_model_run_points_are_listed_and_tabled(example):
     runs = [r for r in rows if r["model"] == "seed004-sdpa"]
     assert len(runs) == 8 and runs[0]["label"] == "seed004-sdpa forward b1 tokens=64 fp32" and runs[0]["seq"] == 64
     table = point_table(doc, fit(doc))
-    assert len(table) == len(rows) and all(abs(r["calibrated_error_pct"]) < 3 for r in table if r["model"] == "seed004-sdpa")
+    assert len(table) == len(rows)
+    assert all(abs(r["calibrated_error_pct"]) < 3 for r in table if r["model"] == "seed004-sdpa")
 
 
 def test_a_gpu_calibration_of_your_model_predicts_it_on_another_gpu_per_op_group():
@@ -564,8 +568,9 @@ def test_the_h200_bench_fits_inside_what_its_own_measurements_allow():
     norms included), the final norm and the 512 x 8192 tied embedding, 3,242,270,720 x 2 B = 6.4845 GB, in 2.1803 ms:
     at least 2.974 TB/s, 0.6196 of the 4,800 GB/s datasheet, and no more than its measured copy bandwidth, 4,150.4 GB/s
     = 0.8647. Its wide forward pass did 2 x 3,242,270,720 x 2,048 tokens = 13.28 TFLOP of GEMMs in 22.754 ms: at least
-    583.6 TFLOP/s, 0.7346 of the 794.5 TFLOPS bf16 ceiling of data/gpus.yaml. The compiled decode replays a CUDA graph
-    (0.748 ms measured), so the host's dispatch speed, which the fit puts at over 10 us per kernel, must not reach it."""
+    583.6 TFLOP/s, 0.7346 of the 794.5 TFLOPS bf16 ceiling of data/gpus.yaml. The compiled decode replays a CUDA
+    graph (0.748 ms measured), so the host's dispatch speed, which the fit puts at over 10 us per kernel, must not
+    reach it."""
     result = _h200()
     cal = fit(result)
     assert 0.6196 <= cal.mem_bw_efficiency <= 0.8647 and "bandwidth" not in cal.unidentified

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from planner.base.schema import DataFileError
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "rpa_TESTKEY_7f3c9e1d2b"
-NOW = datetime(2026, 11, 20, 14, 2, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 14, 2, 5, tzinfo=UTC)
 FAST = dict(timeout_s=2.0, retries=0, backoff_s=0.0, now=NOW)
 
 # Realistic gpuTypes elements (runpod_api.md §2), prices chosen to differ from the snapshot.
@@ -423,7 +423,8 @@ def test_older_snapshot_file_does_not_override_newer_catalog_price(catalog, snap
 
 
 @pytest.mark.parametrize("body, record, field", [
-    ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secure: abc\n", "'h100-sxm'", "secure"),
+    ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secure: abc\n", "'h100-sxm'",
+     "secure"),
     ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secure: 0\n", "'h100-sxm'", "secure"),
     ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxn\n  secure: 3.0\n", "'h100-sxn'", "id"),
     ("schema_version: 1\ndate: 2026-11-20\nsource: s\nprices:\n- id: h100-sxm\n  secur: 3.0\n", "'h100-sxm'", "secur"),
@@ -458,9 +459,9 @@ def run_cli(*args, key=KEY):
 
 def test_cli_refresh_writes_a_snapshot(serve, tmp_path):
     api = serve((200, GOOD, 0))
-    before = datetime.now(timezone.utc).date()
+    before = datetime.now(UTC).date()
     r = run_cli("--refresh", "--url", api.url, "--out", str(tmp_path), "--format", "json")
-    after = datetime.now(timezone.utc).date()
+    after = datetime.now(UTC).date()
     assert r.returncode == 0, r.stderr
     files = list(tmp_path.glob("*.yaml"))
     assert len(files) == 1
@@ -589,7 +590,8 @@ def test_an_absurd_live_price_is_held_back_and_not_written_without_accept(serve,
     path = P.write_snapshot(table, tmp_path)
     written = {r["id"]: r for r in yaml.safe_load(path.read_text())["prices"]}
     assert written.get("h100-sxm", {}).get("community") is None
-    accepted = {r["id"]: r for r in yaml.safe_load(P.write_snapshot(table, tmp_path, accept=True).read_text())["prices"]}
+    accepted_path = P.write_snapshot(table, tmp_path, accept=True)
+    accepted = {r["id"]: r for r in yaml.safe_load(accepted_path.read_text())["prices"]}
     assert accepted["h100-sxm"]["community"] == 0.011
 
 

@@ -1,4 +1,5 @@
-"""End-to-end fixtures: `streamlit run serve.py` (app.py as served) on a free local port, and Debian's Chromium driven by Playwright.
+"""End-to-end fixtures: `streamlit run serve.py` (app.py as served) on a free local port, and Debian's Chromium driven
+by Playwright.
 
 The browser is the system one (/usr/bin/chromium, from `.ci/setup-browser`); Playwright's own download is never
 used. Screenshots go to artifacts/screenshots/ (git-ignored).

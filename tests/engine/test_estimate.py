@@ -95,7 +95,8 @@ def test_auto_batch_beats_any_fixed_feasible_batch(fixed):
     work = Generate(30_000, 8, 120)
     auto = estimate_gpu(_plan("cfdna-gen", "fp16", None, workload=work), gpu, FACTS)
     if fixed <= auto.max_batch:
-        assert auto.seconds <= estimate_gpu(_plan("cfdna-gen", "fp16", fixed, workload=work), gpu, FACTS).seconds * 1.0001
+        fixed_est = estimate_gpu(_plan("cfdna-gen", "fp16", fixed, workload=work), gpu, FACTS)
+        assert auto.seconds <= fixed_est.seconds * 1.0001
 
 
 @given(st.integers(1, 64), st.integers(1, 4))
@@ -135,7 +136,8 @@ def test_cost_is_seconds_times_price():
 
 
 def test_ranking_puts_feasible_gpus_first_and_cheapest_on_top():
-    res = estimate_all(_plan("cfdna-gen", "bf16", None, workload=Generate(10_000, 1, 165), price_tier="community"), FACTS)
+    res = estimate_all(_plan("cfdna-gen", "bf16", None, workload=Generate(10_000, 1, 165), price_tier="community"),
+                       FACTS)
     feasible = [e for e in res if e.feasible and e.cost() is not None]
     assert [e.cost() for e in feasible] == sorted(e.cost() for e in feasible)
     first_infeasible = next(i for i, e in enumerate(res) if not e.feasible)
@@ -482,8 +484,8 @@ def test_tensor_parallel_is_refused_for_training_and_unsplittable_models():
 
 def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
     """Llama-2-7B, TP=4, batch 1, fp16, TensorRT-LLM (a vocabulary-split LM head): per token 2 x 32 all-reduces of
-    4096 x 2 B (each GPU sends 2 x 3/4 of it, ring: 786,432 B over 64 x 6 = 384 ring steps) and one all-gather of the 32000 x 2 B logits (3/4 of it = 48,000 B,
-    3 steps): 834,432 B, 387 ring steps, 65 calls."""
+    4096 x 2 B (each GPU sends 2 x 3/4 of it, ring: 786,432 B over 64 x 6 = 384 ring steps) and one all-gather of
+    the 32000 x 2 B logits (3/4 of it = 48,000 B, 3 steps): 834,432 B, 387 ring steps, 65 calls."""
     plan = _plan(gpus=4, parallel="tensor", runtime="tensorrt-llm")
     per_token_us = {}
     for name in ("h100-sxm", "rtx-4090"):

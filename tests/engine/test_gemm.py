@@ -43,7 +43,8 @@ def test_unknown_sm_count_models_no_quantization():
 
 
 def test_group_efficiency_weighs_gemms_by_their_flops():
-    # a GEMM at 1.0 with FLOPs F and one at 129/256 with FLOPs F' = F: time F + F x 256/129, efficiency 2 / (1 + 256/129)
+    # a GEMM at 1.0 with FLOPs F and one at 129/256 with FLOPs F' = F: time F + F x 256/129,
+    # efficiency 2 / (1 + 256/129)
     full, tail = (128 * 128, 128, 4096, 1.0), (129 * 128, 128, 4096, 128 / 129)  # same FLOPs: 128 x 128 rows
     assert shape_efficiency((full, tail), 128) == pytest.approx(2 / (1 + 256 / 129))
 

@@ -54,7 +54,8 @@ def test_wrong_schema_kind_and_bench_versions(example, refused):
     for key, value, needle in (("schema_version", RESULT_SCHEMA_VERSION + 1, "schema_version"),
                                ("schema_version", True, "schema_version"),
                                ("bench_version", BENCH_VERSION + 1, "bench_version"),
-                               ("bench_version", None, "bench_version"), ("kind", "something-else", "not a planner bench result")):
+                               ("bench_version", None, "bench_version"),
+                               ("kind", "something-else", "not a planner bench result")):
         doc = copy.deepcopy(example)
         doc[key] = value
         refused(doc, needle)

@@ -23,7 +23,8 @@ def _fit(bid, gpu_id):
 
 
 def test_1_13_1_cu116_ships_kernels_up_to_sm_86():
-    # moi90/pytorch_compute_capabilities: pytorch-1.13.1 cuda11.6 -> sm_37, sm_50, sm_60, sm_61, sm_70, sm_75, sm_80, sm_86
+    # moi90/pytorch_compute_capabilities: pytorch-1.13.1 cuda11.6 -> sm_37, sm_50, sm_60, sm_61, sm_70, sm_75, sm_80,
+    # sm_86
     b = _build("1.13.1+cu116")
     assert b.arch_list() == "sm_37 sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86"
     assert b.platform == "cuda" and b.toolkit_text == "CUDA 11.6"

@@ -43,7 +43,8 @@ def test_every_record_has_source_and_dated_prices():
 
 def test_dense_not_sparse_figures_for_datacenter_gpus():
     # NVIDIA H100 SXM datasheet: BF16 1,979 TFLOPS "with sparsity", half of it dense (989.5).
-    # A100: 312 dense BF16 (624 with sparsity). A tensor rate above 2x the sparse-half would mean a sparse figure slipped in.
+    # A100: 312 dense BF16 (624 with sparsity). A tensor rate above 2x the sparse-half would mean a sparse figure
+    # slipped in.
     cat = load_catalog()
     assert cat.get("h100-sxm").bf16_tflops == pytest.approx(989, rel=0.01)
     assert cat.get("a100-sxm-80gb").bf16_tflops == pytest.approx(312, rel=0.01)
@@ -92,9 +93,11 @@ def test_a_well_formed_file_loads(tmp_path):
     (GOOD.replace("fp16: 71", "fp61: 71"), "fp61"),
     (GOOD.replace("market: consumer", "market: gaming"), "market"),
     (GOOD.replace("    source: test\n", ""), "source"),
-    (GOOD.replace("    source: test\n", "    interconnect: {pcie_unidir_gbps: 31.5, nvlink_peers: 1}\n    source: test\n"),
+    (GOOD.replace("    source: test\n",
+                  "    interconnect: {pcie_unidir_gbps: 31.5, nvlink_peers: 1}\n    source: test\n"),
      "nvlink_peers"),
-    (GOOD.replace("    source: test\n", "    interconnect: {pcie_unidir_gbps: 31.5, pcie_p2p: sometimes}\n    source: test\n"),
+    (GOOD.replace("    source: test\n",
+                  "    interconnect: {pcie_unidir_gbps: 31.5, pcie_p2p: sometimes}\n    source: test\n"),
      "pcie_p2p"),
 ])
 def test_malformed_file_names_file_record_and_field(tmp_path, bad, field):

@@ -173,9 +173,9 @@ def test_betarho_checkpointing_keeps_every_block_input_not_a_segment_share():
     m = load_models().get("betarho-full")
     L = 500
     # With checkpointing per transformer block and IPA iteration (data/models_generic.yaml derivation), kept per pair:
-    # embedding 35 + the 4 blocks' pair inputs 4 x 64 + IPA entry 64 + 128 + 2 = 485; per residue 4 x 128 + 4 x 9.5 x 384
-    # + 1800 = 16,904; plus one transformer block re-materialized: per pair 2 x 128 + 9 x 64 + 3 = 835, per residue
-    # 24 x 128 = 3,072.
+    # embedding 35 + the 4 blocks' pair inputs 4 x 64 + IPA entry 64 + 128 + 2 = 485; per residue
+    # 4 x 128 + 4 x 9.5 x 384 + 1800 = 16,904; plus one transformer block re-materialized: per pair
+    # 2 x 128 + 9 x 64 + 3 = 835, per residue 24 x 128 = 3,072.
     kept = L**2 * 485 + L * 16_904
     segment = L**2 * 835 + L * 3_072
     fp32 = m.train_activation_memory(_train_setup("fp32"), 1, L, True).gb

@@ -27,7 +27,8 @@ def test_library_formats_weigh_their_blocks_and_scales():
 
 def test_exllama_gemv_cost_is_its_instruction_count_at_the_guides_throughputs():
     """dot_product_8 per 8 weights: 7 shifts, 7 masks, 8 subtracts (64/clk/SM), 8 int-to-half conversions (16/clk/SM:
-    4 integer slots each), 4 packs, 5 half2 multiply-adds (128/clk/SM: half a slot); rows below matmul_recons_thd = 8."""
+    4 integer slots each), 4 packs, 5 half2 multiply-adds (128/clk/SM: half a slot); rows below
+    matmul_recons_thd = 8."""
     k = load_rules().precision("gptq-exllama").kernel
     assert k.gemv_ops_per_weight_token == pytest.approx((7 + 7 + 8 + 8 * 4 + 4 + 5 / 2) / 8, rel=0.01)
     assert k.gemv_max_tokens == 8 - 1 and k.unpack == "buffer"
@@ -59,7 +60,8 @@ def test_bitsandbytes_host_costs_follow_the_cited_timings():
 ])
 def test_a_bad_kernel_block_names_its_field(tmp_path, block, field):
     path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n  - {id: q, compute_path: fp16, weight_bytes: 0.5,"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
+                    "  - {id: q, compute_path: fp16, weight_bytes: 0.5,"
                     f" act_bytes: 2, dequant_ops_per_weight: 3, kernel: {block}, note: n, source: s}}\n"
                     "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
                     "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
@@ -84,7 +86,8 @@ def test_unknown_precision_suggests():
 
 def test_a_missing_section_is_named(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n  - {id: fp32, compute_path: fp32, weight_bytes: 4, act_bytes: 4,"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
+                    "  - {id: fp32, compute_path: fp32, weight_bytes: 4, act_bytes: 4,"
                     " note: n, source: s}\nkv_dtypes: []\n")
     with pytest.raises(DataFileError, match="kv_dtypes"):
         load_rules(path)
@@ -92,7 +95,8 @@ def test_a_missing_section_is_named(tmp_path):
 
 def test_a_bad_compute_path_is_named(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n  - {id: fp5, compute_path: fp5, weight_bytes: 1, act_bytes: 2,"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
+                    "  - {id: fp5, compute_path: fp5, weight_bytes: 1, act_bytes: 2,"
                     " note: n, source: s}\nkv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
                     "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
                     "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "

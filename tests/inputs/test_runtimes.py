@@ -23,7 +23,8 @@ def test_compile_launches_cheaper_than_eager():
 
 def test_efficiency_above_one_is_rejected(tmp_path):
     path = tmp_path / "r.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n    mem_bw_efficiency: {hbm: 1.2, gddr: 0.8}\n"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
+                    "    mem_bw_efficiency: {hbm: 1.2, gddr: 0.8}\n"
                     "    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n    launch_overhead_us: 1\n"
                     "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n"
         "    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
@@ -136,7 +137,8 @@ def test_every_runtime_says_whether_it_fuses_elementwise_ops(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
                     "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
-                    "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n")
+                    "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n"
+                    "    source: s\n")
     with pytest.raises(DataFileError, match="'x'.*'fuses_elementwise'"):
         load_runtimes(path)
 

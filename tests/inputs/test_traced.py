@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.base.schema import DataFileError, Record
+from planner.base.schema import DataFileError
 from planner.cli import main
 from planner.engine.estimate import estimate_gpu
 from planner.engine.plan import Plan
@@ -43,9 +43,12 @@ def _env(fn):
 ZERO = _law(lambda L: 0.0)
 # A made-up model with round numbers: per sample, linear layers 2e6 FLOPs per unit of L reading 4 MB of weights and
 # 8 kB of activations per L; attention 1000 L^2 FLOPs; elementwise 3 kB per L. Training does 3x, checkpointed 4x.
-WORK = {"linear layers": {"flops": lambda L: 2e6 * L, "weight_bytes": lambda L: 4e6, "activation_bytes": lambda L: 8e3 * L},
-        "attention": {"flops": lambda L: 1e3 * L * L, "weight_bytes": lambda L: 0.0, "activation_bytes": lambda L: 2e3 * L},
-        "elementwise & norms": {"flops": lambda L: 0.0, "weight_bytes": lambda L: 1e3, "activation_bytes": lambda L: 3e3 * L}}
+WORK = {"linear layers": {"flops": lambda L: 2e6 * L, "weight_bytes": lambda L: 4e6,
+                          "activation_bytes": lambda L: 8e3 * L},
+        "attention": {"flops": lambda L: 1e3 * L * L, "weight_bytes": lambda L: 0.0,
+                      "activation_bytes": lambda L: 2e3 * L},
+        "elementwise & norms": {"flops": lambda L: 0.0, "weight_bytes": lambda L: 1e3,
+                                "activation_bytes": lambda L: 3e3 * L}}
 FACTOR = {"forward": 1, "train": 3, "train_checkpointed": 4}
 MEMORY = {"inference_fp32": 1e4, "inference_bf16": 6e3, "train_fp32": 5e4, "train_bf16": 3e4,
           "train_checkpointed_fp32": 2e4, "train_checkpointed_bf16": 1.2e4}  # bytes per unit of L

@@ -51,7 +51,8 @@ def test_each_source_is_predicted_from_the_others_alone(tmp_path):
             _row(5, "h100-sxm", "lab-c/solo:README.md", framework="vllm"),
             _row(6, "h100-sxm", "mlc-ai/llm-perf-bench:README.md", framework="mlc-llm")]
     out = {r.result.row_id: r for r in leave_one_source_out(_write(tmp_path, rows))}
-    for rid in ("syn-1", "syn-2", "syn-3", "syn-4"):  # tuned on the other lab's two rows: the hidden 0.8, on a 0.01 grid
+    # tuned on the other lab's two rows: the hidden 0.8, on a 0.01 grid
+    for rid in ("syn-1", "syn-2", "syn-3", "syn-4"):
         assert out[rid].independent and abs(out[rid].result.error_pct) < 2.0, out[rid].result
     # no other source measures vLLM, but lab-c is new to the planner: the committed profile predicts it from elsewhere
     assert out["syn-5"].independent
@@ -85,7 +86,8 @@ def test_a_memory_class_no_other_source_measures_is_not_tuned_elsewhere(tmp_path
 
 
 def test_untuned_scores_use_the_priors_and_only_new_sources(tmp_path):
-    rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"), _row(2, "rtx-3090", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x"),
+    rows = [_row(1, "rtx-4090", "lab-a/bench:README.md"),
+            _row(2, "rtx-3090", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference:x"),
             _row(3, "rtx-a6000", "lab-b/notes:results.md")]
     out = {r.result.row_id: r for r in leave_one_source_out(_write(tmp_path, rows))}
     catalog, models = load_catalog(), validation_models()
@@ -167,7 +169,8 @@ def test_a_regime_meets_its_target_only_within_the_error_and_the_bias_bound(tmp_
 def test_speedup_ratios_pair_rows_of_one_source_that_differ_in_one_thing(tmp_path):
     """Rows that follow the planner's own model at a hidden efficiency: every predicted ratio is the measured one
     (the efficiency cancels), and only rows that differ in exactly one of precision, batch or context pair up."""
-    rows = [_row(1, "rtx-4090", "lab-a/bench:README.md", gen=512), _row(2, "rtx-4090", "lab-a/bench:README.md", gen=4096),
+    rows = [_row(1, "rtx-4090", "lab-a/bench:README.md", gen=512),
+            _row(2, "rtx-4090", "lab-a/bench:README.md", gen=4096),
             _row(3, "rtx-3090", "lab-a/bench:README.md", gen=512),  # another GPU: pairs with none of the 4090's
             _row(4, "rtx-4090", "lab-b/notes:results.md", gen=4096),
             _row(5, "rtx-4090", "lab-b/notes:results.md", gen=512)]

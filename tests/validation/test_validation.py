@@ -1,4 +1,5 @@
-"""Validation against published measurements: loading, the row -> plan -> error route, the split, the summary, the CLI."""
+"""Validation against published measurements: loading, the row -> plan -> error route, the split, the summary, the
+CLI."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def test_vit_profiles_follow_their_image_and_patch_size(report):
     carried as the tied vocab matrix of 3 x patch^2 inputs, and every timm row planned at that token count."""
     import re
     models = validation_models()
-    vits = {m.id: re.fullmatch(r"vit-(?:ti|s|b|l|h)(\d+)-(\d+)", m.id) for m in models.models if m.id.startswith("vit-")}
+    vits = {m.id: re.fullmatch(r"vit-(?:ti|s|b|l|h)(\d+)-(\d+)", m.id)
+            for m in models.models if m.id.startswith("vit-")}
     assert len(vits) == 10
     for model_id, match in vits.items():
         patch, px = int(match.group(1)), int(match.group(2))
@@ -132,9 +134,11 @@ def test_library_rows_run_their_librarys_precision_at_its_own_bits(report):
 
 
 def test_multi_gpu_inference_rows_of_the_new_sources_run_tensor_parallel(report):
-    """DeepSpeed-Inference (mp_size 8) and FasterTransformer's n-way TP rows are planned tensor parallel on their GPUs."""
+    """DeepSpeed-Inference (mp_size 8) and FasterTransformer's n-way TP rows are planned tensor parallel on their
+    GPUs."""
     from planner.validation.measured import plan_for
-    rows = [r for r in load_measurements() if r.framework in ("deepspeed-inference", "fastertransformer") and r.gpus > 1]
+    rows = [r for r in load_measurements()
+            if r.framework in ("deepspeed-inference", "fastertransformer") and r.gpus > 1]
     assert len(rows) == 6 + 7 + 4 + 2  # BLOOM TP8; GPT-20B TP2/4/8; GPT-175B and GPT-89B TP8
     for r in rows:
         plan, _, _ = plan_for(r, validation_models(), FACTS.rules)
@@ -269,10 +273,10 @@ def test_the_split_summary_judges_a_regime_as_the_headline_does():
 def test_chart_is_log_log_with_the_identity_line(report):
     spec = validation_chart(report).to_dict()
     layers = spec["layer"]
-    assert any(l["encoding"]["x"]["scale"]["type"] == "log" for l in layers)
-    points = next(l for l in layers if l["encoding"].get("color"))
+    assert any(layer["encoding"]["x"]["scale"]["type"] == "log" for layer in layers)
+    points = next(layer for layer in layers if layer["encoding"].get("color"))
     assert points["encoding"]["color"]["field"] == "regime"
-    line = next(l for l in layers if not l["encoding"].get("color"))
+    line = next(layer for layer in layers if not layer["encoding"].get("color"))
     ys = [(v["x"], v["y"]) for v in line["data"]["values"] if v["line"] == "y = x"]
     assert ys and all(math.isclose(x, y) for x, y in ys)
 
@@ -299,7 +303,8 @@ def test_cli_json_plot_and_uncertainty_file(tmp_path):
     assert plot.read_text().lstrip().lower().startswith("<!doctype html>")
     table = load_uncertainty(unc)
     assert len(table.cells) == 10 and "leave one source out" in table.residuals
-    assert doc["leave_one_source_out"] and {"precision", "batch", "context"} <= {r["kind"] for r in doc["speedup_ratios"]}
+    assert doc["leave_one_source_out"]
+    assert {"precision", "batch", "context"} <= {r["kind"] for r in doc["speedup_ratios"]}
 
 
 def test_cli_reports_a_malformed_file_without_a_traceback(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""The answer at the top of the page: a named GPU's verdict, why others can't run the plan, the profile's cross-check."""
+"""The answer at the top of the page: a named GPU's verdict, why others can't run the plan, the profile's
+cross-check."""
 
 from dataclasses import replace
 
@@ -30,7 +31,8 @@ def test_a_gpu_that_runs_it_gets_its_rank_time_and_memory_against_the_card():
 def test_a_gpu_that_cannot_run_it_says_every_blocking_reason():
     r = _ranked()
     e = replace(r.estimates[0], feasible=False,
-                reasons=(Reason("oom", True, "too big"), Reason("precision", True, "no bf16"), Reason("x", False, "a note")))
+                reasons=(Reason("oom", True, "too big"), Reason("precision", True, "no bf16"),
+                         Reason("x", False, "a note")))
     text = answers.verdict(e, r)
     assert "✗ can't run this plan: too big; no bf16." in text and "a note" not in text
 

@@ -1,7 +1,5 @@
 """Chart data and specs: Pareto front by hand, roofline physics, batch sweep, memory sums, units on every axis."""
 
-import math
-
 import pytest
 
 from planner.views import charts
@@ -17,7 +15,10 @@ FACTS = load_facts()
 CATALOG = load_catalog()
 
 
-def _plan(model="cfdna-gen", workload=Generate(2**16, 1, 64), precision="fp16", **kw):
+DEFAULT_WORKLOAD = Generate(2**16, 1, 64)  # a frozen dataclass: one shared default is safe
+
+
+def _plan(model="cfdna-gen", workload=DEFAULT_WORKLOAD, precision="fp16", **kw):
     return Plan(load_models().get(model), workload, precision, **kw)
 
 
@@ -160,7 +161,8 @@ def test_calibration_chart_from_points():
     assert df.error_pct.tolist() == pytest.approx([-90.0, 10.0])
     spec = charts.calibration_chart(df).to_dict()
     assert "Measured on your device (s, log)" in _axis_titles(spec)
-    labelled = [{**points[0], "label": "m forward b1 tokens=64 fp32"}, {**points[0], "label": "m forward b1 tokens=128 fp32"}]
+    labelled = [{**points[0], "label": "m forward b1 tokens=64 fp32"},
+                {**points[0], "label": "m forward b1 tokens=128 fp32"}]
     assert charts.calibration_data(labelled).point.unique().tolist() == [r["label"] for r in labelled]
 
 

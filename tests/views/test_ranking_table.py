@@ -16,7 +16,10 @@ from planner.views import ranking_table
 FACTS = load_facts()
 
 
-def _ranking(model="cfdna-gen", workload=Generate(10_000, 1, 165), **kw):
+DEFAULT_WORKLOAD = Generate(10_000, 1, 165)  # a frozen dataclass: one shared default is safe
+
+
+def _ranking(model="cfdna-gen", workload=DEFAULT_WORKLOAD, **kw):
     return estimate_all(Plan(load_models().get(model), workload, kw.pop("precision", "bf16"),
                              price_tier=kw.pop("tier", "community"), **kw), FACTS)
 

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
 
 from planner import DATA_DIR
 from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, load_json_text
@@ -25,8 +26,8 @@ from planner.inputs.work import Collective, MemoryItem, OpGroup, Setup
 
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
 MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
-KINDS: dict[str, Callable[[Record], "ModelProfile"]] = {"decoder": parse_decoder, "generic": parse_generic,
-                                                        "traced": parse_traced}
+KINDS: dict[str, Callable[[Record], ModelProfile]] = {"decoder": parse_decoder, "generic": parse_generic,
+                                                      "traced": parse_traced}
 
 __all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
            "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model",

@@ -581,7 +581,8 @@ class DecoderProfile(CachedHash):
                          } if s.precision.kernel else {}
                 g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
                             f"chunks of {c} tokens, M = {batch * c:,} rows each)",
-                            gemms=per_chunk + last + (() if s.quantized_gemv(batch) else m.lm_head_gemm(batch, s.lm_head_tp)),
+                            gemms=per_chunk + last + (() if s.quantized_gemv(batch)
+                                                      else m.lm_head_gemm(batch, s.lm_head_tp)),
                             **costs)
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
@@ -608,7 +609,8 @@ class DecoderProfile(CachedHash):
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
-                       "FLOPs = 4 x layers x heads x head_dim x p per sequence; bytes = KV cache read (p tokens) + write"
+                       "FLOPs = 4 x layers x heads x head_dim x p per sequence; "
+                       "bytes = KV cache read (p tokens) + write"
                        + ("; the append copies the whole cache (torch.cat: read + write of p tokens)" if s.kv_concat
                           else "")
                        + _latency_text(m.layers, latency_us),

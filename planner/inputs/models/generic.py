@@ -164,7 +164,8 @@ class GenericProfile(CachedHash):
                     f"bytes = params x {p.weight_bytes:g} B; GEMM shapes not known: the matmul ceiling unshaped"),
             *dequant_groups(m.params, s),
             OpGroup("elementwise & attention traffic", 0.0, act + scores, s.attention_path,
-                    f"bytes = {fwd_factor:g} x batch x traffic(L) [{m.activation_traffic_elems_expr}] x {p.act_bytes:g} B"
+                    f"bytes = {fwd_factor:g} x batch x traffic(L) [{m.activation_traffic_elems_expr}] "
+                    f"x {p.act_bytes:g} B"
                     + (" + score matrices (manual attention)" if scores else "")),
         )
 
@@ -208,8 +209,8 @@ class GenericProfile(CachedHash):
         if self.checkpoint_kept_expr and self.checkpoint_segment_expr:
             kept, seg = self._eval(self.checkpoint_kept_expr, L), self._eval(self.checkpoint_segment_expr, L)
             return kept + seg + scores / n, (f"(kept(L={L}) [{self.checkpoint_kept_expr}] + one segment "
-                                             f"[{self.checkpoint_segment_expr}]" + (f" + scores / {n:g}" if scores else "")
-                                             + ")")
+                                             f"[{self.checkpoint_segment_expr}]"
+                                             + (f" + scores / {n:g}" if scores else "") + ")")
         # The profile says nothing of what stays saved: divide by the segments, a lower bound (block inputs ignored)
         return (self.activation_elems(L) + scores) / n, (
             f"activation_elems(L={L}) / {n:g} checkpointed segments (a lower bound: the profile gives no "
@@ -246,7 +247,7 @@ def parse_generic(rec: Record) -> GenericProfile:
     constants = {}
     if consts_rec and len(consts_rec.data) > MAX_CONSTANTS:
         raise rec.fail("constants", f"{len(consts_rec.data):,} constants; at most {MAX_CONSTANTS} are accepted")
-    for key, value in (consts_rec.data.items() if consts_rec else ()):
+    for key in (consts_rec.data if consts_rec else ()):
         constants[str(key)] = consts_rec.number(str(key), lo=-1e15, hi=1e15)
     if "L" in constants:
         raise rec.fail("constants", "'L' is the input size and cannot be a constant")

@@ -11,7 +11,8 @@ window (what vLLM does when it runs such a model without sliding-window kernels,
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder

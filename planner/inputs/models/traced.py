@@ -96,7 +96,7 @@ class Law:
                 "error_pct": self.error_pct}
 
 
-def batched(law: "Law", size: float, batch: int) -> float:
+def batched(law: Law, size: float, batch: int) -> float:
     """`batch` samples at `size`: the law's constant term once per step (clipped to the law's value), the rest per
     sample."""
     value = law.at(size)
