@@ -37,9 +37,9 @@ from planner.views import launch, plan_inputs
 from planner.views.calibration_text import factor_rows, fit_lines
 from planner.views.charts import validation_chart
 from planner.views.owning_text import own_assumptions_sentence
-from planner.views.report import (attention_dtype_of, backend_matrix_rows, backend_rows, csv_text, emit, estimate_row, flat_row,
-                                  loso_rows, own_fields, price_rows, text_table, validation_rows,
-                                  validation_summary_text, coverage_rows, validation_headline_text)
+from planner.views.report import (NARROW_WIDTH, attention_dtype_of, backend_matrix_rows, backend_rows, coverage_rows,
+                                  csv_text, emit, estimate_row, flat_row, loso_rows, narrow, own_fields, price_rows,
+                                  text_table, validation_headline_text, validation_rows, validation_summary_text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -213,10 +213,11 @@ def cmd_estimate(a: argparse.Namespace) -> int:
     owned = tuple(o for group in (a.own or ()) for o in group)
     assumptions = own_with_values(load_ownership(gpu_ids=facts.catalog.ids()), dict(a.own_assumption or ()))
     mine = my_gpus(plan, owned, facts, assumptions, overheads, adjust)
+    flat = ([{"yours": m.owned.text(), **flat_row(m.estimate, m.ranking, today, stale), **own_fields(m.cost)}
+             for m in mine] + [flat_row(e, ranked, today, stale) for e in results])
     print(emit([{"yours": m.owned.text(), **estimate_row(m.estimate, m.ranking, today, stale), **own_fields(m.cost)}
                 for m in mine] + [estimate_row(e, ranked, today, stale) for e in results], a.format,
-               [{"yours": m.owned.text(), **flat_row(m.estimate, m.ranking, today, stale), **own_fields(m.cost)}
-                for m in mine] + [flat_row(e, ranked, today, stale) for e in results]))
+               flat if a.wide or a.format != "table" else narrow(flat)))
     if mine:  # stderr: the rows stay machine-readable
         print(f"your GPUs: the first {len(mine)} row(s), the plan on all cards of a kind together. "
               f"{own_assumptions_sentence(assumptions)}", file=sys.stderr)
@@ -519,7 +520,8 @@ def _launch_bench(ranking, folder: str) -> int:
     for _, task in tasks:
         gpu = ", ".join(f"{k}:{v}" for k, v in task["resources"]["accelerators"].items())
         (out / f"{task['name']}.yaml").write_text(
-            launch.skypilot_yaml(task, "python -m planner.bench (calibrate this GPU type)", gpu, "GPU"), encoding="utf-8")
+            launch.skypilot_yaml(task, "python -m planner.bench (calibrate this GPU type)", gpu, "GPU"),
+            encoding="utf-8")
     (out / "run_fleet.sh").write_text(launch.fleet_script(tasks, folder), encoding="utf-8")
     print(f"wrote {len(tasks)} bench tasks and run_fleet.sh to {out}/ (run it from the repository root)",
           file=sys.stderr)
@@ -531,7 +533,14 @@ def _launch_bench(ranking, folder: str) -> int:
 
 def cmd_profile(a: argparse.Namespace) -> int:
     """Trace a PyTorch model (MODULE:FACTORY) into a traced profile file; torch is imported only here."""
-    from planner.profiling import tracer  # torch: deferred so the rest of the CLI starts without it
+    try:
+        from planner.profiling import tracer  # torch: deferred so the rest of the CLI starts without it
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        print("error: `planner profile` traces with PyTorch, which is not installed: "
+              "pip install \".[bench]\" (torch 2.13.0)", file=sys.stderr)
+        return 2
 
     size_name, sizes = tracer.parse_input_spec(a.input)
     args = tuple(tracer.parse_factory_arg(x) for x in a.arg or ())
@@ -561,6 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = _formatted(sub, "estimate", cmd_estimate, "estimate a job on every GPU (or --gpu ...)")
     add_plan_args(p)
+    p.add_argument("--wide", action="store_true", help="the table with every column (default: the columns that "
+                   f"decide a rental, {NARROW_WIDTH} characters wide; json and csv always have every column)")
     p.add_argument("--stale-after-days", type=_stale_days, default=STALE_AFTER_DAYS,
                    help=f"flag prices older than this many days (default {STALE_AFTER_DAYS})")
     p.add_argument("--own", type=_owned, action="append", default=None, metavar="GPU:COUNT[:USD]",

@@ -298,3 +298,13 @@ def test_validate_by_source_rows_lists_every_rows_held_out_prediction(tmp_path):
     for r in data["rows"]:  # on throughput rows the bias on speed is the error itself
         assert r["speed_bias_pct"] == r["error_pct"] and r["set"] == "leave-one-source-out"
     assert any(s["set"] == "leave-one-source-out" and s["key"] == "all" for s in data["summary"])
+
+
+def test_profile_without_torch_says_what_to_install_and_exits_2():
+    """torch is an extra (the bench and the profiler); without it `planner profile` names the install command."""
+    code = ("import sys; sys.modules['torch'] = None\n"  # as if torch were not installed: importing it fails
+            "from planner.cli import main\n"
+            "sys.exit(main(['profile', 'examples/models/gpt2.py:build', '--input', 'tokens=32,64']))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert 'pip install ".[bench]"' in out.stderr

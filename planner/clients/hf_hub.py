@@ -63,7 +63,8 @@ def _download(repo_id: str, revision: str | None, endpoint: str | None, cache_di
                        "model's id") from None
     except HfHubHTTPError as exc:
         status = getattr(getattr(exc, "response", None), "status_code", "?")
-        raise HubError(f"{repo_id}: the Hub answered HTTP {status}; try again later or upload the config.json") from None
+        raise HubError(f"{repo_id}: the Hub answered HTTP {status}; try again later or upload the config.json") \
+            from None
     except (OSError, ValueError) as exc:  # network and cache-folder errors; huggingface_hub's own messages vary
         raise HubError(f"{repo_id}: could not fetch config.json ({type(exc).__name__}); try again later or upload "
                        "it") from None

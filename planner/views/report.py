@@ -6,7 +6,8 @@ import csv
 import io
 import json
 from datetime import date
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from planner.base.schema import sm_label
 from planner.engine.estimate import Estimate
@@ -136,7 +137,8 @@ def flat_row(e: Estimate, ranked: Ranking | None = None, today: date | None = No
 
 def own_fields(c: OwnCost) -> dict:
     """Owning the cards vs renting as many (planner.engine.owning), flat, for JSON, CSV and the CLI; USD."""
-    return {"own_count": c.count, "own_purchase_usd_each": c.purchase_usd_each, "own_purchase_source": c.purchase_source,
+    return {"own_count": c.count, "own_purchase_usd_each": c.purchase_usd_each,
+            "own_purchase_source": c.purchase_source,
             "own_fixed_usd_per_month": _sig(c.fixed_usd_per_month), "own_power_kw": _sig(c.power_kw),
             "own_energy_usd_per_h": _sig(c.energy_usd_per_h), "own_job_energy_usd": _sig(c.job_energy_usd),
             "rent_usd_per_h": _sig(c.rent_usd_per_h), "rent_job_usd": _sig(c.job_rent_usd),
@@ -162,6 +164,28 @@ def text_table(rows: list[dict]) -> str:
     widths = [min(60, max(len(c), *(len(x[i]) for x in cells))) for i, c in enumerate(cols)]
     line = lambda vals: "  ".join(v[:w].ljust(w) for v, w in zip(vals, widths))  # noqa: E731
     return "\n".join([line(cols), line(["-" * w for w in widths])] + [line(x) for x in cells])
+
+
+# `planner estimate`'s default table: what decides a rental, in a terminal's width; --wide shows every column
+NARROW_COLUMNS = ("yours", "gpu_id", "feasible", "batch", "seconds", "job_cost_usd", "tokens_per_s",
+                  "items_per_s", "memory_gb", "vram_gb", "reasons")
+NARROW_WIDTH = 120  # characters a line
+
+
+def narrow(rows: list[dict], width: int = NARROW_WIDTH) -> list[dict]:
+    """The rows with NARROW_COLUMNS only (those present; tokens/s replaces items/s where both are), the last
+    column cut so that text_table's lines fit `width` characters."""
+    if not rows:
+        return rows
+    keep = [c for c in NARROW_COLUMNS if c in rows[0] and not (c == "items_per_s" and "tokens_per_s" in rows[0])]
+    out = [{c: r.get(c) for c in keep} for r in rows]
+    last = keep[-1]
+    used = sum(max(len(c), *(len("" if r[c] is None else str(r[c])) for r in out)) + 2 for c in keep[:-1])
+    room = max(len(last), width - used)
+    for r in out:
+        text = "" if r[last] is None else str(r[last])
+        r[last] = text if len(text) <= room else text[:room - 1] + "…"
+    return out
 
 
 def emit(rows: list[dict], fmt: str, flat: list[dict] | None = None) -> str:
@@ -241,7 +265,8 @@ def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dic
              f"other source; meets = median |error| <= target and |median bias| <= {bias_pct:g} % "
              "(bias + = the planner is faster than measured)", text_table(loso_headline_rows(summary))]
     if untuned:
-        lines += ["\nuntuned: the priors (data/runtimes.yaml, before data/runtimes_tuned.yaml) on sources they never drew from",
+        lines += ["\nuntuned: the priors (data/runtimes.yaml, before data/runtimes_tuned.yaml) on sources they never "
+                  "drew from",
                   text_table(untuned)]
     if ratios:
         lines += [f"\nspeed-up ratios (pairs of rows of one source differing in one thing; target: within "
@@ -259,7 +284,8 @@ def validation_summary_text(report: ValidationReport) -> str:
                                    "target_median_ape", "meets_target")}
                 for d in report.summary(split) if d["n"]]
         lines += [f"\n{split} split: absolute % error (median, p90) of rows "
-                  + ("never used for tuning" if split == "test" else "used to tune data/runtimes.yaml"), text_table(rows)]
+                  + ("never used for tuning" if split == "test" else "used to tune data/runtimes.yaml"),
+                  text_table(rows)]
     n_ex = sum(r.split == "excluded" for r in report.rows)
     lines.append(f"\nsplit: tune = rows whose sha256(id) mod {TUNE_MODULUS} == 0, {SPLIT_RULE}; "
                  f"{n_ex} rows excluded (reason in 'note').")

@@ -105,3 +105,16 @@ def test_loso_rows_list_each_regime_worst_first_with_the_bias_on_speed():
     assert rows["train-slow"]["error_pct"] == -20.0 and rows["train-slow"]["speed_bias_pct"] == 25.0
     assert rows["b1-small"]["error_pct"] == -5.0 and rows["b1-small"]["speed_bias_pct"] == -5.0
     assert rows["b1-big"]["set"] == "no other source" and rows["b1-small"]["set"] == "leave-one-source-out"
+
+
+def test_the_narrow_table_fits_its_width_and_keeps_what_decides_a_rental():
+    from planner.views.report import NARROW_WIDTH, narrow, text_table
+    rows = [{"gpu_id": "rtx-4090", "gpu": "NVIDIA GeForce RTX 4090 24GB", "feasible": True, "batch": 8, "seconds": 1.5,
+             "items_per_s": 3.0, "tokens_per_s": 400.0, "job_cost_usd": 0.01, "memory_gb": 20.0, "vram_gb": 25.8,
+             "usd_per_hr": 0.69, "reasons": "x" * 300}]
+    table = text_table(narrow(rows))
+    assert max(len(line) for line in table.splitlines()) <= NARROW_WIDTH
+    header = table.splitlines()[0].split()
+    assert header == ["gpu_id", "feasible", "batch", "seconds", "job_cost_usd", "tokens_per_s", "memory_gb", "vram_gb",
+                      "reasons"]  # tokens/s replaces items/s; the name, price and the rest wait for --wide
+    assert table.splitlines()[2].rstrip().endswith("x…")  # the reasons, cut to the room left
