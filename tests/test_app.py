@@ -265,6 +265,9 @@ def test_calibration_upload_travels_and_a_bad_one_keeps_it():
     cal = _link(at)["cal"]
     assert cal.startswith("v=1;") and "cls=cpu" in cal
     assert any("Your calibration" in e.label for e in at.expander)
+    # its effect on the ranking: a CPU bench reaches no catalog GPU unless a catalog CPU is picked
+    effect = next(m.value for m in at.markdown if "Before and after your calibration" in m.value)
+    assert "Your calibration reaches 0 of the" in _shown(effect) and "untouched" in effect
     # each factor with its 95 % uncertainty; this fixture is the noisy 2-thread quick run of issue 12 (bandwidth 0.042,
     # launch 384 us): the panel says the fit is loose instead of presenting those factors as measured
     assert any("95 % interval" in m.value and "±" in m.value for m in at.markdown)

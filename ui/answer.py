@@ -229,7 +229,7 @@ def main(inputs: plan_inputs.Inputs) -> None:
         st.error(a.view.nothing)
     _table(a)
     if a.fleet is not None:
-        tabs.calibration_panel(a.plan, a.fleet)
+        tabs.calibration_panel(a.plan, a.fleet, a.view.ranking, a.cal_ests)
     _downloads(a, share.link(st.context.url, inputs))
     if len(a.view.jobs):
         with st.expander("**The whole job** · compute next to the pod's start, download, warm-up and billing, top 10",

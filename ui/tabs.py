@@ -18,10 +18,14 @@ from ui.state import KEEP, TABS
 COMPARING = ("Roofline", "Batch size", "Memory", "Serving")  # the tabs that compare a few chosen GPUs
 
 
-def calibration_panel(plan, fleet) -> None:
-    """Each calibration: what it is, where it applies, and (file at hand) its points: measured vs analytic vs
-    calibrated."""
+def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
+    """What the calibration changed (before and after per GPU, which GPUs it reached), then each calibration: what it
+    is, where it applies, and (file at hand) its points: measured vs analytic vs calibrated."""
     facts = resources.facts()
+    sentence, rows = screens.calibration_effect(ranked, cal_ests, {c.gpu_id for c in fleet.members if c.gpu_id})
+    with st.container(border=True, key="calibration_effect"):
+        st.markdown(f"**Before and after your calibration** · {sentence}")
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
     for cal in fleet.members:
         where = (f"applied to the {cal.device_name} row as fitted (tick Filters → Include CPUs to rank it); it does "
                  "not carry to GPUs or other CPUs" if cal.gpu_id and cal.device_class == "cpu" else

@@ -140,6 +140,29 @@ def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str
         memory, steps, split, steps_table)
 
 
+CALIBRATION_ROWS = 10  # GPUs the calibration panel compares before and after, in ranking order
+
+
+def calibration_effect(ranked: Ranking, cal_ests: Mapping[str, Estimate], measured_ids: set[str]) -> tuple[str, list]:
+    """What a calibration changed: a sentence counting the GPUs it reached (measured on, carried to) and left
+    untouched, and the first CALIBRATION_ROWS GPUs that run the plan with their time before and after."""
+    runs = [e for e in ranked.estimates if e.feasible and e.seconds]
+    reached = [e for e in runs if e.gpu.id in cal_ests]
+    measured = sum(e.gpu.id in measured_ids for e in reached)
+    sentence = (f"Your calibration reaches {len(reached)} of the {len(runs)} GPUs that run this plan: {measured} "
+                f"measured, {len(reached) - measured} carried over by the ratio to the priors; "
+                f"{len(runs) - len(reached)} untouched.")
+    rows = []
+    for e in runs[:CALIBRATION_ROWS]:
+        cal = cal_ests.get(e.gpu.id)
+        after = cal.seconds if cal is not None and cal.seconds else None
+        rows.append({"GPU": e.gpu.name, "Before": fmt_seconds(e.seconds), "After": fmt_seconds(after) if after else "-",
+                     "Change": f"{100 * (after / e.seconds - 1):+.0f} %" if after else "-",
+                     "Calibration": ("measured" if e.gpu.id in measured_ids else "carried over") if after
+                     else "untouched"})
+    return sentence, rows
+
+
 def with_prices(facts: Facts, table) -> Facts:
     """The facts with another price table (live prices, your own prices)."""
     return replace(facts, prices=table)

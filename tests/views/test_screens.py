@@ -49,3 +49,24 @@ def test_explain_shows_the_same_whole_job_bill_as_the_ranking_to_the_cent():
     cheapest = next(text for key, text, _ in v.callouts if key == "callout_cheapest")
     first = ranked.estimates[0]  # ranked by the bill: the first priced GPU that runs it is the cheapest
     assert f"**{fmt_usd(ranked.bill_usd(first))}**" in cheapest
+
+
+def test_a_calibration_says_which_gpus_it_reached_and_shows_before_and_after():
+    from planner import DATA_DIR
+    from planner.calibration.fit import Fleet, fit
+    from planner.inputs.bench_result import parse_result
+    path = DATA_DIR / "calibrations" / "2026-11-26_cuda-nvidia-h200.json"
+    cal = fit(parse_result(path.read_bytes(), path.name))
+    assert cal.gpu_id == "h200-sxm"  # a GPU bench: measured on one, carried to the others
+    inputs = Inputs(tier="community", seqs=10_000)
+    plan = plan_inputs.to_plan(inputs, plan_inputs.resolve_model(inputs))
+    ranked, cal_ests = screens.rankings(plan, FACTS, False, Fleet((cal,)).adjust, OVERHEADS)
+    sentence, rows = screens.calibration_effect(ranked, cal_ests, {cal.gpu_id})
+    runs = [e for e in ranked.estimates if e.feasible and e.seconds]
+    reached = [e for e in runs if e.gpu.id in cal_ests]
+    assert reached
+    assert sentence.startswith(f"Your calibration reaches {len(reached)} of the {len(runs)} GPUs")
+    assert f"{len(runs) - len(reached)} untouched" in sentence and "1 measured" in sentence
+    assert [r["GPU"] for r in rows] == [e.gpu.name for e in runs[:screens.CALIBRATION_ROWS]]
+    for r, e in zip(rows, runs):
+        assert (r["Calibration"] == "untouched") == (e.gpu.id not in cal_ests)
