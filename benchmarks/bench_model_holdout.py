@@ -3,8 +3,8 @@
 For each model, `python -m planner.bench --model FACTORY --input NAME=SIZES` traces its profile and times its forward
 pass and training step at every size on this machine (CPU: one torch thread, process CPU time; GPU where present),
 with the bench's launch- and bandwidth-bound anchor points. Then, for each size in turn, the calibration is fitted
-WITHOUT that size and the traced profile x calibrated efficiencies predicts it (planner.calibration.fit
-.holdout_table). Prints the error per size and step, the largest interior and overall error per model, and the
+WITHOUT that size and the traced profile x calibrated efficiencies predicts it (planner.calibration
+.tables.holdout_table). Prints the error per size and step, the largest interior and overall error per model, and the
 factors of the fit on everything with their 95 % uncertainty.
 
 Run: python3 benchmarks/bench_model_holdout.py [--quick] [--keep DIR]   (about 8 min on a 2-core CPU; --quick: 6)
@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner.inputs.bench_result import parse_result  # noqa: E402
-from planner.calibration.fit import fit, holdout_table  # noqa: E402
+from planner.calibration.fit import fit  # noqa: E402
+from planner.calibration.tables import holdout_table  # noqa: E402
 from planner.views.calibration_text import fit_lines  # noqa: E402
 
 # (name, factory, input spec, factory arguments): configs small enough for a CPU, from each model's own options

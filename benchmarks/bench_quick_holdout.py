@@ -2,7 +2,7 @@
 
 Runs `python -m planner.bench --quick` (CPU: one torch thread, process CPU time; a GPU where present), then fits the
 calibration on every point but the GPT-style model's and predicts that model's decode step and forward pass
-(planner.calibration.fit.held_out_model_table). Prints each prediction's error: the figure a live run gives on this
+(planner.calibration.tables.held_out_model_table). Prints each prediction's error: the figure a live run gives on this
 machine today (tests/bench/test_bench.py checks the same on a recorded run).
 
 Run: python3 benchmarks/bench_quick_holdout.py [--runs N]   (about 45 s a run on a 2-core CPU)
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner.bench.run import TINY_GPT  # noqa: E402
-from planner.calibration.fit import held_out_model_table  # noqa: E402
+from planner.calibration.tables import held_out_model_table  # noqa: E402
 from planner.inputs.bench_result import parse_result  # noqa: E402
 
 

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner.inputs.bench_result import parse_result  # noqa: E402
-from planner.calibration.fit import FACTOR_NAMES, FACTORS, fit  # noqa: E402
+from planner.calibration.fit import fit  # noqa: E402
+from planner.calibration.solve import FACTOR_NAMES, FACTORS  # noqa: E402
 
 TARGET_SPREAD_PCT = 10.0
 

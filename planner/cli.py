@@ -17,6 +17,7 @@ from planner.engine.estimate import efficiency_on, estimate_all
 from planner.engine.ranking import Ranking, my_gpus, rank
 from planner.engine.plan import Plan
 from planner.engine.serving import max_concurrency, serving_point
+from planner.inputs.bench_result import parse_result
 from planner.inputs.catalog import COMPUTE_PATHS, MAX_STALE_DAYS, PRICE_TIERS, STALE_AFTER_DAYS
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
@@ -28,7 +29,7 @@ from planner.inputs.ownership import load_ownership, parse_owned
 from planner.inputs.ownership import with_values as own_with_values
 from planner.inputs.runtimes import TUNED_FILE
 from planner.inputs.price_snapshot import PRICES_DIR, price_dates, snapshot_table, stale_note, utc_today
-from planner.calibration import fit as calibration
+from planner.calibration import fit as calibration, tables as calibration_tables
 from planner.clients import hf_hub, live_prices
 from planner.validation import loso, measured
 from planner.validation.uncertainty import MAX_BIAS_PCT, UNCERTAINTY_FILE, band_levels, coverage, write_uncertainty
@@ -399,10 +400,11 @@ def _sig(x: float | None) -> float | None:
 
 def cmd_calibration(a: argparse.Namespace) -> int:
     path = Path(a.file)
-    result = calibration.parse_result(path.read_bytes(), path.name)
+    result = parse_result(path.read_bytes(), path.name)
     cal = calibration.fit(result, device=a.calibration_cpu)
-    points = calibration.point_table(result, cal)
-    gpus = calibration.side_by_side(plan_from_args(a), cal, gpu_names=device_names(a), include_cpus=a.include_cpu)
+    points = calibration_tables.point_table(result, cal)
+    gpus = calibration_tables.side_by_side(plan_from_args(a), cal, gpu_names=device_names(a),
+                                           include_cpus=a.include_cpu)
     if a.format == "table":  # the figures that matter, rounded; json/csv carry every field
         points = [{"point": r["label"], "measured_s": _sig(r["measured_s"]), "analytic_s": _sig(r["analytic_s"]),
                    "calibrated_s": _sig(r["calibrated_s"]), "error_pct": round(r["calibrated_error_pct"], 1)}
@@ -420,7 +422,7 @@ def cmd_calibration(a: argparse.Namespace) -> int:
     print(emit(points, a.format))
     print()
     if result.get("model_runs"):  # measure here, predict a size never fitted: each size from a fit without it
-        held = calibration.holdout_table(result)
+        held = calibration_tables.holdout_table(result)
         if a.format == "table":
             held = [{"held_out_size": r["size"], "workload": r["workload"], "measured_s": _sig(r["measured_s"]),
                      "predicted_s": _sig(r["predicted_s"]), "error_pct": round(r["error_pct"], 1)} for r in held]

@@ -11,7 +11,7 @@ from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.ownership import MAX_CARDS, MAX_OWNED, MAX_PAID_USD
-from planner.calibration import fit as calibration
+from planner.calibration import measured as calibration_measured
 from planner.views import plan_inputs, share, uploads
 from planner.views.format import fmt_count, md_escape, short_name
 from planner.views.plan_inputs import field_help
@@ -212,7 +212,7 @@ def _calibration(fleet) -> None:
     if ss.cal and uploads.cpu_results(ss.get("_cal_result")):
         now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
         ss.setdefault("cal_cpu", now)
-        cpus = [calibration.THIS_MACHINE, *(c.id for c in resources.facts().catalog.cpus)]
+        cpus = [calibration_measured.THIS_MACHINE, *(c.id for c in resources.facts().catalog.cpus)]
         sb.selectbox("CPU the bench ran on", cpus,
                      key="cal_cpu", persist_state=KEEP, on_change=callbacks.on_cal_cpu,
                      format_func=lambda c: resources.gpu(c).name if c else "the measured machine only",

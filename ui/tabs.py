@@ -9,7 +9,7 @@ import streamlit as st
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu, items_per_gpu
-from planner.calibration import fit as calibration
+from planner.calibration import tables as calibration_tables
 from planner.views import calibration_text, charts, plan_inputs, screens, tab_tables
 from planner.views.format import fmt_seconds, md_escape, short_name, time_unit
 from ui import explain, resources, state
@@ -45,7 +45,7 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
                             f"**{fmt_seconds(c.seconds)} calibrated**.")
             result = (st.session_state.get("_cal_result") or {}).get(cal.device_name)
             if result is not None:
-                df = charts.calibration_data(calibration.point_table(result, cal))
+                df = charts.calibration_data(calibration_tables.point_table(result, cal))
                 if len(df):
                     resources.chart("calibration_chart", df)
 

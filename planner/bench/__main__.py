@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     from planner.bench.run import run_bench, run_model_bench
     from planner.bench.user_model import profile_document
     from planner.inputs.bench_result import CalibrationError, parse_result
-    from planner.calibration.fit import fit, point_table
+    from planner.calibration.fit import fit
+    from planner.calibration.tables import point_table
     from planner.profiling.tracer import ProfileError, parse_factory_arg, parse_input_spec
     from planner.views.calibration_text import fit_lines
 

@@ -1,6 +1,6 @@
 """Workload benchmarks: a real decoder (planner.bench.model) running a planner workload at a batch and precision.
 
-Kinds, and the planner workload each one is estimated as (planner.calibration.fit.point_plan):
+Kinds, and the planner workload each one is estimated as (planner.calibration.measured.point_plan):
 - decode:  one generation step of `batch` sequences at KV position `position` (the new token attends position + 1
            keys; the cache was filled by an untimed prefill)        -> the decode phase of Generate(batch, position, 2)
 - forward: one forward pass over `batch` x `seq` tokens              -> Infer(batch, seq)

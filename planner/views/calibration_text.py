@@ -5,7 +5,9 @@ Used by `python -m planner calibration FILE`, `python -m planner.bench` and the 
 
 from __future__ import annotations
 
-from planner.calibration.fit import FACTOR_NAMES, Calibration, on_host
+from planner.calibration.fit import Calibration
+from planner.calibration.measured import on_host
+from planner.calibration.solve import FACTOR_NAMES
 from planner.views.format import md_escape
 
 UNITS = {"bandwidth": "", "compute": "", "overhead": " us per kernel"}

@@ -19,7 +19,7 @@ from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_
                                     load_catalog)
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
-from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS
+from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS
 from planner.inputs.ownership import Owned
 from planner.inputs.precisions import load_rules
 from planner.inputs.runtimes import load_runtimes
@@ -254,13 +254,13 @@ def field_help(name: str) -> str:
 
 
 def arch_of(m: ModelProfile) -> dict[str, Any] | None:
-    """A profile's editable architecture fields (planner.inputs.models.decoder.ARCH_FIELDS names), to edit or put in
-    a link; None if it has none."""
+    """A profile's editable architecture fields (planner.inputs.models.decoder_fields.ARCH_FIELDS names), to edit or
+    put in a link; None if it has none."""
     return m.architecture()
 
 
 def arch_items(arch: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """Architecture fields in planner.inputs.models.decoder.ARCH_FIELDS order (the form Inputs.arch holds)."""
+    """Architecture fields in planner.inputs.models.decoder_fields.ARCH_FIELDS order (the form Inputs.arch holds)."""
     return tuple((f.name, arch[f.name]) for f in DECODER_ARCH_FIELDS if f.name in arch)
 
 

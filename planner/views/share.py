@@ -21,9 +21,10 @@ from urllib.parse import urlencode
 
 from planner.base.safe_parse import parse_number, shown
 from planner.base.schema import DataFileError, suggest
-from planner.calibration.fit import CalibrationError, Fleet
+from planner.calibration.fit import Fleet
+from planner.inputs.bench_result import CalibrationError
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR
-from planner.inputs.models.decoder import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
+from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
 from planner.inputs.ownership import owned_text, parse_owned
 from planner.views.plan_inputs import (CUSTOM, DEFAULTS, MAX_CMP, SCALARS, Inputs, arch_items, choice_parser,
                                        custom_decoder, default_arch, default_size, gpu_ids, model_ids, number_text,
@@ -32,7 +33,7 @@ from planner.views.plan_inputs import (CUSTOM, DEFAULTS, MAX_CMP, SCALARS, Input
 
 @dataclass(frozen=True)
 class LinkField(ArchField):
-    """A decoder architecture field (planner.inputs.models.decoder.ARCH_FIELDS) with its link parameter (m_*)."""
+    """A decoder architecture field (planner.inputs.models.decoder_fields.ARCH_FIELDS) with its link parameter (m_*)."""
 
     param: str = ""
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from planner.base.schema import DataFileError
 from planner.inputs.bench_result import CalibrationError, parse_result
 from planner.inputs.models import parse_model_text
-from planner.calibration import fit as calibration
+from planner.calibration import codec as calibration_codec, fit as calibration
 from planner.views import share
 from planner.views.format import fmt_count, md_escape
 
@@ -55,9 +55,9 @@ class CalibrationUpload:
 
 
 def calibration_upload(files: list[tuple[str, bytes]]) -> CalibrationUpload:
-    """One or several bench results (one per GPU of a fleet, at most calibration.MAX_FLEET): each is fitted and
+    """One or several bench results (one per GPU of a fleet, at most calibration_codec.MAX_FLEET): each is fitted and
     used for its own GPU; one bad file keeps the current calibration."""
-    files = files[:calibration.MAX_FLEET]
+    files = files[:calibration_codec.MAX_FLEET]
     fitted, by_name, problems = [], {}, []
     for name, data in files:
         try:
@@ -78,7 +78,8 @@ def cpu_results(results: dict | None) -> dict:
 
 
 def refit_for_cpu(results: dict, cpu: str, cpu_name: str) -> CalibrationUpload:
-    """The results fitted again with the CPU a CPU bench ran on (a catalog CPU's id, or calibration.THIS_MACHINE)."""
+    """The results fitted again with the CPU a CPU bench ran on (a catalog CPU's id, or
+    planner.calibration.measured.THIS_MACHINE)."""
     fitted, by_name = [], {}
     try:
         for result in results.values():

@@ -22,7 +22,8 @@ from planner.bench.user_model import profile_document
 from planner.bench.timing import measure
 from planner.bench.workload import Point, run_points
 from planner.inputs.bench_result import CalibrationError, parse_result
-from planner.calibration.fit import fit, held_out_model_table, holdout_table
+from planner.calibration.fit import fit
+from planner.calibration.tables import held_out_model_table, holdout_table
 from tests.fixtures.bench_docs import with_times
 from planner.inputs.models import DecoderProfile, load_models
 

@@ -16,15 +16,19 @@ import pytest
 from planner import DATA_DIR
 from planner.base.schema import Record
 from planner.inputs.bench_result import MAX_RESULT_BYTES, CalibrationError, parse_result, run_model
-from planner.calibration.fit import (BARE_OP_HOST_US, Calibration, device_gpu, factor_efficiency, fit,
-                                       load_calibration, measured_points, point_table, predict_seconds, side_by_side)
+from planner.calibration.fit import Calibration, fit, load_calibration
+from planner.calibration.measured import (BARE_OP_HOST_US, device_gpu, factor_efficiency, measured_points,
+                                          predict_seconds)
+from planner.calibration.tables import point_table, side_by_side
+from planner.calibration.transfer import measured_factors
 from planner.cli import main
 from planner.inputs.catalog import load_catalog
 from planner.engine.plan import Plan
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import load_runtimes
 from planner.inputs.jobs import Generate
-from planner.calibration.fit import FACTORS, T95, holdout_table
+from planner.calibration.solve import FACTORS, T95
+from planner.calibration.tables import holdout_table
 from tests.fixtures.bench_docs import DESIGNED, SMALL, cpu_result, model_run, with_times
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -557,7 +561,7 @@ def test_a_gpu_bench_pins_bandwidth_only_with_the_wide_anchor():
     doc = with_times(_h200(), 0.7, 0.5, 12.0, noise=0.01, seed=3)
     cal = fit(doc)
     assert cal.unidentified == ()
-    bw, mm = cal._measured_factors()
+    bw, mm = measured_factors(cal)
     assert (bw, mm, cal.overhead_us) == pytest.approx((0.7, 0.5, 12.0), rel=0.05)
     narrow = {**doc, "workloads": [w for w in doc["workloads"] if w["model"]["id"] != "bench-wide"]}
     assert "bandwidth" in fit(narrow).unidentified

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from planner.base.schema import MAX_NOTE_CHARS, CachedHash, Record
+from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
+from planner.inputs.models import decoder_text as text
+from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups,
@@ -60,16 +61,6 @@ def score_passes(s: Setup) -> tuple[float, float]:
     return EAGER_SCORE_TRAFFIC_PASSES, EAGER_SCORE_BACKWARD_PASSES
 
 
-def _kernel_rate_text(s: Setup) -> str:
-    """How fast the attention kernel runs its FLOPs where its own rate is known ('' otherwise: the matmul ceiling)."""
-    k = s.attention
-    if not k.peak_fractions:
-        return ""
-    per = ", ".join(f"SM {major}.x {f:.2f}" for major, f in k.reference_fraction)
-    return (f"; rate on GPUs where FlashAttention-2's is published = datasheet peak x its fraction ({per}) x "
-            f"{k.speed_vs_fa2:g} ({k.id} vs FlashAttention-2)")
-
-
 def dropout_bytes_per_elem(act_bytes: float) -> float:
     """Bytes one element costs a dropout site, forward (read x, write y and the 1-byte mask) plus backward (read the
     gradient and the mask, write the gradient)."""
@@ -87,53 +78,6 @@ EXPERT_GATHER_SCATTER_KERNELS = 2
 # Linear modules of a layer's attention in Hugging Face's Llama, Mistral and Qwen code: q_proj, k_proj, v_proj, o_proj
 # (a quantization library replaces each by its own module; GPT-2 fuses q, k and v into one)
 ATTENTION_LINEAR_MODULES = 4
-
-
-@dataclass(frozen=True)
-class ArchField:
-    """One architecture field a user may edit: its name in models.yaml, kind and bounds (one place for all)."""
-
-    name: str
-    kind: str  # 'int', 'text', 'bool' or a '|'-separated choice
-    lo: int = 1
-    hi: int = 10**7
-
-    @property
-    def choices(self) -> tuple[str, ...]:
-        return tuple(self.kind.split("|")) if "|" in self.kind else ()
-
-
-ARCH_FIELDS = (
-    ArchField("name", "text"),
-    ArchField("layers", "int", 1, 1000),
-    ArchField("hidden", "int", 1, 10**6),
-    ArchField("heads", "int", 1, 4096),
-    ArchField("kv_heads", "int", 1, 4096),
-    ArchField("head_dim", "int", 1, 4096),
-    ArchField("ffn", "int", 1, 10**7),
-    ArchField("ffn_kind", "swiglu|gelu"),
-    ArchField("experts", "int", 1, 4096),  # MLPs per layer; 1 = a dense MLP
-    ArchField("experts_per_token", "int", 1, 4096),  # experts the router sends each token to (top-k)
-    ArchField("shared_ffn", "int", 0, 10**7),  # intermediate size of the shared experts every token sees; 0 = none
-    ArchField("vocab", "int", 1, 10**7),
-    ArchField("context", "int", 1, 10**8),
-    ArchField("tied_embeddings", "bool"),
-    ArchField("norm", "rmsnorm|layernorm"),
-    ArchField("learned_pos_emb", "bool"),
-    ArchField("bias", "bool"),
-)
-ARCH = {f.name: f for f in ARCH_FIELDS}
-# `dropout` is a training setting of the model's config (hidden_dropout_prob, attention_probs_dropout_prob; 0 in
-# LLaMA-family configs), read from models.yaml and config.json but not one of the architecture fields a user edits.
-FIELDS = ("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS)
-
-
-@lru_cache(maxsize=256)
-def _latency_text(layers: int, latency_us: float) -> str:
-    """The decode attention formula's latency clause ('' without one): built once per model and latency, as the
-    catalog sweep builds decode steps often."""
-    return (f"; + {layers} layers x {latency_us:g} us fixed latency per step (a decode-attention call's own, "
-            f"{DECODE_LATENCY_ORIGIN})" if latency_us else "")
 
 
 @dataclass(frozen=True, eq=True)
@@ -211,12 +155,8 @@ class DecoderProfile(CachedHash):
                 **self.architecture()}
 
     def describe(self) -> str:
-        moe = ""
-        if self.experts > 1:
-            shared = f" + shared {self.shared_ffn:,}" if self.shared_ffn else ""
-            moe = (f" · {self.experts} experts, top {self.experts_per_token}{shared} · "
-                   f"{self.active_params / self.params:.0%} of the parameters active per token")
-        return f"decoder · {self.layers} layers · hidden {self.hidden} · context {self.context:,}{moe}"
+        return text.describe(self.layers, self.hidden, self.context, self.experts, self.experts_per_token,
+                             self.shared_ffn, self.active_params / self.params)
 
     def listing(self) -> dict[str, int | None]:
         return {"layers": self.layers, "hidden": self.hidden, "context": self.context}
@@ -469,14 +409,15 @@ class DecoderProfile(CachedHash):
         traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
         elem_bytes = (bt * traffic * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
-        lin_text, attn_text, elem_text = m._forward_formulas(s, name, note, bool(scores))
+        lin_text, attn_text, elem_text = text.forward_formulas(
+            s, name, note, text.score_text(s, score_passes(s), True) if scores else "", m.ffn_kind == "swiglu",
+            m._forward_traffic(s))
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
         gemv = s.quantized_gemv(bt)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
-                    lin_text + ("; the multiply-adds run in the quantized GEMV group" if gemv else "")
-                    + (f"; the GEMMs read the 16-bit copy ({p.act_bytes:g} B/weight)" if buffered else ""),
+                    lin_text + text.linear_extras(gemv, buffered, p.act_bytes),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
@@ -505,46 +446,18 @@ class DecoderProfile(CachedHash):
                 parts.append(g)
             else:
                 parts[same] = parts[same]._replace(flops=parts[same].flops + g.flops, bytes=parts[same].bytes + g.bytes)
-        return [g._replace(formula=g.formula + f"; per chunk ({full + bool(rest)} chunks of {c} tokens)")
+        return [g._replace(formula=g.formula + text.chunked_dequant_text(full + bool(rest), c))
                 for g in parts]
 
     def _forward_traffic(self, s: Setup) -> float:
         """Elementwise and matmul-I/O elements per token of one forward pass under `s`'s runtime (fused or eager)."""
         return self.act_traffic_elems if s.fused_elementwise else self.eager_act_traffic_elems
 
-    @staticmethod
-    def _score_text(s: Setup, forward_only: bool) -> str:
-        """How the S x S scores of materialized attention are moved, in words."""
-        fwd, bwd = score_passes(s)
-        how = ("scale, mask and softmax fused" if s.fused_elementwise
-               else "eager: scale and mask are kernels of their own")
-        copy = "" if s.fused_elementwise else " + the output's head-layout copy"
-        return (f"{fwd:g} x score matrices ({how}){copy}" if forward_only
-                else f"score matrices x ({fwd:g} forward + {bwd:g} backward passes; {how}){copy}")
-
-    @lru_cache(maxsize=1024)  # noqa: B019 (profiles are immutable; the text depends on the setup, not the batch)
-    def _forward_formulas(self, s: Setup, name: str, note: str, scores: bool) -> tuple[str, str, str]:
-        """The formula texts of _forward's linear, attention and elementwise groups."""
-        p, m = s.precision, self
-        head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
-        how = ("elementwise chains fused" if s.fused_elementwise
-               else "eager: every op its own kernel" + (", SwiGLU's silu and product apart"
-                                                        if m.ffn_kind == "swiglu" else ""))
-        return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
-                f"B/weight{head}{note}",
-                "FLOPs = 4 x layers x heads x head_dim x keys attended"
-                + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
-                + "; bytes = Q,K,V,O + KV-cache write"
-                + (f" + {m._score_text(s, True)}" if scores else "") + _kernel_rate_text(s),
-                f"bytes = tokens x {m._forward_traffic(s):,.0f} elements x {p.act_bytes:g} B ({how}) + logits")
-
     def _experts_note(self, tokens: int) -> str:
         """How much of a mixture of experts a pass over `tokens` tokens computes and reads ('' when dense)."""
         if self.experts == 1:
             return ""
-        E, k = self.experts, self.experts_per_token
-        return (f"; mixture of experts: each token's FLOPs use its top {k} of {E} experts, the pass reads "
-                f"{self.experts_read(tokens):.3g} experts' weights per layer (E(1-(1-k/E)^N), N = {tokens:,} tokens)")
+        return text.experts_note(self.experts, self.experts_per_token, self.experts_read(tokens), tokens)
 
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
         """A causal forward pass over `size` tokens per sequence, logits for every token."""
@@ -579,8 +492,8 @@ class DecoderProfile(CachedHash):
                          for rows, n in ((batch * c, full), (batch * rest, 1)) if n and rows]
                 costs = {k: sum(x.get(k, 0.0) for x in parts) for k in ("launches", "host_kernels")
                          } if s.precision.kernel else {}
-                g = g._replace(bytes=g.bytes * chunks, formula=g.formula + f"; weights read once per chunk ({chunks} "
-                            f"chunks of {c} tokens, M = {batch * c:,} rows each)",
+                g = g._replace(bytes=g.bytes * chunks,
+                               formula=g.formula + text.chunked_weights_text(chunks, c, batch * c),
                             gemms=per_chunk + last + (() if s.quantized_gemv(batch)
                                                       else m.lm_head_gemm(batch, s.lm_head_tp)),
                             **costs)
@@ -594,7 +507,7 @@ class DecoderProfile(CachedHash):
                 unscored = g.bytes - (passes * batch * m.heads * m.layers * prompt * c
                                       * s.precision.act_bytes / s.tp if manual else 0.0)
                 g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
-                            formula=g.formula + f"; {chunks} chunks of {c} tokens: each reads the K, V before it")
+                            formula=g.formula + text.chunked_kv_text(chunks, c))
             out.append(g)
         return tuple(out)
 
@@ -609,11 +522,7 @@ class DecoderProfile(CachedHash):
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
-                       "FLOPs = 4 x layers x heads x head_dim x p per sequence; "
-                       "bytes = KV cache read (p tokens) + write"
-                       + ("; the append copies the whole cache (torch.cat: read + write of p tokens)" if s.kv_concat
-                          else "")
-                       + _latency_text(m.layers, latency_us),
+                       text.decode_attention_text(s.kv_concat, m.layers, latency_us),
                        flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
                        bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.layers * latency_us * 1e-6)
@@ -649,38 +558,26 @@ class DecoderProfile(CachedHash):
         fwd_passes, bwd_passes = score_passes(s)
         scores = score_elems * ((fwd_passes * forwards + bwd_passes) * b
                                 + (dropout_bytes_per_elem(b) * forwards if dropout else 0.0))
-        if eager:
-            elem = T * (m.eager_act_traffic_elems * forwards + m.eager_backward_traffic_elems) * b
-            elem_text = (f"bytes = tokens x ({m.eager_act_traffic_elems:,.0f} forward"
-                         + (" x 2 (recomputed)" if ckpt else "")
-                         + f" + {m.eager_backward_traffic_elems:,.0f} backward) elements x {b:g} B (eager: every op "
-                         "its own kernel, its backward op by op)")
-        else:
-            elem = fb * T * m.act_traffic_elems * b
-            elem_text = (f"bytes = {fb:g} x tokens x {m.act_traffic_elems:,.0f} elements x {b:g} B (forward traffic, "
-                         "elementwise chains fused; backward 2x" + (", recompute 1x" if ckpt else "") + ")")
+        elem = (T * (m.eager_act_traffic_elems * forwards + m.eager_backward_traffic_elems) * b if eager
+                else fb * T * m.act_traffic_elems * b)
+        elem_text = text.train_elementwise_text(eager, checkpointing, fb, b, m.act_traffic_elems,
+                                                m.eager_act_traffic_elems, m.eager_backward_traffic_elems,
+                                                DROPOUT_HIDDEN_SITES if dropout else None)
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
-        if dropout:
-            elem_text += (f" + dropout: {DROPOUT_HIDDEN_SITES} sites x hidden per layer, each reading x and writing y "
-                          f"and a 1-byte mask, its backward reading the gradient and the mask")
         read = m.layers * m.layer_read_params(T) + m.lm_head_params  # the experts some token was routed to
         return (
             OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
                     read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
-                    f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if ckpt else ''}); "
-                    f"bytes = weights read {fb:g}x + fp32 grad accumulate; GEMMs of M = {T:,} rows and their "
-                    "backward transposes" + m._experts_note(T),
+                    text.train_linear_text(fb, checkpointing, T, m._experts_note(T)),
                     gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, qkvo * fb + scores + layout_copy, s.attention_path,
-                    f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
-                    f"{attn_mult:g} (bwd = {bwd:g}x fwd); bytes = Q,K,V,O x {fb:g}"
-                    + (f" + {m._score_text(s, False)}" + (" + dropout on the probabilities" if dropout else "")
-                       if manual else "") + _kernel_rate_text(s),
+                    text.train_attention_text(s, manual, attn_mult, bwd, fb, text.score_text(s, score_passes(s), False),
+                                              dropout),
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
                     elem + hidden_drop + 3 * T * m.vocab * float(FP32_BYTES), s.attention_path,
-                    elem_text + " + fp32 logits, softmax, grad"),
+                    elem_text),
         )
 
     def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
@@ -714,13 +611,13 @@ class DecoderProfile(CachedHash):
             return ()
         gb = self.lm_head_params * s.precision.outside_weight_bytes * (1 - 1 / s.tp) / BYTES_PER_GB
         return (MemoryItem("whole LM head on each GPU", gb,
-                           "{:,} LM head params x {:g} B x (1 - 1/{}): the runtime does not split it over the GPUs",
+                           text.WHOLE_LM_HEAD,
                            (self.lm_head_params, s.precision.outside_weight_bytes, s.tp)),)
 
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]:
         act = self._activation_peak(s, batch, size, size, size)
         return (MemoryItem("activations", act / BYTES_PER_GB,
-                           "peak live tensors of one layer + fp32 logits for every token"), *self._whole_lm_head(s))
+                           text.INFERENCE_ACTIVATIONS), *self._whole_lm_head(s))
 
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         m = self
@@ -729,11 +626,10 @@ class DecoderProfile(CachedHash):
         chunk = min(prompt, s.prefill_chunk) if s.prefill_chunk else prompt  # live tokens of one prefill pass
         act = max(self._activation_peak(s, batch, chunk, prompt, 1), self._activation_peak(s, batch, 1, total, 1))
         return (MemoryItem("kv_cache", kv / BYTES_PER_GB,
-                           "batch {} x {} tokens x 2 (K, V) x {} layers x {} x {:g} B ({}) / {} GPU(s)",
+                           text.KV_CACHE,
                            (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)),
                 MemoryItem("activations", act / BYTES_PER_GB,
-                           "peak live tensors of one layer (prefill" + (f" of a {chunk}-token chunk" if chunk < prompt
-                                                                       else "") + " or decode) + logits"),
+                           text.generate_activations_text(chunk, prompt)),
                 *self._whole_lm_head(s))
 
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
@@ -742,48 +638,12 @@ class DecoderProfile(CachedHash):
         T = batch * S
         per_layer_scores = (2.0 * batch * m.heads * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
         saved_layer = T * m.saved_act_elems / m.layers * p.act_bytes + per_layer_scores
-        if checkpointing:
-            act = T * m.hidden * m.layers * p.act_bytes + saved_layer
-            formula = "layer inputs (tokens x hidden x layers) + one layer recomputed"
-        else:
-            act = saved_layer * m.layers
-            formula = (f"tokens x {m.saved_act_elems:,.0f} saved elements x {p.act_bytes:g} B"
-                       + (" + score matrices (manual attention)" if per_layer_scores else ""))
+        act = (T * m.hidden * m.layers * p.act_bytes + saved_layer if checkpointing else saved_layer * m.layers)
         act += 2 * T * m.vocab * float(FP32_BYTES)
-        formula += " + fp32 logits and their gradient"
+        formula = text.train_activations_text(checkpointing, m.saved_act_elems, p.act_bytes, bool(per_layer_scores))
         return MemoryItem("activations", act / BYTES_PER_GB, formula)
 
 
 def parse_decoder(rec: Record) -> DecoderProfile:
-    rec.check_keys(FIELDS)
-    A = ARCH
-    hidden = rec.number("hidden", lo=A["hidden"].lo, hi=A["hidden"].hi, integer=True)
-    heads = rec.number("heads", lo=A["heads"].lo, hi=A["heads"].hi, integer=True)
-    kv_heads = rec.number("kv_heads", required=False, lo=A["kv_heads"].lo, hi=A["kv_heads"].hi, integer=True) or heads
-    if heads % kv_heads:
-        raise rec.fail("kv_heads", f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
-    head_dim = rec.number("head_dim", required=False, lo=A["head_dim"].lo, hi=A["head_dim"].hi, integer=True)
-    if head_dim is None:
-        if hidden % heads:
-            raise rec.fail("heads", f"hidden ({hidden}) is not divisible by heads ({heads}); give head_dim")
-        head_dim = hidden // heads
-    count = lambda name: rec.number(name, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
-    optional = lambda name: rec.number(name, required=False, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
-    experts, top_k = int(optional("experts") or 1), int(optional("experts_per_token") or 1)
-    shared_ffn = int(optional("shared_ffn") or 0)
-    if top_k > experts:
-        raise rec.fail("experts_per_token", f"each token can't be routed to more experts ({top_k}) than a layer has "
-                                            f"(experts: {experts})")
-    if shared_ffn and experts == 1:
-        raise rec.fail("shared_ffn", "a shared expert belongs to a mixture-of-experts layer (experts > 1); for a "
-                                     "dense model put the whole MLP in ffn")
-    return DecoderProfile(
-        id=rec.text("id"), name=rec.text("name"), layers=count("layers"),
-        hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=count("ffn"),
-        ffn_kind=rec.text("ffn_kind", choices=A["ffn_kind"].choices), vocab=count("vocab"), context=count("context"),
-        tied_embeddings=rec.flag("tied_embeddings"), norm=rec.text("norm", choices=A["norm"].choices),
-        learned_pos_emb=rec.flag("learned_pos_emb", default=False), bias=rec.flag("bias", default=False),
-        source=rec.text("source"), experts=experts, experts_per_token=top_k, shared_ffn=shared_ffn,
-        dropout=rec.flag("dropout", default=False),
-        cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
-    )
+    """The profile a models.yaml or bench-result record describes (its fields checked by read_decoder)."""
+    return DecoderProfile(**read_decoder(rec))

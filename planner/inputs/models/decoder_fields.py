@@ -1,0 +1,84 @@
+"""A decoder's fields: the architecture fields a user may edit (ARCH_FIELDS, with their bounds: one place for the
+loader, the form and the link) and the check of a decoder record against them (read_decoder)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from planner.base.schema import MAX_NOTE_CHARS, Record
+
+
+@dataclass(frozen=True)
+class ArchField:
+    """One architecture field a user may edit: its name in models.yaml, kind and bounds (one place for all)."""
+
+    name: str
+    kind: str  # 'int', 'text', 'bool' or a '|'-separated choice
+    lo: int = 1
+    hi: int = 10**7
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self.kind.split("|")) if "|" in self.kind else ()
+
+
+ARCH_FIELDS = (
+    ArchField("name", "text"),
+    ArchField("layers", "int", 1, 1000),
+    ArchField("hidden", "int", 1, 10**6),
+    ArchField("heads", "int", 1, 4096),
+    ArchField("kv_heads", "int", 1, 4096),
+    ArchField("head_dim", "int", 1, 4096),
+    ArchField("ffn", "int", 1, 10**7),
+    ArchField("ffn_kind", "swiglu|gelu"),
+    ArchField("experts", "int", 1, 4096),  # MLPs per layer; 1 = a dense MLP
+    ArchField("experts_per_token", "int", 1, 4096),  # experts the router sends each token to (top-k)
+    ArchField("shared_ffn", "int", 0, 10**7),  # intermediate size of the shared experts every token sees; 0 = none
+    ArchField("vocab", "int", 1, 10**7),
+    ArchField("context", "int", 1, 10**8),
+    ArchField("tied_embeddings", "bool"),
+    ArchField("norm", "rmsnorm|layernorm"),
+    ArchField("learned_pos_emb", "bool"),
+    ArchField("bias", "bool"),
+)
+ARCH = {f.name: f for f in ARCH_FIELDS}
+# `dropout` is a training setting of the model's config (hidden_dropout_prob, attention_probs_dropout_prob; 0 in
+# LLaMA-family configs), read from models.yaml and config.json but not one of the architecture fields a user edits.
+FIELDS = ("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS)
+
+
+def read_decoder(rec: Record) -> dict[str, Any]:
+    """A decoder record's fields, checked against FIELDS and their bounds: the keyword arguments of its profile."""
+    rec.check_keys(FIELDS)
+    A = ARCH
+    hidden = rec.number("hidden", lo=A["hidden"].lo, hi=A["hidden"].hi, integer=True)
+    heads = rec.number("heads", lo=A["heads"].lo, hi=A["heads"].hi, integer=True)
+    kv_heads = rec.number("kv_heads", required=False, lo=A["kv_heads"].lo, hi=A["kv_heads"].hi, integer=True) or heads
+    if heads % kv_heads:
+        raise rec.fail("kv_heads", f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    head_dim = rec.number("head_dim", required=False, lo=A["head_dim"].lo, hi=A["head_dim"].hi, integer=True)
+    if head_dim is None:
+        if hidden % heads:
+            raise rec.fail("heads", f"hidden ({hidden}) is not divisible by heads ({heads}); give head_dim")
+        head_dim = hidden // heads
+    count = lambda name: rec.number(name, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
+    optional = lambda name: rec.number(name, required=False, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
+    experts, top_k = int(optional("experts") or 1), int(optional("experts_per_token") or 1)
+    shared_ffn = int(optional("shared_ffn") or 0)
+    if top_k > experts:
+        raise rec.fail("experts_per_token", f"each token can't be routed to more experts ({top_k}) than a layer has "
+                                            f"(experts: {experts})")
+    if shared_ffn and experts == 1:
+        raise rec.fail("shared_ffn", "a shared expert belongs to a mixture-of-experts layer (experts > 1); for a "
+                                     "dense model put the whole MLP in ffn")
+    return dict(
+        id=rec.text("id"), name=rec.text("name"), layers=count("layers"),
+        hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=count("ffn"),
+        ffn_kind=rec.text("ffn_kind", choices=A["ffn_kind"].choices), vocab=count("vocab"), context=count("context"),
+        tied_embeddings=rec.flag("tied_embeddings"), norm=rec.text("norm", choices=A["norm"].choices),
+        learned_pos_emb=rec.flag("learned_pos_emb", default=False), bias=rec.flag("bias", default=False),
+        source=rec.text("source"), experts=experts, experts_per_token=top_k, shared_ffn=shared_ffn,
+        dropout=rec.flag("dropout", default=False),
+        cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
+    )

@@ -1,0 +1,153 @@
+"""The words that explain a decoder's costs: the formula strings attached to its op groups and memory items, and its
+one-line description. Each builder takes the numbers planner.inputs.models.decoder computed and says how they were
+counted; the arithmetic itself lives there."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
+from planner.inputs.work import Setup
+
+
+def describe(layers: int, hidden: int, context: int, experts: int, experts_per_token: int, shared_ffn: int,
+             active_share: float) -> str:
+    """A decoder in one line: its size and, for a mixture of experts, its routing and active share of parameters."""
+    moe = ""
+    if experts > 1:
+        shared = f" + shared {shared_ffn:,}" if shared_ffn else ""
+        moe = (f" · {experts} experts, top {experts_per_token}{shared} · "
+               f"{active_share:.0%} of the parameters active per token")
+    return f"decoder · {layers} layers · hidden {hidden} · context {context:,}{moe}"
+
+
+def kernel_rate_text(s: Setup) -> str:
+    """How fast the attention kernel runs its FLOPs where its own rate is known ('' otherwise: the matmul ceiling)."""
+    k = s.attention
+    if not k.peak_fractions:
+        return ""
+    per = ", ".join(f"SM {major}.x {f:.2f}" for major, f in k.reference_fraction)
+    return (f"; rate on GPUs where FlashAttention-2's is published = datasheet peak x its fraction ({per}) x "
+            f"{k.speed_vs_fa2:g} ({k.id} vs FlashAttention-2)")
+
+
+@lru_cache(maxsize=256)
+def latency_text(layers: int, latency_us: float) -> str:
+    """The decode attention formula's latency clause ('' without one): built once per model and latency, as the
+    catalog sweep builds decode steps often."""
+    return (f"; + {layers} layers x {latency_us:g} us fixed latency per step (a decode-attention call's own, "
+            f"{DECODE_LATENCY_ORIGIN})" if latency_us else "")
+
+
+def score_text(s: Setup, passes: tuple[float, float], forward_only: bool) -> str:
+    """How the S x S scores of materialized attention are moved (`passes`: forward, backward), in words."""
+    fwd, bwd = passes
+    how = ("scale, mask and softmax fused" if s.fused_elementwise
+           else "eager: scale and mask are kernels of their own")
+    copy = "" if s.fused_elementwise else " + the output's head-layout copy"
+    return (f"{fwd:g} x score matrices ({how}){copy}" if forward_only
+            else f"score matrices x ({fwd:g} forward + {bwd:g} backward passes; {how}){copy}")
+
+
+def experts_note(experts: int, experts_per_token: int, experts_read: float, tokens: int) -> str:
+    """How much of a mixture of experts a pass over `tokens` tokens computes and reads ('' when dense)."""
+    if experts == 1:
+        return ""
+    E, k = experts, experts_per_token
+    return (f"; mixture of experts: each token's FLOPs use its top {k} of {E} experts, the pass reads "
+            f"{experts_read:.3g} experts' weights per layer (E(1-(1-k/E)^N), N = {tokens:,} tokens)")
+
+
+@lru_cache(maxsize=1024)  # the text depends on the setup and the model's counts, not the batch
+def forward_formulas(s: Setup, name: str, note: str, score_words: str, swiglu: bool,
+                     traffic: float) -> tuple[str, str, str]:
+    """The formula texts of a forward pass's linear, attention and elementwise groups (score_words: score_text's
+    forward words, '' when no scores are materialized; traffic: elements per token of the pass)."""
+    p = s.precision
+    head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
+    how = ("elementwise chains fused" if s.fused_elementwise
+           else "eager: every op its own kernel" + (", SwiGLU's silu and product apart" if swiglu else ""))
+    return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
+            f"B/weight{head}{note}",
+            "FLOPs = 4 x layers x heads x head_dim x keys attended"
+            + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
+            + "; bytes = Q,K,V,O + KV-cache write"
+            + (f" + {score_words}" if score_words else "") + kernel_rate_text(s),
+            f"bytes = tokens x {traffic:,.0f} elements x {p.act_bytes:g} B ({how}) + logits")
+
+
+def linear_extras(gemv: bool, buffered: bool, act_bytes: float) -> str:
+    """What a forward pass's linear group adds to its formula: a quantized GEMV, a 16-bit copy of the weights."""
+    return (("; the multiply-adds run in the quantized GEMV group" if gemv else "")
+            + (f"; the GEMMs read the 16-bit copy ({act_bytes:g} B/weight)" if buffered else ""))
+
+
+def chunked_dequant_text(chunks: int, c: int) -> str:
+    return f"; per chunk ({chunks} chunks of {c} tokens)"
+
+
+def chunked_weights_text(chunks: int, c: int, rows: int) -> str:
+    return f"; weights read once per chunk ({chunks} chunks of {c} tokens, M = {rows:,} rows each)"
+
+
+def chunked_kv_text(chunks: int, c: int) -> str:
+    return f"; {chunks} chunks of {c} tokens: each reads the K, V before it"
+
+
+def decode_attention_text(kv_concat: bool, layers: int, latency_us: float) -> str:
+    return ("FLOPs = 4 x layers x heads x head_dim x p per sequence; "
+            "bytes = KV cache read (p tokens) + write"
+            + ("; the append copies the whole cache (torch.cat: read + write of p tokens)" if kv_concat else "")
+            + latency_text(layers, latency_us))
+
+
+def train_elementwise_text(eager: bool, checkpointing: bool, fb: float, act_bytes: float, fused_elems: float,
+                           eager_fwd_elems: float, eager_bwd_elems: float, dropout_sites: int | None) -> str:
+    """A training micro-step's elementwise formula (dropout_sites: hidden dropout sites per layer, None without)."""
+    b = act_bytes
+    if eager:
+        text = (f"bytes = tokens x ({eager_fwd_elems:,.0f} forward"
+                + (" x 2 (recomputed)" if checkpointing else "")
+                + f" + {eager_bwd_elems:,.0f} backward) elements x {b:g} B (eager: every op "
+                "its own kernel, its backward op by op)")
+    else:
+        text = (f"bytes = {fb:g} x tokens x {fused_elems:,.0f} elements x {b:g} B (forward traffic, "
+                "elementwise chains fused; backward 2x" + (", recompute 1x" if checkpointing else "") + ")")
+    if dropout_sites is not None:
+        text += (f" + dropout: {dropout_sites} sites x hidden per layer, each reading x and writing y "
+                 f"and a 1-byte mask, its backward reading the gradient and the mask")
+    return text + " + fp32 logits, softmax, grad"
+
+
+def train_linear_text(fb: float, checkpointing: bool, rows: int, note: str) -> str:
+    return (f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if checkpointing else ''}); "
+            f"bytes = weights read {fb:g}x + fp32 grad accumulate; GEMMs of M = {rows:,} rows and their "
+            "backward transposes" + note)
+
+
+def train_attention_text(s: Setup, manual: bool, attn_mult: float, bwd: float, fb: float, score_words: str,
+                         dropout: bool) -> str:
+    return (f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
+            f"{attn_mult:g} (bwd = {bwd:g}x fwd); bytes = Q,K,V,O x {fb:g}"
+            + (f" + {score_words}" + (" + dropout on the probabilities" if dropout else "")
+               if manual else "") + kernel_rate_text(s))
+
+
+# Memory items: each a template MemoryItem fills with its numbers.
+WHOLE_LM_HEAD = "{:,} LM head params x {:g} B x (1 - 1/{}): the runtime does not split it over the GPUs"
+INFERENCE_ACTIVATIONS = "peak live tensors of one layer + fp32 logits for every token"
+KV_CACHE = "batch {} x {} tokens x 2 (K, V) x {} layers x {} x {:g} B ({}) / {} GPU(s)"
+
+
+def generate_activations_text(chunk: int, prompt: int) -> str:
+    return ("peak live tensors of one layer (prefill" + (f" of a {chunk}-token chunk" if chunk < prompt else "")
+            + " or decode) + logits")
+
+
+def train_activations_text(checkpointing: bool, saved_elems: float, act_bytes: float, scores: bool) -> str:
+    if checkpointing:
+        text = "layer inputs (tokens x hidden x layers) + one layer recomputed"
+    else:
+        text = (f"tokens x {saved_elems:,.0f} saved elements x {act_bytes:g} B"
+                + (" + score matrices (manual attention)" if scores else ""))
+    return text + " + fp32 logits and their gradient"
