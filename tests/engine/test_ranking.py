@@ -5,23 +5,16 @@ from dataclasses import replace
 import pytest
 
 from planner.engine import ranking
-from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import load_job_costs
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import load_models
+from tests.fixtures.plans import ranking_of
 
 FACTS = load_facts()
 OVERHEADS = load_job_costs(runtime_ids=tuple(r.id for r in FACTS.runtimes.runtimes))
 
-
-DEFAULT_WORKLOAD = Generate(10_000, 1, 165)  # a frozen dataclass: one shared default is safe
-
-
-def _ranking(model="cfdna-gen", workload=DEFAULT_WORKLOAD, **kw):
-    return estimate_all(Plan(load_models().get(model), workload, kw.pop("precision", "bf16"),
-                             price_tier=kw.pop("tier", "community"), **kw), FACTS)
 
 
 def test_best_value_is_the_fastest_within_a_quarter_of_the_cheapest_bill():
@@ -41,7 +34,7 @@ def test_batch_grid(max_batch, limit, extra, expected):
 
 
 def test_callouts_without_overheads_pick_by_compute_cost():
-    ests = _ranking()
+    ests = ranking_of()
     ok = [e for e in ests if e.feasible and e.seconds and e.cost() is not None]
     found = {c.label: c.estimate.gpu.id for c in ranking.callouts(ranking.rank(ests, None))}
     assert found["Fastest"] == min(ok, key=lambda e: e.seconds).gpu.id
@@ -57,7 +50,7 @@ def _as(e, seconds, cost_usd, feasible=True, reasons=()):
 
 
 def test_callouts_on_a_hand_built_case():
-    base = {e.gpu.id: e for e in _ranking()}
+    base = {e.gpu.id: e for e in ranking_of()}
     a = _as(base["h100-sxm"], 10.0, 5.0)   # fastest: 10 s; time x cost 50
     b = _as(base["rtx-4090"], 20.0, 1.0)   # cheapest: $1; time x cost 20
     c = _as(base["a100-sxm-80gb"], 12.0, 1.2)  # 20 % above the cheapest bill and faster: the best value
@@ -70,14 +63,14 @@ def test_callouts_on_a_hand_built_case():
 
 
 def test_callouts_consider_only_the_rows_shown():
-    base = {e.gpu.id: e for e in _ranking()}
+    base = {e.gpu.id: e for e in ranking_of()}
     a, b = _as(base["h100-sxm"], 10.0, 5.0), _as(base["rtx-4090"], 20.0, 1.0)
     r = ranking.rank([a, b], None)
     assert {x.estimate.gpu.id for x in ranking.callouts(r, [a])} == {"h100-sxm"}  # the 4090 is filtered out
 
 
 def test_the_ranking_and_the_cheapest_follow_the_whole_jobs_bill():
-    r = ranking.rank(_ranking(workload=Generate(1000, 1, 165)), OVERHEADS)  # a job of seconds
+    r = ranking.rank(ranking_of(workload=Generate(1000, 1, 165)), OVERHEADS)  # a job of seconds
     bills = [r.bill_usd(e) for e in r.estimates if e.feasible]
     priced = [b for b in bills if b is not None]
     assert priced == sorted(priced) and bills[:len(priced)] == priced  # priced GPUs first, cheapest bill first
@@ -88,7 +81,7 @@ def test_the_ranking_and_the_cheapest_follow_the_whole_jobs_bill():
 
 
 def test_the_bill_is_the_whole_jobs_billed_hours_at_the_price():
-    r = ranking.rank(_ranking(workload=Generate(1000, 1, 165)), OVERHEADS)
+    r = ranking.rank(ranking_of(workload=Generate(1000, 1, 165)), OVERHEADS)
     e = next(e for e in r.estimates if e.feasible and e.price)
     job = r.job(e)
     # billed seconds / 3600 x GPUs x $/GPU-hour: what job_cost documents, computed once and carried by the ranking

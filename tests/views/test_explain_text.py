@@ -8,20 +8,14 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
 from planner.views import explain_text, ranking_table
+from tests.fixtures.plans import ranking_of
 
 FACTS = load_facts()
 
 
-DEFAULT_WORKLOAD = Generate(10_000, 1, 165)  # a frozen dataclass: one shared default is safe
-
-
-def _ranking(model="cfdna-gen", workload=DEFAULT_WORKLOAD, **kw):
-    return estimate_all(Plan(load_models().get(model), workload, kw.pop("precision", "bf16"),
-                             price_tier=kw.pop("tier", "community"), **kw), FACTS)
-
 
 def test_step_time_rows_add_up_to_the_estimate():
-    e = next(e for e in _ranking() if e.gpu.id == "h100-sxm")
+    e = next(e for e in ranking_of() if e.gpu.id == "h100-sxm")
     rows = explain_text.step_time_rows(e)
     assert sum(r["time s"] for r in rows) == pytest.approx(e.seconds)
     assert {r["op group"] for r in rows} >= {"linear layers", "attention", "elementwise & norms"}
@@ -30,7 +24,7 @@ def test_step_time_rows_add_up_to_the_estimate():
 def test_the_decode_attention_latency_has_a_row_of_its_own():
     """cfDNA-Gen's 14 layers: every decode step pays 14 attention calls' fixed latency (data/precisions.yaml), shown
     with its per-step figure and counted as overhead."""
-    e = next(e for e in _ranking() if e.gpu.id == "h100-sxm")
+    e = next(e for e in ranking_of() if e.gpu.id == "h100-sxm")
     us = e.setup.attention.decode_latency_us
     (row,) = [r for r in explain_text.step_time_rows(e) if r["op group"].startswith("decode-attention latency")]
     decode = [ph for ph in e.phases if ph.name == "decode"]
@@ -41,7 +35,7 @@ def test_the_decode_attention_latency_has_a_row_of_its_own():
 def test_tiled_gemms_explain_how_compute_and_memory_combine():
     """Llama-2-7B on an H100 SXM at batch 32: the decode's GEMMs have 32 rows (tiles), so the linear layers' row gives
     the overlap formula and its source, and the inputs name p; at batch 1 the GEMVs keep the sharp corner."""
-    tiled = next(e for e in _ranking("llama-2-7b", Generate(960, 128, 128), precision="fp16", batch=32)
+    tiled = next(e for e in ranking_of("llama-2-7b", Generate(960, 128, 128), precision="fp16", batch=32)
                  if e.gpu.id == "h100-sxm")
     (row,) = [r for r in explain_text.step_time_rows(tiled)
               if r["phase"] == "decode" and r["op group"] == "linear layers"]
@@ -49,7 +43,7 @@ def test_tiled_gemms_explain_how_compute_and_memory_combine():
     assert row["time s"] > max(row["compute s"], row["memory s"])
     inputs = {name: value for name, value, _ in explain_text.inputs_rows(tiled, auto_batch=False)}
     assert inputs["GEMM compute and memory overlap"].startswith("p = 1.45")
-    gemv = next(e for e in _ranking("llama-2-7b", Generate(1_000, 1, 128), precision="fp16", batch=1)
+    gemv = next(e for e in ranking_of("llama-2-7b", Generate(1_000, 1, 128), precision="fp16", batch=1)
                 if e.gpu.id == "h100-sxm")
     (row,) = [r for r in explain_text.step_time_rows(gemv)
               if r["phase"] == "decode" and r["op group"] == "linear layers"]
@@ -61,7 +55,7 @@ def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step()
     2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls, each in
     NCCL's LL protocol (half of 364.5 GB/s, capped at 141 GB/s on Hopper; 6.6 us a call, 0.6 us a hop):
     64 x (6.6 + 1.2 + 8192 / 141e3) = 502.92 us + (6.6 + 0.6 + 32000 / 141e3) = 7.43 us: 510.3 us per step."""
-    e = _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
+    e = ranking_of("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
                  runtime="tensorrt-llm")
     e = next(x for x in e if x.gpu.id == "h100-sxm")
     (row,) = [r for r in explain_text.step_time_rows(e)
@@ -75,14 +69,14 @@ def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step()
 def test_the_inputs_name_the_link_and_its_protocols_only_when_gpus_exchange_data():
     """A tensor-parallel plan lists the link its collectives use with NCCL's protocols on it (an H100 pair: LL at
     half of 450 x 0.81 = 364.5 GB/s, capped at 141 GB/s on Hopper) and where the figures come from; one GPU has none."""
-    ranking = _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
+    ranking = ranking_of("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
                        runtime="tensorrt-llm")
     rows = {name: (value, source) for name, value, source in
             explain_text.inputs_rows(next(x for x in ranking if x.gpu.id == "h100-sxm"), False)}
     value, source = rows["GPU-to-GPU link"]
     assert value.startswith("2 GPUs over NVLink") and "LL 141 GB/s" in value and "Simple 364.5 GB/s" in value
     assert source.startswith("data/interconnects.yaml, link 'nvlink'") and "nccl-tests" in source
-    single = next(x for x in _ranking("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1)
+    single = next(x for x in ranking_of("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1)
                   if x.gpu.id == "h100-sxm")
     assert "GPU-to-GPU link" not in {name for name, _, _ in explain_text.inputs_rows(single, False)}
 
@@ -90,7 +84,7 @@ def test_the_inputs_name_the_link_and_its_protocols_only_when_gpus_exchange_data
 def test_step_time_rows_agree_with_the_exported_phases():
     """The page's table and the JSON export (report.estimate_row) show the same whole-job figures per op group."""
     from planner.views.report import estimate_row
-    e = next(e for e in _ranking(workload=Generate(1_000_000, 1, 165)) if e.gpu.id == "h100-sxm")
+    e = next(e for e in ranking_of(workload=Generate(1_000_000, 1, 165)) if e.gpu.id == "h100-sxm")
     # full batches, then the rest
     exported = [(ph["name"], g) for ph in estimate_row(e)["phases"] for g in ph["groups"]]
     groups = {g["name"] for _, g in exported}
@@ -108,7 +102,7 @@ def test_markdown_cells_are_escaped():
 
 
 def test_the_memory_sentence_states_capacity_in_the_unit_of_use():
-    e = next(e for e in _ranking() if e.gpu.id == "rtx-4090")
+    e = next(e for e in ranking_of() if e.gpu.id == "rtx-4090")
     text = explain_text.memory_sentence(e)
     usable = 0.9 * 24 * 2**30 / 1e9  # 23.19 GB: 90 % of 24 GiB
     assert f"of {usable:.3g} GB usable (90% of the 25.8 GB it reports (24 GiB))" in text
@@ -118,7 +112,7 @@ def test_the_memory_sentence_states_capacity_in_the_unit_of_use():
 
 
 def test_the_memory_sentence_shows_the_ecc_reserve_of_a_datacenter_gddr_card():
-    e = next(e for e in _ranking() if e.gpu.id == "l40s")
+    e = next(e for e in ranking_of() if e.gpu.id == "l40s")
     # nvidia-smi reports 46,068 MiB on an L40S with ECC on (48 GiB less 1/16): 46068 x 2**20 / 1e9 = 48.31 GB
     reported = 46068 * 2**20 / 1e9
     assert f"90% of the {reported:.1f} GB it reports (48 GiB = 51.5 GB, of which the driver reports 46,068 MiB)" \

@@ -4,28 +4,19 @@ from dataclasses import replace
 
 import pytest
 
-from planner.engine.estimate import estimate_all
 from planner.engine.feasibility import Reason
-from planner.engine.plan import Plan
 from planner.engine.ranking import callouts, rank
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Infer
-from planner.inputs.models import load_models
 from planner.views import ranking_table
+from tests.fixtures.plans import ranking_of
 
 FACTS = load_facts()
 
 
-DEFAULT_WORKLOAD = Generate(10_000, 1, 165)  # a frozen dataclass: one shared default is safe
-
-
-def _ranking(model="cfdna-gen", workload=DEFAULT_WORKLOAD, **kw):
-    return estimate_all(Plan(load_models().get(model), workload, kw.pop("precision", "bf16"),
-                             price_tier=kw.pop("tier", "community"), **kw), FACTS)
-
 
 def test_the_vram_filter_compares_decimal_gb_as_the_table_shows():
-    ests = _ranking()
+    ests = ranking_of()
     ids = lambda f: {e.gpu.id for e in ranking_table.filtered(ests, f)}  # noqa: E731
     # an RTX 4090 holds 24 GiB = 24 x 1.0737 = 25.77 GB: a 25 GB minimum keeps it, a 26 GB minimum hides it
     assert "rtx-4090" in ids(ranking_table.Filters(min_vram_gb=25.0))
@@ -33,7 +24,7 @@ def test_the_vram_filter_compares_decimal_gb_as_the_table_shows():
 
 
 def test_vendor_price_and_feasibility_filters():
-    ests = _ranking(precision="fp8")  # fp8 needs SM89+: older GPUs can't run it
+    ests = ranking_of(precision="fp8")  # fp8 needs SM89+: older GPUs can't run it
     amd = ranking_table.filtered(ests, ranking_table.Filters(vendor="AMD"))
     assert amd and all(e.gpu.vendor == "AMD" for e in amd)
     runs = ranking_table.filtered(ests, ranking_table.Filters(feasible_only=True))
@@ -45,7 +36,7 @@ def test_vendor_price_and_feasibility_filters():
 
 
 def test_ranking_rows_are_named_columns_with_capacity_and_use_in_one_unit():
-    ests = _ranking()
+    ests = ranking_of()
     rows, unit, rate_name = ranking_table.ranking_rows(ests, rank(ests, None), "generate", {}, {})
     row = next(r for r in rows if r["gpu_id"] == "rtx-4090")
     e = next(e for e in ests if e.gpu.id == "rtx-4090")
@@ -58,7 +49,7 @@ def test_ranking_rows_are_named_columns_with_capacity_and_use_in_one_unit():
 
 
 def test_the_ranking_shows_rank_and_name_first_and_hides_the_id():
-    rows, unit, rate_name = ranking_table.ranking_rows(_ranking(), rank(_ranking(), None), "generate", {}, {})
+    rows, unit, rate_name = ranking_table.ranking_rows(ranking_of(), rank(ranking_of(), None), "generate", {}, {})
     order = ranking_table.ranking_order(rows[0], unit, rate_name, "generate")
     assert order[:3] == ["Rank", "GPU", "Runs?"] and "gpu_id" not in order
     assert set(order) == set(rows[0]) - {"gpu_id"}  # every other column is shown
@@ -68,7 +59,7 @@ def test_the_ranking_shows_rank_and_name_first_and_hides_the_id():
 
 
 def test_a_formula_model_is_counted_in_samples():
-    ests = _ranking("sea", Infer(100, 200), precision="fp32")
+    ests = ranking_of("sea", Infer(100, 200), precision="fp32")
     rows, _, rate_name = ranking_table.ranking_rows(ests, rank(ests, None), "infer", {}, {})
     assert rate_name == "samples/s" and "Samples/s" not in rows[0]
 
@@ -79,7 +70,7 @@ def _as(e, seconds, cost_usd, feasible=True, reasons=()):
 
 
 def test_the_reason_counts_on_a_hand_built_case():
-    base = [e for e in _ranking() if e.gpu.id in ("h100-sxm", "rtx-4090", "rtx-3090")]
+    base = [e for e in ranking_of() if e.gpu.id in ("h100-sxm", "rtx-4090", "rtx-3090")]
     oom, prec = Reason("oom", True, "needs 90 GB"), Reason("precision", True, "fp8 needs SM89+")
     note = Reason("parallelism", False, "data parallel")  # a note blocks nothing: not counted
     shown = [_as(base[0], None, None, False, (oom, note)), _as(base[1], None, None, False, (oom, prec)),
@@ -89,25 +80,25 @@ def test_the_reason_counts_on_a_hand_built_case():
 
 
 def test_filters_hiding_only_gpus_that_cannot_run_it_say_so():
-    blocked = [_as(e, None, None, False, (Reason("oom", True, "x"),)) for e in _ranking()[:2]]
+    blocked = [_as(e, None, None, False, (Reason("oom", True, "x"),)) for e in ranking_of()[:2]]
     message = ranking_table.nothing_runs_message([], blocked)
     assert message.startswith("The filters hide every GPU") and "none of them can run this plan" in message
     assert "Most common reasons" not in message
 
 
 def test_when_nothing_runs_the_message_counts_the_reasons_or_blames_the_filters():
-    ests = _ranking("llama-3-70b", Generate(10, 16, 16), precision="fp32")  # 280 GB of fp32 weights: OOM everywhere
+    ests = ranking_of("llama-3-70b", Generate(10, 16, 16), precision="fp32")  # 280 GB of fp32 weights: OOM everywhere
     assert not any(e.feasible for e in ests)
     message = ranking_table.nothing_runs_message(ests, ests)
     assert message.startswith("No GPU in the list can run this plan") and f"oom ({len(ests)} GPUs)" in message
-    fits = _ranking()
+    fits = ranking_of()
     assert ranking_table.nothing_runs_message(fits, fits) is None
     hidden = ranking_table.nothing_runs_message([], fits)
     assert "filters hide every GPU" in hidden and "loosen the filters" in hidden
 
 
 def test_extra_export_columns_round_the_band():
-    e = next(e for e in _ranking() if e.gpu.id == "h100-sxm")
+    e = next(e for e in ranking_of() if e.gpu.id == "h100-sxm")
     extra = ranking_table.extra_columns([e], {}, {"h100-sxm": (12.3456789, 98.7654321)})
     assert extra == {"h100-sxm": {"seconds_low": 12.35, "seconds_high": 98.77}}
 
@@ -127,7 +118,7 @@ def test_a_price_shows_its_age_and_a_stale_flag():
 
 def test_the_caption_names_the_oldest_and_newest_price_and_counts_stale_ones():
     from datetime import date
-    ests = _ranking()
+    ests = ranking_of()
     today = date(2026, 11, 22)
     dates = ranking_table.price_dates(ests, today)
     priced = [e.price for e in ests if e.price is not None]
@@ -138,7 +129,7 @@ def test_the_caption_names_the_oldest_and_newest_price_and_counts_stale_ones():
 
 def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
     from datetime import date
-    ranked = rank(_ranking(), None)
+    ranked = rank(ranking_of(), None)
     cheapest = next(c for c in callouts(ranked) if c.label == "Cheapest")
     line = ranking_table.callout_line(cheapest, ranked, 1, date(2026, 11, 22))
     age = (date(2026, 11, 22) - cheapest.estimate.price.date).days
