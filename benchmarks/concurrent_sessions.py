@@ -6,7 +6,7 @@ computed yet) and prints the median and 90th percentile of the time from the key
 updated, the script not running), next to the same figure for one session alone. Loading N fresh pages at once is
 also printed: it is dominated by the browser parsing Streamlit's JavaScript N times on the same 2 cores. What a plan
 determines (the ranking, the table, the call-outs, the explained GPU's Markdown and tables) is built once per distinct
-plan and shared by every session (app.py: _rankings, _ranking_view, _explain_view); each session still runs the
+plan and shared by every session (ui/resources.py: rankings, ranking_view, explain_view); each session still runs the
 script and receives every element of its page.
 Run: python3 benchmarks/concurrent_sessions.py [sessions, default 20] [--server-only]
 """
