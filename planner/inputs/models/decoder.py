@@ -19,7 +19,7 @@ from typing import Any
 
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.models import decoder_text as text
+import planner.inputs.models.decoder_text as text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
