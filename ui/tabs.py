@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.base.schema import DataFileError
-from planner.engine.estimate import estimate_gpu, items_per_gpu
+from planner.engine.estimate import estimate_gpu
 from planner.calibration import tables as calibration_tables
 from planner.views import calibration_text, charts, plan_inputs, screens, tab_tables
 from planner.views.format import fmt_seconds, md_escape, short_name, time_unit
@@ -53,7 +53,7 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
 def _batch_size(plan, inputs, table, cal, cmp_ids) -> None:
     gpus = [resources.gpu(g) for g in cmp_ids]
     df = charts.batch_sweep(plan, gpus, screens.with_prices(resources.facts(), table), cal.adjust if cal else None)
-    per_gpu = items_per_gpu(plan.workload, plan.gpus)
+    per_gpu = int(df.items_per_gpu.min()) if len(df) else 0  # the engine's rule (ranking.batch_sweep), per GPU
     if len(df) and df.batch.max() >= per_gpu and per_gpu < 64:
         st.caption(f"The job has only {per_gpu:,} item(s) per GPU, so no batch can be larger: raise the job size "
                    f"in the sidebar to see how larger batches would run.")

@@ -143,11 +143,13 @@ def batch_grid(max_batch: int, limit: int, extra: Iterable[int] = ()) -> list[in
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One GPU at one fixed batch: the estimate there and the largest batch that fits."""
+    """One GPU at one fixed batch: the estimate there, the largest batch that fits and the items the GPU has to batch
+    (no batch can be larger)."""
 
     gpu: GPU
     batch: int
     max_batch: int
+    items_per_gpu: int
     estimate: Estimate
 
 
@@ -160,5 +162,6 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts,
         auto = estimate_gpu(replace(plan, batch=None), gpu, facts, adjust)
         limit = items_per_gpu(plan.workload, 1 if auto.parallelism == "tensor" else plan.gpus)
         for b in batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else []):
-            out.append(SweepPoint(gpu, b, auto.max_batch, estimate_gpu(replace(plan, batch=b), gpu, facts, adjust)))
+            out.append(SweepPoint(gpu, b, auto.max_batch, limit,
+                                  estimate_gpu(replace(plan, batch=b), gpu, facts, adjust)))
     return out

@@ -189,10 +189,11 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficienc
              "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
              "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
              "memory_gb": e.memory.total_gb, "vram_gb": p.gpu.vram_gb, "usable_gb": e.usable_gb,
-             "max_batch": p.max_batch}
+             "max_batch": p.max_batch, "items_per_gpu": p.items_per_gpu}
             for p in ranking.batch_sweep(plan, gpus, facts, adjust) for e in (p.estimate,)]
     return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
-                                       "seconds", "bound", "memory_gb", "vram_gb", "usable_gb", "max_batch"])
+                                       "seconds", "bound", "memory_gb", "vram_gb", "usable_gb", "max_batch",
+                                       "items_per_gpu"])
 
 
 def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:

@@ -95,5 +95,5 @@ def test_the_batch_sweep_never_goes_past_the_items_each_gpu_batches_per_epoch():
     # 100 samples a epoch for 3 epochs: the engine batches at most 100 (an epoch's samples), so the sweep stops there
     plan = Plan(load_models().get("gpt2-124m"), Train(100, 64, 3.0), "bf16", price_tier="community")
     points = ranking.batch_sweep(plan, [FACTS.catalog.get("h100-sxm")], FACTS)
-    assert max(p.batch for p in points) == 100
+    assert max(p.batch for p in points) == 100 and {p.items_per_gpu for p in points} == {100}
     assert all(p.estimate.batch == p.batch for p in points)  # the batch swept is the batch estimated
