@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import yaml
 
-from planner.base.safe_parse import ParseError, load_yaml_text, shown
+from planner.base.safe_parse import ParseError, TextError, check_text_values, load_yaml_text, shown
 
 
 class DataFileError(ValueError):
@@ -96,9 +96,14 @@ def suggest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
 
 
 def parse_yaml(text: str, path: str | Path) -> Any:
-    """YAML text from `path` (a file or an upload's name), parsed with the safe caps; DataFileError otherwise."""
+    """YAML text from `path` (a file or an upload's name), parsed with the safe caps and every string checked
+    (safe_parse.check_text_values); DataFileError otherwise."""
     try:
-        return load_yaml_text(text, str(path))
+        doc = load_yaml_text(text, str(path))
+        check_text_values(doc, str(path))
+        return doc
+    except TextError as exc:
+        raise DataFileError(path, "-", exc.field, exc.problem) from None
     except ParseError as exc:
         raise DataFileError(path, "-", "-", str(exc).removeprefix(f"{path} ")) from None
     except yaml.YAMLError as exc:

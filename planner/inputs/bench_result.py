@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from planner.base.safe_parse import ParseError, load_json_text, load_yaml_text
+from planner.base.safe_parse import ParseError, TextError, check_text_values, load_json_text, load_yaml_text
 from planner.base.schema import DataFileError, Record, UnknownNameError, parse_compute_capability
 from planner.inputs.catalog import GPU, Catalog, load_catalog
 from planner.inputs.models import DecoderProfile, ModelProfile, parse_decoder, parse_model
@@ -77,6 +77,16 @@ def _decode_bytes(data: bytes | str, filename: str) -> str:
 
 
 def _load_doc(text: str, filename: str) -> Any:
+    """The file's document, JSON or else YAML, every string in it checked (safe_parse.check_text_values)."""
+    doc = _parse_doc(text, filename)
+    try:
+        check_text_values(doc, filename)
+    except TextError as exc:
+        raise CalibrationError(f"{exc}; {RERUN}") from None
+    return doc
+
+
+def _parse_doc(text: str, filename: str) -> Any:
     try:
         return load_json_text(text, filename, MAX_RESULT_BYTES)
     except ParseError as exc:

@@ -11,8 +11,8 @@ from functools import lru_cache
 from typing import Any
 from collections.abc import Callable, Mapping, Sequence
 
-from planner.base.safe_parse import parse_number, shown
-from planner.base.schema import Record, UnknownNameError, suggest
+from planner.base.safe_parse import TextError, check_text_values, parse_number, shown
+from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
 from planner.inputs.builds import load_builds
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS, STALE_AFTER_DAYS,
@@ -270,8 +270,13 @@ def default_arch() -> dict[str, Any]:
 
 
 def custom_decoder(arch: Mapping[str, Any], source: str = "custom model edited in the planner") -> ModelProfile:
-    """Validate architecture fields with the core's model parser (raises DataFileError naming the field)."""
+    """Validate architecture fields with the core's model parser (raises DataFileError naming the field); a name
+    typed in the page is checked as a link's or a file's is (safe_parse.check_text_values)."""
     data = {"id": CUSTOM, "kind": "decoder", "source": source, **dict(arch)}
+    try:
+        check_text_values(data, "custom model")
+    except TextError as exc:
+        raise DataFileError("custom model", f"'{CUSTOM}'", exc.field, exc.problem) from None
     return parse_decoder(Record("custom model", f"'{data.get('name', CUSTOM)}'", data))
 
 

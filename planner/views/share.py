@@ -19,7 +19,7 @@ from typing import Any
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from planner.base.safe_parse import parse_number, shown
+from planner.base.safe_parse import clean_text, parse_number, shown, text_problem
 from planner.base.schema import DataFileError, suggest
 from planner.calibration.fit import Fleet
 from planner.inputs.bench_result import CalibrationError
@@ -63,8 +63,8 @@ class LinkWarning:
     param: str
     text: str
 
-    def __str__(self) -> str:
-        return f"Link parameter '{self.param}': {self.text}"
+    def __str__(self) -> str:  # the name as typed may be anything: a short, plain excerpt of it
+        return f"Link parameter {shown(clean_text(self.param))}: {self.text}"
 
 
 # ---------------------------------------------------------------- list values (raise nothing: problems listed)
@@ -206,6 +206,11 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
         if key not in KNOWN_PARAMS:
             near = suggest(key, sorted(KNOWN_PARAMS))
             warn(key, "unknown parameter, ignored" + (f" (did you mean '{near[0]}'?)" if near else ""))
+    for key in [k for k in raw if k in KNOWN_PARAMS]:  # text no reader can see or no encoder can write
+        problem = text_problem(raw[key])
+        if problem:
+            warn(key, f"the value {problem}; ignored")
+            del raw[key]
     values: dict[str, Any] = {}
     model = DEFAULTS.model
     if "model" in raw:

@@ -153,3 +153,13 @@ def test_a_hand_edited_profile_in_a_run_names_its_field(example, refused):
     doc = cpu_result(example)
     doc["model_runs"] = [model_run() for _ in range(5)]  # MAX_MODEL_RUNS is 4
     refused(doc, "at most")
+
+
+@pytest.mark.parametrize("text", ["cpu\\u001b[2J", "cpu\\ud800", "cpu\\u2028x", "cpu\\u0000"])
+def test_a_control_character_or_a_surrogate_in_a_bench_file_is_refused_naming_the_field(example, refused, text):
+    doc = copy.deepcopy(example)
+    doc["environment"]["device_name"] = "MARK"
+    doc = json.dumps(doc).replace('"MARK"', f'"{text}"')  # JSON escapes, as a hand-edited file would hold them
+    msg = refused(doc, "environment.device_name")
+    assert "U+" in msg
+    msg.encode("utf-8")

@@ -712,3 +712,19 @@ def test_only_runtimes_that_append_by_torch_cat_copy_the_cache():
     concat = {r.id for r in load_runtimes().runtimes if r.kv_cache_concat}
     assert concat == {"pytorch-eager", "deepspeed-inference"}
     assert all("torch.cat" in r.kv_cache_concat_source for r in load_runtimes().runtimes if r.kv_cache_concat)
+
+def test_a_json_surrogate_in_a_config_is_refused_naming_the_field():
+    config = ('{"model_type": "llama", "_name_or_path": "evil\\ud800", "hidden_size": 64, "num_hidden_layers": 2, '
+              '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64}')
+    with pytest.raises(DataFileError) as err:
+        parse_model_text(config, "config.json", "uploaded config.json")
+    assert err.value.field == "_name_or_path" and "U+D800" in err.value.problem
+    str(err.value).encode("utf-8")
+
+
+@pytest.mark.parametrize("escaped", ["\\e", "\\a", "\\0", "\\L"])
+def test_a_yaml_profile_whose_name_holds_a_control_character_is_refused_naming_the_field(escaped):
+    text = json.dumps({"id": "x", "kind": "decoder", "name": "n", "layers": 1}).replace('"n"', f'"a{escaped}b"')
+    with pytest.raises(DataFileError) as err:
+        parse_model_text(text, "model.yaml", "uploaded model.yaml")  # JSON is YAML: the escapes are YAML's here
+    assert err.value.field == "name" and "U+" in err.value.problem

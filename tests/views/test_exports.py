@@ -4,6 +4,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from planner.engine.estimate import estimate_all
 from planner.engine.ranking import my_gpus
 from planner.inputs.facts import load_facts
@@ -49,3 +51,40 @@ def test_exports_put_your_cards_first_and_follow_the_pages_stale_threshold():
     assert rows[1]["price_stale"] == "False" and doc["ranking"][0]["price_stale"]["community"] is False
     strict = json.loads(exports.export_json(Inputs(tier="community", gen=20, seqs=1000, stale=1), model, ests, ctx))
     assert strict["ranking"][0]["price_stale"]["community"] is True
+
+
+# ESC, BEL and NUL make YAML that `sky launch` refuses; U+2028 is a line break to YAML; the last text is printable
+# but written to break a YAML document that pastes it in (a mapping, a comment, an alias, a tag, a document end)
+ATTACKS = ["evil\x1b[2Jname", "evil\x07name", "evil\x00name", "evil\u2028name: x",
+           "name: evil\" # ' - &a *a !!python/object/apply:os.system ['id'] --- ... | >"]
+LINK_TEXT = ("m_name", "own", "myprice", "cmp", "gpu", "cal", "m_spec", "junk")  # every parameter that takes text
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_user_text_reaches_every_export_as_text_that_parses(attack):
+    import yaml
+
+    from planner.inputs.launch_names import load_skypilot_names
+    from planner.views import launch
+
+    for param in LINK_TEXT:
+        inputs, warnings = share.decode({"model": "custom", param: attack})
+        model = plan_inputs.resolve_model(inputs)
+        ests = estimate_all(plan_inputs.to_plan(inputs, model), FACTS, gpu_names=["h100-sxm", "rtx-4090"])
+        link = share.link("http://x/", inputs)
+        ctx = exports.ExportContext(link, "data/gpus.yaml", "snapshot", "2026-11-09")
+        words = plan_inputs.plan_sentence(inputs, model)
+        json_text = exports.export_json(inputs, model, ests, ctx)
+        csv_text = exports.export_csv(inputs, model, ests, ctx)
+        sky_text = launch.skypilot_text(ests, load_skypilot_names(), False, link, words)
+        for text in (json_text, csv_text, sky_text, link, words, *map(str, warnings)):
+            text.encode("utf-8")
+            assert not any(c in text for c in "\x1b\x07\x00\u2028"), (param, text[:200])
+        assert json.loads(json_text)["link"] == link
+        assert {r["plan_link"] for r in csv.DictReader(io.StringIO(csv_text))} == {link}
+        task = yaml.safe_load(sky_text)
+        assert set(task) == {"name", "resources", "envs", "run"} and task["envs"] == {"PLANNER_PLAN": link}
+        if param == "m_name":
+            shown = attack if attack.isprintable() else None  # printable text is a fine name; the rest refused
+            assert dict(inputs.arch)["name"] == shown if shown else [w.param for w in warnings] == ["m_name"]
+            assert shown is None or shown in words

@@ -1,5 +1,8 @@
 """The plan's inputs: the core Plan each job's inputs describe, and the plan in one sentence."""
 
+import pytest
+
+from planner.base.schema import DataFileError
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.models import load_models
 from planner.views import plan_inputs
@@ -22,3 +25,10 @@ def test_the_plan_sentence_counts_in_words():
     assert one.startswith("Generate 1 sequence of 1 new token (")
     many = plan_inputs.plan_sentence(Inputs(seqs=2, gen=165), plan_inputs.resolve_model(Inputs()))
     assert many.startswith("Generate 2 sequences of 165 new tokens (")
+
+
+def test_a_name_typed_with_a_control_character_is_not_a_valid_model_and_says_which_field():
+    arch = plan_inputs.default_arch() | {"name": "typed\x1b[2J"}
+    with pytest.raises(DataFileError) as err:
+        plan_inputs.custom_decoder(arch)
+    assert err.value.field == "name" and "U+001B" in err.value.problem

@@ -320,3 +320,37 @@ def test_own_and_tab_travel_and_bad_values_are_named():
     assert [w.param for w in warnings] == ["own"] and "rtx-a5000x" in str(warnings[0])
     assert encode(inputs)["own"] == "rtx-a5000:3,rtx-5090:1:1800" and encode(inputs)["tab"] == "roofline"
     assert "own" not in encode(DEFAULTS) and "tab" not in encode(DEFAULTS)  # defaults stay out of the link
+
+
+# What a reader can't see or an encoder can't write: ESC, BEL and NUL (invalid YAML in the SkyPilot task), U+2028
+# (a line break to YAML and JavaScript) and a lone surrogate (no UTF-8 form: the page can't be sent)
+UNSEEN = ["\x1b[31m", "\x07", "\x00", "\u2028", "\ud800"]
+
+
+@pytest.mark.parametrize("bad", UNSEEN)
+def test_a_model_name_with_a_control_character_or_a_surrogate_is_refused_naming_the_parameter(bad):
+    inputs, warnings = decode({"model": "custom", "m_name": f"evil{bad}name", "m_layers": "2"})
+    assert [w.param for w in warnings] == ["m_name"] and "U+" in str(warnings[0])
+    assert dict(inputs.arch)["layers"] == 2  # the rest of the link still applies
+    model = plan_inputs.resolve_model(inputs)
+    # what the page does with it: the plan in words, the link, the warning, all sent to the browser as UTF-8
+    for text in (plan_inputs.plan_sentence(inputs, model), share.link("http://x/", inputs), str(warnings[0])):
+        text.encode("utf-8")
+        assert bad not in text
+
+
+@pytest.mark.parametrize("escaped", ["\\e[2J", "\\a", "\\0", "\\L", "\\x85"])
+def test_a_packed_profile_whose_name_holds_a_control_character_is_refused_naming_the_field(escaped):
+    spec = GENERIC_YAML.replace("name: Tiny generic", f'name: "Tiny{escaped}generic"')
+    inputs, warnings = decode(encode(Inputs(model="custom", spec=spec, job="infer", size=100)))
+    assert inputs.model == DEFAULTS.model and [w.param for w in warnings] == ["m_spec"]
+    assert "field 'name'" in str(warnings[0]) and "U+" in str(warnings[0])
+
+
+def test_an_unknown_parameter_with_a_surrogate_or_a_control_character_is_named_without_it():
+    inputs, warnings = decode({"x\ud800\x1by": "1", "prec": "fp16"})
+    assert inputs.prec == "fp16" and len(warnings) == 1
+    text = str(warnings[0])
+    text.encode("utf-8")
+    assert "\x1b" not in text and "unknown parameter" in text
+

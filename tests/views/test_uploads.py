@@ -58,3 +58,12 @@ def test_a_cpu_bench_refitted_for_the_measured_machine_only_names_no_catalog_row
     refit = uploads.refit_for_cpu(good.results, "", "")
     assert refit.ok and _shown(refit.message) == "The CPU bench now calibrates the measured machine only."
     assert "cls=cpu" in refit.query
+
+
+def test_a_model_file_whose_name_holds_a_surrogate_or_a_control_character_is_refused_naming_the_field():
+    for name in ("evil\\ud800", "evil\\u001b[2J", "evil\\u0007"):
+        config = {**LLAMA, "_name_or_path": "NAME"}
+        up = uploads.model_upload(json.dumps(config).replace('"NAME"', f'"{name}"').encode(), "config.json")
+        assert not up.ok and up.arch is None and up.spec == ""
+        assert "field '_name_or_path'" in _shown(up.message) and "U+" in _shown(up.message)
+        up.message.encode("utf-8")  # the page can send it

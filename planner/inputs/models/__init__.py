@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from collections.abc import Callable
 
 from planner import DATA_DIR
-from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, load_json_text
+from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, TextError, check_text_values, load_json_text
 from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, resolve_name, unique_ids
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
@@ -148,6 +148,9 @@ def parse_model_text(text: str, filename: str, source: str) -> ModelProfile:
     if filename.endswith(".json"):
         try:
             config = load_json_text(text, source)
+            check_text_values(config, source)
+        except TextError as exc:
+            raise DataFileError(source, "-", exc.field, exc.problem) from None
         except json.JSONDecodeError as exc:
             raise DataFileError(source, "-", "-", f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
         except ParseError as exc:
