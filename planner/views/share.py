@@ -50,6 +50,11 @@ ARCH_PARAM = {f.name: f.param for f in ARCH_FIELDS}
 MAX_LINK_SPEC_CHARS = 16_000
 MAX_SPEC_BYTES = 256_000
 SPEC_PARAM = "m_spec"  # a non-decoder (generic) profile travels as its compressed YAML text
+# A list parameter (cmp, own, myprice) names each catalog GPU at most once (49 GPUs and CPUs today): entries past
+# MAX_LIST_ENTRIES are not read, so a link of 16,000 bad entries costs no more than one of 128 (each bad entry is a
+# 'did you mean' search over the catalog)
+MAX_LIST_ENTRIES = 128
+MAX_UNKNOWN_NAMED = 5  # unknown parameters named one by one (each with its 'did you mean'); the rest are counted
 
 JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"),
               "train": ("samples", "size", "epochs", "opt", "ckpt", "accum", "shard")}
@@ -67,13 +72,32 @@ class LinkWarning:
         return f"Link parameter {shown(clean_text(self.param))}: {self.text}"
 
 
+def _entries(text: str) -> tuple[list[str], int]:
+    """A list parameter's comma-separated entries, at most MAX_LIST_ENTRIES of them, and how many were not read."""
+    items = text.split(",", MAX_LIST_ENTRIES)
+    rest = items.pop().count(",") + 1 if len(items) > MAX_LIST_ENTRIES else 0
+    return [s.strip() for s in items if s.strip()], rest
+
+
+def _list_warning(problems: list[str], unread: int) -> str | None:
+    """One line for a list parameter: its first problem, how many more there were and how many entries went unread."""
+    if not problems and not unread:
+        return None
+    parts = [f"{problems[0]}; left out"] if problems else []
+    if len(problems) > 1:
+        parts.append(f"{len(problems) - 1:,} more left out")
+    if unread:
+        parts.append(f"{unread:,} more not read (a link's list is read up to {MAX_LIST_ENTRIES} entries)")
+    return "; ".join(parts)
+
+
 # ---------------------------------------------------------------- list values (raise nothing: problems listed)
 
 
-def _gpu_list(text: str) -> tuple[tuple[str, ...], list[str]]:
-    """Comma-separated GPU ids: (the valid ones, problems with the others)."""
+def _gpu_list(items: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """GPU ids: (the valid ones, problems with the others)."""
     ok, bad = [], []
-    for item in filter(None, (s.strip() for s in text.split(","))):
+    for item in items:
         try:
             gid = choice_parser(gpu_ids)(item)
             if gid not in ok:
@@ -86,11 +110,11 @@ def _gpu_list(text: str) -> tuple[tuple[str, ...], list[str]]:
     return tuple(ok), bad
 
 
-def _prices(text: str) -> tuple[tuple[tuple[str, float], ...], list[str]]:
-    """'gpu-id:usd,gpu-id:usd' -> ((gpu_id, usd_hr), ...) sorted by id, and problems with bad entries."""
+def _prices(items: list[str]) -> tuple[tuple[tuple[str, float], ...], list[str]]:
+    """['gpu-id:usd', ...] -> ((gpu_id, usd_hr), ...) sorted by id, and problems with bad entries."""
     out: dict[str, float] = {}
     bad = []
-    for item in filter(None, (s.strip() for s in text.split(","))):
+    for item in items:
         gid, sep, usd = item.partition(":")
         try:
             if not sep:
@@ -202,10 +226,13 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
     raw = {str(k): _one(v) for k, v in params.items()}
     warnings: list[LinkWarning] = []
     warn = lambda p, t: warnings.append(LinkWarning(p, t))  # noqa: E731
-    for key in raw:
-        if key not in KNOWN_PARAMS:
-            near = suggest(key, sorted(KNOWN_PARAMS))
-            warn(key, "unknown parameter, ignored" + (f" (did you mean '{near[0]}'?)" if near else ""))
+    unknown = [key for key in raw if key not in KNOWN_PARAMS]
+    for key in unknown[:MAX_UNKNOWN_NAMED]:
+        near = suggest(key, sorted(KNOWN_PARAMS))
+        warn(key, "unknown parameter, ignored" + (f" (did you mean '{near[0]}'?)" if near else ""))
+    if len(unknown) > MAX_UNKNOWN_NAMED:
+        warn(unknown[MAX_UNKNOWN_NAMED], f"and {len(unknown) - MAX_UNKNOWN_NAMED:,} more unknown parameters from "
+                                         "this one on, ignored")
     for key in [k for k in raw if k in KNOWN_PARAMS]:  # text no reader can see or no encoder can write
         problem = text_problem(raw[key])
         if problem:
@@ -247,18 +274,19 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
         if "job" in raw:
             warn("job", f"generate needs a decoder model; {profile.name} is a {profile.kind} profile: using infer")
         values["job"] = "infer"
-    if "cmp" in raw:
-        values["cmp"], bad = _gpu_list(raw["cmp"])
-        for problem in bad:
-            warn("cmp", f"{problem}; left out")
-    if "own" in raw:
-        values["own"], bad = parse_owned(raw["own"], choice_parser(gpu_ids))
-        for problem in bad:
-            warn("own", f"{problem}; left out")
-    if "myprice" in raw:
-        values["myprice"], bad = _prices(raw["myprice"])
-        for problem in bad:
-            warn("myprice", f"{problem}; left out")
+    for name in ("cmp", "own", "myprice"):
+        if name not in raw:
+            continue
+        items, unread = _entries(raw[name])
+        if name == "cmp":
+            values[name], bad = _gpu_list(items)
+        elif name == "own":
+            values[name], bad = parse_owned(",".join(items), choice_parser(gpu_ids))
+        else:
+            values[name], bad = _prices(items)
+        line = _list_warning(bad, unread)
+        if line:
+            warn(name, line)
     if raw.get("cal"):
         problem = calibration_problem(raw["cal"])
         if problem:

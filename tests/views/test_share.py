@@ -150,7 +150,8 @@ def test_bad_entries_in_lists_are_dropped_one_by_one():
     inputs, warnings = decode({"cmp": "rtx-4090,rtx-9999,h100-sxm", "myprice": "rtx-4090:0.3,a40:free,h100-sxm:-2"})
     assert inputs.cmp == ("rtx-4090", "h100-sxm")
     assert inputs.myprice == (("rtx-4090", 0.3),)
-    assert [w.param for w in warnings] == ["cmp", "myprice", "myprice"]
+    assert [w.param for w in warnings] == ["cmp", "myprice"]  # one line per parameter: the first problem, a count
+    assert "'free'" in str(warnings[1]) and "1 more" in str(warnings[1])
     many = ",".join(GPU_IDS[: plan_inputs.MAX_CMP + 2])
     capped, warnings = decode({"cmp": many})
     assert len(capped.cmp) == plan_inputs.MAX_CMP and "at most" in str(warnings[0])
@@ -354,3 +355,27 @@ def test_an_unknown_parameter_with_a_surrogate_or_a_control_character_is_named_w
     text.encode("utf-8")
     assert "\x1b" not in text and "unknown parameter" in text
 
+
+def test_a_link_with_thousands_of_bad_entries_costs_bounded_work_and_one_short_line_per_parameter(monkeypatch):
+    searches = []  # each bad entry costs a 'did you mean' search over the catalog: the work a link can buy
+    real = plan_inputs.suggest
+    monkeypatch.setattr(plan_inputs, "suggest", lambda *a, **k: searches.append(1) or real(*a, **k))
+    junk = ",".join(f"nogpu{i}:1" for i in range(16_000))  # ~180 kB, as a hand-made link can carry
+    link = {"own": "rtx-a5000:3," + junk, "cmp": "rtx-4090," + junk, "myprice": "rtx-4090:0.3," + junk,
+            "prec": "fp16", **{f"bogus{i}": "1" for i in range(2_000)}}
+    inputs, warnings = decode(link)
+    # the good parts still apply
+    assert inputs.prec == "fp16" and inputs.own == (Owned("rtx-a5000", 3),) and inputs.cmp == ("rtx-4090",)
+    assert inputs.myprice == (("rtx-4090", 0.3),)
+    # one line per list parameter, each with a count for the rest; unknown parameters are counted, not listed
+    for param in ("own", "cmp", "myprice"):
+        assert len(_warned(warnings, param)) == 1 and "more" in str(_warned(warnings, param)[0])
+    assert len(warnings) < 20 and sum(len(str(w)) for w in warnings) < 20 * 400
+    assert any("2,000" in str(w) or "1,99" in str(w) for w in warnings)  # how many unknown parameters there were
+    assert len(searches) < 3 * share.MAX_LIST_ENTRIES + 20  # bounded by the cap, not by the 48,000 entries
+
+
+def test_a_list_may_name_every_gpu_of_the_catalog():
+    every = ",".join(f"{g}:1" for g in GPU_IDS)
+    inputs, warnings = decode({"myprice": every})
+    assert warnings == [] and len(inputs.myprice) == len(GPU_IDS) <= share.MAX_LIST_ENTRIES
