@@ -6,6 +6,8 @@ import math
 import re
 from collections.abc import Iterable
 
+from planner.base.safe_parse import clean_text
+
 # (unit, seconds per unit, shown in this unit below this many seconds): 2 min, 2 h, 2 days, then days
 DURATION_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 172800.0), ("days", 86400.0, 63_115_200.0),
                   ("years", 31_557_600.0, math.inf))  # a Julian year; a table of 2.78e+06 days reads as years
@@ -55,11 +57,18 @@ def short_name(name: str) -> str:
 # CommonMark lets a backslash escape any ASCII punctuation; these are the ones Streamlit's Markdown gives a meaning
 # (emphasis, links and images, HTML, headings, lists, tables, LaTeX '$', ':material/...:' and ':red[...]' directives).
 _MARKUP = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+# GitHub-flavoured Markdown (Streamlit's remark-gfm) links bare 'http(s)://', 'www.' and 'name@host.tld' in text after
+# backslash escapes are resolved, so escaping can't stop it; a WORD JOINER (U+2060: invisible, no line break) after a
+# scheme's colon, after 'www' and after '@' breaks each pattern while the text reads the same.
+_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)")
+WORD_JOINER = "\u2060"
 
 
 def md_escape(text: str, limit: int = 300) -> str:
     """User or server text made safe to put in Markdown: one line, at most `limit` characters, every markup
-    character escaped, so '[x](http://evil)' or '![](http://img)' shows as typed and fetches nothing."""
-    flat = " ".join(str(text).split())
+    character escaped and every autolink broken, so '[x](http://evil)', '![](http://img)' or a bare
+    'https://evil.example' shows as typed, links nowhere and fetches nothing; a character no page can send (a lone
+    surrogate, a control) shows as U+FFFD."""
+    flat = " ".join(clean_text(str(text)).split())
     flat = flat[:limit] + ("…" if len(flat) > limit else "")
-    return _MARKUP.sub(r"\\\1", flat)
+    return _MARKUP.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, flat))

@@ -208,3 +208,18 @@ def test_the_served_page_is_compressed_framed_by_nobody_and_breaks_no_policy(ser
 def gzip_or_plain(body: bytes, headers: dict) -> str:
     import gzip
     return (gzip.decompress(body) if headers.get("content-encoding") == "gzip" else body).decode()
+
+
+def test_a_web_address_in_a_model_name_shows_as_plain_text_not_a_link(server, browser, wait_for_app):
+    """Streamlit's Markdown (remark-gfm) links a bare address in text even when every markup character is escaped."""
+    from urllib.parse import urlencode
+
+    name = "sign in at https://evil.example/login or www.evil.example or evil@evil.example"
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(server + "?" + urlencode({"model": "custom", "m_name": name}))
+    wait_for_app(page)
+    plan = page.locator("[data-testid='stMarkdownContainer'] p", has_text="Plan:").first
+    assert name in plan.inner_text().replace("\u2060", "")  # the name reads as typed
+    assert plan.locator("a").count() == 0
+    assert not page.locator("[data-testid='stException']").count()
+    page.close()

@@ -1,6 +1,7 @@
 """How durations, dollars and counts read."""
 
 import math
+import re
 
 import pytest
 
@@ -58,3 +59,29 @@ def test_escaping_keeps_one_line_and_caps_the_length():
 def test_very_long_jobs_read_in_years_with_separators():
     assert fmt_seconds(2.78e6 * 86400) == "7,611 years"  # 2.78e6 days / 365.25
     assert fmt_seconds(730 * 86400) == "730 days" and fmt_seconds(731 * 86400) == "2 years"
+
+
+# GitHub-flavoured Markdown's autolink literals, as Streamlit's renderer (remark-gfm: mdast-util-gfm-autolink-literal)
+# finds them in text after backslash escapes are resolved; Python's \w is wider than JavaScript's, so these find more
+GFM_URL = re.compile(r"(?i)(https?://|www(?=\.))[-.\w]+")
+GFM_EMAIL = re.compile(r"[-.\w+]+@[-\w]+(?:\.[-\w]+)+")
+
+
+@pytest.mark.parametrize("text", ["sign in at https://evil.example/login", "go to WWW.evil.example now",
+                                  "http://x.y", "mail evil@evil.example today", "mailto:evil@evil.example",
+                                  "xmpp:evil@evil.example/x", "see <https://evil.example>"])
+def test_escaped_text_autolinks_nothing_and_reads_the_same(text):
+    from html import unescape
+
+    from markdown_it import MarkdownIt
+    html = MarkdownIt("commonmark").render(md_escape(text))
+    assert "<a" not in html
+    seen = unescape(re.sub(r"<[^>]+>", "", html)).strip()  # what the renderer hands on as text
+    assert not GFM_URL.search(seen) and not GFM_EMAIL.search(seen), seen
+    assert seen.replace("\u2060", "") == text  # it reads as typed: the breaks are invisible
+
+
+def test_text_no_page_can_send_is_replaced_not_sent():
+    out = md_escape("a\ud800b\x1bc\x00d")
+    out.encode("utf-8")
+    assert "\x1b" not in out and "\x00" not in out
