@@ -67,3 +67,20 @@ def test_a_model_file_whose_name_holds_a_surrogate_or_a_control_character_is_ref
         assert not up.ok and up.arch is None and up.spec == ""
         assert "field '_name_or_path'" in _shown(up.message) and "U+" in _shown(up.message)
         up.message.encode("utf-8")  # the page can send it
+
+
+def test_a_config_whose_heads_come_out_too_wide_is_refused_once_naming_the_field_and_its_bound():
+    from planner.inputs.models.decoder_fields import ARCH
+    up = uploads.model_upload(json.dumps({**LLAMA, "hidden_size": 1e6}).encode(), "config.json")
+    # 1e6 / 8 heads = 125,000 per head, far past the widest head a decoder field allows: one outcome, refused
+    assert not up.ok and up.arch is None and up.spec == "" and "Loaded" not in up.message
+    shown = _shown(up.message)
+    assert "field 'hidden'" in shown and f"{ARCH['head_dim'].hi:,}" in shown and "125,000" in shown
+
+
+def test_every_accepted_config_is_a_valid_custom_model():
+    from planner.views import plan_inputs
+    for hidden in (512, 4096 * 8, 10**6 // 256 * 8):
+        up = uploads.model_upload(json.dumps({**LLAMA, "hidden_size": hidden}).encode(), "config.json")
+        if up.ok:  # what the page then builds from the widgets
+            plan_inputs.custom_decoder(up.arch)

@@ -62,6 +62,9 @@ def read_decoder(rec: Record) -> dict[str, Any]:
         if hidden % heads:
             raise rec.fail("heads", f"hidden ({hidden}) is not divisible by heads ({heads}); give head_dim")
         head_dim = hidden // heads
+        if head_dim > A["head_dim"].hi:  # the bound a given head_dim has, so a loaded model stays an editable one
+            raise rec.fail("hidden", f"hidden ({hidden:,}) / heads ({heads:,}) gives heads {head_dim:,} wide, more "
+                                     f"than head_dim's bound of {A['head_dim'].hi:,}; check hidden and heads")
     count = lambda name: rec.number(name, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
     optional = lambda name: rec.number(name, required=False, lo=A[name].lo, hi=A[name].hi, integer=True)  # noqa: E731
     experts, top_k = int(optional("experts") or 1), int(optional("experts_per_token") or 1)
