@@ -8,9 +8,14 @@ put in a URL, stored, logged or echoed in a message.
 What the page relies on: one total deadline per refresh, which the fetch itself keeps too (it hangs up on a server
 that drips); an answer cap of MAX_ANSWER_BYTES; one fetch in flight per key for every caller; `wait=False` returns
 the snapshot (`pending=True`) until live prices arrive; `press_refresh` limits a session's button and, across all
-sessions, how often RunPod is asked; a live price more than SUSPECT_RATIO from the snapshot is held back. Text from
-the server reaches a message only as one printable line, the key masked (every form in _key_forms) before it is cut
-to MAX_SERVER_TEXT_CHARS; messages are plain text, so a Markdown page escapes them (planner.views.format.md_escape).
+sessions, how often RunPod is asked; a live price more than SUSPECT_RATIO from the snapshot is held back.
+
+A message (shown to every session of the page) never carries text the server sent: it says what failed in the
+planner's own words (HTTP status, which field was missing or malformed, how many types or prices) and shows only
+numbers the planner parsed and formatted itself. No list of the key's encodings can be complete (hex, base32, rot13,
+reversed, spaced...), so none is relied on for messages. The unmapped type ids a table keeps (for `planner prices`)
+are one printable line each, the key masked in the forms _key_forms knows and cut to MAX_SERVER_TEXT_CHARS; messages
+are plain text, so a Markdown page escapes them (planner.views.format.md_escape).
 """
 
 from __future__ import annotations
@@ -235,6 +240,14 @@ def _usd_hr(value: Any) -> float | None:
         return None
 
 
+def _rejected(value: Any) -> str:
+    """A price the planner refused, as a message shows it: a number as the planner formats it, anything else named
+    by its JSON type (its text is the server's)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}"
+    return {bool: "true or false", str: "a string", list: "a list", dict: "an object"}.get(type(value), "not a number")
+
+
 def _catalog_index(catalog: Catalog) -> tuple[dict[str, GPU], dict[str, GPU]]:
     by_type_id = {normalize_name(t): g for g in catalog.gpus if g.runpod for t in g.runpod.gpu_type_ids}
     by_name = {normalize_name(n): g for g in catalog.gpus for n in (g.id, g.name, *g.aliases)}
@@ -261,14 +274,11 @@ def parse_gpu_types(doc: Any, catalog: Catalog) -> _Parsed:
         raise _FetchError("RunPod API answered with JSON that is not an object")
     data = doc.get("data")
     types = data.get("gpuTypes") if isinstance(data, dict) else None
-    errors = doc.get("errors")
-    error = ""
-    if errors:
-        first = errors[0] if isinstance(errors, list) and errors else errors
-        error = str(first.get("message", first) if isinstance(first, dict) else first)[:200]
+    # the error's own text may echo what was sent (the key among it): its presence is all a message says
+    error = "RunPod API returned an error (its text is not shown)" if doc.get("errors") else ""
     if not isinstance(types, list):
         if error:
-            raise _FetchError(f"RunPod API returned an error: {error}")
+            raise _FetchError(error)
         raise _FetchError("RunPod API answer has no data.gpuTypes list")
     by_type_id, by_name = _catalog_index(catalog)
     out = _Parsed({}, [], [], 0, len(types), error)
@@ -291,7 +301,7 @@ def parse_gpu_types(doc: Any, catalog: Catalog) -> _Parsed:
             if flag in offered and el.get(field) is not None:
                 value = _usd_hr(el[field])
                 if value is None:
-                    out.rejected.append(f"{gpu.id} {tier} ({str(el[field])[:20]})")
+                    out.rejected.append(f"{gpu.id} {tier} ({_rejected(el[field])})")
                 else:
                     found[tier] = value
         spots = []
@@ -299,7 +309,7 @@ def parse_gpu_types(doc: Any, catalog: Catalog) -> _Parsed:
             if flag in offered and el.get(field) is not None:
                 value = _usd_hr(el[field])
                 if value is None:
-                    out.rejected.append(f"{gpu.id} spot ({str(el[field])[:20]})")
+                    out.rejected.append(f"{gpu.id} spot ({_rejected(el[field])})")
                 else:
                     spots.append(value)
         if spots:
@@ -326,15 +336,15 @@ def _live_table(base: PriceTable, parsed: _Parsed, url: str, stamp: datetime) ->
     every = tuple(dict.fromkeys(parsed.unmapped))
     unmapped = every[:MAX_UNMAPPED]
     detail = f"{len(parsed.live)} GPUs"
-    if unmapped:
-        detail += f"; {len(every)} RunPod types not in the catalog: {_short(list(every))}"
+    if unmapped:  # counted, not named: a type id is the server's text
+        detail += f"; {len(every)} RunPod types not in the catalog"
     notes = ""
     if parsed.rejected:
         notes += f"; kept the snapshot for rejected prices: {_short(parsed.rejected)}"
     if parsed.malformed:
         notes += f"; skipped {parsed.malformed} malformed part(s) of the answer"
     if parsed.error:
-        notes += f"; RunPod also reported an error: {parsed.error}"
+        notes += f"; {parsed.error} beside the prices"
     if suspect:
         notes += ("; held back as suspect (more than 3x from the snapshot, which stays in use): "
                   + _short([f"{g} {t} ${v:g}/h (snapshot ${prices[g][t].usd_hr:g})" for g, t, v in suspect]))
@@ -408,7 +418,7 @@ def fetch_live(catalog: Catalog | None = None, *, api_key: str | None = None, ur
                            message="live prices are being fetched; the dated snapshot shows until they arrive")
         return job.result(timeout=deadline_s + 2.0)
     except Exception as exc:  # the contract: the page always gets a table, never a traceback
-        reason = _scrub(f"unexpected error ({type(exc).__name__}: {exc})", api_key)
+        reason = f"unexpected error ({type(exc).__name__})"  # its text may hold what the server sent
         try:
             return _fallback(snapshot_table(catalog), reason, api_key)
         except Exception:

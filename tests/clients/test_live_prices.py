@@ -209,7 +209,7 @@ def test_unmapped_ids_are_reported(serve, catalog):
     api = serve((200, GOOD, 0))
     t = P.fetch_live(catalog, url=api.url, **FAST)
     assert t.unmapped == ("NVIDIA GeForce RTX 3060",)
-    assert "1 RunPod types not in the catalog: NVIDIA GeForce RTX 3060" in t.message
+    assert "1 RunPod types not in the catalog" in t.message and "RTX 3060" not in t.message  # counted, not named
     # 5 catalog GPUs updated: h100-sxm, a100-pcie-80gb, b200, rtx-3070, a100-sxm-40gb
     assert "(5 GPUs;" in t.message
 
@@ -255,7 +255,7 @@ def test_malformed_json_falls_back(serve, catalog, snapshot, body):
 
 
 @pytest.mark.parametrize("doc, fragment", [
-    ({"errors": [{"message": "Something went wrong. Please try again later."}]}, "Something went wrong"),
+    ({"errors": [{"message": "Something went wrong. Please try again later."}]}, "RunPod API returned an error"),
     ({"data": {"gpuTypes": None}}, "no data.gpuTypes list"),
     ([1, 2, 3], "not an object"),
     (answer(), "no GPU types"),
@@ -283,7 +283,8 @@ def test_partial_answer_updates_only_the_good_parts(serve, catalog, snapshot):
 def test_graphql_error_alongside_data_is_partial(serve, catalog):
     api = serve((200, {"data": {"gpuTypes": [H100_SXM]}, "errors": [{"message": "lowestPrice unavailable"}]}, 0))
     t = P.fetch_live(catalog, url=api.url, **FAST)
-    assert t.ok and t.source == "live (partial)" and "lowestPrice unavailable" in t.message
+    assert t.ok and t.source == "live (partial)" and "returned an error" in t.message
+    assert "lowestPrice" not in t.message  # the server's words are not repeated
     assert price(t, "h100-sxm", "community").usd_hr == 2.49
 
 
@@ -319,7 +320,7 @@ def test_key_echoed_by_the_server_is_scrubbed(serve, catalog):
     echo = lambda h: {"errors": [{"message": f"bad token {h.headers['Authorization']}"}]}
     api = serve((200, echo, 0))
     t = P.fetch_live(catalog, api_key=KEY, url=api.url, **FAST)
-    assert not t.ok and "bad token Bearer ***" in t.message
+    assert not t.ok and "returned an error" in t.message and "bad token" not in t.message
     assert KEY not in t.message and KEY not in repr(t)
 
 
@@ -435,8 +436,26 @@ def test_bad_snapshot_files_name_file_record_field(catalog, tmp_path, body, reco
     path = tmp_path / "runpod-bad.yaml"
     path.write_text(body)
     with pytest.raises(DataFileError) as err:
-        S.snapshot_table(catalog, directory=tmp_path)
+        S.load_snapshot_file(path, catalog)
     assert (err.value.path, err.value.record, err.value.field) == (str(path), record, field)
+    # the table leaves the bad file out, says so, and still prices every GPU from the catalog's listing
+    table = S.snapshot_table(catalog, directory=tmp_path)
+    assert len(table.problems) == 1 and "runpod-bad.yaml was left out" in table.problems[0]
+    assert err.value.problem in table.problems[0] and table.problems[0] in table.message
+    assert price(table, "h100-sxm", "secure") == catalog.get("h100-sxm").listed_prices()["secure"]
+
+
+@pytest.mark.parametrize("cut", [0, 1024])
+def test_a_torn_snapshot_is_left_out_and_the_older_one_still_prices(catalog, tmp_path, cut):
+    """A full disk left 1,024 bytes of the newest snapshot, a kill -9 left 0: the older file still prices."""
+    older = ("schema_version: 1\ndate: 2026-01-02\nsource: s\nprices:\n- id: t4\n  secure: 0.31\n")
+    (tmp_path / "runpod-2026-01-02.yaml").write_text(older)
+    newest = older.replace("2026-01-02", "2026-11-20").replace("0.31", "0.29") + "".join(
+        f"- id: {g}\n  secure: 1.0\n" for g in catalog.ids()[:60])
+    (tmp_path / "runpod-2026-11-20.yaml").write_text(newest[:cut])
+    table = S.snapshot_table(catalog, directory=tmp_path)
+    assert len(table.problems) == 1 and "runpod-2026-11-20.yaml was left out" in table.problems[0]
+    assert price(table, "t4", "secure").usd_hr == 0.31
 
 
 def test_api_key_from_env(monkeypatch):
@@ -704,7 +723,8 @@ def test_type_ids_in_a_message_render_as_plain_text_on_the_page(serve, catalog):
     s = serve((200, answer(H100_SXM, {"id": "**bold** [link](https://evil.example) <b>x</b> :red[y] $x$"}), 0))
     table = P.fetch_live(catalog, url=s.url, ttl_s=0, **FAST)
     html = MarkdownIt("commonmark").render(md_escape(table.message, 600))
-    assert "<strong>" not in html and "<a " not in html and "<b>" not in html and "**bold**" in html
+    assert "<strong>" not in html and "<a " not in html and "<b>" not in html
+    assert "bold" not in table.message and "1 RunPod types not in the catalog" in table.message  # counted only
 
 
 # ---------------------------------------------------------------- a session's refresh button
@@ -727,3 +747,54 @@ def test_the_snapshot_message_names_its_oldest_date_not_only_its_newest(snapshot
     days = sorted(p.date for tiers in snapshot.prices.values() for p in tiers.values() if p and p.date)
     assert snapshot.as_of == days[-1].isoformat()
     assert snapshot.message == f"prices from the snapshot, dated {days[0].isoformat()} to {days[-1].isoformat()}"
+
+
+# ---------------------------------------------------------------- the key can't leak: no server text in a message
+
+
+def _encodings(key: str) -> dict[str, str]:
+    """Ways a hostile or careless server could echo the key that no list of masked forms foresaw."""
+    import base64
+    import codecs
+    return {"hex": key.encode().hex(), "HEX": key.encode().hex().upper(),
+            "base32": base64.b32encode(key.encode()).decode(),
+            "fullwidth": "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in key),
+            "spaced": " ".join(key), "rot13": codecs.encode(key, "rot13"), "reversed": key[::-1],
+            "html-entities": "".join(f"&#{ord(c)};" for c in key),
+            "split": f"{key[:len(key) // 2]} ... {key[len(key) // 2:]}"}
+
+
+@pytest.mark.parametrize("encoding", sorted(_encodings(KEY)))
+@pytest.mark.parametrize("where", ["error", "error-beside-data", "unmapped-id", "price", "id-of-a-price"])
+def test_no_encoding_of_an_echoed_key_reaches_a_message(serve, catalog, encoding, where):
+    """The page shows a price message to every session; it says what failed in the planner's own words (HTTP
+    status, which field was missing or malformed), so whatever the server sends, the message is the same."""
+    echo = {"text": ""}
+
+    def body(handler):
+        text = echo["text"]
+        if where == "error":
+            return {"errors": [{"message": f"bad token {text}"}]}
+        if where == "error-beside-data":
+            return {"data": {"gpuTypes": [H100_SXM]}, "errors": [{"message": f"bad token {text}"}]}
+        if where == "unmapped-id":
+            return answer(H100_SXM, {"id": f"NVIDIA {text}"})
+        if where == "price":
+            return answer(H100_SXM, dict(A100_PCIE, securePrice=f"{text}"))
+        return answer(H100_SXM, {"id": text, "securePrice": 1.0})  # a malformed element named by the key
+    s = serve((200, body, 0))
+    messages = []
+    for text in (_encodings(KEY)[encoding], "z" * len(_encodings(KEY)[encoding])):
+        echo["text"] = text
+        messages.append(P.fetch_live(catalog, api_key=KEY, url=s.url, ttl_s=0, **FAST).message)
+    assert messages[0] == messages[1]  # nothing of what the server sent is in it
+    encoded = _encodings(KEY)[encoding]
+    for i in range(0, len(encoded) - 6):
+        assert encoded[i:i + 6].lower() not in messages[0].lower()
+
+
+def test_a_graphql_error_is_reported_in_our_words(serve, catalog, snapshot):
+    s = serve((200, {"errors": [{"message": "Something went wrong <b>x</b>"}]}, 0))
+    t = P.fetch_live(catalog, url=s.url, **FAST)
+    assert_fell_back(t, snapshot, "RunPod API returned an error")
+    assert "Something" not in t.message
