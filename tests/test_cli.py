@@ -1,20 +1,44 @@
 """CLI: JSON fields, did-you-mean with exit code 2, listings."""
 
+import io
 import json
+import shutil
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+
+from planner.cli import main
 
 from planner.inputs.runtimes import load_runtimes
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+def run(*args) -> subprocess.CompletedProcess:
+    """`planner ARGS` in this process (main() with stdout and stderr captured): what a user's shell would show, without
+    a new interpreter per call. An exception main() does not turn into a message fails the test, as a traceback
+    would. test_python_dash_m_planner_and_the_console_command_run_in_their_own_process checks the real process."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["planner", *args], code, out.getvalue(), err.getvalue())
+
+
+def test_python_dash_m_planner_and_the_console_command_run_in_their_own_process(tmp_path):
+    for command in ([sys.executable, "-m", "planner"], [shutil.which("planner") or "planner"]):
+        out = subprocess.run([*command, "estimate", "--gpu", "rtx-4090", "--sequences", "100", "--format", "json"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert [r["gpu_id"] for r in json.loads(out.stdout)] == ["rtx-4090"]
+        bad = subprocess.run([*command, "estimate", "--gpu", "rtx-4900"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120)
+        assert bad.returncode == 2 and "did you mean" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_estimate_json_rows_have_the_documented_fields():
@@ -67,7 +91,6 @@ def test_model_from_a_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_counts_are_checked_against_the_job_bounds_not_rounded_or_overflowed():
-    from planner.cli import main
     for args, needle in ((["--sequences", "inf"], "finite"), (["--sequences", "1.9"], "whole number"),
                          (["--sequences", "1e300"], "between 1 and 1e+12"), (["--gpus", "0"], "between 1 and 1024"),
                          (["--workload", "train", "--epochs", "nan"], "--epochs: expected a finite number")):
@@ -308,3 +331,20 @@ def test_profile_without_torch_says_what_to_install_and_exits_2():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert 'pip install ".[bench]"' in out.stderr
+
+
+def test_device_files_and_fifos_are_refused_on_every_path_option(tmp_path):
+    import os
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # reading it would block forever
+    for path in ("/dev/zero", "/dev/urandom", str(fifo), str(tmp_path)):
+        for args in (("calibration", path), ("estimate", "--calibration", path, "--gpu", "h100-sxm")):
+            out = run(*args)
+            assert out.returncode == 2 and f"{path}: not a regular file" in out.stderr, (args, out.stderr)
+
+
+@pytest.mark.parametrize("option, value", [("--max-seconds", "inf"), ("--max-seconds", "nan"),
+                                           ("--max-host-gb", "1e999"), ("--tolerance", "-1")])
+def test_profile_limits_are_finite_numbers_within_their_bounds(option, value):
+    out = run("profile", "examples/models/gpt2.py:build", "--input", "tokens=32,64,128", option, value)
+    assert out.returncode == 2 and f"argument {option}:" in out.stderr and "Traceback" not in out.stderr

@@ -1,7 +1,7 @@
 """The house rules on imports, checked on the source (ast), not by running it.
 
-Layers, lowest first: base -> inputs -> engine -> tools -> views -> ui -> entry points (app.py, serve.py,
-planner/cli.py, every __main__.py, and the scripts under benchmarks/, validation/ and examples/). A module imports
+Layers, lowest first: base -> inputs -> engine -> tools -> views -> ui -> entry points (app.py, serve.py, the
+planner/cli package, every __main__.py, and the scripts under benchmarks/, validation/ and examples/). A module imports
 from its own layer or lower ones; the module graph has no cycle; no internal import hides inside a function (the
 usual way to dodge a cycle); no module takes another module's private names; only the live price fetcher talks to
 the network; only the bench and the profiler import torch, and nothing the app or the engine imports reaches them;
@@ -27,7 +27,8 @@ LAYERS = ("base", "inputs", "engine", "tools", "views", "ui", "entry")
 PACKAGE_LAYER = {"planner.base": "base", "planner.inputs": "inputs", "planner.engine": "engine",
                  "planner.clients": "tools", "planner.validation": "tools", "planner.calibration": "tools",
                  "planner.profiling": "tools", "planner.bench": "tools", "planner.views": "views", "ui": "ui"}
-ENTRY_MODULES = {"app", "serve", "planner.cli", "planner.__main__"}
+ENTRY_MODULES = {"app", "serve", "planner.__main__"}
+ENTRY_PACKAGES = ("planner.cli",)  # the command line: a subcommand per module
 SCRIPT_PACKAGES = ("benchmarks", "validation", "examples")  # entry-level scripts: may import planner, never imported
 
 NETWORK = ("planner.clients",)  # the only importers of requests / urllib.request / http.client
@@ -55,7 +56,7 @@ def within(module: str, names) -> bool:
 
 
 def layer_of(module: str) -> str | None:
-    if module in ENTRY_MODULES or module.endswith(".__main__") or within(module, SCRIPT_PACKAGES):
+    if module in ENTRY_MODULES or module.endswith(".__main__") or within(module, SCRIPT_PACKAGES + ENTRY_PACKAGES):
         return "entry"
     if module == "planner":
         return "base"  # planner/__init__.py: paths only
@@ -277,15 +278,27 @@ def test_the_torch_allowance_names_real_importers(real):
     assert "planner.profiling.tracer" in users and any(within(m, ("planner.bench",)) for m in users)
 
 
+CLI_PROFILE = "planner.cli.profile"  # the one CLI module that reaches torch
+CLI_QUICK = ("planner.cli", "planner.cli.estimate")  # what `planner estimate` imports before it answers
+
+
+def test_planner_estimate_imports_no_chart_or_dataframe_library(real):
+    """A cold `planner estimate` starts in well under a second (benchmarks/cli_start.py) because neither the
+    package nor its estimate command reaches altair or pandas (the charts of `validate`) or torch."""
+    heavy = set().union(*(library_users(real, lib) for lib in ("altair", "pandas", "torch")))
+    reached = {start: sorted(reachable(real, start) & heavy) for start in CLI_QUICK}
+    assert not any(reached.values()), reached
+
+
 def _no_torch_starts(s: Scan) -> list[str]:
     """The app, the server, the CLI and every module of the layers the app is built from."""
-    return sorted(m for m in s.trees if m in ("app", "serve", "planner.cli")
+    return sorted(m for m in s.trees if m in ("app", "serve") or (within(m, ENTRY_PACKAGES) and m != CLI_PROFILE)
                   or layer_of(m) in ("base", "inputs", "engine", "views", "ui"))
 
 
 def test_the_app_the_engine_and_the_cli_start_without_torch(real):
     """The web app installs without torch: nothing it imports at module level reaches a torch importer (the CLI's
-    `profile` command imports the profiler inside its function, as an entry point may)."""
+    `profile` command lives in its own module, which the CLI imports only when that command runs)."""
     torch_users = library_users(real, "torch")
     starts = _no_torch_starts(real)
     assert {"app", "serve", "planner.cli", "planner.engine.estimate", "planner.views.ranking_table"} <= set(starts)

@@ -22,7 +22,7 @@ def read_regular(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise UserFileError(f"{path}: no such {what}") from None
+        raise UserFileError(f"{path}: cannot read the {what} (no such file)") from None
     except OSError as exc:
         raise UserFileError(f"{path}: cannot read the {what} ({exc.strerror})") from None
     try:

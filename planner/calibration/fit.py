@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.base.files import UserFileError, read_regular
 from planner.calibration import codec, transfer
 from planner.calibration.measured import Point, bench_points, build_device, device_gpu, measured_peaks, reference_device
 from planner.calibration.solve import EFF_BOUNDS, FACTORS, fit_layers, fit_problems
@@ -158,12 +159,8 @@ def load_calibration(path: str | Path, device: str | None = None) -> Calibration
     `device`: the catalog CPU a CPU bench calibrates (see fit); ignored for a GPU bench."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_RESULT_BYTES:
-            raise CalibrationError(f"{path}: file is {size:,} bytes; a bench result is under "
-                                   f"{MAX_RESULT_BYTES:,} bytes")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CalibrationError(f"{path}: cannot read the file ({exc.strerror})") from None
+        data = read_regular(path, MAX_RESULT_BYTES, "bench result file")
+    except UserFileError as exc:
+        raise CalibrationError(str(exc)) from None
     result = parse_result(data, path.name)
     return fit(result, device=device if result["environment"]["device_type"] == "cpu" else None)

@@ -39,6 +39,7 @@ import requests
 import urllib3
 import yaml
 
+from planner.base.files import write_atomic
 from planner.base.deadline import call_with_deadline, in_background
 from planner.base.safe_parse import ParseError, load_json_text
 from planner.base.schema import DataFileError, check_number, normalize_name
@@ -512,6 +513,6 @@ def write_snapshot(table: PriceTable, directory: str | Path = PRICES_DIR, accept
               "# null = not in this fetch (the older snapshot stays in use). Schema: docs/SCHEMAS.md.\n")
     path = Path(directory) / f"runpod-{day.isoformat()}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    write_atomic(path, header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     return path
 

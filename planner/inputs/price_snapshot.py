@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from planner import DATA_DIR
 from planner.base.safe_parse import shown
-from planner.base.schema import parse_yaml, Record, load_yaml, suggest, unique_ids
+from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, suggest, unique_ids
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS,
                                     STALE_AFTER_DAYS, Catalog, Price, load_catalog)
 
@@ -40,6 +40,7 @@ class PriceTable:
     ok: bool
     suspect: tuple[tuple[str, str, float], ...] = ()  # (gpu id, tier, $/h) live prices held back (> 3x off)
     pending: bool = False  # a live fetch is under way; this is the snapshot meanwhile
+    problems: tuple[str, ...] = ()  # snapshot files left out because they could not be read, each saying why
 
 
     def for_gpu(self, gpu: GPU) -> Mapping[str, Price | None]:
@@ -99,8 +100,9 @@ def listing_table(catalog: Catalog) -> PriceTable:
 def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None = None) -> PriceTable:
     """The committed snapshot: per GPU and tier, the newer of data/gpus.yaml and data/prices/*.yaml.
 
-    On equal dates a price file wins over gpus.yaml (it is the dedicated record). Raises DataFileError
-    for a malformed price file. Cached until a snapshot file is added, removed or changed.
+    On equal dates a price file wins over gpus.yaml (it is the dedicated record). A price file that can't be read
+    (torn by a full disk, emptied, malformed) is left out and named in `problems` and the message: the older files
+    and the catalog's listing still price every GPU. Cached until a snapshot file is added, removed or changed.
     """
     catalog = catalog or load_catalog()
     folder = Path(directory) if directory is not None else PRICES_DIR
@@ -111,14 +113,24 @@ def snapshot_table(catalog: Catalog | None = None, directory: str | Path | None 
 @lru_cache(maxsize=8)
 def _snapshot_cached(catalog: Catalog, directory: str, _stamp: tuple) -> PriceTable:
     prices = {g.id: g.listed_prices() for g in catalog.devices}
+    problems = []
     for path in _snapshot_files(Path(directory)):
-        day, source, table = load_snapshot_file(path, catalog)
+        try:
+            day, source, table = load_snapshot_file(path, catalog)
+        except (DataFileError, OSError, UnicodeDecodeError) as exc:
+            why = exc.problem if isinstance(exc, DataFileError) else "not readable text"
+            problems.append(f"price file {path.name} was left out ({why}): fix or delete it, or write a new one "
+                            "with `planner prices --refresh`")
+            continue
         for gpu_id, tiers in table.items():
             for tier, usd_hr in tiers.items():
                 old = prices[gpu_id].get(tier)
                 if old is None or old.date is None or day >= old.date:
                     prices[gpu_id][tier] = Price(usd_hr, day, f"{source} (snapshot {path.name})", "snapshot")
-    return _table(prices)
+    table = _table(prices)
+    if not problems:
+        return table
+    return replace(table, message="; ".join((table.message, *problems)), problems=tuple(problems))
 
 
 def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceTable:

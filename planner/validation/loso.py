@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from planner.base.files import write_atomic
 from planner.validation.uncertainty import REGIMES, meets_target, quantile
 from planner.validation import measured
 from planner.validation.measured import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, adjust_for,
@@ -338,6 +339,6 @@ def write_tuned(tunings: list[DeployedTuning], path: str | Path, today: date) ->
     header = ("# Runtime parameters tuned on published measurements (planner/inputs/runtimes.py reads them over the\n"
               "# priors of data/runtimes.yaml). WRITTEN by `python -m planner validate --write-tuned`; do not edit by "
               "hand.\n")
-    path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
+    write_atomic(path, header + yaml.safe_dump(doc, sort_keys=False, width=120))
     load_tuned(path, [r.id for r in load_runtimes(RUNTIMES_FILE, tuned_path=path).runtimes])
     return path

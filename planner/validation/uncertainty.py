@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 import yaml
 
 from planner import DATA_DIR
+from planner.base.files import write_atomic
 from planner.inputs.runtimes import MEMORY_CLASSES
 from planner.base.schema import parse_yaml, DataFileError, Record
 from planner.inputs.jobs import Generate, Train
@@ -469,7 +470,7 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
     path = Path(path)
     header = ("# Uncertainty bands for estimates (planner/validation/uncertainty.py). WRITTEN by\n"
               "# `python -m planner validate --write-uncertainty`; do not edit by hand.\n")
-    path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=120), encoding="utf-8")
+    write_atomic(path, header + yaml.safe_dump(doc, sort_keys=False, width=120))
     load_uncertainty.cache_clear()
     load_uncertainty(path)
     return path

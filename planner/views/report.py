@@ -30,7 +30,7 @@ def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def _sig(x: float | None, digits: int = 4) -> float | None:
+def sig(x: float | None, digits: int = 4) -> float | None:
     """Round to significant digits: job costs range from $0.0001 to $10,000."""
     return None if x is None else float(f"{x:.{digits}g}")
 
@@ -43,7 +43,7 @@ def job_fields(e: Estimate, ranked: Ranking | None) -> dict:
     job = ranked.job(e)
     if job is None:
         return {"job_seconds": None, "job_cost_usd": None, "job_parts_s": None}
-    return {"job_seconds": _r(job.billed_s, 1), "job_cost_usd": _sig(job.cost_usd),
+    return {"job_seconds": _r(job.billed_s, 1), "job_cost_usd": sig(job.cost_usd),
             "job_parts_s": {k: _r(v, 2) for k, v in job.parts}}
 
 
@@ -100,8 +100,8 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         "price_age_days": {t: a["price_age_days"] for t, a in ages.items()},
         "price_stale": {t: a["price_stale"] for t, a in ages.items()},
         "price_origin": {t: (p.origin if p else None) for t, p in e.prices.items()},
-        "cost_usd": {t: _sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
-        "cost_per_1m_usd": {t: _sig(e.cost_per_million(t)) for t in PRICE_TIERS},
+        "cost_usd": {t: sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
+        "cost_per_1m_usd": {t: sig(e.cost_per_million(t)) for t in PRICE_TIERS},
         "memory_gb": {k: _r(v, 4) for k, v in e.memory.as_dict().items()},
         "vram_gb": _r(e.gpu.vram_gb, 4),
         "vram_gib": e.gpu.vram_gib,
@@ -128,7 +128,7 @@ def flat_row(e: Estimate, ranked: Ranking | None = None, today: date | None = No
         "range_note": b if isinstance(b, str) else None, "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),
-        f"cost_usd_{tier}": _sig(e.cost()), f"cost_per_1m_usd_{tier}": _sig(e.cost_per_million()),
+        f"cost_usd_{tier}": sig(e.cost()), f"cost_per_1m_usd_{tier}": sig(e.cost_per_million()),
         "memory_gb": _r(e.memory.total_gb, 2), "usable_gb": _r(e.usable_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
         **{k: v for k, v in job_fields(e, ranked).items() if k != "job_parts_s"},
         "reasons": "; ".join(r.text for r in e.reasons),
@@ -139,9 +139,9 @@ def own_fields(c: OwnCost) -> dict:
     """Owning the cards vs renting as many (planner.engine.owning), flat, for JSON, CSV and the CLI; USD."""
     return {"own_count": c.count, "own_purchase_usd_each": c.purchase_usd_each,
             "own_purchase_source": c.purchase_source,
-            "own_fixed_usd_per_month": _sig(c.fixed_usd_per_month), "own_power_kw": _sig(c.power_kw),
-            "own_energy_usd_per_h": _sig(c.energy_usd_per_h), "own_job_energy_usd": _sig(c.job_energy_usd),
-            "rent_usd_per_h": _sig(c.rent_usd_per_h), "rent_job_usd": _sig(c.job_rent_usd),
+            "own_fixed_usd_per_month": sig(c.fixed_usd_per_month), "own_power_kw": sig(c.power_kw),
+            "own_energy_usd_per_h": sig(c.energy_usd_per_h), "own_job_energy_usd": sig(c.job_energy_usd),
+            "rent_usd_per_h": sig(c.rent_usd_per_h), "rent_job_usd": sig(c.job_rent_usd),
             "break_even_h_per_month": _r(c.break_even_h_per_month, 1)}
 
 
@@ -210,7 +210,8 @@ def price_rows(table: PriceTable, today: date | None = None) -> list[dict]:
     return rows
 
 
-def _fmt(x: float | None, nd: int = 1) -> str | None:
+def fmt(x: float | None, nd: int = 1) -> str | None:
+    """A figure for a text table: fixed decimals, or 4 significant digits from 100,000 up."""
     return None if x is None else (f"{x:.{nd}f}" if abs(x) < 1e5 else f"{x:.4g}")
 
 
@@ -231,7 +232,7 @@ def loso_rows(held_out: Iterable[LosoRow]) -> list[dict]:
     scored.sort(key=lambda r: (order.get(r.result.regime, len(order)), -abs(r.result.error_pct), r.result.row_id))
     return [{"row": r.result.row_id, "source": r.source, "set": r.scored_set, "regime": r.result.regime,
              "gpu": r.result.gpu_id, "class": r.result.gpu_class, "runtime": r.result.runtime,
-             "metric": r.result.metric, "measured": r.result.measured, "predicted": _sig(r.result.predicted),
+             "metric": r.result.metric, "measured": r.result.measured, "predicted": sig(r.result.predicted),
              "error_pct": round(r.result.error_pct, 1), "speed_bias_pct": _r(r.result.speed_bias_pct, 1),
              "untuned_error_pct": _r(r.untuned.error_pct, 1)} for r in scored]
 

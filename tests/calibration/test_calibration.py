@@ -231,7 +231,7 @@ def test_too_large_is_refused_before_parsing(example, tmp_path, refused):
         load_calibration(tmp_path / "missing.json")
 
 
-# ---------------------------------------------------------------- CLI (planner/cli.py --calibration)
+# ---------------------------------------------------------------- CLI (planner estimate --calibration)
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, text=True,

@@ -1,0 +1,61 @@
+"""`planner launch`: the plan as a SkyPilot task or a RunPod pod request, and a bench task per candidate GPU."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from planner.base.files import write_atomic
+from planner.cli.plans import device_names, job_overheads, plan_from_args
+from planner.engine.estimate import estimate_all
+from planner.engine.plan import Plan
+from planner.engine.ranking import rank
+from planner.inputs.facts import load_facts
+from planner.inputs.launch_names import load_skypilot_names
+from planner.views import launch
+
+
+def _plan_words(plan: Plan) -> str:
+    w = plan.workload
+    return (f"{w.kind} {w.items:,} items with {plan.model.name} in {plan.precision}, {plan.runtime}, "
+            f"{plan.gpus} GPU(s) per job, RunPod {plan.price_tier} prices")
+
+
+def cmd_launch(a: argparse.Namespace) -> int:
+    """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
+    plan, facts = plan_from_args(a), load_facts()
+    # the order `planner estimate` and the page show: by what the whole job bills
+    ranking = rank(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
+                   job_overheads(a, facts)).estimates
+    if a.bench:
+        return _launch_bench(ranking, a.out or "bench-fleet")
+    if a.format == "runpod":
+        text = launch.runpod_json(launch.runpod_pod(ranking, plan.price_tier, a.image))
+    else:
+        task, left_out = launch.skypilot_task(ranking, load_skypilot_names(), plan.price_tier == "spot",
+                                              "python -m planner " + " ".join(a.argv)[:500], a.run)
+        text = launch.skypilot_yaml(task, _plan_words(plan), launch.accelerator_order(task))
+        if left_out:
+            print(f"note: left out: {'; '.join(left_out)}", file=sys.stderr)
+    if a.out:
+        write_atomic(a.out, text)
+        print(f"wrote {a.out}", file=sys.stderr)
+    else:
+        print(text)
+    return 0
+
+
+def _launch_bench(ranking, folder: str) -> int:
+    """A bench task per candidate GPU and a script that runs them all and collects the result files."""
+    tasks = launch.bench_tasks(ranking, load_skypilot_names())
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    for _, task in tasks:
+        gpu = ", ".join(f"{k}:{v}" for k, v in task["resources"]["accelerators"].items())
+        write_atomic(out / f"{task['name']}.yaml",
+                     launch.skypilot_yaml(task, "python -m planner.bench (calibrate this GPU type)", gpu, "GPU"))
+    write_atomic(out / "run_fleet.sh", launch.fleet_script(tasks, folder))
+    print(f"wrote {len(tasks)} bench tasks and run_fleet.sh to {out}/ (run it from the repository root)",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,84 @@
+"""`planner validate`: the planner against published measurements (leave one source out, speed-up ratios, band
+coverage), the measured-vs-predicted chart, and writing the tuned values and uncertainty bands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date
+
+from planner.validation import loso, measured
+from planner.validation.uncertainty import MAX_BIAS_PCT, band_levels, coverage, write_uncertainty
+from planner.views.charts import validation_chart
+from planner.views.report import (coverage_rows, csv_text, emit, fmt, loso_rows, text_table, validation_headline_text,
+                                  validation_rows, validation_summary_text)
+
+
+def _ratio_pairs(ratios: list) -> list[dict]:
+    return [{"kind": r.kind, "source": r.source, "pair": r.label, "measured": round(r.measured, 3),
+             "predicted": round(r.predicted, 3), "error_pct": round(r.error_pct, 1),
+             "untuned": round(r.untuned, 3), "untuned_error_pct": round(r.untuned_error_pct, 1),
+             "rows": f"{r.base_id} -> {r.other_id}"} for r in ratios]
+
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    if a.write_tuned:
+        tunings = loso.tune_deployed(a.measurements)
+        path = loso.write_tuned(tunings, a.tuned_file, date.today())
+        for t in tunings:
+            print(f"{t.runtime}: {t.values} ({len(t.rows)} rows, {len(t.sources)} sources)")
+        print(f"tuned values written to {path}")
+        return 0
+    if a.tune:
+        result = measured.tune_all(a.measurements)
+        print(json.dumps({rt: {"params": p, **info} for rt, (p, info) in result.items()}, indent=2))
+        return 0
+    held_out = loso.leave_one_source_out(a.measurements)
+    summary = loso.loso_summary(held_out)
+    ratios = loso.speedup_ratios(held_out)
+    if a.by_source:  # every group of every set, and every ratio pair (and every row's prediction with --rows)
+        rows = loso_rows(held_out) if a.rows else None
+        if a.format == "json" and rows is not None:
+            print(json.dumps({"summary": summary, "rows": rows}, indent=2))
+            return 0
+        print(emit(rows if rows is not None and a.format == "csv" else summary, a.format))
+        if a.format == "table" and ratios:
+            print("\nspeed-up ratio pairs (leave-one-source-out predictions; untuned = the priors of "
+                  "data/runtimes.yaml)")
+            print(text_table(_ratio_pairs(ratios)))
+        if a.format == "table" and rows:
+            print("\nevery row's leave-one-source-out prediction, worst first per regime (error on the row's metric; "
+                  "speed bias + = the planner faster than measured)")
+            print(text_table(rows))
+        return 0
+    residuals = [r.result for r in held_out if r.independent]
+    levels = band_levels(residuals)
+    cover = coverage(residuals, lambda r: r.source, levels)
+    report = measured.run_validation(a.measurements, priors=True)
+    rows = validation_rows(report)
+    if a.format == "json":
+        print(json.dumps({"leave_one_source_out": summary, "speedup_ratios": loso.ratio_summary(ratios),
+                          "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover, levels),
+                          "rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
+    elif a.format == "csv":
+        print(csv_text(rows), end="")
+    else:
+        if a.rows:
+            shown = [{**d, "measured": fmt(d["measured"], 4), "predicted": fmt(d["predicted"], 4),
+                      "note": (d["note"] or "")[:60]} for d in rows]
+            print(text_table(shown))
+        print(validation_summary_text(report))
+        print()
+        print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, levels, MAX_BIAS_PCT,
+                                       loso.RATIO_TARGET_PCT))
+    if a.plot:
+        validation_chart(report).save(a.plot)
+        print(f"\nplot written to {a.plot}")
+    if a.write_uncertainty:
+        headline = [{"regime": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
+                     "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"], "meets": d["meets"]}
+                    for d in summary if d["set"] == loso.LOSO_SET and d["group"] in ("all", "regime")]
+        path = write_uncertainty(residuals, loso.RESIDUALS_RULE, a.uncertainty_file, today=date.today(),
+                                 accuracy=headline, levels=levels)
+        print(f"\nuncertainty bands written to {path}")
+    return 0
