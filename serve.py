@@ -29,10 +29,12 @@ from ui import answer, sidebar  # noqa: F401  (app.py's parts and the views they
 
 GZIP_MIN_BYTES = 1024  # smaller answers gain nothing from compression
 GZIP_LEVEL = 6  # zlib's default: ~3x on the bundles at a fraction of level 9's CPU
-# Streamlit's frontend needs inline styles (emotion) and eval for Vega's expression parser; everything else is 'self'
+# Streamlit's frontend needs inline styles (emotion) and eval for Vega's expression parser; everything else is 'self'.
+# connect-src 'self' covers the app's own websocket (CSP Level 3: 'self' matches ws:/wss: to the page's host and port,
+# as Chromium, Firefox and Safari implement it): page script can connect nowhere else (docs/SECURITY.md)
 CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
                            "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; "
-                           "connect-src 'self' ws: wss:; worker-src 'self' blob:; frame-ancestors 'none'; "
+                           "connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; "
                            "base-uri 'self'; form-action 'self'")
 SECURITY_HEADERS = ((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
                     (b"x-frame-options", b"DENY"),

@@ -223,3 +223,18 @@ def test_a_web_address_in_a_model_name_shows_as_plain_text_not_a_link(server, br
     assert plan.locator("a").count() == 0
     assert not page.locator("[data-testid='stException']").count()
     page.close()
+
+
+def test_page_script_can_open_a_websocket_only_to_its_own_server(server, browser, wait_for_app):
+    """connect-src 'self': the page's own websocket works (the app runs), one to any other host is refused by the
+    browser, whatever a link or an upload could make the page run."""
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(server)
+    wait_for_app(page)
+    outcome = page.evaluate("""() => new Promise(done => {
+        document.addEventListener('securitypolicyviolation', e => done('refused: ' + e.effectiveDirective));
+        try { new WebSocket('wss://evil.example/socket'); } catch (e) { done('refused: ' + e.name); }
+        setTimeout(() => done('allowed'), 3000);
+    })""")
+    assert outcome.startswith("refused"), outcome
+    page.close()
