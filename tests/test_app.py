@@ -322,7 +322,7 @@ def test_charts_and_the_step_table_under_the_ranking_are_drawn_when_their_expand
     at = _app()
     _ok(at)
     titles = lambda: {json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")}  # noqa: E731
-    steps = lambda: [d.value for d in at.dataframe if "op group" in d.value.columns]  # noqa: E731
+    steps = lambda: [t.value for t in at.table if "time s" in t.value.columns]  # noqa: E731
     assert titles() == set() and steps() == []
     for key in ("jobs_open", "job_chart_open", "steps_open"):
         _open(at, key)
@@ -493,8 +493,9 @@ def test_the_serving_tab_lists_each_compared_gpu():
     at.session_state["view"] = "Serving"
     at.run()
     _ok(at)
-    table = next(d.value for d in at.dataframe if "Max concurrency in target" in d.value.columns)
-    assert list(table.gpu_id) == ["h100-sxm", "rtx-4090"] and (table["Max concurrency in target"] >= 1).all()
+    table = next(t.value for t in at.table if "Max concurrency in target" in t.value.columns)
+    assert list(table.GPU) == [CATALOG.get(g).name for g in ("h100-sxm", "rtx-4090")]
+    assert (table["Max concurrency in target"] >= 1).all()
 
 
 CALIBRATION_EXAMPLE = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))[0]

@@ -1,10 +1,30 @@
-"""How the ranking's columns are shown: widths, formats and each column's help."""
+"""How tables are shown: the ranking's columns (widths, formats and each column's help), and the small tables drawn
+whole."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
+import pandas as pd
 import streamlit as st
 
 from planner.views import ranking_table
+from planner.views.format import fmt_sig, md_escape
+
+
+def _cell(x) -> str:
+    return md_escape(x, 20_000) if isinstance(x, str) else fmt_sig(x)
+
+
+def small_table(rows: list[dict], formats: Mapping[str, Callable] | None = None, hide: tuple = ("gpu_id",)) -> None:
+    """A few rows drawn whole with st.table, whose text wraps to the page's width (st.dataframe's canvas cuts wide
+    tables at the right, and neither a reader nor a test can see what is cut): numbers to four significant figures
+    (fmt_sig) unless `formats` names the column's own, text escaped (st.table's cells are Markdown), '-' for none."""
+    df = pd.DataFrame(rows).drop(columns=list(hide), errors="ignore")
+    style = df.style.format(_cell, na_rep="-")
+    if formats:  # only these columns: the others keep the format above
+        style = style.format(dict(formats), subset=list(formats), na_rep="-")
+    st.table(style)
 
 
 def ranking_columns(unit: str, rate_name: str, job: str, tier: str, memory_pct: float, stale_days: int) -> dict:

@@ -6,18 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR
-from planner.views import plan_inputs
+from planner.views import explain_text, plan_inputs
 from planner.views.cache_key import content_key
 from planner.views.format import short_name
-from ui import callbacks, resources
+from ui import callbacks, columns, resources
 from ui.state import KEEP
-
-STEP_COLUMNS = {
-    "TFLOP": st.column_config.NumberColumn(format="%.4g", help="10^12 floating-point operations, whole job"),
-    "GB moved": st.column_config.NumberColumn(format="%.4g", help="DRAM bytes read + written / 1e9, whole job"),
-    "FLOP/byte": st.column_config.NumberColumn(format="%.3g"),
-    "compute s": st.column_config.NumberColumn(format="%.4g"), "memory s": st.column_config.NumberColumn(format="%.4g"),
-    "time s": st.column_config.NumberColumn(format="%.4g"), "formula": st.column_config.TextColumn(width="large")}
 
 
 def _own_price(e, inputs: plan_inputs.Inputs) -> None:
@@ -51,7 +44,9 @@ def _steps(v) -> None:
         st.markdown(v.steps)
         if len(v.split):
             resources.chart("time_split_chart", v.split)
-        st.dataframe(v.steps_table, placeholder="-", column_config=STEP_COLUMNS)
+        columns.small_table(v.steps_table)
+        st.caption(explain_text.STEP_TIME_UNITS)
+        columns.small_table(v.steps_formulas)
 
 
 def explain(e, cal_e, ranked, inputs: plan_inputs.Inputs, est_key: str) -> None:

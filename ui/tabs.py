@@ -11,8 +11,8 @@ from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu
 from planner.calibration import tables as calibration_tables
 from planner.views import calibration_text, charts, plan_inputs, screens, tab_tables
-from planner.views.format import fmt_seconds, md_escape, short_name, time_unit
-from ui import explain, resources, state
+from planner.views.format import fmt_seconds, fmt_sig, md_escape, short_name, time_unit
+from ui import columns, explain, resources, state
 from ui.state import KEEP, TABS
 
 COMPARING = ("Roofline", "Batch size", "Memory", "Serving")  # the tabs that compare a few chosen GPUs
@@ -25,7 +25,7 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
     sentence, rows = screens.calibration_effect(ranked, cal_ests, {c.gpu_id for c in fleet.members if c.gpu_id})
     with st.container(border=True, key="calibration_effect"):
         st.markdown(f"**Before and after your calibration** · {sentence}")
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        columns.small_table(rows)
     for cal in fleet.members:
         where = (f"applied to the {cal.device_name} row as fitted (tick Filters → Include CPUs to rank it); it does "
                  "not carry to GPUs or other CPUs" if cal.gpu_id and cal.device_class == "cpu" else
@@ -104,10 +104,7 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     gpus = [resources.gpu(g) for g in cmp_ids]
     rows = tab_tables.serving_rows(plan, gpus, screens.with_prices(resources.facts(), table), prompt, max(output, 2),
                                    ttft / 1e3, tpot / 1e3)
-    num = st.column_config.NumberColumn(format="%.4g")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder="-", column_config={
-        "gpu_id": None, "TTFT alone (ms)": num, "TPOT alone (ms)": num, "TPOT at max (ms)": num,
-        "Tokens/s at max": num, "$ per 1M tokens at max": st.column_config.NumberColumn(format="$%.3g")})
+    columns.small_table(rows, {"$ per 1M tokens at max": lambda usd: f"${fmt_sig(usd, 3)}"})
 
 
 def accuracy() -> None:

@@ -60,6 +60,9 @@ STEP_TIME_INTRO = (
     f"only in part: **(compute^p + memory^p)^(1/p)**, p = {OVERLAP_EXPONENT:g} (their rows say so); a step adds "
     "**kernels × launch overhead**; the job is the sum over steps and passes (a pass = one batch through the model). "
     "The larger side limits the group.")
+# What the step-time table's columns count, under it.
+STEP_TIME_UNITS = ("TFLOP: 10^12 floating-point operations; GB moved: DRAM bytes read and written / 10^9; FLOP/byte: "
+                   "the two's ratio; TFLOP, GB and seconds are for the whole job (all steps and passes).")
 
 
 def _overlap_text(g) -> str:
@@ -118,6 +121,14 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
                                     + hidden})
     return rows
+
+
+def step_time_tables(e: Estimate) -> tuple[list[dict], list[dict]]:
+    """The step-time table as two that each fit a laptop's width: each row's figures, then each row's formula (next
+    to ten columns of figures a formula gets a column a few words wide)."""
+    rows = step_time_rows(e)
+    return ([{k: v for k, v in r.items() if k != "formula"} for r in rows],
+            [{"phase": r["phase"], "op group": r["op group"], "formula": r["formula"]} for r in rows])
 
 
 def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:

@@ -49,6 +49,19 @@ def fmt_count(n: float) -> str:
     return f"{n:.3g}"
 
 
+def fmt_sig(x: float | None, digits: int = 4) -> str:
+    """`digits` significant figures in plain decimal, thousands separated and without an exponent, so a table cell
+    never breaks inside a number ('1.2e-05' wraps at its hyphen): 12345.6 -> '12,346', 0.3330 -> '0.333',
+    1.234e-5 -> '0.00001234'; below 1e-9 or not finite, the exponent form; '-' for none."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x == 0 or not math.isfinite(x) or abs(x) < 1e-9:
+        return f"{x:.{digits}g}"
+    decimals = max(digits - 1 - math.floor(math.log10(abs(x))), 0)
+    text = f"{x:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if decimals else text
+
+
 def short_name(name: str) -> str:
     """'NVIDIA GeForce RTX 4090 24GB' -> 'RTX 4090 24GB' (chart labels, call-outs)."""
     return name.replace("NVIDIA ", "").replace("GeForce ", "").replace("Tesla ", "")

@@ -90,7 +90,8 @@ class ExplainView:
     memory: str  # the memory breakdown, what it follows from, and the heading of 'Your own price'
     steps: str  # how a step is timed, or why it is not
     split: pd.DataFrame | None  # the time split chart's data, None when the plan can't run
-    steps_table: pa.Table | None
+    steps_table: list | None  # the step-time table's figures (explain_text.step_time_tables), None when not timed
+    steps_formulas: list | None  # each of its rows' formula, None when not timed
 
 
 def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str, job_name: str,
@@ -126,9 +127,10 @@ def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str
         "It applies to every tier of this GPU and travels in the share link."])
     if e.feasible:
         steps, split = explain_text.STEP_TIME_INTRO, charts.time_split_data(e)
-        steps_table = pa.Table.from_pylist(explain_text.step_time_rows(e))
+        steps_table, steps_formulas = explain_text.step_time_tables(e)
     else:
-        steps, split, steps_table = "Not timed: the plan can't run on this GPU (reasons above).", None, None
+        steps, split = "Not timed: the plan can't run on this GPU (reasons above).", None
+        steps_table = steps_formulas = None
     notes = [md_escape(r.text, 600) for r in e.reasons if not r.blocking]
     return ExplainView(
         f"### {g.name}", explain_text.gpu_caption(e),
@@ -137,7 +139,7 @@ def explain_view(e: Estimate, cal_e: Estimate | None, ranked: Ranking, tier: str
         "  \n".join(f"Note: {n}" for n in notes) or None,
         metrics, md_escape(span, 600) if span else None, calibrated, "\n\n".join(behind),
         charts.job_cost_data(job, price.usd_hr if price else None, e.plan.gpus) if job else None,
-        memory, steps, split, steps_table)
+        memory, steps, split, steps_table, steps_formulas)
 
 
 CALIBRATION_ROWS = 10  # GPUs the calibration panel compares before and after, in ranking order

@@ -103,11 +103,50 @@ def test_each_example_question_is_answered_in_view(server, browser, wait_for_app
         page.close()
 
 
+def _table(panel) -> list[list[str]]:
+    """A table's header and rows as a reader sees them (st.table: HTML, unlike st.dataframe's canvas)."""
+    rows = panel.locator("tr").all()
+    return [[c.inner_text().strip() for c in r.locator("th, td").all()] for r in rows]
+
+
+def _step_time_tables_whole(page, preset) -> None:
+    """'Explain a GPU' (the tab a link opens by default): its step-time breakdown, once opened, shows every figure and
+    formula whole at laptop width."""
+    steps = page.locator(".st-key-steps_open")
+    if not steps.count():  # the GPU the question names can't run it: Explain says so instead of timing it
+        assert page.get_by_text("Not timed: the plan can't run on this GPU").first.is_visible(), preset.id
+        return
+    steps.locator("summary").click()
+    tables = steps.locator("[data-testid='stTable']")
+    tables.nth(1).wait_for(timeout=30_000)
+    figures, formulas = _table(tables.nth(0)), _table(tables.nth(1))
+    assert {"op group", "time s", "limited by"} <= set(figures[0]) and formulas[0][-1] == "formula", figures[0]
+    assert len(figures) == len(formulas) > 1 and all(len(r) == len(figures[0]) for r in figures)
+    assert all(r[-1] for r in formulas[1:])  # every row's formula is there to read
+    assert page.evaluate(CLIPPED, ".st-key-steps_open") == [], f"{preset.id}: step-time text cut at 1280x800"
+
+
+def _serving_table_whole(page, panel, preset) -> None:
+    """The Serving tab lists the compared GPUs that the runtime runs on, every cell whole at laptop width."""
+    tables = panel.locator("[data-testid='stTable']")
+    if not tables.count():  # not a decoder: the tab says why
+        assert panel.locator("[data-testid='stAlert']").count(), preset.id
+        return
+    header, *rows = _table(tables.first)
+    assert header[0] == "GPU" and "Max concurrency in target" in header and "gpu_id" not in header, header
+    names = {load_catalog().get(g).name for g in preset.inputs.cmp}
+    assert rows and {r[0] for r in rows} <= names and all(len(r) == len(header) for r in rows), (rows, names)
+    assert page.evaluate(CLIPPED, "[data-testid='stMain']") == [], f"{preset.id}: serving text cut at 1280x800"
+
+
 @pytest.mark.parametrize("preset", PRESETS, ids=[p.id for p in PRESETS])
-def test_every_chart_of_an_example_draws_real_marks(server, browser, wait_for_app, preset):
+def test_every_chart_and_table_of_an_example_is_drawn_whole(server, browser, wait_for_app, shots, preset):
+    """Each chart draws real marks inside its box; the step-time and Serving tables show every cell whole at
+    1280x800 (tables, not a canvas grid that cuts at the right)."""
     page = browser.new_page(viewport=LAPTOP)
     page.goto(server + "?" + preset.link)
     wait_for_app(page)
+    _step_time_tables_whole(page, preset)
     for tab in CHART_TABS:
         page.get_by_role("tab", name=tab).click()
         wait_for_app(page)
@@ -119,6 +158,11 @@ def test_every_chart_of_an_example_draws_real_marks(server, browser, wait_for_ap
         charts.first.scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         assert page.evaluate(CHART_PROBLEMS) == [], tab
+    page.get_by_role("tab", name="Serving").click()
+    wait_for_app(page)
+    panel = page.get_by_role("tabpanel", name="Serving")
+    _serving_table_whole(page, panel, preset)
+    page.screenshot(path=str(shots / f"21-{preset.id}-serving-1280x800.png"))
     page.close()
 
 

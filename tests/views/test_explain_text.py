@@ -21,6 +21,16 @@ def test_step_time_rows_add_up_to_the_estimate():
     assert {r["op group"] for r in rows} >= {"linear layers", "attention", "elementwise & norms"}
 
 
+def test_the_step_time_tables_keep_each_rows_figures_and_formula_apart_and_in_step():
+    """Two tables that each fit a laptop's width: the figures without the formula, then each row's formula, row for
+    row (the same phase and op group on the same line of both)."""
+    e = next(e for e in ranking_of() if e.gpu.id == "h100-sxm")
+    figures, formulas = explain_text.step_time_tables(e)
+    assert all("formula" not in r and "time s" in r for r in figures)
+    assert [(r["phase"], r["op group"]) for r in figures] == [(r["phase"], r["op group"]) for r in formulas]
+    assert all(set(r) == {"phase", "op group", "formula"} and r["formula"] for r in formulas)
+
+
 def test_the_decode_attention_latency_has_a_row_of_its_own():
     """cfDNA-Gen's 14 layers: every decode step pays 14 attention calls' fixed latency (data/precisions.yaml), shown
     with its per-step figure and counted as overhead."""

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
+from planner.views.format import fmt_count, fmt_seconds, fmt_sig, fmt_usd, md_escape, short_name, time_unit
 
 
 @pytest.mark.parametrize("seconds, text", [(0.0042, "4.2 ms"), (42, "42 s"), (1100, "18.3 min"), (18720, "5.2 h"),
@@ -34,6 +34,14 @@ def test_dollars_keep_their_digits_below_a_dollar():
 
 def test_counts_take_a_suffix():
     assert fmt_count(132_192_000) == "132M" and fmt_count(25.37) == "25.4" and fmt_count(6.7e9) == "6.7B"
+
+
+@pytest.mark.parametrize("x, text", [(12345.6, "12,346"), (3120.0, "3,120"), (0.333, "0.333"), (1.5, "1.5"),
+                                     (1.234e-5, "0.00001234"), (-0.25, "-0.25"), (102, "102"), (0, "0"), (None, "-"),
+                                     (float("nan"), "-"), (2.5e-12, "2.5e-12")])
+def test_table_figures_keep_four_digits_without_an_exponent(x, text):
+    """A table cell wraps at an exponent's hyphen ('1.2e-' / '05'): plain decimals read whole."""
+    assert fmt_sig(x) == text
 
 
 def test_short_names_drop_the_vendor_words():
