@@ -44,8 +44,9 @@ def _link(at: AppTest) -> dict[str, str]:
 
 
 def _shown(markdown: str) -> str:
-    """Markdown source as a reader sees it: backslash escapes (planner.views.format.md_escape) removed."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """Markdown source as a reader sees it: backslash escapes and the invisible word joiners that break autolinks
+    (planner.views.format.md_escape) removed."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def _plan_text(at: AppTest) -> str:
@@ -573,3 +574,17 @@ def test_the_accuracy_tab_leads_with_leave_one_source_out_per_regime():
     assert "target %" in head.columns and any("Leave one source out" in m.value for m in at.markdown)
     # and it says the estimates use what that search gives on every publication
     assert any("data/runtimes_tuned.yaml" in m.value for m in at.markdown)
+
+
+def test_a_surrogate_or_a_control_character_in_a_link_or_an_upload_never_breaks_the_page():
+    # a URL carries no lone surrogate (percent-decoding replaces it): a packed JSON or an upload does
+    at = _app({"model": "custom", "m_name": "evil\x1bname", "prec": "fp16"})
+    assert not at.exception and any("m_name" in _shown(w.value) for w in at.warning)
+    cfg = {"_name_or_path": "NAME", "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64}
+    _open(at, "upload_open")
+    data = json.dumps(cfg).replace('"NAME"', '"evil\\ud800"').encode()
+    at.file_uploader(key="upload_model").set_value(("config.json", data, "application/json")).run()
+    assert not at.exception and any("_name_or_path" in _shown(e.value) for e in at.sidebar.error)
+    at.run()  # every later rerun of the session still works
+    assert not at.exception
