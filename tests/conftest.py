@@ -9,6 +9,7 @@ import json  # noqa: E402
 import pytest  # noqa: E402
 
 from planner import DATA_DIR  # noqa: E402
+from tests.fixtures import skypilot as skypilot_parser  # noqa: E402
 
 CALIBRATION_EXAMPLES = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))
 
@@ -31,6 +32,14 @@ def pytest_collection_modifyitems(config, items):
                                (E2E, pytest.mark.e2e)):
             if where.startswith(prefixes):
                 item.add_marker(mark)
+
+
+@pytest.fixture(scope="session")
+def skypilot():
+    """SkyPilot's task parser in its own environment (tests/fixtures/skypilot.py), one process per test session."""
+    parser = skypilot_parser.start()
+    yield parser
+    parser.close()
 
 
 @pytest.fixture(scope="session")

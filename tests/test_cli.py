@@ -127,14 +127,12 @@ def test_a_hugging_face_id_is_fetched_and_an_offline_miss_is_a_clear_error(tmp_p
     assert out.returncode == 2 and "offline mode" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_launch_writes_a_task_skypilot_accepts(tmp_path):
-    import sky
-    import yaml
+def test_launch_writes_a_task_skypilot_accepts(tmp_path, skypilot):
     out = tmp_path / "task.yaml"
     done = run("launch", "--model", "cfdna-gen", "--price-tier", "community", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    task = sky.Task.from_yaml_config(yaml.safe_load(out.read_text()))
-    assert len(task.resources) >= 3 and "sky launch" in out.read_text().splitlines()[0]
+    task = skypilot.parse(out.read_text())
+    assert len(task["resources"]) >= 3 and "sky launch" in out.read_text().splitlines()[0]
 
 
 def test_estimate_says_how_old_the_prices_are_and_when_the_cheapest_rests_on_a_stale_one():
