@@ -10,15 +10,15 @@ import urllib3
 
 
 class BodyError(Exception):
-    """An answer that could not be read whole; `why` is one of TOO_LARGE, TOO_SLOW, BROKEN (our words, never the
-    server's)."""
+    """An answer that could not be read whole; `why` is one of TOO_LARGE, TOO_SLOW (the deadline passed), TIMED_OUT
+    (one read waited past its timeout), BROKEN (our words, never the server's)."""
 
     def __init__(self, why: str):
         super().__init__(why)
         self.why = why
 
 
-TOO_LARGE, TOO_SLOW, BROKEN = "too large", "too slow", "broken off"
+TOO_LARGE, TOO_SLOW, TIMED_OUT, BROKEN = "too large", "too slow", "timed out", "broken off"
 
 
 def declared_size(resp: requests.Response) -> int | None:
@@ -45,7 +45,7 @@ def read_capped(resp: requests.Response, end_s: float, max_bytes: int) -> bytes:
             if time.monotonic() > end_s:
                 raise BodyError(TOO_SLOW)
     except (urllib3.exceptions.ReadTimeoutError, requests.Timeout, TimeoutError):
-        raise BodyError(TOO_SLOW) from None
+        raise BodyError(TIMED_OUT) from None
     except (requests.RequestException, urllib3.exceptions.HTTPError, OSError):
         raise BodyError(BROKEN) from None
     finally:

@@ -36,13 +36,13 @@ from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import requests
-import urllib3
 import yaml
 
 from planner.base.files import write_atomic
 from planner.base.deadline import call_with_deadline, in_background
 from planner.base.safe_parse import ParseError, load_json_text
 from planner.base.schema import DataFileError, check_number, normalize_name
+from planner.clients.http import TIMED_OUT, TOO_LARGE, TOO_SLOW, BodyError, read_capped
 from planner.inputs.catalog import GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS, Catalog, Price, load_catalog
 from planner.inputs.price_snapshot import PRICES_DIR, PriceTable, listing_table, snapshot_table
 
@@ -208,25 +208,15 @@ def _post(url: str, api_key: str | None, timeout_s: float, retries: int, backoff
 
 
 def _read_json(resp, end_s: float = float("inf"), deadline_s: float = DEADLINE_S) -> Any:
-    """The answer's JSON, refused past MAX_ANSWER_BYTES (a real gpuTypes answer is ~30 kB) or once time.monotonic()
-    passes end_s; either way the connection is closed. Reads with read1 (one socket read per call) so that the clock
-    is checked on every byte a slow server sends: a plain read waits for a whole chunk however long it drips."""
-    body = bytearray()
-    raw = resp.raw
-    read = getattr(raw, "read1", None) or (lambda n, decode_content: raw.read(4096, decode_content=decode_content))
+    """The answer's JSON, read by planner.clients.http.read_capped: refused past MAX_ANSWER_BYTES (a real gpuTypes
+    answer is ~30 kB) or once time.monotonic() passes end_s, the connection closed either way."""
     try:
-        while chunk := read(65536, decode_content=True):
-            body += chunk
-            if time.monotonic() > end_s:
-                raise _FetchError(f"RunPod API gave no complete answer within {deadline_s:g} s")
-            if len(body) > MAX_ANSWER_BYTES:
-                raise _FetchError(f"RunPod API answer is larger than {MAX_ANSWER_BYTES:,} bytes; not a price list")
-    except (urllib3.exceptions.ReadTimeoutError, requests.Timeout, TimeoutError):
-        raise _FetchError("RunPod API timed out in the middle of its answer") from None
-    except (requests.RequestException, urllib3.exceptions.HTTPError, OSError):
-        raise _FetchError("RunPod API broke off its answer") from None
-    finally:
-        resp.close()
+        body = read_capped(resp, end_s, MAX_ANSWER_BYTES)
+    except BodyError as exc:
+        raise _FetchError({TOO_LARGE: f"RunPod API answer is larger than {MAX_ANSWER_BYTES:,} bytes; not a price list",
+                           TOO_SLOW: f"RunPod API gave no complete answer within {deadline_s:g} s",
+                           TIMED_OUT: "RunPod API timed out in the middle of its answer"}.get(
+                               exc.why, "RunPod API broke off its answer")) from None
     try:
         return load_json_text(body.decode("utf-8", errors="replace"), "RunPod API answer", MAX_ANSWER_BYTES)
     except (ValueError, ParseError):
