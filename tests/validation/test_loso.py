@@ -14,6 +14,7 @@ from planner.validation.loso import (DRAWN_FROM, DeployedTuning, deployable, lea
                                 ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
 from planner.validation.measured import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _loss, adjust_for, evaluate_row,
                                       load_measurements, prior_params, priors_adjust, tune_runtime, validation_models)
+from tests.fixtures.markers import FULL_LOSO
 
 TRUE_BW = 0.8  # the hidden bandwidth efficiency every synthetic llama.cpp row obeys
 
@@ -122,7 +123,7 @@ def test_every_row_source_parses_to_a_known_publication():
         by_source.setdefault(source_of(row), []).append(row.id)
     assert set(by_source) == KNOWN_SOURCES, set(by_source) ^ KNOWN_SOURCES
     new = {s: ids for s, ids in by_source.items() if s not in DRAWN_FROM}
-    assert len(new) >= 11 and sum(map(len, new.values())) >= 160  # issue 11: rows from sources never drawn from
+    assert len(new) >= 11 and sum(map(len, new.values())) >= 160  # rows from sources never drawn from
 
 
 def test_every_row_resolves_its_gpu_model_precision_and_runtime():
@@ -150,8 +151,8 @@ def test_bias_is_on_speed_for_throughput_and_for_step_time_rows():
 
 
 def test_a_regime_meets_its_target_only_within_the_error_and_the_bias_bound(tmp_path):
-    """Issue 11: batch-1 decode <= 10 % median |error| and no regime biased beyond +-10 %. Four rows of one regime at
-    +8 %: the median error 8 % is within 10 %, and so is the bias; at +12 % both fail."""
+    """The accuracy target: batch-1 decode <= 10 % median |error| and no regime biased beyond +-10 %. Four rows of
+    one regime at +8 %: the median error 8 % is within 10 %, and so is the bias; at +12 % both fail."""
     from planner.validation.loso import LosoRow
     from planner.validation.measured import RowResult
 
@@ -216,6 +217,7 @@ def test_written_tuned_values_load_back(tmp_path):
     assert eager.efficiency("hbm").host_us_per_kernel == eager.host_us_per_kernel  # untouched: the prior
 
 
+@FULL_LOSO
 def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_source_is_left_out():
     """DeepSpeed-Inference's one source is predicted with eager PyTorch's gap and host time as eager's rows tune them
     (none of them from that source) and its own priors for the rest."""

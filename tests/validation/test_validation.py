@@ -26,6 +26,7 @@ from planner.validation.measured import (MEASUREMENTS_FILE, RowResult, Validatio
 from planner.views.charts import validation_chart
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.facts import load_facts
+from tests.fixtures.markers import FULL_LOSO
 
 # rows in validation/measurements.yaml (counted in the file: one '- id:' per row)
 PUBLISHED_ROWS = 313
@@ -253,7 +254,7 @@ def test_summary_median_and_p90_use_only_the_asked_split():
     # |errors| 10, 20, 30, 40, 50: median 30; p90 at position 0.9 x 4 = 3.6 -> 40 + 0.6 x 10 = 46
     assert overall["n"] == 5 and overall["median_ape"] == 30.0 and overall["p90_ape"] == 46.0
     decode = next(s for s in summary if s["group"] == "regime" and s["key"] == "decode, batch 1")
-    assert decode["target_median_ape"] == 10.0 and decode["meets_target"] is False  # issue 11: batch-1 decode <= 10 %
+    assert decode["target_median_ape"] == 10.0 and decode["meets_target"] is False  # target: batch-1 decode <= 10 %
     tune = next(s for s in ValidationReport(tuple(rows)).summary("tune") if s["group"] == "all")
     assert tune["n"] == 1 and tune["median_ape"] == 1000.0
 
@@ -281,6 +282,7 @@ def test_chart_is_log_log_with_the_identity_line(report):
     assert ys and all(math.isclose(x, y) for x, y in ys)
 
 
+@FULL_LOSO
 def test_cli_prints_the_leave_one_source_out_headline_next_to_the_split():
     rc, out = run_cli("--rows")
     assert rc == 0
@@ -292,6 +294,7 @@ def test_cli_prints_the_leave_one_source_out_headline_next_to_the_split():
     assert "speed-up ratios" in head and "80 % band" in head and "inside_pct_own_source_left_out" in head
 
 
+@FULL_LOSO
 def test_cli_json_plot_and_uncertainty_file(tmp_path):
     rc, out = run_cli("--format", "json")
     doc = json.loads(out)
