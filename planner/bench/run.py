@@ -18,10 +18,8 @@ from planner.inputs.models import DecoderProfile, load_models
 
 SYNTHETIC = "synthetic profile for planner.bench --quick (small enough for a 2-core CPU)"
 # --quick (and --model's anchor points) time each point in QUICK_ROUNDS interleaved rounds of QUICK_ROUND_S, keeping
-# the least disturbed.
-# On the shared 2-core EPYC guest this was measured on (2026-11-27, one thread, CPU clock) one round's median swings
-# 20-50 % with other guests' load; over 7 rounds the calibration fitted without TINY_GPT missed its measured steps by
-# up to 19.8 % (2 of 14 runs over 15 %), over 21 rounds by at most 8.9 % (12 runs, alternated with 7-round runs).
+# the least disturbed: on a shared machine one round's median swings with other tenants' load, and 21 rounds kept the
+# held-out model's error within 15 % where 7 did not (figures: benchmarks/RESULTS.md, 'The bench's design').
 QUICK_ROUNDS = 21
 QUICK_ROUND_S = 0.05
 QUICK_POINT_S = QUICK_ROUNDS * QUICK_ROUND_S  # one point's timing in all
@@ -31,8 +29,8 @@ TINY_LLAMA = DecoderProfile(id="bench-tiny-llama", name="bench tiny LLaMA-style 
                             heads=8, kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
                             tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
 # TINY_GPT, the architecture the fit never sees in tests/bench/test_bench.py, has 8 layers (26 M parameters, 104 MB in
-# fp32) so that its decode streams from DRAM: with 3 layers (40 MB) part of its weights stayed in a 2-core Zen 5
-# guest's 32 MiB L3 (2026-11-26) and its decode step ran 13-19 % faster than the DRAM-fitted calibration predicts.
+# fp32) so that its decode streams from DRAM: a smaller model partly stays in a large last-level cache and decodes
+# faster than the DRAM-fitted calibration predicts.
 TINY_GPT = DecoderProfile(id="bench-tiny-gpt", name="bench tiny GPT-2-style (8 x 512)", layers=8, hidden=512, heads=8,
                           kv_heads=8, head_dim=64, ffn=2048, ffn_kind="gelu", vocab=1024, context=512,
                           tied_embeddings=True, norm="layernorm", learned_pos_emb=True, bias=True, source=SYNTHETIC)
@@ -40,8 +38,8 @@ TINY_GPT = DecoderProfile(id="bench-tiny-gpt", name="bench tiny GPT-2-style (8 x
 # ridge where more launch overhead trades for less bandwidth). NARROW: 0.2 M parameters (under 1 MB), so a decode
 # step is its ~50 kernel launches and little else. DEEP: TINY_LLAMA's 512-wide layers, 16 of them: 54 M parameters,
 # 218 MB in fp32, far beyond a CPU's last-level cache, so a decode step at batch 1 streams its weights from DRAM
-# through the same matrix shapes as the other models (the 2-core EPYC this was tuned on streamed a 2048-wide model's
-# matrix-vector products at 18 GB/s, a 512-wide one's at 11: one bandwidth efficiency can't hold both).
+# through the same matrix shapes as the other models (a CPU streams a narrow model's matrix-vector products markedly
+# slower than a wide one's, so one bandwidth efficiency can't hold both).
 NARROW = DecoderProfile(id="bench-narrow", name="bench narrow (4 x 64): kernel-launch bound", layers=4, hidden=64,
                         heads=2, kv_heads=2, head_dim=32, ffn=192, ffn_kind="swiglu", vocab=256, context=512,
                         tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
@@ -49,11 +47,10 @@ DEEP = DecoderProfile(id="bench-deep", name="bench deep (16 x 512): memory-bandw
                       heads=8, kv_heads=8, head_dim=64, ffn=1536, ffn_kind="swiglu", vocab=512, context=512,
                       tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False, source=SYNTHETIC)
 # WIDE: the GPU's bandwidth anchor. A 132M-parameter decoder streams its weights in well under a tenth of a
-# millisecond on a data-center GPU while its ~200 kernels take milliseconds to dispatch (an H200, 2026-11-26: cfdna-gen
-# decode 4.7 ms at batch 1 and 5.0 at batch 128, data/calibrations/2026-11-26_cuda-nvidia-h200.json), so no decoder
-# point pinned bandwidth there (the fit drifted to 1.82 of the datasheet). LLaMA-65B-wide layers (8192, SwiGLU 22016:
-# 809 M weights, 1.6 GB in bf16 each) make one decode step at batch 1 stream GBs through ~25 kernels a layer:
-# memory time five times the dispatch time on an H200. Layer count sized to the GPU (wide_layers).
+# millisecond on a data-center GPU while its ~200 kernels take milliseconds to dispatch, so no decoder point pins
+# bandwidth there and the fit drifts above the datasheet (validation/REPORT.md, 'A real GPU'). LLaMA-65B-wide layers
+# (8192, SwiGLU 22016: 809 M weights, 1.6 GB in bf16 each) make one decode step at batch 1 stream GBs through ~25
+# kernels a layer: memory time five times the dispatch time on an H200. Layer count sized to the GPU (wide_layers).
 WIDE = DecoderProfile(id="bench-wide", name="bench wide (n x 8192): memory-bandwidth bound on a GPU", layers=4,
                       hidden=8192, heads=64, kv_heads=64, head_dim=128, ffn=22016, ffn_kind="swiglu", vocab=512,
                       context=512, tied_embeddings=True, norm="rmsnorm", learned_pos_emb=False, bias=False,
@@ -64,7 +61,7 @@ WIDE_FORWARD = (4, 512)  # (batch, tokens) of WIDE's compute-bound forward pass 
 # (build() makes fp32 weights, then casts) under WIDE_BUILD_SHARE: room for the other points' models and caches.
 WIDE_MEMORY_SHARE, WIDE_BUILD_SHARE = 0.25, 0.5
 # Copy size for the bandwidth micro-benchmark on a CPU: 16x a 32 MiB last-level cache, so the copy measures DRAM
-# (at 128 MiB a 2-core EPYC guest read 31 to 52 GB/s from run to run, at 512 MiB 30 to 33).
+# (a copy that partly fits in cache reads a rate that swings from run to run).
 CPU_COPY_MIB = 512
 
 

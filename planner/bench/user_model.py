@@ -37,10 +37,9 @@ from planner.profiling.tracer import (ProfileError, Request, default_loss, expla
 
 
 # Passes up the sizes, each building the model afresh: a size's rounds sit in PASSES windows a pass over the other
-# sizes apart (the two passes before, up then down, timed the top size's two halves back to back). Measured with a
-# bursty copy loop on the other core (2026-11-27, the GPT-2 of tests/bench/test_bench.py), worst held-out interior
-# size per run: 2 passes mean 7.8 %, max 13.2 % (10 runs); 4 passes 6.9 %, 11.6 % (15); 8 passes 9.3 %, 13.3 % (5).
-# A small gain; the rest is the machine's speed changing for seconds at a time, which sizes timed apart cannot cancel.
+# sizes apart, so a slow spell on a shared machine does not fall on all of one size's rounds. Four passes did a little
+# better than two or eight under a bursty neighbour (figures: benchmarks/RESULTS.md, 'The bench's design'); the rest is
+# the machine's speed changing for seconds at a time, which sizes timed apart cannot cancel.
 PASSES = 4
 
 

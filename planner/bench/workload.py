@@ -99,8 +99,8 @@ def make_callable(pt: Point, device: str, shared: dict | None = None):
     pos = pt.position
     if pt.compiled:
         # The step writes into the caches: as plain inputs, Inductor's CUDA graphs skip a function that mutates them
-        # ('skipping cudagraphs due to mutated inputs', an H200 with torch 2.11, 2026-11-26) and the step ran as
-        # separate kernel launches. A static address (what gpt-fast's cache buffers get) lets the graph write in place.
+        # ('skipping cudagraphs due to mutated inputs', torch 2.11) and the step runs as separate kernel
+        # launches. A static address (what gpt-fast's cache buffers get) lets the graph write in place.
         for k, v in caches:
             torch._dynamo.mark_static_address(k)
             torch._dynamo.mark_static_address(v)
