@@ -1,6 +1,6 @@
 """Count the CUDA kernels and GPU-busy time of the bench's own eager workload points (planner.bench.workload), to see
-whether a step is bound by the GPU's work or by the host's dispatch. Run on an H200 on 2026-11-26 (output in
-validation/measured/2026-11-26_nvidia-h200_c_kernel-counts.log). An analysis script, not part of the planner.
+whether a step is bound by the GPU's work or by the host's dispatch. An analysis script, not part of the planner;
+its recorded output and what it shows: validation/measured/README.md.
 """
 
 import time

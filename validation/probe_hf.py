@@ -1,5 +1,5 @@
-"""Two questions the H200 timings of measure_hf.py raised, asked on the same machine (run there 2026-11-26; output in
-validation/measured/2026-11-26_nvidia-h200_probe.log). An analysis script, not part of the planner; needs a CUDA GPU.
+"""Two questions about measure_hf.py's GPU timings, asked on the machine that took them. An analysis script, not part
+of the planner; needs a CUDA GPU. Its recorded output and what it shows: validation/measured/README.md.
 
 1. Why did two generate() runs of the same job differ up to threefold? Eight 64-token runs of Llama-2-7B at batch 1,
    each timed, with the host's load and clocks, and a bare decode forward step (no generate loop) timed 30 times.

@@ -27,10 +27,8 @@ DEVICE_CLASSES = ("hbm", "gddr", "cpu", "mps")
 FIT_RUNTIME = "pytorch-eager"  # the workload points run eager PyTorch; compiled points are shown, not fitted
 # Host dispatch per kernel (as data/runtimes.yaml counts kernels) of bare torch ops on the host behind eager PyTorch's
 # tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one.
-# Read on one machine (H200 "b" of validation/measured/README.md, 2026-11-26): its bench fits 12.6 us (95 %: +-19 %),
-# and on the same machine Hugging Face generate decoded Llama-2-7B at batch 1 in 20.7-27 ms a token (its probe log),
-# which eager's tuned host time predicts at 22.4 ms. Another H200 ("a") fitted 10.9 us and decoded at 18.5 ms a token
-# at best.
+# The bench's fit on H200 "b" of validation/measured/README.md (2026-11-26; 95 %: +-19 %), the machine whose Hugging
+# Face decode eager's tuned host time matches; how it carries to another host: validation/REPORT.md, 'A real GPU'.
 BARE_OP_HOST_US = 12.6
 
 
@@ -249,10 +247,9 @@ def factor_efficiency(base: Efficiency, bw: float, mm: float, overhead_us: float
     """The three fitted factors as the Efficiency of bare torch ops (the bench's own decoder, no framework Python).
     On a GPU the overhead is host dispatch per kernel (Efficiency.host_us_per_kernel: the step takes the longer of the
     GPU's work and the host's dispatch) and the GPU-side launch gap per kernel is eager PyTorch's untuned prior
-    (bare_op_prior); on a CPU it is the launch time per kernel, added to the compute. An H200 (2026-11-26,
-    validation/measured/2026-11-26_nvidia-h200_b_bench.json) shows why: decode of a 6.5 GB model at batch 1 took
-    2.1 ms, which the additive form could only explain as its dispatches at 11.8 us each plus the weights streamed at
-    2.3 times the datasheet bandwidth."""
+    (bare_op_prior); on a CPU it is the launch time per kernel, added to the compute. On a GPU the additive form
+    explains a fast memory-bound decode only with a bandwidth above the datasheet's (validation/REPORT.md, 'A real
+    GPU')."""
     if on_host(device_class):
         return replace(base, mem_bw_efficiency=bw, compute_efficiency=mm, host_us_per_kernel=overhead_us,
                        launch_overhead_us=bare_op_prior(device_class)[2], step_host_us=0.0)

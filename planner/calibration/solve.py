@@ -157,9 +157,8 @@ def demonstrated_floors(work: list[tuple[tuple, float]], gpu: GPU, eff: Efficien
     """The least (bandwidth, compute) efficiency, of `gpu`'s peaks, that the measured steps allow. Each step (phases,
     log seconds) moved the bytes and did the FLOPs the planner counts for it within its measured time, so the device
     streams at least bytes / time, and its compute at full efficiency (the engine's ceilings and GEMM-shape factors)
-    takes no more than the measured time times the efficiency. On an H200 (2026-11-26) the other points pulled the fit
-    to 0.612 of the datasheet bandwidth while the wide decode step had moved 6.48 GB in 2.18 ms (0.62), and to 0.665 of
-    the bf16 ceiling while the wide forward pass did 13.3 TFLOP of large GEMMs in 22.8 ms (0.73)."""
+    takes no more than the measured time times the efficiency. Without these floors the other points pull a GPU's fit
+    below what its own wide steps achieved (validation/REPORT.md, 'A real GPU')."""
     full = replace(eff, mem_bw_efficiency=1.0, compute_efficiency=1.0)
     bw = mm = 0.0
     for phases, log_s in work:

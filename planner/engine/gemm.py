@@ -31,8 +31,8 @@ from functools import lru_cache
 # not a multiple of 16 bytes cannot use cuBLAS's fastest kernels: NVIDIA, "Matrix Multiplication Background User's
 # Guide", section "Tensor Core Requirements" (cuBLAS 11.0+ uses Tensor Cores for any size, "but efficiency is better
 # when ... multiples of 16 bytes", i.e. 8 fp16 elements); the cuBLAS docs' tensor-core usage notes; CUTLASS issue #75
-# ("most kernels targeting Tensor Cores require 128b aligned memory accesses"). Seen on an H200 (2026-11-26): GPT-2's
-# 50,257-wide LM head in bf16 ran on sm75-era CUTLASS kernels at ~125 TFLOP/s (validation/measured/README.md).
+# ("most kernels targeting Tensor Cores require 128b aligned memory accesses"). The project's own H200 profile shows
+# it: GPT-2's 50,257-wide LM head in bf16 runs on sm75-era CUTLASS kernels (validation/measured/README.md).
 ALIGNMENT_BYTES = 16
 TENSOR_CORE_PATHS = ("fp16", "bf16", "fp8")  # the compute paths whose GEMMs are tensor-core kernels with this rule
 TILE_M = 128  # rows of an output tile (CUTLASS default 128 x 128 threadblock tile)

@@ -69,7 +69,7 @@ class Callout:
 
 
 # A policy, stated in one sentence on the page: how much dearer than the cheapest a faster GPU may be to be called
-# the best value. Time x cost, the rule before, picked a card 7x the cheapest bill when it was 8x faster.
+# the best value. Time x cost would pick a card 7x the cheapest bill when it is 8x faster.
 BEST_VALUE_PREMIUM = 0.25
 BEST_VALUE_RULE = (f"the fastest GPU whose bill is at most {BEST_VALUE_PREMIUM:.0%} above the cheapest")
 

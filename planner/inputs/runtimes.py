@@ -31,7 +31,7 @@ TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": FRACTION_BOUNDS, "mem_bw_efficiency.g
 # What a runtime's launch path sets (the gap per kernel, the host's dispatch per kernel): a runtime that launches its
 # kernels the way another does (launch_family) takes these from it, as tuned there.
 LAUNCH_PARAMS = ("launch_overhead_us", "host_us_per_kernel")
-MAX_TUNED_SOURCES = 200  # cap on a tuned record's list of sources (a parser cap, far above the 22 of today)
+MAX_TUNED_SOURCES = 200  # cap on a tuned record's list of sources (a parser cap, far above what validation/ holds)
 
 
 @dataclass(frozen=True)

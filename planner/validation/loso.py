@@ -167,7 +167,7 @@ def _groups(results: list[tuple[RowResult, str]], by_gpu_class: bool) -> list[tu
 
 
 def _verdict(kind: str, key: str, stats: dict, targeted: bool) -> dict:
-    """Issue 11's target for a regime's row and whether it is met (uncertainty.meets_target)."""
+    """The accuracy target for a regime's row and whether it is met (uncertainty.meets_target)."""
     target, meets = (meets_target(key, stats["median_ape"], stats["median_bias_pct"]) if targeted and kind == "regime"
                      else (None, None))
     return {"target_ape": target, "meets": meets}
@@ -196,7 +196,7 @@ def loso_summary(rows: list[LosoRow]) -> list[dict]:
 
 # ---------------------------------------------------------------- speed-up ratios
 
-RATIO_TARGET_PCT = 15.0  # issue 11: a speed-up ratio within 15 % of the measured one
+RATIO_TARGET_PCT = 15.0  # the accuracy target for speed-up ratios: within 15 % of the measured one
 # What a ratio varies, and the row fields that must match for two rows to form one (everything else the estimate
 # depends on). Each group is ordered by the varied quantity; its first row is the base every other row is compared to.
 _SAME = ("gpu", "gpus", "model", "framework", "regime", "metric", "attention", "kv_dtype", "checkpointing")

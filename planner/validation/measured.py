@@ -53,7 +53,7 @@ FRAMEWORK_RUNTIME = {
     # LMDeploy's TurboMind is FasterTransformer's code carried on ('It's based on NVIDIA's FasterTransformer'; its
     # LLaMA 'is modified from Gpt-NeoX model in FasterTransformer': InternLM/lmdeploy docs/en/inference/turbomind.md
     # @f44ba31c): C++ fused kernels launched one by one, no CUDA graph call in its src/ at that commit, which is
-    # the fastertransformer profile; TensorRT-LLM's (CUDA graphs, 1 us per kernel) was the stand-in before it existed
+    # the fastertransformer profile
     "lmdeploy": "fastertransformer",
     # their own profiles (data/runtimes.yaml), not one family: both launch kernels one by one without CUDA graphs, but
     # FasterTransformer from C++ (9 kernels a GPT layer, vocabulary-split LM head) and DeepSpeed-Inference v0.7 from
@@ -349,11 +349,11 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 # gap per kernel and its CPU dispatch time per kernel (runtimes whose host dispatches kernels one by one: eager
 # PyTorch, 10-40 us per op across the published machines, FasterTransformer and DeepSpeed-Inference; adjust_for
 # leaves it 0 where the profile has none), the software and host facts no datasheet gives, each one value per runtime
-# family as issue 11 asks. Compute is not tuned: every runtime's GEMMs run at the GPU's measured matmul ceiling
-# (data/gpus.yaml) x the profile's documented factor, and attention and integer work at their own published rates, so
-# a tuned compute factor could only hide a missing mechanism. Leave one source out predicted left-out sources better
-# with these than with compute factors tuned too, and than without the dispatch time (validation/REPORT.md, issue
-# 11's section, gives the figures and the day they were measured).
+# family, never one per GPU or per row. Compute is not tuned: every runtime's GEMMs run at the GPU's measured matmul
+# ceiling (data/gpus.yaml) x the profile's documented factor, and attention and integer work at their own published
+# rates, so a tuned compute factor could only hide a missing mechanism. Leave one source out predicted left-out
+# sources better with these than with compute factors tuned too, and than without the dispatch time (figures:
+# validation/REPORT.md, 'Accuracy targets scored by source').
 TUNABLE = tuple(TUNABLE_PARAMS)
 # The least GPU-side gap per kernel the search may set: the grid point at or above the 1.3 us measured between kernels
 # inside a CUDA graph on an H100 (Hazy Research 2025, cited in data/runtimes.yaml's fastertransformer profile); no
@@ -424,8 +424,9 @@ def tune_runtime(runtime_id: str, rows: list[Measurement], sweeps: int = SWEEPS,
     Each sweep sets each parameter in turn to the grid value with the lowest loss, the others held; a tie
     (the loss doesn't depend on it) keeps the prior value. Sweeps go on until one moves nothing (at most `sweeps`):
     bandwidth and the kernel gap trade along a diagonal valley, where a fixed three sweeps stopped short of the
-    minimum (validation/REPORT.md, 2026-11-26). A parameter fewer than MIN_TUNE_ROWS rows can move, or that
-    the profile holds at a measured prior or takes from its launch family (RuntimeProfile.fixed), stays at its prior.
+    minimum (validation/REPORT.md, 'a search that reaches its own minimum'). A parameter fewer than MIN_TUNE_ROWS
+    rows can move, or that the profile holds at a measured prior or takes from its launch family
+    (RuntimeProfile.fixed), stays at its prior.
     Returns (params, info) with the rows used and the loss before and after.
     """
     catalog, models = load_catalog(), validation_models()

@@ -39,10 +39,10 @@ from planner.base.schema import parse_yaml, DataFileError, Record
 from planner.inputs.jobs import Generate, Train
 
 UNCERTAINTY_FILE = DATA_DIR / "uncertainty.yaml"
-# The regimes issue 11 sets accuracy targets for, named from what the job is (a user and a publication both know
+# The regimes the accuracy targets are set for, named from what the job is (a user and a publication both know
 # whether one sequence or a batch is decoded), not from what bounds it.
 REGIMES = ("decode, batch 1", "decode, batched", "decode, tensor parallel", "prefill", "train")
-# Issue 11's targets on left-out sources: median |error| % per regime, and no regime's median bias beyond +-10 %.
+# The accuracy targets on left-out sources: median |error| % per regime, and no regime's median bias beyond +-10 %.
 TARGET_APE_PCT = {"decode, batch 1": 10.0, "decode, batched": 15.0, "decode, tensor parallel": 20.0,
                   "prefill": 15.0, "train": 15.0}
 MAX_BIAS_PCT = 10.0
@@ -235,8 +235,9 @@ def load_uncertainty(path: str | Path = UNCERTAINTY_FILE) -> UncertaintyTable:
 
 def meets_target(regime: str, median_ape: float | None, median_bias_pct: float | None
                  ) -> tuple[float | None, bool | None]:
-    """Issue 11's verdict on one regime's rows: (its TARGET_APE_PCT, whether the median |error| is within it and the
-    median bias within +-MAX_BIAS_PCT); (None, None) for a group without a target or without scored rows."""
+    """The accuracy targets' verdict on one regime's rows: (its TARGET_APE_PCT, whether the median |error| is
+    within it and the median bias within +-MAX_BIAS_PCT); (None, None) for a group without a target or without
+    scored rows."""
     target = TARGET_APE_PCT.get(regime)
     if target is None or median_ape is None:
         return None, None
