@@ -1,8 +1,5 @@
-"""GPU cost and throughput planner: the pure-Python core (never imports streamlit).
-
-Imports point one way, lowest first (docs/DEVELOPING.md has the layer map; tests/test_layers.py keeps it):
-base -> inputs -> engine -> tools (clients, validation, calibration, profiling, bench) -> views; Streamlit code
-lives outside this package, in app.py and ui/.
+"""GPU cost and throughput planner: the pure-Python core (never imports streamlit; Streamlit code lives in app.py and
+ui/). Its layers and which may import which: docs/DEVELOPING.md, 'Layers' (tests/test_layers.py keeps them).
 """
 
 from importlib.resources import files

@@ -142,8 +142,8 @@ def test_transfer_by_class_and_architecture_follows_the_prior_ratio():
     assert "HBM" in e.source and "architecture" in e.source
     # another runtime on the measured GPU: its own values scaled by the fit over what eager's priors assumed for the
     # bare ops the bench times (not eager's tuned values, which fold Hugging Face generate's overheads in), capped at 1;
-    # torch.compile replays CUDA graphs, so the host's dispatch speed does not reach its launch gap (an H200 bench of
-    # 2026-11-26 put a compiled decode at +569 % when it did)
+    # torch.compile replays CUDA graphs, so the host's dispatch speed does not reach its launch gap
+    # (validation/REPORT.md, 'A real GPU': what happened when it did)
     c, bare = comp.efficiency("gddr"), eager.priors()
     e = cal.adjust(CATALOG.get("rtx-4090"), c)
     assert e.mem_bw_efficiency == pytest.approx(min(1.0, c.mem_bw_efficiency * 0.9 / bare["mem_bw_efficiency.gddr"]))

@@ -755,7 +755,7 @@ def test_a_session_presses_refresh_at_most_once_a_minute_and_everyone_at_most_ev
 
 
 def test_the_snapshot_message_names_its_oldest_date_not_only_its_newest(snapshot):
-    """The issue: 'as of 2026-11-09' on a page whose cheapest price dates from 2025-06-21."""
+    """The bug this guards against: 'as of 2026-11-09' on a page whose cheapest price dates from 2025-06-21."""
     days = sorted(p.date for tiers in snapshot.prices.values() for p in tiers.values() if p and p.date)
     assert snapshot.as_of == days[-1].isoformat()
     assert snapshot.message == f"prices from the snapshot, dated {days[0].isoformat()} to {days[-1].isoformat()}"

@@ -82,8 +82,8 @@ H200_NCCL_TESTS_GBPS = {2**15: 3.20, 2**16: 6.26, 2**17: 12.40, 2**18: 24.63, 2*
 
 @pytest.mark.parametrize("payload", sorted(H200_NCCL_TESTS_GBPS))
 def test_all_reduces_from_32_kib_to_32_mib_land_within_a_fifth_of_nccl_tests(payload):
-    """With LL's latency and Simple's bandwidth at every size (the model before 2026-11-26) the 1-16 MiB payloads came
-    out 21-38 % short; NCCL's protocols put every payload of the table within 20 %."""
+    """With LL's latency and Simple's bandwidth at every size the 1-16 MiB payloads come out 21-38 % short; NCCL's
+    protocols put every payload of the table within 20 %."""
     measured_s = 2 * 7 / 8 * payload / (H200_NCCL_TESTS_GBPS[payload] * 1e9)
     link = load_catalog().get("h200-sxm").link_for(8)
     assert allreduce_seconds(payload, 8, link) == pytest.approx(measured_s, rel=0.20)

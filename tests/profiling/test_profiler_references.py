@@ -142,7 +142,7 @@ def test_betarho_checkpointing_keeps_far_more_than_one_segment(betarho):
     time. Traced, with every transformer block and every IPA iteration checkpointed, memory falls only to 29-36 %:
     the pair tensor at every block boundary (cz per pair and block), the IPA's z before and after its LayerNorm
     (2 Z = 256) and the embedding's 34-channel pair features stay whatever is checkpointed, and one recomputed block
-    lives on top of them. The hand-written checkpointing term is more than 2x too optimistic (issue 12)."""
+    lives on top of them. The hand-written checkpointing term is more than 2x too optimistic: why models are traced."""
     config, raw = betarho
     c = _constants(config)
     ratio = _top_coeff(raw, "train_checkpointed_fp32", 2) / _top_coeff(raw, "train_fp32", 2)

@@ -337,7 +337,8 @@ def test_a_cells_quantiles_must_be_a_step_of_the_ladder(tmp_path):
 
 
 def test_a_regime_meets_issue_11_only_within_its_target_and_the_bias_bound():
-    """Issue 11: batch-1 decode median |error| <= 10 % and no regime biased beyond +-10 %; 'all' has no target."""
+    """The accuracy target: batch-1 decode median |error| <= 10 % and no regime biased beyond +-10 %; 'all' has no
+    target."""
     from planner.validation.uncertainty import meets_target
     assert meets_target("decode, batch 1", 10.0, -10.0) == (10.0, True)  # both bounds inclusive
     assert meets_target("decode, batch 1", 10.1, 0.0) == (10.0, False)
