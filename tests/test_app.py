@@ -269,7 +269,7 @@ def test_calibration_upload_travels_and_a_bad_one_keeps_it():
     # its effect on the ranking: a CPU bench reaches no catalog GPU unless a catalog CPU is picked
     effect = next(m.value for m in at.markdown if "Before and after your calibration" in m.value)
     assert "Your calibration reaches 0 of the" in _shown(effect) and "untouched" in effect
-    # each factor with its 95 % uncertainty; this fixture is the noisy 2-thread quick run of issue 12 (bandwidth 0.042,
+    # each factor with its 95 % uncertainty; this fixture is a noisy 2-thread quick run (bandwidth 0.042,
     # launch 384 us): the panel says the fit is loose instead of presenting those factors as measured
     assert any("95 % interval" in m.value and "±" in m.value for m in at.markdown)
     assert any("loose fit" in _shown(w.value) for w in at.warning)
@@ -313,7 +313,7 @@ def test_each_chart_tab_draws_its_chart(view):
     title = lambda s: s.get("title", "") if isinstance(s.get("title"), str) else s["title"].get("text", "")  # noqa: E731
     tab = [s for s in specs if "whole job" not in str(title(s)).lower()]
     assert tab  # the tab's own chart, found by title, not by position
-    if view != "Accuracy":  # the planner's own charts name their sources; the validation chart is issue 6's
+    if view != "Accuracy":  # the planner's own charts name their sources; the validation chart's points name theirs
         assert all(any(line.startswith("Source:") for line in s["title"]["subtitle"]) for s in tab)
 
 
@@ -564,7 +564,7 @@ def test_the_open_tab_travels_in_the_link():
 
 
 def test_the_accuracy_tab_leads_with_leave_one_source_out_per_regime():
-    """Issue 11: the headline is each regime's error on sources left out of the tuning, next to its target."""
+    """The headline is each regime's error on sources left out of the tuning, next to its target."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state["view"] = "Accuracy"
     at.run()

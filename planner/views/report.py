@@ -238,7 +238,7 @@ def loso_rows(held_out: Iterable[LosoRow]) -> list[dict]:
 
 
 def loso_headline_rows(summary: list[dict]) -> list[dict]:
-    """The leave-one-source-out rows behind the headline: all, each regime with issue 11's target, each GPU class."""
+    """The leave-one-source-out rows behind the headline: all, each regime with its accuracy target, each GPU class."""
     keep = ("all", "regime", "gpu_class")
     return [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
              "median_bias_pct": d["median_bias_pct"], "target_ape": d["target_ape"],
@@ -257,7 +257,7 @@ def coverage_rows(cover: dict[str, tuple[int, int, int]], levels: dict[str, tupl
 
 def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dict[str, tuple[int, int, int]],
                              levels: dict[str, tuple[float, float]], bias_pct: float, ratio_target_pct: float) -> str:
-    """The headline of `planner validate`: leave-one-source-out accuracy per regime against issue 11's targets,
+    """The headline of `planner validate`: leave-one-source-out accuracy per regime against its accuracy targets,
     the speed-up ratios, and how often the uncertainty band holds a left-out source's rows."""
     untuned = [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "median_bias_pct":
                 d["median_bias_pct"]} for d in summary if d["set"] == UNTUNED_SET

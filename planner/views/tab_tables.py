@@ -17,7 +17,7 @@ VERDICT_COLUMN = "meets target (and bias ±10 %)"
 
 def accuracy_rows() -> tuple[list[dict], date]:
     """The leave-one-source-out accuracy per regime as last written by `planner validate --write-uncertainty`, with
-    issue 11's targets, for the page's Accuracy tab; and the date it was written."""
+    accuracy targets, for the page's Accuracy tab; and the date it was written."""
     table = uncertainty.load_uncertainty()
     return [{"regime": a.regime, "rows": a.rows, "median |error| %": a.median_ape, "90th pct |error| %": a.p90_ape,
              BIAS_COLUMN: a.median_bias_pct, "target %": a.target_ape,

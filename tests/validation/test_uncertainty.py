@@ -336,7 +336,7 @@ def test_a_cells_quantiles_must_be_a_step_of_the_ladder(tmp_path):
     assert err.value.field == "quantiles"
 
 
-def test_a_regime_meets_issue_11_only_within_its_target_and_the_bias_bound():
+def test_meets_target_needs_both_the_error_target_and_the_bias_bound():
     """The accuracy target: batch-1 decode median |error| <= 10 % and no regime biased beyond +-10 %; 'all' has no
     target."""
     from planner.validation.uncertainty import meets_target
