@@ -64,8 +64,9 @@ def calibration_upload(files: list[tuple[str, bytes]]) -> CalibrationUpload:
             result = parse_result(data, name)
             fitted.append(calibration.fit(result))
             by_name[fitted[-1].device_name] = result
-        except CalibrationError as exc:
-            problems.append(f"{md_escape(name, 80)} could not be used: {md_escape(exc, 400)}")
+        except CalibrationError as exc:  # its message starts with the file's name, which the sentence already gives
+            problem = str(exc).removeprefix(f"{name}: ")
+            problems.append(f"{md_escape(name, 80)} could not be used: {md_escape(problem, 400)}")
     if problems:
         return CalibrationUpload(False, "; ".join(problems) + ". The plan keeps its current calibration.")
     return CalibrationUpload(True, f"Calibrated with {', '.join(md_escape(n, 80) for n, _ in files)}.",

@@ -53,6 +53,12 @@ def test_a_bench_result_becomes_a_calibration_and_a_bad_one_keeps_the_current():
     assert bad.message.endswith("The plan keeps its current calibration.")
 
 
+def test_a_malformed_bench_file_is_named_once_with_what_is_wrong():
+    bad = uploads.calibration_upload([("garbage.json", b'{"kind": "nonsense", "x": [1, 2')])
+    assert not bad.ok and _shown(bad.message).startswith("garbage.json could not be used: not valid JSON")
+    assert _shown(bad.message).count("garbage.json") == 1
+
+
 def test_a_cpu_bench_refitted_for_the_measured_machine_only_names_no_catalog_row():
     good = uploads.calibration_upload([("bench.json", BENCH.read_bytes())])
     refit = uploads.refit_for_cpu(good.results, "", "")
