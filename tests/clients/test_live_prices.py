@@ -554,7 +554,7 @@ def _stall(conn, stop):
 
 def _drip(conn, stop):
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
-    while not stop.wait(0.5):  # a byte every half second: every read succeeds, the answer never ends
+    while not stop.wait(0.1):  # a byte every 0.1 s, well within the 0.5 s read timeout: the answer never ends
         conn.sendall(b" ")
 
 
