@@ -22,8 +22,12 @@ SLOW_MODULES = ("tests/test_app.py", "tests/test_fuzz.py", "tests/test_packaging
                 "tests/validation/test_loso.py", "tests/validation/test_validation.py")
 NETWORK_LOCAL = ("tests/clients/",)  # they serve HTTP on 127.0.0.1 and talk to it
 E2E = ("tests/e2e/",)
+# Modules whose module-scoped fixtures take 15-40 s (a bench run, model traces): each module's tests share one xdist
+# worker (--dist loadgroup), or every worker that runs one of them would build the fixture again.
+ONE_WORKER = ("tests/bench/test_bench.py", "tests/profiling/test_profiler_references.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     root = Path(__file__).resolve().parent.parent
     for item in items:
@@ -32,6 +36,8 @@ def pytest_collection_modifyitems(config, items):
                                (E2E, pytest.mark.e2e)):
             if where.startswith(prefixes):
                 item.add_marker(mark)
+        if where.startswith(ONE_WORKER):
+            item.add_marker(pytest.mark.xdist_group(Path(where).stem))
 
 
 @pytest.fixture(scope="session")
