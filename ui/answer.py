@@ -176,7 +176,8 @@ def _downloads(a: Answer, url: str) -> None:
 def _table(a: Answer) -> None:
     """The ranking table, its filters and what it shows."""
     view, inputs = a.view, a.inputs
-    c_head, c_filters = st.columns([5, 1.3], vertical_alignment="bottom")
+    # Filters beside the heading, not at the right edge: the grid's toolbar appears above the table's top right corner
+    c_head, c_filters, _ = st.columns([1.7, 1.1, 3.5], vertical_alignment="bottom")
     c_head.markdown("#### Every GPU, ranked")
     with c_filters.popover("Filters", icon=":material/filter_list:", width="stretch", key="filters_open",
                            on_change="rerun") as box:

@@ -99,8 +99,22 @@ def test_each_example_question_is_answered_in_view(server, browser, wait_for_app
         assert page.evaluate(CLIPPED, "section[data-testid='stSidebar']") == [], f"sidebar text cut at {size}"
         assert page.evaluate(CLIPPED, "[data-testid='stMain']") == [], f"page text cut at {size}"
         assert not page.locator("[data-testid='stException']").count()
+        _grid_toolbar_clear_of_filters(page, size)
         page.screenshot(path=str(shots / f"20-{preset.id}-{size}.png"))
         page.close()
+
+
+def _grid_toolbar_clear_of_filters(page, size: str) -> None:
+    """Pointing at the ranking shows the grid's toolbar (search, download, full screen) above its top right corner,
+    at a height that varies with what is above the table; it must never cover the Filters button, so the two must not
+    share a column of the page."""
+    page.locator(".st-key-ranking").hover()
+    toolbar = page.locator(".st-key-ranking [data-testid='stElementToolbar']").first
+    toolbar.wait_for(state="visible", timeout=10_000)
+    t = toolbar.bounding_box()
+    f = page.get_by_role("button", name="Filters").first.bounding_box()
+    apart = t["x"] >= f["x"] + f["width"] or f["x"] >= t["x"] + t["width"]
+    assert apart, f"the grid's toolbar {t} covers the Filters button {f} at {size}"
 
 
 def _table(panel) -> list[list[str]]:
