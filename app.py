@@ -10,7 +10,7 @@ _T0 = time.perf_counter()
 
 import streamlit as st  # noqa: E402
 
-from ui import answer, sidebar, state  # noqa: E402
+from ui import answer, resources, sidebar, state  # noqa: E402
 
 # 340 px, not Streamlit's 300: GPU names ("RTX 4070 Ti SUPER 16GB") and runtime labels fit their boxes uncut
 st.set_page_config(page_title="GPU cost & throughput planner", page_icon="🧮", layout="wide",
@@ -21,15 +21,16 @@ st.html("""<style>
 div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1.5rem;}
 </style>""")
 
-state.init()
-st.session_state._full_run = True  # the tabs' fragment, rerun alone, finds it False
-inputs = state.inputs()
-try:
-    answer.main(inputs)  # the answer first: the browser draws the ranking before the sidebar's ~30 widgets arrive
-finally:
+with resources.run_slots():  # sessions take turns (ui/resources.py: RUN_SLOTS)
+    state.init()
+    st.session_state._full_run = True  # the tabs' fragment, rerun alone, finds it False
+    inputs = state.inputs()
     try:
-        sidebar.sidebar(answer.fleet_of(inputs))
+        answer.main(inputs)  # the answer first: the browser draws the ranking before the sidebar's ~30 widgets arrive
     finally:
-        state.sync_url(state.inputs())
-        st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
-        st.session_state._full_run = False
+        try:
+            sidebar.sidebar(answer.fleet_of(inputs))
+        finally:
+            state.sync_url(state.inputs())
+            st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
+            st.session_state._full_run = False

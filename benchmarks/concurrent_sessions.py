@@ -88,10 +88,10 @@ async def _script_run(ws, query: str, seqs_widget: str | None = None, seqs: int 
 
 
 async def _server_sessions(url: str, sessions: int) -> None:
-    """N sessions on the real server without a browser: each holds the app's websocket, as a tab does, and all N
-    ask for the same new plan at once; prints the median and slowest time from the request to the end of the
-    script run (every message of the page received). What the browsers then spend drawing is left out: on this
-    machine N Chromium tabs share the server's 2 cores."""
+    """N sessions on the real server without a browser: each holds the app's websocket, as a tab does; all N ask
+    for the same new plan at once, then each for a plan of its own. Prints the median and slowest time from the
+    request to the end of the script run (every message of the page received). What the browsers then spend drawing
+    is left out: on this machine N Chromium tabs share the server's 2 cores."""
     from websockets.asyncio.client import connect
 
     socks = [await connect(url.replace("http", "ws") + "_stcore/stream", max_size=2**26) for _ in range(sessions)]
@@ -101,13 +101,18 @@ async def _server_sessions(url: str, sessions: int) -> None:
     alone = [(await _script_run(socks[0], query, widget, 300_000 + i))[0] for i in range(5)]
     together = await asyncio.gather(*(_script_run(ws, query, widget, 123_456) for ws in socks))
     times = [t for t, seen in together if "seqs=123456" in seen.get("_qs", "")]
+    # then each session a plan of its own (a job size no other session asks for): nothing is shared between them
+    apart = await asyncio.gather(*(_script_run(ws, query, widget, 654_321 + i) for i, ws in enumerate(socks)))
+    distinct = [t for i, (t, seen) in enumerate(apart) if f"seqs={654_321 + i}" in seen.get("_qs", "")]
     for ws in socks:
         await ws.close()
-    if len(times) != sessions:
-        raise SystemExit(f"only {len(times)} of {sessions} sessions reached the new plan")
+    if len(times) != sessions or len(distinct) != sessions:
+        raise SystemExit(f"only {len(times)} and {len(distinct)} of {sessions} sessions reached their new plans")
     print(f"server, one session alone, a new plan: median {statistics.median(alone):.2f} s over {len(alone)} changes")
     print(f"server, {sessions} sessions asking for the same new plan at once: median {statistics.median(times):.2f} s, "
           f"slowest {max(times):.2f} s")
+    print(f"server, {sessions} sessions each asking for a plan of its own at once: median "
+          f"{statistics.median(distinct):.2f} s, slowest {max(distinct):.2f} s")
 
 
 def main(sessions: int = 20, browsers: bool = True) -> None:

@@ -6,6 +6,7 @@ st.cache_resource keeps one result per key for every session. The key is the con
 
 from __future__ import annotations
 
+import threading
 from datetime import date
 
 import streamlit as st
@@ -20,6 +21,18 @@ from planner.validation import measured
 from planner.views import charts, plan_inputs, screens
 from planner.views.cache_key import content_key
 from planner.views.format import fmt_count
+
+
+# Script runs that compute at once, server-wide. Python runs one thread at a time, so N sessions asking together
+# under processor sharing all finish near the end (every one waits for all); taking turns, half of them are done by
+# half-time. Two, not one, so that one slow run (a long Explain) does not hold every other session up.
+RUN_SLOTS = 2
+
+
+@st.cache_resource
+def run_slots() -> threading.BoundedSemaphore:
+    """The server's script-run slots (RUN_SLOTS), one object shared by every session."""
+    return threading.BoundedSemaphore(RUN_SLOTS)
 
 
 def facts() -> Facts:
