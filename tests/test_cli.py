@@ -135,6 +135,40 @@ def test_launch_writes_a_task_skypilot_accepts(tmp_path, skypilot):
     assert len(task["resources"]) >= 3 and "sky launch" in out.read_text().splitlines()[0]
 
 
+def test_launch_quotes_the_plan_keeps_local_paths_out_and_maps_its_options(tmp_path, skypilot):
+    """A model file in a folder whose name a shell or YAML would misread, a run and a workdir of the same kind: the
+    task SkyPilot parses carries the run as typed, the workdir, and a plan command a shell splits back into the plan's
+    words with the file's name only."""
+    import shlex
+    from planner.views.launch import DEFAULT_IMAGE
+    model = tmp_path / "a; rm -rf {x} : # b" / "m$(id)`x`.yaml"
+    model.parent.mkdir()
+    model.write_text("id: tiny\nname: 'Tiny $(id) : #'\n"
+                     "kind: decoder\nlayers: 2\nhidden: 64\nheads: 4\nkv_heads: 4\nffn: 256\nffn_kind: swiglu\n"
+                     "vocab: 100\ncontext: 128\ntied_embeddings: true\nnorm: rmsnorm\nlearned_pos_emb: false\n"
+                     "bias: false\nsource: test\n")
+    run_text = "python gen.py --tag \"$(date)\" ; echo `id` && echo 'a: # {}'"
+    out = tmp_path / "task.yaml"
+    done = run("launch", "--model", str(model), "--sequences", "100", "--price-tier", "community", "--run", run_text,
+               "--workdir", str(model.parent), "--image", DEFAULT_IMAGE, "--autostop", "30", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    parsed = skypilot.parse(out.read_text())
+    assert "error" not in parsed, parsed
+    assert parsed["run"] == run_text and parsed["workdir"] == str(model.parent)
+    assert all(r["autostop"] == {"idle_minutes": 30, "down": True} for r in parsed["resources"])
+    plan = shlex.split(parsed["envs"]["PLANNER_PLAN"])
+    assert plan == ["python", "-m", "planner", "estimate", "--model", model.name, "--sequences", "100",
+                    "--price-tier", "community"]
+    assert str(tmp_path) not in parsed["envs"]["PLANNER_PLAN"] and "named without its local path" in done.stderr
+    off = run("launch", "--model", "gpt2-124m", "--no-autostop", "--run", "python gen.py")
+    import yaml
+    assert "autostop" not in yaml.safe_load(off.stdout)["resources"] and "no autostop" in off.stderr
+    bad = run("launch", "--model", "gpt2-124m", "--image", "img; rm -rf ~")
+    assert bad.returncode == 2 and "not a container image reference" in bad.stderr and "Traceback" not in bad.stderr
+    missing = run("launch", "--model", "gpt2-124m", "--workdir", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
 def test_estimate_says_how_old_the_prices_are_and_when_the_cheapest_rests_on_a_stale_one():
     from datetime import UTC, datetime
     from planner.inputs.facts import load_facts

@@ -33,11 +33,16 @@ def cmd_launch(a: argparse.Namespace) -> int:
     if a.format == "runpod":
         text = launch.runpod_json(launch.runpod_pod(ranking, plan.price_tier, a.image))
     else:
-        task, left_out = launch.skypilot_task(ranking, load_skypilot_names(), plan.price_tier == "spot",
-                                              "python -m planner " + " ".join(a.argv)[:500], a.run)
-        text = launch.skypilot_yaml(task, _plan_words(plan), launch.accelerator_order(task))
-        if left_out:
-            print(f"note: left out: {'; '.join(left_out)}", file=sys.stderr)
+        command, notes = launch.plan_command(a.argv)
+        workdir = a.workdir if a.workdir is not None else launch.default_workdir(a.run, Path.cwd())
+        if workdir is not None and not Path(workdir).expanduser().is_dir():
+            raise ValueError(f"--workdir {workdir}: no such folder here (SkyPilot copies it to the node)")
+        task, task_notes = launch.skypilot_task(ranking, load_skypilot_names(), plan.price_tier == "spot", command,
+                                                a.run, workdir=workdir, image=a.image, autostop_min=a.autostop)
+        notes += task_notes
+        text = launch.skypilot_yaml(task, _plan_words(plan), launch.accelerator_order(task), notes=notes)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     if a.out:
         write_atomic(a.out, text)
         print(f"wrote {a.out}", file=sys.stderr)

@@ -37,11 +37,13 @@ def bounded(name: str):
     return parse
 
 
-def number_in(lo: float, hi: float, what: str):
-    """An argparse type for a finite number from lo to hi (inf, nan and 1e999 are refused, not passed on)."""
+def number_in(lo: float, hi: float, what: str, integer: bool = False):
+    """An argparse type for a finite number from lo to hi (inf, nan and 1e999 are refused, not passed on); with
+    `integer`, a whole number (an int)."""
     def parse(text: str) -> float:
         try:
-            return float(parse_number(text, lo, hi, False))
+            value = parse_number(text, lo, hi, integer)
+            return int(value) if integer else float(value)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     parse.__name__ = what  # argparse names the type in its message

@@ -15,7 +15,7 @@ from planner.inputs.price_snapshot import PRICES_DIR
 from planner.inputs.runtimes import TUNED_FILE
 from planner.validation.measured import MEASUREMENTS_FILE
 from planner.validation.uncertainty import UNCERTAINTY_FILE
-from planner.views.launch import RUN_PLACEHOLDER
+from planner.views.launch import DEFAULT_AUTOSTOP_MIN, MAX_AUTOSTOP_MIN, RUN_PLACEHOLDER
 from planner.views.report import NARROW_WIDTH
 
 MAX_TRACE_SECONDS = 86_400  # a profile trace runs a few sizes of one model: a day is far past any real one
@@ -77,8 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_args(p)
     p.add_argument("--format", choices=("skypilot", "runpod"), default="skypilot")
     p.add_argument("--run", default=RUN_PLACEHOLDER, help="the task's command (SkyPilot 'run')")
-    p.add_argument("--image", default=None, help="container image (RunPod; default: a PyTorch image whose CUDA "
-                   "build runs every candidate GPU)")
+    p.add_argument("--workdir", default=None, help="the folder SkyPilot copies to the node and runs in (default: . "
+                   "when --run names a script file here)")
+    p.add_argument("--image", default=None, help="container image (SkyPilot and RunPod; default: a PyTorch image "
+                   "whose CUDA build runs every candidate GPU)")
+    p.add_argument("--autostop", type=number_in(0, MAX_AUTOSTOP_MIN, "minutes", integer=True),
+                   default=DEFAULT_AUTOSTOP_MIN, metavar="MINUTES",
+                   help=f"tear the cluster down after this many idle minutes (default {DEFAULT_AUTOSTOP_MIN})")
+    p.add_argument("--no-autostop", dest="autostop", action="store_const", const=None,
+                   help="no autostop: the cluster bills until `sky down`")
     p.add_argument("--out", default=None, help="write to this file instead of printing (--bench: a folder)")
     p.add_argument("--bench", action="store_true", help="calibrate a fleet: a SkyPilot task running "
                    "`python -m planner.bench` on each candidate GPU type, and run_fleet.sh to collect the results")

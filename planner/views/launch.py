@@ -4,6 +4,11 @@ SkyPilot launches a task on whichever of its `resources` it can get, trying `ord
 planner's time estimate is what SkyPilot lacks to rank GPUs by the cost of the whole job, so the candidates are the
 GPUs that can run the plan, in the planner's order (cheapest job first). RunPod's pod request takes a list of GPU
 type ids in priority order. Neither export starts anything: `sky launch task.yaml` or a POST to RunPod does.
+
+The SkyPilot task is meant to run as exported: it syncs the folder holding the run's script (`workdir`), installs the
+plan's runtime at pinned versions (`setup`, data/launch_setup.yaml), asks for HF_TOKEN for a gated model (`secrets`),
+tears the cluster down when idle (`autostop`), spreads a plan beyond one node over `num_nodes` (only GPUs a cloud
+with multi-node clusters rents) and carries the plan as a quoted `planner estimate` command without local paths.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
+from planner.base.safe_parse import shown
 from planner.base.units import BYTES_PER_GB
 from planner.engine.estimate import Estimate
+from planner.inputs.launch_names import LaunchSetup, RuntimeSetup, load_launch_setup, load_multi_node_names
 
 MAX_CANDIDATES = 8  # SkyPilot tries them in order; more rarely helps and makes failures slow
 BASE_DISK_GB = 50  # image, Python environment and caches (SkyPilot's own default disk is 256 GB; RunPod's 20)
@@ -26,7 +34,34 @@ DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"  # public; CUDA 
 # Blackwell (SM 10.0, 12.0) needs PyTorch 2.7+ built with CUDA 12.8 (data/pytorch_builds.yaml)
 BLACKWELL_IMAGE = "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
 BLACKWELL_MIN_SM = (10, 0)
+# The same builds with the CUDA compiler, for a runtime whose install compiles CUDA code (data/launch_setup.yaml
+# needs_nvcc): pytorch/pytorch publishes each tag as -runtime and -devel.
+RUNTIME_TAG, DEVEL_TAG = "-runtime", "-devel"
 RUN_PLACEHOLDER = "# replace with your job's command, e.g.: python generate.py --n 1000000"
+# A cluster left up after its job bills until someone notices: SkyPilot tears it down after this many idle minutes
+# (no job running, no SSH session). `down`, not stop: RunPod can't stop a pod (sky/clouds/runpod.py: STOP is
+# unsupported) and a stopped cluster still bills its disk.
+DEFAULT_AUTOSTOP_MIN = 10
+MAX_AUTOSTOP_MIN = 7 * 24 * 60
+# The largest node clouds rent: 8 GPUs on one board (AWS p4d/p5, GCP a3, Azure ND, Lambda 8x: HGX boards). A plan
+# beyond it is num_nodes nodes of the largest power of two up to 8 that divides its GPU count.
+MAX_GPUS_PER_NODE = 8
+NO_MULTI_NODE = ("no multi-node: rented only on clouds where SkyPilot runs one node per cluster; RunPod has no "
+                 "multi-node (data/skypilot.yaml multi_node)")
+HF_SECRET = "HF_TOKEN"  # what huggingface_hub reads for a gated repo's token
+SCRIPT_SUFFIXES = (".py", ".sh", ".ipynb", ".ts", ".js", ".rb", ".pl", ".R", ".jl", ".lua")
+# What the launch's own options are (the value each takes, True or False): the plan command the task carries leaves
+# them out; what remains is the plan.
+LAUNCH_OPTIONS = {"--out": True, "--run": True, "--workdir": True, "--image": True, "--format": True,
+                  "--autostop": True, "--no-autostop": False, "--bench": False}
+DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv", ".txt")
+# A container image reference: [registry[:port]/]path[:tag][@sha256:digest] (the grammar of
+# github.com/distribution/reference, without upper case in the path); nothing a shell would read as more.
+_IMAGE = re.compile(r"(?:[A-Za-z0-9.-]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+                    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                    r"(?:@sha256:[a-f0-9]{64})?")
+MAX_WORKDIR_CHARS = 500
+WORKDIR_REFUSED = frozenset("$`'\"\\\n\r")
 
 
 @dataclass(frozen=True)
@@ -43,10 +78,12 @@ def _cuda_ready(e: Estimate) -> bool:
     return e.gpu.vendor == "NVIDIA"
 
 
-def candidates(ranking: list[Estimate], names: dict[str, str]) -> tuple[list[Candidate], list[str]]:
+def candidates(ranking: list[Estimate], names: dict[str, str],
+               multi_node: frozenset[str] | None = None) -> tuple[list[Candidate], list[str]]:
     """The GPUs SkyPilot may use, in ranking order (feasible NVIDIA ones with a SkyPilot name, at most MAX_CANDIDATES,
-    each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'."""
-    chosen, seen, left_out = [], set(), []
+    each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'. With `multi_node` (a task of
+    several nodes), only those names: a GPU rented only where a cluster is one node can't run it."""
+    chosen, seen, left_out, single_node = [], set(), [], []
     for e in ranking:
         if not e.feasible:
             continue
@@ -57,10 +94,23 @@ def candidates(ranking: list[Estimate], names: dict[str, str]) -> tuple[list[Can
             left_out.append(f"{e.gpu.id} ({e.gpu.vendor}: the task's image is a CUDA build of PyTorch)")
         elif name is None:
             left_out.append(f"{e.gpu.id} (no SkyPilot name in data/skypilot.yaml)")
+        elif multi_node is not None and name not in multi_node:
+            single_node.append(e.gpu.id)
         elif name not in seen and len(chosen) < MAX_CANDIDATES:
             seen.add(name)
             chosen.append(Candidate(e.gpu.id, name, e.plan.gpus, e.seconds, e.cost()))
+    if single_node:
+        left_out.append(f"{', '.join(single_node)} ({NO_MULTI_NODE})")
     return chosen, left_out
+
+
+def node_layout(gpus: int) -> tuple[int, int]:
+    """(nodes, GPUs per node) for a plan's GPUs: one node up to MAX_GPUS_PER_NODE, beyond it nodes of the largest
+    power of two up to that which divides the count (16 -> 2 x 8, 12 -> 3 x 4)."""
+    if gpus <= MAX_GPUS_PER_NODE:
+        return 1, gpus
+    per_node = next(n for n in (8, 4, 2, 1) if n <= MAX_GPUS_PER_NODE and gpus % n == 0)
+    return gpus // per_node, per_node
 
 
 def disk_gb(e: Estimate) -> int:
@@ -73,48 +123,187 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40] or "plan"
 
 
+def check_image(image: str) -> str:
+    """The image, if it is a container image reference; ValueError saying what one looks like otherwise (it goes
+    into SkyPilot's and RunPod's `docker pull`)."""
+    if len(image) > 255 or not _IMAGE.fullmatch(image):
+        raise ValueError(f"image {shown(image, 80)} is not a container image reference like {DEFAULT_IMAGE} "
+                         "([registry/]name[:tag][@sha256:digest])")
+    return image
+
+
+def check_workdir(workdir: str) -> str:
+    """A workdir SkyPilot can sync safely; ValueError otherwise. SkyPilot substitutes $VARS in it and puts it in its
+    rsync command with Python's repr for quotes (sky/utils/command_runner.py): a name holding a single quote is then
+    double-quoted, where the shell runs `$(...)` and backticks. So none of $ ` ' " \\ or a line break."""
+    bad = sorted(set(workdir) & WORKDIR_REFUSED)
+    if not workdir.strip() or bad or len(workdir) > MAX_WORKDIR_CHARS:
+        why = f"it holds {' '.join(repr(c) for c in bad)}" if bad else f"give 1 to {MAX_WORKDIR_CHARS} characters"
+        raise ValueError(f"workdir {shown(workdir, 80)} is not a folder SkyPilot can sync safely: {why} (SkyPilot "
+                         "reads $ and quotes in it); rename the folder or give another")
+    return workdir
+
+
+def default_workdir(run: str, cwd: Path) -> str | None:
+    """'.' when the run command names a script file that is here (it must reach the node), else None."""
+    try:
+        words = shlex.split(run, comments=True)
+    except ValueError:  # unbalanced quotes: the user's own shell text, judged by SkyPilot's shell
+        words = run.split()
+    for w in words:
+        if w.endswith(SCRIPT_SUFFIXES) and not w.startswith(("/", "~", "-")) and (cwd / w).is_file():
+            return "."
+    return None
+
+
+def _local_path(text: str) -> bool:
+    """A value that names a file on this machine (a model YAML, a bench file), not a preset or a Hub id."""
+    return text.startswith(("/", "~", "./", "../")) or text.endswith(DATA_SUFFIXES) and ("/" in text or "\\" in text)
+
+
+def plan_command(argv: list[str]) -> tuple[str, list[str]]:
+    """The plan as the `planner estimate` command that ranks it, quoted for a shell (shlex), and notes. The launch's
+    own options are left out; a local file path is replaced by its file name (the node has none of this machine's
+    paths), each with a note."""
+    words, notes, skip = ["python", "-m", "planner"], [], False
+    for i, w in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if i == 0 and w == "launch":
+            words.append("estimate")
+            continue
+        flag, eq, value = w.partition("=")
+        if flag in LAUNCH_OPTIONS:
+            skip = LAUNCH_OPTIONS[flag] and not eq
+            continue
+        if _local_path(value if eq else w):
+            name = Path((value if eq else w).replace("\\", "/")).name or "file"
+            notes.append(f"the plan's file {shown(name, 80)} is named without its local path: put it in the workdir")
+            w = f"{flag}={name}" if eq else name
+        words.append(w)
+    return shlex.join(words), notes
+
+
+def setup_script(runtime_id: str, launch_setup: LaunchSetup) -> tuple[str | None, list[str]]:
+    """The shell lines that install the runtime at its pinned versions (data/launch_setup.yaml), every word quoted,
+    and notes; None when there is nothing to install."""
+    rs = launch_setup.runtimes.get(runtime_id)
+    if rs is None:
+        return None, []
+    if rs.manual:
+        return (f"echo {shlex.quote('planner: ' + rs.manual)} >&2",
+                [f"{runtime_id} has no pinned install: {rs.manual}"])
+    lines = ["set -e"]
+    if rs.apt:
+        lines.append("apt-get update && apt-get install -y --no-install-recommends "
+                     + " ".join(shlex.quote(p) for p in rs.apt))
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in rs.env)
+    pins = " ".join(shlex.quote(f"{p.package}=={p.version}") for p in rs.pins)
+    lines.append(f"{env + ' ' if env else ''}python -m pip install --no-cache-dir {pins}")
+    return "\n".join(lines) + "\n", []
+
+
+def _image(picked: list[Estimate], image: str | None, rs: RuntimeSetup | None) -> tuple[str, list[str]]:
+    """The task's image and notes: the user's, checked, or the PyTorch build that runs every candidate (its -devel
+    variant when the runtime's install compiles CUDA code)."""
+    nvcc = rs is not None and rs.needs_nvcc
+    if image is not None:
+        note = [f"{rs.runtime_id}'s install compiles CUDA code: the image {image} needs nvcc"] if nvcc else []
+        return check_image(image), note
+    chosen = image_for(picked)
+    return (chosen.replace(RUNTIME_TAG, DEVEL_TAG) if nvcc else chosen), []
+
+
 def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, link: str,
-                  run: str = RUN_PLACEHOLDER) -> tuple[dict, list[str]]:
-    """A SkyPilot task config (the dict `sky.Task.from_yaml_config` reads) and the GPUs left out."""
-    chosen, left_out = candidates(ranking, names)
+                  run: str = RUN_PLACEHOLDER, *, workdir: str | None = None, image: str | None = None,
+                  autostop_min: int | None = DEFAULT_AUTOSTOP_MIN, launch_setup: LaunchSetup | None = None,
+                  multi_node: frozenset[str] | None = None) -> tuple[dict, list[str]]:
+    """A SkyPilot task config (the dict `sky.Task.from_yaml_config` reads) and notes, each one line: the GPUs left
+    out ('left out: gpu (why); ...') first, then what the user must know to launch it.
+
+    The task syncs `workdir` (where the run's script is), installs the plan's runtime at pinned versions (`setup`),
+    asks for HF_TOKEN as a secret for a gated model, tears the cluster down after `autostop_min` idle minutes (None:
+    never) and, for a plan beyond one node, runs num_nodes nodes of GPUs per node, on GPUs a multi-node cloud rents.
+    """
+    launch_setup = launch_setup or load_launch_setup()
+    plan = next((e.plan for e in ranking if e.feasible), None)
+    nodes, per_node = node_layout(plan.gpus) if plan else (1, 0)
+    if nodes > 1 and multi_node is None:
+        multi_node = load_multi_node_names()
+    chosen, left_out = candidates(ranking, names, multi_node if nodes > 1 else None)
     if not chosen:
-        raise ValueError("no NVIDIA GPU that can run this plan has a SkyPilot name: nothing to launch")
+        why = " on a cloud with multi-node clusters" if nodes > 1 else ""
+        raise ValueError(f"no NVIDIA GPU that can run this plan has a SkyPilot name{why}: nothing to launch")
     first = next(e for e in ranking if e.gpu.id == chosen[0].gpu_id)
     picked = [e for e in ranking if e.gpu.id in {c.gpu_id for c in chosen}]
-    task = {
-        "name": _slug(f"planner-{first.plan.model.id}"),
-        "resources": {
-            "ordered": [{"accelerators": {c.accelerator: c.count}, "use_spot": spot} for c in chosen],
-            "disk_size": disk_gb(first),
-            "image_id": f"docker:{image_for(picked)}",
-        },
-        "envs": {"PLANNER_PLAN": link},
-        "run": run,
-    }
-    return task, left_out
+    notes = [f"left out: {'; '.join(left_out)}"] if left_out else []
+    setup, setup_notes = setup_script(first.plan.runtime, launch_setup)
+    image_id, image_notes = _image(picked, image, launch_setup.runtimes.get(first.plan.runtime))
+    resources = {"ordered": [{"accelerators": {c.accelerator: per_node}, "use_spot": spot} for c in chosen],
+                 "disk_size": disk_gb(first), "image_id": f"docker:{image_id}"}
+    if autostop_min is not None:
+        if not 0 <= autostop_min <= MAX_AUTOSTOP_MIN:
+            raise ValueError(f"autostop: {autostop_min} idle minutes is not between 0 and {MAX_AUTOSTOP_MIN:,}")
+        resources["autostop"] = {"idle_minutes": int(autostop_min), "down": True}
+    else:
+        notes.append("no autostop: the cluster bills until `sky down` tears it down")
+    task: dict = {"name": _slug(f"planner-{first.plan.model.id}")}
+    if workdir is not None:
+        task["workdir"] = check_workdir(workdir)
+    if nodes > 1:
+        task["num_nodes"] = nodes
+        notes.append(f"{plan.gpus} GPUs: {nodes} nodes of {per_node} (num_nodes), on clouds with multi-node "
+                     "clusters, RunPod's GPUs left out (it has no multi-node); `run` runs on every node: "
+                     "$SKYPILOT_NODE_RANK and $SKYPILOT_NODE_IPS tell them apart")
+    task["resources"] = resources
+    task["envs"] = {"PLANNER_PLAN": link}
+    if launch_setup.gated(first.plan.model.id):
+        task["secrets"] = {HF_SECRET: None}
+        notes.append(f"{first.plan.model.id} is gated on Hugging Face: launch with `sky launch task.yaml --secret "
+                     f"{HF_SECRET}` ({HF_SECRET} set in your shell to a token that was granted access)")
+    if setup is not None:
+        task["setup"] = setup
+    task["run"] = run
+    return task, notes + setup_notes + image_notes
 
 
 def skypilot_yaml(task: dict, plan_sentence: str, chosen_note: str,
-                  chosen_title: str = "GPUs in the planner's order (cheapest whole job first)") -> str:
-    """The task as YAML under a comment header: how to launch it, the plan, and the GPUs chosen."""
-    header = ("# SkyPilot task written by the GPU planner: launch with `sky launch task.yaml`.\n"
+                  chosen_title: str = "GPUs in the planner's order (cheapest whole job first)",
+                  notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The task as YAML under a comment header: how to launch it, the plan, the GPUs chosen and the notes."""
+    secret = "".join(f" --secret {k}" for k in task.get("secrets") or {})
+    header = (f"# SkyPilot task written by the GPU planner: launch with `sky launch task.yaml{secret}`.\n"
               f"# Plan: {' '.join(plan_sentence.split())[:300]}\n"
-              f"# {chosen_title}: {chosen_note}\n")
-    return header + yaml.safe_dump(task, sort_keys=False, width=120)
+              f"# {chosen_title}: {chosen_note}\n"
+              + "".join(f"# Note: {' '.join(n.split())}\n" for n in notes))
+    return header + yaml.dump(task, Dumper=_TaskDumper, sort_keys=False, width=120)
+
+
+class _TaskDumper(yaml.SafeDumper):
+    """YAML as safe_dump writes it, with a multi-line command as a literal block (as a user would write it)."""
+
+
+def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else None  # PyYAML falls back to quotes where a block can't hold the text
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_TaskDumper.add_representer(str, _text)
 
 
 def accelerator_order(task: dict) -> str:
-    """The task's candidates as 'H100:1, A100-80GB:1', in the order SkyPilot tries them."""
+    """The task's candidates as 'H100:1, A100-80GB:1', in the order SkyPilot tries them (per node)."""
     return ", ".join(f"{k}:{v}" for r in task["resources"]["ordered"] for k, v in r["accelerators"].items())
 
 
 def skypilot_text(ranking: list[Estimate], names: dict[str, str], spot: bool, link: str, plan_sentence: str) -> str:
     """The page's SkyPilot download: the task as YAML, or a one-line YAML comment saying why there is none."""
     try:
-        task, _ = skypilot_task(ranking, names, spot, link)
+        task, notes = skypilot_task(ranking, names, spot, link)
     except ValueError as exc:
-        return f"# {exc}\n"
-    return skypilot_yaml(task, plan_sentence, accelerator_order(task))
+        return f"# {' '.join(str(exc).split())}\n"
+    return skypilot_yaml(task, plan_sentence, accelerator_order(task), notes=notes)
 
 
 def image_for(estimates: list[Estimate]) -> str:
@@ -130,7 +319,8 @@ def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None) -> 
     if not ok:
         raise ValueError("no NVIDIA GPU that can run this plan is rented by RunPod: nothing to request")
     type_ids = list(dict.fromkeys(t for e in ok for t in e.gpu.runpod.gpu_type_ids))[:MAX_CANDIDATES]
-    return {"name": _slug(f"planner-{ok[0].plan.model.id}"), "imageName": image or image_for(ok), "computeType": "GPU",
+    image = check_image(image) if image is not None else image_for(ok)
+    return {"name": _slug(f"planner-{ok[0].plan.model.id}"), "imageName": image, "computeType": "GPU",
             "gpuTypeIds": type_ids, "gpuTypePriority": "custom", "gpuCount": ok[0].plan.gpus,
             "cloudType": "COMMUNITY" if tier == "community" else "SECURE", "interruptible": tier == "spot",
             "containerDiskInGb": disk_gb(ok[0]), "volumeInGb": 0, "ports": ["22/tcp"]}

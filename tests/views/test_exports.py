@@ -83,7 +83,10 @@ def test_user_text_reaches_every_export_as_text_that_parses(attack):
         assert json.loads(json_text)["link"] == link
         assert {r["plan_link"] for r in csv.DictReader(io.StringIO(csv_text))} == {link}
         task = yaml.safe_load(sky_text)
-        assert set(task) == {"name", "resources", "envs", "run"} and task["envs"] == {"PLANNER_PLAN": link}
+        # the page's task: no workdir (no script to send), the runtime's setup, the secret of a gated model
+        assert {"name", "resources", "envs", "run"} <= set(task) <= {"name", "resources", "envs", "setup", "secrets",
+                                                                    "run"}
+        assert task["envs"] == {"PLANNER_PLAN": link}
         if param == "m_name":
             shown = attack if attack.isprintable() else None  # printable text is a fine name; the rest refused
             assert dict(inputs.arch)["name"] == shown if shown else [w.param for w in warnings] == ["m_name"]

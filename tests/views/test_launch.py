@@ -1,7 +1,10 @@
 """The hand-off to SkyPilot and RunPod: exported tasks parse with SkyPilot's own parser, in the planner's order."""
 
 import ast
+import dataclasses
 import json
+import re
+import shlex
 
 import pytest
 import yaml
@@ -10,7 +13,7 @@ from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
-from planner.inputs.launch_names import load_skypilot_names
+from planner.inputs.launch_names import SETUP_FILE, load_skypilot_names
 from planner.inputs.models import load_models
 from planner.views import launch
 
@@ -40,8 +43,8 @@ def test_an_amd_gpu_is_left_out_of_a_cuda_image_with_the_reason():
     ranking = _ranking()
     mi300x = next(e for e in ranking if e.gpu.id == "mi300x")
     assert mi300x.feasible and "mi300x" in NAMES
-    task, left_out = launch.skypilot_task([mi300x] + [e for e in ranking if e is not mi300x], NAMES, False, "t")
-    assert "MI300X" not in str(task["resources"]) and any(x.startswith("mi300x (AMD") for x in left_out)
+    task, notes = launch.skypilot_task([mi300x] + [e for e in ranking if e is not mi300x], NAMES, False, "t")
+    assert "MI300X" not in str(task["resources"]) and notes[0].startswith("left out: mi300x (AMD")
     pod = launch.runpod_pod([mi300x] + ranking, "secure")
     assert not any("MI300X" in t for t in pod["gpuTypeIds"])
     with pytest.raises(ValueError, match="no NVIDIA GPU"):
@@ -131,3 +134,129 @@ def test_the_fleet_script_tears_every_cluster_down_and_names_the_ones_that_faile
     assert sorted(line.split()[-1] for line in log if line.startswith("down")) == sorted(t["name"] for _, t in tasks)
     got = sorted(p.name for p in (tmp_path / "results").iterdir())
     assert got == sorted(f"bench-{g}.json" for g, t in tasks if t["name"] != bad)
+
+
+# ---------------------------------------------------------------- a task that runs as exported
+
+SETUP_DATA = yaml.safe_load(SETUP_FILE.read_text())
+
+
+def _parsed(skypilot, task, notes=(), words="a plan"):
+    text = launch.skypilot_yaml(task, words, launch.accelerator_order(task), notes=notes)
+    parsed = skypilot.parse(text)
+    assert "error" not in parsed, parsed
+    assert yaml.safe_load(text) == task  # the comment header stays a comment
+    return parsed
+
+
+def test_a_16_gpu_plan_is_two_nodes_of_eight_on_clouds_with_multi_node(skypilot):
+    """16 GPUs do not fit the largest node (8 on one board): 16 / 8 = 2 nodes. RunPod runs no multi-node cluster,
+    so its own names (H100-NVL, RTX4090...) are left out, and the file says so."""
+    plan = Plan(load_models().get("llama-3-70b"), Generate(10_000, 128, 256), "bf16", runtime="vllm", gpus=16,
+                price_tier="community")
+    ranking = estimate_all(plan, FACTS)
+    task, notes = launch.skypilot_task(ranking, NAMES, spot=False, link="t")
+    parsed = _parsed(skypilot, task, notes)
+    assert parsed["num_nodes"] == 2
+    assert all(list(r["accelerators"].values()) == [8] for r in parsed["resources"])
+    got = {next(iter(r["accelerators"])) for r in parsed["resources"]}
+    assert got and not got & {"H100-NVL", "RTX4090", "H200-SXM", "A100-80GB-SXM"}  # RunPod's names only
+    text = launch.skypilot_yaml(task, "p", "o", notes=notes)
+    assert "RunPod has no multi-node" in text and any("h100-nvl" in n and "no multi-node" in n for n in notes)
+    assert launch.node_layout(8) == (1, 8) and launch.node_layout(12) == (3, 4) and launch.node_layout(24) == (3, 8)
+
+
+def test_a_one_node_plan_has_no_num_nodes_and_keeps_runpods_gpus(skypilot):
+    task, _ = launch.skypilot_task(_ranking(), NAMES, spot=False, link="t")
+    parsed = _parsed(skypilot, task)
+    assert parsed["num_nodes"] == 1 and "num_nodes" not in task
+    assert all(list(r["accelerators"].values()) == [1] for r in parsed["resources"])
+
+
+def test_a_vllm_plan_installs_the_pinned_vllm_and_llama_cpp_builds_on_a_devel_image(skypilot):
+    pinned = {r["id"]: r for r in SETUP_DATA["runtimes"]}
+    vllm = next(p for p in pinned["vllm"]["pins"] if p["package"] == "vllm")
+    task, _ = launch.skypilot_task(_ranking(), NAMES, spot=False, link="t")
+    parsed = _parsed(skypilot, task)
+    install = next(line for line in parsed["setup"].splitlines() if "pip install" in line)
+    assert f"vllm=={vllm['version']}" in shlex.split(install)
+    assert vllm["source"].startswith("https://pypi.org/project/vllm/")
+    plan = Plan(load_models().get("llama-3-8b"), Generate(10_000, 128, 256), "bf16", runtime="llama.cpp")
+    task, _ = launch.skypilot_task(estimate_all(plan, FACTS), NAMES, spot=False, link="t")
+    parsed = _parsed(skypilot, task)
+    assert all(list(r["image_id"].values())[0].endswith("-devel") for r in parsed["resources"])  # nvcc for the build
+    assert "CMAKE_ARGS=-DGGML_CUDA=on" in parsed["setup"]
+
+
+def test_autostop_tears_the_cluster_down_by_default_and_can_be_changed_or_dropped(skypilot):
+    ranking = _ranking()
+    task, _ = launch.skypilot_task(ranking, NAMES, spot=False, link="t")
+    # the default: down (not stop: RunPod can't stop a pod) after 10 idle minutes
+    assert {str(r["autostop"]) for r in _parsed(skypilot, task)["resources"]} == {str({"idle_minutes": 10,
+                                                                                       "down": True})}
+    task, _ = launch.skypilot_task(ranking, NAMES, spot=False, link="t", autostop_min=45)
+    assert all(r["autostop"] == {"idle_minutes": 45, "down": True} for r in _parsed(skypilot, task)["resources"])
+    task, notes = launch.skypilot_task(ranking, NAMES, spot=False, link="t", autostop_min=None)
+    assert all(r["autostop"] is None for r in _parsed(skypilot, task)["resources"])
+    assert any("no autostop" in n for n in notes)
+
+
+def test_a_gated_model_asks_for_the_hf_token_as_a_secret(skypilot):
+    task, notes = launch.skypilot_task(_ranking("llama-3-8b"), NAMES, spot=False, link="t")
+    assert _parsed(skypilot, task)["secrets"] == {"HF_TOKEN": None}
+    assert "--secret HF_TOKEN" in launch.skypilot_yaml(task, "p", "o").splitlines()[0]
+    task, _ = launch.skypilot_task(_ranking("gpt2-124m"), NAMES, spot=False, link="t")  # openly downloadable
+    assert _parsed(skypilot, task)["secrets"] == {} and "secrets" not in task
+    assert launch.load_launch_setup().gated("meta-llama/Llama-3.1-8B")  # a Hub id of a gated owner
+    assert not launch.load_launch_setup().gated("Qwen/Qwen2-7B")
+
+
+HOSTILE = ["$(touch /tmp/pwned)", "`id`", "; rm -rf ~", "a: # b", "{x}", "x'y\"z", "a b", "&& curl x | sh",
+           "x\nname: pwned"]
+
+
+@pytest.mark.parametrize("evil", HOSTILE)
+def test_shell_and_yaml_metacharacters_reach_skypilot_as_the_same_text(skypilot, evil):
+    """Each user text field: the model's id and name, --run, the plan's own words, a workdir and an image."""
+    model = dataclasses.replace(load_models().get("gpt2-124m"), id=f"m{evil}", name=f"M {evil}")
+    plan = Plan(model, Generate(1000, 128, 256), "bf16", runtime="vllm", price_tier="community")
+    argv = ["launch", "--model", f"m{evil}", "--run", evil, "--sequences", "1000", f"--gpu={evil}"]
+    command, _ = launch.plan_command(argv)
+    run = f"python gen.py --tag {shlex.quote(evil)}\n{evil}"  # the user's own shell text, kept as written
+    workdir = f"dir {evil}"
+    refused = set(workdir) & launch.WORKDIR_REFUSED
+    if refused:
+        with pytest.raises(ValueError, match="not a folder SkyPilot can sync safely"):
+            launch.skypilot_task(estimate_all(plan, FACTS), NAMES, False, command, run, workdir=workdir)
+        workdir = "dir"
+    task, notes = launch.skypilot_task(estimate_all(plan, FACTS), NAMES, False, command, run, workdir=workdir)
+    parsed = _parsed(skypilot, task, notes + [f"about {evil}"], words=f"generate with {model.name}")
+    assert parsed["run"] == run and parsed["workdir"] == workdir
+    assert re.fullmatch(r"[a-z0-9-]+", parsed["name"])
+    # the plan command quotes every word: a shell splits it back into exactly what was typed, less the launch's own
+    assert shlex.split(parsed["envs"]["PLANNER_PLAN"]) == ["python", "-m", "planner", "estimate", "--model",
+                                                           f"m{evil}", "--sequences", "1000", f"--gpu={evil}"]
+    assert all(shlex.split(line) for line in parsed["setup"].splitlines())  # every setup line a shell can split
+    with pytest.raises(ValueError, match="not a container image reference"):
+        launch.skypilot_task(estimate_all(plan, FACTS), NAMES, False, command, run, image=f"pytorch/pytorch{evil}")
+    with pytest.raises(ValueError, match="not a container image reference"):
+        launch.runpod_pod(estimate_all(plan, FACTS), "community", image=f"img:1{evil}")
+
+
+def test_a_chosen_image_is_used_and_a_local_path_in_the_plan_is_cut_to_its_file_name(skypilot):
+    task, _ = launch.skypilot_task(_ranking(), NAMES, False, "t", image="ghcr.io/me/img:1.0")
+    # SkyPilot keeps an image per region: {None: image}
+    assert all(list(r["image_id"].values()) == ["docker:ghcr.io/me/img:1.0"]
+               for r in _parsed(skypilot, task)["resources"])
+    command, notes = launch.plan_command(["launch", "--model", "/home/me/models/x.yaml", "--calibration=../b/h100.json",
+                                          "--out", "/home/me/task.yaml", "--model", "meta-llama/Llama-2-7b-hf"])
+    assert shlex.split(command) == ["python", "-m", "planner", "estimate", "--model", "x.yaml",
+                                    "--calibration=h100.json", "--model", "meta-llama/Llama-2-7b-hf"]
+    assert "/home" not in command and len(notes) == 2 and "x.yaml" in notes[0]
+
+
+def test_a_run_naming_a_script_here_syncs_this_folder(tmp_path):
+    (tmp_path / "generate.py").write_text("print(1)\n")
+    assert launch.default_workdir("python generate.py --n 10", tmp_path) == "."
+    assert launch.default_workdir("python other.py", tmp_path) is None  # not here: nothing to sync
+    assert launch.default_workdir(launch.RUN_PLACEHOLDER, tmp_path) is None
