@@ -170,7 +170,8 @@ def _downloads(a: Answer, url: str) -> None:
                                                                                  url, words),
                               file_name="task.yaml", mime="application/x-yaml", icon=":material/rocket_launch:",
                               on_click="ignore", key="dl_sky", help="The GPUs that can run this plan, in this order, "
-                              "for `sky launch task.yaml` (SkyPilot tries them in turn)")
+                              "for `sky launch task.yaml` (SkyPilot tries them in turn), with the runtime's pinned "
+                              "install and autostop; put your command in `run`")
 
 
 def _table(a: Answer) -> None:
