@@ -380,3 +380,8 @@ def test_device_files_and_fifos_are_refused_on_every_path_option(tmp_path):
 def test_profile_limits_are_finite_numbers_within_their_bounds(option, value):
     out = run("profile", "examples/models/gpt2.py:build", "--input", "tokens=32,64,128", option, value)
     assert out.returncode == 2 and f"argument {option}:" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_options_are_taken_only_by_their_full_names():
+    out = run("estimate", "--gpu", "h100-sxm", "--sequen", "100")
+    assert out.returncode == 2 and "unrecognized arguments: --sequen" in out.stderr

@@ -17,7 +17,13 @@ from planner.views import plan_inputs
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that never repeats a long user value whole in its error message (it quotes invalid choices)."""
+    """argparse that never repeats a long user value whole in its error message (it quotes invalid choices), and
+    takes options only by their full names: '--ou' is not '--out' (launch rebuilds the plan's command from the
+    options it knows, so an abbreviation would slip past it)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         super().error(re.sub(r"'([^']{40})[^']{2,}'", r"'\1…'", message))
