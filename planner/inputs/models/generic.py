@@ -15,10 +15,44 @@ FIELDS = ("id", "name", "kind", "input_size_name", "default_input_size", "consta
           "fwd_flops_per_sample", "activation_elems_per_sample", "attention_score_elems_per_sample",
           "peak_inference_elems_per_sample", "peak_inference_score_elems_per_sample",
           "activation_traffic_elems_per_sample", "kernels_per_forward", "checkpoint_segments",
-          "checkpoint_kept_elems_per_sample", "checkpoint_segment_elems_per_sample", "autocast_bytes_per_saved_elem",
-          "derivation", "source", "cross_check")
+          "checkpoint_kept_elems_per_sample", "checkpoint_segment_elems_per_sample", "checkpoint_peaks",
+          "autocast_bytes_per_saved_elem", "derivation", "source", "cross_check")
 MAX_CONSTANTS = 200  # named constants in one profile (the presets use under 20); each formula evaluation copies them
 TRAIN_WEIGHT_READS = 3  # a training micro-step reads the weights in forward, backward-input, backward-weight
+# Bytes per element of a tensor live at a checkpointed peak, by its dtype. 'compute' is the activation dtype (16 bits
+# under mixed precision, fp32 otherwise); 'autocast_copy' is the 16-bit copy autocast makes of an fp32 tensor for a
+# matmul (none in fp32 training, where the matmul reads the fp32 tensor itself); both come from the precision.
+FIXED_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "bool": 1.0, "int64": 8.0}
+DTYPES = (*FIXED_DTYPE_BYTES, "compute", "autocast_copy")
+MAX_PEAKS, MAX_PEAK_TENSORS = 8, 40  # moments, tensors per moment (BetaRho uses 2 and 14)
+
+
+@dataclass(frozen=True)
+class PeakTensor:
+    """Tensors live at a checkpointed peak, per sample: what they are, how many elements (an expression in L) and
+    their dtype (a key of FIXED_DTYPE_BYTES, 'compute' or 'autocast_copy')."""
+
+    what: str
+    elems_expr: str
+    dtype: str
+
+
+@dataclass(frozen=True)
+class CheckpointPeak:
+    """One candidate peak moment of a checkpointed training step (`at`, e.g. the last block's backward) and every
+    tensor live then: kept inputs, what un-checkpointed code saved, the recomputed segment, gradients in flight."""
+
+    at: str
+    tensors: tuple[PeakTensor, ...]
+
+
+def dtype_bytes(dtype: str, act_bytes: float) -> float:
+    """Bytes per element of a peak tensor when activations are `act_bytes` wide (4: fp32 training)."""
+    if dtype == "compute":
+        return act_bytes
+    if dtype == "autocast_copy":
+        return act_bytes if act_bytes < FP32_BYTES else 0.0
+    return FIXED_DTYPE_BYTES[dtype]
 
 
 @dataclass(frozen=True, eq=True)
@@ -50,6 +84,8 @@ class GenericProfile(CachedHash):
     # Bytes per saved activation element in mixed-precision training (norms, softmax and fp32 residual streams stay
     # fp32 under autocast, so the average is above 2); None = the precision's activation bytes.
     autocast_bytes_per_saved_elem: float | None = None
+    # Instead of kept + segment: the candidate peak moments, each tensor at its own dtype; memory is the largest.
+    checkpoint_peaks: tuple[CheckpointPeak, ...] = ()
     cross_check: str = ""
     kind: str = field(default="generic", init=False)
 
@@ -132,7 +168,9 @@ class GenericProfile(CachedHash):
                  ("activation_traffic_elems_per_sample", self.activation_traffic_elems_expr, False),
                  *((("checkpoint_kept_elems_per_sample", self.checkpoint_kept_expr, True),
                     ("checkpoint_segment_elems_per_sample", self.checkpoint_segment_expr, True))
-                   if self.checkpoint_kept_expr else ()))
+                   if self.checkpoint_kept_expr else ()),
+                 *((f"checkpoint_peaks ({peak.at}: {t.what})", t.elems_expr, True)
+                   for peak in self.checkpoint_peaks for t in peak.tensors))
         lo, hi = sorted((size, self.default_input_size))
         for name, expr, memory in sized:
             try:
@@ -216,9 +254,23 @@ class GenericProfile(CachedHash):
             f"activation_elems(L={L}) / {n:g} checkpointed segments (a lower bound: the profile gives no "
             "checkpoint_kept_elems_per_sample, so the inputs saved at every block are not counted)")
 
+    def checkpoint_peak_bytes(self, L: int, act_bytes: float) -> tuple[float, CheckpointPeak]:
+        """Bytes per sample at the largest of the profile's checkpointed peak moments, and that moment."""
+        totals = [(sum(self._eval(t.elems_expr, L) * dtype_bytes(t.dtype, act_bytes) for t in peak.tensors), peak)
+                  for peak in self.checkpoint_peaks]
+        return max(totals, key=lambda tp: tp[0])
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         L, nbytes = size, self.saved_elem_bytes(s)
         scores = self.attention_score_elems(L) if s.attention.scores_materialized else 0.0
+        if checkpointing and self.checkpoint_peaks:
+            peak_bytes, peak = self.checkpoint_peak_bytes(L, s.precision.act_bytes)
+            n = self.checkpoint_segments
+            per = peak_bytes + scores / n * nbytes
+            return MemoryItem("activations", batch * per / BYTES_PER_GB,
+                              "batch {} x {:,.0f} B per sample at the checkpointed peak ({}, L={}; each tensor at its "
+                              "own dtype){}", (batch, per, peak.at, L,
+                                               f", incl. scores / {n:g} x {nbytes:g} B" if scores else ""))
         if checkpointing:
             per, how = self._checkpointed_elems(L, scores)
         else:
@@ -239,6 +291,22 @@ def _formula(rec: Record, fld: str, names: set[str], required: bool = True, defa
     if unknown:
         raise rec.fail(fld, f"unknown name(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
     return text
+
+
+def _peaks(rec: Record, names: set[str]) -> tuple[CheckpointPeak, ...]:
+    """The optional checkpoint_peaks list: moments {at, tensors: [{tensor, elems, dtype}]}."""
+    if rec.raw("checkpoint_peaks", required=False) is None:
+        return ()
+    peaks = []
+    for moment in rec.records("checkpoint_peaks", MAX_PEAKS):
+        moment.check_keys(("at", "tensors"))
+        tensors = []
+        for t in moment.records("tensors", MAX_PEAK_TENSORS):
+            t.check_keys(("tensor", "elems", "dtype"))
+            tensors.append(PeakTensor(t.text("tensor", max_len=MAX_NOTE_CHARS), _formula(t, "elems", names),
+                                      t.text("dtype", choices=DTYPES)))
+        peaks.append(CheckpointPeak(moment.text("at", max_len=MAX_NOTE_CHARS), tuple(tensors)))
+    return tuple(peaks)
 
 
 def parse_generic(rec: Record) -> GenericProfile:
@@ -269,11 +337,15 @@ def parse_generic(rec: Record) -> GenericProfile:
         checkpoint_segment_expr=_formula(rec, "checkpoint_segment_elems_per_sample", with_l, required=False,
                                          default=""),
         autocast_bytes_per_saved_elem=rec.number("autocast_bytes_per_saved_elem", required=False, lo=1, hi=4),
+        checkpoint_peaks=_peaks(rec, with_l),
         cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
     )
     if bool(profile.checkpoint_kept_expr) != bool(profile.checkpoint_segment_expr):
         raise rec.fail("checkpoint_kept_elems_per_sample", "give both checkpoint_kept_elems_per_sample and "
                        "checkpoint_segment_elems_per_sample, or neither")
+    if profile.checkpoint_peaks and profile.checkpoint_kept_expr:
+        raise rec.fail("checkpoint_peaks", "give checkpoint_peaks or the checkpoint_kept/segment pair, not both: "
+                       "the peaks replace them")
     for fld, fn in (("params", lambda: profile.params),
                     ("fwd_flops_per_sample", lambda: profile.fwd_flops(profile.default_input_size)),
                     ("activation_elems_per_sample", lambda: profile.activation_elems(profile.default_input_size)),
