@@ -169,21 +169,31 @@ def _train_setup(precision):
     return Setup(p, r.default_kv_dtype(p), r.attention("sdpa"))
 
 
-def test_betarho_checkpointing_keeps_every_block_input_not_a_segment_share():
-    m = load_models().get("betarho-full")
-    L = 500
-    # With checkpointing per transformer block and IPA iteration (data/models_generic.yaml derivation), kept per pair:
-    # embedding 35 + the 4 blocks' pair inputs 4 x 64 + IPA entry 64 + 128 + 2 = 485; per residue
-    # 4 x 128 + 4 x 9.5 x 384 + 1800 = 16,904; plus one transformer block re-materialized: per pair
-    # 2 x 128 + 9 x 64 + 3 = 835, per residue 24 x 128 = 3,072.
-    kept = L**2 * 485 + L * 16_904
-    segment = L**2 * 835 + L * 3_072
-    fp32 = m.train_activation_memory(_train_setup("fp32"), 1, L, True).gb
-    assert fp32 == pytest.approx((kept + segment) * 4 / 1e9)
-    # the traced reference (examples/profiles/betarho-full.yaml, fp32, checkpointed, L=500) saw 1.342e9 B
-    assert fp32 == pytest.approx(1.342e9 / 1e9, rel=0.03)
-    plain = m.train_activation_memory(_train_setup("fp32"), 1, L, False).gb
-    assert 0.25 < fp32 / plain < 0.35  # a checkpointed step keeps ~30 %, not 1/8 (the 8 segments)
+def test_betarho_checkpointed_peak_prices_each_tensor_at_its_own_dtype():
+    """examples/models/betarho.py read by hand (reduced: cs 96, cz 48, nb 3, H 2, Pq 3, Z 128), per residue pair.
+    The peak of a checkpointed step is the backward of the last transformer block, just recomputed. Live then:
+    the two fp32 input maps (8 B); the 34 pair features pair_projection saved as its 16-bit autocast copy (34 x 2);
+    the embedding's fp32 pair mask (4); each block's fp32 pair input, kept by checkpoint (3 x 48 x 4 = 576). The
+    recomputed block: the fp32 gradient at its output (48 x 4), LN(z) and 2 statistics (50 x 4), the fp32 concat
+    [h_i, h_j, LN(z)] (240 x 4) and the Linear's 16-bit copy (240 x 2), ReLU and dropout outputs (2 x 96 x 2), the
+    MLP's dropout output (48 x 2), the dropout masks as bool (3 x 48 x 1) and the fp32 residual sum (48 x 4).
+    bf16: 656 + 2648 = 3,304 B (the old kept + segment elements x 2.25 B: (357 + 627) x 2.25 = 2,214 B).
+    fp32 training: the 16-bit copies vanish and 'compute' tensors are 4 B: 724 + 2648 = 3,372 B. Per residue the
+    trace's 13,480 B (fp32)."""
+    m = load_models().get("betarho-reduced")
+    L = 200
+    bf16 = 8 + 34 * 2 + 4 + 576 + 48 * 4 + 50 * 4 + 240 * 4 + 240 * 2 + (2 * 96 + 48) * 2 + 3 * 48 + 48 * 4
+    fp32 = 8 + 34 * 4 + 4 + 576 + 48 * 4 + 50 * 4 + 240 * 4 + (2 * 96 + 48) * 4 + 3 * 48 + 48 * 4
+    assert (bf16, fp32) == (3304, 3372)
+    got = m.train_activation_memory(_train_setup("bf16"), 10, L, True).gb
+    assert got == pytest.approx(10 * (L**2 * bf16 + L * 13_480) / 1e9)
+    assert m.train_activation_memory(_train_setup("fp32"), 1, L, True).gb == pytest.approx(
+        (L**2 * fp32 + L * 13_480) / 1e9)
+    # the other candidate, an IPA iteration's backward, holds less here (the derivation: 3,176 B per pair in bf16)
+    _, peak = m.checkpoint_peak_bytes(L, 2.0)
+    assert "transformer block" in peak.at
+    plain = m.train_activation_memory(_train_setup("bf16"), 1, L, False).gb
+    assert 0.25 < got / 10 / plain < 0.5  # checkpointing keeps a third of the step's activations, not 1/6
 
 
 def test_betarho_mixed_precision_saves_2_25_bytes_per_element():
@@ -214,6 +224,55 @@ source: test
 """
     with pytest.raises(DataFileError, match="checkpoint_kept_elems_per_sample.*give both"):
         parse_model_text(text, "toy.yaml", "upload")
+
+
+TOY_PEAKS = """\
+id: toy
+name: Toy
+kind: generic
+input_size_name: L
+default_input_size: 10
+params: "100"
+fwd_flops_per_sample: "L"
+activation_elems_per_sample: "L"
+peak_inference_elems_per_sample: "L"
+activation_traffic_elems_per_sample: "L"
+kernels_per_forward: 10
+checkpoint_peaks:
+- at: the block's backward
+  tensors:
+  - {tensor: kept input, elems: "2*L", dtype: fp32}
+  - {tensor: its copy, elems: "L", dtype: autocast_copy}
+  - {tensor: recomputed, elems: "L", dtype: compute}
+  - {tensor: mask, elems: "L", dtype: bool}
+- at: the head's backward
+  tensors:
+  - {tensor: everything, elems: "5*L", dtype: compute}
+derivation: test
+source: test
+"""
+
+
+def test_checkpoint_peaks_take_the_largest_moment_at_each_precision():
+    m = parse_model_text(TOY_PEAKS, "toy.yaml", "upload")
+    # per element of L: bf16 moment 1 = 2x4 + 2 + 2 + 1 = 13 B, moment 2 = 5 x 2 = 10 B: the block wins;
+    # fp32 moment 1 = 8 + 0 (no copy) + 4 + 1 = 13 B, moment 2 = 20 B: the head wins
+    assert m.train_activation_memory(_train_setup("bf16"), 3, 100, True).gb == pytest.approx(3 * 1300 / 1e9)
+    assert m.train_activation_memory(_train_setup("fp32"), 3, 100, True).gb == pytest.approx(3 * 2000 / 1e9)
+    assert "the head's backward" in m.train_activation_memory(_train_setup("fp32"), 3, 100, True).formula
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("dtype: bool", "dtype: boolean", "checkpoint_peaks[0].tensors[3], field 'dtype.*expected one of"),
+    ('elems: "L", dtype: compute', 'elems: "L*w", dtype: compute',
+     "checkpoint_peaks[0].tensors[2], field 'elems.*unknown name"),
+    ("  - {tensor: mask", "  - {tensr: mask", "checkpoint_peaks[0].tensors[3], field 'tensr.*unknown field"),
+    ("kernels_per_forward: 10\n", 'kernels_per_forward: 10\ncheckpoint_kept_elems_per_sample: "L"\n'
+     'checkpoint_segment_elems_per_sample: "L"\n', "checkpoint_peaks.*not both"),
+])
+def test_a_malformed_checkpoint_peak_names_file_record_and_field(old, new, where):
+    with pytest.raises(DataFileError, match=r"upload: record 'toy.*" + where.replace("[", r"\[").replace("]", r"\]")):
+        parse_model_text(TOY_PEAKS.replace(old, new), "toy.yaml", "upload")
 
 
 def _setup(precision, attention="sdpa"):

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from planner.base.expressions import evaluate
 from planner.base.schema import Record
 from planner.inputs.facts import load_facts
 from planner.inputs.models import load_models
 from planner.inputs.models.decoder import parse_decoder
+from planner.inputs.models.generic import dtype_bytes
 from planner.inputs.work import Setup
 from planner.profiling import tracer
 from planner.calibration.growth import fit_envelope, fit_law
@@ -137,18 +139,50 @@ def test_betarho_training_peak_is_the_saved_activations_plus_what_backward_holds
     assert 1.0 < _top_coeff(raw, "train_fp32", 2) / 4 / saved < 1.2
 
 
-def test_betarho_checkpointing_keeps_far_more_than_one_segment(betarho):
-    """The generic profile divides all activations by nb + nipa (6 reduced, 8 full), as if one segment lived at a
-    time. Traced, with every transformer block and every IPA iteration checkpointed, memory falls only to 29-36 %:
-    the pair tensor at every block boundary (cz per pair and block), the IPA's z before and after its LayerNorm
-    (2 Z = 256) and the embedding's 34-channel pair features stay whatever is checkpointed, and one recomputed block
-    lives on top of them. The hand-written checkpointing term is more than 2x too optimistic: why models are traced."""
+def _pieces(raw: dict, memory: str) -> set[float]:
+    """The L^2 coefficients (bytes) of every peak moment's law that is the peak at some traced size."""
+    m = raw["memory"][memory]
+    env = fit_envelope(raw["sizes"], m["peaks"], m["moments"])
+    assert all(law.error_pct == 0 and law.degree == 2 for law in env.pieces)
+    return {law.coeffs[2] for law in env.pieces}
+
+
+def test_betarho_checkpointed_peaks_match_the_trace_byte_for_byte(betarho):
+    """The profile's checkpoint_peaks (data/models_generic.yaml) were read off examples/models/betarho.py by hand:
+    the last transformer block's backward (A) and an IPA iteration's backward (B), each tensor at its own dtype.
+    The CPU trace differs from a GPU in four named ways, added here by hand, after which the L^2 terms agree
+    exactly (tolerance 0): CPU dropout is not fused, so its masks (3 cz per pair in A) are in the activation dtype
+    instead of bool; nn.MultiheadAttention takes the math SDPA path there, so the recomputed block holds its
+    probabilities, dropout mask and output (3 ah = 12 fp32 per pair); the relative-position indices (int64, once per
+    step, not per sample) are counted at batch 1; fake tensors add gradients out of place, so accumulating z's
+    gradient (B) holds a third Z-wide fp32 tensor (a GPU adds in place). CPU bf16 autocast runs LayerNorm in bf16,
+    which only moves B (A's LayerNorm input is fp32 already), so the bf16 trace is checked at A.
+    Reduced, fp32: A = 724 + 2,648 + 432 + 48 + 8 = 3,860 B and B = 3,084 + 512 + 8 = 3,604 B; full: A = 5,332 B
+    (B never peaks). bf16: A = 3,304 + 144 + 48 + 8 = 3,504 B reduced, 4,632 + 192 + 48 + 8 = 4,880 B full."""
     config, raw = betarho
-    c = _constants(config)
-    ratio = _top_coeff(raw, "train_checkpointed_fp32", 2) / _top_coeff(raw, "train_fp32", 2)
-    assert ratio > 2 / (c["nb"] + c["nipa"])
-    kept = (c["nb"] + 1) * c["cz"] + 2 * c["Z"] + 34  # per residue pair, fp32 elements, by hand
-    assert _top_coeff(raw, "train_checkpointed_fp32", 2) / 4 > kept
+    g, c = load_models().get(f"betarho-{config}"), _constants(config)
+    big = 1e6  # the profile's L^2 coefficient: its pair tensors' bytes at a large L over L^2
+
+    def per_pair(at: str, act_bytes: float) -> float:
+        peak = next(p for p in g.checkpoint_peaks if at in p.at)
+        pair = sum(evaluate(t.elems_expr, c | {"L": big}) * dtype_bytes(t.dtype, act_bytes) for t in peak.tensors
+                   if "per-residue" not in t.what)
+        return round(pair / big**2, 6)
+
+    def cpu(at: str, act_bytes: float) -> float:
+        masks = 3 * c["cz"] * (act_bytes - 1) if at == "transformer block" else 0.0
+        scores = 3 * c["ah"] * 4 if at == "transformer block" else 0.0
+        z_sum = 4 * c["Z"] if at == "IPA" else 0.0
+        return per_pair(at, act_bytes) + masks + scores + 8 + z_sum
+
+    traced_fp32 = _pieces(raw, "train_checkpointed_fp32")
+    assert cpu("transformer block", 4) in traced_fp32
+    expected = {"reduced": {3860, 3604}, "full": {5332}}[config]
+    assert traced_fp32 == expected and cpu("transformer block", 4) == max(expected)
+    if config == "reduced":
+        assert cpu("IPA", 4) == 3604
+    assert _pieces(raw, "train_checkpointed_bf16") == {cpu("transformer block", 2)} == {
+        {"reduced": 3504, "full": 4880}[config]}
 
 
 def test_betarho_traffic_matches_the_fp32_part_of_the_formula(betarho):

@@ -78,6 +78,23 @@ def test_betarho_presets_fit_their_gpus():
     assert auto.feasible and auto.max_batch == 13
 
 
+def test_betarho_reduced_batch_on_a_4070_ti_super_is_what_its_fp32_checkpoints_allow():
+    """Seed 001's reduced config, 200 nt, bf16 autocast, checkpointing, RTX 4070 Ti Super (16 GiB). Per residue pair
+    at the peak (the last transformer block's backward, examples/models/betarho.py by hand, as in
+    tests/inputs/test_models.py): the checkpointed fp32 pair stream and inputs 656 B + the recomputed block 2,648 B
+    = 3,304 B; per residue 13,480 B. Per sample 200^2 x 3,304 + 200 x 13,480 = 134.86 MB. Usable 0.9 x 16 x 2^30 B
+    = 15.462 GB; fixed 0.5 GB CUDA context + 1,067,338 params x (4 + 2 + 4 + 8) B = 0.519 GB; (15.462 - 0.519) /
+    0.13486 = 110.8: 110 fit, and 5000 samples in 46 passes of 109. The derivation's range: 99 (if the IPA's
+    gradient sum were not in place: 3,688 B per pair) to 112 (per-residue tensors all 16-bit). The planner used to
+    price everything at 2.25 B and leave out the IPA's kept z: 2,214 B per pair, batch 152, out of memory."""
+    e = _ranking("betarho-reduced-4070ti-super")["rtx-4070-ti-super"]
+    per_sample = (200**2 * 3304 + 200 * 13_480) / 1e9
+    usable, fixed = 0.9 * 16 * 2**30 / 1e9, 0.5 + 1_067_338 * 18 / 1e9
+    assert int((usable - fixed) // per_sample) == 110 == e.max_batch
+    assert e.feasible and 99 <= e.batch <= 112 and e.batch != 152
+    assert e.memory.total_gb == pytest.approx(fixed + e.batch * per_sample, rel=1e-3)
+
+
 def test_rtx_5090_preset_carries_the_pytorch_build_requirement():
     e = _ranking("llm-7b-fp16-rtx-5090")["rtx-5090"]
     # sm_120 kernels first shipped in the CUDA 12.8 builds of PyTorch 2.7 (moi90 table: 2.7.0 cuda12.8 lists sm_120)
