@@ -1,4 +1,5 @@
-"""Fuzzing the ways a user's text reaches the planner: share links, uploads and command-line arguments.
+"""Fuzzing the ways a user's or a server's text reaches the planner: share links, uploads, command-line arguments, a
+Hugging Face Hub endpoint's answers and the price snapshot files on disk.
 
 Seeded and bounded (a few hundred cases, well under a minute). For every case: no exception escapes except the
 planner's own error types, each message names the parameter or field, stays short and never repeats a long user
@@ -13,17 +14,21 @@ import io
 import json
 import random
 import time
+import threading
 import tracemalloc
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from planner.base.schema import DataFileError
 from planner.cli import main
+from planner.clients.hf_hub import HubError, model_from_hub
 from planner.engine.estimate import estimate_all
 from planner.inputs.bench_result import CalibrationError, parse_result
 from planner.inputs.facts import load_facts
 from planner.inputs.models import parse_model_text
+from planner.inputs.price_snapshot import snapshot_table
 from planner.views import plan_inputs, share
 
 SEED = 20261122
@@ -38,7 +43,7 @@ FACTS = load_facts()
 JUNK = ["", " ", "-1", "0", "1e300", "-1e300", "nan", "inf", "-inf", "1.9", "9" * 5000, "0x10", "1_000", "1,000",
         "auto", "true", "<script>alert(1)</script>", "[click](http://evil.example)", "![x](http://evil.example/p.png)",
         "**bold**", "$x$", ":red[x]", "\u202e\u0000\ufeff", "é" * 50, LONG, "h100-sxm", "rtx-4090:1e-300",
-        "h100-sxm:0.5,,rtx-4090:2", "fp16", "sdpa", "manual", "train", "generate", "custom",
+        "h100-sxm:0.5,,rtx-4090:2", "\ud800x", "\x1b[2Jx\x07", "fp16", "sdpa", "manual", "train", "generate", "custom",
         "v=1;dev=h100-sxm;cls=hbm;bw=9;mm=9;lo=1;path=bf16;pbw=20000;bf16=10000;mem=80;d=20261120"]
 
 
@@ -186,3 +191,86 @@ def test_cli_arguments_exit_2_with_the_option_named_or_succeed(chunk):
             _check_message(message.strip().splitlines()[-1], case)
         else:
             json.loads(out.getvalue())
+
+
+class _Hub(BaseHTTPRequestHandler):
+    """A Hub whose next answer the test sets: status, headers and body."""
+    answer: tuple[int, dict, bytes] = (200, {}, b"{}")
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        status, headers, body = _Hub.answer
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if "Content-Length" not in headers:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _hub_answers(rng: random.Random, n: int):
+    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+              "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100, "max_position_embeddings": 128}
+    codes = ["", "RepoNotFound", "EntryNotFound", "RevisionNotFound", "GatedRepo", LONG[:300], "\u202e"]
+    for _ in range(n):
+        doc = _mutated(rng, config)
+        body = rng.choice([_dump(doc, True).encode(), rng.randbytes(rng.randint(0, 2000)), b"[" * 5000,
+                           json.dumps({"hidden_size": 1, "x": LONG}).encode(), b"", b"null", b'"\xff"'])
+        headers = rng.choice([{}, {"X-Error-Code": rng.choice(codes)}, {"ETag": '"/tmp/../x.pth"'},
+                              {"Content-Length": str(rng.choice([0, 10**12, 300_001]))}])
+        yield rng.choice([200, 200, 200, 401, 403, 404, 429, 500, 503]), headers, body
+
+
+def test_hub_answers_become_a_profile_or_a_hub_error(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for i, answer in enumerate(_hub_answers(random.Random(SEED + 6), 80)):
+            _Hub.answer = answer
+            case = f"hub #{i} {answer[0]} {str(answer[1])[:60]} {answer[2][:60]!r}"
+            with bounded(case):
+                try:
+                    model_from_hub("fuzz/model", endpoint=endpoint, cache_dir=str(tmp_path / str(i)),
+                                   deadline_s=5.0)
+                except HubError as exc:
+                    _check_message(str(exc), case)
+                    assert "\n" not in str(exc) and "x.pth" not in str(exc), case
+            written = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".json")]
+            assert not written, f"{case}: wrote {written}"  # only the planner-named cache file, if anything
+    finally:
+        server.shutdown()
+
+
+SNAPSHOT = ("schema_version: 1\ndate: 2026-11-20\nfetched_at: 2026-11-20T10:00:00Z\nsource: fuzz\nprices:\n"
+            + "".join(f"- id: {g}\n  secure: 1.5\n  community: 0.9\n  spot: null\n" for g in ("h100-sxm", "rtx-4090")))
+
+
+def test_price_snapshot_files_are_used_or_left_out_by_name(tmp_path):
+    rng = random.Random(SEED + 7)
+    catalog = FACTS.catalog
+    for i in range(60):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        text = SNAPSHOT
+        cut = rng.choice(["truncate", "bytes", "value", "key"])
+        if cut == "truncate":
+            text = text[:rng.randrange(len(text))]
+        elif cut == "value":
+            text = text.replace("1.5", rng.choice(["-1", "0", "1e308", ".inf", "x", LONG, "[]", "{}", "9" * 5000]))
+        elif cut == "key":
+            text = text.replace("secure", rng.choice(["securee", LONG[:80], "\u202e", "id"]), 1)
+        data = text.encode() if cut != "bytes" else rng.randbytes(rng.randint(0, 3000))
+        (folder / "runpod-2026-11-20.yaml").write_bytes(data)
+        case = f"snapshot #{i} {cut} {data[:80]!r}"
+        with bounded(case):
+            table = snapshot_table(catalog, directory=folder)  # never raises: a bad file is left out, by name
+        for problem in table.problems:
+            assert "runpod-2026-11-20.yaml was left out" in problem, case
+            _check_message(problem, case)
+        assert table.prices["h100-sxm"]["secure"] is not None, case  # the catalog's listing still prices it

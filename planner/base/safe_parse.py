@@ -91,7 +91,10 @@ def load_yaml_text(text: str, what: str, max_bytes: int = MAX_TEXT_BYTES, max_de
     """yaml.safe_load with caps; aliases are refused before anything is built. yaml.YAMLError passes through."""
     check_size(text, what, max_bytes)
     _check_yaml_events(text, what, max_depth, max_nodes)
-    doc = yaml.load(text, Loader=YAML_LOADER)
+    try:
+        doc = yaml.load(text, Loader=YAML_LOADER)
+    except ValueError:  # an integer longer than Python converts (4,300 digits): raised while the document is built
+        raise ParseError(f"{what} holds a number too long to read; a planner file has none that long") from None
     check_shape(doc, what, max_depth, max_nodes)
     return doc
 

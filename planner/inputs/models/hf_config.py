@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Mapping
 
+from planner.base.safe_parse import MAX_SHOWN_CHARS
+from planner.base.safe_parse import shown as shown_value
 from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 
@@ -74,6 +76,8 @@ UNMODELLED_FIELDS = (
     ("linear_num_key_heads", lambda v: v is not None, "it has linear-attention (gated delta-net) layers"),
 )
 
+MAX_ARCHS_SHOWN = 3  # a config lists one or two architectures; a message names a few at most
+
 
 def _refuse(rec: Record, field: str, what: str, why: str, hint: str = WHAT_TO_DO) -> DataFileError:
     return rec.fail(field, f"{what}: {why}. Refused rather than estimated wrong; to plan it, {hint}")
@@ -89,7 +93,9 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     mt = _model_type(config)
     archs = config.get("architectures")
     archs = [str(a) for a in archs] if isinstance(archs, list) else []
-    shown = f"model_type '{mt}'" + (f" ({', '.join(archs)})" if archs else "") if mt else "this config"
+    named = ", ".join(a[:MAX_SHOWN_CHARS] for a in archs[:MAX_ARCHS_SHOWN])
+    named += ", …" if len(archs) > MAX_ARCHS_SHOWN else ""
+    shown = f"model_type {shown_value(mt)}" + (f" ({named})" if archs else "") if mt else "this config"
     if config.get("is_encoder_decoder") or mt in ENCODER_DECODER:
         raise _refuse(rec, "is_encoder_decoder" if config.get("is_encoder_decoder") else "model_type", shown,
                       "an encoder-decoder model (its decoder cross-attends to an encoder), not a decoder-only LM")
