@@ -169,6 +169,20 @@ def test_launch_quotes_the_plan_keeps_local_paths_out_and_maps_its_options(tmp_p
     assert missing.returncode == 2 and "no such folder" in missing.stderr
 
 
+def test_launch_bench_writes_a_task_per_gpu_and_a_fleet_script_with_idle_autodown(tmp_path):
+    out = tmp_path / "fleet"
+    done = run("launch", "--bench", "--model", "cfdna-gen", "--autostop", "30", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    script = (out / "run_fleet.sh").read_text()
+    tasks = sorted(p.stem for p in out.glob("*.yaml"))
+    starts = sorted(line.split()[1] for line in script.splitlines() if line.startswith("start "))
+    assert tasks and starts == tasks and "IDLE_MIN=30" in script.splitlines()
+    assert subprocess.run(["bash", "-n", str(out / "run_fleet.sh")]).returncode == 0  # bash reads it
+    kept = run("launch", "--bench", "--model", "cfdna-gen", "--no-autostop", "--out", str(tmp_path / "b"))
+    assert kept.returncode == 0 and "keep autodown" in kept.stderr
+    assert "IDLE_MIN=10" in (tmp_path / "b" / "run_fleet.sh").read_text().splitlines()
+
+
 def test_estimate_says_how_old_the_prices_are_and_when_the_cheapest_rests_on_a_stale_one():
     from datetime import UTC, datetime
     from planner.inputs.facts import load_facts

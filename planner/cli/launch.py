@@ -29,7 +29,7 @@ def cmd_launch(a: argparse.Namespace) -> int:
     ranking = rank(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
                    job_overheads(a, facts)).estimates
     if a.bench:
-        return _launch_bench(ranking, a.out or "bench-fleet")
+        return _launch_bench(ranking, a.out or "bench-fleet", a.autostop)
     if a.format == "runpod":
         text = launch.runpod_json(launch.runpod_pod(ranking, plan.price_tier, a.image))
     else:
@@ -51,16 +51,24 @@ def cmd_launch(a: argparse.Namespace) -> int:
     return 0
 
 
-def _launch_bench(ranking, folder: str) -> int:
-    """A bench task per candidate GPU and a script that runs them all and collects the result files."""
+def _launch_bench(ranking, folder: str, autostop: int | None) -> int:
+    """A bench task per candidate GPU and a script that runs them all at once and collects the result files. Each
+    cluster keeps SkyPilot's idle autodown (`autostop` minutes; the default for 0 or --no-autostop, which would lose a
+    result or leave a cluster billing should the script die)."""
     tasks = launch.bench_tasks(ranking, load_skypilot_names())
+    if not tasks:
+        raise ValueError("no NVIDIA GPU that can run this plan has a SkyPilot name: nothing to bench")
+    idle = autostop or launch.DEFAULT_AUTOSTOP_MIN
+    if autostop != idle:
+        print(f"note: bench clusters keep autodown after {idle} idle minutes (--autostop 0 or --no-autostop would "
+              "lose the result or leave a cluster billing if run_fleet.sh is killed)", file=sys.stderr)
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     for _, task in tasks:
         gpu = ", ".join(f"{k}:{v}" for k, v in task["resources"]["accelerators"].items())
         write_atomic(out / f"{task['name']}.yaml",
                      launch.skypilot_yaml(task, "python -m planner.bench (calibrate this GPU type)", gpu, "GPU"))
-    write_atomic(out / "run_fleet.sh", launch.fleet_script(tasks, folder))
-    print(f"wrote {len(tasks)} bench tasks and run_fleet.sh to {out}/ (run it from the repository root)",
-          file=sys.stderr)
+    write_atomic(out / "run_fleet.sh", launch.fleet_script(tasks, folder, idle))
+    print(f"wrote {len(tasks)} bench tasks and run_fleet.sh to {out}/ (run it from the repository root: it launches "
+          "them all at once and tears every cluster down when it ends, Ctrl-C included)", file=sys.stderr)
     return 0

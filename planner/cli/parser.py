@@ -83,12 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "whose CUDA build runs every candidate GPU)")
     p.add_argument("--autostop", type=number_in(0, MAX_AUTOSTOP_MIN, "minutes", integer=True),
                    default=DEFAULT_AUTOSTOP_MIN, metavar="MINUTES",
-                   help=f"tear the cluster down after this many idle minutes (default {DEFAULT_AUTOSTOP_MIN})")
+                   help=f"tear the cluster down after this many idle minutes (default {DEFAULT_AUTOSTOP_MIN}; "
+                   "--bench keeps at least 1)")
     p.add_argument("--no-autostop", dest="autostop", action="store_const", const=None,
                    help="no autostop: the cluster bills until `sky down`")
     p.add_argument("--out", default=None, help="write to this file instead of printing (--bench: a folder)")
     p.add_argument("--bench", action="store_true", help="calibrate a fleet: a SkyPilot task running "
-                   "`python -m planner.bench` on each candidate GPU type, and run_fleet.sh to collect the results")
+                   "`python -m planner.bench` on each candidate GPU type, and run_fleet.sh, which launches them all "
+                   "at once, collects the results and tears every cluster down, Ctrl-C included")
 
     p = _formatted(sub, "prices", "show the GPU prices in use; --refresh fetches RunPod and writes a "
                    "snapshot", ("table", "json"))

@@ -332,7 +332,17 @@ def runpod_json(pod: dict) -> str:
 
 # ---------------------------------------------------------------- calibrating a fleet
 
-BENCH_SETUP = 'pip install -e ".[bench]"'  # the planner and its pinned torch, in SkyPilot's workdir (this repo)
+# The torch the bench is pinned to (pyproject.toml's `bench` extra; a test keeps the two equal). The task's setup
+# keeps an image's torch of this version (any CUDA build: +cu126 and the like) instead of downloading it again.
+BENCH_TORCH = "2.13.0"
+BENCH_SETUP = f"""set -e
+have=$(python -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
+if [ "${{have%%+*}}" = {BENCH_TORCH} ]; then
+  python -m pip install --no-cache-dir -e .  # the image's torch is the pinned one: keep it
+else
+  python -m pip install --no-cache-dir -e ".[bench]"  # the planner with torch=={BENCH_TORCH}
+fi
+"""
 
 
 def bench_tasks(ranking: list[Estimate], names: dict[str, str]) -> list[tuple[str, dict]]:
@@ -351,24 +361,83 @@ def bench_tasks(ranking: list[Estimate], names: dict[str, str]) -> list[tuple[st
     return out
 
 
-def fleet_script(tasks: list[tuple[str, dict]], folder: str = ".") -> str:
-    """A shell script, run from the repository root (SkyPilot's workdir), that runs each bench task in `folder`,
-    copies its result file into ./results and tears the cluster down, whether or not the launch worked (a cluster
-    left up keeps billing); it goes on to the next GPU after a failure and exits 1 naming the GPUs that failed."""
-    lines = ["#!/usr/bin/env bash", "# Written by `python -m planner launch --bench`: one bench per GPU type, results "
-             "in ./results;", "# then upload them all at once in the planner's sidebar (5 · Calibration).",
-             "set -uo pipefail", "mkdir -p results", "failed=()",
-             "bench() {  # cluster, task file, result file",
-             '  if sky launch -y -c "$1" "$2" && rsync -Pavz "$1:sky_workdir/$3" results/; then',
-             '    echo "ok: results/$3"',
-             "  else",
-             '    failed+=("$1")',
-             "  fi",
-             '  sky down -y "$1" || echo "warning: could not tear down $1; run: sky down $1" >&2',
-             "}"]
+# The script's shell functions. Every cluster is torn down however the script ends: by its bench job once the result
+# is copied back (or the launch failed: SkyPilot keeps a cluster whose setup failed up, for debugging), else by the
+# EXIT trap (Ctrl-C, kill, a failure), which stops the launches still running and runs `sky down -y` for every
+# cluster started and not yet down. `-i IDLE --down` is the last guard: should the script die without its trap
+# (kill -9, a closed laptop), SkyPilot tears a cluster down itself after IDLE idle minutes. A background job's
+# commands ignore SIGINT (bash, without job control), so after a Ctrl-C the traps stop each `sky launch` with SIGTERM.
+_FLEET_FUNCTIONS = r"""
+down() {  # cluster: tear it down; a marker says so (the EXIT trap tries again without one)
+  if sky down -y "$1" >>"$LOGS/$1.log" 2>&1; then
+    touch "$STATE/$1"
+  else
+    echo "warning: could not tear down $1; run: sky down -y $1" >&2
+  fi
+}
+bench() {  # cluster, task file, result file: launch, copy the result back, tear down (a background job)
+  sky launch -y -c "$1" -i "$IDLE_MIN" --down "$2" >>"$LOGS/$1.log" 2>&1 &
+  launch_pid=$!
+  # the launch ignores SIGINT (a background job); this job may not (bash resets a trapped signal): either way the
+  # launch is stopped, and the EXIT trap tears its cluster down
+  trap 'kill -TERM "$launch_pid" 2>/dev/null; wait "$launch_pid"; exit 143' INT TERM
+  local ok=0
+  # sky launch writes an SSH config entry named for the cluster; its workdir there is ~/sky_workdir
+  if wait "$launch_pid" && rsync -Pavz "$1:sky_workdir/$3" results/ >>"$LOGS/$1.log" 2>&1; then ok=1; fi
+  down "$1"
+  if [ "$ok" = 1 ]; then echo "ok: results/$3"; else echo "failed: $1 (log: $LOGS/$1.log)" >&2; exit 1; fi
+}
+start() {  # cluster, task file, result file: the cluster counts as started before its launch begins
+  started+=("$1")
+  bench "$@" &
+  pids+=("$!")
+  echo "launching $1 (log: $LOGS/$1.log)"
+}
+teardown() {
+  local rc=$?
+  trap '' INT TERM  # a second Ctrl-C must not cut the teardown short
+  if [ ${#pids[@]} -gt 0 ]; then kill -TERM "${pids[@]}" 2>/dev/null; fi
+  wait
+  local c
+  for c in ${started[@]+"${started[@]}"}; do
+    [ -e "$STATE/$c" ] || down "$c" &
+  done
+  wait
+  rm -rf "$STATE"
+  exit "$rc"
+}
+"""
+
+
+def fleet_script(tasks: list[tuple[str, dict]], folder: str = ".", idle_min: int = DEFAULT_AUTOSTOP_MIN) -> str:
+    """A bash script, run from the repository root (SkyPilot's workdir), that launches every bench task in `folder`
+    at once, copies each result file into ./results and tears every cluster down, whether its launch or bench worked
+    or not, and also after Ctrl-C or a kill (a cluster left up keeps billing). It exits 1 naming the clusters that
+    failed, 130 after Ctrl-C. Each launch also carries `-i idle_min --down` (SkyPilot's autodown) in case the script
+    dies without running its trap; `idle_min` must leave time to copy the result back (at least 1)."""
+    if not 1 <= idle_min <= MAX_AUTOSTOP_MIN:
+        raise ValueError(f"bench autostop: {idle_min} idle minutes is not between 1 and {MAX_AUTOSTOP_MIN:,} "
+                         "(0 would tear a cluster down before its result is copied back)")
+    logs = f"{folder}/logs"
+    lines = ["#!/usr/bin/env bash",
+             "# Written by `python -m planner launch --bench`: one bench per GPU type, all launched at once; results",
+             "# in ./results, each cluster's log in " + logs + "; then upload the results all at once in the",
+             "# planner's sidebar (5 · Calibration). Every cluster started here is torn down when the script ends,",
+             "# Ctrl-C included.",
+             "set -uo pipefail",
+             f"IDLE_MIN={int(idle_min)}",
+             f"LOGS={shlex.quote(logs)}",
+             'mkdir -p results "$LOGS"',
+             "STATE=$(mktemp -d)  # a file per cluster torn down",
+             "started=()  # clusters whose launch began",
+             "pids=()  # their bench jobs"]
+    lines += _FLEET_FUNCTIONS.strip("\n").splitlines()
+    lines += ["trap teardown EXIT", "trap 'exit 130' INT", "trap 'exit 143' TERM"]
     for gpu_id, task in tasks:
         cluster = task["name"]
-        lines.append(f"bench {shlex.quote(cluster)} {shlex.quote(f'{folder}/{cluster}.yaml')} "
+        lines.append(f"start {shlex.quote(cluster)} {shlex.quote(f'{folder}/{cluster}.yaml')} "
                      f"{shlex.quote(f'bench-{gpu_id}.json')}")
-    lines += ['if [ ${#failed[@]} -gt 0 ]; then echo "failed: ${failed[*]}" >&2; exit 1; fi']
+    lines += ["failed=()",
+              'for i in "${!pids[@]}"; do wait "${pids[$i]}" || failed+=("${started[$i]}"); done',
+              'if [ ${#failed[@]} -gt 0 ]; then echo "failed: ${failed[*]}" >&2; exit 1; fi']
     return "\n".join(lines) + "\n"

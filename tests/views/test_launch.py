@@ -5,6 +5,7 @@ import dataclasses
 import json
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 import yaml
@@ -108,32 +109,136 @@ def test_a_fleet_bench_is_one_valid_task_per_candidate_gpu_and_a_script_to_colle
         assert parsed["resources"][0]["accelerators"] == {NAMES[gpu_id]: 1}
         assert f"--out bench-{gpu_id}.json" in parsed["run"]
     script = launch.fleet_script(tasks)
-    calls = [line.split() for line in script.splitlines() if line.startswith("bench ")]
+    calls = [line.split() for line in script.splitlines() if line.startswith("start ")]
     assert [c[1] for c in calls] == [t["name"] for _, t in tasks]  # each cluster launched, copied back, torn down
+    with pytest.raises(ValueError, match="before its result is copied back"):
+        launch.fleet_script(tasks, idle_min=0)  # autodown at once would lose the result
+
+
+def _fake_tools(tmp_path, sky_body: str):
+    """`sky` and `rsync` stand-ins on PATH: sky logs each call (one line: its arguments) to sky.log, then runs
+    `sky_body`; rsync creates the file it was asked to copy, unless the cluster's name holds 'nores'."""
+    import os
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sky").write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/sky.log"\n{sky_body}\nexit 0\n')
+    (bin_dir / "rsync").write_text('#!/bin/sh\nsrc="$2"; case "$src" in *nores*) exit 23;; esac\n'
+                                   'touch "$3/${src##*/}"\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def _fleet(tmp_path, n):
+    """n bench tasks, the script written into tmp_path; the 2nd cluster's name marked 'nores' (its bench leaves no
+    result file) where n > 2."""
+    tasks = launch.bench_tasks(_ranking(), NAMES)[:n]
+    if n > 2:
+        tasks[2][1]["name"] = tasks[2][1]["name"] + "-nores"
+    (tmp_path / "run_fleet.sh").write_text(launch.fleet_script(tasks, str(tmp_path), idle_min=7))
+    return tasks
+
+
+def _sky_calls(tmp_path, verb):
+    lines = (tmp_path / "sky.log").read_text().splitlines() if (tmp_path / "sky.log").exists() else []
+    return [line.split() for line in lines if line.split()[:1] == [verb]]
 
 
 def test_the_fleet_script_tears_every_cluster_down_and_names_the_ones_that_failed(tmp_path):
-    """Run the script with stand-ins for `sky` and `rsync` on PATH: the second launch fails (no capacity)."""
+    """Four benches: the 2nd launch fails (no capacity), the 3rd bench leaves no result file and the 4th cluster's
+    first `sky down` fails. Each is torn down (the 4th by the exit trap's second try); only the two good results
+    come back and the script names the two that failed."""
+    import subprocess
+    tasks = _fleet(tmp_path, 4)
+    bad, nores, stuck = (t["name"] for _, t in tasks[1:])
+    env = _fake_tools(tmp_path, f'[ "$1" = launch ] && [ "$4" = "{bad}" ] && exit 1\n'
+                                f'if [ "$1" = down ] && [ "$3" = "{stuck}" ] && [ ! -e "{tmp_path}/once" ]; then\n'
+                                f'  touch "{tmp_path}/once"; exit 1\nfi')
+    done = subprocess.run(["bash", str(tmp_path / "run_fleet.sh")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert sorted(done.stderr.split("failed: ")[-1].split()) == sorted([bad, nores])
+    launches = _sky_calls(tmp_path, "launch")
+    assert sorted(c[3] for c in launches) == sorted(t["name"] for _, t in tasks)
+    # idle autodown on every launch: SkyPilot's own guard should the script die without its trap
+    assert all(c[4:7] == ["-i", "7", "--down"] and c[:3] == ["launch", "-y", "-c"] for c in launches)
+    downs = [c[-1] for c in _sky_calls(tmp_path, "down")]
+    assert sorted(downs) == sorted([t["name"] for _, t in tasks] + [stuck])  # once each, the stuck one retried
+    got = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert got == sorted(f"bench-{g}.json" for g, t in tasks if t["name"] not in (bad, nores))
+    assert f"could not tear down {stuck}" in done.stderr
+
+
+def _wait_for(predicate, what):
+    """Poll until predicate() holds; the deadline is only a safety net against a hang, not a verdict on speed."""
+    import time
+    deadline = time.monotonic() + 120
+    while not predicate():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_mid_fleet_tears_down_every_cluster_launched_so_far(tmp_path):
+    """The first bench finishes; the others are still provisioning (their `sky launch` blocks) when the terminal's
+    Ctrl-C reaches the script's process group. All three were launched together (a script launching one after
+    another would never reach the third), each is torn down, and no launch is left running."""
+    import os
+    import signal
+    import subprocess
+    tasks = _fleet(tmp_path, 3)
+    first = tasks[0][1]["name"]
+    env = _fake_tools(tmp_path, f'if [ "$1" = launch ] && [ "$4" != "{first}" ]; then\n'
+                                f'  echo $$ > "{tmp_path}/pid-$4"; exec sleep 300\nfi')
+    proc = subprocess.Popen(["bash", str(tmp_path / "run_fleet.sh")], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        names = [t["name"] for _, t in tasks]
+        _wait_for(lambda: sorted(c[3] for c in _sky_calls(tmp_path, "launch")) == sorted(names)
+                  and [first] == [c[-1] for c in _sky_calls(tmp_path, "down")]
+                  and all((tmp_path / f"pid-{n}").exists() for n in names[1:]), "the launches")
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    downs = [c[-1] for c in _sky_calls(tmp_path, "down")]
+    assert sorted(downs) == sorted(names)  # each once: the finished one by its job, the rest by the trap
+    assert [p.name for p in (tmp_path / "results").iterdir()] == [f"bench-{tasks[0][0]}.json"]
+    for n in names[1:]:  # the blocked launches were stopped, not left running
+        pid = int((tmp_path / f"pid-{n}").read_text())
+        try:
+            state = (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:
+            state = "gone"
+        assert state in ("gone", "Z"), f"sky launch {n} still running"
+
+
+def test_the_bench_setup_keeps_an_images_pinned_torch_and_installs_it_otherwise(tmp_path):
+    """The setup run with a stand-in `python`: torch 2.13.0 (any CUDA build) in the image -> the planner alone;
+    another torch, or none -> the planner with its bench extra (torch==2.13.0, pyproject.toml)."""
     import os
     import subprocess
-    tasks = launch.bench_tasks(_ranking(), NAMES)[:3]
-    bad = tasks[1][1]["name"]
+    import tomllib
+    extra = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pin = next(r for r in extra["project"]["optional-dependencies"]["bench"] if r.startswith("torch"))
+    assert pin == f"torch=={launch.BENCH_TORCH}"  # the setup's check and the pin are one version
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "sky").write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/sky.log"\n'
-                                 f'[ "$1" = launch ] && [ "$4" = "{bad}" ] && exit 1\nexit 0\n')
-    (bin_dir / "rsync").write_text('#!/bin/sh\nsrc="$2"; touch "$3/${src##*/}"\n')
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
-    (tmp_path / "run_fleet.sh").write_text(launch.fleet_script(tasks, str(tmp_path)))
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    done = subprocess.run(["bash", str(tmp_path / "run_fleet.sh")], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60)
-    log = (tmp_path / "sky.log").read_text().splitlines()
-    assert done.returncode == 1 and f"failed: {bad}" in done.stderr
-    assert sorted(line.split()[-1] for line in log if line.startswith("down")) == sorted(t["name"] for _, t in tasks)
-    got = sorted(p.name for p in (tmp_path / "results").iterdir())
-    assert got == sorted(f"bench-{g}.json" for g, t in tasks if t["name"] != bad)
+    (bin_dir / "python").write_text(
+        '#!/bin/sh\nif [ "$1" = -c ]; then [ -n "$TORCH" ] || exit 1; echo "$TORCH"; exit 0; fi\n'
+        f'echo "$@" >> "{tmp_path}/pip.log"\n')
+    (bin_dir / "python").chmod(0o755)
+    setup = launch.bench_tasks(_ranking(), NAMES)[0][1]["setup"]
+    installs = {}
+    for torch in ("2.13.0+cu126", "2.13.0", "2.5.1+cu124", "2.13.1", ""):
+        (tmp_path / "pip.log").unlink(missing_ok=True)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TORCH": torch}
+        subprocess.run(["bash", "-c", setup], env=env, check=True, timeout=60)
+        installs[torch] = (tmp_path / "pip.log").read_text().split()
+    for torch, words in installs.items():
+        assert words[:2] == ["-m", "pip"] and words[2] == "install"
+        assert words[-1] == ("." if torch.startswith("2.13.0") else ".[bench]"), (torch, words)
 
 
 # ---------------------------------------------------------------- a task that runs as exported
