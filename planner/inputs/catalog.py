@@ -59,6 +59,11 @@ INT32_PER_FP32_LANES = {(8, 6): 0.5, (8, 7): 0.5, (8, 9): 0.5, (9, 0): 0.5, (10,
 MAX_CEILING_OVER_PEAK = 1.2
 MAX_SMS = 1024  # streaming multiprocessors (NVIDIA) or compute units (AMD); B200 has 148, MI300X 304
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
+# The figures a record's `announced` block may name: only the vendor has published them (a launch page, a partner
+# spec sheet), and no independent measurement of them was found; `dense_tflops` names every rate, `dense_tflops.<path>`
+# one of them.
+ANNOUNCEABLE = ("vram_gib", "mem_bw_gbps", "dense_tflops", *(f"dense_tflops.{p}" for p in COMPUTE_PATHS), "tdp_w",
+                "sm_count", "interconnect")
 
 
 # A price older than this is flagged as stale (a setting; RunPod re-prices community GPUs every few weeks, so a quarter
@@ -233,6 +238,8 @@ class GPU:
     ceilings: tuple[tuple[str, Ceiling], ...] = ()  # per compute path, filled by derive_ceilings (load_catalog)
     links: tuple[Link, ...] = ()  # fastest first; link_for(n) picks the first that reaches n GPUs
     link_source: str = ""  # why the GPU has the links it has (P2P off, a bridged pair), where the catalog says
+    announced: tuple[str, ...] = ()  # figures (ANNOUNCEABLE) only the vendor has published, not measured by others
+    announced_source: str = ""  # what was searched for a measurement, and when
 
     def link_for(self, n_gpus: int) -> Link | None:
         """The link n GPUs of this model exchange data over (None: none known)."""
@@ -393,6 +400,31 @@ def _reported_vram(rec: Record) -> dict:
             "reported_vram_source": sub.text("source")}
 
 
+def _announced(rec: Record) -> dict:
+    """Optional `announced: {fields, source}`: the figures of this record that only the vendor has published (names
+    of ANNOUNCEABLE, each present in the record; a rate must not be null), with what was searched for a measurement."""
+    sub = rec.child("announced", required=False)
+    if sub is None:
+        return {}
+    sub.check_keys(("fields", "source"))
+    fields = sub.strings("fields")
+    if not fields:
+        raise sub.fail("fields", "name at least one figure (or drop the block)")
+    for name in fields:
+        if name not in ANNOUNCEABLE:
+            raise sub.fail("fields", f"{name!r} is not a figure that can be marked announced "
+                                     f"(one of: {', '.join(ANNOUNCEABLE)})")
+        top, _, path = name.partition(".")
+        given = rec.data.get(top)
+        if path:
+            given = given.get(path) if isinstance(given, dict) else None
+        if given is None:
+            raise sub.fail("fields", f"{name!r} is not given in this record")
+    if len(set(fields)) != len(fields):
+        raise sub.fail("fields", "a figure is named twice")
+    return {"announced": tuple(fields), "announced_source": sub.text("source")}
+
+
 def _sm_count(rec: Record) -> dict:
     """`sm_count: {count, source}`: SMs (NVIDIA) or compute units (AMD). Every GPU in data/gpus.yaml has one
     (tests/inputs/test_catalog.py); a catalog of one's own may leave it out: no tile or wave quantization then."""
@@ -454,7 +486,7 @@ def _links(ic: Record, kinds: dict[str, LinkKind], cc: tuple[int, int] | None) -
 def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
                     "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
-                    "sm_count", "matmul_ceiling_tflops", "interconnect", "runpod", "source", "notes"))
+                    "sm_count", "matmul_ceiling_tflops", "interconnect", "runpod", "announced", "source", "notes"))
     gpu_id = rec.text("id")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", gpu_id):
         raise rec.fail("id", f"expected a slug of a-z, 0-9 and '-', got {gpu_id!r}")
@@ -478,7 +510,7 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
         pcie_unidir_gbps=ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000),
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
-        **_sm_count(rec), **_published_ceilings(rec, rates),
+        **_sm_count(rec), **_published_ceilings(rec, rates), **_announced(rec),
         links=_links(ic, kinds or load_link_kinds(), cc), link_source=ic.text("link_source", required=False) or "",
     )
 
