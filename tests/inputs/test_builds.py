@@ -130,3 +130,15 @@ def test_bad_records_are_named_with_their_field(tmp_path, record, field):
     with pytest.raises(DataFileError) as err:
         load_builds(_write(tmp_path, record))
     assert err.value.field == field
+
+
+def test_blackwell_ultra_sm_103_runs_the_sm_100_cubins():
+    # B300 / GB300 are compute capability 10.3 (TransformerEngine support matrix: "10.0, 10.3 Blackwell (data
+    # center)"); no official build lists sm_103, and cubins run on a higher minor of the same major (header)
+    for gpu in ("b300", "gb300"):
+        fit = _fit("2.13.0+cu130", gpu)
+        assert fit.how == COMPATIBLE and fit.arch == "sm_100"
+    assert _fit("2.13.0+cu130", "gb200").how == NATIVE
+    assert _fit("2.6.0+cu126", "b300") is None  # before 2.7 no build has Blackwell kernels
+    assert _fit("2.13.0+rocm7.2", "mi355x").how == NATIVE  # gfx950 in the 2.13 ROCm 7.2 arch list
+    assert _fit("2.3.1+rocm6.0", "mi325x").how == NATIVE  # gfx942 since ROCm 6.0

@@ -378,3 +378,113 @@ def test_integer_alu_work_runs_at_the_int32_lanes_share_of_the_fp32_rate():
     # the clocks that hold a GPU's fp32 below its datasheet (its ceiling) hold its integer lanes too
     assert rtx3090.ceiling_tflops(ALU_PATH) == pytest.approx(rtx3090.ceiling_tflops("fp32") / 2)
     assert "INT32 lanes" in rtx3090.ceiling(ALU_PATH).how
+
+
+# ---------------------------------------------------------------- today's data-center GPUs (added 2026-11-27)
+# Each expected figure is derived here from the datasheet it cites, never read off the loader's output.
+
+def test_hgx_b300_is_the_hgx_tables_sparse_totals_halved_per_gpu():
+    # NVIDIA HGX B300 (8 GPUs, "* with sparsity"): FP16/BF16 36 PFLOPS*, FP8 72 PFLOPS*, TF32 18 PFLOPS*, FP32
+    # 600 TFLOPS; Blackwell Ultra blog: 288 GB HBM3E and 8 TB/s per GPU; TransformerEngine support matrix: 10.3.
+    b300 = load_catalog().get("B300")
+    assert b300.bf16_tflops == 36_000 / 8 / 2 and b300.fp8_tflops == 72_000 / 8 / 2
+    assert b300.tf32_tflops == 18_000 / 8 / 2 and b300.fp32_tflops == 600 / 8
+    assert (b300.vram_gib, b300.mem_bw_gbps, b300.compute_capability) == (288, 8000, (10, 3))
+    assert load_catalog().get("NVIDIA B300 SXM6 AC").id == b300.id  # torch.cuda.get_device_name() (cosmos PR #114)
+
+
+def test_gb200_and_gb300_are_their_nvl72_racks_divided_by_72():
+    # GB200 NVL72: FP8 720 PFLOPS*, FP16/BF16 360 PFLOPS*, INT8 720 POPS*, up to 13.4 TB HBM3e at 576 TB/s.
+    # GB300 NVL72: FP8 720 PFLOPS*, FP16/BF16 360 PFLOPS*, INT8 24 POPS* (Blackwell Ultra cut INT8), 576 TB/s;
+    # 288 GB per GPU (Blackwell Ultra blog). * with sparsity: dense is half.
+    cat = load_catalog()
+    gb200, gb300 = cat.get("GB200"), cat.get("GB300")
+    assert gb200.fp8_tflops == 720_000 / 72 / 2 and gb200.bf16_tflops == 360_000 / 72 / 2
+    assert gb200.int8_tops == 720_000 / 72 / 2
+    assert gb200.vram_gib == pytest.approx(13_400 / 72, abs=0.5) and gb200.mem_bw_gbps == 576_000 / 72
+    assert gb300.fp8_tflops == 720_000 / 72 / 2 and gb300.bf16_tflops == 360_000 / 72 / 2
+    assert gb300.int8_tops == pytest.approx(24_000 / 72 / 2, abs=0.05) and gb300.vram_gib == 288
+    assert gb200.compute_capability == (10, 0) and gb300.compute_capability == (10, 3)
+
+
+@pytest.mark.parametrize("gpu_id", ["gb200", "gb300"])
+def test_nvl72_parts_report_a_72_gpu_nvlink_domain(gpu_id):
+    # NVL72: 72 GPUs behind one NVLink Switch System (130 TB/s = 72 x 1.8 TB/s); a 73rd GPU is in another rack
+    g = load_catalog().get(gpu_id)
+    inside, outside = g.link_for(72), g.link_for(73)
+    assert inside.kind.id == "nvlink" and inside.max_gpus == 72 and inside.unidir_gbps == 1800 / 2
+    assert outside.kind.id != "nvlink"
+    # an HGX board (B300) has no such bound in the catalog: NVLink for every GPU of a job, as B200
+    assert load_catalog().get("b300").link_for(8).max_gpus is None
+
+
+def test_china_parts_keep_their_silicon_and_lose_the_interconnect():
+    cat = load_catalog()
+    h100, h800, a800, h20 = (cat.get(g) for g in ("h100-sxm", "H800", "A800", "H20"))
+    # H800 / A800: H100 SXM5 / A100 SXM4 silicon with NVLink cut to 400 GB/s bidirectional (export rule, 2022)
+    assert h800.bf16_tflops == pytest.approx(1979 / 2, abs=0.5) and h800.bf16_tflops == h100.bf16_tflops
+    assert h800.nvlink_unidir_gbps == 400 / 2
+    assert a800.bf16_tflops == 624 / 2 and a800.fp8_tflops is None and a800.nvlink_unidir_gbps == 400 / 2
+    assert h800.compute_capability == (9, 0) and a800.compute_capability == (8, 0)
+    # H20: 148 TFLOPS BF16 dense (15 % of H100's 989), 96 GB HBM3 at 4.0 TB/s, full NVLink 900 GB/s
+    assert (h20.bf16_tflops, h20.vram_gib, h20.mem_bw_gbps, h20.nvlink_unidir_gbps) == (148, 96, 4000, 900 / 2)
+    # zzc0721/torch-performance-test-data #77 measured 142.25 bf16 TFLOPS on an H20: its ceiling, not a derived one
+    assert h20.ceiling("bf16").measured and h20.ceiling("bf16").tflops == 142.25
+
+
+def test_l20_is_a_48_gb_ada_card_with_ecc():
+    # L20: AD102, 48 GB GDDR6 384-bit at 864 GB/s, FP16 tensor 119.5 TFLOPS, 275 W, PCIe 4.0, no NVLink; nvidia-smi
+    # 46068 MiB = 48 GiB less the 1/16 ECC keeps (49152 x 15/16 = 46080) and the driver's 12 MiB
+    l20 = load_catalog().get("L20")
+    assert (l20.vram_gib, l20.mem_bw_gbps, l20.fp16_tflops, l20.compute_capability) == (48, 864, 119.5, (8, 9))
+    assert l20.reported_vram_mib == 46068 and l20.nvlink_unidir_gbps is None and l20.link_for(2).kind.id == "pcie-p2p"
+
+
+def test_mi325x_and_mi355x_figures_from_amd():
+    cat = load_catalog()
+    mi325x, mi355x = cat.get("MI325X"), cat.get("MI355X")
+    # MI325X: 256 GB HBM3E at 6 TB/s, FP8 2,614.9 TFLOPS (5,229.8 with sparsity), gfx942 (CDNA3, as MI300X)
+    assert (mi325x.vram_gib, mi325x.mem_bw_gbps, mi325x.gfx_target) == (256, 6000, "gfx942")
+    assert mi325x.fp8_tflops == 5229.8 / 2
+    # MI355X: HBM3E 288 GB and 8 TB/s; FP8 = 256 CUs x 2.4 GHz x 8,192 FLOPs per CU per clock (ISSCC 2026), AMD's
+    # "5 PF" dense / 10.1 with sparsity; FP16 at half that; no TF32 matrix path on CDNA4; gfx950
+    assert (mi355x.vram_gib, mi355x.mem_bw_gbps, mi355x.gfx_target, mi355x.sm_count) == (288, 8000, "gfx950", 256)
+    assert mi355x.fp8_tflops == pytest.approx(256 * 2.4e9 * 8192 / 1e12, abs=0.05)
+    assert mi355x.fp8_tflops == pytest.approx(10_100 / 2, rel=0.01)
+    assert mi355x.bf16_tflops == pytest.approx(256 * 2.4e9 * 4096 / 1e12, abs=0.05)
+    assert mi355x.tf32_tflops is None and mi355x.run_path("tf32") == "fp32"
+
+
+def test_the_new_gpus_are_unpriced_and_mark_what_only_the_vendor_announced():
+    # no dated RunPod price exists for any of them (shared/reference/runpod_prices.csv): ranked by time, unpriced
+    cat = load_catalog()
+    new = ("b300", "gb200", "gb300", "h20", "h800", "a800-sxm-80gb", "l20", "mi325x", "mi355x")
+    assert all(cat.get(g).runpod is None and not any(cat.get(g).listed_prices().values()) for g in new)
+    # nobody has published a matmul measurement of a B300, GB200, GB300 or MI355X yet
+    for g in ("b300", "gb200", "gb300", "mi355x"):
+        assert "dense_tflops" in cat.get(g).announced and cat.get(g).announced_source.strip()
+        assert not cat.get(g).ceiling("bf16").measured
+    assert cat.get("h100-sxm").announced == ()
+
+
+@pytest.mark.parametrize("block, problem", [
+    ("{fields: [fp8], source: s}", "'fp8' is not a figure"),
+    ("{fields: [dense_tflops.bf16], source: s}", "'dense_tflops.bf16' is not given"),  # the toy has no bf16 rate
+    ("{fields: [tdp_w], source: s}", "'tdp_w' is not given"),
+    ("{fields: [], source: s}", "at least one"),
+    ("{fields: [vram_gib, vram_gib], source: s}", "named twice"),
+    ("{fields: [vram_gib]}", "'source'"),
+])
+def test_a_bad_announced_block_names_the_field(tmp_path, block, problem):
+    path = _write(tmp_path, GOOD.replace("    source: test\n", f"    announced: {block}\n    source: test\n"))
+    with pytest.raises(DataFileError, match=problem) as err:
+        load_catalog(path)
+    assert "'toy'" in str(err.value)
+
+
+def test_a_good_announced_block_loads(tmp_path):
+    path = _write(tmp_path, GOOD.replace("    source: test\n",
+                                         "    announced: {fields: [mem_bw_gbps, dense_tflops.fp16], source: s}\n"
+                                         "    source: test\n"))
+    toy = load_catalog(path).get("toy")
+    assert toy.announced == ("mem_bw_gbps", "dense_tflops.fp16") and toy.announced_source == "s"
