@@ -11,6 +11,9 @@ from planner.inputs.launch_names import load_skypilot_names
 def test_the_committed_names_load_and_name_catalog_gpus():
     names = load_skypilot_names()
     assert names["rtx-4090"] == "RTX4090" and names["h100-sxm"] == "H100-SXM"
+    # SkyPilot 0.14.1 sky/utils/gpu_names.py CANONICAL_GPU_NAMES: 'GB300', 'GB200', 'B300'; none for A800 SXM4
+    assert (names["b300"], names["gb200"], names["gb300"]) == ("B300", "GB200", "GB300")
+    assert "a800-sxm-80gb" not in names and "h20" not in names
 
 
 def test_a_name_for_a_gpu_the_catalog_lacks_is_refused_by_record(tmp_path):
