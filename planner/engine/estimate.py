@@ -18,7 +18,7 @@ from planner.engine.feasibility import (Reason, attention_on, build_reasons, con
 from planner.engine.memory import MemoryBreakdown, breakdown, max_batch, usable_gb
 from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
-from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, time_split
+from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, work_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -57,12 +57,13 @@ class Estimate:
 
     @cached_property
     def split(self) -> dict[str, float]:
-        """Seconds of the whole job by what limits them: compute, memory, overhead, communication."""
-        return time_split(self.phases)
+        """Seconds of the whole job by what limits them: compute, memory, overhead, communication (time_split of
+        `phases` to the last digit, without building them: the ranking asks it of every row)."""
+        return work_split(self.work, self.gpu, self.efficiency)
 
     @property
     def bound(self) -> str:
-        if not self.phases:
+        if not self.work:
             return "-"
         return max(self.split, key=self.split.get)
 

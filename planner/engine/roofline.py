@@ -101,6 +101,16 @@ def time_split(phases: Iterable[PhaseTime]) -> dict[str, float]:
     return split
 
 
+def work_split(work: Iterable[Phase], gpu: GPU, eff: Efficiency) -> dict[str, float]:
+    """time_split(time_phase(ph, gpu, eff) for ph in work), the same sums in the same order, from phase_split."""
+    work = tuple(work)
+    split = dict.fromkeys(LIMITS, 0.0) if work else {}
+    for ph in work:
+        for k, v in phase_split(ph, gpu, eff).items():
+            split[k] += v
+    return split
+
+
 def _sum_affine(a: float, b: float, p0: int, n: int) -> float:
     """Sum of a + b*p for p = p0 .. p0+n-1."""
     return n * a + b * (n * p0 + n * (n - 1) / 2)
@@ -157,10 +167,12 @@ def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, 
     return c0, c1, g.bytes / bw, g.bytes_per_pos / bw
 
 
-def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> GroupTime:
+def _group_seconds(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int
+                   ) -> tuple[float, float, tuple[float, float, float, float], bool, float, float]:
+    """One op group over `steps` steps from position p0: (FLOP/s, bytes/s, its affine terms (c0, c1, m0, m1), whether
+    compute and memory overlap, seconds, the compute-bound part of them)."""
     flops_s, is_tiled = _flops_s_tiled(g, gpu, eff)
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
-    ceiling = gpu.ceiling(g.compute_path)
     c0, c1, m0, m1 = _terms(g, flops_s, bw)
     # tiled GEMMs, the same every step, on a GPU: compute and memory overlap only in part (gemm.overlapped_seconds);
     # anything else takes the larger of the two, step by step
@@ -170,6 +182,12 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
         comp = total if c0 >= m0 else 0.0
     else:
         total, comp = sum_max_affine(c0, c1, m0, m1, p0, steps)
+    return flops_s, bw, (c0, c1, m0, m1), overlap, total, comp
+
+
+def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> GroupTime:
+    flops_s, bw, (c0, c1, m0, m1), overlap, total, comp = _group_seconds(g, gpu, eff, p0, steps)
+    ceiling = gpu.ceiling(g.compute_path)
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
                      gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB,
@@ -234,17 +252,40 @@ def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> 
     return min(eff.dp_comm_overlap * comm_s, compute_s)
 
 
+def _phase_comm(ph: Phase, gpu: GPU) -> tuple[Link | None, list, float]:
+    """(the link, each collective's protocol pick, collective seconds per pass) of a phase."""
+    link = gpu.link_for(ph.comm_gpus) if ph.comm else None
+    picks = _protocol_picks(ph, link) if link else []  # the explanation and the time from one choice per collective
+    comm = 0.0 if not ph.comm else ph.steps * sum(c * t for c, _, _, t, _ in picks) if link else float("inf")
+    return link, picks, comm
+
+
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
     kernels, overhead, host = _launch_host(ph, eff)
     latency = kernel_latency_s(ph, gpu)
-    link = gpu.link_for(ph.comm_gpus) if ph.comm else None
-    picks = _protocol_picks(ph, link) if link else []  # the explanation and the time from one choice per collective
-    comm = 0.0 if not ph.comm else ph.steps * sum(c * t for c, _, _, t, _ in picks) if link else float("inf")
+    link, picks, comm = _phase_comm(ph, gpu)
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + latency + overhead)
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
                      ph.comm_calls, _protocol_words(picks), latency)
+
+
+def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
+    """time_phase(ph, gpu, eff).split(), the same sums in the same order, without building the explanation (the
+    ranking's 'limited by' column asks it of every row)."""
+    parts = [_group_seconds(g, gpu, eff, ph.p0, ph.steps)[4:] for g in ph.groups]
+    cb = sum(comp for _, comp in parts)
+    mb = sum(total for total, _ in parts) - cb
+    _, overhead, host = _launch_host(ph, eff)
+    latency = kernel_latency_s(ph, gpu)
+    comm = _phase_comm(ph, gpu)[2]
+    hidden = hidden_comm(ph, eff, comm, sum(total for total, _ in parts) + latency + overhead)
+    gpu_s = sum(total for total, _ in parts) + latency + overhead
+    host_bound = max(0.0, host - gpu_s)
+    return {"compute": cb * ph.passes, "memory": mb * ph.passes,
+            "overhead": (overhead + latency + host_bound + step_host_seconds(ph, eff)) * ph.passes,
+            "communication": (comm - hidden) * ph.passes}
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
