@@ -46,8 +46,8 @@ def test_an_amd_gpu_is_left_out_of_a_cuda_image_with_the_reason():
     assert mi300x.feasible and "mi300x" in NAMES
     task, notes = launch.skypilot_task([mi300x] + [e for e in ranking if e is not mi300x], NAMES, False, "t")
     assert "MI300X" not in str(task["resources"]) and notes[0].startswith("left out: mi300x (AMD")
-    pod = launch.runpod_pod([mi300x] + ranking, "secure")
-    assert not any("MI300X" in t for t in pod["gpuTypeIds"])
+    pod, type_ids = launch.runpod_pod([mi300x] + ranking, "secure")
+    assert not any("MI300X" in t for t in type_ids) and "MI300X" not in pod["gpu"]["id"]
     with pytest.raises(ValueError, match="no NVIDIA GPU"):
         launch.skypilot_task([mi300x], NAMES, False, "t")
 
@@ -68,14 +68,18 @@ def test_an_invalid_task_is_refused_by_skypilot(skypilot):
 
 
 def test_every_mapped_name_is_one_skypilot_knows(skypilot):
-    """Names must be SkyPilot's: its RunPod catalog keys (read from its source, which imports runpod at run time)
-    or the common names it uses on other clouds (GCP, AWS, Lambda)."""
+    """Names must be SkyPilot's: its RunPod catalog keys (read from its source, which imports runpod at run time),
+    the common names it uses on other clouds (GCP, AWS, Lambda), or its canonical GPU names (sky/utils/gpu_names.py:
+    B300, GB200 and GB300, which RunPod does not list)."""
     source = skypilot.package / "catalog" / "data_fetchers" / "fetch_runpod.py"
     tree = ast.parse(source.read_text())
     info = next(n for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") ==
                 "DEFAULT_GPU_INFO")
     runpod_names = {k.value for k in info.value.keys}
-    assert set(NAMES.values()) - runpod_names <= {"A100", "A10G", "A10", "T4"}
+    canonical = next(n.value for n in ast.walk(ast.parse((skypilot.package / "utils" / "gpu_names.py").read_text()))
+                     if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CANONICAL_GPU_NAMES")
+    canonical_names = {e.value for e in canonical.elts}
+    assert set(NAMES.values()) - runpod_names <= {"A100", "A10G", "A10", "T4"} | canonical_names
 
 
 def test_a_blackwell_candidate_gets_a_cuda_12_8_image():
@@ -84,13 +88,70 @@ def test_a_blackwell_candidate_gets_a_cuda_12_8_image():
     assert launch.image_for([e for e in ranking if e.gpu.id == "rtx-4090"]) == launch.DEFAULT_IMAGE
 
 
-def test_the_runpod_request_lists_type_ids_in_order_and_spot_as_interruptible():
-    ranking = _ranking(tier="spot")
-    pod = json.loads(launch.runpod_json(launch.runpod_pod(ranking, "spot")))
-    first = next(e for e in ranking if e.feasible and e.gpu.runpod)
-    assert pod["gpuTypeIds"][0] == first.gpu.runpod.gpu_type_ids[0] and pod["interruptible"] is True
-    assert pod["cloudType"] == "SECURE" and pod["gpuTypePriority"] == "custom"
-    assert len(pod["gpuTypeIds"]) == len(set(pod["gpuTypeIds"])) <= launch.MAX_CANDIDATES
+# RunPod's REST API v2, read 2026-11-27 from https://docs.runpod.io/api-reference-v2/pods/create-a-pod (schema
+# CreatePodRequest in api.runpod.io/v2/openapi.json; runpod/docs api-reference-v2/openapi.json, Frontdoor v2.9.0):
+# the body's fields (unknown ones are refused), those of `gpu`, and the two clouds.
+V2_POD_FIELDS = {"name", "image", "cloud", "cpu", "gpu", "dataCenterIds", "globalNetworking", "mounts", "startJupyter",
+                 "startSsh", "templateId", "args", "disk", "env", "ports", "registry"}
+V2_GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
+V2_CLOUDS = {"secure": "SECURE", "community": "COMMUNITY"}
+# The GPU type ids RunPod lists: https://docs.runpod.io/references/gpu-types ("Table last generated: 2026-02-12"),
+# read 2026-11-27; the NVIDIA rows and the one AMD row.
+RUNPOD_GPU_IDS = {
+    "AMD Instinct MI300X OAM", "NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-80GB", "NVIDIA A30", "NVIDIA A40",
+    "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA GeForce RTX 3070", "NVIDIA GeForce RTX 3080",
+    "NVIDIA GeForce RTX 3080 Ti", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4070 Ti",
+    "NVIDIA GeForce RTX 4080", "NVIDIA GeForce RTX 4080 SUPER", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 5080",
+    "NVIDIA GeForce RTX 5090", "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA H100 PCIe", "NVIDIA H200",
+    "NVIDIA H200 NVL", "NVIDIA L4", "NVIDIA L40", "NVIDIA L40S", "NVIDIA RTX 2000 Ada Generation",
+    "NVIDIA RTX 4000 Ada Generation", "NVIDIA RTX 4000 SFF Ada Generation", "NVIDIA RTX 5000 Ada Generation",
+    "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX A2000", "NVIDIA RTX A4000", "NVIDIA RTX A4500", "NVIDIA RTX A5000",
+    "NVIDIA RTX A6000", "NVIDIA RTX PRO 4500 Blackwell", "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 2g.48gb", "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "Tesla V100-PCIE-16GB", "Tesla V100-SXM2-16GB",
+    "Tesla V100-SXM2-32GB"}
+
+
+@pytest.mark.parametrize("tier", ["secure", "community"])
+def test_the_runpod_request_is_a_v2_create_pod_body(tier):
+    """Two GPUs of Llama-3-8B in bf16: the body holds only v2 fields (none of v1's flat gpuTypeIds, imageName,
+    containerDiskInGb, cloudType, interruptible, which v2 refuses), the tier's cloud, one GPU type id (the planner's
+    first RunPod GPU) with the plan's count, the disk and the env as the docs type them."""
+    plan = Plan(load_models().get("llama-3-8b"), Generate(10_000, 128, 256), "bf16", runtime="vllm", gpus=2,
+                price_tier=tier)
+    ranking = estimate_all(plan, FACTS)
+    pod, type_ids = launch.runpod_pod(ranking, tier, env={"PLANNER_PLAN": "python -m planner estimate"})
+    pod = json.loads(launch.runpod_json(pod))
+    assert set(pod) <= V2_POD_FIELDS and {"name", "image", "gpu"} <= set(pod)
+    assert set(pod["gpu"]) <= V2_GPU_FIELDS and pod["gpu"]["count"] == 2
+    assert pod["cloud"] == V2_CLOUDS[tier]
+    first = next(e for e in ranking if e.feasible and e.gpu.vendor == "NVIDIA" and e.gpu.runpod)
+    assert pod["gpu"]["id"] == type_ids[0] == first.gpu.runpod.gpu_type_ids[0]
+    assert len(type_ids) == len(set(type_ids)) <= launch.MAX_CANDIDATES
+    # Llama-3-8B in bf16: 8.03e9 x 2 B = 16.06 GB, twice = 32.1 GB, + 50 GB = 82.1 GB -> 90 GB of container disk
+    assert pod["disk"] == 90 and isinstance(pod["disk"], int)
+    assert pod["env"] == {"PLANNER_PLAN": "python -m planner estimate"}
+    assert all(re.fullmatch(r"[0-9]+/(tcp|http)", p) for p in pod["ports"])
+    assert launch.RUNPOD_PODS_URL == "https://api.runpod.io/v2/pods"
+    assert shlex.split(launch.runpod_curl("my pod.json"))[:3] == ["curl", "-X", "POST"]
+    assert shlex.split(launch.runpod_curl("my pod.json"))[-2:] == ["--data", "@my pod.json"]
+
+
+def test_every_runpod_gpu_id_we_can_send_is_one_runpod_lists():
+    ours = {t for g in FACTS.catalog.gpus if g.runpod for t in g.runpod.gpu_type_ids}
+    assert ours and ours <= RUNPOD_GPU_IDS, sorted(ours - RUNPOD_GPU_IDS)
+    assert set(launch.runpod_gpu_ids(_ranking())) <= RUNPOD_GPU_IDS
+
+
+def test_a_spot_or_multi_machine_runpod_request_is_refused_with_the_way_out():
+    """v2's create-pod body has no spot (interruptible) field; a pod is one machine."""
+    with pytest.raises(ValueError, match="no spot .*--price-tier community or secure"):
+        launch.runpod_pod(_ranking(tier="spot"), "spot")
+    plan = Plan(load_models().get("llama-3-70b"), Generate(10_000, 128, 256), "bf16", runtime="vllm", gpus=16,
+                price_tier="community")
+    with pytest.raises(ValueError, match="one machine"):
+        launch.runpod_pod(estimate_all(plan, FACTS), "community")
 
 
 def test_nothing_to_launch_is_said_plainly():
