@@ -169,6 +169,23 @@ def test_launch_quotes_the_plan_keeps_local_paths_out_and_maps_its_options(tmp_p
     assert missing.returncode == 2 and "no such folder" in missing.stderr
 
 
+def test_launch_runpod_prints_a_v2_body_and_the_curl_that_posts_it(tmp_path):
+    import shlex
+    out = tmp_path / "pod.json"
+    done = run("launch", "--format", "runpod", "--model", "cfdna-gen", "--price-tier", "secure", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    pod = json.loads(out.read_text())
+    assert pod["cloud"] == "SECURE" and set(pod["gpu"]) == {"id", "count"} and "gpuTypeIds" not in pod
+    assert shlex.split(pod["env"]["PLANNER_PLAN"]) == ["python", "-m", "planner", "estimate", "--model", "cfdna-gen",
+                                                       "--price-tier", "secure"]
+    curl = next(line for line in done.stderr.splitlines() if "curl" in line).split("v2: ", 1)[1]
+    words = shlex.split(curl)
+    assert "https://api.runpod.io/v2/pods" in words and words[-1] == f"@{out}"
+    assert "next in the planner's order" in done.stderr  # the GPU types to try when the first has none free
+    spot = run("launch", "--format", "runpod", "--model", "cfdna-gen", "--price-tier", "spot")
+    assert spot.returncode == 2 and "no spot" in spot.stderr and "Traceback" not in spot.stderr
+
+
 def test_launch_bench_writes_a_task_per_gpu_and_a_fleet_script_with_idle_autodown(tmp_path):
     out = tmp_path / "fleet"
     done = run("launch", "--bench", "--model", "cfdna-gen", "--autostop", "30", "--out", str(out))

@@ -1,4 +1,5 @@
-"""`planner launch`: the plan as a SkyPilot task or a RunPod pod request, and a bench task per candidate GPU."""
+"""`planner launch`: the plan as a SkyPilot task or a RunPod (REST API v2) pod request, and a bench task per
+candidate GPU."""
 
 from __future__ import annotations
 
@@ -31,7 +32,16 @@ def cmd_launch(a: argparse.Namespace) -> int:
     if a.bench:
         return _launch_bench(ranking, a.out or "bench-fleet", a.autostop)
     if a.format == "runpod":
-        text = launch.runpod_json(launch.runpod_pod(ranking, plan.price_tier, a.image))
+        command, notes = launch.plan_command(a.argv)
+        pod, type_ids = launch.runpod_pod(ranking, plan.price_tier, a.image, env={"PLANNER_PLAN": command})
+        text = launch.runpod_json(pod)
+        notes.append(f"create it with RunPod's REST API v2: {launch.runpod_curl(a.out or 'pod.json')}"
+                     + ("" if a.out else " (save this JSON as pod.json)"))
+        if len(type_ids) > 1:
+            notes.append("a v2 pod takes one GPU type: if RunPod has none free, set gpu.id to the next in the "
+                         f"planner's order: {', '.join(type_ids[1:])}")
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     else:
         command, notes = launch.plan_command(a.argv)
         workdir = a.workdir if a.workdir is not None else launch.default_workdir(a.run, Path.cwd())

@@ -2,8 +2,9 @@
 
 SkyPilot launches a task on whichever of its `resources` it can get, trying `ordered` candidates in turn; the
 planner's time estimate is what SkyPilot lacks to rank GPUs by the cost of the whole job, so the candidates are the
-GPUs that can run the plan, in the planner's order (cheapest job first). RunPod's pod request takes a list of GPU
-type ids in priority order. Neither export starts anything: `sky launch task.yaml` or a POST to RunPod does.
+GPUs that can run the plan, in the planner's order (cheapest job first). RunPod's REST API v2 pod request takes one
+GPU type id: the planner's first, the others listed as what to try next. Neither export starts anything: `sky launch
+task.yaml` or a POST to RunPod does.
 
 The SkyPilot task is meant to run as exported: it syncs the folder holding the run's script (`workdir`), installs the
 plan's runtime at pinned versions (`setup`, data/launch_setup.yaml), asks for HF_TOKEN for a gated model (`secrets`),
@@ -312,22 +313,61 @@ def image_for(estimates: list[Estimate]) -> str:
     return BLACKWELL_IMAGE if any(sm >= BLACKWELL_MIN_SM for sm in sms) else DEFAULT_IMAGE
 
 
-def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None) -> dict:
-    """A RunPod REST v1 `POST /pods` body: NVIDIA GPU type ids in the planner's order, the tier's cloud, spot as
-    interruptible (fields per rest.runpod.io/v1/openapi.json, as listed in shared/reference/runpod_api.md)."""
+# RunPod's REST API v2 (v1, rest.runpod.io/v1, is retired on 2026-12-01:
+# https://docs.runpod.io/api-reference-v2/migrate-from-v1).
+# Read 2026-11-27 from https://docs.runpod.io/api-reference-v2/pods/create-a-pod, whose schema is CreatePodRequest in
+# https://api.runpod.io/v2/openapi.json (github.com/runpod/docs api-reference-v2/openapi.json, synced from RunPod's
+# Frontdoor v2.9.0 on 2026-08-18): `name` and `image` required, `gpu: {id, count}` (ONE GPU type id, no priority
+# list), `cloud` SECURE or COMMUNITY (default SECURE), `disk` (container disk, GB), `env` (an object of strings),
+# `ports` ("22/tcp"), `startSsh`; unknown fields are refused (unevaluatedProperties: false). The body has no spot or
+# interruptible field and the v2 catalog quotes secure and community prices only.
+RUNPOD_PODS_URL = "https://api.runpod.io/v2/pods"
+RUNPOD_DOCS = "https://docs.runpod.io/api-reference-v2/pods/create-a-pod"
+RUNPOD_CLOUD = {"secure": "SECURE", "community": "COMMUNITY"}
+
+
+def runpod_gpu_ids(ranking: list[Estimate]) -> list[str]:
+    """RunPod GPU type ids of the NVIDIA GPUs that can run the plan, in the planner's order, each once (at most
+    MAX_CANDIDATES)."""
     ok = [e for e in ranking if e.feasible and _cuda_ready(e) and e.gpu.runpod and e.gpu.runpod.gpu_type_ids]
-    if not ok:
+    return list(dict.fromkeys(t for e in ok for t in e.gpu.runpod.gpu_type_ids))[:MAX_CANDIDATES]
+
+
+def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None,
+               env: dict[str, str] | None = None) -> tuple[dict, list[str]]:
+    """A RunPod REST API v2 `POST /v2/pods` body (CreatePodRequest, see RUNPOD_DOCS) for the planner's first RunPod
+    GPU, and the GPU type ids in the planner's order (that one first): v2 takes one GPU type per pod, so the others
+    are what to put in `gpu.id` when RunPod has none of it free. ValueError for the spot tier (v2 creates no
+    interruptible pod), a plan beyond one machine, or no NVIDIA GPU RunPod rents that can run the plan."""
+    if tier not in RUNPOD_CLOUD:
+        raise ValueError(f"RunPod's REST API v2 creates no {tier} (interruptible) pod: its create-pod body has only "
+                         f"cloud SECURE or COMMUNITY ({RUNPOD_DOCS}); rank with --price-tier community or secure for "
+                         "a RunPod request, or launch the SkyPilot task (use_spot)")
+    type_ids = runpod_gpu_ids(ranking)
+    if not type_ids:
         raise ValueError("no NVIDIA GPU that can run this plan is rented by RunPod: nothing to request")
-    type_ids = list(dict.fromkeys(t for e in ok for t in e.gpu.runpod.gpu_type_ids))[:MAX_CANDIDATES]
-    image = check_image(image) if image is not None else image_for(ok)
-    return {"name": _slug(f"planner-{ok[0].plan.model.id}"), "imageName": image, "computeType": "GPU",
-            "gpuTypeIds": type_ids, "gpuTypePriority": "custom", "gpuCount": ok[0].plan.gpus,
-            "cloudType": "COMMUNITY" if tier == "community" else "SECURE", "interruptible": tier == "spot",
-            "containerDiskInGb": disk_gb(ok[0]), "volumeInGb": 0, "ports": ["22/tcp"]}
+    first = next(e for e in ranking if e.gpu.runpod and type_ids[0] in e.gpu.runpod.gpu_type_ids)
+    if first.plan.gpus > MAX_GPUS_PER_NODE:
+        raise ValueError(f"{first.plan.gpus} GPUs: a RunPod pod runs on one machine (at most {MAX_GPUS_PER_NODE} "
+                         "GPUs); launch the SkyPilot task, which spreads the plan over nodes")
+    ok = [e for e in ranking if e.gpu.runpod and set(e.gpu.runpod.gpu_type_ids) & set(type_ids)]
+    pod = {"name": _slug(f"planner-{first.plan.model.id}"),
+           "image": check_image(image) if image is not None else image_for(ok),
+           "cloud": RUNPOD_CLOUD[tier], "gpu": {"id": type_ids[0], "count": first.plan.gpus},
+           "disk": disk_gb(first), "ports": ["22/tcp"], "startSsh": True}
+    if env:
+        pod["env"] = {str(k): str(v) for k, v in env.items()}
+    return pod, type_ids
 
 
 def runpod_json(pod: dict) -> str:
     return json.dumps(pod, indent=2)
+
+
+def runpod_curl(body_file: str) -> str:
+    """The curl command that POSTs a saved body to RunPod's v2 pods endpoint (the key from $RUNPOD_API_KEY)."""
+    return (f"curl -X POST {RUNPOD_PODS_URL} -H \"Authorization: Bearer $RUNPOD_API_KEY\" "
+            f"-H 'Content-Type: application/json' --data @{shlex.quote(body_file)}")
 
 
 # ---------------------------------------------------------------- calibrating a fleet
