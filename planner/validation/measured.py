@@ -392,13 +392,37 @@ def priors_adjust(row: Measurement) -> Callable[[GPU, Efficiency], Efficiency]:
     return adjust_for(runtime, prior_params(runtime), "priors")
 
 
+UNPREDICTED_LOSS = 10.0  # a row the engine gives no prediction for weighs as a factor of e^10 off
+ROW_TERM_MEMO = 400_000  # (row, runtime, values) terms kept: one leave-one-source-out run asks ~10^5 distinct ones
+
+
+def _row_term(row: Measurement, runtime_id: str, params: dict[str, float], catalog, models) -> float:
+    """One row's |log(predicted / measured)| at `params`. Only the four values its GPU's memory class reads matter
+    (adjust_for), so with the committed catalog and models the term is memoized on them: a coordinate search and the
+    folds of leave-one-source-out ask the same row at the same values again and again."""
+    if catalog is not load_catalog() or models is not validation_models():
+        res, _ = evaluate_row(row, catalog, models, adjust_for(runtime_id, params))
+        return abs(math.log(res.predicted / res.measured)) if res.predicted else UNPREDICTED_LOSS
+    c = catalog.get(row.gpu).memory_class
+    return _memo_row_term(row, runtime_id, params[f"mem_bw_efficiency.{c}"], params[f"compute_efficiency.{c}"],
+                          params["launch_overhead_us"], params["host_us_per_kernel"])
+
+
+@lru_cache(maxsize=ROW_TERM_MEMO)
+def _memo_row_term(row: Measurement, runtime_id: str, bw: float, compute: float, launch_us: float,
+                   host_us: float) -> float:
+    c = load_catalog().get(row.gpu).memory_class
+    params = {f"mem_bw_efficiency.{c}": bw, f"compute_efficiency.{c}": compute, "launch_overhead_us": launch_us,
+              "host_us_per_kernel": host_us}
+    res, _ = evaluate_row(row, load_catalog(), validation_models(), adjust_for(runtime_id, params))
+    return abs(math.log(res.predicted / res.measured)) if res.predicted else UNPREDICTED_LOSS
+
+
 def _loss(rows: list[Measurement], runtime_id: str, params: dict[str, float], catalog, models) -> float:
     """Mean |log(predicted / measured)| over the rows (symmetric in over- and under-estimates)."""
-    adjust = adjust_for(runtime_id, params)
     total = 0.0
     for row in rows:
-        res, _ = evaluate_row(row, catalog, models, adjust)
-        total += abs(math.log(res.predicted / res.measured)) if res.predicted else 10.0
+        total += _row_term(row, runtime_id, params, catalog, models)
     return total / len(rows)
 
 
