@@ -225,13 +225,15 @@ def test_estimate_says_how_old_the_prices_are_and_when_the_cheapest_rests_on_a_s
 def test_launch_lists_the_gpus_in_the_order_estimate_ranks_them():
     """Both rank by what the whole job bills; a short job makes that order differ from compute cost alone."""
     import yaml
-    from planner.inputs.launch_names import load_skypilot_names
+    from planner.inputs.launch_names import load_multi_node_names, load_skypilot_names
     plan = ("--model", "cfdna-gen", "--sequences", "10000", "--price-tier", "community")
     rows = json.loads(run("estimate", *plan, "--format", "json").stdout)
-    names = load_skypilot_names()
+    names, elsewhere = load_skypilot_names(), load_multi_node_names()
     nvidia = {g["id"] for g in json.loads(run("gpus", "--format", "json").stdout) if g["vendor"] == "NVIDIA"}
-    expected = list(dict.fromkeys(names[r["gpu_id"]] for r in rows
-                                  if r["feasible"] and r["gpu_id"] in names and r["gpu_id"] in nvidia))[:8]
+    # SkyPilot rents RunPod's secure cloud only: a community-only GPU under a RunPod-only name is left out
+    rentable = lambda r: r["cost_usd"]["secure"] is not None or names[r["gpu_id"]] in elsewhere  # noqa: E731
+    expected = list(dict.fromkeys(names[r["gpu_id"]] for r in rows if r["feasible"] and r["gpu_id"] in names
+                                  and r["gpu_id"] in nvidia and rentable(r)))[:8]
     by_compute = [r["gpu_id"] for r in sorted((r for r in rows if r["feasible"]),
                                               key=lambda r: r["cost_usd"]["community"] or 1e9)]
     assert by_compute[:3] != [r["gpu_id"] for r in rows if r["feasible"]][:3]  # the two orders do differ here

@@ -172,6 +172,9 @@ def _downloads(a: Answer, url: str) -> None:
                               on_click="ignore", key="dl_sky", help="The GPUs that can run this plan, in this order, "
                               "for `sky launch task.yaml` (SkyPilot tries them in turn), with the runtime's pinned "
                               "install and autostop; put your command in `run`")
+        tier_note = launch.skypilot_tier_note(ranked, a.plan.price_tier)
+        if tier_note:
+            st.caption(md_escape(f"SkyPilot task: {tier_note}", 700))
 
 
 def _table(a: Answer) -> None:

@@ -26,7 +26,8 @@ import yaml
 from planner.base.safe_parse import shown
 from planner.base.units import BYTES_PER_GB
 from planner.engine.estimate import Estimate
-from planner.inputs.launch_names import LaunchSetup, RuntimeSetup, load_launch_setup, load_multi_node_names
+from planner.inputs.launch_names import (LaunchSetup, RuntimeSetup, load_launch_setup, load_multi_node_names,
+                                         load_skypilot_names)
 
 MAX_CANDIDATES = 8  # SkyPilot tries them in order; more rarely helps and makes failures slow
 BASE_DISK_GB = 50  # image, Python environment and caches (SkyPilot's own default disk is 256 GB; RunPod's 20)
@@ -103,6 +104,50 @@ def candidates(ranking: list[Estimate], names: dict[str, str],
     if single_node:
         left_out.append(f"{', '.join(single_node)} ({NO_MULTI_NODE})")
     return chosen, left_out
+
+
+# SkyPilot 0.14.1's RunPod catalog keeps secure-cloud offers only: sky/catalog/data_fetchers/fetch_runpod.py
+# ("Only secure cloud instances are included (community cloud instances are skipped)"; its spot price is
+# secureSpotPrice). A plan priced at another tier launches there at secure prices, and a GPU RunPod offers only in
+# its community cloud can't be rented through it.
+SKYPILOT_RUNPOD_TIER = "secure"
+SKYPILOT_RUNPOD_SOURCE = ("SkyPilot's RunPod catalog keeps secure-cloud offers only "
+                          "(sky/catalog/data_fetchers/fetch_runpod.py)")
+
+
+def tier_gaps(ranking: list[Estimate], tier: str, names: dict[str, str], elsewhere: frozenset[str]
+              ) -> tuple[list[str], list[Estimate]]:
+    """For a plan priced at `tier`: (the GPUs SkyPilot can't rent: no RunPod secure-cloud offer and a SkyPilot name
+    no other cloud rents (`elsewhere`); the feasible GPUs that SkyPilot rents on RunPod at secure prices instead).
+    Both empty for the secure tier."""
+    if tier == SKYPILOT_RUNPOD_TIER:
+        return [], []
+    feasible = [e for e in ranking if e.feasible and e.gpu.kind != "cpu" and e.cost(tier) is not None]
+    return ([e.gpu.id for e in feasible if e.cost(SKYPILOT_RUNPOD_TIER) is None and names.get(e.gpu.id) and
+             names[e.gpu.id] not in elsewhere],
+            [e for e in feasible if e.cost(SKYPILOT_RUNPOD_TIER) is not None])
+
+
+def tier_sentence(ranking: list[Estimate], tier: str, names: dict[str, str], elsewhere: frozenset[str]) -> str | None:
+    """One sentence for the page and the task's header when SkyPilot won't rent at the plan's tier; None otherwise."""
+    unrentable, repriced = tier_gaps(ranking, tier, names, elsewhere)
+    if not (unrentable or repriced):
+        return None
+    # spot: SkyPilot bids on secure-cloud spot, a price the planner does not keep apart, so no figure is compared
+    first = repriced[0] if repriced and tier != "spot" else None
+    change = (f" ({first.gpu.name}: ${first.cost(tier):.3g} of compute at {tier} prices, "
+              f"${first.cost(SKYPILOT_RUNPOD_TIER):.3g} at secure)") if first else ""
+    gone = (f"; {len(unrentable)} GPU(s) RunPod offers only outside its secure cloud, and no other cloud under that "
+            f"name, can't be rented through it: {', '.join(unrentable[:8])}{' …' if len(unrentable) > 8 else ''}"
+            ) if unrentable else ""
+    rents = "secure-cloud spot prices" if tier == "spot" else "secure prices"
+    return (f"This plan is priced at RunPod {tier} prices, but {SKYPILOT_RUNPOD_SOURCE}: on RunPod the task rents at "
+            f"{rents}{change}{gone}.")
+
+
+def skypilot_tier_note(ranking: list[Estimate], tier: str) -> str | None:
+    """tier_sentence with the committed SkyPilot names (data/skypilot.yaml), for the page beside its download."""
+    return tier_sentence(ranking, tier, load_skypilot_names(), load_multi_node_names())
 
 
 def node_layout(gpus: int) -> tuple[int, int]:
@@ -232,13 +277,22 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     nodes, per_node = node_layout(plan.gpus) if plan else (1, 0)
     if nodes > 1 and multi_node is None:
         multi_node = load_multi_node_names()
-    chosen, left_out = candidates(ranking, names, multi_node if nodes > 1 else None)
+    elsewhere = multi_node if multi_node is not None else load_multi_node_names()
+    unrentable = set(tier_gaps(ranking, plan.price_tier, names, elsewhere)[0]) if plan else set()
+    chosen, left_out = candidates([e for e in ranking if e.gpu.id not in unrentable], names,
+                                  multi_node if nodes > 1 else None)
+    if unrentable:
+        left_out.append(f"{', '.join(sorted(unrentable))} (RunPod offers them only outside its secure cloud, no "
+                        f"other cloud under that name; {SKYPILOT_RUNPOD_SOURCE})")
     if not chosen:
         why = " on a cloud with multi-node clusters" if nodes > 1 else ""
         raise ValueError(f"no NVIDIA GPU that can run this plan has a SkyPilot name{why}: nothing to launch")
     first = next(e for e in ranking if e.gpu.id == chosen[0].gpu_id)
     picked = [e for e in ranking if e.gpu.id in {c.gpu_id for c in chosen}]
     notes = [f"left out: {'; '.join(left_out)}"] if left_out else []
+    tier_note = tier_sentence(ranking, first.plan.price_tier, names, elsewhere)
+    if tier_note:
+        notes.append(tier_note)
     setup, setup_notes = setup_script(first.plan.runtime, launch_setup)
     image_id, image_notes = _image(picked, image, launch_setup.runtimes.get(first.plan.runtime))
     resources = {"ordered": [{"accelerators": {c.accelerator: per_node}, "use_spot": spot} for c in chosen],

@@ -33,8 +33,9 @@ def test_the_task_parses_with_skypilots_parser_in_the_planners_order(skypilot):
     parsed = skypilot.parse(launch.skypilot_yaml(task, "a plan", "order"))
     assert "error" not in parsed, parsed  # SkyPilot's schema refuses anything it does not accept
     got = [next(iter(r["accelerators"])) for r in parsed["resources"]]
-    expected = list(dict.fromkeys(NAMES[e.gpu.id] for e in ranking
-                                  if e.feasible and e.gpu.id in NAMES and e.gpu.vendor == "NVIDIA"))
+    unrentable = set(launch.tier_gaps(ranking, "community", NAMES, launch.load_multi_node_names())[0])
+    expected = list(dict.fromkeys(NAMES[e.gpu.id] for e in ranking if e.feasible and e.gpu.id in NAMES
+                                  and e.gpu.vendor == "NVIDIA" and e.gpu.id not in unrentable))
     assert got == expected[:launch.MAX_CANDIDATES]
     assert all(not r["use_spot"] for r in parsed["resources"])
 
@@ -426,3 +427,25 @@ def test_a_run_naming_a_script_here_syncs_this_folder(tmp_path):
     assert launch.default_workdir("python generate.py --n 10", tmp_path) == "."
     assert launch.default_workdir("python other.py", tmp_path) is None  # not here: nothing to sync
     assert launch.default_workdir(launch.RUN_PLACEHOLDER, tmp_path) is None
+
+
+def test_a_community_plan_says_skypilot_rents_runpods_secure_cloud_and_leaves_out_what_it_cannot_rent(skypilot):
+    """SkyPilot 0.14.1's RunPod catalog keeps secure-cloud offers only (fetch_runpod.py: 'community cloud instances
+    are skipped'). A GPU with a community price and no secure price, under a name no other cloud rents, can't be
+    rented through it; one another cloud rents under its name (A100 40GB: GCP, AWS, ...) stays."""
+    ranking = _ranking(model="cfdna-gen", tier="community")
+    community_only = [e for e in ranking if e.feasible and e.cost("community") is not None
+                      and e.cost("secure") is None and e.gpu.id in NAMES]
+    assert community_only, "the snapshot has GPUs RunPod offers only in its community cloud"
+    elsewhere = launch.load_multi_node_names()
+    task, notes = launch.skypilot_task(ranking, NAMES, spot=False, link="t")
+    parsed = skypilot.parse(launch.skypilot_yaml(task, "p", launch.accelerator_order(task), notes=notes))
+    asked = {next(iter(r["accelerators"])) for r in parsed["resources"]}
+    unrentable = [e.gpu.id for e in community_only if NAMES[e.gpu.id] not in elsewhere]
+    assert unrentable and all(NAMES[g] not in asked for g in unrentable)
+    tier_note = next(n for n in notes if n.startswith("This plan is priced at RunPod community prices"))
+    assert "secure-cloud offers only" in tier_note and unrentable[0] in tier_note
+    # the secure tier is what SkyPilot rents: nothing to say, nothing left out for the tier
+    _, secure_notes = launch.skypilot_task(_ranking(model="cfdna-gen", tier="secure"), NAMES, spot=False, link="t")
+    assert not any("priced at RunPod" in n for n in secure_notes)
+    assert launch.skypilot_tier_note(_ranking(model="cfdna-gen", tier="secure"), "secure") is None
