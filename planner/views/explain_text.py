@@ -141,6 +141,8 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
              "data/cpus.yaml (memory channels x MT/s x 8 B)") if g.cpu else ("data/gpus.yaml (datasheet)",) * 2
     if g.kind == "cpu" and not g.cpu:
         where = ("measured by python -m planner.bench",) * 2
+    where = (where[0] + _announced_note(g, ("dense_tflops", f"dense_tflops.{path}")),
+             where[1] + _announced_note(g, ("mem_bw_gbps",)))
     ceiling = g.ceiling(path)
     shapes = [grp.shape_efficiency for ph in e.phases for grp in ph.groups if grp.flops and grp.shape_efficiency < 1]
     overlap = next((grp.overlap_exponent for ph in e.phases for grp in ph.groups if grp.overlap_exponent), 0.0)
@@ -176,6 +178,14 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
                      f"{price.origin}, {price.date or 'undated'}: {price.source}"))
     return rows
+
+
+def _announced_note(g, fields: tuple[str, ...]) -> str:
+    """'; announced by the vendor, not measured by others: <what was searched>' when data/gpus.yaml marks one of
+    `fields` of this GPU as announced (GPU.announced), else ''."""
+    if not any(f in g.announced for f in fields):
+        return ""
+    return f"; announced by the vendor, not measured by others: {g.announced_source}"
 
 
 def link_rows(e: Estimate) -> list[tuple[str, str, str]]:

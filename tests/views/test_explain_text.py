@@ -137,3 +137,15 @@ def test_a_cpu_device_is_captioned_and_sourced_as_a_cpu():
     sources = {name: source for name, _, source in explain_text.inputs_rows(e, True)}
     assert "data/cpus.yaml" in sources["DRAM bandwidth"] and "data/cpus.yaml" in sources["Peak bf16 TFLOPS (dense)"]
     assert "runs on the CPU" in ranking_table.reason_text(e)
+
+
+def test_figures_only_the_vendor_published_say_so_where_they_are_explained():
+    """data/gpus.yaml marks the B300's rates and bandwidth as announced (no independent measurement found); the H100
+    SXM's are measured figures of a shipping part. Explain's source column says which."""
+    by_id = {e.gpu.id: e for e in ranking_of("llama-3-8b")}
+    b300 = {name: source for name, _, source in explain_text.inputs_rows(by_id["b300"], True)}
+    h100 = {name: source for name, _, source in explain_text.inputs_rows(by_id["h100-sxm"], True)}
+    peak = next(n for n in b300 if n.startswith("Peak "))
+    assert "announced by the vendor, not measured by others" in b300[peak]
+    assert "announced by the vendor" in b300["DRAM bandwidth"]
+    assert not any("announced" in s for s in h100.values())
