@@ -13,7 +13,7 @@ from planner.inputs.catalog import STALE_AFTER_DAYS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.price_snapshot import PRICES_DIR
 from planner.inputs.runtimes import TUNED_FILE
-from planner.validation.measured import MEASUREMENTS_FILE
+from planner.validation.measured import MEASUREMENTS_FILE, PREDICTIONS_DIR
 from planner.validation.uncertainty import UNCERTAINTY_FILE
 from planner.views.launch import DEFAULT_AUTOSTOP_MIN, MAX_AUTOSTOP_MIN, RUN_PLACEHOLDER
 from planner.views.report import NARROW_WIDTH
@@ -122,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tuned-file", default=str(TUNED_FILE), help=argparse.SUPPRESS)
     p.add_argument("--by-source", action="store_true",
                    help="only leave one source out, every group (per source too) and every speed-up ratio pair")
+    p.add_argument("--predict", default=None, metavar="ROWS.yaml",
+                   help="predict a new source's rows (measurements.yaml's fields without `value`) and write "
+                        "validation/predictions/<date>_<source>.yaml with the planner's commit, to commit BEFORE "
+                        "the measured values are entered")
+    p.add_argument("--slug", default=None, help="with --predict: the source's name in the file name")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="with --predict: run with uncommitted changes to planner/ (recorded in the file)")
+    p.add_argument("--predictions-dir", default=str(PREDICTIONS_DIR), help=argparse.SUPPRESS)
 
     p = _formatted(sub, "profile", "trace a PyTorch model (MODULE:FACTORY) into a profile file")
     p.add_argument("factory", help="MODULE:FACTORY, e.g. examples/models/gpt2.py:build; factory(size, **args) returns "

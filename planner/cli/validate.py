@@ -7,11 +7,11 @@ import argparse
 import json
 from datetime import date
 
-from planner.validation import loso, measured
+from planner.validation import loso, measured, predict_first
 from planner.validation.uncertainty import MAX_BIAS_PCT, band_levels, coverage, write_uncertainty
 from planner.views.charts import validation_chart
-from planner.views.report import (coverage_rows, csv_text, emit, fmt, loso_rows, text_table, validation_headline_text,
-                                  validation_rows, validation_summary_text)
+from planner.views.report import (coverage_rows, csv_text, emit, fmt, loso_rows, prediction_first_text, text_table,
+                                  validation_headline_text, validation_rows, validation_summary_text)
 
 
 def _ratio_pairs(ratios: list) -> list[dict]:
@@ -22,6 +22,15 @@ def _ratio_pairs(ratios: list) -> list[dict]:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
+    if a.predict:
+        path = predict_first.predict_file(a.predict, a.predictions_dir, a.measurements, source_slug=a.slug,
+                                          allow_dirty=a.allow_dirty)
+        pf = predict_first.load_predictions(path)
+        print(f"{len(pf.rows)} rows of {pf.source} predicted by the planner at {pf.commit}"
+              + (f" (uncommitted changes: {', '.join(pf.dirty)})" if pf.dirty else "")
+              + f"\npredictions written to {path}: commit it, then enter the measured values in "
+              "validation/measurements.yaml")
+        return 0
     if a.write_tuned:
         tunings = loso.tune_deployed(a.measurements)
         path = loso.write_tuned(tunings, a.tuned_file, date.today())
@@ -51,13 +60,16 @@ def cmd_validate(a: argparse.Namespace) -> int:
                   "speed bias + = the planner faster than measured)")
             print(text_table(rows))
         return 0
+    scored = predict_first.score_predictions(a.predictions_dir, a.measurements)
+    first = predict_first.prediction_summary(scored)
     residuals = [r.result for r in held_out if r.independent]
     levels = band_levels(residuals)
     cover = coverage(residuals, lambda r: r.source, levels)
     report = measured.run_validation(a.measurements, priors=True)
     rows = validation_rows(report)
     if a.format == "json":
-        print(json.dumps({"leave_one_source_out": summary, "speedup_ratios": loso.ratio_summary(ratios),
+        print(json.dumps({"prediction_first": first, "leave_one_source_out": summary,
+                          "speedup_ratios": loso.ratio_summary(ratios),
                           "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover, levels),
                           "rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
     elif a.format == "csv":
@@ -68,6 +80,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
                       "note": (d["note"] or "")[:60]} for d in rows]
             print(text_table(shown))
         print(validation_summary_text(report))
+        print()
+        print(prediction_first_text(first, [(s.file.source, s.file.commit, s.file.day, len(s.file.rows),
+                                             len(s.results)) for s in scored]))
         print()
         print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, levels, MAX_BIAS_PCT,
                                        loso.RATIO_TARGET_PCT))

@@ -87,9 +87,13 @@ class LosoRow:
 
 
 def _scorable(rows: list[Measurement], catalog, models) -> list[tuple[Measurement, RowResult]]:
-    """(row, its score with the runtime's priors) for every row the engine can score."""
+    """(row, its score with the runtime's priors) for every row the engine can score, but those predicted before they
+    were measured (measured.prediction_first_ids: scored by their committed predictions, never tuned on)."""
+    held = measured.prediction_first_ids()
     out = []
     for row in rows:
+        if row.id in held:
+            continue
         res, _ = evaluate_row(row, catalog, models, priors_adjust(row))
         if res.split != "excluded" and res.predicted:
             out.append((row, res))

@@ -44,6 +44,8 @@ from planner.validation.uncertainty import REGIMES, meets_target, quantile, regi
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
 MODELS_EXTRA_FILE = VALIDATION_DIR / "models_extra.yaml"
+# Predictions committed before their rows were measured (planner.validation.predict_first writes them)
+PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 
 # Framework named in a row -> runtime profile in data/runtimes.yaml.
 FRAMEWORK_RUNTIME = {
@@ -183,8 +185,14 @@ def validation_models(extra: str | Path = MODELS_EXTRA_FILE) -> ModelCatalog:
     return load_models(tuple(MODEL_FILES) + (Path(extra),))
 
 
-def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: PrecisionRules) -> Measurement:
+def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: PrecisionRules,
+               measured: bool = True) -> Measurement:
+    """One row; `measured` False: a row entered before its value is known (validation/predict_first.py), which must
+    not carry one (its Measurement's value is NaN)."""
     rec.check_keys(ROW_FIELDS)
+    if not measured and rec.data.get("value") is not None:
+        raise rec.fail("value", "a row to predict before it is measured must not carry a measured value: remove "
+                                "`value` (enter it in measurements.yaml after the predictions are committed)")
     regime = rec.text("regime", choices=ROW_REGIMES)
     for field, lookup in (("gpu", catalog.get), ("model", models.get)):
         try:
@@ -207,7 +215,8 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         prompt_tokens=rec.number("prompt_tokens", lo=0, hi=10**7, integer=True),
         gen_tokens=rec.number("gen_tokens", lo=0, hi=10**7, integer=True),
         seq_len=rec.number("seq_len", required=regime == "train", lo=1, hi=10**7, integer=True),
-        metric=rec.text("metric", choices=METRICS), value=rec.number("value", lo=1e-9, hi=1e12),
+        metric=rec.text("metric", choices=METRICS),
+        value=rec.number("value", lo=1e-9, hi=1e12) if measured else math.nan,
         source=rec.text("source"), conditions=rec.text("conditions"),
         attention=rec.text("attention", required=False) or "sdpa", kv_dtype=rec.text("kv_dtype", required=False),
         micro_batch=rec.number("micro_batch", required=False, lo=1, hi=10**6, integer=True),
@@ -228,14 +237,26 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
     return m
 
 
-def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | Path = MODELS_EXTRA_FILE
-                      ) -> tuple[Measurement, ...]:
-    """Load and check every row; a malformed row raises DataFileError naming file, row and field."""
+def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | Path = MODELS_EXTRA_FILE,
+                      measured: bool = True) -> tuple[Measurement, ...]:
+    """Load and check every row; a malformed row raises DataFileError naming file, row and field. `measured` False:
+    rows to predict before they are measured, which must carry no `value`."""
     catalog, models, rules = load_catalog(), validation_models(extra_models), load_rules()
-    rows = tuple(_parse_row(Record.of(path, i, raw), catalog, models, rules)
+    rows = tuple(_parse_row(Record.of(path, i, raw), catalog, models, rules, measured)
                  for i, raw in enumerate(load_yaml(path, "rows")))
     unique_ids(path, (r.id for r in rows))
     return rows
+
+
+def prediction_first_ids(directory: str | Path = PREDICTIONS_DIR) -> frozenset[str]:
+    """The ids of every row predicted before it was measured (a predictions file under `directory`). Their sources
+    are scored by those committed predictions and held out of tuning (leave one source out, data/runtimes_tuned.yaml),
+    so that the values which made the predictions stay the ones the rows are scored against."""
+    ids: set[str] = set()
+    for path in sorted(Path(directory).glob("*.yaml")):
+        for i, raw in enumerate(load_yaml(path, "rows")):
+            ids.add(Record.of(path, i, raw).text("id"))
+    return frozenset(ids)
 
 
 # ---------------------------------------------------------------- rows -> plans -> results
@@ -311,24 +332,42 @@ def _row_regime(row: Measurement, plan: Plan) -> str:
     return regime_for(row.regime == "train", row.regime == "decode", plan.parallel == "tensor", row.batch)
 
 
+@dataclass(frozen=True)
+class RowPrediction:
+    """What the engine predicts for a row, before any comparison with its measured value."""
+
+    plan: Plan
+    estimate: Estimate
+    regime: str  # one of uncertainty.REGIMES
+    predicted: float | None  # in the row's metric; None: no prediction (infeasible)
+    excluded: str | None  # why the row cannot be scored (None: it can)
+    note: str  # the exclusion and the mapping note, joined
+
+
+def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
+                adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> RowPrediction:
+    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml)."""
+    facts = load_facts()
+    catalog, models = catalog or facts.catalog, models or validation_models()
+    plan, rules, note = plan_for(row, models, facts.rules)
+    check_plan(plan)
+    e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules), adjust)
+    why = exclusion(row, e)
+    regime = regime_of(e) if e.feasible else _row_regime(row, plan)
+    return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))
+
+
 def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
                  adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> tuple[RowResult, Estimate]:
     """Estimate one row with the engine and compare (split from the id; 'excluded' with a reason)."""
-    facts = load_facts()
-    catalog, models = catalog or facts.catalog, models or validation_models()
-    gpu = catalog.get(row.gpu)
-    plan, rules, note = plan_for(row, models, facts.rules)
-    check_plan(plan)
-    e = estimate_gpu(plan, gpu, replace(facts, rules=rules), adjust)
-    why = exclusion(row, e)
-    predicted = predicted_value(row, e)  # shown for excluded rows too when the engine gives one; never scored
+    p = predict_row(row, catalog, models, adjust)
+    predicted = p.predicted  # shown for excluded rows too when the engine gives one; never scored
     error = None if predicted is None else (predicted - row.value) / row.value * 100.0
-    notes = [n for n in (why, note) if n]
-    result = RowResult(row.id, gpu.id, gpu.memory_class, row.model,
-                       regime_of(e) if e.feasible else _row_regime(row, plan), row.framework, plan.runtime,
-                       plan.precision, row.batch, row.metric, row.value, predicted, error,
-                       "excluded" if why else split_of(row.id), "; ".join(notes), row.source, plan.model.kind)
-    return result, e
+    gpu = p.estimate.gpu
+    result = RowResult(row.id, gpu.id, gpu.memory_class, row.model, p.regime, row.framework, p.plan.runtime,
+                       p.plan.precision, row.batch, row.metric, row.value, predicted, error,
+                       "excluded" if p.excluded else split_of(row.id), p.note, row.source, p.plan.model.kind)
+    return result, p.estimate
 
 
 def run_validation(measurements: str | Path = MEASUREMENTS_FILE,

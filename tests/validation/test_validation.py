@@ -288,7 +288,9 @@ def test_cli_prints_the_leave_one_source_out_headline_next_to_the_split():
     assert rc == 0
     assert "median_ape" in out and "p90_ape" in out and "test split" in out and "tune split" in out
     assert "xd-llama3-8b-f16-a100sxm80-tg512" in out and "sha256(id) mod 3" in out
-    head = out[out.index("leave one source out (headline)"):]
+    # the predicted-before-measured figure comes first; leave one source out follows it, secondary
+    assert out.index("predicted before measured (headline)") < out.index("leave one source out (secondary")
+    head = out[out.index("leave one source out (secondary"):]
     for regime in ("decode, batch 1", "decode, batched", "decode, tensor parallel", "prefill", "train"):
         assert regime in head
     assert "speed-up ratios" in head and "80 % band" in head and "inside_pct_own_source_left_out" in head
