@@ -29,9 +29,11 @@ from planner.validation.loso import _groups, _stats, source_of
 from planner.validation.measured import (MEASUREMENTS_FILE, PREDICTIONS_DIR, ROW_FIELDS, Measurement, RowResult,
                                          load_measurements, predict_row, validation_models)
 
-# What an estimate reads besides the rows: the package (engine, inputs, data, the tuned values) and the validation
-# models. A change there not yet committed would make the recorded commit a lie about what predicted.
-ESTIMATE_PATHS = ("planner", "validation/models_extra.yaml")
+# What a row's estimate reads: the layers under the tools one (base, inputs, engine), the data files (the tuned values
+# among them), this package and the validation models. A change there not yet committed would make the recorded
+# commit a lie about what predicted; views, the UI and the CLI's other commands do not reach an estimate.
+ESTIMATE_PATHS = ("planner/__init__.py", "planner/base", "planner/inputs", "planner/engine", "planner/data",
+                  "planner/validation", "validation/models_extra.yaml")
 # The fields of a row that determine its prediction: a measured row must still have them when it is scored
 PREDICTED_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("id", "value", "source", "conditions"))
 PREDICTION_SPLIT = "prediction-first"

@@ -134,13 +134,15 @@ def test_git_state_names_the_commit_and_the_uncommitted_files_estimates_read(tmp
     def git(*args):
         return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True).stdout
     git("init", "-q")
-    (tmp_path / "planner").mkdir()
-    (tmp_path / "planner" / "a.py").write_text("x = 1\n")
-    (tmp_path / "notes.md").write_text("n\n")
+    for folder in ("planner/engine", "planner/views"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "a.py").write_text("x = 1\n")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     head = git("rev-parse", "HEAD").strip()
     assert git_state(tmp_path) == GitState(head, ())
-    (tmp_path / "planner" / "a.py").write_text("x = 2\n")
-    (tmp_path / "notes.md").write_text("changed, but estimates never read it\n")
-    assert git_state(tmp_path) == GitState(head, ("planner/a.py",))
+    for folder in ("planner/engine", "planner/views"):  # views are changed too, but no estimate reads them
+        (tmp_path / folder / "a.py").write_text("x = 2\n")
+    (tmp_path / "planner" / "inputs").mkdir()
+    (tmp_path / "planner" / "inputs" / "new.py").write_text("untracked: no committed module imports it\n")
+    assert git_state(tmp_path) == GitState(head, ("planner/engine/a.py",))
