@@ -146,7 +146,8 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
     return tuple(out)
 
 
-def _stats(results: list[RowResult]) -> dict:
+def error_stats(results: list[RowResult]) -> dict:
+    """n, median and p90 |error| and the median bias (+ = the planner faster) of the rows that have a prediction."""
     scored = [r for r in results if r.error_pct is not None and r.seconds_ratio]
     if not scored:
         return {"n": 0, "median_ape": None, "p90_ape": None, "median_bias_pct": None}
@@ -157,7 +158,7 @@ def _stats(results: list[RowResult]) -> dict:
             "p90_ape": round(quantile(apes, 0.9), 1), "median_bias_pct": round(statistics.median(speed), 1)}
 
 
-def _groups(results: list[tuple[RowResult, str]], by_gpu_class: bool) -> list[tuple[str, str, list[RowResult]]]:
+def result_groups(results: list[tuple[RowResult, str]], by_gpu_class: bool) -> list[tuple[str, str, list[RowResult]]]:
     """all, per regime (uncertainty.REGIMES), per GPU class and regime x GPU class, per source."""
     rs = [r for r, _ in results]
     groups = [("all", "all", rs)]
@@ -190,9 +191,9 @@ def loso_summary(rows: list[LosoRow]) -> list[dict]:
             (UNTUNED_SET, [(r.untuned, r.source) for r in rows if r.new_source], False)]
     out = []
     for name, results, by_class in sets:
-        for kind, key, members in _groups(results, by_class) if results else ():
+        for kind, key, members in result_groups(results, by_class) if results else ():
             if members:
-                stats = _stats(members)
+                stats = error_stats(members)
                 out.append({"set": name, "group": kind, "key": key, **stats,
                             **_verdict(kind, key, stats, name == LOSO_SET)})
     return out

@@ -25,7 +25,7 @@ from planner import ROOT_DIR
 from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
 from planner.inputs.catalog import load_catalog
-from planner.validation.loso import _groups, _stats, source_of
+from planner.validation.loso import error_stats, result_groups, source_of
 from planner.validation.measured import (MEASUREMENTS_FILE, PREDICTIONS_DIR, ROW_FIELDS, Measurement, RowResult,
                                          load_measurements, predict_row, validation_models)
 
@@ -205,5 +205,5 @@ def prediction_summary(scored: list[ScoredPredictions]) -> list[dict]:
     predictions: all, per regime, per source (a predictions file's source, with its commit)."""
     results = [(r, f"{s.file.source} @{s.file.commit[:8]}") for s in scored for r in s.results
                if r.split == PREDICTION_SPLIT]
-    return [{"set": PREDICTION_SPLIT, "group": kind, "key": key, **_stats(members)}
-            for kind, key, members in (_groups(results, False) if results else ()) if members]
+    return [{"set": PREDICTION_SPLIT, "group": kind, "key": key, **error_stats(members)}
+            for kind, key, members in (result_groups(results, False) if results else ()) if members]
