@@ -588,3 +588,25 @@ def test_a_surrogate_or_a_control_character_in_a_link_or_an_upload_never_breaks_
     assert not at.exception and any("_name_or_path" in _shown(e.value) for e in at.sidebar.error)
     at.run()  # every later rerun of the session still works
     assert not at.exception
+
+
+def test_a_gpu_you_describe_in_the_form_is_ranked_marked_yours_and_kept_in_the_link():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    _open(at, "own_gpu_open")
+    at.text_input(key="own_name").set_value("My ASIC")
+    at.number_input(key="own_mem").set_value(64.0)
+    at.number_input(key="own_bw").set_value(1600.0)
+    at.number_input(key="own_r_fp32").set_value(50.0)
+    at.number_input(key="own_r_bf16").set_value(400.0)
+    at.text_input(key="own_cc").set_value("99.9")  # not a compute capability: refused, nothing changed
+    at.button[[b.label for b in at.button].index("Rank it with the rest")].click().run()
+    assert not at.exception and any("your GPU's cc" in e.value for e in at.error)
+    assert not any("(yours)" in g for g in _ranking(at)["GPU"])
+    at.text_input(key="own_cc").set_value("8.9")
+    at.button[[b.label for b in at.button].index("Rank it with the rest")].click().run()
+    assert not at.exception
+    assert "My ASIC (yours)" in list(_ranking(at)["GPU"])
+    assert _link(at)["mygpu"] == "name=My ASIC;mem=64;memtype=gddr;bw=1600;fp32=50;bf16=400;cc=8.9"
+    at.button[[b.label for b in at.button].index("Remove your GPU")].click().run()
+    assert not any("(yours)" in g for g in _ranking(at)["GPU"]) and "mygpu" not in _link(at)

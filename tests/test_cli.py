@@ -418,3 +418,14 @@ def test_profile_limits_are_finite_numbers_within_their_bounds(option, value):
 def test_options_are_taken_only_by_their_full_names():
     out = run("estimate", "--gpu", "h100-sxm", "--sequen", "100")
     assert out.returncode == 2 and "unrecognized arguments: --sequen" in out.stderr
+
+
+def test_a_gpu_you_describe_is_ranked_with_the_rest_and_a_bad_one_is_named():
+    mine = "name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown;usd=1.2"
+    out = run("estimate", "--my-gpu", mine, "--model", "llama-3-8b", "--sequences", "1000", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["gpu_id"]: r for r in json.loads(out.stdout)}
+    assert rows["own-my-asic"]["gpu_name"] == "My ASIC (yours)" and rows["own-my-asic"]["feasible"]
+    assert "h100-sxm" in rows  # ranked with the catalog, not instead of it
+    bad = run("estimate", "--my-gpu", mine.replace("bw=1600", "bw=16000000"))
+    assert bad.returncode == 2 and "your GPU's bw" in bad.stderr and "Traceback" not in bad.stderr

@@ -131,6 +131,7 @@ def compute(inputs: plan_inputs.Inputs) -> Answer | None:
     plan, table, fleet, overheads = plan_inputs.to_plan(inputs, model), prices.price_table(inputs), fleet_of(inputs), \
         state.overheads()
     est_key = content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus,
+                          inputs.mygpu,
                           overheads)
     assumptions = state.own_assumptions()
     mine_key = content_key(est_key, inputs.own, assumptions)

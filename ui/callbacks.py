@@ -7,6 +7,7 @@ import time
 import streamlit as st
 
 from planner.clients import live_prices
+from planner.inputs import own_gpu
 from planner.views import plan_inputs, uploads
 from planner.views.presets import load_all as load_all_presets
 from ui import resources, state
@@ -98,3 +99,20 @@ def refresh_prices() -> None:
     if not live_prices.request_refresh(time.monotonic()):
         st.session_state._refresh_msg = (f"Live prices were refreshed less than "
                                          f"{live_prices.MIN_REFRESH_INTERVAL_S / 60:g} minutes ago; these are current.")
+
+
+
+def on_own_gpu() -> None:
+    """'Rank it with the rest': the form's fields as a description (own_gpu_text checks each); a message otherwise."""
+    ss = st.session_state
+    try:
+        ss.mygpu = own_gpu.own_gpu_text(ss.own_name, ss.own_mem, ss.own_memtype, ss.own_bw,
+                                        {p: ss[f"own_r_{p}"] for p in own_gpu.FORM_PATHS}, ss.own_cc, ss.own_usd)
+        ss._own_gpu_msg = ("success", f"{own_gpu.parse_own_gpu(ss.mygpu).name} is ranked with the rest, marked "
+                                      "(yours)")
+    except ValueError as exc:
+        ss._own_gpu_msg = ("error", f"{exc}. Nothing was changed.")
+
+
+def remove_own_gpu() -> None:
+    st.session_state.mygpu = ""

@@ -23,8 +23,8 @@ def _api_key() -> str | None:
 
 
 def _live(wait: bool = False) -> price_snapshot.PriceTable:
-    return live_prices.fetch_live(resources.facts().catalog, api_key=_api_key(), url=live_prices.RUNPOD_GRAPHQL_URL,
-                                  wait=wait)
+    return live_prices.fetch_live(resources.committed_facts().catalog, api_key=_api_key(),
+                                  url=live_prices.RUNPOD_GRAPHQL_URL, wait=wait)
 
 
 @st.fragment(run_every=1.0)

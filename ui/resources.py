@@ -13,10 +13,11 @@ import streamlit as st
 from streamlit.dataframe_util import convert_anything_to_arrow_bytes
 
 from planner.engine.ranking import my_gpus
-from planner.inputs.facts import Facts, load_facts
+from planner.inputs.facts import Facts, facts_with_own_gpu, load_facts
 from planner.inputs.job_costs import JobOverheads, load_job_costs
 from planner.inputs.models import load_models
 from planner.inputs.ownership import OwnAssumptions, load_ownership
+from planner.inputs.price_snapshot import utc_today
 from planner.validation import measured
 from planner.views import charts, plan_inputs, screens
 from planner.views.cache_key import content_key
@@ -36,6 +37,12 @@ def run_slots() -> threading.BoundedSemaphore:
 
 
 def facts() -> Facts:
+    """The data files as loaded, with the GPU this session described (sidebar or the link's mygpu) among the GPUs."""
+    return facts_with_own_gpu(st.session_state.get("mygpu") or "", utc_today())
+
+
+def committed_facts() -> Facts:
+    """The data files alone: what live prices and the owning assumptions are keyed on."""
     return load_facts()
 
 
@@ -44,8 +51,8 @@ def models():
 
 
 def gpu(gpu_id: str):
-    """A catalog device (GPU or CPU) by id."""
-    return load_facts().catalog.get(gpu_id)
+    """A catalog device (GPU or CPU), or the GPU this session described, by id."""
+    return facts().catalog.get(gpu_id)
 
 
 def overheads_default() -> JobOverheads:

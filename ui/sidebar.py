@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.engine.plan import PARALLEL_MODES
-from planner.inputs.catalog import MAX_STALE_DAYS, PRICE_TIERS
+from planner.inputs import own_gpu
+from planner.inputs.catalog import CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
@@ -176,7 +177,7 @@ def _own_gpus() -> None:
     ss, sb = st.session_state, st.sidebar
     own = resources.own_default()
     sb.subheader("5 · Your own GPUs (optional)")
-    sb.multiselect("GPUs you own", resources.facts().catalog.ids(), key="own_ids", max_selections=MAX_OWNED,
+    sb.multiselect("GPUs you own", resources.committed_facts().catalog.ids(), key="own_ids", max_selections=MAX_OWNED,
                    format_func=lambda gid: short_name(resources.gpu(gid).name), placeholder="Pick the cards you have",
                    help="Each kind runs the plan on all its cards together; a verdict and a row on top of the table "
                         "compare owning them with renting as many")
@@ -199,6 +200,35 @@ def _own_gpus() -> None:
                     st.number_input(label, float(lo), float(hi), step=step, key=f"ow_{key}", persist_state=KEEP,
                                     help=own.source(key))
                 st.caption("Defaults and their sources: data/ownership.yaml. These stay on this page (not in links).")
+
+
+def _own_gpu() -> None:
+    """A GPU the catalog lacks, described in a small form and ranked with the rest (planner.inputs.own_gpu)."""
+    ss, sb = st.session_state, st.sidebar
+    with sb.expander("A GPU the catalog lacks", key="own_gpu_open", on_change="rerun") as box:
+        if box.open:  # drawn when opened: eleven widgets cost a closed expander's rerun nothing
+            with st.form("own_gpu_form", border=False):
+                st.text_input("Name", key="own_name", max_chars=own_gpu.MAX_NAME_CHARS, placeholder="My accelerator")
+                c1, c2, c3 = st.columns(3)
+                c1.number_input("Memory (GB)", 1.0, MAX_VRAM_GB, 48.0, key="own_mem")
+                c2.selectbox("Kind", own_gpu.MEMORY_TYPES, key="own_memtype", format_func=str.upper,
+                             help="HBM or GDDR: each reaches its own share of its peak bandwidth (data/runtimes.yaml)")
+                c3.number_input("Bandwidth (GB/s)", *own_gpu.MEM_BW_GBPS, 900.0, key="own_bw")
+                cols = st.columns(3)
+                for i, path in enumerate(own_gpu.FORM_PATHS):
+                    cols[i % 3].number_input(f"{path} TFLOPS", 0.0, own_gpu.TFLOPS[1], 0.0, key=f"own_r_{path}",
+                                             help="dense (no 2:4 sparsity); 0 = no such rate" if path != "fp32"
+                                             else "dense; required")
+                c4, c5 = st.columns(2)
+                c4.text_input("Compute capability", "unknown", key="own_cc",
+                              help="8.9 or sm_89 for NVIDIA, gfx942 for AMD, or unknown (no CUDA or ROCm kernels "
+                                   "assumed)")
+                c5.number_input("$/GPU-hour (0 = unpriced)", 0.0, CUSTOM_MAX_USD_HR, 0.0, key="own_usd")
+                st.form_submit_button("Rank it with the rest", on_click=callbacks.on_own_gpu)
+    _message("_own_gpu_msg")
+    if ss.get("mygpu"):
+        sb.caption(f"Ranked with the rest: {md_escape(ss.mygpu, 400)}")
+        sb.button("Remove your GPU", on_click=callbacks.remove_own_gpu)
 
 
 def _calibration(fleet) -> None:
@@ -230,4 +260,5 @@ def sidebar(fleet) -> None:
     _software()
     _gpus_and_prices()
     _own_gpus()
+    _own_gpu()
     _calibration(fleet)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from planner.cli.plans import device_names, job_overheads, load_calibrations, plan_from_args
+from planner.cli.plans import device_names, facts_of, job_overheads, load_calibrations, plan_from_args
 from planner.engine.estimate import estimate_all
 from planner.engine.ranking import Ranking, my_gpus, rank
-from planner.inputs.facts import load_facts
 from planner.inputs.ownership import load_ownership
 from planner.inputs.ownership import with_values as own_with_values
 from planner.inputs.price_snapshot import price_dates, stale_note, utc_today
@@ -19,7 +18,7 @@ from planner.views.report import emit, estimate_row, flat_row, narrow, own_field
 def cmd_estimate(a: argparse.Namespace) -> int:
     plan = plan_from_args(a)
     fleet = load_calibrations(a)
-    facts = load_facts()
+    facts = facts_of(a)
     adjust = fleet.adjust if fleet else None
     results = estimate_all(plan, facts, gpu_names=device_names(a), adjust=adjust, include_cpus=a.include_cpu)
     overheads = job_overheads(a, facts)

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 from planner.base.files import write_atomic
-from planner.cli.plans import device_names, job_overheads, plan_from_args
+from planner.cli.plans import device_names, facts_of, job_overheads, plan_from_args
 from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.engine.ranking import rank
-from planner.inputs.facts import load_facts
 from planner.inputs.launch_names import load_skypilot_names
 from planner.views import launch
 
@@ -25,7 +24,7 @@ def _plan_words(plan: Plan) -> str:
 
 def cmd_launch(a: argparse.Namespace) -> int:
     """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
-    plan, facts = plan_from_args(a), load_facts()
+    plan, facts = plan_from_args(a), facts_of(a)
     # the order `planner estimate` and the page show: by what the whole job bills
     ranking = rank(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
                    job_overheads(a, facts)).estimates

@@ -10,7 +10,9 @@ from pathlib import Path
 from planner.calibration import fit as calibration
 from planner.clients import hf_hub
 from planner.engine.plan import Plan
+from planner.inputs.facts import Facts, facts_with_own_gpu
 from planner.inputs.job_costs import load_job_costs, with_values
+from planner.inputs.price_snapshot import utc_today
 from planner.inputs.models import ModelProfile, load_model_file, load_models
 from planner.views import plan_inputs
 
@@ -50,3 +52,8 @@ def load_calibrations(a: argparse.Namespace):
 def job_overheads(a: argparse.Namespace, facts):
     """The whole job's assumptions (data/job_costs.yaml) with the user's --job-cost changes."""
     return with_values(load_job_costs(runtime_ids=tuple(r.id for r in facts.runtimes.runtimes)), dict(a.job_cost or ()))
+
+
+def facts_of(a: argparse.Namespace) -> Facts:
+    """The facts a command ranks on: the committed ones, with --my-gpu's GPU among them."""
+    return facts_with_own_gpu(getattr(a, "mygpu", "") or "", utc_today())

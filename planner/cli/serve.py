@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli.plans import device_names, plan_from_args
+from planner.cli.plans import device_names, facts_of, plan_from_args
 from planner.engine.estimate import efficiency_on
 from planner.engine.serving import max_concurrency, serving_point
-from planner.inputs.facts import load_facts
 from planner.views.report import emit
 
 
@@ -19,7 +18,7 @@ def _serving_row(gpu_id: str, p, note: str = "") -> dict:
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
-    plan, facts = plan_from_args(a), load_facts()
+    plan, facts = plan_from_args(a), facts_of(a)
     names = device_names(a)
     gpus = [facts.catalog.get(n) for n in names] if names else list(facts.catalog.selection(a.include_cpu))
     rows = []

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from planner.base.safe_parse import TextError, check_text_values, parse_number, shown
 from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
+from planner.inputs.own_gpu import OWN_ID_PREFIX, OWN_ID_RE, parse_own_gpu
 from planner.inputs.builds import load_builds
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS, STALE_AFTER_DAYS,
                                     load_catalog)
@@ -80,6 +81,7 @@ class Inputs:
     cmp: tuple[str, ...] = ()
     own: tuple[Owned, ...] = ()
     tab: str = "explain"
+    mygpu: str = ""  # a GPU the catalog lacks, as planner.inputs.own_gpu reads it ('' = none)
 
     @property
     def custom_prices(self) -> dict[str, float]:
@@ -165,6 +167,14 @@ def _pytorch(text: str) -> str:
     return t
 
 
+def _explained_gpu(text: str) -> str:
+    """The GPU Explain shows: a catalog id (did-you-mean otherwise), or the id of a GPU you described ('own-...',
+    checked against that description where the link is read)."""
+    if str(text).startswith(OWN_ID_PREFIX) and OWN_ID_RE.fullmatch(str(text)):
+        return str(text)
+    return choice_parser(gpu_ids)(text)
+
+
 SCALARS: dict[str, Callable[[str], Any]] = {
     "job": choice_parser(lambda: JOBS),
     "seqs": _bounded("sequences"), "prompt": _bounded("prompt_tokens"), "gen": _bounded("gen_tokens"),
@@ -179,7 +189,8 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "psrc": choice_parser(lambda: PRICE_SOURCES), "vendor": choice_parser(lambda: VENDORS),
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
     "maxusd": lambda t: float(parse_number(t, 0, CUSTOM_MAX_USD_HR, False)),
-    "feasible": parse_bool, "priced": parse_bool, "cpus": parse_bool, "gpu": choice_parser(gpu_ids),
+    "feasible": parse_bool, "priced": parse_bool, "cpus": parse_bool, "gpu": _explained_gpu,
+    "mygpu": lambda t: parse_own_gpu(t).text() if str(t).strip() else "",
     "stale": lambda t: int(parse_number(t, 1, MAX_STALE_DAYS, True)),
     "tab": choice_parser(lambda: tuple(TABS)),
 }
@@ -237,6 +248,9 @@ PLAN_FIELDS = (
               "one GPU), data (a whole copy per GPU; training: DDP or FSDP) or tensor (split every layer, inference; "
               "2 all-reduces per layer over the GPU's link)", lambda: PARALLEL_MODES),
     PlanField("tier", "--price-tier", "RunPod secure cloud, community cloud or spot", lambda: PRICE_TIERS),
+    PlanField("mygpu", "--my-gpu", "a GPU the catalog lacks, ranked with the rest and marked yours: "
+              "'name=My GPU;mem=GB;bw=GB/s;fp32=TFLOPS[;tf32=..;fp16=..;bf16=..;fp8=..;int8=..];cc=8.9|gfx942|unknown"
+              "[;usd=$/GPU-h]' (dense rates)"),
     PlanField("mem", "--memory-target", "percent of the memory each GPU reports that a plan may fill (ECC keeps 1/16 "
               "of a data-center GDDR card); the default is vLLM's gpu_memory_utilization, the rest absorbs allocator "
               "fragmentation; an auto batch stays below it, a fixed batch above it runs out of memory"),

@@ -25,6 +25,7 @@ from planner.calibration.fit import Fleet
 from planner.inputs.bench_result import CalibrationError
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR
 from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS, ArchField
+from planner.inputs.own_gpu import OWN_ID_PREFIX, parse_own_gpu
 from planner.inputs.ownership import owned_text, parse_owned
 from planner.views.plan_inputs import (CUSTOM, DEFAULTS, MAX_CMP, SCALARS, Inputs, arch_items, choice_parser,
                                        custom_decoder, default_arch, default_size, gpu_ids, model_ids, number_text,
@@ -270,6 +271,11 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
                 values[name] = parse(raw[name])
             except ValueError as exc:
                 warn(name, f"{exc}; using {_shown(name, values.get(name, getattr(DEFAULTS, name)))}")
+    gpu = values.get("gpu", "")
+    if gpu.startswith(OWN_ID_PREFIX) and gpu != (parse_own_gpu(values["mygpu"]).id if values.get("mygpu") else ""):
+        warn("gpu", "names a GPU you described, but the link describes no such GPU (mygpu); using the top of the "
+                    "ranking")
+        values["gpu"] = ""
     if values.get("job", DEFAULTS.job) == "generate" and not profile.can_generate:
         if "job" in raw:
             warn("job", f"generate needs a decoder model; {profile.name} is a {profile.kind} profile: using infer")
@@ -304,6 +310,8 @@ def _shown(name: str, value: Any) -> str:
         return "the top of the ranking"
     if name == "pt" and not value:
         return "the latest builds"
+    if name == "mygpu" and not value:
+        return "none of yours"
     return _text(value)
 
 
@@ -346,6 +354,8 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     if inputs.par != DEFAULTS.par:
         out["par"] = inputs.par
+    if inputs.mygpu:
+        out["mygpu"] = inputs.mygpu
     for name in VIEW_FIELDS:
         value = getattr(inputs, name)
         if value == getattr(DEFAULTS, name):

@@ -379,3 +379,15 @@ def test_a_list_may_name_every_gpu_of_the_catalog():
     every = ",".join(f"{g}:1" for g in GPU_IDS)
     inputs, warnings = decode({"myprice": every})
     assert warnings == [] and len(inputs.myprice) == len(GPU_IDS) <= share.MAX_LIST_ENTRIES
+
+
+def test_a_gpu_you_described_travels_in_the_link_and_a_name_without_it_is_dropped():
+    mine = "name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown;usd=1.2"
+    inputs, warnings = share.decode({"mygpu": mine, "gpu": "own-my-asic"})
+    assert not warnings and inputs.mygpu == mine and inputs.gpu == "own-my-asic"
+    again, _ = share.decode(share.encode(inputs))
+    assert again.mygpu == mine and again.gpu == "own-my-asic"
+    orphan, warnings = share.decode({"gpu": "own-nothing"})
+    assert orphan.gpu == "" and [w.param for w in warnings] == ["gpu"]
+    bad, warnings = share.decode({"mygpu": mine.replace("mem=64", "mem=0")})
+    assert bad.mygpu == "" and "your GPU's mem" in str(warnings[0])
