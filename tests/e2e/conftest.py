@@ -101,3 +101,17 @@ def _wait_for_app(page, timeout_ms: int = 60_000) -> None:
 @pytest.fixture(scope="session")
 def wait_for_app():
     return _wait_for_app
+
+
+@pytest.fixture(autouse=True)
+def no_traceback_in_the_server_log(server_log):
+    """Whatever an e2e test does, the server logs no traceback while it runs (the server is shared by the session:
+    only this test's part of its log is read)."""
+    start = server_log.stat().st_size if server_log.exists() else 0
+    yield
+    if not server_log.exists():
+        return
+    with open(server_log, "rb") as f:
+        f.seek(start)
+        logged = f.read().decode("utf-8", "replace")
+    assert "Traceback" not in logged, logged[-3000:]

@@ -7,6 +7,7 @@ import pytest
 from planner.views.format import short_name
 from planner.views.presets import load_all
 from planner.inputs.catalog import load_catalog
+from tests.e2e.checks import CLIPPED
 
 PRESETS = load_all()[0]
 LAPTOP = {"width": 1280, "height": 800}
@@ -43,20 +44,6 @@ CHART_PROBLEMS = """() => Array.from(document.querySelectorAll("[data-testid='st
       if (!inside(g.getBoundingClientRect())) out.push(`chart ${i}: ${g.getAttribute('class')} cut off`);
     return out;
   })"""
-
-CLIPPED = """(root) => Array.from(document.querySelectorAll(root + ' *'))
-  .filter(e => e.offsetParent !== null && e.textContent.trim() && e.scrollWidth > e.clientWidth + 1
-               && getComputedStyle(e).overflow !== 'visible')
-  .map(e => e.textContent.trim().slice(0, 60))"""
-
-
-@pytest.fixture(autouse=True)
-def no_traceback_in_the_server_log(server_log):
-    """Whatever the test does, the server logs no traceback while it runs."""
-    start = server_log.stat().st_size if server_log.exists() else 0
-    yield
-    logged = server_log.read_text(errors="replace")[start:]
-    assert "Traceback" not in logged, logged[-3000:]
 
 
 def _pick(page, preset, wait) -> None:
