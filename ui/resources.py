@@ -65,8 +65,9 @@ def own_default() -> OwnAssumptions:
 
 @st.cache_resource(show_spinner=False)
 def model_labels() -> dict[str, str]:
-    """The model picker's labels, computed once (a profile's parameter count evaluates its formulas)."""
-    return {**{m.id: f"{m.name} · {fmt_count(m.params)} params" for m in models().models},
+    """The model picker's labels, computed once (a profile's parameter count evaluates its formulas): the name up to
+    its parenthesis, so that the closed picker shows it whole in the sidebar; the caption under it has the full name."""
+    return {**{m.id: f"{m.name.split(' (')[0]} · {fmt_count(m.params)} params" for m in models().models},
             plan_inputs.CUSTOM: "Custom model (edit fields or upload)"}
 
 

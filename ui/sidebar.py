@@ -80,7 +80,7 @@ def _model():
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
     m = state.current_model()
     if m is not None:
-        sb.caption(f"{fmt_count(m.params)} parameters · {md_escape(m.describe())}")
+        sb.caption(f"{md_escape(m.name, 120)}: {fmt_count(m.params)} parameters · {md_escape(m.describe())}")
     # the closed expanders below draw their widgets only when opened: nothing to send or lay out on every rerun
     with sb.expander("Upload a model (YAML profile or Hugging Face config.json)", key="upload_open",
                      on_change="rerun") as box:
@@ -139,8 +139,10 @@ def _software() -> None:
                  "which kernel it runs (data/precisions.yaml).")
     sb.selectbox("PyTorch build", ["", *facts.builds.choices()], key="pt",
                  format_func=lambda v: v or "latest (any build that runs each GPU)", help=field_help("pt"))
+    # the name up to its parenthesis, shown whole in the closed picker; the full names are in its help
     sb.selectbox("Framework / runtime", [r.id for r in runtimes.runtimes], key="rt",
-                 format_func=lambda r: runtimes.get(r).name, help=field_help("rt"))
+                 format_func=lambda r: runtimes.get(r).name.split(" (")[0],
+                 help=field_help("rt") + ". " + "; ".join(r.name for r in runtimes.runtimes))
 
 
 def _gpus_and_prices() -> None:
@@ -209,21 +211,20 @@ def _own_gpu() -> None:
         if box.open:  # drawn when opened: eleven widgets cost a closed expander's rerun nothing
             with st.form("own_gpu_form", border=False):
                 st.text_input("Name", key="own_name", max_chars=own_gpu.MAX_NAME_CHARS, placeholder="My accelerator")
-                c1, c2, c3 = st.columns(3)
+                c1, c2 = st.columns(2)
                 c1.number_input("Memory (GB)", 1.0, MAX_VRAM_GB, 48.0, key="own_mem")
-                c2.selectbox("Kind", own_gpu.MEMORY_TYPES, key="own_memtype", format_func=str.upper,
+                c2.selectbox("Memory kind", own_gpu.MEMORY_TYPES, key="own_memtype", format_func=str.upper,
                              help="HBM or GDDR: each reaches its own share of its peak bandwidth (data/runtimes.yaml)")
-                c3.number_input("Bandwidth (GB/s)", *own_gpu.MEM_BW_GBPS, 900.0, key="own_bw")
+                c1.number_input("Bandwidth (GB/s)", *own_gpu.MEM_BW_GBPS, 900.0, key="own_bw")
+                c2.number_input("$/GPU-hour (0 = unpriced)", 0.0, CUSTOM_MAX_USD_HR, 0.0, key="own_usd")
                 cols = st.columns(3)
                 for i, path in enumerate(own_gpu.FORM_PATHS):
                     cols[i % 3].number_input(f"{path} TFLOPS", 0.0, own_gpu.TFLOPS[1], 0.0, key=f"own_r_{path}",
                                              help="dense (no 2:4 sparsity); 0 = no such rate" if path != "fp32"
                                              else "dense; required")
-                c4, c5 = st.columns(2)
-                c4.text_input("Compute capability", "unknown", key="own_cc",
+                st.text_input("Compute capability", "unknown", key="own_cc",
                               help="8.9 or sm_89 for NVIDIA, gfx942 for AMD, or unknown (no CUDA or ROCm kernels "
                                    "assumed)")
-                c5.number_input("$/GPU-hour (0 = unpriced)", 0.0, CUSTOM_MAX_USD_HR, 0.0, key="own_usd")
                 st.form_submit_button("Rank it with the rest", on_click=callbacks.on_own_gpu)
     _message("_own_gpu_msg")
     if ss.get("mygpu"):
