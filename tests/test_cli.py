@@ -403,9 +403,10 @@ def test_device_files_and_fifos_are_refused_on_every_path_option(tmp_path):
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)  # reading it would block forever
     for path in ("/dev/zero", "/dev/urandom", str(fifo), str(tmp_path)):
-        for args in (("calibration", path), ("estimate", "--calibration", path, "--gpu", "h100-sxm")):
+        for args in (("calibration", path), ("estimate", "--calibration", path, "--gpu", "h100-sxm"),
+                     ("validate", "--measurements", path)):
             out = run(*args)
-            assert out.returncode == 2 and f"{path}: not a regular file" in out.stderr, (args, out.stderr)
+            assert out.returncode == 2 and path in out.stderr and "not a regular file" in out.stderr, (args, out.stderr)
 
 
 @pytest.mark.parametrize("option, value", [("--max-seconds", "inf"), ("--max-seconds", "nan"),

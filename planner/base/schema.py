@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 
 import yaml
 
-from planner.base.safe_parse import ParseError, TextError, check_text_values, load_yaml_text, shown
+from planner.base.files import UserFileError, read_regular
+from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, TextError, check_text_values, load_yaml_text, shown
 
 
 class DataFileError(ValueError):
@@ -121,10 +122,12 @@ def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) ->
     """Parse a YAML data file once and return each of `keys` (each a non-empty list), checking schema_version;
     `dated` files must say when their figures were read (top-level `read_on: YYYY-MM-DD`)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataFileError(path, "-", "-", f"cannot read the file ({exc.strerror})") from exc
+    try:  # a regular file only, at most what the parser accepts: a device or a FIFO named by --measurements is refused
+        text = read_regular(path, MAX_TEXT_BYTES, "data file").decode("utf-8")
+    except UserFileError as exc:
+        raise DataFileError(path, "-", "-", str(exc).removeprefix(f"{path}: ")) from None
+    except UnicodeDecodeError:
+        raise DataFileError(path, "-", "-", "not UTF-8 text") from None
     doc = parse_yaml(text, path)
     if not isinstance(doc, dict):
         raise DataFileError(path, "-", "-", "expected a mapping at the top level")

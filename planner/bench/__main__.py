@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     show("importing torch")
     import torch
 
+    from planner.base.files import write_atomic
     from planner.base.schema import DataFileError
     from planner.bench.env import pick_device
     from planner.bench.run import run_bench, run_model_bench
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(a.out) if a.out else default_out(result)
     text = json.dumps(result, indent=1)
-    out.write_text(text + "\n", encoding="utf-8")
+    write_atomic(out, text + "\n")
     show(f"wrote {out} ({len(text):,} bytes)")
     try:
         checked = parse_result(text, out.name)
