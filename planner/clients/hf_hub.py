@@ -48,21 +48,24 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in TRUE_WORDS
 
 
+def _hf_home() -> Path:
+    """HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface: where huggingface_hub keeps its files."""
+    return Path(os.environ.get("HF_HOME")
+                or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+
+
 def default_cache_dir() -> Path:
-    """HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (where huggingface_hub keeps its cache)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"])
-    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
-    return Path(home) / "hub"
+    """HF_HUB_CACHE, else HF_HOME's hub folder (_hf_home)."""
+    return Path(os.environ["HF_HUB_CACHE"]) if os.environ.get("HF_HUB_CACHE") else _hf_home() / "hub"
 
 
 def _token() -> str | None:
     token = os.environ.get("HF_TOKEN", "").strip()
     if token:
         return token
-    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
-    try:
-        return read_regular(home / "token", MAX_TOKEN_BYTES, "token file").decode("utf-8", "replace").strip() or None
+    try:  # the file `huggingface-cli login` writes
+        return read_regular(_hf_home() / "token", MAX_TOKEN_BYTES, "token file").decode("utf-8", "replace").strip() \
+            or None
     except UserFileError:
         return None
 

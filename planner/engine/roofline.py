@@ -275,15 +275,15 @@ def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
     """time_phase(ph, gpu, eff).split(), the same sums in the same order, without building the explanation (the
     ranking's 'limited by' column asks it of every row)."""
     parts = [_group_seconds(g, gpu, eff, ph.p0, ph.steps)[4:] for g in ph.groups]
+    groups_s = sum(total for total, _ in parts)
     cb = sum(comp for _, comp in parts)
-    mb = sum(total for total, _ in parts) - cb
     _, overhead, host = _launch_host(ph, eff)
     latency = kernel_latency_s(ph, gpu)
     comm = _phase_comm(ph, gpu)[2]
-    hidden = hidden_comm(ph, eff, comm, sum(total for total, _ in parts) + latency + overhead)
-    gpu_s = sum(total for total, _ in parts) + latency + overhead
+    gpu_s = groups_s + latency + overhead  # PhaseTime.gpu_s; also the compute a collective can hide under
+    hidden = hidden_comm(ph, eff, comm, gpu_s)
     host_bound = max(0.0, host - gpu_s)
-    return {"compute": cb * ph.passes, "memory": mb * ph.passes,
+    return {"compute": cb * ph.passes, "memory": (groups_s - cb) * ph.passes,
             "overhead": (overhead + latency + host_bound + step_host_seconds(ph, eff)) * ph.passes,
             "communication": (comm - hidden) * ph.passes}
 

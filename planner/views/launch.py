@@ -275,10 +275,10 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     launch_setup = launch_setup or load_launch_setup()
     plan = next((e.plan for e in ranking if e.feasible), None)
     nodes, per_node = node_layout(plan.gpus) if plan else (1, 0)
-    if nodes > 1 and multi_node is None:
-        multi_node = load_multi_node_names()
-    elsewhere = multi_node if multi_node is not None else load_multi_node_names()
-    unrentable = set(tier_gaps(ranking, plan.price_tier, names, elsewhere)[0]) if plan else set()
+    # the names clouds with multi-node clusters rent: a plan beyond one node needs them, and a GPU that RunPod offers
+    # only outside its secure cloud is still rentable elsewhere under one of them
+    multi_node = multi_node if multi_node is not None else load_multi_node_names()
+    unrentable = set(tier_gaps(ranking, plan.price_tier, names, multi_node)[0]) if plan else set()
     chosen, left_out = candidates([e for e in ranking if e.gpu.id not in unrentable], names,
                                   multi_node if nodes > 1 else None)
     if unrentable:
@@ -290,7 +290,7 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     first = next(e for e in ranking if e.gpu.id == chosen[0].gpu_id)
     picked = [e for e in ranking if e.gpu.id in {c.gpu_id for c in chosen}]
     notes = [f"left out: {'; '.join(left_out)}"] if left_out else []
-    tier_note = tier_sentence(ranking, first.plan.price_tier, names, elsewhere)
+    tier_note = tier_sentence(ranking, first.plan.price_tier, names, multi_node)
     if tier_note:
         notes.append(tier_note)
     setup, setup_notes = setup_script(first.plan.runtime, launch_setup)
