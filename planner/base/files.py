@@ -30,7 +30,7 @@ def read_regular(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise UserFileError(f"{path}: not a regular file (a directory, device or pipe); give the path of a {what}")
         if st.st_size > max_bytes:
-            raise UserFileError(f"{path}: {st.st_size:,} bytes, larger than {max_bytes:,}: not a {what}")
+            raise UserFileError(f"{path}: {st.st_size:,} bytes, larger than {max_bytes:,} bytes: not a {what}")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(max_bytes + 1)
     except OSError as exc:

@@ -118,14 +118,21 @@ def load_yaml(path: str | Path, top_key: str, dated: bool = False) -> list[Mappi
     return load_sections(path, (top_key,), dated)[top_key]
 
 
-def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) -> dict[str, list[Mapping[str, Any]]]:
-    """Parse a YAML data file once and return each of `keys` (each a non-empty list), checking schema_version;
-    `dated` files must say when their figures were read (top-level `read_on: YYYY-MM-DD`)."""
-    path = Path(path)
-    try:  # a regular file only, at most what the parser accepts: a device or a FIFO named by --measurements is refused
-        text = read_regular(path, MAX_TEXT_BYTES, "data file").decode("utf-8")
+def read_file_bytes(path: str | Path, what: str = "data file") -> bytes:
+    """A regular file of at most MAX_TEXT_BYTES (files.read_regular: a device, a pipe or a directory is refused
+    before a byte is read); DataFileError naming the file otherwise."""
+    try:
+        return read_regular(path, MAX_TEXT_BYTES, what)
     except UserFileError as exc:
         raise DataFileError(path, "-", "-", str(exc).removeprefix(f"{path}: ")) from None
+
+
+def load_document(path: str | Path, dated: bool = False) -> dict[str, Any]:
+    """A YAML data file parsed once: a mapping with schema_version 1; `dated` files must say when their figures were
+    read (top-level `read_on: YYYY-MM-DD`). DataFileError naming the file and field otherwise."""
+    path = Path(path)
+    try:
+        text = read_file_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise DataFileError(path, "-", "-", "not UTF-8 text") from None
     doc = parse_yaml(text, path)
@@ -135,6 +142,11 @@ def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) ->
         raise DataFileError(path, "-", "schema_version", f"expected 1, got {shown(doc.get('schema_version'))}")
     if dated:
         Record(str(path), "-", doc).day("read_on")
+    return doc
+
+
+def sections_of(doc: Mapping[str, Any], path: str | Path, keys: Iterable[str]) -> dict[str, list[Mapping[str, Any]]]:
+    """Each of `keys` of a loaded document, each a non-empty list; DataFileError naming the key otherwise."""
     out = {}
     for key in keys:
         records = doc.get(key)
@@ -142,6 +154,11 @@ def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) ->
             raise DataFileError(path, "-", key, "expected a non-empty list")
         out[key] = records
     return out
+
+
+def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) -> dict[str, list[Mapping[str, Any]]]:
+    """Parse a YAML data file once (load_document) and return each of `keys` (each a non-empty list)."""
+    return sections_of(load_document(path, dated), path, keys)
 
 
 @dataclass(frozen=True)

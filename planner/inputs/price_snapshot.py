@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from planner import DATA_DIR
 from planner.base.safe_parse import shown
-from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, suggest, unique_ids
+from planner.base.schema import DataFileError, Record, load_document, sections_of, suggest, unique_ids
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, GPU, MAX_USD_HR, MIN_USD_HR, PRICE_TIERS,
                                     STALE_AFTER_DAYS, Catalog, Price, load_catalog)
 
@@ -54,8 +54,9 @@ def _snapshot_files(directory: Path) -> list[Path]:
 
 def load_snapshot_file(path: str | Path, catalog: Catalog) -> tuple[date, str, dict[str, dict[str, float]]]:
     """Validate one data/prices file; return (date, source, {gpu_id: {tier: usd_hr}}). Raises DataFileError."""
-    records = load_yaml(path, "prices")
-    head = Record(str(path), "header", parse_yaml(Path(path).read_text(encoding="utf-8"), path))
+    doc = load_document(path)  # read and parsed once: its records and its header
+    records = sections_of(doc, path, ("prices",))["prices"]
+    head = Record(str(path), "header", doc)
     head.check_keys(("schema_version", "date", "fetched_at", "source", "prices"))
     day = head.day("date")
     day = day.date() if isinstance(day, datetime) else day

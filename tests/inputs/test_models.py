@@ -205,8 +205,8 @@ def test_betarho_mixed_precision_saves_2_25_bytes_per_element():
     assert m.train_activation_memory(_train_setup("fp32"), 1, L, False).gb == pytest.approx(elems * 4 / 1e9)
 
 
-def test_a_profile_with_only_half_of_the_checkpoint_pair_is_refused():
-    text = """\
+# a generic profile's required fields, each L: the start of the toy profiles below
+TOY_HEAD = """\
 id: toy
 name: Toy
 kind: generic
@@ -218,6 +218,11 @@ activation_elems_per_sample: "L"
 peak_inference_elems_per_sample: "L"
 activation_traffic_elems_per_sample: "L"
 kernels_per_forward: 10
+"""
+
+
+def test_a_profile_with_only_half_of_the_checkpoint_pair_is_refused():
+    text = TOY_HEAD + """\
 checkpoint_kept_elems_per_sample: "L"
 derivation: test
 source: test
@@ -226,18 +231,7 @@ source: test
         parse_model_text(text, "toy.yaml", "upload")
 
 
-TOY_PEAKS = """\
-id: toy
-name: Toy
-kind: generic
-input_size_name: L
-default_input_size: 10
-params: "100"
-fwd_flops_per_sample: "L"
-activation_elems_per_sample: "L"
-peak_inference_elems_per_sample: "L"
-activation_traffic_elems_per_sample: "L"
-kernels_per_forward: 10
+TOY_PEAKS = TOY_HEAD + """\
 checkpoint_peaks:
 - at: the block's backward
   tensors:

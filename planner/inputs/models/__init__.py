@@ -16,8 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 from collections.abc import Callable
 
 from planner import DATA_DIR
-from planner.base.safe_parse import MAX_TEXT_BYTES, ParseError, TextError, check_text_values, load_json_text
-from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, resolve_name, unique_ids
+from planner.base.safe_parse import ParseError, TextError, check_text_values, load_json_text
+from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, read_file_bytes, resolve_name, unique_ids
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
@@ -120,19 +120,9 @@ def load_models(paths: tuple[str | Path, ...] = MODEL_FILES) -> ModelCatalog:
 
 def load_model_file(path: str | Path) -> ModelProfile:
     """Load one model from a YAML profile (one record, or a `models:` list of one) or an HF config.json.
-    Only a regular file of at most MAX_TEXT_BYTES is read (not a device, a pipe or a directory)."""
+    Only a regular file of at most MAX_TEXT_BYTES is read (schema.read_file_bytes: no device, pipe or directory)."""
     path = Path(path)
-    try:
-        if not path.exists():
-            raise DataFileError(path, "-", "-", "cannot read the file (no such file)")
-        if not path.is_file():
-            raise DataFileError(path, "-", "-", "not a regular file: give the path of a model YAML or a config.json")
-        with path.open("rb") as f:
-            data = f.read(MAX_TEXT_BYTES + 1)
-    except OSError as exc:
-        raise DataFileError(path, "-", "-", f"cannot read the file ({exc.strerror})") from exc
-    if len(data) > MAX_TEXT_BYTES:
-        raise DataFileError(path, "-", "-", f"larger than {MAX_TEXT_BYTES:,} bytes: not a model profile")
+    data = read_file_bytes(path, "model YAML or config.json")
     return parse_model_text(data.decode("utf-8", errors="replace"), path.name, str(path))
 
 
