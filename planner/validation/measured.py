@@ -443,14 +443,13 @@ def _row_term(row: Measurement, runtime_id: str, params: dict[str, float], catal
         res, _ = evaluate_row(row, catalog, models, adjust_for(runtime_id, params))
         return abs(math.log(res.predicted / res.measured)) if res.predicted else UNPREDICTED_LOSS
     c = catalog.get(row.gpu).memory_class
-    return _memo_row_term(row, runtime_id, params[f"mem_bw_efficiency.{c}"], params[f"compute_efficiency.{c}"],
+    return _memo_row_term(row, runtime_id, c, params[f"mem_bw_efficiency.{c}"], params[f"compute_efficiency.{c}"],
                           params["launch_overhead_us"], params["host_us_per_kernel"])
 
 
 @lru_cache(maxsize=ROW_TERM_MEMO)
-def _memo_row_term(row: Measurement, runtime_id: str, bw: float, compute: float, launch_us: float,
+def _memo_row_term(row: Measurement, runtime_id: str, c: str, bw: float, compute: float, launch_us: float,
                    host_us: float) -> float:
-    c = load_catalog().get(row.gpu).memory_class
     params = {f"mem_bw_efficiency.{c}": bw, f"compute_efficiency.{c}": compute, "launch_overhead_us": launch_us,
               "host_us_per_kernel": host_us}
     res, _ = evaluate_row(row, load_catalog(), validation_models(), adjust_for(runtime_id, params))
