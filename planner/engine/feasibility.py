@@ -152,7 +152,8 @@ def resolve_attention(choice: AttentionBackend, fallback: AttentionBackend, cc: 
                       platform: str, dtype: str, head_dim: int | None,
                       pytorch: tuple[int, ...] | None) -> AttentionOn:
     """What `choice` runs as on a GPU of compute capability `cc` (None on AMD) for `dtype` and `head_dim`: a kernel
-    as itself, a selector as the first of its picks that runs (as PyTorch's SDPA dispatcher or xFormers does).
+    as itself, a selector as the first of its picks that runs (as PyTorch's SDPA dispatcher or xFormers does), in the
+    priority list of the selector's release built for the pinned PyTorch (unpinned: its newest).
     When nothing runs, the blocking reason names what `fallback` (sdpa) would run instead."""
     where = (sm_label(cc) if cc else "ROCm" if platform == "rocm" else "this device") + f", {dtype}" + (
         f", head dim {head_dim}" if head_dim else ", head dim not known")
@@ -161,10 +162,12 @@ def resolve_attention(choice: AttentionBackend, fallback: AttentionBackend, cc: 
                     f"{version_text(pytorch)})"]
     else:
         problems = []
-        for k in choice.picks or (choice,):
+        release = choice.release_for(pytorch)
+        name = f"{choice.id} {release.version}" if release else choice.id
+        for k in choice.picks_for(pytorch) or (choice,):
             why = kernel_problem(k, cc, platform, dtype, head_dim, pytorch)
             if why is None:
-                picked = f"{choice.id} picks {k.id}" if choice.is_selector else k.id
+                picked = f"{name} picks {k.id}" if choice.is_selector else k.id
                 return AttentionOn(k, Reason("attention", False, f"attention: {picked} on {where}: {_describe(k, cc)}"))
             problems.append(why)
     alt = None if fallback is choice else resolve_attention(fallback, fallback, cc, platform, dtype, head_dim, pytorch)

@@ -98,6 +98,17 @@ MAX_DECODE_LATENCY_US = 1000.0  # parser cap on a decode-attention call's fixed 
 DECODE_LATENCY_ORIGIN = "FlashAttention-2's decode kernel, timed on an H100: data/precisions.yaml"
 
 
+@dataclass(frozen=True)
+class SelectorRelease:
+    """One release of a selector's library (xFormers): the oldest PyTorch its wheels are built for, its priority list
+    (each kernel with the compute-capability range this release runs it on) and the source."""
+
+    version: str
+    min_pytorch: tuple[int, ...]
+    picks: tuple[AttentionBackend, ...]
+    source: str
+
+
 @dataclass(frozen=True, eq=True)
 class AttentionBackend(CachedHash):
     """An attention kernel, or a selector (`picks`) that stands for the first of its kernels that runs on a GPU.
@@ -135,10 +146,23 @@ class AttentionBackend(CachedHash):
     # reference kernel's measured latency, carried by every backend (set on load, with_reference), and its source
     decode_latency_us: float = 0.0
     decode_latency_source: str = ""
+    # a selector whose priority list changed between its library's releases: oldest first (picks: the newest's)
+    releases: tuple[SelectorRelease, ...] = ()
 
     @property
     def is_selector(self) -> bool:
         return bool(self.picks)
+
+    def release_for(self, pytorch: tuple[int, ...] | None) -> SelectorRelease | None:
+        """The newest release built for `pytorch` or an older one (unpinned: the newest); None without releases or
+        when every release needs a newer PyTorch."""
+        fits = [r for r in self.releases if pytorch is None or r.min_pytorch <= pytorch]
+        return fits[-1] if fits else None
+
+    def picks_for(self, pytorch: tuple[int, ...] | None) -> tuple[AttentionBackend, ...]:
+        """The priority list this selector runs under the pinned PyTorch (its release's, else `picks`)."""
+        release = self.release_for(pytorch)
+        return release.picks if release else self.picks
 
     def with_reference(self, ref: AttentionBackend) -> AttentionBackend:
         """This kernel carrying the reference's decode latency, and its fraction of peak unless it materializes the
@@ -279,6 +303,52 @@ def _decode_latency(rec: Record) -> dict:
     return {"decode_latency_us": us, "decode_latency_source": rec.text("decode_latency_source")}
 
 
+MAX_RELEASES = 32  # parser cap on a selector's releases
+
+
+def _is_selector(rec: Record) -> bool:
+    return rec.raw("picks", required=False) is not None or rec.raw("releases", required=False) is not None
+
+
+def _picks(rec: Record, kernels: dict[str, AttentionBackend],
+           ranges: dict[str, tuple[tuple[int, int] | None, tuple[int, int] | None]]) -> tuple[AttentionBackend, ...]:
+    """The kernels `rec.picks` names, in order; a kernel in `ranges` with the (min_sm, max_sm) given there."""
+    picks = rec.strings("picks")
+    missing = [p for p in picks if p not in kernels]
+    if missing:
+        raise rec.fail("picks", f"{missing[0]!r} is not a kernel record of this file (a selector picks kernels)")
+    stray = [k for k in ranges if k not in picks]
+    if stray:
+        raise rec.fail("sm_ranges", f"{stray[0]!r} is not one of this release's picks")
+    return tuple(replace(kernels[p], min_sm=ranges[p][0], max_sm=ranges[p][1]) if p in ranges else kernels[p]
+                 for p in picks)
+
+
+def _releases(rec: Record, kernels: dict[str, AttentionBackend]) -> tuple[SelectorRelease, ...]:
+    """A selector's optional `releases` (oldest first, by the PyTorch each is built for), each with its picks and
+    optional `sm_ranges: {kernel: {min_sm, max_sm}}` where the release runs a kernel on other GPUs than its record."""
+    if rec.raw("releases", required=False) is None:
+        return ()
+    out: list[SelectorRelease] = []
+    for sub in rec.records("releases", MAX_RELEASES):
+        sub.check_keys(("version", "pytorch", "picks", "sm_ranges", "source"))
+        try:
+            pytorch = parse_torch_version(sub.text("pytorch"))
+        except ValueError as exc:
+            raise sub.fail("pytorch", str(exc)) from None
+        if out and pytorch <= out[-1].min_pytorch:
+            raise sub.fail("pytorch", "releases go oldest first: each needs a newer PyTorch than the one before")
+        ranges = {}
+        block = sub.child("sm_ranges", required=False)
+        for kernel in (block.data if block else {}):
+            limits = block.child(str(kernel))
+            limits.check_keys(("min_sm", "max_sm"))
+            ranges[str(kernel)] = (limits.compute_capability("min_sm", required=False),
+                                   limits.compute_capability("max_sm", required=False))
+        out.append(SelectorRelease(sub.text("version"), pytorch, _picks(sub, kernels, ranges), sub.text("source")))
+    return tuple(out)
+
+
 def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBackend, ...]:
     """Kernel records, and selector records (`picks`) whose picks name kernel records of the same file."""
     parsed: list[tuple[Record, dict]] = []
@@ -293,7 +363,7 @@ def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBacke
                                  aliases=tuple(a.lower() for a in rec.strings("aliases", required=False)),
                                  min_pytorch=min_pt)))
     unique_ids(path, (n for _, c in parsed for n in (c["id"], *c["aliases"])))
-    kernels = {c["id"]: _kernel(rec, c) for rec, c in parsed if rec.raw("picks", required=False) is None}
+    kernels = {c["id"]: _kernel(rec, c) for rec, c in parsed if not _is_selector(rec)}
     references = [k for k in kernels.values() if k.reference_fraction]
     if len(references) > 1:
         raise DataFileError(path, f"'{references[1].id}'", "fraction_of_peak",
@@ -306,13 +376,15 @@ def _attention_backends(path: str | Path, records: list) -> tuple[AttentionBacke
         if common["id"] in kernels:
             out.append(kernels[common["id"]])
             continue
-        rec.check_keys(("id", "name", "aliases", "picks", "min_pytorch", "source"))
-        picks = rec.strings("picks")
-        missing = [p for p in picks if p not in kernels]
-        if missing:
-            raise rec.fail("picks", f"{missing[0]!r} is not a kernel record of this file (a selector picks kernels)")
-        chosen = tuple(kernels[p] for p in picks)
-        out.append(AttentionBackend(**common, picks=chosen, scores_materialized=chosen[0].scores_materialized,
+        rec.check_keys(("id", "name", "aliases", "picks", "releases", "min_pytorch", "source"))
+        releases = _releases(rec, kernels)
+        if releases and rec.raw("picks", required=False) is not None:
+            raise rec.fail("picks", "a selector with releases picks by release: give picks in each release only")
+        if releases:
+            common["min_pytorch"] = releases[0].min_pytorch
+        chosen = releases[-1].picks if releases else _picks(rec, kernels, {})
+        out.append(AttentionBackend(**common, picks=chosen, releases=releases,
+                                    scores_materialized=chosen[0].scores_materialized,
                                     speed_vs_fa2=chosen[0].speed_vs_fa2, speed_source=chosen[0].speed_source,
                                     decode_latency_us=chosen[0].decode_latency_us,
                                     decode_latency_source=chosen[0].decode_latency_source))

@@ -355,7 +355,9 @@ def backend_rows(rules: PrecisionRules) -> list[dict]:
     for b in rules.attention_backends:
         kernel = not b.is_selector
         lo, hi = b.min_sm, b.max_sm
-        rows.append({"backend": b.id, "kind": "kernel" if kernel else "picks " + " > ".join(k.id for k in b.picks),
+        newest = f" (newest: {b.releases[-1].version})" if b.releases else ""  # a PyTorch pin picks its own
+        rows.append({"backend": b.id, "kind": "kernel" if kernel else "picks " + " > ".join(k.id for k in b.picks)
+                     + newest,
                      "sm": f"{sm_label(lo) if lo else 'any'} to {sm_label(hi) if hi else 'newest'}" if kernel else None,
                      "amd": ("yes" if b.amd else "no") if kernel else None,
                      "dtypes": "/".join(b.dtypes) if kernel else None,

@@ -143,10 +143,46 @@ def test_flash_attention_1_covers_turing():
     assert e.feasible and e.setup.attention.id == "flash-attn"
 
 
-def test_xformers_uses_its_flash_op_from_ampere_and_cutlass_below():
-    assert _plan_on("rtx-3090", Train(100, 256, 1), attention="xformers").setup.attention.id == "flash-attn-2"
-    assert _plan_on("v100-sxm2-16gb", Train(100, 256, 1), attention="xformers").setup.attention.id == \
-        "xformers-cutlass"
+def _xformers(gpu, pytorch=None, precision="fp16"):
+    return _plan_on(gpu, Train(100, 256, 1), precision, attention="xformers", pytorch=pytorch)
+
+
+def test_xformers_before_0_0_29_uses_its_flash_op_from_ampere_and_cutlass_below():
+    # 0.0.21-0.0.28 (PyTorch 2.0.1-2.5.x): [bundled FlashAttention-2, CUTLASS from SM60]
+    assert _xformers("rtx-3090", "2.5.1+cu124").setup.attention.id == "flash-attn-2"
+    assert _xformers("h100-sxm", "2.5.1+cu124").setup.attention.id == "flash-attn-2"
+    assert _xformers("v100-sxm2-16gb", "2.5.1+cu124").setup.attention.id == "xformers-cutlass"
+
+
+def test_xformers_puts_flash_attention_3_first_on_hopper_from_0_0_29():
+    # CHANGELOG 0.0.29: FA3 used by default when available; 0.0.29.post2 is the wheel for PyTorch 2.6.0
+    for pin in ("2.6.0+cu126", "2.8.0+cu128"):
+        e = _xformers("h100-sxm", pin)
+        assert e.setup.attention.id == "flash-attn-3"
+    assert "xformers 0.0.29.post2 picks flash-attn-3" in _attention(_xformers("h100-sxm", "2.6.0+cu126")).text
+    assert _xformers("a100-sxm4-80gb", "2.6.0+cu126").setup.attention.id == "flash-attn-2"  # FA3: SM90 only
+
+
+def test_xformers_0_0_33_skips_flash_attention_3_on_hopper():
+    # flash3.py of v0.0.33 refuses any device above (8, 0) ('too new'): H100 falls to the flash op, PyTorch's kernel
+    e = _xformers("h100-sxm", "2.9.1+cu128")
+    assert e.setup.attention.id == "sdpa-flash" and "xformers 0.0.33 picks sdpa-flash" in _attention(e).text
+
+
+def test_xformers_from_0_0_31_drops_volta_and_from_0_0_33_caps_cutlass_at_hopper():
+    v100 = _attention(_xformers("v100-sxm2-16gb"))  # unpinned: the newest release (0.0.35): CUTLASS SM75-SM90
+    assert v100.blocking and "xformers-cutlass runs on SM75-SM90 only" in v100.text
+    assert _xformers("t4").setup.attention.id == "xformers-cutlass"  # SM75, fp16: below PyTorch's flash (SM80)
+    assert _xformers("b200").setup.attention.id == "sdpa-flash"  # 16-bit: PyTorch's flash kernel runs SM80-SM121
+    fp32 = _attention(_xformers("b200", precision="fp32"))  # fp32: no flash kernel; CUTLASS stops at SM90
+    assert fp32.blocking and "SM75-SM90 only" in fp32.text
+    assert _xformers("b200", "2.8.0+cu128", precision="fp32").setup.attention.id == "xformers-cutlass"  # 0.0.31: no cap
+
+
+def test_xformers_on_pytorch_1_13_bundles_flash_attention_1():
+    r = _attention(_xformers("rtx-a5000", "1.13.1+cu116"))
+    assert not r.blocking  # 0.0.16 is built for 1.13
+    assert _xformers("rtx-a5000", "1.13.1+cu116").setup.attention.id == "flash-attn"  # FlashAttention 1.x bundled
 
 
 def test_sdpa_needs_pytorch_2_so_a_1_13_pin_leaves_manual_attention():
@@ -256,9 +292,10 @@ def test_gpu_only_attention_kernels_are_refused_on_a_cpu():
     assert not e.feasible and "sdpa" in next(r.text for r in e.reasons if r.code == "attention")
     for backend in ("sdpa", "sdpa-math", "manual"):
         assert "attention" not in _codes(_est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", attention=backend))
-    # a selector whose every pick is a CUDA kernel (xFormers: FlashAttention-2 SM80+, its CUTLASS kernel SM60+)
+    # a selector whose every pick is a CUDA kernel (xFormers' newest release: PyTorch's flash kernel SM80+, its
+    # CUTLASS kernel SM75+ since 0.0.31 dropped Volta)
     xf = _est("cfdna-gen", "amd-ryzen-9-7950x", "bf16", attention="xformers")
-    assert not xf.feasible and "SM60+" in next(r.text for r in xf.reasons if r.code == "attention")
+    assert not xf.feasible and "SM75+" in next(r.text for r in xf.reasons if r.code == "attention")
 
 
 def test_kv_cache_dtype_needs_the_cpu_arithmetic():

@@ -158,8 +158,43 @@ def test_only_unfused_backends_write_the_score_matrix():
 
 def test_an_unresolved_selector_stands_for_its_first_pick():
     r = load_rules()
-    xf = r.attention("xformers")
-    assert xf.picks[0].id == "flash-attn-2" and not xf.scores_materialized and xf.speed_vs_fa2 == 1.0
+    xf = r.attention("xformers")  # unpinned: its newest release (0.0.35), whose flash op is PyTorch's kernel
+    assert xf.picks[0].id == "sdpa-flash" and not xf.scores_materialized and xf.speed_vs_fa2 == 1.0
+
+
+def test_a_selector_picks_by_the_release_built_for_the_pinned_pytorch():
+    xf = load_rules().attention("xformers")
+    assert xf.min_pytorch == (1, 13)  # its oldest release, 0.0.16
+    assert xf.release_for((2, 7, 0)).version == "0.0.29.post2"  # 0.0.31 needs 2.7.1
+    assert xf.release_for((2, 7, 1)).version == "0.0.31"
+    assert xf.release_for(None).version == xf.releases[-1].version
+    cutlass = {r.version: next(k for k in r.picks if k.id == "xformers-cutlass") for r in xf.releases}
+    assert (cutlass["0.0.21"].min_sm, cutlass["0.0.21"].max_sm) == ((6, 0), None)
+    assert (cutlass["0.0.33"].min_sm, cutlass["0.0.33"].max_sm) == ((7, 5), (9, 0))
+
+
+@pytest.mark.parametrize("release, problem", [
+    ("{version: a, pytorch: '2.6', picks: [k], sm_ranges: {other: {max_sm: '9.0'}}, source: s}", "sm_ranges"),
+    ("{version: a, pytorch: 'two', picks: [k], source: s}", "pytorch"),
+    ("{version: a, pytorch: '2.6', picks: [nope], source: s}", "picks"),
+])
+def test_a_selector_release_is_checked_by_field(tmp_path, release, problem):
+    path = _backends_file(tmp_path, ["{id: k, name: k, source: s, dtypes: [fp16], scores_materialized: false, "
+                                     "speed_vs_fa2: 1, speed_source: s, amd: true}",
+                                     "{id: x, name: x, source: s, releases: [" + release + "]}"])
+    with pytest.raises(DataFileError) as err:
+        load_rules(path)
+    assert err.value.field == problem
+
+
+def test_selector_releases_go_oldest_first(tmp_path):
+    newer, older = ("{version: " + v + ", pytorch: '" + pt + "', picks: [k], source: s}"
+                    for v, pt in (("b", "2.6"), ("a", "2.5")))
+    path = _backends_file(tmp_path, ["{id: k, name: k, source: s, dtypes: [fp16], scores_materialized: false, "
+                                     "speed_vs_fa2: 1, speed_source: s, amd: true}",
+                                     f"{{id: x, name: x, source: s, releases: [{newer}, {older}]}}"])
+    with pytest.raises(DataFileError, match="oldest first"):
+        load_rules(path)
 
 
 def _backends_file(tmp_path, backends):
