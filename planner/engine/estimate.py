@@ -136,6 +136,19 @@ def _link(gpu: GPU, n: int) -> str:
     return link.describe() if link else "no known link between GPUs"
 
 
+def _unlinked(gpu: GPU, n: int) -> list[Reason]:
+    """A blocking reason when a plan's collectives need a link between n GPUs that the catalog does not know: more
+    GPUs than one node holds, with no network fabric between its nodes (data/gpus.yaml interconnect)."""
+    if gpu.link_for(n) is not None:
+        return []
+    if gpu.node_gpus and n > gpu.node_gpus:
+        nodes = -(-n // gpu.node_gpus)
+        return [Reason("parallelism", True, f"{n} GPUs span {nodes} nodes of at most {gpu.node_gpus}, and no network "
+                       f"between nodes of {gpu.name} is known: use at most {gpu.node_gpus} GPUs, or a GPU whose "
+                       "clusters are in the catalog")]
+    return [Reason("parallelism", True, f"no link between {gpu.name}s is known: use 1 GPU")]
+
+
 def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Setup, str, list[Reason]]:
     """How plan.gpus GPUs share the job: (setup with its TP/FSDP degree, parallelism, notes).
 
@@ -149,9 +162,9 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
         if w.sharding == "fsdp":
             return replace(s, shard=n), "fsdp", [Reason(
                 "parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer states "
-                f"sharded; all-gathers and a reduce-scatter per micro-step over {_link(gpu, n)}")]
+                f"sharded; all-gathers and a reduce-scatter per micro-step over {_link(gpu, n)}")] + _unlinked(gpu, n)
         return s, "data", [Reason("parallelism", False, f"data parallel (DDP) over {n} GPUs: a gradient all-reduce "
-                                  f"per optimizer step over {_link(gpu, n)}")]
+                                  f"per optimizer step over {_link(gpu, n)}")] + _unlinked(gpu, n)
     heads = m.tensor_parallel_heads
     fits = breakdown(m, w, s, 1, context_gb).total_gb <= usable_gb(gpu, plan.memory_target)
     if plan.parallel == "tensor" or (plan.parallel == "auto" and heads is not None and not fits):
@@ -161,7 +174,7 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
                         f"{_link(gpu, n)}; they never overlap compute (each layer waits for the last)")]
         if heads and heads % n:
             notes.append(Reason("parallelism", False, f"{heads} KV heads don't split evenly over {n} GPUs"))
-        return replace(s, tp=n), "tensor", notes
+        return replace(s, tp=n), "tensor", notes + _unlinked(gpu, n)
     why = "as asked" if plan.parallel == "data" else "auto: the model fits one GPU; choose tensor parallel to split it"
     return s, "data", [Reason("parallelism", False, f"data parallel ({why}): each of {n} GPUs runs its share "
                               "independently")]

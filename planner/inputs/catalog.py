@@ -57,6 +57,10 @@ ALU_PATH = "int32"
 INT32_PER_FP32_LANES = {(8, 6): 0.5, (8, 7): 0.5, (8, 9): 0.5, (9, 0): 0.5, (10, 0): 0.5, (10, 3): 0.5}
 # a measured matmul may beat the datasheet rate by what boost clocks add (_published_ceilings)
 MAX_CEILING_OVER_PEAK = 1.2
+# GPUs one node holds unless data/gpus.yaml says otherwise: an HGX/DGX board carries 8 SXM GPUs, and PCIe servers
+# (RunPod's pods too: gpuTypes maxGpuCount, shared/reference/runpod_api.md) at most 8-10 cards
+DEFAULT_NODE_GPUS = 8
+MAX_NODE_GPUS = 576  # an NVLink domain's upper bound (NVIDIA's NVL576 plans); a parser cap
 MAX_SMS = 1024  # streaming multiprocessors (NVIDIA) or compute units (AMD); B200 has 148, MI300X 304
 MAX_VRAM_GB = 2000.0  # the largest memory a filter or a GPU record may name (B200: 192 GB; headroom for what comes)
 # The figures a record's `announced` block may name: only the vendor has published them (a launch page, a partner
@@ -166,30 +170,104 @@ class ProtocolRate:
 
 
 @dataclass(frozen=True)
+class Fabric:
+    """The network between the nodes of a multi-node job (data/interconnects.yaml `fabrics`): NIC bandwidth per GPU
+    (Gb/s), the share of a node's NICs a ring collective reaches as bus bandwidth, NCCL's latency of a ring step
+    across the network per protocol (us), its network overhead on every other step (us; x3 for Simple), and its LL
+    bus-bandwidth cap across 2 and more nodes (GB/s)."""
+
+    id: str
+    name: str
+    gbits_per_gpu: float
+    busbw_fraction: float
+    hop_latency_us: tuple[tuple[str, float], ...]
+    net_overhead_us: float
+    ll_max_two_nodes_gbps: float
+    ll_max_more_nodes_gbps: float
+    source: str
+
+    def node_gbps(self, gpus: int) -> float:
+        """Bus bandwidth a ring reaches across nodes of `gpus` GPUs each, GB/s: their NICs x busbw_fraction."""
+        return self.gbits_per_gpu / BITS_PER_BYTE * gpus * self.busbw_fraction
+
+    def ll_cap_gbps(self, nodes: int) -> float:
+        return self.ll_max_two_nodes_gbps if nodes <= 2 else self.ll_max_more_nodes_gbps
+
+
+BITS_PER_BYTE = 8
+# NCCL runs its Simple protocol's network overhead three times per step (tuning.cc: `if (p == NCCL_PROTO_SIMPLE)
+# netOverhead *= 3`)
+SIMPLE_NET_OVERHEAD_FACTOR = 3
+
+
+@dataclass(frozen=True)
 class Link:
     """A link kind at one GPU's bandwidth, reaching at most `max_gpus` GPUs of a job (None: any number); the GPU's
-    compute capability sets NCCL's LL bandwidth cap (None: no cap)."""
+    compute capability sets NCCL's LL bandwidth cap (None: no cap). A cluster link (`fabric` set) joins nodes of
+    `node_gpus` GPUs, inside over `kind`, between over `fabric`; its rates are for a job of `n_gpus` GPUs
+    (GPU.link_for sets it)."""
 
     kind: LinkKind
     unidir_gbps: float  # the GPU's link, one direction, GB/s
     max_gpus: int | None
     compute_capability: tuple[int, int] | None = None
+    node_gpus: int = 0
+    fabric: Fabric | None = None
+    n_gpus: int = 0
 
     @property
     def bus_gbps(self) -> float:
         """Bus bandwidth a ring collective reaches at large sizes (Simple), GB/s (nccl-tests busbw)."""
         return self.unidir_gbps * self.kind.busbw_fraction
 
+    @property
+    def nodes(self) -> int:
+        """Nodes a cluster link's job spans (1 for a link inside one node)."""
+        return -(-self.n_gpus // self.node_gpus) if self.fabric else 1
+
     @cached_property
     def rates(self) -> tuple[ProtocolRate, ...]:
         """Each protocol's latencies and bandwidth on this link, in seconds and bytes per second."""
+        if self.fabric:
+            return tuple(self._cluster_rate(p) for p in self.kind.protocols)
         return tuple(ProtocolRate(p.id, p.call_latency_us * 1e-6, p.hop_latency_us * 1e-6,
                                   p.busbw_gbps(self.bus_gbps, self.compute_capability) * BYTES_PER_GB)
                      for p in self.kind.protocols)
 
+    def _cluster_rate(self, p: LinkProtocol) -> ProtocolRate:
+        """A protocol over nodes of this link: the slower of the intra-node and the fabric's bus bandwidth (the
+        smallest node's NICs); each ring step's latency the mean over the ring's steps, nodes-1 of every n-1 across
+        the network, the others inside at least NCCL's network overhead (data/interconnects.yaml, fabrics)."""
+        f, n, nodes = self.fabric, self.n_gpus, self.nodes
+        smallest = n - (nodes - 1) * self.node_gpus
+        fabric_gbps = f.node_gbps(smallest) * p.busbw_share
+        if p.id == "ll":
+            fabric_gbps = min(fabric_gbps, f.ll_cap_gbps(nodes))
+        gbps = min(p.busbw_gbps(self.bus_gbps, self.compute_capability), fabric_gbps)
+        overhead = f.net_overhead_us * (SIMPLE_NET_OVERHEAD_FACTOR if p.id == "simple" else 1)
+        inside, across = max(p.hop_latency_us, overhead), dict(f.hop_latency_us)[p.id]
+        hop_us = ((n - nodes) * inside + (nodes - 1) * across) / (n - 1)
+        return ProtocolRate(p.id, p.call_latency_us * 1e-6, hop_us * 1e-6, gbps * BYTES_PER_GB)
+
+    @cached_property
+    def _by_gpus(self) -> dict[int, Link]:
+        return {}
+
+    def for_gpus(self, n: int) -> Link:
+        """This cluster link timed for a job of n GPUs (built once per n)."""
+        link = self._by_gpus.get(n)
+        if link is None:
+            link = self._by_gpus[n] = replace(self, n_gpus=n)
+        return link
+
     def describe(self) -> str:
-        """The link in a few words: its kind and bus bandwidth."""
-        return f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus"
+        """The link in a few words: its kind and bus bandwidth (a cluster's nodes and fabric too)."""
+        inside = f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus"
+        if not self.fabric:
+            return inside
+        f = self.fabric
+        return (f"{self.nodes} nodes of up to {self.node_gpus} GPUs; inside, {inside}; between nodes, {f.name}: "
+                f"{f.gbits_per_gpu:g} Gb/s per GPU x {f.busbw_fraction:g} bus")
 
     def describe_protocols(self) -> str:
         """Each NCCL protocol on this link: its bus bandwidth and latencies."""
@@ -237,13 +315,16 @@ class GPU:
     ceiling_source: str = ""
     ceilings: tuple[tuple[str, Ceiling], ...] = ()  # per compute path, filled by derive_ceilings (load_catalog)
     links: tuple[Link, ...] = ()  # fastest first; link_for(n) picks the first that reaches n GPUs
+    node_gpus: int = 0  # GPUs one node (server board, NVLink domain) holds: the intra-node links reach no more
     link_source: str = ""  # why the GPU has the links it has (P2P off, a bridged pair), where the catalog says
     announced: tuple[str, ...] = ()  # figures (ANNOUNCEABLE) only the vendor has published, not measured by others
     announced_source: str = ""  # what was searched for a measurement, and when
 
     def link_for(self, n_gpus: int) -> Link | None:
-        """The link n GPUs of this model exchange data over (None: none known)."""
-        return next((k for k in self.links if k.max_gpus is None or n_gpus <= k.max_gpus), None)
+        """The link n GPUs of this model exchange data over (None: none known, e.g. more than one node holds and no
+        fabric between nodes)."""
+        link = next((k for k in self.links if k.max_gpus is None or n_gpus <= k.max_gpus), None)
+        return link.for_gpus(n_gpus) if link is not None and link.fabric else link
 
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8'), or ALU_PATH: 32-bit
@@ -467,23 +548,38 @@ def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
     return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})"}
 
 
-def _links(ic: Record, kinds: dict[str, LinkKind], cc: tuple[int, int] | None) -> tuple[Link, ...]:
-    """The GPU's links, fastest first: NVLink (a bridge reaching `nvlink_peers` peers, else every GPU of a job),
-    then PCIe, with peer-to-peer unless `pcie_p2p: false`; `cc`, the GPU's compute capability, caps NCCL's LL."""
+def _links(ic: Record, kinds: dict[str, LinkKind], fabrics: dict[str, Fabric],
+           cc: tuple[int, int] | None) -> tuple[Link, ...]:
+    """The GPU's links, fastest first: NVLink (a bridge reaching `nvlink_peers` peers, else every GPU of a node),
+    then PCIe, with peer-to-peer unless `pcie_p2p: false`, each within one node of `node_gpus`; then, with a
+    `fabric`, the cluster link over nodes (inside over the link that reaches a whole node). `cc`, the GPU's compute
+    capability, caps NCCL's LL."""
+    node = _node_gpus(ic)
     links = []
     nvlink = ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000)
     peers = ic.number("nvlink_peers", required=False, lo=1, hi=1000, integer=True)
     if nvlink:
-        links.append(Link(kinds["nvlink"], nvlink, int(peers) + 1 if peers else None, cc))
+        links.append(Link(kinds["nvlink"], nvlink, min(int(peers) + 1, node) if peers else node, cc))
     elif peers:
         raise ic.fail("nvlink_peers", "given without nvlink_unidir_gbps")
     pcie = ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000)
     if pcie:
-        links.append(Link(kinds["pcie-p2p" if ic.flag("pcie_p2p", default=True) else "pcie-host"], pcie, None, cc))
+        links.append(Link(kinds["pcie-p2p" if ic.flag("pcie_p2p", default=True) else "pcie-host"], pcie, node, cc))
+    fabric_id = ic.text("fabric", required=False, choices=tuple(fabrics))
+    inside = next((k for k in links if k.max_gpus == node), None)
+    if fabric_id and inside is None:
+        raise ic.fail("fabric", f"no link inside the node reaches all {node} GPUs (give nvlink or pcie bandwidth)")
+    if fabric_id:
+        links.append(replace(inside, max_gpus=None, node_gpus=node, fabric=fabrics[fabric_id]))
     return tuple(links)
 
 
-def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
+def _node_gpus(ic: Record) -> int:
+    return int(ic.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True) or DEFAULT_NODE_GPUS)
+
+
+def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None,
+              fabrics: dict[str, Fabric] | None = None) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
                     "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
                     "sm_count", "matmul_ceiling_tflops", "interconnect", "runpod", "announced", "source", "notes"))
@@ -494,7 +590,8 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
     tf.check_keys(COMPUTE_PATHS)
     rates = {p: tf.number(p, required=(p == "fp32"), lo=0.1, hi=20000) for p in COMPUTE_PATHS}
     ic = rec.child("interconnect", required=False) or Record(rec.path, rec.label, {})
-    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps", "nvlink_peers", "pcie_p2p", "link_source"))
+    ic.check_keys(("pcie_gen", "pcie_unidir_gbps", "nvlink_unidir_gbps", "nvlink_peers", "pcie_p2p", "node_gpus",
+                   "fabric", "link_source"))
     cc = rec.compute_capability("compute_capability", required=rec.data.get("vendor") == "NVIDIA")
     return GPU(
         id=gpu_id, name=rec.text("name"), aliases=rec.strings("aliases", required=False),
@@ -511,7 +608,8 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None) -> GPU:
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
         **_sm_count(rec), **_published_ceilings(rec, rates), **_announced(rec),
-        links=_links(ic, kinds or load_link_kinds(), cc), link_source=ic.text("link_source", required=False) or "",
+        links=_links(ic, kinds or load_link_kinds(), load_fabrics() if fabrics is None else fabrics, cc),
+        node_gpus=_node_gpus(ic), link_source=ic.text("link_source", required=False) or "",
     )
 
 
@@ -674,12 +772,36 @@ def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
     return kinds
 
 
+FABRIC_PROTOCOLS = ("ll", "ll128", "simple")  # a fabric gives NCCL's network step latency for each
+
+
+@lru_cache(maxsize=4)
+def load_fabrics(path: str | Path = LINKS_FILE) -> dict[str, Fabric]:
+    """The network fabrics between nodes of data/interconnects.yaml by id."""
+    out = []
+    for i, raw in enumerate(load_sections(path, ("fabrics",), dated=True)["fabrics"]):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "name", "gbits_per_gpu", "busbw_fraction", "hop_latency_us", "net_overhead_us",
+                        "ll_max_busbw_gbps", "source"))
+        hops = rec.child("hop_latency_us")
+        hops.check_keys(FABRIC_PROTOCOLS)
+        caps = rec.child("ll_max_busbw_gbps")
+        caps.check_keys(("two_nodes", "more_nodes"))
+        out.append(Fabric(rec.text("id"), rec.text("name"), rec.number("gbits_per_gpu", lo=1, hi=10000),
+                          rec.number("busbw_fraction", lo=0.05, hi=1.0),
+                          tuple((p, hops.number(p, lo=0.05, hi=1000)) for p in FABRIC_PROTOCOLS),
+                          rec.number("net_overhead_us", lo=0.0, hi=100), caps.number("two_nodes", lo=0.1, hi=10000),
+                          caps.number("more_nodes", lo=0.1, hi=10000), rec.text("source")))
+    unique_ids(path, (f.id for f in out))
+    return {f.id: f for f in out}
+
+
 @lru_cache(maxsize=8)
 def load_catalog(path: str | Path = GPUS_FILE, cpus_path: str | Path = CPUS_FILE) -> Catalog:
     """Load and validate the GPU catalog and the CPU devices (cached per paths; the result is immutable)."""
     records = load_yaml(path, "gpus", dated=True)
-    kinds = load_link_kinds()
-    gpus = derive_ceilings([parse_gpu(Record.of(path, i, r), kinds) for i, r in enumerate(records)])
+    kinds, fabrics = load_link_kinds(), load_fabrics()
+    gpus = derive_ceilings([parse_gpu(Record.of(path, i, r), kinds, fabrics) for i, r in enumerate(records)])
     unique_ids(path, (g.id for g in gpus))
     cpus = [cpu_device(c) for c in load_cpu_specs(cpus_path, COMPUTE_PATHS)]
     unique_ids(cpus_path, (g.id for g in gpus + cpus))

@@ -138,3 +138,11 @@ def test_a_small_all_reduce_through_host_memory_costs_what_nccl_tests_measured()
     link = load_catalog().get("rtx-4090").link_for(8)
     t = allreduce_seconds(8, 8, link)
     assert link.kind.id == "pcie-host" and 42.14e-6 <= t <= 54.18e-6
+
+
+def test_an_all_reduce_over_two_nodes_pays_the_network_steps():
+    # 1 GiB over 16 H100 SXM (2 nodes, ndr-400): Simple, the fastest at this size: NCCL's 8.4 us base latency, 2 x 15
+    # ring steps at (14 x 3.4 + 14.0) / 15 us each (2 of them across the network), and 2 x 15/16 x 1 GiB at 364.5 GB/s
+    link = load_catalog().get("h100-sxm").link_for(16)
+    hand = 8.4e-6 + 30 * (14 * 3.4 + 14.0) / 15 * 1e-6 + 2 * 15 / 16 * 2**30 / 364.5e9
+    assert allreduce_seconds(2**30, 16, link) == pytest.approx(hand)

@@ -615,3 +615,17 @@ def test_a_vocabulary_that_is_not_16_byte_aligned_gets_a_note_not_a_block():
     e, found = notes("gpt2-124m", "bf16")
     assert e.feasible and len(found) == 1 and "50,257" in found[0].text and not found[0].blocking
     assert notes("llama-2-7b", "bf16")[1] == [] and notes("gpt2-124m", "fp32")[1] == []
+
+
+def test_collectives_beyond_one_node_need_a_known_fabric():
+    # an RTX 4090 server holds at most 8 cards and the catalog knows no network between such servers: DDP over 16
+    # of them is refused, naming the nodes; generation needs no collective, so 16 of them may run it apart
+    cat = load_catalog()
+    train = Plan(load_models().get("cfdna-gen"), Train(10_000, 256, 1), "bf16", gpus=16)
+    e = estimate_gpu(train, cat.get("rtx-4090"), FACTS)
+    assert not e.feasible and any(r.blocking and "16 GPUs span 2 nodes of at most 8" in r.text for r in e.reasons)
+    gen = Plan(load_models().get("cfdna-gen"), Generate(10_000, 1, 165), "bf16", gpus=16)
+    assert estimate_gpu(gen, cat.get("rtx-4090"), FACTS).feasible
+    # H100 SXM nodes have a fabric (ndr-400): the same DDP plan runs, over 2 nodes
+    h100 = estimate_gpu(train, cat.get("h100-sxm"), FACTS)
+    assert h100.feasible and any("2 nodes of up to 8 GPUs" in r.text for r in h100.reasons)

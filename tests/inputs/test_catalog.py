@@ -413,9 +413,15 @@ def test_nvl72_parts_report_a_72_gpu_nvlink_domain(gpu_id):
     g = load_catalog().get(gpu_id)
     inside, outside = g.link_for(72), g.link_for(73)
     assert inside.kind.id == "nvlink" and inside.max_gpus == 72 and inside.unidir_gbps == 1800 / 2
-    assert outside.kind.id != "nvlink"
-    # an HGX board (B300) has no such bound in the catalog: NVLink for every GPU of a job, as B200
-    assert load_catalog().get("b300").link_for(8).max_gpus is None
+    # the 73rd GPU sits in a second rack, reached over its one scale-out NIC: a ring through it moves at that NIC's
+    # pace, 400 Gb/s (GB200, ConnectX-7) or 800 Gb/s (GB300, ConnectX-8) = 50 or 100 GB/s x 0.96 bus
+    assert outside.fabric is not None and outside.nodes == 2
+    nic_gbps = {"gb200": 400, "gb300": 800}[gpu_id] / 8
+    simple = next(r for r in outside.rates if r.id == "simple")
+    assert simple.bytes_per_s == pytest.approx(nic_gbps * 0.96 * 1e9)
+    # an HGX board (B300) holds 8 GPUs: NVLink for 8, its ConnectX-8 fabric beyond
+    b300 = load_catalog().get("b300")
+    assert b300.link_for(8).max_gpus == 8 and b300.link_for(9).fabric.id == "cx8-800"
 
 
 def test_china_parts_keep_their_silicon_and_lose_the_interconnect():
@@ -488,3 +494,43 @@ def test_a_good_announced_block_loads(tmp_path):
                                          "    source: test\n"))
     toy = load_catalog(path).get("toy")
     assert toy.announced == ("mem_bw_gbps", "dense_tflops.fp16") and toy.announced_source == "s"
+
+
+def test_a_job_beyond_one_node_runs_its_ring_over_the_fabric():
+    # 16 H100 SXM = 2 HGX nodes of 8; ndr-400: one 400 Gb/s NIC per GPU (data/interconnects.yaml fabrics)
+    link = load_catalog().get("h100-sxm").link_for(16)
+    assert link.fabric.id == "ndr-400" and link.nodes == 2 and link.node_gpus == 8
+    rate = {r.id: r for r in link.rates}
+    # Simple: the slower of NVLink's ring (450 x 0.81 = 364.5 GB/s) and 8 NICs x 50 GB/s x 0.96 = 384 GB/s
+    assert rate["simple"].bytes_per_s == pytest.approx(364.5e9)
+    # LL: NCCL's cap across 2 nodes (llMaxBws, Intel hosts: 39.0 GB/s) under Hopper's 141 and 384 x 0.5
+    assert rate["ll"].bytes_per_s == pytest.approx(39.0e9)
+    # per ring step: 14 of 15 steps inside (NVLink hop, at least NCCL's 1 us network overhead; x3 for Simple),
+    # 1 across at the network latency (LL 2.7, Simple 14.0 us)
+    assert rate["ll"].hop_s == pytest.approx((14 * 1.0 + 2.7) / 15 * 1e-6)
+    assert rate["simple"].hop_s == pytest.approx((14 * 3.4 + 14.0) / 15 * 1e-6)
+    assert "2 nodes of up to 8 GPUs" in link.describe()
+
+
+def test_a_slower_fabric_bounds_the_ring_and_the_smallest_node_counts():
+    a100 = load_catalog().get("a100-sxm-40gb")  # hdr-200: 8 x 25 GB/s x 0.96 = 192 GB/s < NVLink's 300 x 0.81
+    simple = next(r for r in a100.link_for(64).rates if r.id == "simple")
+    assert simple.bytes_per_s == pytest.approx(192e9)
+    # 12 GPUs = a node of 8 and one of 4: the ring leaves the smaller through 4 NICs, 4 x 25 x 0.96 = 96 GB/s
+    simple12 = next(r for r in a100.link_for(12).rates if r.id == "simple")
+    assert simple12.bytes_per_s == pytest.approx(96e9)
+
+
+def test_a_gpu_without_a_fabric_has_no_link_beyond_its_node():
+    g4090 = load_catalog().get("rtx-4090")
+    assert g4090.link_for(8) is not None and g4090.link_for(9) is None
+
+
+def test_a_gpu_names_a_known_fabric(tmp_path):
+    body = GOOD.replace("    source: test\n", "    interconnect: {pcie_unidir_gbps: 31.5, fabric: nope}\n"
+                        "    source: test\n")
+    with pytest.raises(DataFileError) as err:
+        load_catalog(_write(tmp_path, body))
+    assert err.value.field == "fabric" and "ndr-400" in str(err.value)
+    ok = load_catalog(_write(tmp_path, body.replace("fabric: nope", "fabric: hdr-200, node_gpus: 4")))
+    assert ok.get("toy").link_for(4).fabric is None and ok.get("toy").link_for(5).nodes == 2

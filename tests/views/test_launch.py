@@ -318,7 +318,8 @@ def _parsed(skypilot, task, notes=(), words="a plan"):
 
 def test_a_16_gpu_plan_is_two_nodes_of_eight_on_clouds_with_multi_node(skypilot):
     """16 GPUs do not fit the largest node (8 on one board): 16 / 8 = 2 nodes. RunPod runs no multi-node cluster,
-    so its own names (H100-NVL, RTX4090...) are left out, and the file says so."""
+    so its own names (H200-SXM, A100-80GB-SXM...) are left out, and the file says so; GPUs with no known multi-node
+    network (H100 NVL, RTX 4090) can't run the plan's tensor-parallel all-reduces over 2 nodes at all."""
     plan = Plan(load_models().get("llama-3-70b"), Generate(10_000, 128, 256), "bf16", runtime="vllm", gpus=16,
                 price_tier="community")
     ranking = estimate_all(plan, FACTS)
@@ -329,7 +330,8 @@ def test_a_16_gpu_plan_is_two_nodes_of_eight_on_clouds_with_multi_node(skypilot)
     got = {next(iter(r["accelerators"])) for r in parsed["resources"]}
     assert got and not got & {"H100-NVL", "RTX4090", "H200-SXM", "A100-80GB-SXM"}  # RunPod's names only
     text = launch.skypilot_yaml(task, "p", "o", notes=notes)
-    assert "RunPod has no multi-node" in text and any("h100-nvl" in n and "no multi-node" in n for n in notes)
+    assert "RunPod has no multi-node" in text and any("h200-sxm" in n and "no multi-node" in n for n in notes)
+    assert not any(e.feasible for e in ranking if e.gpu.id in ("h100-nvl", "rtx-4090"))
     assert launch.node_layout(8) == (1, 8) and launch.node_layout(12) == (3, 4) and launch.node_layout(24) == (3, 8)
 
 
