@@ -54,6 +54,10 @@ def ranking_columns(unit: str, rate_name: str, job: str, tier: str, memory_pct: 
         f"Calibrated time ({unit})": cc.NumberColumn(format="%.3g", help="With the efficiencies of your calibration"),
         f"Throughput ({rate_name})": cc.NumberColumn(format="%.4g", width=155, help="Average over the whole job"),
         f"{noun.capitalize()}/s": cc.NumberColumn(format="%.4g"),
+        "MFU": cc.NumberColumn(format="percent", width=70, help="Model FLOPs utilization: 3 x the forward's FLOPs "
+                               "(recomputation not counted) over the GPUs' dense datasheet peak in the job's time"),
+        "$ per 1B tokens": cc.NumberColumn(format="$%.3g", help=f"Compute cost of a billion training tokens ({tier} "
+                                           "tier)"),
         "Compute cost ($)": cc.NumberColumn(format="$%.3g", help=f"compute time x GPUs x $/GPU-hour ({tier} tier)"),
         "Whole job ($)": cc.NumberColumn(format="$%.3g", width=95, help="what the pod bills: compute plus start, image "
                                          "pull, model download, warm-up, checkpoint upload, spot rework and billing "

@@ -12,6 +12,7 @@ from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import capacity_text
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
+from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.validation import uncertainty
 from planner.views.format import fmt_seconds, md_escape
@@ -172,12 +173,27 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
         attention_row(e),
     ]
-    rows += link_rows(e)
+    rows += link_rows(e) + mfu_rows(e)
     price = e.price
     if price:
         rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
                      f"{price.origin}, {price.date or 'undated'}: {price.source}"))
     return rows
+
+
+def mfu_rows(e: Estimate) -> list[tuple[str, str, str]]:
+    """(input, value, source) of a training estimate's model FLOPs utilization, with its arithmetic; [] otherwise."""
+    share = mfu(e)
+    if share is None:
+        return []
+    path = e.gpu.run_path(e.setup.precision.compute_path)
+    return [("Model FLOPs utilization (MFU)",
+             f"{share:.1%} = {TRAIN_FORWARD_MULTIPLE} x {forward_flops_per_sample(e):.4g} forward FLOPs per sample x "
+             f"{e.plan.workload.items:,} samples / ({e.seconds:,.1f} s x {e.plan.gpus} GPU(s) x "
+             f"{e.gpu.peak_tflops(path):g} {path} TFLOPS dense peak); {tokens_per_s_per_gpu(e) or 0:,.0f} tokens/s "
+             "per GPU",
+             "model FLOPs = 3 x the forward's (PaLM, Chowdhery et al. 2022, appendix B); recomputation under "
+             "checkpointing is not counted (planner/engine/utilization.py)")]
 
 
 def _announced_note(g, fields: tuple[str, ...]) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from planner.base.schema import DataFileError
 from planner.engine.estimate import Estimate
 from planner.engine.ranking import Callout, Mine, Ranking
+from planner.engine.utilization import cost_per_billion_tokens, mfu
 from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
@@ -103,6 +104,10 @@ def ranking_rows(rows: list[Estimate], ranked: Ranking, job: str, calibrated: Ma
         row[f"Throughput ({rate_name})"] = rate(e)
         if counts_tokens:
             row[f"{noun.capitalize()}/s"] = e.items_per_s
+        if job == "train":  # what training runs are compared by (planner/engine/utilization.py)
+            row["MFU"] = mfu(e)
+            if counts_tokens:
+                row["$ per 1B tokens"] = cost_per_billion_tokens(e)
         row["Compute cost ($)"] = e.cost()
         if ranked.overheads:
             row["Whole job ($)"] = ranked.bill_usd(e)
@@ -123,9 +128,10 @@ def ranking_order(columns: Iterable[str], unit: str, rate_name: str, job: str) -
     what the job bills, owning vs renting when you own cards, throughput, memory, batch, the price, why), the details
     after; only columns present, gpu_id never shown."""
     noun = NOUNS[job]
-    want = ("Rank", "GPU", "Runs?", f"Compute time ({unit})", "Whole job ($)", f"Throughput ({rate_name})",
-            "Memory used", "Batch", "Own ($/month)", "Break-even (h/month)", "Electricity for the job ($)",
-            f"{noun.capitalize()}/s", "$/GPU-h", "Why / notes", "Price date", f"Likely range ({unit})",
+    want = ("Rank", "GPU", "Runs?", f"Compute time ({unit})", "Whole job ($)", f"Throughput ({rate_name})", "MFU",
+            "$ per 1B tokens", "Memory used", "Batch", "Own ($/month)", "Break-even (h/month)",
+            "Electricity for the job ($)", f"{noun.capitalize()}/s", "$/GPU-h", "Why / notes", "Price date",
+            f"Likely range ({unit})",
             f"Calibrated time ({unit})", "Compute cost ($)", "Calibrated cost ($)", "Limited by", "Memory (GB)",
             "Usable (GB)", "VRAM (GB)", "Price source")
     have = set(columns)

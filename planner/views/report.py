@@ -15,6 +15,7 @@ from planner.engine.feasibility import attention_dtype, resolve_attention
 from planner.engine.ranking import Ranking
 from planner.engine.owning import OwnCost
 from planner.engine.plan import DEFAULT_ATTENTION
+from planner.engine.utilization import cost_per_billion_tokens, mfu, tokens_per_s_per_gpu
 from planner.inputs.builds import Build, BuildMatrix, version_text
 from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, Price
 from planner.inputs.precisions import PrecisionRules
@@ -94,6 +95,8 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         } for ph in e.phases],
         "items_per_s": _r(e.items_per_s, 3),
         "tokens_per_s": _r(e.tokens_per_s, 1),
+        "tokens_per_s_per_gpu": _r(tokens_per_s_per_gpu(e), 1),
+        "mfu": _r(mfu(e), 4),
         "price_tier": e.plan.price_tier,
         "usd_per_hr": {t: (_r(p.usd_hr, 4) if p else None) for t, p in e.prices.items()},
         "price_date": {t: a["price_date"] for t, a in ages.items()},
@@ -102,6 +105,7 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         "price_origin": {t: (p.origin if p else None) for t, p in e.prices.items()},
         "cost_usd": {t: sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
         "cost_per_1m_usd": {t: sig(e.cost_per_million(t)) for t in PRICE_TIERS},
+        "cost_per_1b_tokens_usd": {t: sig(cost_per_billion_tokens(e, t)) for t in PRICE_TIERS},
         "memory_gb": {k: _r(v, 4) for k, v in e.memory.as_dict().items()},
         "vram_gb": _r(e.gpu.vram_gb, 4),
         "vram_gib": e.gpu.vram_gib,
@@ -126,7 +130,8 @@ def flat_row(e: Estimate, ranked: Ranking | None = None, today: date | None = No
         "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
         "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2),
         "range_note": b if isinstance(b, str) else None, "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
-        "tokens_per_s": _r(e.tokens_per_s, 1), "usd_per_hr": _r(price.usd_hr, 3) if price else None,
+        "tokens_per_s": _r(e.tokens_per_s, 1), "mfu": _r(mfu(e), 3),
+        "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),
         f"cost_usd_{tier}": sig(e.cost()), f"cost_per_1m_usd_{tier}": sig(e.cost_per_million()),
         "memory_gb": _r(e.memory.total_gb, 2), "usable_gb": _r(e.usable_gb, 2), "vram_gb": _r(e.gpu.vram_gb, 2),
@@ -168,16 +173,18 @@ def text_table(rows: list[dict]) -> str:
 
 # `planner estimate`'s default table: what decides a rental, in a terminal's width; --wide shows every column
 NARROW_COLUMNS = ("yours", "gpu_id", "feasible", "batch", "seconds", "job_cost_usd", "tokens_per_s",
-                  "items_per_s", "memory_gb", "vram_gb", "reasons")
+                  "items_per_s", "mfu", "memory_gb", "vram_gb", "reasons")
+TRAINING_ONLY = ("mfu",)  # narrow columns shown only when some row has a value (training plans)
 NARROW_WIDTH = 120  # characters a line
 
 
 def narrow(rows: list[dict], width: int = NARROW_WIDTH) -> list[dict]:
-    """The rows with NARROW_COLUMNS only (those present; tokens/s replaces items/s where both are), the last
-    column cut so that text_table's lines fit `width` characters."""
+    """The rows with NARROW_COLUMNS only (those present; tokens/s replaces items/s where both are; MFU where a row
+    has one), the last column cut so that text_table's lines fit `width` characters."""
     if not rows:
         return rows
-    keep = [c for c in NARROW_COLUMNS if c in rows[0] and not (c == "items_per_s" and "tokens_per_s" in rows[0])]
+    keep = [c for c in NARROW_COLUMNS if c in rows[0] and not (c == "items_per_s" and "tokens_per_s" in rows[0])
+            and not (c in TRAINING_ONLY and all(r.get(c) is None for r in rows))]
     out = [{c: r.get(c) for c in keep} for r in rows]
     last = keep[-1]
     used = sum(max(len(c), *(len("" if r[c] is None else str(r[c])) for r in out)) + 2 for c in keep[:-1])

@@ -7,7 +7,7 @@ import pytest
 from planner.engine.feasibility import Reason
 from planner.engine.ranking import callouts, rank
 from planner.inputs.facts import load_facts
-from planner.inputs.jobs import Generate, Infer
+from planner.inputs.jobs import Generate, Infer, Train
 from planner.views import ranking_table
 from tests.fixtures.plans import ranking_of
 
@@ -134,3 +134,16 @@ def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
     line = ranking_table.callout_line(cheapest, ranked, 1, date(2026, 11, 22))
     age = (date(2026, 11, 22) - cheapest.estimate.price.date).days
     assert ("rests on a price from" in line) == (age > 90)
+
+
+def test_training_rows_show_mfu_and_the_cost_of_a_billion_tokens_after_throughput():
+    ests = ranking_of(workload=Train(1_000, 256, 1))
+    rows, unit, rate_name = ranking_table.ranking_rows(ests, rank(ests, None), "train", {}, {})
+    h100 = next(r for r in rows if r["gpu_id"] == "h100-sxm")
+    e = next(e for e in ests if e.gpu.id == "h100-sxm")
+    assert 0 < h100["MFU"] < 1
+    assert h100["$ per 1B tokens"] == pytest.approx(e.cost() / (1_000 * 256) * 1e9)  # 1,000 samples x 256 tokens
+    order = ranking_table.ranking_order(rows[0], unit, rate_name, "train")
+    assert order.index("MFU") == order.index(f"Throughput ({rate_name})") + 1
+    gen_rows, *_ = ranking_table.ranking_rows(ranking_of(), rank(ranking_of(), None), "generate", {}, {})
+    assert "MFU" not in gen_rows[0]
