@@ -390,6 +390,9 @@ class RatePoint:
     preemptions: int
     settled: bool
     usd_per_m_tokens: float | None  # per million output tokens, at the price given
+    # above the saturation rate (when given): the queue grows without bound, so no SLO holds in steady state
+    # however a finite run's percentiles look
+    over_saturation: bool = False
 
 
 def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
@@ -413,26 +416,31 @@ def _weighted_pcts(values: np.ndarray, weights: np.ndarray) -> dict[int, float]:
     return {q: float(values[idx][min(np.searchsorted(cum, q / 100), len(idx) - 1)]) for q in PERCENTILES}
 
 
-def summarize(run: Run, rate: float, slo: Slo | None, usd_per_hour: float | None) -> RatePoint:
-    """A run's percentiles, throughput, goodput under `slo` and $ per million output tokens at `usd_per_hour`."""
+def summarize(run: Run, rate: float, slo: Slo | None, usd_per_hour: float | None,
+              saturation: float | None = None) -> RatePoint:
+    """A run's percentiles, throughput, goodput under `slo` and $ per million output tokens at `usd_per_hour`; a
+    rate above `saturation` (requests/s) meets no SLO."""
     tokens_s = run.output_tokens / run.span_s if run.span_s > 0 else 0.0
+    over = saturation is not None and rate > saturation
     req_s = len(run.done_times) / run.span_s if run.span_s > 0 else 0.0
     ttft, tpot = _pcts(run.ttft_s), _pcts(run.tpot_s)
     goodput = meets = None
     if slo is not None and len(run.ttft_s):
         ok = (run.ttft_s <= slo.ttft_s) & (run.tpot_s <= slo.tpot_s)
         goodput = rate * float(ok.mean()) * len(run.ttft_s) / max(len(run.ttft_s), 1)
-        meets = run.settled and ttft[95] <= slo.ttft_s and tpot[95] <= slo.tpot_s
+        meets = run.settled and ttft[95] <= slo.ttft_s and tpot[95] <= slo.tpot_s and not over
     usd = usd_per_hour / SECONDS_PER_HOUR / tokens_s * 1e6 if usd_per_hour is not None and tokens_s else None
     return RatePoint(rate, ttft, tpot, _weighted_pcts(run.itl_s, run.itl_weight), _pcts(run.e2e_s), tokens_s, req_s,
-                     goodput, meets, run.preemptions, run.settled, usd)
+                     goodput, meets, run.preemptions, run.settled, usd, over)
 
 
 def serve_rate(st: StepTimes, sched: Scheduler, reqs: Requests, rate: float, slo: Slo | None = None,
-               usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0) -> RatePoint:
-    """`n` requests arriving at `rate` per second (Poisson, `seed`), served and summarized."""
+               usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0,
+               saturation: float | None = None) -> RatePoint:
+    """`n` requests arriving at `rate` per second (Poisson, `seed`), served and summarized (summarize)."""
     prompts, outputs = reqs.take(n)
-    return summarize(simulate(st, sched, poisson_arrivals(rate, n, seed), prompts, outputs), rate, slo, usd_per_hour)
+    run = simulate(st, sched, poisson_arrivals(rate, n, seed), prompts, outputs)
+    return summarize(run, rate, slo, usd_per_hour, saturation)
 
 
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:
@@ -461,6 +469,7 @@ def saturation_rate(st: StepTimes, sched: Scheduler, reqs: Requests, seed: int =
 
 
 def sweep(st: StepTimes, sched: Scheduler, reqs: Requests, rates: list[float], slo: Slo | None = None,
-          usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0) -> list[RatePoint]:
+          usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0,
+          saturation: float | None = None) -> list[RatePoint]:
     """serve_rate at each of `rates` (the same seed: common random numbers, so the points compare)."""
-    return [serve_rate(st, sched, reqs, r, slo, usd_per_hour, n, seed) for r in rates]
+    return [serve_rate(st, sched, reqs, r, slo, usd_per_hour, n, seed, saturation) for r in rates]
