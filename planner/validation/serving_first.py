@@ -119,8 +119,12 @@ def score(pred_path: str | Path, measured_path: str | Path) -> list[dict]:
     """Per source and metric: rows, median |error| % and median bias % (+ = predicted too high) of the committed
     predictions against the measured values (id -> value)."""
     preds = load_yaml(pred_path, "rows")
-    measured = {Record.of(measured_path, i, r).text("id"): Record.of(measured_path, i, r).number("value", lo=0)
-                for i, r in enumerate(load_yaml(measured_path, "rows"))}
+    measured = {}
+    for i, raw in enumerate(load_yaml(measured_path, "rows")):
+        rec = Record.of(measured_path, i, raw)
+        rec.check_keys(("id", "value", "where"))
+        rec.text("where")
+        measured[rec.text("id")] = rec.number("value", lo=0)
     groups: dict[tuple[str, str], list[float]] = {}
     for p in preds:
         if p["id"] in measured:
