@@ -56,7 +56,7 @@ def _requests(a: argparse.Namespace) -> Requests:
         try:
             prompts, outputs = load_trace(a.trace)
         except ValueError as exc:
-            raise SystemExit(f"planner serve: --trace: {exc}") from None
+            raise ValueError(f"--trace: {exc}") from None
         return Requests(prompts, outputs)
     return Requests((int(a.input_tokens),), (int(a.output_tokens),))
 
@@ -64,15 +64,14 @@ def _requests(a: argparse.Namespace) -> Requests:
 def _deploy(a: argparse.Namespace, plan, facts, gpus) -> int:
     """The cheapest deployment meeting the SLO at --rate, its runner-ups, a sweep and the hand-off."""
     if not plan.model.can_generate:
-        raise SystemExit(f"planner serve: --model: serving needs a decoder model; {plan.model.name} is a "
-                         f"{plan.model.kind} profile")
+        raise ValueError(f"--model: serving needs a decoder model; {plan.model.name} is a {plan.model.kind} profile")
     schedulers = load_schedulers()
     runtimes = tuple(r.strip() for r in a.runtimes.split(",") if r.strip()) if a.runtimes else ()
     for r in runtimes:
         try:
             schedulers.get(r)
         except KeyError as exc:
-            raise SystemExit(f"planner serve: --runtimes: {exc}") from None
+            raise ValueError(f"--runtimes: {exc}") from None
     reqs, slo = _requests(a), Slo(a.slo_ttft_p95, a.slo_tpot_p95)
     dep = search(plan, facts, schedulers, gpus, reqs, a.rate, slo, runtimes, n=a.requests, seed=a.seed)
     points = []
