@@ -23,7 +23,7 @@ from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
 from planner.engine.plan import Plan
 from planner.engine.serving import serving_point
-from planner.engine.serving_sim import Requests, serve_rate, step_times
+from planner.engine.serving_sim import Requests, saturation_rate, serve_rate, step_times
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
@@ -31,7 +31,9 @@ from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.predict_first import PredictFirstError, git_state, slug
 
 SERVING_DIR = ROOT_DIR / "validation" / "serving"
-METRICS = ("ttft_median_ms", "tpot_median_ms", "output_tokens_per_s")
+# at a concurrency or a rate: median TTFT and TPOT, output tokens/s; with neither: the output tokens/s the deployment
+# completes with its queue never empty (offline throughput benchmarks: every request sent at once)
+METRICS = ("ttft_median_ms", "tpot_median_ms", "output_tokens_per_s", "saturation_output_tokens_per_s")
 MAX_ROWS = 500
 
 
@@ -48,6 +50,7 @@ class ServingRow:
     metric: str
     concurrency: int | None = None
     rate: float | None = None
+    precision: str = "bf16"
 
 
 def load_rows(path: str | Path) -> list[ServingRow]:
@@ -56,17 +59,21 @@ def load_rows(path: str | Path) -> list[ServingRow]:
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
-                        "metric", "concurrency", "rate"))
+                        "metric", "concurrency", "rate", "precision"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
-        if (conc is None) == (rate is None):
+        saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
+        if not saturation and (conc is None) == (rate is None):
             raise rec.fail("concurrency", "give exactly one of concurrency and rate")
+        if saturation and (conc is not None or rate is not None):
+            raise rec.fail("metric", "a saturation row takes neither concurrency nor rate")
         rows.append(ServingRow(rec.text("id"), " ".join(rec.text("source").split()), rec.text("model"),
                                rec.text("gpu"), rec.text("runtime"),
                                int(rec.number("tp", lo=1, hi=64, integer=True)),
                                int(rec.number("input_tokens", lo=1, hi=10**6, integer=True)),
                                int(rec.number("output_tokens", lo=2, hi=10**6, integer=True)),
-                               rec.text("metric", choices=METRICS), None if conc is None else int(conc), rate))
+                               rec.text("metric", choices=METRICS), None if conc is None else int(conc), rate,
+                               rec.text("precision", required=False) or "bf16"))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -77,7 +84,7 @@ def predict(row: ServingRow, facts: Facts) -> float:
     """The planner's value of `row`'s metric from its conditions alone."""
     sched = load_schedulers().get(row.runtime)
     gpu = facts.catalog.get(row.gpu)
-    plan = Plan(load_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), "bf16",
+    plan = Plan(load_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto")
     if row.concurrency is not None:
         if row.tp > 1:
@@ -88,6 +95,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
     s = sched.on(gpu.id, gpu.vram_gib)
     reqs = Requests((row.input_tokens,), (row.output_tokens,))
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
+    if row.metric == "saturation_output_tokens_per_s":
+        return saturation_rate(st, s, reqs) * row.output_tokens
     pt = serve_rate(st, s, reqs, row.rate)
     return {"ttft_median_ms": pt.ttft[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
             "output_tokens_per_s": pt.tokens_per_s}[row.metric]
