@@ -2,10 +2,12 @@
 engine-driven step model against physics."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from planner.engine.plan import Plan
+from planner.engine.serving import serving_point
 from planner.engine.serving_sim import (Requests, Slo, StepTimes, poisson_arrivals, saturation_rate, serve_rate,
                                         simulate, step_times)
 from planner.inputs.facts import load_facts
@@ -117,3 +119,17 @@ def test_latency_grows_with_load_and_the_slo_fails_past_saturation():
     assert low.tokens_per_s == pytest.approx(0.2 * sat * 256, rel=0.15)  # below saturation it serves what comes
     assert high.tokens_per_s < 1.1 * sat * 256
     assert math.isfinite(high.ttft[99])
+
+
+@pytest.mark.parametrize("gpu_id", ["h100-sxm", "l40s"])
+def test_the_concurrency_model_and_the_simulation_agree_at_a_full_batch(gpu_id):
+    """A queue that never empties with a cap of 64 requests is planner.engine.serving's concurrency 64: both charge
+    the replacing requests' prefills; the simulation runs them inside the decodes' steps (one weight read for both),
+    so it may be faster, by less than the prefills' share (~1/4 of the time here), never slower beyond noise."""
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime="vllm")
+    gpu = FACTS.catalog.get(gpu_id)
+    sched = replace(load_schedulers().get("vllm").on(gpu.id, gpu.vram_gib), max_num_seqs=64)
+    st = step_times(plan, gpu, FACTS, sched, 1, 640)
+    simulated = saturation_rate(st, sched, Requests((512,), (256,))) * 256
+    steady = serving_point(plan, gpu, FACTS, 64, 512, 256).tokens_per_s
+    assert 0.98 * steady <= simulated <= 1.2 * steady
