@@ -32,7 +32,7 @@ def candidate_row(c: Candidate) -> dict:
     row = {"gpu": c.gpu.id, "runtime": c.sched.id, "tp": c.tp, "replicas": c.replicas,
            "gpus": None if c.replicas is None else c.replicas * c.tp,
            "usd_per_hour": None if c.usd_per_hour is None else round(c.usd_per_hour, 2),
-           "ceiling_rps_per_replica": round(c.ceiling_rps, 3),
+           "estimated_rps_per_replica": round(c.ceiling_rps, 3),
            "saturation_rps_per_replica": None if c.saturation_rps is None else round(c.saturation_rps, 3),
            "max_num_seqs": c.sched.max_num_seqs, "token_budget": c.sched.token_budget,
            "kv_cache_tokens": c.steps.kv_tokens if c.steps is not None else None, "why": c.why}
