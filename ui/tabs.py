@@ -11,6 +11,7 @@ from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu
 from planner.calibration import tables as calibration_tables
 from planner.views import calibration_text, charts, plan_inputs, screens, tab_tables
+from planner.views.cache_key import content_key
 from planner.views.format import fmt_seconds, fmt_sig, md_escape, short_name, time_unit
 from ui import columns, explain, resources, state
 from ui.state import KEEP, TABS
@@ -108,14 +109,17 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     rows = tab_tables.serving_rows(plan, gpus, facts, prompt, max(output, 2), ttft / 1e3, tpot / 1e3)
     columns.small_table(rows, {"$ per 1M tokens at max": lambda usd: f"${fmt_sig(usd, 3)}"})
     if rate > 0:
-        _deployment(plan, gpus, facts, prompt, max(output, 2), rate, ttft / 1e3, tpot / 1e3)
+        _deployment(plan, inputs, table, gpus, prompt, max(output, 2), rate, ttft / 1e3, tpot / 1e3)
 
 
-def _deployment(plan, gpus, facts, prompt, output, rate, ttft_s, tpot_s) -> None:
+def _deployment(plan, inputs, table, gpus, prompt, output, rate, ttft_s, tpot_s) -> None:
     """The cheapest replicas x GPU x tensor parallel x runtime of the compared GPUs meeting the p95 targets at the
-    rate (a simulation of each runtime's scheduler), the runner-ups, and the hand-off."""
-    sentence, rows, command, service = tab_tables.deployment_answer(plan, gpus, facts, prompt, output, rate, ttft_s,
-                                                                    tpot_s)
+    rate (a simulation of each runtime's scheduler, shared by sessions asking the same), the runner-ups, and the
+    hand-off."""
+    key = content_key(plan, [g.id for g in gpus], (inputs.psrc, table.source, table.as_of, inputs.myprice), prompt,
+                      output, rate, ttft_s, tpot_s)
+    sentence, rows, command, service = resources.deployment(key, plan, gpus, table, prompt, output, rate, ttft_s,
+                                                            tpot_s)
     st.markdown(md_escape(sentence))
     columns.small_table(rows, {})
     if command:

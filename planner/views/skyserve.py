@@ -60,6 +60,9 @@ def service(c: Candidate, schedulers: Schedulers, model: str, model_id: str,
         notes.append(f"no pinned install for {c.sched.id} in data/launch_setup.yaml: add a setup or an image that "
                      "has it")
     task["run"] = launch_command(c, schedulers, model, max_model_len)
+    if c.sched.id == "llama.cpp":
+        notes.append(f"llama-server reads GGUF files: replace {model} with a GGUF repository of the model "
+                     "(--hf-repo owner/name-GGUF, optionally :QUANT)")
     if load_launch_setup().gated(model_id):
         task["secrets"] = {HF_SECRET: None}
         notes.append(f"{model} is gated on Hugging Face: `sky serve up service.yaml --secret {HF_SECRET}`")

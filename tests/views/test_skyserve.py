@@ -43,7 +43,7 @@ def test_a_hostile_model_name_stays_one_word():
 
 
 def test_skypilot_parses_the_service(skypilot):
-    for runtime in ("vllm", "sglang", "tensorrt-llm"):
+    for runtime in ("vllm", "sglang", "tensorrt-llm", "llama.cpp"):
         best = _best(runtime)
         text = service_yaml(best, SCHEDULERS, "meta-llama/Meta-Llama-3-8B", "llama-3-8b", 768, "test\nheader")
         parsed = skypilot.parse(text)
