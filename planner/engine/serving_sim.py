@@ -361,9 +361,12 @@ class Requests:
     def longest(self) -> int:
         return max(p + o for p, o in zip(self.prompts, self.outputs))
 
-    def take(self, n: int) -> tuple[list[int], list[int]]:
+    def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
+        """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or
+        by time of day, says nothing here), or the one pair n times."""
         k = len(self.prompts)
-        return [self.prompts[i % k] for i in range(n)], [self.outputs[i % k] for i in range(n)]
+        idx = np.random.default_rng(seed).integers(0, k, n).tolist() if k > 1 else [0] * n
+        return [self.prompts[i] for i in idx], [self.outputs[i] for i in idx]
 
 
 @dataclass(frozen=True)
@@ -438,7 +441,7 @@ def serve_rate(st: StepTimes, sched: Scheduler, reqs: Requests, rate: float, slo
                usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0,
                saturation: float | None = None) -> RatePoint:
     """`n` requests arriving at `rate` per second (Poisson, `seed`), served and summarized (summarize)."""
-    prompts, outputs = reqs.take(n)
+    prompts, outputs = reqs.take(n, seed)
     run = simulate(st, sched, poisson_arrivals(rate, n, seed), prompts, outputs)
     return summarize(run, rate, slo, usd_per_hour, saturation)
 
@@ -454,13 +457,13 @@ def saturation_rate(st: StepTimes, sched: Scheduler, reqs: Requests, seed: int =
     worth of them, keep the queue full, and the completions between the first and last quarter of that run over the
     time they took are the rate (the fill and the drain left out, equal requests' waves broken up)."""
     c = concurrency_limit(st, sched, reqs)
-    prompts, outputs = reqs.take(c)
+    prompts, outputs = reqs.take(c, seed)
     burst = simulate(st, sched, [0.0] * c, prompts, outputs).done_times
     if not len(burst) or burst[-1] <= 0:
         return 0.0
     first = len(burst) / float(burst[-1])
     n = min(MAX_REQUESTS, max(DEFAULT_REQUESTS, SATURATION_WAVES * c))
-    prompts, outputs = reqs.take(n)
+    prompts, outputs = reqs.take(n, seed)
     t = simulate(st, sched, poisson_arrivals(OVERLOAD * first, n, seed), prompts, outputs).done_times
     lo, hi = int(len(t) * 0.25), int(len(t) * 0.75) - 1
     if hi <= lo or t[hi] <= t[lo]:

@@ -133,3 +133,10 @@ def test_the_concurrency_model_and_the_simulation_agree_at_a_full_batch(gpu_id):
     simulated = saturation_rate(st, sched, Requests((512,), (256,))) * 256
     steady = serving_point(plan, gpu, FACTS, 64, 512, 256).tokens_per_s
     assert 0.98 * steady <= simulated <= 1.2 * steady
+
+
+def test_a_trace_is_drawn_at_random_not_in_its_order():
+    """A trace sorted short to long: the first 200 requests drawn hold both kinds, about half each."""
+    reqs = Requests((100,) * 500 + (4000,) * 500, (10,) * 1000)
+    prompts, _ = reqs.take(200, seed=3)
+    assert 60 < prompts.count(4000) < 140 and prompts == reqs.take(200, seed=3)[0]
