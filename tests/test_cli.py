@@ -119,6 +119,39 @@ def test_serve_lists_each_concurrency_and_the_largest_within_the_target():
     assert rows[1]["tokens_per_s"] > rows[0]["tokens_per_s"]
 
 
+def test_serve_at_a_rate_answers_with_a_deployment_its_runner_ups_and_a_hand_off(skypilot):
+    out = run("serve", "--model", "llama-3-8b", "--gpu", "h100-sxm,l40s", "--rate", "20", "--slo-ttft-p95", "500",
+              "--slo-tpot-p95", "50", "--input-tokens", "512", "--output-tokens", "256", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    best = doc["best"]
+    assert best["per_replica"]["meets_slo"] and best["per_replica"]["ttft_p95_ms"] <= 500
+    assert best["per_replica"]["rate_rps"] == pytest.approx(20 / best["replicas"], rel=1e-3)
+    assert all(r["why"] for r in doc["runner_ups"]) and len(doc["sweep_per_replica"]) == 8
+    assert doc["launch_command"].split()[0] in ("vllm", "python", "trtllm-serve", "llama-server")
+    parsed = skypilot.parse(doc["skyserve_yaml"])
+    assert "error" not in parsed and parsed["service"]["replica_policy"]["min_replicas"] == best["replicas"]
+
+
+@pytest.mark.parametrize("args, words", [(("--rate", "0"), "--rate"), (("--rate", "1e9"), "--rate"),
+                                         (("--rate", "5", "--runtimes", "vlm"), "--runtimes"),
+                                         (("--rate", "5", "--slo-tpot-p95", "nan"), "--slo-tpot-p95")])
+def test_serve_refuses_bad_rates_and_names_the_option(args, words):
+    out = run("serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", *args)
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
+
+
+def test_serve_refuses_a_huge_or_malformed_trace_by_name(tmp_path):
+    huge = tmp_path / "huge.csv"
+    with huge.open("w") as f:  # 10^7 rows would be 40 MB: the size cap refuses it before parsing
+        f.write("512,128\n" * 1_000_000)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("input,output\n512,128\n512;128\n")
+    for path, words in ((huge, "larger than"), (bad, "line 3")):
+        out = run("serve", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--rate", "5", "--trace", str(path))
+        assert out.returncode == 2 and "--trace" in out.stderr and words in out.stderr, out.stderr
+
+
 def test_a_hugging_face_id_is_fetched_and_an_offline_miss_is_a_clear_error(tmp_path):
     import os
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)}  # empty cache, no network

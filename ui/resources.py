@@ -19,7 +19,7 @@ from planner.inputs.models import load_models
 from planner.inputs.ownership import OwnAssumptions, load_ownership
 from planner.inputs.price_snapshot import utc_today
 from planner.validation import measured
-from planner.views import charts, plan_inputs, screens
+from planner.views import charts, plan_inputs, screens, tab_tables
 from planner.views.cache_key import content_key
 from planner.views.format import fmt_count
 
@@ -82,6 +82,15 @@ def rankings(key: str, _plan, _include_cpus: bool, _table, _cal, _overheads):
 @st.cache_resource(max_entries=64, show_spinner=False)
 def mine(key: str, _plan, _own, _table, _assumptions, _overheads, _cal) -> list:
     return my_gpus(_plan, _own, screens.with_prices(facts(), _table), _assumptions, _overheads, _cal and _cal.adjust)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Simulating each runtime's scheduler at that rate…")
+def deployment(key: str, _plan, _gpus, _table, _prompt: int, _output: int, _rate: float, _ttft_s: float,
+               _tpot_s: float):
+    """The Serving tab's deployment answer (planner.views.tab_tables.deployment_answer) for one distinct plan, GPUs,
+    prices, lengths, rate and targets: a simulation per candidate, shared by every session that asks the same."""
+    return tab_tables.deployment_answer(_plan, _gpus, screens.with_prices(facts(), _table), _prompt, _output, _rate,
+                                        _ttft_s, _tpot_s)
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)

@@ -72,6 +72,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sequences decoding at once, comma-separated (default 1,8,32,128)")
     p.add_argument("--ttft-ms", type=milliseconds, default=None, help="latency target: time to first token (ms)")
     p.add_argument("--tpot-ms", type=milliseconds, default=None, help="latency target: time per output token (ms)")
+    p.add_argument("--rate", type=number_in(0.001, 100_000, "rate"), default=None,
+                   help="requests per second to serve: search replicas x GPU x tensor parallel x runtime meeting the "
+                   "SLO for the least $/h (a simulation of each runtime's scheduler on the engine's step times)")
+    p.add_argument("--slo-ttft-p95", type=milliseconds, default=milliseconds("500"), metavar="MS",
+                   help="with --rate: 95th-percentile time to first token target, milliseconds (default 500)")
+    p.add_argument("--slo-tpot-p95", type=milliseconds, default=milliseconds("50"), metavar="MS",
+                   help="with --rate: 95th-percentile time per output token target, milliseconds (default 50)")
+    p.add_argument("--input-tokens", type=bounded("prompt_tokens"), default=512,
+                   help="with --rate: prompt tokens per request (default 512)")
+    p.add_argument("--output-tokens", type=bounded("gen_tokens"), default=256,
+                   help="with --rate: output tokens per request (default 256)")
+    p.add_argument("--trace", default=None, metavar="FILE",
+                   help="with --rate: request lengths, one 'input,output' line (or JSON {input, output}) each")
+    p.add_argument("--runtimes", default=None, help="with --rate: serving runtimes to consider, comma-separated "
+                   "(default: every one of data/serving.yaml: vllm, sglang, tensorrt-llm, llama.cpp)")
+    p.add_argument("--requests", type=number_in(50, 20_000, "requests", integer=True), default=600,
+                   help="with --rate: requests simulated per run (default 600)")
+    p.add_argument("--seed", type=number_in(0, 2**31, "seed", integer=True), default=0,
+                   help="with --rate: the arrivals' random seed (default 0)")
 
     p = sub.add_parser("launch", help="the plan as a SkyPilot task (sky launch) or a RunPod pod request")
     add_plan_args(p)

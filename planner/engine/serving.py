@@ -3,9 +3,14 @@ largest concurrency that meets a latency target. Pure, from the same phases and 
 
 Model (continuous batching, as vLLM and TensorRT-LLM serve): `concurrency` sequences decode together, one token each
 per step. A new request's prompt is prefilled on its own (batch 1), after the decode step in flight, so
-TTFT = prefill(prompt) + one decode step; TPOT = the mean decode step at that concurrency over the positions a
-sequence passes through (prompt + 1 .. prompt + output - 1). A sequence takes TTFT + (output - 1) x TPOT, so the GPU
-serves concurrency / that many requests per second. Queueing beyond the concurrency is not modelled.
+TTFT = prefill(prompt) + one decode step; a decode step is the mean at that concurrency over the positions a
+sequence passes through (prompt + 1 .. prompt + output - 1). Every finished sequence is replaced by a new one whose
+prompt the GPU must prefill too: while one sequence decodes, the other concurrency - 1 are each replaced once, and
+their prefills take GPU time the decodes wait for (or share a step with, which costs the same work). So a sequence
+takes TTFT + (output - 1) x decode step + (concurrency - 1) x prefill, its TPOT is what follows its first token over
+output - 1 tokens, and the GPU serves concurrency / that many requests per second: throughput and $/1M tokens charge
+the new requests' prefills. Queueing beyond the concurrency, tail latency and the KV limit under load are the
+simulation's (planner.engine.serving_sim), which agrees with this at a steady concurrency.
 """
 
 from __future__ import annotations
@@ -31,12 +36,14 @@ class ServingPoint:
 
     concurrency: int
     ttft_s: float
-    tpot_s: float
+    tpot_s: float  # seconds between a sequence's tokens after its first, the other sequences' prefills included
     tokens_per_s: float  # output tokens per second, all sequences
     requests_per_s: float
     usd_per_m_tokens: float | None  # at the plan's price tier
     memory_gb: float
     fits: bool  # within the plan's usable memory (its memory target of what the GPU reports)
+    decode_step_s: float = 0.0  # one decode step at this concurrency, without prefills
+    prefill_s: float = 0.0  # one prompt's prefill, alone
 
 
 def _decode_step_s(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: int, output: int) -> float:
@@ -62,9 +69,11 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
     unsupported = efficiency_on(plan, gpu, facts).unsupported
     if unsupported:
         raise ValueError(f"{gpu.name}: {unsupported}")
-    tpot = _decode_step_s(plan, gpu, facts, concurrency, prompt, output)
-    ttft = _prefill_s(plan, gpu, facts, prompt) + tpot
-    per_sequence_s = ttft + (output - 1) * tpot
+    step = _decode_step_s(plan, gpu, facts, concurrency, prompt, output)
+    prefill = _prefill_s(plan, gpu, facts, prompt)
+    ttft = prefill + step
+    per_sequence_s = ttft + (output - 1) * step + (concurrency - 1) * prefill
+    tpot = (per_sequence_s - ttft) / (output - 1)
     requests_per_s = concurrency / per_sequence_s
     tokens_per_s = requests_per_s * output
     price = facts.prices.for_gpu(gpu).get(plan.price_tier)
@@ -73,7 +82,7 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
     s = setup_on(plan, gpu, facts)
     mem = breakdown(plan.model, Generate(concurrency, prompt, output), s, concurrency, context_gb).total_gb
     return ServingPoint(concurrency, ttft, tpot, tokens_per_s, requests_per_s, usd, mem,
-                        mem <= usable_gb(gpu, plan.memory_target))
+                        mem <= usable_gb(gpu, plan.memory_target), step, prefill)
 
 
 def max_concurrency(plan: Plan, gpu: GPU, facts: Facts, prompt: int, output: int, ttft_target_s: float | None,

@@ -31,6 +31,10 @@ JOBS = ("generate", "infer", "train")
 VENDORS = ("all", "NVIDIA", "AMD", "Intel")
 PRICE_SOURCES = ("snapshot", "live")
 MAX_CMP = 6  # GPUs compared in the batch-size chart
+# The Serving tab's bounds: requests per second to size for, p95 targets (ms)
+MAX_SERVING_RATE = 100_000.0
+MAX_TTFT_MS = 60_000.0
+MAX_TPOT_MS = 10_000.0
 # The page's tabs: link id -> label; the first one is open by default
 TABS = {"explain": "Explain a GPU", "cost-time": "Cost vs time", "roofline": "Roofline", "batch": "Batch size",
         "memory": "Memory", "serving": "Serving", "accuracy": "Accuracy"}
@@ -82,6 +86,11 @@ class Inputs:
     own: tuple[Owned, ...] = ()
     tab: str = "explain"
     mygpu: str = ""  # a GPU the catalog lacks, as planner.inputs.own_gpu reads it ('' = none)
+    # the Serving tab: requests/s to size a deployment for (0 = none: latency per concurrency only) and the p95
+    # latency targets, ms (time to first token, time per output token)
+    srate: float = 0.0
+    sttft: float = 1000.0
+    stpot: float = 50.0
 
     @property
     def custom_prices(self) -> dict[str, float]:
@@ -193,6 +202,9 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "mygpu": lambda t: parse_own_gpu(t).text() if str(t).strip() else "",
     "stale": lambda t: int(parse_number(t, 1, MAX_STALE_DAYS, True)),
     "tab": choice_parser(lambda: tuple(TABS)),
+    "srate": lambda t: float(parse_number(t, 0, MAX_SERVING_RATE, False)),
+    "sttft": lambda t: float(parse_number(t, 1, MAX_TTFT_MS, False)),
+    "stpot": lambda t: float(parse_number(t, 1, MAX_TPOT_MS, False)),
 }
 
 

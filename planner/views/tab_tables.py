@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from datetime import date
 
+from planner.engine.deployment import search
 from planner.engine.estimate import efficiency_on
 from planner.engine.serving import max_concurrency, serving_point
+from planner.engine.serving_sim import Requests, Slo
+from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation import uncertainty
+from planner.views.deployment_view import summary_rows
+from planner.views.skyserve import launch_command, model_repo, service_yaml
 
 # The Accuracy tab's column names for a bias and a verdict, shared by its leave-one-source-out and split tables.
 BIAS_COLUMN = "median bias % (+ = estimate too fast)"
@@ -43,3 +48,23 @@ def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | No
                "$ per 1M tokens at max": best.usd_per_m_tokens if best else None, "gpu_id": gpu.id}
         rows.append(row)
     return rows
+
+
+def deployment_answer(plan, gpus, facts, prompt: int, output: int, rate: float, ttft_s: float,
+                      tpot_s: float) -> tuple[str, list[dict], str | None, str | None]:
+    """The Serving tab's deployment: a sentence, the best and runner-up rows (planner.engine.deployment over `gpus`
+    and every serving runtime), and the best's launch command and SkyServe YAML (None when nothing meets the SLO)."""
+    schedulers = load_schedulers()
+    dep = search(plan, facts, schedulers, list(gpus), Requests((prompt,), (output,)), rate, Slo(ttft_s, tpot_s))
+    rows = summary_rows(dep)
+    slo = f"p95 TTFT <= {ttft_s * 1e3:g} ms and p95 TPOT <= {tpot_s * 1e3:g} ms"
+    if dep.best is None:
+        return (f"No deployment of these GPUs serves {rate:g} requests/s within {slo}; each row says why.", rows,
+                None, None)
+    b, repo = dep.best, model_repo(plan.model.id)
+    sentence = (f"Cheapest: {b.replicas} replica{'s' if b.replicas > 1 else ''} of {b.tp} x {b.gpu.name} under "
+                f"{b.sched.name}, ${b.usd_per_hour:,.2f}/h, serving {rate:g} requests/s within {slo} (p95 TTFT "
+                f"{b.point.ttft[95] * 1e3:,.0f} ms, p95 TPOT {b.point.tpot[95] * 1e3:,.1f} ms per replica).")
+    header = f"{plan.model.name}: {rate:g} requests/s, {slo}"
+    return (sentence, rows, launch_command(b, schedulers, repo, prompt + output),
+            service_yaml(b, schedulers, repo, plan.model.id, prompt + output, header))

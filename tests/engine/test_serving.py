@@ -33,7 +33,10 @@ def test_one_sequence_decodes_at_weights_over_bandwidth():
 def test_throughput_is_the_sequences_in_flight_over_the_time_each_takes():
     gpu = FACTS.catalog.get("h100-sxm")
     p = serving_point(_plan(), gpu, FACTS, 32, 512, 256)
-    per_sequence = p.ttft_s + 255 * p.tpot_s
+    # while one sequence decodes its 255 steps, the 31 others are each replaced once and their prompts prefilled
+    per_sequence = p.prefill_s + p.decode_step_s + 255 * p.decode_step_s + 31 * p.prefill_s
+    assert p.ttft_s == pytest.approx(p.prefill_s + p.decode_step_s)
+    assert p.tpot_s == pytest.approx((per_sequence - p.ttft_s) / 255)
     assert p.requests_per_s == pytest.approx(32 / per_sequence)
     assert p.tokens_per_s == pytest.approx(32 * 256 / per_sequence)
     price = FACTS.prices.for_gpu(gpu)["community"].usd_hr
@@ -67,3 +70,15 @@ def test_a_runtime_that_cannot_run_on_a_cpu_is_refused_by_name():
         serving_point(_plan("vllm"), cpu, FACTS, 1, 512, 256)
     p = serving_point(_plan("pytorch-eager"), cpu, FACTS, 1, 512, 256)
     assert p.fits and p.usd_per_m_tokens is None  # host RAM holds it; no listed price for a CPU
+
+
+def test_prefill_is_charged_at_high_concurrency():
+    """Llama-3-8B on an H100 with vLLM at concurrency 64: the GPU time of the 64 prompts that replace finished
+    sequences is charged, so throughput is below what the decode steps alone would give, by the prefill share."""
+    gpu = FACTS.catalog.get("h100-sxm")
+    p = serving_point(_plan(), gpu, FACTS, 64, 512, 256)
+    decode_only = 64 * 256 / (p.ttft_s + 255 * p.decode_step_s)  # the old figure: prefills free
+    charged = 64 * 256 / (p.ttft_s + 255 * p.decode_step_s + 63 * p.prefill_s)
+    assert p.tokens_per_s == pytest.approx(charged) and p.tokens_per_s < decode_only
+    # 63 prompts of 512 tokens at ~16 GFLOP per token are ~0.5 PFLOP: at least 0.5 s on a 989 TFLOP/s H100
+    assert 63 * p.prefill_s >= 63 * 512 * 2 * 7.5e9 / 989e12

@@ -1,0 +1,478 @@
+"""Serving under load: a discrete-event simulation of a serving engine's scheduler (continuous batching) driven by
+the engine's own step times. Pure: no I/O; deterministic for a seed.
+
+Step time. A step carries `b` decoding requests (one token each, attending `ctx` cached keys in all) and `p` prompt
+tokens (chunks of one or more prompts, each chunk attending its own prefix: `pairs` query-key pairs in all), and
+samples `rows` tokens (the decodes and the prompts it finishes). From the engine, once per deployment:
+  dense(T, rows) = the work of a T = b + p token step without its attention scores: the weights are read once for all
+    T rows (what a mixed step shares), its linear layers compute T rows, its LM head `rows` rows. Interpolated
+    between the engine's prefill of T tokens (1 logits row, its causal attention taken out) and its decode step of
+    T sequences at position 1 (T logits rows), at the same token count.
+  + key_s(b) x ctx: a decode row's attention per cached key (the engine's decode step at two positions).
+  + pair_s x pairs: prefill attention per query-key pair (the second difference of the engine's prefill time).
+So a step that mixes prompt chunks and decodes costs their combined work (prefill/decode interference), runtime
+per-step costs included (launch gaps, host work, tensor-parallel collectives: the engine's phases carry them).
+
+Scheduler (planner.inputs.serving_runtimes.Scheduler): FCFS; a step takes every decoding request first, then
+continues prompts being prefilled, then admits waiting ones while the token budget, the request cap and the KV cache
+allow (a prompt may be split over steps with chunked prefill; otherwise it enters whole). A runtime that does not mix
+(SGLang's default) runs a prefill-only step whenever a prompt can be admitted, and the decodes wait for it. When the
+decodes outgrow the KV cache, the most recently admitted request is preempted and recomputed later (its prompt and
+the tokens it produced prefilled again), as vLLM and SGLang do.
+
+Cheap: between arrivals, completions and KV exhaustion a decode-only stretch of k steps is summed in closed form
+(each step's time is affine in the step index), so the loop runs per event, not per step.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.base.units import SECONDS_PER_HOUR
+from planner.engine.estimate import efficiency_on, setup_on
+from planner.engine.memory import breakdown, usable_gb
+from planner.engine.phases import generate_phases
+from planner.engine.plan import Plan
+from planner.engine.roofline import phase_seconds
+from planner.inputs.catalog import GPU
+from planner.inputs.facts import Facts
+from planner.inputs.jobs import Generate
+from planner.inputs.serving_runtimes import Scheduler
+
+PAIR_PROBE_TOKENS = 2048  # prefill lengths N, 2N, 3N whose second difference gives the attention per pair
+WARMUP_SHARE = 0.1  # the first requests of a run, left out of its latency statistics (the system starts empty)
+MAX_REQUESTS = 20_000  # per simulated run (a trace is sampled down to it)
+MAX_EVENTS_PER_REQUEST = 64  # loop iterations per request before a run is called unsettled (preemption storms)
+DEFAULT_REQUESTS = 600
+PERCENTILES = (50, 90, 95, 99)
+OVERLOAD = 3.0  # offered load over a full batch's rate when measuring saturation (saturation_rate)
+SATURATION_WAVES = 5  # full batches' worth of requests in that run
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """A deployment's step seconds as functions of a step's contents (module docstring), tabulated per token count
+    0..max_tokens, and its KV cache in tokens."""
+
+    dense_one: tuple[float, ...]  # seconds of a T-token step with 1 logits row, no attention scores
+    dense_all: tuple[float, ...]  # the same with T logits rows (T decodes at position 1)
+    key_s: tuple[float, ...]  # seconds per (decode row x cached key) at b decode rows
+    pair_s: float  # seconds per prefill query-key pair
+    kv_tokens: int  # tokens the KV cache holds
+    kv_gb_per_token: float
+    fixed_gb: float  # weights, activations at the step budget, CUDA context: what the KV cache cannot use
+
+    @property
+    def max_tokens(self) -> int:
+        return len(self.dense_one) - 1
+
+    def dense(self, tokens: int, rows: int) -> float:
+        """A step of `tokens` tokens sampling `rows` of them, without attention scores."""
+        one, every = self.dense_one[tokens], self.dense_all[tokens]
+        if tokens <= 1 or rows <= 1:
+            return one
+        return one + (every - one) * (rows - 1) / (tokens - 1)
+
+    def seconds(self, b: int, p: int, ctx: int, pairs: float, rows: int) -> float:
+        """One step: b decode rows attending ctx keys in all, p prompt tokens with `pairs` query-key pairs."""
+        return self.dense(b + p, rows) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
+
+
+def _grid(top: int) -> np.ndarray:
+    """Token counts the engine is asked about: every count to 16, then ~8 per doubling, and `top`."""
+    pts = set(range(1, min(top, 16) + 1))
+    x = 16.0
+    while x < top:
+        pts.add(int(x))
+        x *= 2 ** 0.125
+    pts.add(top)
+    return np.array(sorted(pts))
+
+
+def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ctx_ref: int) -> StepTimes:
+    """The step model of `plan`'s model on `tp` of `gpu` under `sched` (its runtime's efficiencies), asked of the
+    engine at a grid of token counts; `ctx_ref` is a typical context (keys) for the decode attention's slope.
+    ValueError naming the cause when the runtime can't run there."""
+    p = replace(plan, runtime=sched.efficiency_of)
+    eff = efficiency_on(p, gpu, facts)
+    if eff.unsupported:
+        raise ValueError(f"{gpu.name}: {eff.unsupported}")
+    s = replace(setup_on(p, gpu, facts), tp=tp)
+    m = plan.model
+    top = max(sched.token_budget, sched.max_num_seqs) + 1
+    grid = _grid(top)
+    sizes = grid.tolist()  # Python ints: the engine's GEMM model takes ints
+    ctx_ref = max(ctx_ref, 2)
+
+    def decode(b: int, pos: int) -> float:
+        ph = generate_phases(m, Generate(b, 1, 2), s, b, 1.0)[-1]
+        return phase_seconds(ph._replace(p0=pos), gpu, eff)
+
+    def prefill(n: int) -> float:
+        return phase_seconds(generate_phases(m, Generate(1, n, 1), s, 1, 1.0)[0], gpu, eff)
+
+    n = PAIR_PROBE_TOKENS
+    pair_s = max(0.0, (prefill(3 * n) - 2 * prefill(2 * n) + prefill(n)) / (n * n))
+    one = np.array([max(prefill(t) - pair_s * t * (t + 1) / 2, 0.0) for t in sizes])
+    every = np.array([decode(t, 1) for t in sizes])
+    key = np.array([max(0.0, (decode(t, ctx_ref) - decode(t, 1)) / (t * (ctx_ref - 1))) for t in sizes])
+    if not (np.isfinite(one).all() and np.isfinite(every).all()):
+        raise ValueError(f"{gpu.name}: no link joins {tp} of them for tensor parallel")
+    counts = np.arange(top + 1)
+    interp = lambda v: tuple(np.interp(counts, grid, v).tolist())  # noqa: E731
+    kv_gb, fixed_gb = kv_split(plan, s, sched, eff.cuda_context_gb)
+    free = usable_gb(gpu, sched.memory_fraction) - fixed_gb
+    kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
+    one_t = interp(one)
+    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb)
+
+
+def kv_split(plan: Plan, s, sched: Scheduler, context_gb: float) -> tuple[float, float]:
+    """(KV cache GB per token, the rest of the memory model: weights, activations of a step of the token budget,
+    CUDA context) for one GPU of the deployment, from the memory model."""
+    m, t = plan.model, sched.token_budget
+    mem = breakdown(m, Generate(1, t, 1), s, 1, context_gb)
+    kv = mem.get("kv_cache")
+    return kv / (t + 1), mem.total_gb - kv
+
+
+# ----------------------------------------------------------------------------------------------- the event loop
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulated run: per measured request (after the warm-up share) TTFT, TPOT and end-to-end seconds; the
+    inter-token gaps as (seconds, tokens) pairs; output tokens and the span they were served in."""
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    itl_s: np.ndarray
+    itl_weight: np.ndarray
+    output_tokens: int
+    span_s: float
+    preemptions: int
+    settled: bool  # False: the loop gave up (preemption storm) and the statistics cover what finished
+    done_times: np.ndarray  # completion time of every request, in completion order
+
+
+def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: list[int], outputs: list[int]) -> Run:
+    """Serve requests arriving at `arrivals` (seconds, ascending) with `prompts` input and `outputs` output tokens
+    under `sched`, each step timed by `st` (module docstring)."""
+    n = len(arrivals)
+    ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
+    target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
+    produced = [0] * n  # output tokens so far
+    join_g, ctx0, epoch = [0] * n, [0] * n, [0] * n
+    cap, budget, seqs = st.kv_tokens, sched.token_budget, sched.max_num_seqs
+    key_s = st.key_s
+    now, nxt, g, s_ctx, b = 0.0, 0, 0, 0, 0
+    waiting: deque[int] = deque()
+    prefilling: list[list[int]] = []  # [rid, tokens done]
+    kv_pref = 0  # KV tokens held by prompts being prefilled
+    # output tokens the running requests still owe (decoding: r_join - b x g; prefilling: r_pref), of which the
+    # scheduler keeps sched.reserve_output_share free in the KV cache when it admits a request
+    r_join = r_pref = 0
+    reserve = sched.reserve_output_share
+    heap: list[tuple[int, int, int]] = []  # (decode step count at which it finishes, rid, epoch)
+    order: list[int] = []  # decoding requests in join order (the last is preempted first)
+    itl, itl_w = [], []
+    gap = 0.0  # prefill-only time the decoding requests waited through since their last token
+    preempt = events = 0
+    limit = MAX_EVENTS_PER_REQUEST * n + 1000
+    finished = 0
+
+    def finish_decodes() -> None:
+        nonlocal b, s_ctx, finished, r_join
+        while heap and heap[0][0] <= g:
+            _, rid, ep = heapq.heappop(heap)
+            if ep != epoch[rid]:
+                continue
+            done[rid] = now
+            finished += 1
+            b -= 1
+            s_ctx -= ctx0[rid] - join_g[rid]
+            r_join -= outputs[rid] - produced[rid] + join_g[rid]
+            ctx0[rid] = 0
+
+    def join(rid: int) -> None:
+        nonlocal b, s_ctx, finished, r_join
+        produced[rid] += 1
+        if ttft[rid] != ttft[rid]:  # nan: its first token
+            ttft[rid] = now - arrivals[rid]
+            first[rid] = now
+        if produced[rid] >= outputs[rid]:
+            done[rid] = now
+            finished += 1
+            return
+        join_g[rid], ctx0[rid] = g, target[rid] + 1
+        s_ctx += ctx0[rid] - g
+        r_join += outputs[rid] - produced[rid] + g
+        b += 1
+        order.append(rid)
+        heapq.heappush(heap, (g + outputs[rid] - produced[rid], rid, epoch[rid]))
+
+    def preempt_last() -> None:
+        nonlocal b, s_ctx, preempt, r_join
+        while order:
+            rid = order.pop()
+            if ctx0[rid]:  # still decoding (0 once finished or preempted)
+                ran = g - join_g[rid]
+                r_join -= outputs[rid] - produced[rid] + join_g[rid]
+                produced[rid] += ran
+                target[rid] = ctx0[rid] + ran - 1
+                s_ctx -= ctx0[rid] - join_g[rid]
+                ctx0[rid] = 0
+                b -= 1
+                epoch[rid] += 1
+                waiting.appendleft(rid)
+                preempt += 1
+                return
+
+    while finished < n and events < limit:
+        events += 1
+        while nxt < n and arrivals[nxt] <= now:
+            waiting.append(nxt)
+            nxt += 1
+        if not (b or prefilling or waiting):
+            now = arrivals[nxt]
+            continue
+        ctx = s_ctx + b * g
+        if b and ctx + b + kv_pref > cap:
+            preempt_last()
+            continue
+        # the prompt tokens this step can take
+        room = budget - (b if sched.mixed_batches else 0)
+        pieces, p, pairs, kv_new = [], 0, 0.0, 0
+        free = cap - ctx - b - kv_pref
+        for entry in prefilling:
+            rid, did = entry
+            x = min(target[rid] - did, room - p, free - kv_new)
+            if x <= 0:
+                break
+            pieces.append((entry, x))
+            p += x
+            kv_new += x
+        owed = r_join - b * g + r_pref
+        while waiting and room - p > 0 and b + len(prefilling) < seqs:
+            rid = waiting[0]
+            want = target[rid]
+            rest = outputs[rid] - produced[rid]
+            avail = free - kv_new - int(reserve * (owed + rest))
+            x = min(want, room - p, avail) if sched.chunked_prefill else want
+            if x <= 0 or (not sched.chunked_prefill and (want > room - p or want > avail)):
+                break
+            owed += rest
+            r_pref += rest
+            waiting.popleft()
+            entry = [rid, 0]
+            prefilling.append(entry)
+            pieces.append((entry, x))
+            p += x
+            kv_new += x
+        if p:
+            rows = 0
+            for entry, x in pieces:
+                rows += entry[1] + x >= target[entry[0]]
+                pairs += x * entry[1] + x * (x + 1) / 2
+            dt = st.seconds(b, p, ctx, pairs, b + rows) if sched.mixed_batches else st.seconds(0, p, 0, pairs, rows)
+            now += dt
+            if sched.mixed_batches and b:
+                itl.append(dt + gap)
+                itl_w.append(b)
+                gap = 0.0
+                g += 1
+                finish_decodes()
+            elif b:
+                gap += dt
+            for entry, x in pieces:
+                entry[1] += x
+                kv_pref += x
+            for entry in [e for e, _ in pieces if e[1] >= target[e[0]]]:
+                prefilling.remove(entry)
+                kv_pref -= entry[1]
+                r_pref -= outputs[entry[0]] - produced[entry[0]]
+                join(entry[0])
+            continue
+        if not b:  # prompts wait and none can start with nothing running: one that can never fit (the callers
+            break      # check lengths against the cache and the budget first)
+        # a decode-only stretch of k steps: up to the next completion, arrival that can enter, or the KV limit
+        k = heap[0][0] - g
+        k = min(k, (cap - ctx - kv_pref) // b)
+        d0 = st.dense(b, b) + key_s[b] * ctx
+        slope = key_s[b] * b  # each step's keys grow by b
+        can_admit = b + len(prefilling) < seqs
+        if nxt < n and can_admit and not waiting:
+            dt_arr = arrivals[nxt] - now
+            if slope > 0:
+                a2 = slope / 2
+                lin = d0 - slope / 2
+                k_arr = (-lin + math.sqrt(lin * lin + 4 * a2 * dt_arr)) / (2 * a2)
+            else:
+                k_arr = dt_arr / d0
+            k = min(k, max(1, math.ceil(k_arr)))
+        k = max(k, 1)
+        total = k * d0 + slope * k * (k - 1) / 2
+        if gap:
+            itl.append(d0 + gap)
+            itl_w.append(b)
+            gap = 0.0
+            if k > 1:
+                itl.append((total - d0) / (k - 1))
+                itl_w.append(b * (k - 1))
+        else:
+            itl.append(total / k)
+            itl_w.append(b * k)
+        now += total
+        g += k
+        finish_decodes()
+
+    measured = [i for i in range(int(n * WARMUP_SHARE), n) if done[i] == done[i]]
+    tt = np.array([ttft[i] for i in measured])
+    e2e = np.array([done[i] - arrivals[i] for i in measured])
+    tpot = np.array([(done[i] - first[i]) / (outputs[i] - 1) if outputs[i] > 1 else 0.0 for i in measured])
+    finished_ids = [i for i in range(n) if done[i] == done[i]]
+    out_tokens = sum(outputs[i] for i in finished_ids)
+    span = (max(done[i] for i in finished_ids) - arrivals[0]) if finished_ids else 0.0
+    return Run(tt, tpot, e2e, np.array(itl), np.array(itl_w, dtype=float), out_tokens, span, preempt,
+               finished == n, np.sort(np.array([done[i] for i in finished_ids])))
+
+
+# ----------------------------------------------------------------------------------------------- rates and summaries
+
+
+@dataclass(frozen=True)
+class Requests:
+    """What requests ask for: each request's prompt and output tokens, cycled (a trace's rows, or one pair)."""
+
+    prompts: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+    @property
+    def mean_context(self) -> int:
+        return int(sum(self.prompts) / len(self.prompts) + sum(self.outputs) / len(self.outputs) / 2)
+
+    @property
+    def longest(self) -> int:
+        return max(p + o for p, o in zip(self.prompts, self.outputs))
+
+    def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
+        """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or
+        by time of day, says nothing here), or the one pair n times."""
+        k = len(self.prompts)
+        idx = np.random.default_rng(seed).integers(0, k, n).tolist() if k > 1 else [0] * n
+        return [self.prompts[i] for i in idx], [self.outputs[i] for i in idx]
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency targets at the 95th percentile, seconds."""
+
+    ttft_s: float
+    tpot_s: float
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    """One request rate served by one replica: latency percentiles (seconds, PERCENTILES), throughput, goodput."""
+
+    rate: float  # requests per second offered
+    ttft: dict[int, float]
+    tpot: dict[int, float]
+    itl: dict[int, float]
+    e2e: dict[int, float]
+    tokens_per_s: float  # output tokens per second served
+    requests_per_s: float
+    goodput: float | None  # requests per second within both SLO targets (None without an SLO)
+    meets_slo: bool | None  # p95 TTFT and p95 TPOT within the targets
+    preemptions: int
+    settled: bool
+    usd_per_m_tokens: float | None  # per million output tokens, at the price given
+    # above the saturation rate (when given): the queue grows without bound, so no SLO holds in steady state
+    # however a finite run's percentiles look
+    over_saturation: bool = False
+
+
+def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
+    """n arrival times (seconds) of a Poisson process of `rate` requests/s, the first at 0; deterministic for a seed."""
+    gaps = np.random.default_rng(seed).exponential(1.0 / rate, n)
+    gaps[0] = 0.0
+    return np.cumsum(gaps).tolist()
+
+
+def _pcts(values: np.ndarray) -> dict[int, float]:
+    if not len(values):
+        return {q: math.nan for q in PERCENTILES}
+    return dict(zip(PERCENTILES, np.percentile(values, PERCENTILES).tolist()))
+
+
+def _weighted_pcts(values: np.ndarray, weights: np.ndarray) -> dict[int, float]:
+    if not len(values) or not weights.sum():
+        return {q: math.nan for q in PERCENTILES}
+    idx = np.argsort(values)
+    cum = np.cumsum(weights[idx]) / weights.sum()
+    return {q: float(values[idx][min(np.searchsorted(cum, q / 100), len(idx) - 1)]) for q in PERCENTILES}
+
+
+def summarize(run: Run, rate: float, slo: Slo | None, usd_per_hour: float | None,
+              saturation: float | None = None) -> RatePoint:
+    """A run's percentiles, throughput, goodput under `slo` and $ per million output tokens at `usd_per_hour`; a
+    rate above `saturation` (requests/s) meets no SLO."""
+    tokens_s = run.output_tokens / run.span_s if run.span_s > 0 else 0.0
+    over = saturation is not None and rate > saturation
+    req_s = len(run.done_times) / run.span_s if run.span_s > 0 else 0.0
+    ttft, tpot = _pcts(run.ttft_s), _pcts(run.tpot_s)
+    goodput = meets = None
+    if slo is not None and len(run.ttft_s):
+        ok = (run.ttft_s <= slo.ttft_s) & (run.tpot_s <= slo.tpot_s)
+        goodput = rate * float(ok.mean()) * len(run.ttft_s) / max(len(run.ttft_s), 1)
+        meets = run.settled and ttft[95] <= slo.ttft_s and tpot[95] <= slo.tpot_s and not over
+    usd = usd_per_hour / SECONDS_PER_HOUR / tokens_s * 1e6 if usd_per_hour is not None and tokens_s else None
+    return RatePoint(rate, ttft, tpot, _weighted_pcts(run.itl_s, run.itl_weight), _pcts(run.e2e_s), tokens_s, req_s,
+                     goodput, meets, run.preemptions, run.settled, usd, over)
+
+
+def serve_rate(st: StepTimes, sched: Scheduler, reqs: Requests, rate: float, slo: Slo | None = None,
+               usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0,
+               saturation: float | None = None) -> RatePoint:
+    """`n` requests arriving at `rate` per second (Poisson, `seed`), served and summarized (summarize)."""
+    prompts, outputs = reqs.take(n, seed)
+    run = simulate(st, sched, poisson_arrivals(rate, n, seed), prompts, outputs)
+    return summarize(run, rate, slo, usd_per_hour, saturation)
+
+
+def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:
+    """Requests that can run at once: the scheduler's cap, or what the KV cache holds of the longest request."""
+    return max(1, min(sched.max_num_seqs, st.kv_tokens // max(reqs.longest, 1)))
+
+
+def saturation_rate(st: StepTimes, sched: Scheduler, reqs: Requests, seed: int = 0) -> float:
+    """Requests per second the deployment completes when its queue never empties. One full batch at once (the
+    concurrency limit's worth) gives a first rate; Poisson arrivals at OVERLOAD x that rate, SATURATION_WAVES batches'
+    worth of them, keep the queue full, and the completions between the first and last quarter of that run over the
+    time they took are the rate (the fill and the drain left out, equal requests' waves broken up)."""
+    c = concurrency_limit(st, sched, reqs)
+    prompts, outputs = reqs.take(c, seed)
+    burst = simulate(st, sched, [0.0] * c, prompts, outputs).done_times
+    if not len(burst) or burst[-1] <= 0:
+        return 0.0
+    first = len(burst) / float(burst[-1])
+    n = min(MAX_REQUESTS, max(DEFAULT_REQUESTS, SATURATION_WAVES * c))
+    prompts, outputs = reqs.take(n, seed)
+    t = simulate(st, sched, poisson_arrivals(OVERLOAD * first, n, seed), prompts, outputs).done_times
+    lo, hi = int(len(t) * 0.25), int(len(t) * 0.75) - 1
+    if hi <= lo or t[hi] <= t[lo]:
+        return first
+    return (hi - lo) / float(t[hi] - t[lo])
+
+
+def sweep(st: StepTimes, sched: Scheduler, reqs: Requests, rates: list[float], slo: Slo | None = None,
+          usd_per_hour: float | None = None, n: int = DEFAULT_REQUESTS, seed: int = 0,
+          saturation: float | None = None) -> list[RatePoint]:
+    """serve_rate at each of `rates` (the same seed: common random numbers, so the points compare)."""
+    return [serve_rate(st, sched, reqs, r, slo, usd_per_hour, n, seed, saturation) for r in rates]

@@ -1,0 +1,133 @@
+"""Serving engines' schedulers from data/serving.yaml: each one's default step budget and request cap (per GPU memory
+tier), whether a step mixes prompt chunks with decodes, whether a prompt may be split, the GPU memory share it plans
+for, and its launch command. planner.engine.serving_sim simulates them; planner.views.skyserve hands them off.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from planner import DATA_DIR
+from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, unique_ids
+
+SERVING_FILE = DATA_DIR / "serving.yaml"
+MAX_TIERS = 8
+# the placeholders a launch command may use (planner.views.skyserve fills them)
+LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
+                 "kv_tokens")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """The scheduler's defaults on a GPU of at least `min_vram_gib` whose id contains none of `except_gpus`."""
+
+    min_vram_gib: float
+    max_num_seqs: int  # requests running at once (vLLM max_num_seqs, SGLang max_running_requests, llama.cpp slots)
+    token_budget: int  # tokens one step may carry (max_num_batched_tokens, chunked_prefill_size, max_num_tokens)
+    except_gpus: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """One serving engine's scheduling as the simulation needs it, resolved for one GPU (see SchedulerProfile)."""
+
+    id: str
+    name: str
+    efficiency_of: str  # the runtime profile (data/runtimes.yaml) whose efficiencies time its steps
+    max_num_seqs: int
+    token_budget: int
+    mixed_batches: bool  # a step carries prompt chunks and decodes together (False: a step prefills or decodes)
+    chunked_prefill: bool  # a prompt may be split over steps (False: it enters whole, within the token budget)
+    memory_fraction: float  # share of the GPU's memory the engine plans for (weights, activations, KV cache)
+    # share of the running requests' remaining output tokens kept free in the KV cache when admitting a request
+    # (SGLang's new_token_ratio); 0: admit on the prompt alone and preempt when decodes run out (vLLM)
+    reserve_output_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class SchedulerProfile:
+    id: str
+    name: str
+    efficiency_of: str
+    mixed_batches: bool
+    chunked_prefill: bool
+    memory_fraction: float
+    tiers: tuple[Tier, ...]
+    launch: str
+    port: int
+    readiness_path: str
+    source: str
+    efficiency_note: str = ""
+    reserve_output_share: float = 0.0
+
+    def on(self, gpu_id: str, vram_gib: float) -> Scheduler:
+        """The scheduler with the defaults of the last tier this GPU qualifies for."""
+        tier = self.tiers[0]
+        for t in self.tiers:
+            if vram_gib >= t.min_vram_gib and not any(x in gpu_id for x in t.except_gpus):
+                tier = t
+        return Scheduler(self.id, self.name, self.efficiency_of, tier.max_num_seqs, tier.token_budget,
+                         self.mixed_batches, self.chunked_prefill, self.memory_fraction,
+                         self.reserve_output_share)
+
+
+@dataclass(frozen=True)
+class Schedulers:
+    profiles: tuple[SchedulerProfile, ...]
+
+    def get(self, name: str) -> SchedulerProfile:
+        for p in self.profiles:
+            if p.id == name.lower():
+                return p
+        raise UnknownNameError("serving runtime", name, suggest(name, [p.id for p in self.profiles]))
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(p.id for p in self.profiles)
+
+
+def _tier(rec: Record) -> Tier:
+    rec.check_keys(("min_vram_gib", "max_num_seqs", "token_budget", "except_gpus"))
+    return Tier(rec.number("min_vram_gib", lo=0, hi=10_000), int(rec.number("max_num_seqs", lo=1, hi=65_536,
+                                                                              integer=True)),
+                int(rec.number("token_budget", lo=16, hi=1 << 20, integer=True)),
+                rec.strings("except_gpus", required=False))
+
+
+def _launch(rec: Record) -> str:
+    """The launch command template: its placeholders must be LAUNCH_FIELDS."""
+    text = " ".join(rec.text("launch").split())
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        raise rec.fail("launch", f"not a command template: {exc}") from None
+    for name in names:
+        if name not in LAUNCH_FIELDS:
+            raise rec.fail("launch", f"unknown placeholder {{{name}}}; expected among {', '.join(LAUNCH_FIELDS)}")
+    return text
+
+
+@lru_cache(maxsize=4)
+def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
+    """The serving engines of `path` (data/serving.yaml); DataFileError naming file, record and field."""
+    out = []
+    for i, raw in enumerate(load_yaml(path, "schedulers", dated=True)):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "name", "efficiency_of", "efficiency_note", "mixed_batches", "chunked_prefill",
+                        "memory_fraction", "tiers", "launch", "port", "readiness_path", "source",
+                        "reserve_output_share"))
+        tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
+        path_text = rec.text("readiness_path")
+        if not path_text.startswith("/"):
+            raise rec.fail("readiness_path", f"expected an HTTP path starting with '/', got {path_text[:40]!r}")
+        out.append(SchedulerProfile(
+            rec.text("id"), rec.text("name"), rec.text("efficiency_of"), rec.flag("mixed_batches"),
+            rec.flag("chunked_prefill"), rec.number("memory_fraction", lo=0.05, hi=1.0), tiers, _launch(rec),
+            int(rec.number("port", lo=1, hi=65_535, integer=True)), path_text, " ".join(rec.text("source").split()),
+            " ".join((rec.text("efficiency_note", required=False) or "").split()),
+            rec.number("reserve_output_share", required=False, lo=0, hi=1) or 0.0))
+    unique_ids(path, (p.id for p in out))
+    return Schedulers(tuple(out))

@@ -1,0 +1,145 @@
+"""Serving under load, predicted before measured: published serving benchmarks at a fixed concurrency (closed loop:
+a new request as soon as one finishes) or a fixed request rate (Poisson), entered as conditions first
+(validation/serving/to_predict/<source>.yaml, no values), predicted and committed with the planner's commit
+(validation/serving/predictions/), and only then measured (validation/serving/measured.yaml: id -> value). The error
+of the committed predictions, per source and metric, is the figure; nothing here is tuned on them.
+
+A concurrency row is predicted by planner.engine.serving (a steady concurrency, prefills of replacing requests
+charged); a rate row by the simulation (planner.engine.serving_sim, the engine's scheduler defaults of
+data/serving.yaml).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+from planner import ROOT_DIR
+from planner.base.files import write_atomic
+from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
+from planner.engine.plan import Plan
+from planner.engine.serving import serving_point
+from planner.engine.serving_sim import Requests, saturation_rate, serve_rate, step_times
+from planner.inputs.facts import Facts
+from planner.inputs.jobs import Generate
+from planner.inputs.models import load_models
+from planner.inputs.serving_runtimes import load_schedulers
+from planner.validation.predict_first import PredictFirstError, git_state, slug
+
+SERVING_DIR = ROOT_DIR / "validation" / "serving"
+# at a concurrency or a rate: median TTFT and TPOT, output tokens/s; with neither: the output tokens/s the deployment
+# completes with its queue never empty (offline throughput benchmarks: every request sent at once)
+METRICS = ("ttft_median_ms", "tpot_median_ms", "output_tokens_per_s", "saturation_output_tokens_per_s")
+MAX_ROWS = 500
+
+
+@dataclass(frozen=True)
+class ServingRow:
+    id: str
+    source: str
+    model: str
+    gpu: str
+    runtime: str  # a serving engine of data/serving.yaml
+    tp: int
+    input_tokens: int
+    output_tokens: int
+    metric: str
+    concurrency: int | None = None
+    rate: float | None = None
+    precision: str = "bf16"
+
+
+def load_rows(path: str | Path) -> list[ServingRow]:
+    """Rows of a to_predict file (conditions only; a `value` is refused: it must not be known yet)."""
+    rows = []
+    for i, raw in enumerate(load_yaml(path, "rows")):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
+                        "metric", "concurrency", "rate", "precision"))
+        conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
+        rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
+        saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
+        if not saturation and (conc is None) == (rate is None):
+            raise rec.fail("concurrency", "give exactly one of concurrency and rate")
+        if saturation and (conc is not None or rate is not None):
+            raise rec.fail("metric", "a saturation row takes neither concurrency nor rate")
+        rows.append(ServingRow(rec.text("id"), " ".join(rec.text("source").split()), rec.text("model"),
+                               rec.text("gpu"), rec.text("runtime"),
+                               int(rec.number("tp", lo=1, hi=64, integer=True)),
+                               int(rec.number("input_tokens", lo=1, hi=10**6, integer=True)),
+                               int(rec.number("output_tokens", lo=2, hi=10**6, integer=True)),
+                               rec.text("metric", choices=METRICS), None if conc is None else int(conc), rate,
+                               rec.text("precision", required=False) or "bf16"))
+    if len(rows) > MAX_ROWS:
+        raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
+    unique_ids(path, (r.id for r in rows))
+    return rows
+
+
+def predict(row: ServingRow, facts: Facts) -> float:
+    """The planner's value of `row`'s metric from its conditions alone."""
+    sched = load_schedulers().get(row.runtime)
+    gpu = facts.catalog.get(row.gpu)
+    plan = Plan(load_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
+                runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto")
+    if row.concurrency is not None:
+        if row.tp > 1:
+            raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
+        p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)
+        return {"ttft_median_ms": p.ttft_s * 1e3, "tpot_median_ms": p.tpot_s * 1e3,
+                "output_tokens_per_s": p.tokens_per_s}[row.metric]
+    s = sched.on(gpu.id, gpu.vram_gib)
+    reqs = Requests((row.input_tokens,), (row.output_tokens,))
+    st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
+    if row.metric == "saturation_output_tokens_per_s":
+        return saturation_rate(st, s, reqs) * row.output_tokens
+    pt = serve_rate(st, s, reqs, row.rate)
+    return {"ttft_median_ms": pt.ttft[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
+            "output_tokens_per_s": pt.tokens_per_s}[row.metric]
+
+
+def predict_file(rows_path: str | Path, facts: Facts, out_dir: str | Path = SERVING_DIR / "predictions",
+                 day: date | None = None) -> Path:
+    """Predict every row of `rows_path` and write them with the planner's commit; refuses a dirty tree and an
+    existing predictions file (never rewritten)."""
+    state = git_state()
+    if state.dirty:
+        raise PredictFirstError(f"commit these first (the predictions must name what made them): "
+                                f"{', '.join(state.dirty[:5])}")
+    rows = load_rows(rows_path)
+    day = day or date.today()
+    out = Path(out_dir) / f"{day.isoformat()}_{slug(Path(rows_path).stem)}.yaml"
+    if out.exists():
+        raise PredictFirstError(f"{out} exists: predictions are never rewritten")
+    doc = {"schema_version": 1, "read_on": day.isoformat(), "planner_commit": state.commit,
+           "rule": "predicted before measured (planner.validation.serving_first)",
+           "rows": [{"id": r.id, "metric": r.metric, "predicted": round(predict(r, facts), 4), "source": r.source}
+                    for r in rows]}
+    write_atomic(out, "# Serving predictions made BEFORE the values were looked up. Never edit.\n"
+                 + yaml.safe_dump(doc, sort_keys=False, width=120))
+    return out
+
+
+def score(pred_path: str | Path, measured_path: str | Path) -> list[dict]:
+    """Per source and metric: rows, median |error| % and median bias % (+ = predicted too high) of the committed
+    predictions against the measured values (id -> value)."""
+    preds = load_yaml(pred_path, "rows")
+    measured = {}
+    for i, raw in enumerate(load_yaml(measured_path, "rows")):
+        rec = Record.of(measured_path, i, raw)
+        rec.check_keys(("id", "value", "where"))
+        rec.text("where")
+        measured[rec.text("id")] = rec.number("value", lo=0)
+    groups: dict[tuple[str, str], list[float]] = {}
+    for p in preds:
+        if p["id"] in measured:
+            err = (p["predicted"] - measured[p["id"]]) / measured[p["id"]] * 100
+            groups.setdefault((p["source"].split(" ")[0], p["metric"]), []).append(err)
+    return [{"source": s, "metric": m, "rows": len(e),
+             "median_abs_error_pct": round(statistics.median(map(abs, e)), 1),
+             "median_bias_pct": round(statistics.median(e), 1)} for (s, m), e in sorted(groups.items())]
+
