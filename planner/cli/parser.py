@@ -88,6 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-autostop", dest="autostop", action="store_const", const=None,
                    help="no autostop: the cluster bills until `sky down`")
     p.add_argument("--out", default=None, help="write to this file instead of printing (--bench: a folder)")
+    p.add_argument("--optimize", action="store_true", help="let SkyPilot's optimizer pick the cheapest whole job "
+                   "over every cloud and region it has enabled, with the planner's time per GPU; writes the task "
+                   "with SkyPilot's offers in its order (needs SkyPilot in its own environment)")
+    p.add_argument("--dryrun", action="store_true", help="with --optimize: print SkyPilot's pick beside the "
+                   "planner's estimates and write nothing")
+    p.add_argument("--clouds", default=None, metavar="NAMES", help="with --optimize: only these of SkyPilot's "
+                   "enabled clouds, comma-separated (e.g. lambda,runpod)")
+    p.add_argument("--skypilot-python", default=None, metavar="PATH", help="with --optimize: SkyPilot's Python "
+                   "(default: $PLANNER_SKYPILOT_PYTHON, else the interpreter of `sky` on PATH)")
     p.add_argument("--bench", action="store_true", help="calibrate a fleet: a SkyPilot task running "
                    "`python -m planner.bench` on each candidate GPU type, and run_fleet.sh, which launches them all "
                    "at once, collects the results and tears every cluster down, Ctrl-C included")

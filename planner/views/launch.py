@@ -55,7 +55,8 @@ SCRIPT_SUFFIXES = (".py", ".sh", ".ipynb", ".ts", ".js", ".rb", ".pl", ".R", ".j
 # What the launch's own options are (the value each takes, True or False): the plan command the task carries leaves
 # them out; what remains is the plan.
 LAUNCH_OPTIONS = {"--out": True, "--run": True, "--workdir": True, "--image": True, "--format": True,
-                  "--autostop": True, "--no-autostop": False, "--bench": False}
+                  "--autostop": True, "--no-autostop": False, "--bench": False, "--optimize": False,
+                  "--dryrun": False, "--clouds": True, "--skypilot-python": True}
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv", ".txt")
 # A container image reference: [registry[:port]/]path[:tag][@sha256:digest] (the grammar of
 # github.com/distribution/reference, without upper case in the path); nothing a shell would read as more.
@@ -81,10 +82,12 @@ def _cuda_ready(e: Estimate) -> bool:
 
 
 def candidates(ranking: list[Estimate], names: dict[str, str],
-               multi_node: frozenset[str] | None = None) -> tuple[list[Candidate], list[str]]:
-    """The GPUs SkyPilot may use, in ranking order (feasible NVIDIA ones with a SkyPilot name, at most MAX_CANDIDATES,
-    each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'. With `multi_node` (a task of
-    several nodes), only those names: a GPU rented only where a cluster is one node can't run it."""
+               multi_node: frozenset[str] | None = None,
+               max_candidates: int | None = MAX_CANDIDATES) -> tuple[list[Candidate], list[str]]:
+    """The GPUs SkyPilot may use, in ranking order (feasible NVIDIA ones with a SkyPilot name, at most
+    `max_candidates` (None: all), each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'.
+    With `multi_node` (a task of several nodes), only those names: a GPU rented only where a cluster is one node
+    can't run it."""
     chosen, seen, left_out, single_node = [], set(), [], []
     for e in ranking:
         if not e.feasible:
@@ -98,7 +101,7 @@ def candidates(ranking: list[Estimate], names: dict[str, str],
             left_out.append(f"{e.gpu.id} (no SkyPilot name in data/skypilot.yaml)")
         elif multi_node is not None and name not in multi_node:
             single_node.append(e.gpu.id)
-        elif name not in seen and len(chosen) < MAX_CANDIDATES:
+        elif name not in seen and (max_candidates is None or len(chosen) < max_candidates):
             seen.add(name)
             chosen.append(Candidate(e.gpu.id, name, e.plan.gpus, e.seconds, e.cost()))
     if single_node:
@@ -264,7 +267,8 @@ def _image(picked: list[Estimate], image: str | None, rs: RuntimeSetup | None) -
 def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, link: str,
                   run: str = RUN_PLACEHOLDER, *, workdir: str | None = None, image: str | None = None,
                   autostop_min: int | None = DEFAULT_AUTOSTOP_MIN, launch_setup: LaunchSetup | None = None,
-                  multi_node: frozenset[str] | None = None) -> tuple[dict, list[str]]:
+                  multi_node: frozenset[str] | None = None,
+                  max_candidates: int | None = MAX_CANDIDATES) -> tuple[dict, list[str]]:
     """A SkyPilot task config (the dict `sky.Task.from_yaml_config` reads) and notes, each one line: the GPUs left
     out ('left out: gpu (why); ...') first, then what the user must know to launch it.
 
@@ -280,7 +284,7 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     multi_node = multi_node if multi_node is not None else load_multi_node_names()
     unrentable = set(tier_gaps(ranking, plan.price_tier, names, multi_node)[0]) if plan else set()
     chosen, left_out = candidates([e for e in ranking if e.gpu.id not in unrentable], names,
-                                  multi_node if nodes > 1 else None)
+                                  multi_node if nodes > 1 else None, max_candidates)
     if unrentable:
         left_out.append(f"{', '.join(sorted(unrentable))} (RunPod offers them only outside its secure cloud, no "
                         f"other cloud under that name; {SKYPILOT_RUNPOD_SOURCE})")
