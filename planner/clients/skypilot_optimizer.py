@@ -158,10 +158,13 @@ def optimize(task: dict, seconds: Mapping[str, float], clouds: list[str] | None 
     environ["SKYPILOT_DISABLE_USAGE_COLLECTION"] = "1"  # nothing leaves this machine but what SkyPilot needs
     request = {"task": task, "seconds": dict(seconds), "clouds": clouds}
     with tempfile.TemporaryDirectory(prefix="planner-sky-") as tmp:
-        ask, answer = Path(tmp) / "request.json", Path(tmp) / "answer.json"
+        ask, answer, runner = (Path(tmp) / n for n in ("request.json", "answer.json", RUNNER.name))
         ask.write_text(json.dumps(request), encoding="utf-8")
+        # a copy, run alone: beside it here are modules named like the standard library's (http.py), and Pythons
+        # before 3.11 put a script's folder first on sys.path even with -I
+        shutil.copyfile(RUNNER, runner)
         try:
-            done = subprocess.run([str(exe), "-I", str(RUNNER), str(ask), str(answer)], env=environ,
+            done = subprocess.run([str(exe), "-I", str(runner), str(ask), str(answer)], env=environ,
                                   capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ValueError(f"SkyPilot's optimizer gave no answer in {timeout_s:g} s") from None

@@ -13,7 +13,7 @@ What it does, with SkyPilot's public API: `Task.from_yaml_config`, `Task.set_tim
 where SkyPilot would otherwise assume one hour for every candidate), `Optimizer.optimize(minimize=COST)` over every
 cloud and region SkyPilot has enabled (`sky check`), less the clouds not kept (`blocked_resources`). Once per
 candidate (its cheapest offer for that GPU, or why none: SkyPilot reads a name its catalogs lack as one containing
-it, so an offer under another name counts as none), then once with the candidates offered (SkyPilot's pick).
+it, so such a name counts as no offer), then once with the candidates offered (SkyPilot's pick).
 The answer: {"sky_version", "enabled_clouds", "chosen": offer, "candidates": [{"accelerator", "seconds", "offer" or
 "error"}]} or {"error", "message"}; an offer is cloud, region, zone, instance type, accelerators, spot, $/node-hour,
 nodes and the whole job's cost (SkyPilot's own `get_cost(seconds)` per node times the nodes).
@@ -39,18 +39,24 @@ def _offer(resources, seconds: float, num_nodes: int) -> dict:
 def _estimator(seconds: dict):
     def estimate(resources) -> float:
         (name, _count), = resources.accelerators.items()
+        if name not in seconds:  # a name SkyPilot's lists lack is read as one containing it ('A10' as 'A100-80GB')
+            raise _ReadAs(name)
         return float(seconds[name])
     return estimate
 
 
 def _optimize(config: dict, seconds: dict, blocked: list):
     """Optimize one task config; its best resources and the task (the optimizer sets task.best_resources)."""
-    task = sky.Task.from_yaml_config(config)
+    task = sky.Task.from_yaml_config(copy.deepcopy(config))
     task.set_time_estimator(_estimator(seconds))
     dag = sky.Dag()
     dag.add(task)
     sky.Optimizer.optimize(dag, minimize=sky.OptimizeTarget.COST, blocked_resources=blocked or None, quiet=True)
     return task.best_resources, task
+
+
+class _ReadAs(Exception):
+    """SkyPilot read a candidate's accelerator name as another (the estimator was asked for a name it wasn't given)."""
 
 
 def _blocked(enabled: list, keep) -> list:
@@ -78,21 +84,19 @@ def run(request: dict) -> dict:
         (name, _count), = option["accelerators"].items()
         row = {"accelerator": name, "seconds": float(seconds[name])}
         try:
-            best, _ = _optimize(one, seconds, blocked)
+            best, _ = _optimize(one, {name: seconds[name]}, blocked)
+        except _ReadAs as read_as:
+            row["error"] = f"no offer under this name (SkyPilot reads it as {read_as})"
         except sky.exceptions.ResourcesUnavailableError:
             row["error"] = "no offer on the enabled clouds"
         except Exception as exc:  # SkyPilot's own refusal for this GPU
             row["error"] = f"{type(exc).__name__}: {_one_line(exc)}"
         else:
-            (got, _count), = best.accelerators.items()
-            if got == name:
-                row["offer"] = _offer(best, float(seconds[name]), num_nodes)
-                offered.append(option)
-            else:  # SkyPilot reads a name its catalogs lack as one that contains it ('A10' as 'A100-80GB')
-                row["error"] = f"no offer under this name (SkyPilot would rent {got} instead)"
+            row["offer"] = _offer(best, float(seconds[name]), num_nodes)
+            offered.append(option)
         answer["candidates"].append(row)
     if not offered:
-        return {"error": "ResourcesUnavailableError", "message": "none of the candidates is offered"}
+        return {**answer, "error": "ResourcesUnavailableError", "message": "none of the candidates is offered"}
     config = {**config, "resources": {**config["resources"], "any_of": offered}}
     best, _ = _optimize(config, seconds, blocked)
     (name, _count), = best.accelerators.items()
