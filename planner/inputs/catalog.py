@@ -74,12 +74,15 @@ MAX_STALE_DAYS = 3650
 
 @dataclass(frozen=True)
 class Price:
-    """A $/GPU-hour with where and when it was read; origin 'snapshot' (committed files), 'live' or 'custom'."""
+    """A $/GPU-hour with where and when it was read; origin 'snapshot' (committed files), 'live' or 'custom'; the
+    provider renting at it, and its region when it has one."""
 
     usd_hr: float
     date: date | None
     source: str
     origin: str = "snapshot"
+    provider: str = "RunPod"  # who rents it (data/prices/clouds for other clouds); a user's own price: theirs
+    region: str | None = None  # where, when a cloud's offer is region-bound (RunPod's prices are not)
 
     def age_days(self, today: date) -> int | None:
         """Days since the price was read (None when undated)."""
