@@ -138,6 +138,7 @@ def write_snapshots(catalog_dir: str | Path, out_dir: str | Path, names: CloudNa
         if not offers:
             problems.append(f"{cloud}: no offer of a catalog GPU in {path}")
             continue
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         out = Path(out_dir) / f"{cloud}-{day.isoformat()}.yaml"
         write_atomic(out, snapshot_text(cloud, names, offers, unmapped, day, commits.get(cloud)))
         written.append(out)
