@@ -13,6 +13,7 @@ from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.engine.ranking import rank
 from planner.inputs.launch_names import load_skypilot_names
+from planner.inputs.price_snapshot import snapshot_table
 from planner.clients import skypilot_optimizer
 from planner.views import launch, launch_optimize
 
@@ -38,7 +39,9 @@ def cmd_launch(a: argparse.Namespace) -> int:
         return _launch_bench(ranking, a.out or "bench-fleet", a.autostop)
     if a.format == "runpod":
         command, notes = launch.plan_command(a.argv)
-        pod, type_ids = launch.runpod_pod(ranking, plan.price_tier, a.image, env={"PLANNER_PLAN": command})
+        # RunPod's own prices say which cloud rents which GPU (the ranking's may be another provider's)
+        pod, type_ids = launch.runpod_pod(ranking, plan.price_tier, a.image, env={"PLANNER_PLAN": command},
+                                          runpod_prices=snapshot_table(facts.catalog).prices)
         text = launch.runpod_json(pod)
         notes.append(f"create it with RunPod's REST API v2: {launch.runpod_curl(a.out or 'pod.json')}"
                      + ("" if a.out else " (save this JSON as pod.json)"))

@@ -18,6 +18,7 @@ import json
 import math
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import yaml
 from planner.base.safe_parse import shown
 from planner.base.units import BYTES_PER_GB
 from planner.engine.estimate import Estimate
+from planner.inputs.catalog import Price
 from planner.inputs.launch_names import (LaunchSetup, RuntimeSetup, load_launch_setup, load_multi_node_names,
                                          load_skypilot_names)
 
@@ -384,26 +386,38 @@ RUNPOD_DOCS = "https://docs.runpod.io/api-reference-v2/pods/create-a-pod"
 RUNPOD_CLOUD = {"secure": "SECURE", "community": "COMMUNITY"}
 
 
-def runpod_gpu_ids(ranking: list[Estimate]) -> list[str]:
+def _offered(e: Estimate, tier: str | None, runpod_prices: Mapping[str, Mapping[str, Price | None]] | None) -> bool:
+    """RunPod rents e's GPU in the tier's cloud: it has a RunPod price there (`runpod_prices`, RunPod's own table, or
+    the catalog's listing). A pod asked for in a cloud that has no such GPU is never placed."""
+    if tier is None:
+        return True
+    tiers = (runpod_prices or {}).get(e.gpu.id) or e.gpu.listed_prices()
+    return tiers.get(tier) is not None
+
+
+def runpod_gpu_ids(ranking: list[Estimate], tier: str | None = None,
+                   runpod_prices: Mapping[str, Mapping[str, Price | None]] | None = None) -> list[str]:
     """RunPod GPU type ids of the NVIDIA GPUs that can run the plan, in the planner's order, each once (at most
-    MAX_CANDIDATES)."""
-    ok = [e for e in ranking if e.feasible and _cuda_ready(e) and e.gpu.runpod and e.gpu.runpod.gpu_type_ids]
+    MAX_CANDIDATES); with `tier`, only GPUs RunPod rents in that tier's cloud (secure or community)."""
+    ok = [e for e in ranking if e.feasible and _cuda_ready(e) and e.gpu.runpod and e.gpu.runpod.gpu_type_ids
+          and _offered(e, tier, runpod_prices)]
     return list(dict.fromkeys(t for e in ok for t in e.gpu.runpod.gpu_type_ids))[:MAX_CANDIDATES]
 
 
-def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None,
-               env: dict[str, str] | None = None) -> tuple[dict, list[str]]:
+def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None, env: dict[str, str] | None = None,
+               runpod_prices: Mapping[str, Mapping[str, Price | None]] | None = None) -> tuple[dict, list[str]]:
     """A RunPod REST API v2 `POST /v2/pods` body (CreatePodRequest, see RUNPOD_DOCS) for the planner's first RunPod
     GPU, and the GPU type ids in the planner's order (that one first): v2 takes one GPU type per pod, so the others
-    are what to put in `gpu.id` when RunPod has none of it free. ValueError for the spot tier (v2 creates no
+    are what to put in `gpu.id` when RunPod has none of it free; only GPUs RunPod rents in the tier's cloud
+    (`runpod_prices`: RunPod's price table, default the catalog's listing). ValueError for the spot tier (v2 creates no
     interruptible pod), a plan beyond one machine, or no NVIDIA GPU RunPod rents that can run the plan."""
     if tier not in RUNPOD_CLOUD:
         raise ValueError(f"RunPod's REST API v2 creates no {tier} (interruptible) pod: its create-pod body has only "
                          f"cloud SECURE or COMMUNITY ({RUNPOD_DOCS}); rank with --price-tier community or secure for "
                          "a RunPod request, or launch the SkyPilot task (use_spot)")
-    type_ids = runpod_gpu_ids(ranking)
+    type_ids = runpod_gpu_ids(ranking, tier, runpod_prices)
     if not type_ids:
-        raise ValueError("no NVIDIA GPU that can run this plan is rented by RunPod: nothing to request")
+        raise ValueError(f"no NVIDIA GPU that can run this plan is rented in RunPod's {tier} cloud: nothing to request")
     first = next(e for e in ranking if e.gpu.runpod and type_ids[0] in e.gpu.runpod.gpu_type_ids)
     if first.plan.gpus > MAX_GPUS_PER_NODE:
         raise ValueError(f"{first.plan.gpus} GPUs: a RunPod pod runs on one machine (at most {MAX_GPUS_PER_NODE} "
