@@ -18,8 +18,11 @@ from planner.clients import skypilot_optimizer
 from planner.views import launch, launch_optimize
 
 
-def _plan_words(plan: Plan) -> str:
+def _plan_words(plan: Plan, providers: str) -> str:
     w = plan.workload
+    if providers != "runpod":
+        return (f"{w.kind} {w.items:,} items with {plan.model.name} in {plan.precision}, {plan.runtime}, "
+                f"{plan.gpus} GPU(s) per job, the cheapest {plan.price_tier} prices of {providers}")
     return (f"{w.kind} {w.items:,} items with {plan.model.name} in {plan.precision}, {plan.runtime}, "
             f"{plan.gpus} GPU(s) per job, RunPod {plan.price_tier} prices")
 
@@ -66,7 +69,8 @@ def cmd_launch(a: argparse.Namespace) -> int:
             if task is None:
                 return 0
             title = "SkyPilot's offers, cheapest whole job first (its optimizer on the planner's time per GPU)"
-        text = launch.skypilot_yaml(task, _plan_words(plan), launch.accelerator_order(task), title, notes=notes)
+        text = launch.skypilot_yaml(task, _plan_words(plan, a.prov or "runpod"), launch.accelerator_order(task), title,
+                                    notes=notes)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     if a.out:
