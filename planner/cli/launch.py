@@ -14,7 +14,6 @@ from planner.engine.plan import Plan
 from planner.engine.ranking import rank
 from planner.inputs.launch_names import load_skypilot_names
 from planner.inputs.price_snapshot import snapshot_table
-from planner.clients import skypilot_optimizer
 from planner.views import launch, launch_optimize
 
 
@@ -94,14 +93,12 @@ def _clouds(text: str | None) -> list[str] | None:
 def _optimize(a: argparse.Namespace, ranking, names: dict[str, str], task: dict, tier: str) -> dict | None:
     """SkyPilot's optimizer on the planner's seconds: its report on stdout (--dryrun, then None) or on stderr, and
     the task with SkyPilot's offers as its candidates."""
-    ask, seconds = launch_optimize.optimizer_inputs(task, ranking, names)
-    result = skypilot_optimizer.optimize(ask, seconds, _clouds(a.clouds), a.skypilot_python)
-    report = launch_optimize.optimizer_report(ranking, names, result, tier)
+    done = launch_optimize.optimize_task(task, ranking, names, tier, _clouds(a.clouds), a.skypilot_python)
     if a.dryrun:
-        print(report)
+        print(done.report)
         return None
-    print(report, file=sys.stderr)
-    return launch_optimize.optimized_task(task, result)
+    print(done.report, file=sys.stderr)
+    return done.task
 
 
 def _launch_bench(ranking, folder: str, autostop: int | None) -> int:

@@ -10,8 +10,9 @@ cloud: its 'H100' is the SXM part on AWS, GCP, Azure, Lambda and Nebius but the 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
-from planner.clients.skypilot_optimizer import Offer, OptimizerResult
+from planner.clients.skypilot_optimizer import Offer, OptimizerResult, optimize
 from planner.engine.estimate import Estimate
 from planner.views.format import fmt_seconds, fmt_usd
 
@@ -45,6 +46,25 @@ def optimized_task(task: dict, result: OptimizerResult) -> dict:
                              "accelerators": {o.accelerator: o.count}, "use_spot": spot.get(o.accelerator, o.use_spot)}
                             for o in offers]
     return out
+
+
+@dataclass(frozen=True)
+class Optimized:
+    """SkyPilot's answer (`result`), the task with its offers (`task`) and the two side by side (`report`)."""
+
+    result: OptimizerResult
+    task: dict
+    report: str
+
+
+def optimize_task(task: dict, ranking: list[Estimate], names: dict[str, str], tier: str,
+                  clouds: list[str] | None = None, python: str | None = None) -> Optimized:
+    """The Python entry: SkyPilot's optimizer on `task` (planner.views.launch.skypilot_task, best with
+    max_candidates=None) and the ranking's seconds, over SkyPilot's enabled clouds (only `clouds` when given), with
+    SkyPilot's Python `python` (default: planner.clients.skypilot_optimizer.find_python). ValueError saying why not."""
+    ask, seconds = optimizer_inputs(task, ranking, names)
+    result = optimize(ask, seconds, clouds, python)
+    return Optimized(result, optimized_task(task, result), optimizer_report(ranking, names, result, tier))
 
 
 def _infra(o: Offer) -> str:
