@@ -27,7 +27,7 @@ import yaml
 from planner.base.safe_parse import shown
 from planner.base.units import BYTES_PER_GB
 from planner.engine.estimate import Estimate
-from planner.inputs.catalog import Price
+from planner.inputs.catalog import RUNPOD_PROVIDER, Price
 from planner.inputs.launch_names import (LaunchSetup, RuntimeSetup, load_launch_setup, load_multi_node_names,
                                          load_skypilot_names)
 
@@ -127,10 +127,18 @@ def tier_gaps(ranking: list[Estimate], tier: str, names: dict[str, str], elsewhe
     Both empty for the secure tier."""
     if tier == SKYPILOT_RUNPOD_TIER:
         return [], []
-    feasible = [e for e in ranking if e.feasible and e.gpu.kind != "cpu" and e.cost(tier) is not None]
+    # only RunPod's prices: a price of another provider (--providers) is what that cloud rents at
+    feasible = [e for e in ranking if e.feasible and e.gpu.kind != "cpu" and e.cost(tier) is not None
+                and _runpod_price(e, tier)]
     return ([e.gpu.id for e in feasible if e.cost(SKYPILOT_RUNPOD_TIER) is None and names.get(e.gpu.id) and
              names[e.gpu.id] not in elsewhere],
-            [e for e in feasible if e.cost(SKYPILOT_RUNPOD_TIER) is not None])
+            [e for e in feasible
+             if e.cost(SKYPILOT_RUNPOD_TIER) is not None and _runpod_price(e, SKYPILOT_RUNPOD_TIER)])
+
+
+def _runpod_price(e: Estimate, tier: str) -> bool:
+    price = e.prices.get(tier)
+    return price is not None and price.provider == RUNPOD_PROVIDER
 
 
 def tier_sentence(ranking: list[Estimate], tier: str, names: dict[str, str], elsewhere: frozenset[str]) -> str | None:

@@ -12,6 +12,7 @@ import yaml
 
 from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
+from planner.inputs import cloud_prices
 from planner.inputs.price_snapshot import snapshot_table
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
@@ -467,3 +468,16 @@ def test_a_runpod_request_names_only_gpus_rented_in_that_tiers_cloud(tier):
     assert pod["cloud"] == V2_CLOUDS[tier]
     with pytest.raises(ValueError, match=f"rented in RunPod's {tier} cloud"):
         launch.runpod_pod(estimate_all(plan, FACTS, gpu_names=other_only), tier, runpod_prices=table)
+
+
+def test_the_runpod_tier_note_speaks_of_runpods_prices_only():
+    """SkyPilot's RunPod catalog is secure-only; a plan priced by another provider (here Vast.ai's marketplace, its
+    community tier) rents there at that price, so no note about RunPod's tiers."""
+    plan = Plan(load_models().get("gpt2-124m"), Generate(10_000, 128, 256), "fp16", runtime="vllm",
+                price_tier="community")
+    elsewhere = launch.load_multi_node_names()
+    assert launch.tier_sentence(estimate_all(plan, FACTS), "community", NAMES, elsewhere) is not None
+    vast = cloud_prices.with_providers(FACTS.prices, cloud_prices.load_cloud_prices(FACTS.catalog), ["vast.ai"])
+    ranking = estimate_all(plan, dataclasses.replace(FACTS, prices=vast))
+    assert any(e.cost("community") is not None for e in ranking)
+    assert launch.tier_sentence(ranking, "community", NAMES, elsewhere) is None
