@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.inputs import price_snapshot
+from planner.inputs import cloud_prices, price_snapshot
 from planner.clients import live_prices
 from planner.views import plan_inputs
 from planner.views.format import md_escape
@@ -36,6 +36,9 @@ def await_live() -> None:
 
 def price_table(inputs: plan_inputs.Inputs) -> price_snapshot.PriceTable:
     base = _live() if inputs.psrc == "live" else resources.facts().prices
+    if inputs.prov != cloud_prices.RUNPOD:
+        base = cloud_prices.with_providers(base, cloud_prices.load_cloud_prices(resources.committed_facts().catalog),
+                                           inputs.prov.split(","), inputs.gpus)
     return price_snapshot.with_custom(base, inputs.custom_prices) if inputs.myprice else base
 
 
@@ -44,5 +47,5 @@ def show_status(table: price_snapshot.PriceTable, inputs: plan_inputs.Inputs) ->
     if table.pending:
         st.info(f"Prices: {md_escape(table.message, 600)}", icon=":material/hourglass_top:")
         await_live()
-    elif not table.ok or table.source != "snapshot" or inputs.myprice:
+    elif not table.ok or table.source != "snapshot" or inputs.myprice or inputs.prov != cloud_prices.RUNPOD:
         (st.warning if not table.ok or table.suspect else st.caption)(f"Prices: {md_escape(table.message, 600)}")

@@ -151,6 +151,8 @@ def _gpus_and_prices() -> None:
     c1, c2 = sb.columns([2, 3])
     c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help=field_help("gpus"))
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help=field_help("tier"))
+    sb.multiselect("Providers you rent from", plan_inputs.providers(), key="prov_ids", help=field_help("prov"),
+                   placeholder="RunPod when none is picked")
     sb.selectbox("Parallelism", PARALLEL_MODES, key="par", help=field_help("par"))
     sb.slider("Usable memory (% of what each GPU reports)", *_bounds("memory_target_pct"), step=1.0, key="mem",
               format="%.0f %%", help=field_help("mem"))

@@ -19,8 +19,8 @@ BATCH_N_DEFAULT = 8
 ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
 INPUT_FIELDS = frozenset(f.name for f in fields(plan_inputs.Inputs))
 STATE_KEYS = [f.name for f in fields(plan_inputs.Inputs)
-              if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab")]
-STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "view", *ARCH_KEYS]
+              if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab", "prov")]
+STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "prov_ids", "view", *ARCH_KEYS]
 TABS = tuple(plan_inputs.TABS.values())
 TAB_IDS = {label: tab_id for tab_id, label in plan_inputs.TABS.items()}
 # The whole-job and owning assumptions: (field, label, step); they stay on the page, not in links
@@ -48,6 +48,7 @@ def load(inputs: plan_inputs.Inputs) -> None:
     ss.cmp = list(inputs.cmp)
     ss.myprice = dict(inputs.myprice)
     ss.own_ids = [o.gpu_id for o in inputs.own]
+    ss.prov_ids = inputs.prov.split(",")
     for o in inputs.own:
         ss[f"own_n_{o.gpu_id}"] = o.count
         ss[f"own_paid_{o.gpu_id}"] = float(o.paid_usd or 0.0)
@@ -77,7 +78,8 @@ def inputs() -> plan_inputs.Inputs:
     ss = st.session_state
     values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
     values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
-                  myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"))
+                  myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"),
+                  prov=",".join(ss.prov_ids) or plan_inputs.DEFAULTS.prov)
     if ss.model == plan_inputs.CUSTOM and not ss.spec:
         values["arch"] = plan_inputs.arch_items(_arch_from_state())
     if ss.model != plan_inputs.CUSTOM:

@@ -13,17 +13,26 @@ from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.engine.ranking import rank
 from planner.inputs.launch_names import load_skypilot_names
-from planner.views import launch
+from planner.inputs.price_snapshot import snapshot_table
+from planner.views import launch, launch_optimize
 
 
-def _plan_words(plan: Plan) -> str:
+def _plan_words(plan: Plan, providers: str) -> str:
     w = plan.workload
+    if providers != "runpod":
+        return (f"{w.kind} {w.items:,} items with {plan.model.name} in {plan.precision}, {plan.runtime}, "
+                f"{plan.gpus} GPU(s) per job, the cheapest {plan.price_tier} prices of {providers}")
     return (f"{w.kind} {w.items:,} items with {plan.model.name} in {plan.precision}, {plan.runtime}, "
             f"{plan.gpus} GPU(s) per job, RunPod {plan.price_tier} prices")
 
 
 def cmd_launch(a: argparse.Namespace) -> int:
     """The plan as a SkyPilot task (YAML) or a RunPod pod request (JSON), GPUs in the planner's order."""
+    if a.optimize and (a.bench or a.format == "runpod"):
+        raise ValueError("--optimize picks among SkyPilot's clouds: it makes a SkyPilot task, not --bench or "
+                         "--format runpod")
+    if (a.dryrun or a.clouds or a.skypilot_python) and not a.optimize:
+        raise ValueError("--dryrun, --clouds and --skypilot-python go with --optimize")
     plan, facts = plan_from_args(a), facts_of(a)
     # the order `planner estimate` and the page show: by what the whole job bills
     ranking = rank(estimate_all(plan, facts, gpu_names=device_names(a), include_cpus=a.include_cpu),
@@ -32,7 +41,9 @@ def cmd_launch(a: argparse.Namespace) -> int:
         return _launch_bench(ranking, a.out or "bench-fleet", a.autostop)
     if a.format == "runpod":
         command, notes = launch.plan_command(a.argv)
-        pod, type_ids = launch.runpod_pod(ranking, plan.price_tier, a.image, env={"PLANNER_PLAN": command})
+        # RunPod's own prices say which cloud rents which GPU (the ranking's may be another provider's)
+        pod, type_ids = launch.runpod_pod(ranking, plan.price_tier, a.image, env={"PLANNER_PLAN": command},
+                                          runpod_prices=snapshot_table(facts.catalog).prices)
         text = launch.runpod_json(pod)
         notes.append(f"create it with RunPod's REST API v2: {launch.runpod_curl(a.out or 'pod.json')}"
                      + ("" if a.out else " (save this JSON as pod.json)"))
@@ -46,10 +57,19 @@ def cmd_launch(a: argparse.Namespace) -> int:
         workdir = a.workdir if a.workdir is not None else launch.default_workdir(a.run, Path.cwd())
         if workdir is not None and not Path(workdir).expanduser().is_dir():
             raise ValueError(f"--workdir {workdir}: no such folder here (SkyPilot copies it to the node)")
-        task, task_notes = launch.skypilot_task(ranking, load_skypilot_names(), plan.price_tier == "spot", command,
-                                                a.run, workdir=workdir, image=a.image, autostop_min=a.autostop)
+        names = load_skypilot_names()
+        task, task_notes = launch.skypilot_task(ranking, names, plan.price_tier == "spot", command, a.run,
+                                                workdir=workdir, image=a.image, autostop_min=a.autostop,
+                                                max_candidates=None if a.optimize else launch.MAX_CANDIDATES)
         notes += task_notes
-        text = launch.skypilot_yaml(task, _plan_words(plan), launch.accelerator_order(task), notes=notes)
+        title = "GPUs in the planner's order (cheapest whole job first)"
+        if a.optimize:
+            task = _optimize(a, ranking, names, task, plan.price_tier)
+            if task is None:
+                return 0
+            title = "SkyPilot's offers, cheapest whole job first (its optimizer on the planner's time per GPU)"
+        text = launch.skypilot_yaml(task, _plan_words(plan, a.prov or "runpod"), launch.accelerator_order(task), title,
+                                    notes=notes)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     if a.out:
@@ -58,6 +78,27 @@ def cmd_launch(a: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
+
+
+def _clouds(text: str | None) -> list[str] | None:
+    """--clouds as a list of names; ValueError for an empty or odd one."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",")]
+    if not all(n.replace("-", "").isalnum() and len(n) <= 40 for n in names) or len(names) > 40:
+        raise ValueError(f"--clouds {text[:80]!r}: give SkyPilot cloud names separated by commas, e.g. lambda,runpod")
+    return names
+
+
+def _optimize(a: argparse.Namespace, ranking, names: dict[str, str], task: dict, tier: str) -> dict | None:
+    """SkyPilot's optimizer on the planner's seconds: its report on stdout (--dryrun, then None) or on stderr, and
+    the task with SkyPilot's offers as its candidates."""
+    done = launch_optimize.optimize_task(task, ranking, names, tier, _clouds(a.clouds), a.skypilot_python)
+    if a.dryrun:
+        print(done.report)
+        return None
+    print(done.report, file=sys.stderr)
+    return done.task
 
 
 def _launch_bench(ranking, folder: str, autostop: int | None) -> int:

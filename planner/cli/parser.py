@@ -107,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-autostop", dest="autostop", action="store_const", const=None,
                    help="no autostop: the cluster bills until `sky down`")
     p.add_argument("--out", default=None, help="write to this file instead of printing (--bench: a folder)")
+    p.add_argument("--optimize", action="store_true", help="let SkyPilot's optimizer pick the cheapest whole job "
+                   "over every cloud and region it has enabled, with the planner's time per GPU; writes the task "
+                   "with SkyPilot's offers in its order (needs SkyPilot in its own environment)")
+    p.add_argument("--dryrun", action="store_true", help="with --optimize: print SkyPilot's pick beside the "
+                   "planner's estimates and write nothing")
+    p.add_argument("--clouds", default=None, metavar="NAMES", help="with --optimize: only these of SkyPilot's "
+                   "enabled clouds, comma-separated (e.g. lambda,runpod)")
+    p.add_argument("--skypilot-python", default=None, metavar="PATH", help="with --optimize: SkyPilot's Python "
+                   "(default: $PLANNER_SKYPILOT_PYTHON, else the interpreter of `sky` on PATH)")
     p.add_argument("--bench", action="store_true", help="calibrate a fleet: a SkyPilot task running "
                    "`python -m planner.bench` on each candidate GPU type, and run_fleet.sh, which launches them all "
                    "at once, collects the results and tears every cluster down, Ctrl-C included")
@@ -118,6 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--live", action="store_true", help="show live prices (snapshot on failure) without writing")
     p.add_argument("--accept", action="store_true",
                    help="with --refresh: also write live prices held back as suspect (more than 3x from the snapshot)")
+    p.add_argument("--skypilot-catalog", default=None, metavar="DIR", help="write a dated price file per cloud "
+                   "(data/prices/clouds/<cloud>-DATE.yaml) from SkyPilot's catalog CSVs in DIR (<cloud>/vms.csv: "
+                   "~/.sky/catalogs/v8 of a SkyPilot install, or catalogs/v8 of github.com/skypilot-org/"
+                   "skypilot-catalog)")
+    p.add_argument("--catalog-commit", default=None, metavar="SHA", help="with --skypilot-catalog: the catalog's "
+                   "git commit, or cloud=SHA pairs separated by commas, recorded in each file")
+    p.add_argument("--clouds-out", default=None, metavar="DIR", help="with --skypilot-catalog: where to write "
+                   "(default: data/prices/clouds)")
+    p.add_argument("--providers", default="runpod", help="show the prices of these providers (comma-separated, or "
+                   "all): per GPU and tier the cheapest of them (default: runpod)")
     p.add_argument("--url", default=RUNPOD_GRAPHQL_URL, help="GraphQL endpoint (default: RunPod's)")
     p.add_argument("--out", default=str(PRICES_DIR), help="directory for --refresh (default: data/prices)")
     p.add_argument("--timeout", type=number_in(0.1, 120, "seconds"), default=10.0,

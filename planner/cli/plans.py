@@ -10,6 +10,7 @@ from pathlib import Path
 from planner.calibration import fit as calibration
 from planner.clients import hf_hub
 from planner.engine.plan import Plan
+from planner.inputs import cloud_prices
 from planner.inputs.facts import Facts, facts_with_own_gpu
 from planner.inputs.job_costs import load_job_costs, with_values
 from planner.inputs.price_snapshot import utc_today
@@ -55,5 +56,12 @@ def job_overheads(a: argparse.Namespace, facts):
 
 
 def facts_of(a: argparse.Namespace) -> Facts:
-    """The facts a command ranks on: the committed ones, with --my-gpu's GPU among them."""
-    return facts_with_own_gpu(getattr(a, "mygpu", "") or "", utc_today())
+    """The facts a command ranks on: the committed ones, with --my-gpu's GPU among them, priced by the --providers
+    the user rents from."""
+    facts = facts_with_own_gpu(getattr(a, "mygpu", "") or "", utc_today())
+    chosen = tuple((getattr(a, "prov", None) or cloud_prices.RUNPOD).split(","))
+    if chosen == (cloud_prices.RUNPOD,):
+        return facts
+    gpus = a.gpus if isinstance(getattr(a, "gpus", None), int) else 1
+    return replace(facts, prices=cloud_prices.with_providers(facts.prices, cloud_prices.load_cloud_prices(
+        facts.catalog), chosen, gpus))

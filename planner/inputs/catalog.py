@@ -26,6 +26,7 @@ PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}  # as NCCL s
 REQUIRED_PROTOCOLS = ("ll", "simple")
 COMPUTE_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PRICE_TIERS = ("secure", "community", "spot")
+RUNPOD_PROVIDER = "RunPod"  # the provider of data/gpus.yaml's, data/prices/*.yaml's and live prices
 MARKETS = ("datacenter", "workstation", "consumer")
 _PEAK_FIELD = {p: ("int8_tops" if p == "int8" else f"{p}_tflops") for p in COMPUTE_PATHS}
 # A path PyTorch quietly replaces where the GPU lacks it: allow_tf32 / float32_matmul_precision('high'|'medium') only
@@ -78,12 +79,15 @@ MAX_STALE_DAYS = 3650
 
 @dataclass(frozen=True)
 class Price:
-    """A $/GPU-hour with where and when it was read; origin 'snapshot' (committed files), 'live' or 'custom'."""
+    """A $/GPU-hour with where and when it was read; origin 'snapshot' (committed files), 'live' or 'custom'; the
+    provider renting at it, and its region when it has one."""
 
     usd_hr: float
     date: date | None
     source: str
     origin: str = "snapshot"
+    provider: str = RUNPOD_PROVIDER  # who rents it (data/prices/clouds for other clouds); a user's own price: theirs
+    region: str | None = None  # where, when a cloud's offer is region-bound (RunPod's prices are not)
 
     def age_days(self, today: date) -> int | None:
         """Days since the price was read (None when undated)."""

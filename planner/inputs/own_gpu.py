@@ -129,7 +129,7 @@ def own_gpu_device(own: OwnGpu, catalog: Catalog, day) -> GPU:
     for a GPU without a published measurement, the price (if any) as the user's own in every tier, dated `day`."""
     vendor, cc, gfx = _vendor(own.arch)
     rates = dict(own.tflops)
-    price = Price(own.usd_hr, day, "entered by you", "custom") if own.usd_hr is not None else None
+    price = Price(own.usd_hr, day, "entered by you", "custom", "you") if own.usd_hr is not None else None
     gpu = GPU(id=own.id, name=f"{own.name} (yours)", aliases=(), vendor=vendor, architecture="as you described it",
               compute_capability=cc, gfx_target=gfx, market="yours", vram_gib=own.mem_gb * BYTES_PER_GB / BYTES_PER_GIB,
               reported_vram_mib=None, reported_vram_source="",

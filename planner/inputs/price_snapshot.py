@@ -149,7 +149,7 @@ def with_custom(table: PriceTable, custom_usd_hr: Mapping[str, float]) -> PriceT
         if bad or not CUSTOM_MIN_USD_HR <= value <= CUSTOM_MAX_USD_HR:
             raise ValueError(f"custom price for {gpu_id} must be a number of $/GPU-hour from {CUSTOM_MIN_USD_HR:g} to "
                              f"{CUSTOM_MAX_USD_HR:g}, got {shown(value)}")
-        price = Price(float(value), today, "entered by you", "custom")
+        price = Price(float(value), today, "entered by you", "custom", "you")
         prices[gpu_id] = {t: price for t in PRICE_TIERS}
     names = ", ".join(custom_usd_hr)
     return replace(table, prices=prices, message=f"{table.message}; your own $/h for {names}")

@@ -59,6 +59,7 @@ def export_csv(inputs: Inputs, model: ModelProfile, estimates: Iterable[Estimate
         price = e.price
         row["price_date"] = price.date.isoformat() if price and price.date else None
         row["price_origin"] = price.origin if price else None
+        row["price_provider"] = (price.provider + (f" {price.region}" if price.region else "")) if price else None
         row["price_source"] = price.source if price else None
         row.update(last)
         row.update(plan_link=ctx.link, prices=f"{ctx.price_source}, as of {ctx.price_as_of}")

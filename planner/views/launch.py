@@ -18,6 +18,7 @@ import json
 import math
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import yaml
 from planner.base.safe_parse import shown
 from planner.base.units import BYTES_PER_GB
 from planner.engine.estimate import Estimate
+from planner.inputs.catalog import RUNPOD_PROVIDER, Price
 from planner.inputs.launch_names import (LaunchSetup, RuntimeSetup, load_launch_setup, load_multi_node_names,
                                          load_skypilot_names)
 
@@ -55,7 +57,8 @@ SCRIPT_SUFFIXES = (".py", ".sh", ".ipynb", ".ts", ".js", ".rb", ".pl", ".R", ".j
 # What the launch's own options are (the value each takes, True or False): the plan command the task carries leaves
 # them out; what remains is the plan.
 LAUNCH_OPTIONS = {"--out": True, "--run": True, "--workdir": True, "--image": True, "--format": True,
-                  "--autostop": True, "--no-autostop": False, "--bench": False}
+                  "--autostop": True, "--no-autostop": False, "--bench": False, "--optimize": False,
+                  "--dryrun": False, "--clouds": True, "--skypilot-python": True}
 DATA_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".csv", ".txt")
 # A container image reference: [registry[:port]/]path[:tag][@sha256:digest] (the grammar of
 # github.com/distribution/reference, without upper case in the path); nothing a shell would read as more.
@@ -81,10 +84,12 @@ def _cuda_ready(e: Estimate) -> bool:
 
 
 def candidates(ranking: list[Estimate], names: dict[str, str],
-               multi_node: frozenset[str] | None = None) -> tuple[list[Candidate], list[str]]:
-    """The GPUs SkyPilot may use, in ranking order (feasible NVIDIA ones with a SkyPilot name, at most MAX_CANDIDATES,
-    each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'. With `multi_node` (a task of
-    several nodes), only those names: a GPU rented only where a cluster is one node can't run it."""
+               multi_node: frozenset[str] | None = None,
+               max_candidates: int | None = MAX_CANDIDATES) -> tuple[list[Candidate], list[str]]:
+    """The GPUs SkyPilot may use, in ranking order (feasible NVIDIA ones with a SkyPilot name, at most
+    `max_candidates` (None: all), each accelerator once), and the feasible GPUs left out, each as 'gpu-id (why)'.
+    With `multi_node` (a task of several nodes), only those names: a GPU rented only where a cluster is one node
+    can't run it."""
     chosen, seen, left_out, single_node = [], set(), [], []
     for e in ranking:
         if not e.feasible:
@@ -98,7 +103,7 @@ def candidates(ranking: list[Estimate], names: dict[str, str],
             left_out.append(f"{e.gpu.id} (no SkyPilot name in data/skypilot.yaml)")
         elif multi_node is not None and name not in multi_node:
             single_node.append(e.gpu.id)
-        elif name not in seen and len(chosen) < MAX_CANDIDATES:
+        elif name not in seen and (max_candidates is None or len(chosen) < max_candidates):
             seen.add(name)
             chosen.append(Candidate(e.gpu.id, name, e.plan.gpus, e.seconds, e.cost()))
     if single_node:
@@ -122,10 +127,18 @@ def tier_gaps(ranking: list[Estimate], tier: str, names: dict[str, str], elsewhe
     Both empty for the secure tier."""
     if tier == SKYPILOT_RUNPOD_TIER:
         return [], []
-    feasible = [e for e in ranking if e.feasible and e.gpu.kind != "cpu" and e.cost(tier) is not None]
+    # only RunPod's prices: a price of another provider (--providers) is what that cloud rents at
+    feasible = [e for e in ranking if e.feasible and e.gpu.kind != "cpu" and e.cost(tier) is not None
+                and _runpod_price(e, tier)]
     return ([e.gpu.id for e in feasible if e.cost(SKYPILOT_RUNPOD_TIER) is None and names.get(e.gpu.id) and
              names[e.gpu.id] not in elsewhere],
-            [e for e in feasible if e.cost(SKYPILOT_RUNPOD_TIER) is not None])
+            [e for e in feasible
+             if e.cost(SKYPILOT_RUNPOD_TIER) is not None and _runpod_price(e, SKYPILOT_RUNPOD_TIER)])
+
+
+def _runpod_price(e: Estimate, tier: str) -> bool:
+    price = e.prices.get(tier)
+    return price is not None and price.provider == RUNPOD_PROVIDER
 
 
 def tier_sentence(ranking: list[Estimate], tier: str, names: dict[str, str], elsewhere: frozenset[str]) -> str | None:
@@ -264,7 +277,8 @@ def _image(picked: list[Estimate], image: str | None, rs: RuntimeSetup | None) -
 def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, link: str,
                   run: str = RUN_PLACEHOLDER, *, workdir: str | None = None, image: str | None = None,
                   autostop_min: int | None = DEFAULT_AUTOSTOP_MIN, launch_setup: LaunchSetup | None = None,
-                  multi_node: frozenset[str] | None = None) -> tuple[dict, list[str]]:
+                  multi_node: frozenset[str] | None = None,
+                  max_candidates: int | None = MAX_CANDIDATES) -> tuple[dict, list[str]]:
     """A SkyPilot task config (the dict `sky.Task.from_yaml_config` reads) and notes, each one line: the GPUs left
     out ('left out: gpu (why); ...') first, then what the user must know to launch it.
 
@@ -280,7 +294,7 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     multi_node = multi_node if multi_node is not None else load_multi_node_names()
     unrentable = set(tier_gaps(ranking, plan.price_tier, names, multi_node)[0]) if plan else set()
     chosen, left_out = candidates([e for e in ranking if e.gpu.id not in unrentable], names,
-                                  multi_node if nodes > 1 else None)
+                                  multi_node if nodes > 1 else None, max_candidates)
     if unrentable:
         left_out.append(f"{', '.join(sorted(unrentable))} (RunPod offers them only outside its secure cloud, no "
                         f"other cloud under that name; {SKYPILOT_RUNPOD_SOURCE})")
@@ -380,26 +394,38 @@ RUNPOD_DOCS = "https://docs.runpod.io/api-reference-v2/pods/create-a-pod"
 RUNPOD_CLOUD = {"secure": "SECURE", "community": "COMMUNITY"}
 
 
-def runpod_gpu_ids(ranking: list[Estimate]) -> list[str]:
+def _offered(e: Estimate, tier: str | None, runpod_prices: Mapping[str, Mapping[str, Price | None]] | None) -> bool:
+    """RunPod rents e's GPU in the tier's cloud: it has a RunPod price there (`runpod_prices`, RunPod's own table, or
+    the catalog's listing). A pod asked for in a cloud that has no such GPU is never placed."""
+    if tier is None:
+        return True
+    tiers = (runpod_prices or {}).get(e.gpu.id) or e.gpu.listed_prices()
+    return tiers.get(tier) is not None
+
+
+def runpod_gpu_ids(ranking: list[Estimate], tier: str | None = None,
+                   runpod_prices: Mapping[str, Mapping[str, Price | None]] | None = None) -> list[str]:
     """RunPod GPU type ids of the NVIDIA GPUs that can run the plan, in the planner's order, each once (at most
-    MAX_CANDIDATES)."""
-    ok = [e for e in ranking if e.feasible and _cuda_ready(e) and e.gpu.runpod and e.gpu.runpod.gpu_type_ids]
+    MAX_CANDIDATES); with `tier`, only GPUs RunPod rents in that tier's cloud (secure or community)."""
+    ok = [e for e in ranking if e.feasible and _cuda_ready(e) and e.gpu.runpod and e.gpu.runpod.gpu_type_ids
+          and _offered(e, tier, runpod_prices)]
     return list(dict.fromkeys(t for e in ok for t in e.gpu.runpod.gpu_type_ids))[:MAX_CANDIDATES]
 
 
-def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None,
-               env: dict[str, str] | None = None) -> tuple[dict, list[str]]:
+def runpod_pod(ranking: list[Estimate], tier: str, image: str | None = None, env: dict[str, str] | None = None,
+               runpod_prices: Mapping[str, Mapping[str, Price | None]] | None = None) -> tuple[dict, list[str]]:
     """A RunPod REST API v2 `POST /v2/pods` body (CreatePodRequest, see RUNPOD_DOCS) for the planner's first RunPod
     GPU, and the GPU type ids in the planner's order (that one first): v2 takes one GPU type per pod, so the others
-    are what to put in `gpu.id` when RunPod has none of it free. ValueError for the spot tier (v2 creates no
+    are what to put in `gpu.id` when RunPod has none of it free; only GPUs RunPod rents in the tier's cloud
+    (`runpod_prices`: RunPod's price table, default the catalog's listing). ValueError for the spot tier (v2 creates no
     interruptible pod), a plan beyond one machine, or no NVIDIA GPU RunPod rents that can run the plan."""
     if tier not in RUNPOD_CLOUD:
         raise ValueError(f"RunPod's REST API v2 creates no {tier} (interruptible) pod: its create-pod body has only "
                          f"cloud SECURE or COMMUNITY ({RUNPOD_DOCS}); rank with --price-tier community or secure for "
                          "a RunPod request, or launch the SkyPilot task (use_spot)")
-    type_ids = runpod_gpu_ids(ranking)
+    type_ids = runpod_gpu_ids(ranking, tier, runpod_prices)
     if not type_ids:
-        raise ValueError("no NVIDIA GPU that can run this plan is rented by RunPod: nothing to request")
+        raise ValueError(f"no NVIDIA GPU that can run this plan is rented in RunPod's {tier} cloud: nothing to request")
     first = next(e for e in ranking if e.gpu.runpod and type_ids[0] in e.gpu.runpod.gpu_type_ids)
     if first.plan.gpus > MAX_GPUS_PER_NODE:
         raise ValueError(f"{first.plan.gpus} GPUs: a RunPod pod runs on one machine (at most {MAX_GPUS_PER_NODE} "

@@ -16,6 +16,7 @@ from planner.base.schema import DataFileError, Record, UnknownNameError, suggest
 from planner.engine.plan import MEMORY_TARGET_DEFAULT_PCT, PARALLEL_MODES, Plan
 from planner.inputs.own_gpu import OWN_ID_PREFIX, OWN_ID_RE, parse_own_gpu
 from planner.inputs.builds import load_builds
+from planner.inputs.cloud_prices import RUNPOD, load_cloud_prices, parse_providers
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS, STALE_AFTER_DAYS,
                                     load_catalog)
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
@@ -70,6 +71,7 @@ class Inputs:
     gpus: int = 1
     par: str = "auto"  # how the GPUs share the job (PARALLEL_MODES)
     tier: str = "secure"
+    prov: str = RUNPOD  # the providers whose prices rank the plan, comma-separated (planner.inputs.cloud_prices)
     mem: float = float(MEMORY_TARGET_DEFAULT_PCT)  # percent of the reported memory a plan may fill
     psrc: str = "snapshot"
     myprice: tuple[tuple[str, float], ...] = ()
@@ -176,6 +178,17 @@ def _pytorch(text: str) -> str:
     return t
 
 
+def providers() -> tuple[str, ...]:
+    """The providers with prices: RunPod, then every provider of data/prices/clouds."""
+    return load_cloud_prices().providers()
+
+
+def _providers(text: str) -> str:
+    """Providers as one comma-separated text in the order given, each once ('all': every one); ValueError naming an
+    unknown one."""
+    return ",".join(parse_providers(text, providers()))
+
+
 def _explained_gpu(text: str) -> str:
     """The GPU Explain shows: a catalog id (did-you-mean otherwise), or the id of a GPU you described ('own-...',
     checked against that description where the link is read)."""
@@ -193,7 +206,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "batch": _batch, "prec": choice_parser(_precisions), "kv": choice_parser(_kv_dtypes), "attn": _attention,
     "pt": _pytorch,
     "rt": choice_parser(_runtimes), "gpus": _bounded("gpus"), "par": choice_parser(lambda: PARALLEL_MODES),
-    "tier": choice_parser(lambda: PRICE_TIERS),
+    "tier": choice_parser(lambda: PRICE_TIERS), "prov": _providers,
     "mem": _bounded("memory_target_pct"),
     "psrc": choice_parser(lambda: PRICE_SOURCES), "vendor": choice_parser(lambda: VENDORS),
     "minvram": lambda t: float(parse_number(t, 0, MAX_VRAM_GB, False)),
@@ -259,7 +272,10 @@ PLAN_FIELDS = (
     PlanField("par", "--parallel", "how the GPUs share the job: auto (tensor parallel only when the weights don't fit "
               "one GPU), data (a whole copy per GPU; training: DDP or FSDP) or tensor (split every layer, inference; "
               "2 all-reduces per layer over the GPU's link)", lambda: PARALLEL_MODES),
-    PlanField("tier", "--price-tier", "RunPod secure cloud, community cloud or spot", lambda: PRICE_TIERS),
+    PlanField("tier", "--price-tier", "secure (a data center's on-demand: RunPod secure cloud, Lambda, Nebius...), "
+              "community (a marketplace's hosts: RunPod community cloud, Vast.ai) or spot", lambda: PRICE_TIERS),
+    PlanField("prov", "--providers", "the providers you rent from, comma-separated, or all: per GPU and tier the "
+              "cheapest of their prices ranks the plan (data/prices/clouds)", providers),
     PlanField("mygpu", "--my-gpu", "a GPU the catalog lacks, ranked with the rest and marked yours: "
               "'name=My GPU;mem=GB;bw=GB/s;fp32=TFLOPS[;tf32=..;fp16=..;bf16=..;fp8=..;int8=..];cc=8.9|gfx942|unknown"
               "[;usd=$/GPU-h]' (dense rates)"),

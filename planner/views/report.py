@@ -103,6 +103,8 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         "price_age_days": {t: a["price_age_days"] for t, a in ages.items()},
         "price_stale": {t: a["price_stale"] for t, a in ages.items()},
         "price_origin": {t: (p.origin if p else None) for t, p in e.prices.items()},
+        "price_provider": {t: (p.provider + (f" {p.region}" if p.region else "") if p else None)
+                           for t, p in e.prices.items()},
         "cost_usd": {t: sig(e.cost_usd.get(t)) for t in PRICE_TIERS},
         "cost_per_1m_usd": {t: sig(e.cost_per_million(t)) for t in PRICE_TIERS},
         "cost_per_1b_tokens_usd": {t: sig(cost_per_billion_tokens(e, t)) for t in PRICE_TIERS},
@@ -203,7 +205,8 @@ def emit(rows: list[dict], fmt: str, flat: list[dict] | None = None) -> str:
 
 
 def price_rows(table: PriceTable, today: date | None = None) -> list[dict]:
-    """One row per GPU: $/GPU-hour, origin/date and age in days (before `today`, default today UTC) per tier."""
+    """One row per GPU: $/GPU-hour, provider (and region), origin/date and age in days (before `today`, default today
+    UTC) per tier."""
     today = today or utc_today()
     rows = []
     for gpu_id, tiers in table.prices.items():
@@ -211,6 +214,7 @@ def price_rows(table: PriceTable, today: date | None = None) -> list[dict]:
         for t in PRICE_TIERS:
             p = tiers.get(t)
             row[f"{t}_usd_hr"] = p.usd_hr if p else None
+            row[f"{t}_provider"] = (p.provider + (f" {p.region}" if p.region else "")) if p else None
             row[f"{t}_from"] = f"{p.origin} {p.date}" if p else None
             row[f"{t}_age_days"] = p.age_days(today) if p else None
         rows.append(row)

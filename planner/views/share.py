@@ -354,6 +354,8 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     if inputs.par != DEFAULTS.par:
         out["par"] = inputs.par
+    if inputs.prov != DEFAULTS.prov:  # the providers whose prices rank the plan
+        out["prov"] = inputs.prov
     if inputs.mygpu:
         out["mygpu"] = inputs.mygpu
     for name in VIEW_FIELDS:

@@ -12,6 +12,8 @@ import yaml
 
 from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
+from planner.inputs import cloud_prices
+from planner.inputs.price_snapshot import snapshot_table
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.launch_names import SETUP_FILE, load_skypilot_names
@@ -451,3 +453,33 @@ def test_a_community_plan_says_skypilot_rents_runpods_secure_cloud_and_leaves_ou
     _, secure_notes = launch.skypilot_task(_ranking(model="cfdna-gen", tier="secure"), NAMES, spot=False, link="t")
     assert not any("priced at RunPod" in n for n in secure_notes)
     assert launch.skypilot_tier_note(_ranking(model="cfdna-gen", tier="secure"), "secure") is None
+
+
+@pytest.mark.parametrize("tier", ["secure", "community"])
+def test_a_runpod_request_names_only_gpus_rented_in_that_tiers_cloud(tier):
+    """RunPod lists some GPUs in one cloud only (its snapshot: a40, l4 secure only; rtx-3080, v100-sxm2-16gb
+    community only): a pod asked for in the other cloud would never be placed, so its type id is not sent."""
+    other_only = {"secure": ("rtx-3080", "v100-sxm2-16gb"), "community": ("a40", "l4")}[tier]
+    plan = Plan(load_models().get("gpt2-124m"), Generate(10_000, 128, 256), "fp16", runtime="vllm", price_tier=tier)
+    ranking = estimate_all(plan, FACTS, gpu_names=(*other_only, "rtx-4090"))
+    table = snapshot_table(FACTS.catalog).prices
+    gone = {t for g in other_only for t in FACTS.catalog.get(g).runpod.gpu_type_ids}
+    assert gone <= set(launch.runpod_gpu_ids(ranking))  # all feasible: without the tier each would be sent
+    pod, type_ids = launch.runpod_pod(ranking, tier, runpod_prices=table)
+    assert type_ids == list(FACTS.catalog.get("rtx-4090").runpod.gpu_type_ids) == [pod["gpu"]["id"]]
+    assert pod["cloud"] == V2_CLOUDS[tier]
+    with pytest.raises(ValueError, match=f"rented in RunPod's {tier} cloud"):
+        launch.runpod_pod(estimate_all(plan, FACTS, gpu_names=other_only), tier, runpod_prices=table)
+
+
+def test_the_runpod_tier_note_speaks_of_runpods_prices_only():
+    """SkyPilot's RunPod catalog is secure-only; a plan priced by another provider (here Vast.ai's marketplace, its
+    community tier) rents there at that price, so no note about RunPod's tiers."""
+    plan = Plan(load_models().get("gpt2-124m"), Generate(10_000, 128, 256), "fp16", runtime="vllm",
+                price_tier="community")
+    elsewhere = launch.load_multi_node_names()
+    assert launch.tier_sentence(estimate_all(plan, FACTS), "community", NAMES, elsewhere) is not None
+    vast = cloud_prices.with_providers(FACTS.prices, cloud_prices.load_cloud_prices(FACTS.catalog), ["vast.ai"])
+    ranking = estimate_all(plan, dataclasses.replace(FACTS, prices=vast))
+    assert any(e.cost("community") is not None for e in ranking)
+    assert launch.tier_sentence(ranking, "community", NAMES, elsewhere) is None

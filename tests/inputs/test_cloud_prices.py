@@ -1,0 +1,178 @@
+"""Prices of more clouds (data/prices/clouds), built from SkyPilot's catalogs: the builder, the committed files, the
+providers a user rents from, and a broken provider that breaks no other.
+
+Expected prices are read by hand off the catalog rows in docs/price-sources (the instance's price / its GPUs)."""
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
+from datetime import date
+
+import pytest
+
+from planner.cli import main
+from planner.clients import cloud_catalog
+from planner.inputs import cloud_prices
+from planner.inputs.catalog import load_catalog
+from planner.inputs.price_snapshot import snapshot_table
+from planner.views import plan_inputs, share
+
+HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
+VAST_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region"
+
+
+def info(name: str, count: int, total_mib: int) -> str:
+    return (f"\"{{'Gpus': [{{'Name': '{name}', 'Count': {count}, 'MemoryInfo': {{'SizeInMiB': {total_mib}}}}}], "
+            f"'TotalGpuMemoryInMiB': {total_mib}}}\"")
+
+
+@pytest.fixture(scope="module")
+def names():
+    return cloud_prices.load_cloud_names()
+
+
+def build(tmp_path, files: dict[str, list[str]], names) -> tuple[dict, list[str]]:
+    src, out = tmp_path / "catalogs", tmp_path / "out"
+    for cloud, lines in files.items():
+        (src / cloud).mkdir(parents=True)
+        (src / cloud / "vms.csv").write_text("\n".join(lines) + "\n")
+    written, problems = cloud_catalog.write_snapshots(src, out, names, date(2026, 11, 27), {"lambda": "abc1234"})
+    catalog = load_catalog()
+    return {p.name: cloud_prices.load_cloud_price_file(p, catalog) for p in written}, problems
+
+
+def by_key(prices):
+    return {(p.gpu_id, p.tier): p for p in prices}
+
+
+def test_the_builder_keeps_the_cheapest_offer_on_the_smallest_machine(tmp_path, names):
+    lam = [HEADER,
+           "gpu_1x_h100_pcie,H100,1,26,200,3.29,us-east-1,,",
+           "gpu_1x_h100_pcie,H100,1,26,200,3.19,us-west-1,,",          # cheaper region wins: 3.19
+           "gpu_1x_h100_sxm5,H100,1,26,225,4.29,us-east-1,,",          # same name, the SXM part
+           "gpu_8x_h100_sxm5,H100,8,208,1800,27.92,us-east-1,,",       # 3.49/GPU, but an 8-GPU machine
+           "gpu_8x_b200_sxm6,B200,8,208,2900,53.52,us-east-1,,",       # only machine: 53.52 / 8 = 6.69
+           "gpu_1x_gh200,GH200,1,64,432,2.29,us-east-1,,",             # no catalog GPU: unmapped
+           "cpu_4x_general,,,4,16,0.2,us-east-1,,"]                    # a CPU machine: skipped
+    vast = [VAST_HEADER,
+            f"2x-A100_SXM4-32-65536,A100,2,32,64,{info('A100', 2, 81920)},1.49,0.00,\"Slovenia, SI, EU\"",
+            f"1x-A100_PCIE-32-65536,A100,1,32,64,{info('A100', 1, 81920)},0.87,0.00,\", US, NA\"",
+            f"1x-H100_NVL-32-65536,H100,1,32,64,{info('H100', 1, 95830)},2.08,0.50,\"Bulgaria, BG, EU\""]
+    files, problems = build(tmp_path, {"lambda": lam, "vast": vast}, names)
+    assert problems == []
+    lam_p = by_key(files["lambda-2026-11-27.yaml"])
+    assert lam_p["h100-pcie", "secure"].usd_hr == 3.19 and lam_p["h100-pcie", "secure"].region == "us-west-1"
+    assert lam_p["h100-sxm", "secure"].usd_hr == 4.29 and lam_p["h100-sxm", "secure"].gpus == 1
+    assert lam_p["b200", "secure"].usd_hr == pytest.approx(6.69) and lam_p["b200", "secure"].gpus == 8
+    assert "abc1234" in lam_p["b200", "secure"].source
+    assert {k[0] for k in lam_p} == {"h100-pcie", "h100-sxm", "b200"}
+    vast_p = by_key(files["vast-2026-11-27.yaml"])
+    # Vast's GpuInfo gives the machine's memory: 81920 MiB / 2 GPUs = 40 GB each, so the 40 GB SXM4
+    assert vast_p["a100-sxm-40gb", "community"].usd_hr == pytest.approx(0.745)
+    assert vast_p["a100-pcie-80gb", "community"].region == "US, NA"  # leading ', ' of an unnamed city dropped
+    assert vast_p["h100-nvl", "spot"].usd_hr == 0.5 and ("h100-nvl", "secure") not in vast_p  # Vast: a marketplace
+
+
+def test_a_broken_cloud_file_is_named_and_the_others_are_written(tmp_path, names):
+    files, problems = build(tmp_path, {"lambda": ["Name,Cost", "x,1"],
+                                       "nebius": [HEADER, "gpu-h100-sxm_1gpu,H100,1,16,200,2.95,eu-north1,,1.25"]},
+                            names)
+    assert list(files) == ["nebius-2026-11-27.yaml"]
+    assert len(problems) == 1 and problems[0].startswith("lambda: skipped") and "InstanceType" in problems[0]
+    with pytest.raises(ValueError, match="commit id"):
+        cloud_catalog.parse_commits("lambda=not-a-sha", ("lambda",))
+    assert cloud_catalog.parse_commits("0082b04", ("lambda", "vast")) == {"lambda": "0082b04", "vast": "0082b04"}
+
+
+def test_the_committed_files_match_the_catalog_rows_they_were_built_from():
+    prices = cloud_prices.load_cloud_prices()
+    assert prices.problems == ()
+    got = {(p.provider, p.gpu_id, p.tier): p for p in prices.prices}
+    # docs/price-sources/skypilot-catalog-v8: Nebius gpu-h100-sxm_1gpu 2.95 (spot 1.25), gpu-b200-sxm_8gpu 44.00 / 8
+    assert got["Nebius", "h100-sxm", "secure"].usd_hr == 2.95 and got["Nebius", "h100-sxm", "spot"].usd_hr == 1.25
+    assert got["Nebius", "b200", "secure"].usd_hr == 5.5 and got["Nebius", "b200", "secure"].gpus == 8
+    # Lambda gpu_1x_b200_sxm6 6.99 (the 1-GPU machine, not the 8x's 6.69), gpu_1x_h100_pcie 3.29
+    assert got["Lambda", "b200", "secure"].usd_hr == 6.99 and got["Lambda", "h100-pcie", "secure"].usd_hr == 3.29
+    # Vast 1x-H100_SXM 1.87 in Texas; 1x-RTX_5090 0.48
+    assert got["Vast.ai", "h100-sxm", "community"].usd_hr == 1.87
+    assert got["Vast.ai", "rtx-5090", "community"].usd_hr == 0.48
+    assert all(p.date == date(2026, 11, 27) and "skypilot-catalog" in p.source for p in prices.prices)
+    assert prices.providers() == ("runpod", "lambda", "nebius", "vast.ai")
+
+
+def test_the_ranking_uses_the_cheapest_of_the_providers_chosen():
+    catalog = load_catalog()
+    runpod, clouds = snapshot_table(catalog), cloud_prices.load_cloud_prices(catalog)
+    assert cloud_prices.with_providers(runpod, clouds, ["runpod"]) is runpod
+    rp_h100 = runpod.prices["h100-sxm"]["secure"].usd_hr
+    both = cloud_prices.with_providers(runpod, clouds, ["runpod", "nebius", "lambda"])
+    h100 = both.prices["h100-sxm"]["secure"]
+    assert h100.usd_hr == min(rp_h100, 2.95, 4.29)  # Nebius 2.95, Lambda's 1x SXM5 4.29
+    lam = cloud_prices.with_providers(runpod, clouds, ["lambda"])
+    assert lam.prices["h100-sxm"]["secure"].usd_hr == 4.29 and lam.prices["h100-sxm"]["secure"].provider == "Lambda"
+    assert lam.prices["rtx-4090"]["secure"] is None  # Lambda rents none, and RunPod is not chosen
+    # Nebius's B200 comes only as an 8-GPU machine: no price for a 1-GPU plan, 5.50 for an 8-GPU one
+    assert cloud_prices.with_providers(runpod, clouds, ["nebius"]).prices["b200"]["secure"] is None
+    assert cloud_prices.with_providers(runpod, clouds, ["nebius"], plan_gpus=8).prices["b200"]["secure"].usd_hr == 5.5
+
+
+def test_a_broken_provider_file_breaks_no_other(tmp_path):
+    catalog = load_catalog()
+    good = cloud_prices.CLOUD_PRICES_DIR / "nebius-2026-11-27.yaml"
+    (tmp_path / "nebius-2026-11-27.yaml").write_text(good.read_text())
+    (tmp_path / "lambda-2026-11-28.yaml").write_text(good.read_text().replace("id: h100-sxm", "id: h100-sxmm", 1))
+    (tmp_path / "vast-2026-11-28.yaml").write_text("prices: [")
+    prices = cloud_prices.load_cloud_prices(catalog, tmp_path)
+    assert {p.provider for p in prices.prices} == {"Nebius"}
+    assert len(prices.problems) == 2 and "lambda-2026-11-28.yaml" in prices.problems[0]
+    assert "did you mean h100-sxm" in prices.problems[0]
+    table = cloud_prices.with_providers(snapshot_table(catalog), prices, ["runpod", "nebius"])
+    assert table.prices["h200-sxm"]["secure"].usd_hr <= 3.5 and "left out" in table.message
+
+
+def test_providers_are_parsed_with_a_message_naming_the_unknown_one():
+    known = ("runpod", "lambda", "nebius", "vast.ai")
+    assert cloud_prices.parse_providers(" Lambda, runpod,lambda", known) == ("lambda", "runpod")
+    assert cloud_prices.parse_providers("all", known) == known
+    with pytest.raises(ValueError, match="did you mean lambda"):
+        cloud_prices.parse_providers("lamda", known)
+    with pytest.raises(ValueError, match="expected provider names"):
+        cloud_prices.parse_providers(" , ", known)
+
+
+def run_cli(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_command_line_writes_snapshots_and_ranks_on_the_providers_named(tmp_path):
+    src = tmp_path / "v8" / "nebius"
+    src.mkdir(parents=True)
+    (src / "vms.csv").write_text(f"{HEADER}\ngpu-h200-sxm_1gpu,H200,1,16,200,3.50,eu-north1,,1.45\n")
+    code, _, err = run_cli("prices", "--skypilot-catalog", str(tmp_path / "v8"), "--catalog-commit", "0082b04",
+                           "--clouds-out", str(tmp_path / "out"))
+    assert code == 0 and "nebius-" in err and len(list((tmp_path / "out").glob("nebius-*.yaml"))) == 1
+    assert run_cli("prices", "--skypilot-catalog", str(tmp_path / "nowhere"))[0] == 2
+    code, out, _ = run_cli("estimate", "--model", "gpt2-124m", "--gpu", "h100-sxm", "--providers", "lambda",
+                           "--format", "json")
+    row = json.loads(out)[0]
+    assert row["usd_per_hr"]["secure"] == 4.29 and row["price_provider"]["secure"] == "Lambda us-east-1"
+    assert row["cost_usd"]["secure"] == pytest.approx(4.29 * row["seconds"] / 3600, rel=1e-3)
+    code, _, err = run_cli("estimate", "--model", "gpt2-124m", "--providers", "lambda,aws-typo")
+    assert code == 2 and "unknown provider 'aws-typo'" in err
+
+
+def test_a_link_carries_the_providers_and_warns_about_an_unknown_one():
+    chosen = replace(plan_inputs.DEFAULTS, prov="nebius,runpod")
+    params = share.encode(chosen)
+    assert params["prov"] == "nebius,runpod" and "prov" not in share.encode(plan_inputs.DEFAULTS)
+    back, warnings = share.decode(params)
+    assert back.prov == "nebius,runpod" and warnings == []
+    back, warnings = share.decode({**params, "prov": "nebius,<b>x</b>"})
+    assert back.prov == "runpod" and [w.param for w in warnings] == ["prov"]
