@@ -9,20 +9,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
                                         support_reasons)
-from planner.engine.memory import MemoryBreakdown, breakdown, max_batch, usable_gb
+from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
-from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, work_split
+from planner.engine.roofline import PhaseTime, pass_seconds, time_phase, work_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate, Infer, Train, Workload
+from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import AttentionBackend
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
@@ -43,12 +45,16 @@ class Estimate:
     parallelism: str  # one of PARALLELISMS
     seconds: float | None
     work: tuple[Phase, ...]  # what the job does per GPU (timed lazily into `phases`)
-    memory: MemoryBreakdown
     efficiency: Efficiency
     prices: Mapping[str, Price | None]
     cost_usd: Mapping[str, float | None] = field(default_factory=dict)
     items_per_s: float | None = None
     tokens_per_s: float | None = None
+
+    @cached_property
+    def memory(self) -> MemoryBreakdown:
+        """Memory per GPU at the estimate's batch (built when asked: the ranking's order does not need it)."""
+        return breakdown(self.plan.model, self.plan.workload, self.setup, self.batch, self.efficiency.cuda_context_gb)
 
     @cached_property
     def phases(self) -> tuple[PhaseTime, ...]:
@@ -88,15 +94,19 @@ class Estimate:
         return self.usable_gb - self.memory.total_gb
 
 
-def _phases(plan: Plan, s: Setup, batch: int, items_per_gpu: int, n_dp: int) -> tuple:
-    m, w = plan.model, plan.workload
+def _phases(m: ModelProfile, w: Workload, s: Setup, batch: int, items_per_gpu: int, n_dp: int,
+            shape: Workload | None = None) -> tuple:
+    """The job's phases at `batch`: full passes and the last, smaller one (a training job's micro-steps and optimizer
+    steps over its epochs). The phase builders get `shape` (job_shape(w), whose work they cache across job sizes)
+    when given; the passes come from `w`."""
+    shape = shape or w
     if isinstance(w, Train):
         micro = math.ceil(items_per_gpu / batch)  # per epoch
-        return train_phases(m, w, s, batch, micro * w.epochs, n_dp)
+        return train_phases(m, shape, s, batch, micro * w.epochs, n_dp)
     build = generate_phases if isinstance(w, Generate) else infer_phases
     full, rest = divmod(items_per_gpu, batch)
-    phases = build(m, w, s, batch, float(full)) if full else ()
-    return phases + (build(m, w, s, rest, 1.0) if rest else ())
+    phases = build(m, shape, s, batch, float(full)) if full else ()
+    return phases + (build(m, shape, s, rest, 1.0) if rest else ())
 
 
 def items_per_gpu(w: Workload, n_dp: int) -> int:
@@ -191,13 +201,28 @@ def _on_kernel(s: Setup, kernel: AttentionBackend) -> Setup:
     return s if s.attention is kernel else replace(s, attention=kernel)
 
 
-def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
-                builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
-                pinned: tuple[Build, ...] = ()) -> Estimate:
-    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
-    resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
-    runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
-    builds (the GPU's build notes; none without a matrix)."""
+class _Fixed(NamedTuple):
+    """What an estimate of a plan on one GPU decides before the job's size matters: the same for a job of any size,
+    so estimate_all keeps it per plan shape (a page change of the sequence count reuses it)."""
+
+    gpu: GPU
+    efficiency: Efficiency
+    reasons: tuple[Reason, ...]  # hardware, attention kernel, builds, runtime, precision, context, parallelism
+    blocked: bool  # one of them blocks
+    setup: Setup  # attention resolved to the kernel it runs as, TP/FSDP degree set
+    parallelism: str
+    n_dp: int  # data-parallel ranks the items are split over
+    usable_gb: float
+    gb_at_1: float  # memory per GPU at batch 1 (decimal GB)
+    gb_per_item: float  # memory per extra item in the batch (0.0 when batch 1 does not fit)
+    memo: dict  # one pass's seconds and alignment note per phase (_pass_memo)
+
+
+def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: BuildMatrix | None,
+           fallback: AttentionBackend | None, pinned: tuple[Build, ...]) -> _Fixed:
+    """estimate_on's decisions that do not depend on the job's size: feasibility on the hardware, the attention
+    kernel, the builds, the parallelism, and memory as an affine function of the batch (memory.max_batch's two
+    evaluations)."""
     m, w, eff = plan.model, plan.workload, efficiency
     reasons = support_reasons(gpu, setup, w, m)
     if gpu.kind == "cpu":  # any x86 PyTorch build runs there, and the CPU kernels are PyTorch's own (cpu_reasons)
@@ -223,44 +248,110 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
     reasons += notes
-    n_dp = 1 if parallelism == "tensor" else plan.gpus
-    per_gpu = items_per_gpu(w, n_dp)
     usable = usable_gb(gpu, plan.memory_target)
-    fit = max_batch(m, w, s, usable, eff.cuda_context_gb, per_gpu)
+    at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
+    per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
+    return _Fixed(gpu, eff, tuple(reasons), any(r.blocking for r in reasons), s, parallelism,
+                  1 if parallelism == "tensor" else plan.gpus, usable, at_1, per_item, {})
+
+
+def _fit(f: _Fixed, limit: int) -> int:
+    """memory.max_batch from the fixed part's two evaluations: the largest batch (<= limit) that fits, 0 if none."""
+    if f.gb_at_1 > f.usable_gb:
+        return 0
+    if f.gb_per_item <= 0:
+        return limit
+    return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
+
+
+_PASSES = Phase._fields.index("passes")
+_MEMO_LIMIT = 512  # phases remembered per GPU and plan shape: a few job sizes' worth
+
+
+def _pass_memo(f: _Fixed, ph: Phase) -> list:
+    """[the phase's op groups, seconds of one pass, its alignment note or None if not asked yet] for `ph` on the
+    fixed part's GPU: a job of another size at the same batch times nothing again. Keyed by the identity of the op
+    groups (the phase builders cache them; the entry holds them, so the identity is never reused while it lives) and
+    every other field but the passes."""
+    key = (id(ph[1]),) + ph[:1] + ph[2:_PASSES] + ph[_PASSES + 1:]
+    entry = f.memo.get(key)
+    if entry is None or entry[0] is not ph[1]:
+        if len(f.memo) >= _MEMO_LIMIT:
+            f.memo.clear()
+        entry = f.memo[key] = [ph[1], pass_seconds(ph, f.gpu, f.efficiency), None]
+    return entry
+
+
+def _alignment(f: _Fixed, work: tuple[Phase, ...]) -> Reason | None:
+    """alignment_reason of the work, remembered with its first phase."""
+    if not work:
+        return None
+    entry = _pass_memo(f, work[0])
+    if entry[2] is None:
+        entry[2] = (alignment_reason(work, f.gpu, f.setup),)
+    return entry[2][0]
+
+
+def _estimate(**fields) -> Estimate:
+    """An Estimate from its fields without the frozen dataclass's per-field object.__setattr__ (built hundreds of
+    times per ranking); the fields are exactly Estimate's."""
+    e = object.__new__(Estimate)
+    e.__dict__.update(fields)
+    return e
+
+
+def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], shape: Workload) -> Estimate:
+    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost.
+    `shape` is the workload or the same without its size (_job_shape): the phase builders read only its shape."""
+    m, w, s, gpu, eff = plan.model, plan.workload, f.setup, f.gpu, f.efficiency
+    per_gpu = items_per_gpu(w, f.n_dp)
+    fit = _fit(f, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
+    reasons, blocked = f.reasons, f.blocked
     # batch=auto fills the usable memory by design (the target is its margin): only a batch the user fixed, or one
-    # that does not fit at all, gets a memory reason (and a breakdown now; auto's comes once its batch is chosen)
-    mem = breakdown(m, w, s, batch, eff.cuda_context_gb) if plan.batch or not fit else None
-    oom = memory_reason(gpu, mem, batch, plan.gpus, usable, plan.memory_target) if mem is not None else None
-    if oom:
-        reasons.append(oom)
-    if oom and oom.blocking:
-        if isinstance(w, Train) and parallelism == "data":
-            reasons.append(Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer states "
-                                  "split over the GPUs"))
-        elif parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
-            reasons.append(Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
-                                  f"{plan.gpus} of the weights"))
-    base = dict(gpu=gpu, plan=plan, setup=s, max_batch=fit, parallelism=parallelism, efficiency=eff,
-                prices=dict(prices))
-    if any(r.blocking for r in reasons):
-        return Estimate(feasible=False, batch=batch, seconds=None, work=(), reasons=tuple(reasons),
-                        memory=mem if mem is not None else breakdown(m, w, s, batch, eff.cuda_context_gb), **base)
+    # that does not fit at all, gets a memory reason
+    if plan.batch or not fit:
+        oom = memory_reason(gpu, breakdown(m, w, s, batch, eff.cuda_context_gb), batch, plan.gpus, f.usable_gb,
+                            plan.memory_target)
+        if oom:
+            reasons += (oom,)
+        if oom and oom.blocking:
+            blocked = True
+            if isinstance(w, Train) and f.parallelism == "data":
+                reasons += (Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer "
+                                   "states split over the GPUs"),)
+            elif f.parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
+                reasons += (Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
+                                   f"{plan.gpus} of the weights"),)
+    if blocked:
+        return _estimate(gpu=gpu, plan=plan, setup=s, feasible=False, reasons=reasons, batch=batch, max_batch=fit,
+                         parallelism=f.parallelism, seconds=None, work=(), efficiency=eff, prices=prices,
+                         cost_usd={}, items_per_s=None, tokens_per_s=None)
     if plan.batch is None:
         batch = auto_batch(fit, per_gpu)
-        mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
-    work = _phases(plan, s, batch, per_gpu, n_dp)
-    seconds = sum(phase_seconds(ph, gpu, eff) for ph in work)
-    align = alignment_reason(work, gpu, s)
+    work = _phases(m, w, s, batch, per_gpu, f.n_dp, shape)
+    seconds = sum([_pass_memo(f, ph)[1] * ph.passes for ph in work])  # phase_seconds of each, in order
+    align = _alignment(f, work)
     if align:
-        reasons.append(align)
+        reasons += (align,)
     if prices.get(plan.price_tier) is None:
-        reasons.append(Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"))
+        reasons += (Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"),)
     tokens = _tokens(plan)
-    return Estimate(feasible=True, batch=batch, seconds=seconds, work=work, memory=mem, reasons=tuple(reasons),
-                    cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
-                    items_per_s=w.items / seconds if seconds else None,
-                    tokens_per_s=tokens / seconds if tokens and seconds else None, **base)
+    return _estimate(gpu=gpu, plan=plan, setup=s, feasible=True, reasons=reasons, batch=batch, max_batch=fit,
+                     parallelism=f.parallelism, seconds=seconds, work=work, efficiency=eff, prices=prices,
+                     cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+                     items_per_s=w.items / seconds if seconds else None,
+                     tokens_per_s=tokens / seconds if tokens and seconds else None)
+
+
+def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
+                builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
+                pinned: tuple[Build, ...] = ()) -> Estimate:
+    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
+    resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
+    runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
+    builds (the GPU's build notes; none without a matrix)."""
+    return _sized(plan, _fixed(plan, gpu, setup, efficiency, builds, fallback, pinned), dict(prices), plan.workload)
 
 
 def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None) -> Efficiency:
@@ -292,12 +383,64 @@ def rank_key(e: Estimate) -> tuple:
             e.seconds if e.seconds is not None else math.inf, e.gpu.id)
 
 
+def job_shape(w: Workload) -> Workload:
+    """The workload without its size (one item, one epoch): what an estimate's fixed part and the work of one pass
+    depend on. Two jobs of the same shape differ only in how many passes they take."""
+    if isinstance(w, Generate):
+        return replace(w, n_sequences=1)
+    if isinstance(w, Infer):
+        return replace(w, n_samples=1)
+    return replace(w, samples_per_epoch=1, epochs=1.0)
+
+
+class _PlanMemo(dict):
+    """The fixed parts of recent plan shapes, for every GPU they were asked of: {key: (its data objects,
+    {id(gpu): fixed})}; cache_clear empties it, as functools' caches (benchmarks/engine_catalog.py's cold sweep)."""
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+
+_FIXED_PARTS = _PlanMemo()
+_FIXED_PLANS = 32  # plan shapes remembered (a page session changes one input at a time)
+
+
+def _fixed_parts(plan: Plan, shape: Workload, facts: Facts, setup: Setup) -> dict[int, _Fixed]:
+    """The fixed parts of `plan` by id(gpu), shared by every plan of the same shape (any job size and batch) on the
+    same data objects (the rules, runtimes and build matrix; prices are not part of it)."""
+    held = (facts.rules, facts.runtimes, facts.builds)
+    key = (replace(plan, workload=shape, batch=None), *map(id, held))
+    found = _FIXED_PARTS.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], held)):
+        if len(_FIXED_PARTS) >= _FIXED_PLANS:
+            _FIXED_PARTS.pop(next(iter(_FIXED_PARTS)))
+        found = _FIXED_PARTS[key] = (held, {})
+    return found[1]
+
+
 def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
                  adjust: EfficiencyAdjust | None = None, include_cpus: bool = False) -> list[Estimate]:
     """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
-    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
+    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time.
+
+    The catalog sweep: what does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each
+    pass's time per phase, so a second sweep with another job size only sizes the batch and times the passes it has
+    not timed. Without a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew.
+    Each estimate equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
-    pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
+    pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
-    return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)
+    if adjust is not None:
+        return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)
+    shape = job_shape(plan.workload)
+    fixed = _fixed_parts(plan, shape, facts, setup)
+    fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
+    out = []
+    for g in gpus:
+        f = fixed.get(id(g))
+        if f is None or f.gpu is not g:
+            f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
+        out.append(_sized(plan, f, prices.for_gpu(g), shape))
+    out.sort(key=rank_key)
+    return out

@@ -131,10 +131,16 @@ def _infer_steps(m: ModelProfile, S: int, s: Setup, batch: int) -> tuple[Phase, 
                   **_group_costs(forward)),)
 
 
-@lru_cache(maxsize=4096)
 def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int) -> tuple[Phase, ...]:
     """Micro-steps (forward + backward [+ recompute]) and optimizer steps, per GPU, with the collectives of FSDP
     (ZeRO-3, s.shard > 1) or DDP's gradient all-reduce; both may overlap the micro-step's compute."""
+    micro, opt = _train_steps(m, w, s, batch, n_gpus)
+    return micro.repeated(micro_steps), opt.repeated(micro_steps / w.grad_accum)
+
+
+@lru_cache(maxsize=4096)
+def _train_steps(m: ModelProfile, w: Train, s: Setup, batch: int, n_gpus: int) -> tuple[Phase, Phase]:
+    """One micro-step and one optimizer step of train_phases (pass-independent, as _generate_steps)."""
     params = m.params
     k = s.shard
     mixed = s.precision.act_bytes < FP32_BYTES
@@ -147,16 +153,14 @@ def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: f
                            + (f" (this GPU's 1/{k} shard)" if k > 1 else "")),)
     kernels = m.kernels_per_forward * forward_equivalents(w.checkpointing)
     comm = _fsdp_comm(m, s) if k > 1 else _ddp_comm(params, n_gpus, w.grad_accum) if n_gpus > 1 else {}
-    phases = [Phase("train micro-step", groups, kernels, 1, 0, micro_steps, **comm)]
-    opt_steps = micro_steps / w.grad_accum
+    micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **comm)
     traffic = OPTIMIZER_TRAFFIC[w.optimizer]
     unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0  # GradScaler: read and write each fp32 gradient
     opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / k, (traffic + unscale) * params / k, "fp32",
                   f"bytes = {traffic:g} B/param ({w.optimizer}: read weights, grads, states; write weights, states)"
                   + (f" + {unscale:g} B/param (fp16 loss scaling: the gradients unscaled in place)" if unscale else "")
                   + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
-    phases.append(Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, opt_steps))
-    return tuple(phases)
+    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0)
 
 
 def _fsdp_comm(m: ModelProfile, s: Setup) -> dict:
