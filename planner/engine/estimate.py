@@ -405,7 +405,7 @@ _FIXED_PARTS = _PlanMemo()
 _FIXED_PLANS = 32  # plan shapes remembered (a page session changes one input at a time)
 
 
-def _fixed_parts(plan: Plan, shape: Workload, facts: Facts, setup: Setup) -> dict[int, _Fixed]:
+def _fixed_parts(plan: Plan, shape: Workload, facts: Facts) -> dict[int, _Fixed]:
     """The fixed parts of `plan` by id(gpu), shared by every plan of the same shape (any job size and batch) on the
     same data objects (the rules, runtimes and build matrix; prices are not part of it)."""
     held = (facts.rules, facts.runtimes, facts.builds)
@@ -421,20 +421,26 @@ def _fixed_parts(plan: Plan, shape: Workload, facts: Facts, setup: Setup) -> dic
 def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
                  adjust: EfficiencyAdjust | None = None, include_cpus: bool = False) -> list[Estimate]:
     """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
-    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time.
+    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
+    gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
+    return sorted(estimate_many(plan, gpus, facts, adjust), key=rank_key)
 
-    The catalog sweep: what does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each
-    pass's time per phase, so a second sweep with another job size only sizes the batch and times the passes it has
-    not timed. Without a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew.
-    Each estimate equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
+
+def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None
+                  ) -> list[Estimate]:
+    """The plan on each of `gpus` (catalog devices), in their order: the catalog sweep and the batch sweep.
+
+    What does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each pass's time per phase,
+    so a second sweep with another job size or batch only sizes the batch and times the passes it has not timed.
+    With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. Each estimate
+    equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
-    gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     if adjust is not None:
-        return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)
+        return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
     shape = job_shape(plan.workload)
-    fixed = _fixed_parts(plan, shape, facts, setup)
+    fixed = _fixed_parts(plan, shape, facts)
     fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
     out = []
     for g in gpus:
@@ -442,5 +448,4 @@ def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = Non
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
         out.append(_sized(plan, f, prices.for_gpu(g), shape))
-    out.sort(key=rank_key)
     return out

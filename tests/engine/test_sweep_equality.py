@@ -110,3 +110,20 @@ def test_a_job_of_another_size_at_the_same_batch_reuses_the_pass_times():
             # a x 3: the per-pass seconds (p) x 100 x 3 may round differently from p x 300, hence approx
             assert e.seconds == pytest.approx(3 * a[e.gpu.id].seconds, rel=1e-14)
             _same(e, estimate_gpu(big, e.gpu, FACTS))
+
+
+@settings(max_examples=15, deadline=None)
+@given(PLANS)
+def test_the_batch_charts_points_are_each_gpus_own_estimate(fields):
+    """The batch-size chart's points (one sweep per batch over the GPUs that plot it) equal estimate_gpu at that
+    batch, and its largest batch that fits is the auto estimate's."""
+    from planner.engine.ranking import batch_sweep
+    try:
+        plan = _plan(fields)
+        estimate_all(plan, FACTS)
+    except (ValueError, UnknownNameError):
+        return
+    gpus = [FACTS.catalog.get(g) for g in ("h100-sxm", "a100-sxm-80gb", "rtx-4090", "v100-sxm2-32gb")]
+    for p in batch_sweep(plan, gpus, FACTS):
+        _same(p.estimate, estimate_gpu(replace(plan, batch=p.batch), p.gpu, FACTS))
+        assert p.max_batch == estimate_gpu(replace(plan, batch=None), p.gpu, FACTS).max_batch
