@@ -17,14 +17,13 @@ from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
                                         support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
-from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
+from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import PhaseTime, pass_seconds, time_phase, work_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate, Infer, Train, Workload
-from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import AttentionBackend
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
@@ -44,7 +43,7 @@ class Estimate:
     max_batch: int
     parallelism: str  # one of PARALLELISMS
     seconds: float | None
-    work: tuple[Phase, ...]  # what the job does per GPU (timed lazily into `phases`)
+    passes: tuple[tuple[Phase, float], ...]  # the job per GPU: each phase's one pass and how many (phases.job_passes)
     efficiency: Efficiency
     prices: Mapping[str, Price | None]
     cost_usd: Mapping[str, float | None] = field(default_factory=dict)
@@ -55,6 +54,11 @@ class Estimate:
     def memory(self) -> MemoryBreakdown:
         """Memory per GPU at the estimate's batch (built when asked: the ranking's order does not need it)."""
         return breakdown(self.plan.model, self.plan.workload, self.setup, self.batch, self.efficiency.cuda_context_gb)
+
+    @cached_property
+    def work(self) -> tuple[Phase, ...]:
+        """What the job does per GPU: its phases, each repeated its passes (timed lazily into `phases`)."""
+        return tuple(ph.repeated(n) for ph, n in self.passes)
 
     @cached_property
     def phases(self) -> tuple[PhaseTime, ...]:
@@ -92,21 +96,6 @@ class Estimate:
     def headroom_gb(self) -> float:
         """Usable memory left per GPU at the planned batch (negative: short by that much)."""
         return self.usable_gb - self.memory.total_gb
-
-
-def _phases(m: ModelProfile, w: Workload, s: Setup, batch: int, items_per_gpu: int, n_dp: int,
-            shape: Workload | None = None) -> tuple:
-    """The job's phases at `batch`: full passes and the last, smaller one (a training job's micro-steps and optimizer
-    steps over its epochs). The phase builders get `shape` (job_shape(w), whose work they cache across job sizes)
-    when given; the passes come from `w`."""
-    shape = shape or w
-    if isinstance(w, Train):
-        micro = math.ceil(items_per_gpu / batch)  # per epoch
-        return train_phases(m, shape, s, batch, micro * w.epochs, n_dp)
-    build = generate_phases if isinstance(w, Generate) else infer_phases
-    full, rest = divmod(items_per_gpu, batch)
-    phases = build(m, shape, s, batch, float(full)) if full else ()
-    return phases + (build(m, shape, s, rest, 1.0) if rest else ())
 
 
 def items_per_gpu(w: Workload, n_dp: int) -> int:
@@ -264,31 +253,29 @@ def _fit(f: _Fixed, limit: int) -> int:
     return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
 
 
-_PASSES = Phase._fields.index("passes")
 _MEMO_LIMIT = 512  # phases remembered per GPU and plan shape: a few job sizes' worth
 
 
 def _pass_memo(f: _Fixed, ph: Phase) -> list:
-    """[the phase's op groups, seconds of one pass, its alignment note or None if not asked yet] for `ph` on the
-    fixed part's GPU: a job of another size at the same batch times nothing again. Keyed by the identity of the op
-    groups (the phase builders cache them; the entry holds them, so the identity is never reused while it lives) and
-    every other field but the passes."""
-    key = (id(ph[1]),) + ph[:1] + ph[2:_PASSES] + ph[_PASSES + 1:]
-    entry = f.memo.get(key)
-    if entry is None or entry[0] is not ph[1]:
+    """[the phase, seconds of one pass, its alignment note or None if not asked yet] for one pass `ph` of
+    phases.job_passes (a cached object, the same for a job of any size) on the fixed part's GPU: a job of another
+    size at the same batch times nothing again. Keyed by the phase's identity; the entry holds the phase, so the
+    identity is never reused while the entry lives."""
+    entry = f.memo.get(id(ph))
+    if entry is None or entry[0] is not ph:
         if len(f.memo) >= _MEMO_LIMIT:
             f.memo.clear()
-        entry = f.memo[key] = [ph[1], pass_seconds(ph, f.gpu, f.efficiency), None]
+        entry = f.memo[id(ph)] = [ph, pass_seconds(ph, f.gpu, f.efficiency), None]
     return entry
 
 
-def _alignment(f: _Fixed, work: tuple[Phase, ...]) -> Reason | None:
-    """alignment_reason of the work, remembered with its first phase."""
-    if not work:
+def _alignment(f: _Fixed, passes: tuple[tuple[Phase, float], ...]) -> Reason | None:
+    """alignment_reason of the work (it reads the first phase's op groups), remembered with that phase."""
+    if not passes:
         return None
-    entry = _pass_memo(f, work[0])
+    entry = _pass_memo(f, passes[0][0])
     if entry[2] is None:
-        entry[2] = (alignment_reason(work, f.gpu, f.setup),)
+        entry[2] = (alignment_reason((entry[0],), f.gpu, f.setup),)
     return entry[2][0]
 
 
@@ -300,9 +287,8 @@ def _estimate(**fields) -> Estimate:
     return e
 
 
-def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], shape: Workload) -> Estimate:
-    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost.
-    `shape` is the workload or the same without its size (_job_shape): the phase builders read only its shape."""
+def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
+    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost."""
     m, w, s, gpu, eff = plan.model, plan.workload, f.setup, f.gpu, f.efficiency
     per_gpu = items_per_gpu(w, f.n_dp)
     fit = _fit(f, per_gpu)
@@ -325,20 +311,20 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], shape: Wor
                                    f"{plan.gpus} of the weights"),)
     if blocked:
         return _estimate(gpu=gpu, plan=plan, setup=s, feasible=False, reasons=reasons, batch=batch, max_batch=fit,
-                         parallelism=f.parallelism, seconds=None, work=(), efficiency=eff, prices=prices,
+                         parallelism=f.parallelism, seconds=None, passes=(), efficiency=eff, prices=prices,
                          cost_usd={}, items_per_s=None, tokens_per_s=None)
     if plan.batch is None:
         batch = auto_batch(fit, per_gpu)
-    work = _phases(m, w, s, batch, per_gpu, f.n_dp, shape)
-    seconds = sum([_pass_memo(f, ph)[1] * ph.passes for ph in work])  # phase_seconds of each, in order
-    align = _alignment(f, work)
+    passes = job_passes(m, w, s, batch, per_gpu, f.n_dp)
+    seconds = sum([_pass_memo(f, ph)[1] * n for ph, n in passes])  # phase_seconds of each phase, in order
+    align = _alignment(f, passes)
     if align:
         reasons += (align,)
     if prices.get(plan.price_tier) is None:
         reasons += (Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"),)
     tokens = _tokens(plan)
     return _estimate(gpu=gpu, plan=plan, setup=s, feasible=True, reasons=reasons, batch=batch, max_batch=fit,
-                     parallelism=f.parallelism, seconds=seconds, work=work, efficiency=eff, prices=prices,
+                     parallelism=f.parallelism, seconds=seconds, passes=passes, efficiency=eff, prices=prices,
                      cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
                      items_per_s=w.items / seconds if seconds else None,
                      tokens_per_s=tokens / seconds if tokens and seconds else None)
@@ -351,7 +337,7 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
     runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
     builds (the GPU's build notes; none without a matrix)."""
-    return _sized(plan, _fixed(plan, gpu, setup, efficiency, builds, fallback, pinned), dict(prices), plan.workload)
+    return _sized(plan, _fixed(plan, gpu, setup, efficiency, builds, fallback, pinned), dict(prices))
 
 
 def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None) -> Efficiency:
@@ -447,5 +433,5 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         f = fixed.get(id(g))
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
-        out.append(_sized(plan, f, prices.for_gpu(g), shape))
+        out.append(_sized(plan, f, prices.for_gpu(g)))
     return out
