@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
@@ -19,7 +19,7 @@ from planner.engine.feasibility import (Reason, attention_on, build_reasons, con
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
-from planner.engine.roofline import PhaseTime, pass_seconds, time_phase, work_split
+from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -68,8 +68,10 @@ class Estimate:
     @cached_property
     def split(self) -> dict[str, float]:
         """Seconds of the whole job by what limits them: compute, memory, overhead, communication (time_split of
-        `phases` to the last digit, without building them: the ranking asks it of every row)."""
-        return work_split(self.work, self.gpu, self.efficiency)
+        `phases` to the last digit, without building them: the ranking asks it of every row). A sweep's estimate
+        reads its passes' remembered splits (_split_of)."""
+        remembered = self.__dict__.get("_split_of")
+        return remembered() if remembered else work_split(self.work, self.gpu, self.efficiency)
 
     @property
     def bound(self) -> str:
@@ -257,7 +259,7 @@ _MEMO_LIMIT = 512  # phases remembered per GPU and plan shape: a few job sizes' 
 
 
 def _pass_memo(f: _Fixed, ph: Phase) -> list:
-    """[the phase, seconds of one pass, its alignment note or None if not asked yet] for one pass `ph` of
+    """[the phase, seconds of one pass, its alignment note and its split (None until asked)] for one pass `ph` of
     phases.job_passes (a cached object, the same for a job of any size) on the fixed part's GPU: a job of another
     size at the same batch times nothing again. Keyed by the phase's identity; the entry holds the phase, so the
     identity is never reused while the entry lives."""
@@ -265,8 +267,20 @@ def _pass_memo(f: _Fixed, ph: Phase) -> list:
     if entry is None or entry[0] is not ph:
         if len(f.memo) >= _MEMO_LIMIT:
             f.memo.clear()
-        entry = f.memo[id(ph)] = [ph, pass_seconds(ph, f.gpu, f.efficiency), None]
+        entry = f.memo[id(ph)] = [ph, pass_seconds(ph, f.gpu, f.efficiency), None, None]
     return entry
+
+
+def _split_of(f: _Fixed, entries: list[list], passes: tuple[tuple[Phase, float], ...]) -> dict[str, float]:
+    """work_split of the passes from each pass's remembered split (phase_split of one pass: each value is its terms
+    x 1.0, so x the passes it is the same product phase_split makes), summed in the same order."""
+    split = dict.fromkeys(LIMITS, 0.0) if passes else {}
+    for entry, (_, n) in zip(entries, passes):
+        if entry[3] is None:
+            entry[3] = phase_split(entry[0], f.gpu, f.efficiency)
+        for k, v in entry[3].items():
+            split[k] += v * n
+    return split
 
 
 def _alignment(f: _Fixed, passes: tuple[tuple[Phase, float], ...]) -> Reason | None:
@@ -281,7 +295,8 @@ def _alignment(f: _Fixed, passes: tuple[tuple[Phase, float], ...]) -> Reason | N
 
 def _estimate(**fields) -> Estimate:
     """An Estimate from its fields without the frozen dataclass's per-field object.__setattr__ (built hundreds of
-    times per ranking); the fields are exactly Estimate's."""
+    times per ranking): exactly Estimate's fields, and optionally _split_of (Estimate.split from remembered
+    passes; dataclasses.replace, which knows only the fields, drops it)."""
     e = object.__new__(Estimate)
     e.__dict__.update(fields)
     return e
@@ -316,7 +331,8 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
     if plan.batch is None:
         batch = auto_batch(fit, per_gpu)
     passes = job_passes(m, w, s, batch, per_gpu, f.n_dp)
-    seconds = sum([_pass_memo(f, ph)[1] * n for ph, n in passes])  # phase_seconds of each phase, in order
+    entries = [_pass_memo(f, ph) for ph, _ in passes]
+    seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
     align = _alignment(f, passes)
     if align:
         reasons += (align,)
@@ -327,7 +343,8 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
                      parallelism=f.parallelism, seconds=seconds, passes=passes, efficiency=eff, prices=prices,
                      cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
                      items_per_s=w.items / seconds if seconds else None,
-                     tokens_per_s=tokens / seconds if tokens and seconds else None)
+                     tokens_per_s=tokens / seconds if tokens and seconds else None,
+                     _split_of=partial(_split_of, f, entries, passes))
 
 
 def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from planner.base.schema import UnknownNameError
 from planner.engine.estimate import estimate_all, estimate_gpu
-from planner.engine.roofline import phase_seconds
+from planner.engine.roofline import phase_seconds, work_split
 from planner.inputs.facts import load_facts
 from planner.views import plan_inputs
 
@@ -64,8 +64,9 @@ def _same(fast, slow) -> None:
     assert [r.text for r in fast.reasons] == [r.text for r in slow.reasons], fast.gpu.id
     assert fast.memory.total_gb == slow.memory.total_gb and fast.setup == slow.setup
     assert fast.work == slow.work
-    if fast.feasible:  # the remembered pass times are phase_seconds of the work, summed in order
+    if fast.feasible:  # the remembered pass times and splits are phase_seconds and work_split of the work
         assert fast.seconds == sum(phase_seconds(ph, fast.gpu, fast.efficiency) for ph in fast.work), fast.gpu.id
+        assert fast.split == work_split(fast.work, fast.gpu, fast.efficiency) == slow.split, fast.gpu.id
 
 
 @settings(max_examples=80, deadline=None)
