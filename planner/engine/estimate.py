@@ -255,7 +255,7 @@ def _fit(f: _Fixed, limit: int) -> int:
     return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
 
 
-_MEMO_LIMIT = 512  # phases remembered per GPU and plan shape: a few job sizes' worth
+_MEMO_LIMIT = 64  # passes remembered per GPU and plan shape: a few dozen job sizes' worth
 
 
 def _pass_memo(f: _Fixed, ph: Phase) -> list:
@@ -405,18 +405,19 @@ class _PlanMemo(dict):
 
 
 _FIXED_PARTS = _PlanMemo()
-_FIXED_PLANS = 32  # plan shapes remembered (a page session changes one input at a time)
+_FIXED_PLANS = 16  # plan shapes remembered (a page session changes one input at a time)
+_GPUS_PER_PLAN = 1024  # devices per plan shape (each described GPU is one more): then it starts anew
 
 
 def _fixed_parts(plan: Plan, shape: Workload, facts: Facts) -> dict[int, _Fixed]:
-    """The fixed parts of `plan` by id(gpu), shared by every plan of the same shape (any job size and batch) on the
-    same data objects (the rules, runtimes and build matrix; prices are not part of it)."""
+    """The fixed parts of `plan` by id(gpu), shared by every plan of the same shape (any job size, batch and price
+    tier) on the same data objects (the rules, runtimes and build matrix; prices are not part of it)."""
     held = (facts.rules, facts.runtimes, facts.builds)
-    key = (replace(plan, workload=shape, batch=None), *map(id, held))
+    key = (replace(plan, workload=shape, batch=None, price_tier=PRICE_TIERS[0]), *map(id, held))  # what _fixed reads
     found = _FIXED_PARTS.get(key)
-    if found is None or any(a is not b for a, b in zip(found[0], held)):
+    if found is None or any(a is not b for a, b in zip(found[0], held)) or len(found[1]) > _GPUS_PER_PLAN:
         if len(_FIXED_PARTS) >= _FIXED_PLANS:
-            _FIXED_PARTS.pop(next(iter(_FIXED_PARTS)))
+            _FIXED_PARTS.clear()  # not one evicted: sessions' threads share the memo, and a clear is one step
         found = _FIXED_PARTS[key] = (held, {})
     return found[1]
 
