@@ -33,10 +33,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SCALES = (1, 4, 16)
 
 
+def tree_argument(argv: list[str]) -> str | None:
+    """The --tree PATH of a command line (the tree this process imports planner from), read before the imports."""
+    return argv[argv.index("--tree") + 1] if "--tree" in argv[:-1] else None
+
+
+sys.path.insert(0, tree_argument(sys.argv) or str(ROOT))
+from planner.engine.estimate import estimate_all  # noqa: E402
+from planner.engine.plan import Plan  # noqa: E402
+from planner.inputs.facts import load_facts  # noqa: E402
+from planner.inputs.jobs import Generate  # noqa: E402
+from planner.inputs.models import load_models  # noqa: E402
+
+
 def sweep(facts, model, precisions, sequences: int = 1_000_000) -> int:
-    from planner.engine.estimate import estimate_all
-    from planner.engine.plan import Plan
-    from planner.inputs.jobs import Generate
     n = 0
     for p in precisions:
         plan = Plan(model, Generate(sequences, 1, 165), p, batch=None, price_tier="community")
@@ -86,8 +96,6 @@ def scaled(facts, k: int):
 
 def measure(repeats: int) -> dict:
     """This process's planner: {figure: [median wall ms, median CPU ms]} and the sweep's size."""
-    from planner.inputs.facts import load_facts
-    from planner.inputs.models import load_models
     facts, model = load_facts(), load_models().get("cfdna-gen")
     precisions = [p.id for p in facts.rules.precisions if not p.runtimes]
     out = {"gpus": len(facts.catalog.gpus), "precisions": len(precisions)}
@@ -134,7 +142,6 @@ def main() -> None:
     ap.add_argument("--tree", help=argparse.SUPPRESS)  # the tree this process imports planner from
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    sys.path.insert(0, a.tree or str(ROOT))
     if a.json:
         print(json.dumps(measure(a.repeats)))
         return

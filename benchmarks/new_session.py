@@ -24,14 +24,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engine_catalog import clear_engine_caches  # noqa: E402  (the engine's caches, of the tree imported)
+# the engine's caches, of the tree this process imports planner from (engine_catalog reads --tree)
+from engine_catalog import ROOT, clear_engine_caches  # noqa: E402
 
 
 def measure(tree: Path, runs: int) -> dict[str, list[float]]:
-    import streamlit as st
-    from streamlit.testing.v1 import AppTest
     logging.disable(logging.WARNING)  # AppTest's bare-mode warnings
 
     def first_run() -> float:
@@ -68,7 +69,6 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     tree = Path(a.tree) if a.tree else ROOT
-    sys.path.insert(0, str(tree))
     if a.json:
         print(json.dumps(measure(tree, a.runs)))
         return
