@@ -2,14 +2,14 @@
 explanation path (estimate_gpu on one GPU, built anew; Estimate.phases, what Explain shows): on every plan a
 property-based generator builds, every GPU's feasibility, batch, seconds, cost and reasons are the same."""
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.base.schema import UnknownNameError
-from planner.engine.estimate import estimate_all, estimate_gpu
+from planner.engine.estimate import Estimate, estimate_all, estimate_gpu
 from planner.engine.roofline import phase_seconds, work_split
 from planner.inputs.facts import load_facts
 from planner.views import plan_inputs
@@ -131,3 +131,13 @@ def test_the_batch_charts_points_are_each_gpus_own_estimate(fields):
     for p in batch_sweep(plan, gpus, FACTS):
         _same(p.estimate, estimate_gpu(replace(plan, batch=p.batch), p.gpu, FACTS))
         assert p.max_batch == estimate_gpu(replace(plan, batch=None), p.gpu, FACTS).max_batch
+
+
+def test_a_sweeps_estimate_has_every_field_an_estimate_has():
+    """The sweep builds estimates without Estimate's __init__ (estimate._estimate): every field, feasible or not, must
+    still be set (a field added to Estimate and not to the sweep would be missing here)."""
+    ests = estimate_all(_plan({"model": "llama-2-7b", "prec": "fp8"}), FACTS, include_cpus=True)
+    names = {f.name for f in fields(Estimate)}
+    assert {e.feasible for e in ests} == {True, False}  # both kinds were built
+    for e in ests:
+        assert names <= set(vars(e)), sorted(names - set(vars(e)))
