@@ -1,21 +1,44 @@
-"""Benchmark: the whole GPU catalog x every precision for 1M cfDNA-Gen sequences with batch=auto.
+"""Benchmark: the whole GPU catalog x every precision for 1M cfDNA-Gen sequences with batch=auto, here and at another
+commit, alternating so both see the same load.
 
-Prints the best and median wall and CPU time of one full sweep (every runtime-independent precision x every GPU)
-over repeated runs, after one warm-up sweep (data files loaded and parsed once, as in the app). Each timed sweep plans
-a job of a different size, as when a user changes the sequence count: the memory fits and every job-size-dependent
-result miss, while the work of one pass at an unchanged batch is reused. A third line times cold sweeps: every engine
-and model cache cleared first, as when the user picks another model or precision and nothing can be reused.
-Run: python3 benchmarks/engine_catalog.py
+    python3 benchmarks/engine_catalog.py                   # this tree alone
+    python3 benchmarks/engine_catalog.py --base fc37635    # and fc37635's engine, in turns
+
+One sweep = every runtime-independent precision x every GPU of the catalog (the GGUF formats and the library kernels
+go through the same code paths as int8/int4 and are left out). Per tree, after one warm-up sweep (data files loaded
+and parsed once, as in the app), it prints the median wall and CPU time of:
+- `new size`: each sweep plans a job of another size (the page's sequence count changed), at 1x, 4x and 16x the
+  catalog (the catalog's GPUs repeated under other ids), and the cost per estimate;
+- `same plan`: the same plan again;
+- `cold`: every engine and model cache cleared first (another model or precision: nothing can be reused);
+and the new-size sweep as a share of the cold one. The other commit runs this same script from a temporary worktree
+(`--tree`), so both trees are measured by one piece of code.
 """
 
+from __future__ import annotations
+
+import argparse
 import inspect
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+SCALES = (1, 4, 16)
 
+
+def tree_argument(argv: list[str]) -> str | None:
+    """The --tree PATH of a command line (the tree this process imports planner from), read before the imports."""
+    return argv[argv.index("--tree") + 1] if "--tree" in argv[:-1] else None
+
+
+sys.path.insert(0, tree_argument(sys.argv) or str(ROOT))
 from planner.engine.estimate import estimate_all  # noqa: E402
 from planner.engine.plan import Plan  # noqa: E402
 from planner.inputs.facts import load_facts  # noqa: E402
@@ -32,14 +55,14 @@ def sweep(facts, model, precisions, sequences: int = 1_000_000) -> int:
 
 
 def clear_engine_caches() -> int:
-    """Empty every lru_cache of the engine's and the model profiles' modules (functions and methods); returns how
-    many."""
+    """Empty every cache of the engine's and the model profiles' modules (functions, methods and module-level memos
+    with a cache_clear); returns how many."""
     cleared = 0
     for name, module in list(sys.modules.items()):
         if not name.startswith(("planner.engine", "planner.inputs.models")):
             continue
         for obj in vars(module).values():
-            owners = [obj] + (list(vars(obj).values()) if inspect.isclass(obj) else [])
+            owners = list(vars(obj).values()) if inspect.isclass(obj) else [obj]  # a class: its cached methods
             for f in owners:
                 if callable(getattr(f, "cache_clear", None)):
                     f.cache_clear()
@@ -60,25 +83,85 @@ def timed(run, repeats: int, before=None) -> tuple[list[float], list[float]]:
     return times, cpu
 
 
-def main(repeats: int = 30) -> None:
-    facts, model = load_facts(), load_models().get("cfdna-gen")
-    catalog = facts.catalog
-    # every precision that runs on any runtime: the GGUF formats (llama.cpp's only) and the library kernels
-    # (bitsandbytes, exllama: PyTorch eager only) go through the same code paths as int8/int4 and are left out
-    precisions = [p.id for p in facts.rules.precisions if not p.runtimes]
-    estimates = sweep(facts, model, precisions)  # warm-up
-    # a new job each time: no cached memory fit or job-size result
-    times, cpu = timed(lambda i: sweep(facts, model, precisions, 1_000_001 + i), repeats)
-    print(f"{len(catalog.gpus)} GPUs x {len(precisions)} precisions = {estimates} estimates, batch=auto")
-    print(f"full sweep wall time: best {min(times) * 1e3:.1f} ms, median {statistics.median(times) * 1e3:.1f} ms "
-          f"over {repeats} runs ({min(times) / estimates * 1e6:.0f} us per estimate)")
-    print(f"full sweep CPU time:  best {min(cpu) * 1e3:.1f} ms, median {statistics.median(cpu) * 1e3:.1f} ms "
-          "(process time: excludes time the machine gave to other work)")
+def scaled(facts, k: int):
+    """The facts with the catalog's GPUs k times over (copies under other ids, priced as their originals are)."""
+    if k == 1:
+        return facts
+    copies = tuple(replace(g, id=f"{g.id}~{i}") for i in range(1, k) for g in facts.catalog.gpus)
+    prices = replace(facts.prices, prices={**facts.prices.prices,
+                                           **{c.id: facts.prices.for_gpu(g) for c, g in
+                                              zip(copies, facts.catalog.gpus * (k - 1))}})
+    return replace(facts, catalog=replace(facts.catalog, gpus=facts.catalog.gpus + copies), prices=prices)
 
-    cold_times, _ = timed(lambda i: sweep(facts, model, precisions, 2_000_001 + i), repeats, clear_engine_caches)
-    print(f"cold sweep wall time: best {min(cold_times) * 1e3:.1f} ms, median "
-          f"{statistics.median(cold_times) * 1e3:.1f} ms (every engine cache cleared first: another model or "
-          f"precision; {clear_engine_caches()} caches)")
+
+def measure(repeats: int) -> dict:
+    """This process's planner: {figure: [median wall ms, median CPU ms]} and the sweep's size."""
+    facts, model = load_facts(), load_models().get("cfdna-gen")
+    precisions = [p.id for p in facts.rules.precisions if not p.runtimes]
+    out = {"gpus": len(facts.catalog.gpus), "precisions": len(precisions)}
+    for k in SCALES:
+        f = scaled(facts, k)
+        out[f"estimates {k}x"] = sweep(f, model, precisions)  # warm-up
+        out[f"new size {k}x"] = timed(lambda i, f=f: sweep(f, model, precisions, 1_000_001 + i),
+                                      max(3, repeats // k))
+    out["same plan"] = timed(lambda i: sweep(facts, model, precisions), repeats)
+    out["cold"] = timed(lambda i: sweep(facts, model, precisions, 2_000_001 + i), repeats, clear_engine_caches)
+    return {k: [statistics.median(v[0]) * 1e3, statistics.median(v[1]) * 1e3] if isinstance(v, tuple) else v
+            for k, v in out.items()}
+
+
+def _run_tree(tree: Path, repeats: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--repeats",
+                           str(repeats), "--json"], cwd=tempfile.gettempdir(), env=env, check=True,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def report(name: str, rounds: list[dict]) -> None:
+    """Median over rounds of each figure's median."""
+    med = lambda key, i: statistics.median(r[key][i] for r in rounds)  # noqa: E731
+    first = rounds[0]
+    print(f"{name}: {first['gpus']} GPUs x {first['precisions']} precisions, batch=auto "
+          f"({len(rounds)} round{'s' if len(rounds) > 1 else ''})")
+    for k in SCALES:
+        n = first[f"estimates {k}x"]
+        wall, cpu = med(f"new size {k}x", 0), med(f"new size {k}x", 1)
+        print(f"  new size {k:>2}x ({n:>5} estimates): wall {wall:7.1f} ms, CPU {cpu:7.1f} ms, "
+              f"{cpu / n * 1e3:5.1f} us per estimate")
+    for key in ("same plan", "cold"):
+        print(f"  {key:9} ( 1x):                 wall {med(key, 0):7.1f} ms, CPU {med(key, 1):7.1f} ms")
+    print(f"  new size / cold (1x, CPU): {med('new size 1x', 1) / med('cold', 1):.0%}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", help="a commit to compare with, run alternately from a temporary worktree")
+    ap.add_argument("--repeats", type=int, default=30, help="sweeps per figure at 1x (fewer at 4x and 16x)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds with --base")
+    ap.add_argument("--tree", help=argparse.SUPPRESS)  # the tree this process imports planner from
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.json:
+        print(json.dumps(measure(a.repeats)))
+        return
+    if not a.base:
+        report("this tree", [measure(a.repeats)])
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base], check=True,
+                       capture_output=True)
+        try:
+            trees = {"this tree": ROOT, f"base {a.base}": base}
+            rounds = {name: [] for name in trees}
+            for _ in range(a.rounds):
+                for name, tree in trees.items():
+                    rounds[name].append(_run_tree(tree, a.repeats))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
+    for name, rs in rounds.items():
+        report(name, rs)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ LIBRARY_USERS = {"requests": NETWORK, "urllib.request": NETWORK, "http.client": 
 # can: a new importer fails the test, and an exception that no longer applies fails it too (it must be removed).
 SCRIPT_EXCEPTIONS = {
     "streamlit": {"benchmarks.app_rerun": "runs app.py under streamlit.testing's AppTest to time a rerun",
-                  "benchmarks.concurrent_sessions": "decodes the app's websocket frames with streamlit's protobufs"},
+                  "benchmarks.concurrent_sessions": "decodes the app's websocket frames with streamlit's protobufs",
+                  "benchmarks.new_session": "runs app.py under streamlit.testing's AppTest to time a new session"},
     "urllib.request": {"benchmarks.browser_page": "polls the local server's health endpoint before timing it"},
     "torch": {"validation.count_kernels": "counts a model's kernels on the GPU",
               "validation.measure_hf": "times Hugging Face models on the GPU",

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
+from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
                                         support_reasons)
-from planner.engine.memory import MemoryBreakdown, breakdown, max_batch, usable_gb
-from planner.engine.phases import Phase, generate_phases, infer_phases, train_phases
+from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
+from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
-from planner.engine.roofline import PhaseTime, phase_seconds, time_phase, work_split
+from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -42,13 +43,22 @@ class Estimate:
     max_batch: int
     parallelism: str  # one of PARALLELISMS
     seconds: float | None
-    work: tuple[Phase, ...]  # what the job does per GPU (timed lazily into `phases`)
-    memory: MemoryBreakdown
+    passes: tuple[tuple[Phase, float], ...]  # the job per GPU: each phase's one pass and how many (phases.job_passes)
     efficiency: Efficiency
     prices: Mapping[str, Price | None]
     cost_usd: Mapping[str, float | None] = field(default_factory=dict)
     items_per_s: float | None = None
     tokens_per_s: float | None = None
+
+    @cached_property
+    def memory(self) -> MemoryBreakdown:
+        """Memory per GPU at the estimate's batch (built when asked: the ranking's order does not need it)."""
+        return breakdown(self.plan.model, self.plan.workload, self.setup, self.batch, self.efficiency.cuda_context_gb)
+
+    @cached_property
+    def work(self) -> tuple[Phase, ...]:
+        """What the job does per GPU: its phases, each repeated its passes (timed lazily into `phases`)."""
+        return tuple(ph.repeated(n) for ph, n in self.passes)
 
     @cached_property
     def phases(self) -> tuple[PhaseTime, ...]:
@@ -58,8 +68,10 @@ class Estimate:
     @cached_property
     def split(self) -> dict[str, float]:
         """Seconds of the whole job by what limits them: compute, memory, overhead, communication (time_split of
-        `phases` to the last digit, without building them: the ranking asks it of every row)."""
-        return work_split(self.work, self.gpu, self.efficiency)
+        `phases` to the last digit, without building them: the ranking asks it of every row). A sweep's estimate
+        reads its passes' remembered splits (_split_of)."""
+        remembered = self.__dict__.get("_split_of")
+        return remembered() if remembered else work_split(self.work, self.gpu, self.efficiency)
 
     @property
     def bound(self) -> str:
@@ -86,17 +98,6 @@ class Estimate:
     def headroom_gb(self) -> float:
         """Usable memory left per GPU at the planned batch (negative: short by that much)."""
         return self.usable_gb - self.memory.total_gb
-
-
-def _phases(plan: Plan, s: Setup, batch: int, items_per_gpu: int, n_dp: int) -> tuple:
-    m, w = plan.model, plan.workload
-    if isinstance(w, Train):
-        micro = math.ceil(items_per_gpu / batch)  # per epoch
-        return train_phases(m, w, s, batch, micro * w.epochs, n_dp)
-    build = generate_phases if isinstance(w, Generate) else infer_phases
-    full, rest = divmod(items_per_gpu, batch)
-    phases = build(m, w, s, batch, float(full)) if full else ()
-    return phases + (build(m, w, s, rest, 1.0) if rest else ())
 
 
 def items_per_gpu(w: Workload, n_dp: int) -> int:
@@ -204,13 +205,28 @@ def _on_kernel(s: Setup, kernel: AttentionBackend) -> Setup:
     return s if s.attention is kernel else replace(s, attention=kernel)
 
 
-def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
-                builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
-                pinned: tuple[Build, ...] = ()) -> Estimate:
-    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
-    resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
-    runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
-    builds (the GPU's build notes; none without a matrix)."""
+class _Fixed(NamedTuple):
+    """What an estimate of a plan on one GPU decides before the job's size matters: the same for a job of any size,
+    so estimate_all keeps it per plan shape (a page change of the sequence count reuses it)."""
+
+    gpu: GPU
+    efficiency: Efficiency
+    reasons: tuple[Reason, ...]  # hardware, attention kernel, builds, runtime, precision, context, parallelism
+    blocked: bool  # one of them blocks
+    setup: Setup  # attention resolved to the kernel it runs as, TP/FSDP degree set
+    parallelism: str
+    n_dp: int  # data-parallel ranks the items are split over
+    usable_gb: float
+    gb_at_1: float  # memory per GPU at batch 1 (decimal GB)
+    gb_per_item: float  # memory per extra item in the batch (0.0 when batch 1 does not fit)
+    memo: dict  # one pass's seconds and alignment note per phase (_pass_memo)
+
+
+def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: BuildMatrix | None,
+           fallback: AttentionBackend | None, pinned: tuple[Build, ...]) -> _Fixed:
+    """estimate_on's decisions that do not depend on the job's size: feasibility on the hardware, the attention
+    kernel, the builds, the parallelism, and memory as an affine function of the batch (memory.max_batch's two
+    evaluations)."""
     m, w, eff = plan.model, plan.workload, efficiency
     reasons = support_reasons(gpu, setup, w, m)
     if gpu.kind == "cpu":  # any x86 PyTorch build runs there, and the CPU kernels are PyTorch's own (cpu_reasons)
@@ -236,44 +252,122 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
     reasons += notes
-    n_dp = 1 if parallelism == "tensor" else plan.gpus
-    per_gpu = items_per_gpu(w, n_dp)
     usable = usable_gb(gpu, plan.memory_target)
-    fit = max_batch(m, w, s, usable, eff.cuda_context_gb, per_gpu)
+    at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
+    per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
+    return _Fixed(gpu, eff, tuple(reasons), any(r.blocking for r in reasons), s, parallelism,
+                  1 if parallelism == "tensor" else plan.gpus, usable, at_1, per_item, {})
+
+
+def _fit(f: _Fixed, limit: int) -> int:
+    """memory.max_batch from the fixed part's two evaluations: the largest batch (<= limit) that fits, 0 if none."""
+    if f.gb_at_1 > f.usable_gb:
+        return 0
+    if f.gb_per_item <= 0:
+        return limit
+    return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
+
+
+_MEMO_LIMIT = 64  # passes remembered per GPU and plan shape: a few dozen job sizes' worth
+
+
+def _pass_memo(f: _Fixed, ph: Phase) -> list:
+    """[the phase, seconds of one pass, its alignment note and its split (None until asked)] for one pass `ph` of
+    phases.job_passes (a cached object, the same for a job of any size) on the fixed part's GPU: a job of another
+    size at the same batch times nothing again. Keyed by the phase's identity; the entry holds the phase, so the
+    identity is never reused while the entry lives."""
+    entry = f.memo.get(id(ph))
+    if entry is None or entry[0] is not ph:
+        if len(f.memo) >= _MEMO_LIMIT:
+            f.memo.clear()
+        entry = f.memo[id(ph)] = [ph, pass_seconds(ph, f.gpu, f.efficiency), None, None]
+    return entry
+
+
+def _split_of(f: _Fixed, entries: list[list], passes: tuple[tuple[Phase, float], ...]) -> dict[str, float]:
+    """work_split of the passes from each pass's remembered split (phase_split of one pass: each value is its terms
+    x 1.0, so x the passes it is the same product phase_split makes), summed in the same order."""
+    split = dict.fromkeys(LIMITS, 0.0) if passes else {}
+    for entry, (_, n) in zip(entries, passes):
+        if entry[3] is None:
+            entry[3] = phase_split(entry[0], f.gpu, f.efficiency)
+        for k, v in entry[3].items():
+            split[k] += v * n
+    return split
+
+
+def _alignment(f: _Fixed, passes: tuple[tuple[Phase, float], ...]) -> Reason | None:
+    """alignment_reason of the work (it reads the first phase's op groups), remembered with that phase."""
+    if not passes:
+        return None
+    entry = _pass_memo(f, passes[0][0])
+    if entry[2] is None:
+        entry[2] = (alignment_reason((entry[0],), f.gpu, f.setup),)
+    return entry[2][0]
+
+
+def _estimate(**fields) -> Estimate:
+    """An Estimate from its fields without the frozen dataclass's per-field object.__setattr__ (built hundreds of
+    times per ranking): exactly Estimate's fields, and optionally _split_of (Estimate.split from remembered
+    passes; dataclasses.replace, which knows only the fields, drops it)."""
+    e = object.__new__(Estimate)
+    e.__dict__.update(fields)
+    return e
+
+
+def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
+    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost."""
+    m, w, s, gpu, eff = plan.model, plan.workload, f.setup, f.gpu, f.efficiency
+    per_gpu = items_per_gpu(w, f.n_dp)
+    fit = _fit(f, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
+    reasons, blocked = f.reasons, f.blocked
     # batch=auto fills the usable memory by design (the target is its margin): only a batch the user fixed, or one
-    # that does not fit at all, gets a memory reason (and a breakdown now; auto's comes once its batch is chosen)
-    mem = breakdown(m, w, s, batch, eff.cuda_context_gb) if plan.batch or not fit else None
-    oom = memory_reason(gpu, mem, batch, plan.gpus, usable, plan.memory_target) if mem is not None else None
-    if oom:
-        reasons.append(oom)
-    if oom and oom.blocking:
-        if isinstance(w, Train) and parallelism == "data":
-            reasons.append(Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer states "
-                                  "split over the GPUs"))
-        elif parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
-            reasons.append(Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
-                                  f"{plan.gpus} of the weights"))
-    base = dict(gpu=gpu, plan=plan, setup=s, max_batch=fit, parallelism=parallelism, efficiency=eff,
-                prices=dict(prices))
-    if any(r.blocking for r in reasons):
-        return Estimate(feasible=False, batch=batch, seconds=None, work=(), reasons=tuple(reasons),
-                        memory=mem if mem is not None else breakdown(m, w, s, batch, eff.cuda_context_gb), **base)
+    # that does not fit at all, gets a memory reason
+    if plan.batch or not fit:
+        oom = memory_reason(gpu, breakdown(m, w, s, batch, eff.cuda_context_gb), batch, plan.gpus, f.usable_gb,
+                            plan.memory_target)
+        if oom:
+            reasons += (oom,)
+        if oom and oom.blocking:
+            blocked = True
+            if isinstance(w, Train) and f.parallelism == "data":
+                reasons += (Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer "
+                                   "states split over the GPUs"),)
+            elif f.parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
+                reasons += (Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
+                                   f"{plan.gpus} of the weights"),)
+    if blocked:
+        return _estimate(gpu=gpu, plan=plan, setup=s, feasible=False, reasons=reasons, batch=batch, max_batch=fit,
+                         parallelism=f.parallelism, seconds=None, passes=(), efficiency=eff, prices=prices,
+                         cost_usd={}, items_per_s=None, tokens_per_s=None)
     if plan.batch is None:
         batch = auto_batch(fit, per_gpu)
-        mem = breakdown(m, w, s, batch, eff.cuda_context_gb)
-    work = _phases(plan, s, batch, per_gpu, n_dp)
-    seconds = sum(phase_seconds(ph, gpu, eff) for ph in work)
-    align = alignment_reason(work, gpu, s)
+    passes = job_passes(m, w, s, batch, per_gpu, f.n_dp)
+    entries = [_pass_memo(f, ph) for ph, _ in passes]
+    seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
+    align = _alignment(f, passes)
     if align:
-        reasons.append(align)
+        reasons += (align,)
     if prices.get(plan.price_tier) is None:
-        reasons.append(Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"))
+        reasons += (Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"),)
     tokens = _tokens(plan)
-    return Estimate(feasible=True, batch=batch, seconds=seconds, work=work, memory=mem, reasons=tuple(reasons),
-                    cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
-                    items_per_s=w.items / seconds if seconds else None,
-                    tokens_per_s=tokens / seconds if tokens and seconds else None, **base)
+    return _estimate(gpu=gpu, plan=plan, setup=s, feasible=True, reasons=reasons, batch=batch, max_batch=fit,
+                     parallelism=f.parallelism, seconds=seconds, passes=passes, efficiency=eff, prices=prices,
+                     cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+                     items_per_s=w.items / seconds if seconds else None,
+                     tokens_per_s=tokens / seconds if tokens and seconds else None,
+                     _split_of=partial(_split_of, f, entries, passes))
+
+
+def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
+                builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
+                pinned: tuple[Build, ...] = ()) -> Estimate:
+    """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
+    resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
+    runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
+    builds (the GPU's build notes; none without a matrix)."""
+    return _sized(plan, _fixed(plan, gpu, setup, efficiency, builds, fallback, pinned), dict(prices))
 
 
 def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None) -> Efficiency:
@@ -305,12 +399,72 @@ def rank_key(e: Estimate) -> tuple:
             e.seconds if e.seconds is not None else math.inf, e.gpu.id)
 
 
+def job_shape(w: Workload) -> Workload:
+    """The workload without its size (one item, one epoch): what an estimate's fixed part and the work of one pass
+    depend on. Two jobs of the same shape differ only in how many passes they take."""
+    if isinstance(w, Generate):
+        return replace(w, n_sequences=1)
+    if isinstance(w, Infer):
+        return replace(w, n_samples=1)
+    if isinstance(w, Train):
+        return replace(w, samples_per_epoch=1, epochs=1.0)
+    return w  # a kind of job this does not know: its size stays in the key (nothing shared, nothing wrong)
+
+
+class _PlanMemo(dict):
+    """The fixed parts of recent plan shapes, for every GPU they were asked of: {key: (its data objects,
+    {id(gpu): fixed})}; cache_clear empties it, as functools' caches (benchmarks/engine_catalog.py's cold sweep)."""
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+
+_FIXED_PARTS = _PlanMemo()
+_FIXED_PLANS = 16  # plan shapes remembered (a page session changes one input at a time)
+_GPUS_PER_PLAN = 1024  # devices per plan shape (each described GPU is one more): then it starts anew
+
+
+def _fixed_parts(plan: Plan, shape: Workload, facts: Facts) -> dict[int, _Fixed]:
+    """The fixed parts of `plan` by id(gpu), shared by every plan of the same shape (any job size, batch and price
+    tier) on the same data objects (the rules, runtimes and build matrix; prices are not part of it)."""
+    held = (facts.rules, facts.runtimes, facts.builds)
+    key = (replace(plan, workload=shape, batch=None, price_tier=PRICE_TIERS[0]), *map(id, held))  # what _fixed reads
+    found = _FIXED_PARTS.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], held)) or len(found[1]) > _GPUS_PER_PLAN:
+        if len(_FIXED_PARTS) >= _FIXED_PLANS:
+            _FIXED_PARTS.clear()  # not one evicted: sessions' threads share the memo, and a clear is one step
+        found = _FIXED_PARTS[key] = (held, {})
+    return found[1]
+
+
 def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
                  adjust: EfficiencyAdjust | None = None, include_cpus: bool = False) -> list[Estimate]:
     """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
     (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
-    check_plan(plan)
-    pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
+    return sorted(estimate_many(plan, gpus, facts, adjust), key=rank_key)
+
+
+def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None
+                  ) -> list[Estimate]:
+    """The plan on each of `gpus` (catalog devices), in their order: the catalog sweep and the batch sweep.
+
+    What does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each pass's time per phase,
+    so a second sweep with another job size or batch only sizes the batch and times the passes it has not timed.
+    With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. Each estimate
+    equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
+    check_plan(plan)
+    pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
-    return sorted((estimate_gpu(plan, g, facts, adjust, setup) for g in gpus), key=rank_key)
+    if adjust is not None:
+        return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
+    shape = job_shape(plan.workload)
+    fixed = _fixed_parts(plan, shape, facts)
+    fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
+    out = []
+    for g in gpus:
+        f = fixed.get(id(g))
+        if f is None or f.gpu is not g:
+            f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
+        out.append(_sized(plan, f, prices.for_gpu(g)))
+    return out

@@ -7,12 +7,13 @@ this module only says which steps a job takes. The roofline module times them.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import NamedTuple
 
 from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
-from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train
+from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import OpGroup, Setup, forward_equivalents
 
@@ -131,32 +132,62 @@ def _infer_steps(m: ModelProfile, S: int, s: Setup, batch: int) -> tuple[Phase, 
                   **_group_costs(forward)),)
 
 
-@lru_cache(maxsize=4096)
 def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int) -> tuple[Phase, ...]:
     """Micro-steps (forward + backward [+ recompute]) and optimizer steps, per GPU, with the collectives of FSDP
     (ZeRO-3, s.shard > 1) or DDP's gradient all-reduce; both may overlap the micro-step's compute."""
+    return tuple(ph.repeated(n) for ph, n in _train_passes(m, w, s, batch, micro_steps, n_gpus))
+
+
+def _train_passes(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int
+                  ) -> tuple[tuple[Phase, float], ...]:
+    micro, opt = _train_steps(m, w.input_size, w.checkpointing, w.optimizer, w.grad_accum, s, batch, n_gpus)
+    return (micro, micro_steps), (opt, micro_steps / w.grad_accum)
+
+
+def job_passes(m: ModelProfile, w: Workload, s: Setup, batch: int, items_per_gpu: int, n_gpus: int
+               ) -> tuple[tuple[Phase, float], ...]:
+    """The job's phases at `batch` as (one pass, how many passes), each pass one cached object (the same for a job
+    of any size): a generate or infer job's full passes and its last, smaller one; a training job's micro-steps and
+    optimizer steps over its epochs (`items_per_gpu` per epoch). Phase.repeated makes the phases of a whole job."""
+    if isinstance(w, Train):
+        micro = math.ceil(items_per_gpu / batch)  # per epoch
+        return _train_passes(m, w, s, batch, micro * w.epochs, n_gpus)
+    if isinstance(w, Generate):
+        P, G = w.prompt_tokens, w.gen_tokens
+        one = lambda b: _generate_steps(m, P, G, s, b)  # noqa: E731
+    else:
+        S = w.input_size
+        one = lambda b: _infer_steps(m, S, s, b)  # noqa: E731
+    full, rest = divmod(items_per_gpu, batch)
+    passes = tuple((ph, float(full)) for ph in one(batch)) if full else ()
+    return passes + (tuple((ph, 1.0) for ph in one(rest)) if rest else ())
+
+
+@lru_cache(maxsize=4096)
+def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimizer: str, grad_accum: int, s: Setup,
+                 batch: int, n_gpus: int) -> tuple[Phase, Phase]:
+    """One micro-step and one optimizer step of train_phases (pass-independent, as _generate_steps; the job's size
+    is no part of the key)."""
     params = m.params
     k = s.shard
     mixed = s.precision.act_bytes < FP32_BYTES
-    groups = m.train_work(s, batch, w.input_size, w.checkpointing)
+    groups = m.train_work(s, batch, input_size, checkpointing)
     if mixed:
         cast = (FP32_BYTES + s.precision.act_bytes) * params / k
         groups += (OpGroup("mixed-precision weight cast", 0.0, cast, "fp32",
                            f"bytes = params x ({FP32_BYTES:g} + {s.precision.act_bytes:g}) B: autocast reads each fp32 "
                            "master weight and writes its 16-bit copy once per micro-step"
                            + (f" (this GPU's 1/{k} shard)" if k > 1 else "")),)
-    kernels = m.kernels_per_forward * forward_equivalents(w.checkpointing)
-    comm = _fsdp_comm(m, s) if k > 1 else _ddp_comm(params, n_gpus, w.grad_accum) if n_gpus > 1 else {}
-    phases = [Phase("train micro-step", groups, kernels, 1, 0, micro_steps, **comm)]
-    opt_steps = micro_steps / w.grad_accum
-    traffic = OPTIMIZER_TRAFFIC[w.optimizer]
+    kernels = m.kernels_per_forward * forward_equivalents(checkpointing)
+    comm = _fsdp_comm(m, s) if k > 1 else _ddp_comm(params, n_gpus, grad_accum) if n_gpus > 1 else {}
+    micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **comm)
+    traffic = OPTIMIZER_TRAFFIC[optimizer]
     unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0  # GradScaler: read and write each fp32 gradient
     opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / k, (traffic + unscale) * params / k, "fp32",
-                  f"bytes = {traffic:g} B/param ({w.optimizer}: read weights, grads, states; write weights, states)"
+                  f"bytes = {traffic:g} B/param ({optimizer}: read weights, grads, states; write weights, states)"
                   + (f" + {unscale:g} B/param (fp16 loss scaling: the gradients unscaled in place)" if unscale else "")
                   + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
-    phases.append(Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, opt_steps))
-    return tuple(phases)
+    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0)
 
 
 def _fsdp_comm(m: ModelProfile, s: Setup) -> dict:

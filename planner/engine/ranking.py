@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, replace
 from collections.abc import Iterable, Mapping
 
-from planner.engine.estimate import Estimate, EfficiencyAdjust, estimate_gpu, items_per_gpu
+from planner.engine.estimate import Estimate, EfficiencyAdjust, estimate_many, items_per_gpu
 from planner.engine.job_cost import JobCost, job_cost
 from planner.engine.owning import OwnCost, estimate_owned, own_cost
 from planner.engine.plan import Plan
@@ -156,12 +156,19 @@ class SweepPoint:
 def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts,
                 adjust: EfficiencyAdjust | None = None) -> list[SweepPoint]:
     """Each GPU at each batch of batch_grid, up to the items each GPU batches (the engine's own rule,
-    estimate.items_per_gpu); points past the memory limit are kept, infeasible."""
-    out = []
-    for gpu in gpus:
-        auto = estimate_gpu(replace(plan, batch=None), gpu, facts, adjust)
+    estimate.items_per_gpu); points past the memory limit are kept, infeasible. Every batch is one sweep of the GPUs
+    that plot it (estimate_many: the fixed parts are shared by every batch)."""
+    gpus = list(gpus)
+    autos = estimate_many(replace(plan, batch=None), gpus, facts, adjust)
+    grids = []
+    for auto in autos:
         limit = items_per_gpu(plan.workload, 1 if auto.parallelism == "tensor" else plan.gpus)
-        for b in batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else []):
-            out.append(SweepPoint(gpu, b, auto.max_batch, limit,
-                                  estimate_gpu(replace(plan, batch=b), gpu, facts, adjust)))
-    return out
+        grids.append((limit, batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else [])))
+    at: dict[int, list[int]] = {}  # batch -> the indexes of the GPUs that plot it
+    for i, (_, grid) in enumerate(grids):
+        for b in grid:
+            at.setdefault(b, []).append(i)
+    found = {(i, b): e for b, idx in at.items()
+             for i, e in zip(idx, estimate_many(replace(plan, batch=b), [gpus[i] for i in idx], facts, adjust))}
+    return [SweepPoint(gpu, b, auto.max_batch, limit, found[(i, b)])
+            for i, (gpu, auto, (limit, grid)) in enumerate(zip(gpus, autos, grids)) for b in grid]

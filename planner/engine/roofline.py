@@ -290,6 +290,11 @@ def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     """time_phase(...).total_s without building the explanation (used by the batch search and the catalog sweep)."""
+    return pass_seconds(ph, gpu, eff) * ph.passes
+
+
+def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
+    """Seconds of one pass of the phase (phase_seconds is this x its passes): the same for a job of any size."""
     total = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     steps, p0 = ph.steps, ph.p0
@@ -311,7 +316,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     if ph.comm:
         comm = _comm_seconds(ph, gpu)
         seconds += comm - hidden_comm(ph, eff, comm, busy)
-    return seconds * ph.passes
+    return seconds
 
 
 def ridge_point(gpu: GPU, path: str, eff: Efficiency | None = None) -> float | None:

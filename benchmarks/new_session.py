@@ -1,0 +1,100 @@
+"""Benchmark: a new page session's first script run, server time, in a server that has already served one (imports
+and data files done), here and at another commit, alternating so both see the same load.
+
+    python3 benchmarks/new_session.py                      # this tree alone
+    python3 benchmarks/new_session.py --base fc37635       # and fc37635's, in turns
+
+Drives app.py with streamlit.testing.v1.AppTest (no browser): one session runs first (the server's start), then each
+round opens new sessions on the default plan: one with the ranking already computed by another session
+(st.cache_resource shares it), one with every shared cache cleared first (the first visitor of a plan), and one with
+the engine's own caches cleared too (a plan no session of this server has asked, as another model is). The figure is
+st.session_state['_run_ms'], the script's own start-to-end time. Prints the medians. The other commit runs this same
+script from a temporary worktree (`--tree`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the engine's caches, of the tree this process imports planner from (engine_catalog reads --tree)
+from engine_catalog import ROOT, clear_engine_caches  # noqa: E402
+
+
+def measure(tree: Path, runs: int) -> dict[str, list[float]]:
+    logging.disable(logging.WARNING)  # AppTest's bare-mode warnings
+
+    def first_run() -> float:
+        at = AppTest.from_file(str(tree / "app.py"), default_timeout=120)
+        at.run()
+        assert not at.exception, at.exception
+        return at.session_state["_run_ms"]
+
+    first_run()  # the server's first session: imports, data files
+    out: dict[str, list[float]] = {"shared": [], "cleared": [], "cold": []}
+    for _ in range(runs):
+        out["shared"].append(first_run())
+        st.cache_resource.clear()
+        out["cleared"].append(first_run())
+        st.cache_resource.clear()
+        clear_engine_caches()
+        out["cold"].append(first_run())
+    return out
+
+
+def _run_tree(tree: Path, runs: int) -> dict[str, list[float]]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--runs", str(runs),
+                           "--json"], cwd=tempfile.gettempdir(), env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", help="a commit to compare with, run alternately from a temporary worktree")
+    ap.add_argument("--runs", type=int, default=10, help="new sessions of each kind per round")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds with --base")
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    tree = Path(a.tree) if a.tree else ROOT
+    if a.json:
+        print(json.dumps(measure(tree, a.runs)))
+        return
+    results: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"this tree": ROOT}
+        if a.base:
+            base = Path(tmp) / "base"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base], check=True,
+                           capture_output=True)
+            trees[f"base {a.base}"] = base
+        try:
+            for _ in range(a.rounds if a.base else 1):
+                for name, t in trees.items():
+                    for k, v in _run_tree(t, a.runs).items():
+                        results.setdefault(name, {}).setdefault(k, []).extend(v)
+        finally:
+            if a.base:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
+    print("a new session's first script run (server time, default plan)")
+    for name, r in results.items():
+        print(f"  {name:16} ranking shared by another session: median {statistics.median(r['shared']):5.0f} ms; "
+              f"every cache cleared first: median {statistics.median(r['cleared']):5.0f} ms "
+              f"(fastest {min(r['cleared']):.0f}); engine's caches too: median {statistics.median(r['cold']):5.0f} ms; "
+              f"{len(r['cleared'])} sessions each")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The catalog sweep's fast path (estimate_all: fixed parts kept per plan shape, pass times remembered) against the
+explanation path (estimate_gpu on one GPU, built anew; Estimate.phases, what Explain shows): on every plan a
+property-based generator builds, every GPU's feasibility, batch, seconds, cost and reasons are the same."""
+
+from dataclasses import fields, replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.base.schema import UnknownNameError
+from planner.engine.estimate import Estimate, estimate_all, estimate_gpu
+from planner.engine.roofline import phase_seconds, work_split
+from planner.inputs.facts import load_facts
+from planner.views import plan_inputs
+
+FACTS = load_facts()
+
+PLANS = st.fixed_dictionaries({
+    # decoders (dense and a mixture of experts), and the generic formula profiles
+    "model": st.sampled_from(["cfdna-gen", "llama-2-7b", "mixtral-8x7b", "gpt2-124m", "sea", "betarho-reduced"]),
+    "job": st.sampled_from(["generate", "infer", "train"]),
+    "seqs": st.integers(1, 3_000_000),
+    "samples": st.integers(1, 200_000),
+    "prompt": st.integers(1, 600),
+    "gen": st.integers(1, 300),
+    "size": st.sampled_from([32, 256, 1024]),
+    "epochs": st.sampled_from([0.5, 1.0, 3.0]),
+    "accum": st.sampled_from([1, 4]),
+    "ckpt": st.booleans(),
+    "shard": st.sampled_from(["ddp", "fsdp"]),
+    "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "int8", "int4", "q4_k_m"]),
+    "rt": st.sampled_from(["pytorch-eager", "torch-compile", "vllm", "llama.cpp", "tensorrt-llm"]),
+    "gpus": st.sampled_from([1, 2, 4, 8]),
+    "par": st.sampled_from(["auto", "data", "tensor"]),
+    "batch": st.sampled_from([None, None, 1, 8, 64]),
+    "tier": st.sampled_from(["secure", "community", "spot"]),
+    "mem": st.sampled_from([60.0, 90.0]),
+})
+CALIBRATIONS = st.sampled_from([None, None, None, (1.0, 1.0), (0.7, 1.1), (1.3, 0.8)])  # mostly none: the fast path
+
+
+def _plan(fields: dict):
+    inputs = replace(plan_inputs.DEFAULTS, **fields)
+    return plan_inputs.to_plan(inputs, plan_inputs.resolve_model(inputs))
+
+
+def _adjust(scales):
+    """A calibration as the page applies one: the runtime's efficiencies scaled on every GPU."""
+    if scales is None:
+        return None
+    compute, memory = scales
+    return lambda gpu, eff: replace(eff, compute_efficiency=eff.compute_efficiency * compute,
+                                    mem_bw_efficiency=eff.mem_bw_efficiency * memory)
+
+
+def _same(fast, slow) -> None:
+    """Two estimates of one plan on one GPU agree in everything the ranking and Explain read, to the last digit."""
+    assert fast.gpu is slow.gpu
+    assert (fast.feasible, fast.batch, fast.max_batch, fast.parallelism) == \
+        (slow.feasible, slow.batch, slow.max_batch, slow.parallelism), fast.gpu.id
+    assert fast.seconds == slow.seconds and fast.cost_usd == slow.cost_usd, fast.gpu.id
+    assert (fast.items_per_s, fast.tokens_per_s) == (slow.items_per_s, slow.tokens_per_s)
+    assert [r.text for r in fast.reasons] == [r.text for r in slow.reasons], fast.gpu.id
+    assert fast.memory.total_gb == slow.memory.total_gb and fast.setup == slow.setup
+    assert fast.work == slow.work
+    if fast.feasible:  # the remembered pass times and splits are phase_seconds and work_split of the work
+        assert fast.seconds == sum(phase_seconds(ph, fast.gpu, fast.efficiency) for ph in fast.work), fast.gpu.id
+        assert fast.split == work_split(fast.work, fast.gpu, fast.efficiency) == slow.split, fast.gpu.id
+
+
+@settings(max_examples=80, deadline=None)
+@given(PLANS, CALIBRATIONS, st.integers(1, 50_000))
+def test_the_fast_sweep_equals_every_gpus_own_estimate(fields, scales, more):
+    """Every GPU's estimate in the sweep equals estimate_gpu's, in a first sweep and in a second one of the same
+    plan with the job's size changed (the one that reuses the fixed parts and the pass times)."""
+    adjust = _adjust(scales)
+    try:
+        plan = _plan(fields)
+        first = estimate_all(plan, FACTS, adjust=adjust, include_cpus=True)
+    except (ValueError, UnknownNameError):  # a combination the planner refuses as a whole (named there)
+        return
+    resized = _plan(fields | {"seqs": fields["seqs"] + more, "samples": fields["samples"] + more})
+    second = estimate_all(resized, FACTS, adjust=adjust, include_cpus=True)
+    for p, sweep in ((plan, first), (resized, second)):
+        assert len(sweep) == len(FACTS.catalog.selection(True))
+        for e in sweep:
+            _same(e, estimate_gpu(p, e.gpu, FACTS, adjust))
+
+
+@settings(max_examples=25, deadline=None)
+@given(PLANS)
+def test_the_sweeps_seconds_are_what_explain_shows(fields):
+    """Each feasible estimate's seconds are the sum of its explained phases (time_phase, as Explain and the JSON
+    show them: the same formula with the terms written out, so equal to rounding)."""
+    try:
+        ests = estimate_all(_plan(fields), FACTS)
+    except (ValueError, UnknownNameError):
+        return
+    for e in ests:
+        if e.feasible:
+            assert e.seconds == pytest.approx(sum(ph.total_s for ph in e.phases), rel=1e-12), e.gpu.id
+            assert e.seconds > 0
+
+
+def test_a_job_of_another_size_at_the_same_batch_reuses_the_pass_times():
+    """Two fixed-batch jobs of 64 x 100 and 64 x 300 sequences run the same pass 100 and 300 times: the second sweep
+    times no pass again, so its seconds are exactly 3x the first's (one pass's seconds x 300 vs x 100)."""
+    small = _plan({"seqs": 6_400, "batch": 64})
+    big = _plan({"seqs": 19_200, "batch": 64})
+    a = {e.gpu.id: e for e in estimate_all(small, FACTS)}
+    for e in estimate_all(big, FACTS):
+        if e.feasible:
+            # a x 3: the per-pass seconds (p) x 100 x 3 may round differently from p x 300, hence approx
+            assert e.seconds == pytest.approx(3 * a[e.gpu.id].seconds, rel=1e-14)
+            _same(e, estimate_gpu(big, e.gpu, FACTS))
+
+
+@settings(max_examples=15, deadline=None)
+@given(PLANS)
+def test_the_batch_charts_points_are_each_gpus_own_estimate(fields):
+    """The batch-size chart's points (one sweep per batch over the GPUs that plot it) equal estimate_gpu at that
+    batch, and its largest batch that fits is the auto estimate's."""
+    from planner.engine.ranking import batch_sweep
+    try:
+        plan = _plan(fields)
+        estimate_all(plan, FACTS)
+    except (ValueError, UnknownNameError):
+        return
+    gpus = [FACTS.catalog.get(g) for g in ("h100-sxm", "a100-sxm-80gb", "rtx-4090", "v100-sxm2-32gb")]
+    for p in batch_sweep(plan, gpus, FACTS):
+        _same(p.estimate, estimate_gpu(replace(plan, batch=p.batch), p.gpu, FACTS))
+        assert p.max_batch == estimate_gpu(replace(plan, batch=None), p.gpu, FACTS).max_batch
+
+
+def test_a_sweeps_estimate_has_every_field_an_estimate_has():
+    """The sweep builds estimates without Estimate's __init__ (estimate._estimate): every field, feasible or not, must
+    still be set (a field added to Estimate and not to the sweep would be missing here)."""
+    ests = estimate_all(_plan({"model": "llama-2-7b", "prec": "fp8"}), FACTS, include_cpus=True)
+    names = {f.name for f in fields(Estimate)}
+    assert {e.feasible for e in ests} == {True, False}  # both kinds were built
+    for e in ests:
+        assert names <= set(vars(e)), sorted(names - set(vars(e)))
