@@ -63,6 +63,9 @@ FRAMEWORK_RUNTIME = {
     "deepspeed-inference": "deepspeed-inference", "fastertransformer": "fastertransformer",
     # TorchTitan (pytorch/torchtitan): PyTorch-native training with FSDP2; eager unless its config sets compile
     "torchtitan": "pytorch-eager",
+    # AutoAWQ's fused modules (casper-hansen/AutoAWQ): its own attention, KV cache and AWQ linears, each a module
+    # called from eager PyTorch, kernel by kernel without CUDA graphs
+    "autoawq": "pytorch-eager",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
