@@ -117,7 +117,8 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"lambdal/deeplearning-benchmark", "NVIDIA/Dee
                                    "huggingface/blog", "huggingface/optimum", "NVIDIA/FasterTransformer",
                                    "vllm-project/vllm",
                                    # predicted before measured (validation/predictions/)
-                                   "QwenLM/Qwen2.5", "qwen.readthedocs.io", "pytorch/torchtitan"}
+                                   "QwenLM/Qwen2.5", "qwen.readthedocs.io", "pytorch/torchtitan",
+                                   "casper-hansen/AutoAWQ"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
