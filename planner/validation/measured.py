@@ -61,6 +61,11 @@ FRAMEWORK_RUNTIME = {
     # FasterTransformer from C++ (9 kernels a GPT layer, vocabulary-split LM head) and DeepSpeed-Inference v0.7 from
     # Python through PyTorch (20 a BLOOM layer, LM head whole on every GPU)
     "deepspeed-inference": "deepspeed-inference", "fastertransformer": "fastertransformer",
+    # TorchTitan (pytorch/torchtitan): PyTorch-native training with FSDP2; eager unless its config sets compile
+    "torchtitan": "pytorch-eager",
+    # AutoAWQ's fused modules (casper-hansen/AutoAWQ): its own attention, KV cache and AWQ linears, each a module
+    # called from eager PyTorch, kernel by kernel without CUDA graphs
+    "autoawq": "pytorch-eager",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
@@ -68,7 +73,9 @@ ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", 
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing")
 SPLITS = ("tune", "test", "excluded")
-FSDP_FRAMEWORKS = ("llm-foundry",)  # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls)
+# llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
+# after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py)
+FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
