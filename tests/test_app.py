@@ -626,3 +626,17 @@ def test_a_gpu_you_describe_in_the_form_is_ranked_marked_yours_and_kept_in_the_l
     assert _link(at)["mygpu"] == "name=My ASIC;mem=64;memtype=gddr;bw=1600;fp32=50;bf16=400;cc=8.9"
     at.button[[b.label for b in at.button].index("Remove your GPU")].click().run()
     assert not any("(yours)" in g for g in _ranking(at)["GPU"]) and "mygpu" not in _link(at)
+
+
+def test_a_gpu_described_in_an_uploaded_yaml_is_ranked_and_a_bad_file_is_named():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    _open(at, "own_gpu_open")
+    bad = b"name: My ASIC\nmemory_gb: 64\nmem_bw_gbps: 1600\ndense_tflops: {fp32: 50, fp64: 9}\n"
+    at.file_uploader(key="own_yaml").set_value(("gpu.yaml", bad, "application/x-yaml")).run()
+    assert not at.exception and any("dense_tflops" in e.value for e in at.sidebar.error)
+    assert not any("(yours)" in g for g in _ranking(at)["GPU"])
+    good = bad.replace(b", fp64: 9", b", bf16: 400").replace(b"memory_gb: 64", b"memory_gb: 64\nmemory_type: hbm")
+    at.file_uploader(key="own_yaml").set_value(("gpu.yaml", good, "application/x-yaml")).run()
+    assert not at.exception and "My ASIC (yours)" in list(_ranking(at)["GPU"])
+    assert _link(at)["mygpu"] == "name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown"

@@ -463,3 +463,14 @@ def test_a_gpu_you_describe_is_ranked_with_the_rest_and_a_bad_one_is_named():
     assert "h100-sxm" in rows  # ranked with the catalog, not instead of it
     bad = run("estimate", "--my-gpu", mine.replace("bw=1600", "bw=16000000"))
     assert bad.returncode == 2 and "your GPU's bw" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_gpu_you_describe_in_a_yaml_file_is_ranked_and_a_missing_file_is_named(tmp_path):
+    path = tmp_path / "asic.yaml"
+    path.write_text("name: My ASIC\nmemory_gb: 64\nmemory_type: hbm\nmem_bw_gbps: 1600\n"
+                    "dense_tflops: {fp32: 50, bf16: 400}\ncompute_capability: unknown\nusd_hr: 1.2\n")
+    out = run("estimate", "--my-gpu", str(path), "--gpu", "own-my-asic", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0]["gpu_name"] == "My ASIC (yours)"
+    missing = run("estimate", "--my-gpu", str(tmp_path / "none.yaml"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr

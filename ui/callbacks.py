@@ -114,5 +114,26 @@ def on_own_gpu() -> None:
         ss._own_gpu_msg = ("error", f"{exc}. Nothing was changed.")
 
 
+def on_own_gpu_yaml() -> None:
+    """A YAML description uploaded: checked as the form is (own_gpu_from_yaml); a message naming the field otherwise,
+    and the GPU ranked before stays."""
+    ss = st.session_state
+    upload = ss.get("own_yaml")
+    if upload is None:
+        return
+    data = upload.getvalue()
+    try:
+        if len(data) > own_gpu.MAX_YAML_BYTES:
+            raise ValueError(f"your GPU's YAML file is {len(data):,} bytes; a description is at most "
+                             f"{own_gpu.MAX_YAML_BYTES:,}")
+        ss.mygpu = own_gpu.own_gpu_from_yaml(data.decode("utf-8"))
+        ss._own_gpu_msg = ("success", f"{own_gpu.parse_own_gpu(ss.mygpu).name} is ranked with the rest, marked "
+                                      "(yours)")
+    except UnicodeDecodeError:
+        ss._own_gpu_msg = ("error", "your GPU's YAML file is not UTF-8 text. Nothing was changed.")
+    except ValueError as exc:
+        ss._own_gpu_msg = ("error", f"{exc}. Nothing was changed.")
+
+
 def remove_own_gpu() -> None:
     st.session_state.mygpu = ""

@@ -228,6 +228,10 @@ def _own_gpu() -> None:
                               help="8.9 or sm_89 for NVIDIA, gfx942 for AMD, or unknown (no CUDA or ROCm kernels "
                                    "assumed)")
                 st.form_submit_button("Rank it with the rest", on_click=callbacks.on_own_gpu)
+            st.file_uploader("…or upload its description (YAML)", type=["yaml", "yml"], key="own_yaml",
+                             on_change=callbacks.on_own_gpu_yaml, max_upload_size=1,
+                             help="name, memory_gb, memory_type (hbm|gddr), mem_bw_gbps, dense_tflops: {fp32: .., "
+                                  "bf16: ..}, compute_capability (8.9, gfx942 or unknown), usd_hr")
     _message("_own_gpu_msg")
     if ss.get("mygpu"):
         sb.caption(f"Ranked with the rest: {md_escape(ss.mygpu, 400)}")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import re
 
+from planner.base.files import UserFileError, read_regular
 from planner.base.safe_parse import parse_number
 from planner.base.schema import UnknownNameError
 from planner.inputs.catalog import MAX_STALE_DAYS
 from planner.inputs.facts import load_facts
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.jobs import BOUNDS
+from planner.inputs.own_gpu import MAX_YAML_BYTES, own_gpu_from_yaml
 from planner.inputs.ownership import parse_owned
 from planner.views import plan_inputs
 
@@ -126,7 +128,23 @@ def _field_type(name: str):
 CLI_DEFAULTS = {"size": None, "rt": None}
 
 
-CLI_TYPES = {"gpus": _gpus}
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _my_gpu(text: str) -> str:
+    """--my-gpu: the one-line description, or a path to a YAML description (planner.inputs.own_gpu)."""
+    if not text.strip().lower().endswith(YAML_SUFFIXES):
+        return _field_type("mygpu")(text)
+    try:
+        data = read_regular(text.strip(), MAX_YAML_BYTES, "GPU description").decode("utf-8")
+        return own_gpu_from_yaml(data)
+    except UnicodeDecodeError:
+        raise argparse.ArgumentTypeError(f"{text.strip()}: not UTF-8 text") from None
+    except (UserFileError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+CLI_TYPES = {"gpus": _gpus, "mygpu": _my_gpu}
 
 
 def add_plan_args(p: argparse.ArgumentParser) -> None:

@@ -4,6 +4,16 @@ dense rates per precision, compute capability (or 'unknown') and price, as one l
 
     name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown;usd=1.2
 
+or, uploaded in the page or given to `--my-gpu` as a file, as a small YAML document in data/gpus.yaml's words:
+
+    name: My ASIC
+    memory_gb: 64
+    memory_type: hbm
+    mem_bw_gbps: 1600
+    dense_tflops: {fp32: 50, bf16: 400}
+    compute_capability: unknown
+    usd_hr: 1.2
+
 It becomes a catalog GPU (id 'own-<name>', named '<name> (yours)', its figures cited as 'described by you'), ranked
 with the rest. Every value is bounds-checked with the catalog's own bounds; a ValueError names the field.
 """
@@ -13,7 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from planner.base.safe_parse import parse_number, shown, text_problem
+import yaml
+
+from planner.base.safe_parse import ParseError, load_yaml_text, parse_number, shown, text_problem
 from planner.base.units import BYTES_PER_GB, BYTES_PER_GIB
 from planner.inputs.catalog import (COMPUTE_PATHS, CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR, GPU, MAX_VRAM_GB, Catalog,
                                     Price, RunPodListing, derive_ceilings)
@@ -31,6 +43,12 @@ GFX_RE = re.compile(r"gfx[0-9a-f]{3,4}", re.IGNORECASE)  # an AMD GPU's LLVM tar
 MEMORY_TYPES = ("gddr", "hbm")  # the memory classes whose achievable bandwidth fractions differ (GPU.memory_class)
 KEYS = ("name", "mem", "memtype", "bw", *COMPUTE_PATHS, "cc", "usd")
 FORM_PATHS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # the rates the page's form asks for
+MAX_YAML_BYTES = 4_096  # a description is a dozen lines
+MAX_YAML_DEPTH = 3  # the document, dense_tflops, its values
+# a YAML description's keys (data/gpus.yaml's words) -> the one-line description's; dense_tflops holds the paths
+YAML_KEYS = {"name": "name", "memory_gb": "mem", "memory_type": "memtype", "mem_bw_gbps": "bw",
+             "compute_capability": "cc", "usd_hr": "usd"}
+SEPARATORS = (";", "=")  # the one-line form's: a name may hold neither
 
 
 @dataclass(frozen=True)
@@ -104,6 +122,8 @@ def parse_own_gpu(text: str) -> OwnGpu:
     name = " ".join(fields["name"].split())
     if len(name) > MAX_NAME_CHARS:
         raise ValueError(f"your GPU's name is {len(name)} characters; at most {MAX_NAME_CHARS}")
+    if any(c in name for c in SEPARATORS):
+        raise ValueError("your GPU's name: ';' and '=' separate a description's fields; leave them out of the name")
     tflops = tuple((p, _number(fields, p, *TFLOPS)) for p in COMPUTE_PATHS if fields.get(p))
     usd = _number(fields, "usd", CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR) if fields.get("usd") else None
     mem_type = (fields.get("memtype") or MEMORY_TYPES[0]).lower()
@@ -157,3 +177,38 @@ def own_gpu_text(name: str, mem_gb: float, mem_type: str, mem_bw_gbps: float, tf
     parts = [f"name={' '.join(str(name).split())}", f"mem={mem_gb:g}", f"memtype={mem_type}", f"bw={mem_bw_gbps:g}",
              *(f"{p}={v:g}" for p, v in tflops.items() if v), f"cc={arch.strip() or UNKNOWN_ARCH}"]
     return parse_own_gpu(";".join(parts + ([f"usd={usd_hr:g}"] if usd_hr else []))).text()
+
+
+def own_gpu_from_yaml(text: str) -> str:
+    """A YAML description (module docstring; at most MAX_YAML_BYTES) as the one-line description, read back through
+    parse_own_gpu so that a file, the form and a link are checked alike; ValueError naming the file's field."""
+    try:
+        doc = load_yaml_text(text, "your GPU's YAML file", MAX_YAML_BYTES, MAX_YAML_DEPTH)
+    except (ParseError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"your GPU's YAML file could not be read: {shown(first)}") from None
+    if not isinstance(doc, dict):
+        raise ValueError("your GPU's YAML file: expected a mapping of name, memory_gb, mem_bw_gbps, dense_tflops, ...")
+    known = (*YAML_KEYS, "dense_tflops")
+    stray = [k for k in doc if k not in known]
+    if stray:
+        raise ValueError(f"your GPU's YAML file: unknown field {shown(stray[0])}; expected some of {', '.join(known)}")
+    rates = doc.get("dense_tflops") or {}
+    if not isinstance(rates, dict) or any(p not in COMPUTE_PATHS for p in rates):
+        raise ValueError(f"your GPU's dense_tflops: expected a mapping of {', '.join(COMPUTE_PATHS)} to TFLOPS")
+    values = {k: v for k, v in doc.items() if k in YAML_KEYS} | {f"dense_tflops.{p}": v for p, v in rates.items()}
+    bad = next((k for k, v in values.items() if isinstance(v, (dict, list)) or v is None), None)
+    if bad:
+        raise ValueError(f"your GPU's {bad}: expected one value")
+    short = {k: YAML_KEYS.get(k) or k.split(".")[1] for k in values}
+    if any(c in str(values.get("name", "")) for c in SEPARATORS):
+        raise ValueError("your GPU's name: ';' and '=' separate a description's fields; leave them out of the name")
+    try:
+        return parse_own_gpu(";".join(f"{short[k]}={v}" for k, v in values.items())).text()
+    except ValueError as exc:  # named by the one-line key: name the file's
+        message = str(exc)
+        for key, one_line in sorted(short.items(), key=lambda kv: -len(kv[1])):
+            if message.startswith(f"your GPU's {one_line}"):
+                message = f"your GPU's {key}" + message[len(f"your GPU's {one_line}"):]
+                break
+        raise ValueError(message) from None

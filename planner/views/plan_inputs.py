@@ -278,7 +278,7 @@ PLAN_FIELDS = (
               "cheapest of their prices ranks the plan (data/prices/clouds)", providers),
     PlanField("mygpu", "--my-gpu", "a GPU the catalog lacks, ranked with the rest and marked yours: "
               "'name=My GPU;mem=GB;bw=GB/s;fp32=TFLOPS[;tf32=..;fp16=..;bf16=..;fp8=..;int8=..];cc=8.9|gfx942|unknown"
-              "[;usd=$/GPU-h]' (dense rates)"),
+              "[;usd=$/GPU-h]' (dense rates); the CLI also takes a YAML file of it (docs/SCHEMAS.md, your own GPU)"),
     PlanField("mem", "--memory-target", "percent of the memory each GPU reports that a plan may fill (ECC keeps 1/16 "
               "of a data-center GDDR card); the default is vLLM's gpu_memory_utilization, the rest absorbs allocator "
               "fragmentation; an auto batch stays below it, a fixed batch above it runs out of memory"),

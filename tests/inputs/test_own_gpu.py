@@ -11,7 +11,7 @@ from planner.inputs.catalog import load_catalog
 from planner.inputs.facts import facts_with_own_gpu
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
-from planner.inputs.own_gpu import own_gpu_device, own_gpu_text, parse_own_gpu
+from planner.inputs.own_gpu import own_gpu_device, own_gpu_from_yaml, own_gpu_text, parse_own_gpu
 
 ASIC = "name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown;usd=1.2"
 # NVIDIA H100 SXM5's datasheet figures (data/gpus.yaml's h100-sxm record): 80 GiB = 85.9 GB of HBM3 at 3,350 GB/s
@@ -89,3 +89,28 @@ def test_without_a_description_the_facts_are_the_committed_ones():
     committed = facts_with_own_gpu("", DAY)
     assert "own-my-asic" not in committed.catalog.ids()
     assert "own-my-asic" in facts_with_own_gpu(ASIC, DAY).catalog.ids()
+
+
+YAML_ASIC = ("name: My ASIC\nmemory_gb: 64\nmemory_type: hbm\nmem_bw_gbps: 1600\n"
+             "dense_tflops: {fp32: 50, bf16: 400}\ncompute_capability: unknown\nusd_hr: 1.2\n")
+
+
+def test_a_yaml_description_reads_as_the_one_line_one():
+    assert own_gpu_from_yaml(YAML_ASIC) == "name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown;usd=1.2"
+
+
+@pytest.mark.parametrize("text, named", [
+    (YAML_ASIC.replace("memory_gb: 64", "memory_gb: 64000"), "memory_gb"),  # above the catalog's 2,000 GB
+    (YAML_ASIC.replace("fp32: 50", "fp32: 0"), "dense_tflops.fp32"),
+    (YAML_ASIC.replace("fp32: 50", "fp64: 50"), "dense_tflops"),  # no fp64 path in the catalog
+    (YAML_ASIC.replace("memory_type: hbm", "memory_type: ddr"), "memory_type"),
+    (YAML_ASIC + "clock_mhz: 2000\n", "clock_mhz"),
+    (YAML_ASIC.replace("name: My ASIC", "name: [a, b]"), "name"),
+    (YAML_ASIC.replace("name: My ASIC", "name: 'a;b'"), "name"),
+    ("- just\n- a list\n", "mapping"),
+    ("a: &x [1]\nb: *x\n", "alias"),
+    (YAML_ASIC + "#" * 5000, "bytes"),
+])
+def test_a_bad_yaml_description_names_its_field(text, named):
+    with pytest.raises(ValueError, match=named):
+        own_gpu_from_yaml(text)
