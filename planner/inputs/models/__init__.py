@@ -149,6 +149,9 @@ def parse_model_text(text: str, filename: str, source: str) -> ModelProfile:
             raise DataFileError(source, "-", "-", "expected a JSON object (a Hugging Face config.json)")
         return from_hf_config(config, _hf_id(config, filename)[:MAX_NAME_CHARS], source)
     doc = parse_yaml(text, source)
+    if isinstance(doc, dict) and "kind" not in doc and ("model_type" in doc or "architectures" in doc):
+        # a config.json carried as text (a link or an upload of a model the page's form can't edit): JSON is YAML
+        return from_hf_config(doc, _hf_id(doc, "config.json")[:MAX_NAME_CHARS], source)
     if isinstance(doc, dict) and isinstance(doc.get("models"), list) and len(doc["models"]) == 1:
         doc = doc["models"][0]
     if not isinstance(doc, dict):

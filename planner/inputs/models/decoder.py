@@ -7,7 +7,19 @@ attention step over `pos` keys costs 4 * heads * head_dim * pos FLOPs per token 
 Mixture of experts (experts > 1, Mixtral / Qwen-MoE style): every layer's MLP is `experts` MLPs of intermediate size
 `ffn`, a router (hidden x experts) sends each token to `experts_per_token` of them, and an optional shared MLP
 (`shared_ffn`, 0 = none) sees every token. Memory holds all experts; a token's FLOPs are its top-k experts'; a pass
-over N tokens reads the weights of the experts at least one of them was routed to (experts_read).
+over N tokens reads the weights of the experts at least one of them was routed to (experts_read). DeepSeek-style
+mixtures put `dense_layers` layers with one dense MLP of `dense_ffn` before them (first_k_dense_replace).
+
+Multi-head latent attention (kv_lora_rank > 0, DeepSeek-V2/V3, arXiv 2405.04434 section 2.1): each layer caches one
+latent of kv_lora_rank plus a decoupled RoPE key of rope_dim per token, shared by every head; K and V per head are its
+up-projections (kv_b_proj). Prefill decompresses them (scores over head_dim = nope + rope, values over v_head_dim);
+decode absorbs the up-projections into the query and the output (the paper's section 2.1.2, vLLM's and SGLang's MLA
+decode): each head scores the latent and the RoPE key (kv_lora_rank + rope_dim per key) and sums latents
+(kv_lora_rank per key), reading the latent cache once for all heads. The absorbed products multiply each new token by
+kv_b_proj's weights once, so the linear layers' FLOPs (2 x weights per token) are the same either way.
+
+Sliding windows (Mistral, Gemma 2/3): `window_layers` of the layers attend over the last `window` tokens only, so they
+cache at most `window` tokens per sequence and a token attends min(position, window) keys there.
 """
 
 from __future__ import annotations
@@ -26,8 +38,6 @@ from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO,
                                  dequant_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
-# QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
-ATTN_FLOPS_PER_KEY_DIM = 4.0
 # Manual attention (scores materialized) moves each S x S score element this many times per forward pass. Fused
 # elementwise (a runtime that runs scale, mask and softmax as one kernel: llama.cpp's ggml_soft_max_ext, a compiler):
 # QK^T writes it, softmax reads and writes it, AV reads it = 4. Eager PyTorch runs the scaling and the mask as two more
@@ -78,6 +88,14 @@ EXPERT_GATHER_SCATTER_KERNELS = 2
 # Linear modules of a layer's attention in Hugging Face's Llama, Mistral and Qwen code: q_proj, k_proj, v_proj, o_proj
 # (a quantization library replaces each by its own module; GPT-2 fuses q, k and v into one)
 ATTENTION_LINEAR_MODULES = 4
+# Latent attention's projections where a LLaMA block runs one fused QKV (HF DeepseekV3Attention): without a Q latent
+# q_proj, kv_a_proj, kv_a_layernorm, kv_b_proj (4); with one q_a_proj, q_a_layernorm, q_b_proj as well, minus q_proj (6)
+MLA_KERNELS = {False: 4, True: 6}
+# Its linear modules (q_proj or q_a_proj + q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj)
+MLA_LINEAR_MODULES = {False: 4, True: 5}
+# Fields that give a decoder layers of more than one kind; the page's form does not edit them
+LAYER_KIND_FIELDS = ("dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", "window",
+                     "window_layers")
 
 
 @dataclass(frozen=True, eq=True)
@@ -105,6 +123,14 @@ class DecoderProfile(CachedHash):
     experts: int = 1  # MLPs per layer of intermediate size `ffn` (mixture of experts); 1 = dense
     experts_per_token: int = 1  # experts each token is routed to (top-k)
     shared_ffn: int = 0  # intermediate size of the always-active shared MLP (Qwen-MoE's shared experts); 0 = none
+    dense_layers: int = 0  # layers of a mixture of experts with one dense MLP of dense_ffn (DeepSeek's first layers)
+    dense_ffn: int = 0
+    kv_lora_rank: int = 0  # multi-head latent attention: width of the cached latent; 0 = K and V per KV head
+    q_lora_rank: int = 0  # MLA: Q goes through a latent of this width (0: one projection)
+    rope_dim: int = 0  # MLA: the decoupled RoPE key's width, cached beside the latent (qk_rope_head_dim)
+    v_head_dim: int = 0  # MLA: a head's value width (0: head_dim)
+    window: int = 0  # sliding window in tokens of the window_layers local layers (0: none)
+    window_layers: int = 0
     dropout: bool = False  # dropout layers active in training (p > 0: BERT's hidden and attention-probs dropout)
     cross_check: str = ""  # where the profile disagrees with what its source reports, and why
     kind: str = field(default="decoder", init=False)
@@ -144,19 +170,30 @@ class DecoderProfile(CachedHash):
     def check_size(self, size: int) -> None:
         """Formulas by construction: any positive size is valid (the context limit is a note, not an error)."""
 
-    def architecture(self) -> dict[str, Any]:
-        """The fields a user can edit (ARCH_FIELDS), to show or put in a link."""
+    @property
+    def layer_kinds_mixed(self) -> bool:
+        """Whether the profile uses fields beyond the page's form (latent attention, windows, dense first layers)."""
+        return any(getattr(self, f) for f in LAYER_KIND_FIELDS)
+
+    def architecture(self) -> dict[str, Any] | None:
+        """The fields a user can edit (ARCH_FIELDS), to show or put in a link; None when the profile has layers
+        of kinds the form can't say (it then travels as its file's text)."""
+        return None if self.layer_kinds_mixed else self._form_fields()
+
+    def _form_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in ARCH_FIELDS}
 
     def record(self) -> dict[str, Any]:
         """The profile as a data record parse_decoder reads back (a bench result carries it): the architecture and
         its provenance, not the page's cross-check note."""
+        kinds = {f: getattr(self, f) for f in LAYER_KIND_FIELDS if getattr(self, f)}
         return {"kind": "decoder", "id": self.id, "source": self.source, "dropout": self.dropout,
-                **self.architecture()}
+                **self._form_fields(), **kinds}
 
     def describe(self) -> str:
         return text.describe(self.layers, self.hidden, self.context, self.experts, self.experts_per_token,
-                             self.shared_ffn, self.active_params / self.params)
+                             self.shared_ffn, self.active_params / self.params) + text.layer_kinds_text(
+            self.dense_layers, self.kv_lora_rank, self.rope_dim, self.window, self.window_layers)
 
     def listing(self) -> dict[str, int | None]:
         return {"layers": self.layers, "hidden": self.hidden, "context": self.context}
@@ -164,7 +201,48 @@ class DecoderProfile(CachedHash):
     # ------------------------------------------------------------ counts
     @property
     def kv_dim(self) -> int:
+        """K (or V) elements per token and layer as attention sees them; with latent attention the decompressed K and
+        V's mean width, heads x (head_dim + v_head_dim) / 2 (what prefill's attention reads)."""
+        if self.kv_lora_rank:
+            return self.heads * (self.head_dim + self.value_head_dim) // 2
         return self.kv_heads * self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def kv_layer_elems(self) -> int:
+        """Elements one token caches in one layer: K and V per KV head, or MLA's latent and RoPE key."""
+        return self.kv_lora_rank + self.rope_dim if self.kv_lora_rank else 2 * self.kv_heads * self.head_dim
+
+    def attn_flops_per_key(self, absorbed: bool = False) -> float:
+        """FLOPs one query token spends per key in one layer: scores (2 x heads x score width) and the weighted sum
+        (2 x heads x value width); 4 x heads x head_dim for ordinary attention. Latent attention absorbed (decode)
+        scores the latent and RoPE key and sums latents: 2 x heads x (2 kv_lora_rank + rope_dim)."""
+        if self.kv_lora_rank and absorbed:
+            return 2.0 * self.heads * (2 * self.kv_lora_rank + self.rope_dim)
+        return 2.0 * self.heads * (self.head_dim + self.value_head_dim)
+
+    @property
+    def full_layers(self) -> int:
+        """Layers attending over every earlier token (the rest over a sliding window)."""
+        return self.layers - self.window_layers
+
+    def keys_attended(self, tokens: int) -> float:
+        """Sum over the layers and over `tokens` causal positions (1..tokens) of the keys each attends: t on a full
+        layer, min(t, window) on a sliding-window one."""
+        full = tokens * (tokens + 1) / 2
+        if not self.window_layers:
+            return self.layers * full
+        w = min(tokens, self.window)
+        windowed = w * (w + 1) / 2 + (tokens - w) * self.window
+        return self.full_layers * full + self.window_layers * windowed
+
+    def kv_held_elems(self, tokens: int) -> float:
+        """KV-cache elements a sequence of `tokens` tokens holds, all layers (window layers keep the last window)."""
+        held = self.full_layers * tokens + self.window_layers * min(tokens, self.window or tokens)
+        return held * self.kv_layer_elems
 
     @property
     def q_dim(self) -> int:
@@ -181,17 +259,53 @@ class DecoderProfile(CachedHash):
         return self.mlp_matrices * self.hidden * self.ffn
 
     @cached_property
-    def layer_matmul_params(self) -> int:
-        """Weights of the matrices in one layer: Q, K, V, O, the router, every expert's MLP and the shared MLP."""
-        attn = self.hidden * self.q_dim + 2 * self.hidden * self.kv_dim + self.q_dim * self.hidden
-        router = self.hidden * self.experts if self.experts > 1 else 0
-        shared = self.mlp_matrices * self.hidden * self.shared_ffn
-        return attn + router + self.experts * self.expert_params + shared
+    def attn_params(self) -> int:
+        """Weights of one layer's attention matrices: Q, K, V, O; with latent attention Q's down and up projections
+        (or one Q projection), kv_a (hidden -> latent + RoPE key), kv_b (latent -> per-head K nope and V) and O."""
+        h, q = self.hidden, self.q_dim
+        if not self.kv_lora_rank:
+            return h * q + 2 * h * self.kv_dim + q * h
+        r, nope = self.kv_lora_rank, self.head_dim - self.rope_dim
+        q_proj = h * self.q_lora_rank + self.q_lora_rank * q if self.q_lora_rank else h * q
+        return (q_proj + h * (r + self.rope_dim) + r * self.heads * (nope + self.value_head_dim)
+                + self.heads * self.value_head_dim * h)
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (0 for a dense model)."""
+        return self.layers - self.dense_layers if self.experts > 1 else 0
+
+    @property
+    def mlp_kinds(self) -> tuple[tuple[int, int, int, int, int], ...]:
+        """The layers' MLPs: (layers, experts, experts per token, intermediate size, shared size) per kind."""
+        if self.experts == 1:
+            return ((self.layers, 1, 1, self.ffn, 0),)
+        kinds = ((self.moe_layers, self.experts, self.experts_per_token, self.ffn, self.shared_ffn),
+                 (self.dense_layers, 1, 1, self.dense_ffn, 0))
+        return tuple(k for k in kinds if k[0])
+
+    def _mlp_params(self, E: int, k: int, ffn: int, shared: int, routed: float) -> float:
+        """Weights of one layer's MLP of `routed` of its E experts: router, those experts, shared MLP."""
+        router = self.hidden * E if E > 1 else 0
+        return router + routed * self.mlp_matrices * self.hidden * ffn + self.mlp_matrices * self.hidden * shared
 
     @cached_property
-    def layer_active_params(self) -> int:
-        """Matrix weights one token multiplies by in one layer: attention, router, shared MLP, its top-k experts."""
-        return self.layer_matmul_params - (self.experts - self.experts_per_token) * self.expert_params
+    def layer_matmul_params(self) -> int:
+        """Weights of the matrices in the largest layer: Q, K, V, O, the router, every expert's MLP and the shared
+        MLP (one layer's share of a block FSDP gathers, or of a 16-bit copy)."""
+        return self.attn_params + max(int(self._mlp_params(E, k, f, sh, E)) for _, E, k, f, sh in self.mlp_kinds)
+
+    @cached_property
+    def matmul_total(self) -> int:
+        """Weights of every layer's matrices (the LM head apart)."""
+        return self.layers * self.attn_params + sum(
+            n * int(self._mlp_params(E, k, f, sh, E)) for n, E, k, f, sh in self.mlp_kinds)
+
+    @cached_property
+    def active_total(self) -> int:
+        """Matrix weights one token multiplies by in all layers: attention, routers, shared MLPs, its top-k experts."""
+        return self.layers * self.attn_params + sum(
+            n * int(self._mlp_params(E, k, f, sh, k)) for n, E, k, f, sh in self.mlp_kinds)
 
     def experts_read(self, tokens: float) -> float:
         """Expected distinct experts a pass over `tokens` tokens reads in one layer, routing uniform and independent.
@@ -204,20 +318,22 @@ class DecoderProfile(CachedHash):
         E, k = self.experts, self.experts_per_token
         return float(E) if k >= E else E * (1.0 - (1.0 - k / E) ** tokens)
 
-    def layer_read_params(self, tokens: float) -> float:
-        """Matrix weights one layer reads in a pass over `tokens` tokens: all but the experts no token was sent to."""
+    def read_total(self, tokens: float) -> float:
+        """Matrix weights all layers read in a pass over `tokens` tokens: all but the experts no token was sent to."""
         if self.experts == 1:
-            return self.layer_matmul_params
-        return self.layer_matmul_params - (self.experts - self.experts_read(tokens)) * self.expert_params
+            return self.matmul_total
+        return self.matmul_total - self.moe_layers * (self.experts - self.experts_read(tokens)) * self.expert_params
 
     @cached_property
-    def layer_other_params(self) -> int:
-        """Norm weights (and biases) plus linear biases of one layer (each MLP's own, the router has none)."""
+    def other_total(self) -> int:
+        """Norm weights (and biases) plus linear biases of all layers (each MLP's own, the router has none); latent
+        attention adds the norms of its Q and KV latents."""
         per_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
         mlp_bias = lambda f: f * (self.mlp_matrices - 1) + self.hidden  # noqa: E731  (up [+ gate], down)
-        biases = (self.q_dim + 2 * self.kv_dim + self.hidden + self.experts * mlp_bias(self.ffn)
-                  + (mlp_bias(self.shared_ffn) if self.shared_ffn else 0)) if self.bias else 0
-        return 2 * per_norm + biases
+        biases = sum(n * (self.q_dim + 2 * self.kv_dim + self.hidden + E * mlp_bias(f)
+                          + (mlp_bias(sh) if sh else 0)) for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
+        latent_norms = self.q_lora_rank + self.kv_lora_rank if self.kv_lora_rank else 0
+        return self.layers * (2 * per_norm + latent_norms) + biases
 
     @property
     def lm_head_params(self) -> int:
@@ -226,54 +342,72 @@ class DecoderProfile(CachedHash):
     @property
     def quantizable_params(self) -> int:
         """The layers' matrices: AWQ, GPTQ, FP8 and W8A8 checkpoints keep embeddings and the LM head in 16-bit."""
-        return self.layers * self.layer_matmul_params
+        return self.matmul_total
 
     @cached_property
     def matmul_params(self) -> int:
         """Weights one token's forward pass multiplies by (layers with its top-k experts + LM head)."""
-        return self.layers * self.layer_active_params + self.lm_head_params
+        return self.active_total + self.lm_head_params
 
     @cached_property
     def active_params(self) -> int:
         """Parameters one token uses: all but the experts it is not routed to (= params for a dense model)."""
-        return self.params - self.layers * (self.experts - self.experts_per_token) * self.expert_params
+        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params
 
     @property
     def token_ffn(self) -> int:
-        """MLP intermediate elements one token passes through per layer: its top-k experts' and the shared MLP's."""
-        return self.experts_per_token * self.ffn + self.shared_ffn
+        """MLP intermediate elements one token passes through in the widest layer: its top-k experts' and the shared
+        MLP's, or a dense layer's."""
+        return max(k * f + sh for _, _, k, f, sh in self.mlp_kinds)
 
     @cached_property
     def params(self) -> int:
         embed = self.vocab * self.hidden + (self.context * self.hidden if self.learned_pos_emb else 0)
         head = 0 if self.tied_embeddings else self.lm_head_params
         final_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
-        return self.layers * (self.layer_matmul_params + self.layer_other_params) + embed + head + final_norm
+        return self.matmul_total + self.other_total + embed + head + final_norm
 
     @cached_property
     def kv_elems(self) -> int:
-        """K and V elements cached per token, all layers."""
-        return 2 * self.layers * self.kv_dim
+        """K and V (or latent) elements each token writes to the cache, all layers."""
+        return self.layers * self.kv_layer_elems
+
+    def kv_split(self, tp: int) -> int:
+        """GPUs a layer's cache is split over: tp (by KV head), or 1 for latent attention, whose latent every head
+        reads (each tensor-parallel GPU holds all of it, as vLLM and SGLang run MLA)."""
+        return 1 if self.kv_lora_rank else tp
+
+    @property
+    def kv_read_elems(self) -> int:
+        """Cache elements a decode step reads per key position on the full-attention layers (window layers read a
+        fixed window: decode_work)."""
+        return self.full_layers * self.kv_layer_elems
 
     @cached_property
     def _layer_traffic(self) -> tuple[float, float, float, float]:
-        """Per token and layer, elements read+written: (matmul inputs/outputs, fused elementwise kernels, what eager
-        PyTorch adds to the forward, eager backward's non-attention traffic). See act_traffic_elems and
-        eager_backward_traffic_elems."""
-        h, q, kv, E, k = self.hidden, self.q_dim, self.kv_dim, self.experts, self.experts_per_token
+        """Per token, all layers, elements read+written: (matmul inputs/outputs, fused elementwise kernels, what eager
+        PyTorch adds to the forward, eager backward's non-attention traffic), summed over the layers' MLP kinds. See
+        act_traffic_elems and eager_backward_traffic_elems."""
+        per_kind = [tuple(n * x for x in self._kind_traffic(E, k, f, sh)) for n, E, k, f, sh in self.mlp_kinds]
+        return tuple(sum(t[i] for t in per_kind) for i in range(4))  # type: ignore[return-value]
+
+    def _kind_traffic(self, E: int, k: int, ffn: int, shared: int) -> tuple[float, float, float, float]:
+        """_layer_traffic's terms for one layer whose MLP has E experts, top k, of `ffn` and a shared MLP."""
+        h, q, kv = self.hidden, self.q_dim, self.kv_dim
+        token_ffn = k * ffn + shared
         up = self.mlp_matrices - 1  # the MLP's input projections (gate and up, or up)
-        mlps = (k if E > 1 else 1, 1 if self.shared_ffn else 0)  # (routed or dense MLPs, shared MLP) per token
-        widths = ((self.ffn, mlps[0]), (self.shared_ffn, mlps[1]))
+        mlps = (k if E > 1 else 1, 1 if shared else 0)  # (routed or dense MLPs, shared MLP) per token
+        widths = ((ffn, mlps[0]), (shared, mlps[1]))
         mlp_io = sum(n * (h + up * f + f + h) for f, n in widths)  # up [+ gate]: in h, out up x f; down: in f, out h
         router_io = h + E if E > 1 else 0  # the router's matmul: in h, out E logits
         gemm_io = (h + q + 2 * kv) + (q + h) + mlp_io + router_io  # QKV: in h, out q+2kv; O: in q, out h
         swiglu = self.ffn_kind == "swiglu"
-        act = (3 if swiglu else 2) * self.token_ffn  # one kernel: silu(gate) x up reads 2f, writes f; gelu f, f
+        act = (3 if swiglu else 2) * token_ffn  # one kernel: silu(gate) x up reads 2f, writes f; gelu f, f
         routing = k * 2 * h + E if E > 1 else 0  # each expert's gather and weighted scatter-add; softmax/top-k reads E
         elementwise = 2 * 2 * h + 2 * 3 * h + act + routing  # two norms (read h, write h), two residual adds (2h, h)
-        eager_extra = 2 * self.token_ffn if swiglu else 0  # eager: silu (f, f) and the product (2f, f) apart
+        eager_extra = 2 * token_ffn if swiglu else 0  # eager: silu (f, f) and the product (2f, f) apart
         bias_io = (q + 2 * kv + h + sum(n * (up * f + h) for f, n in widths)) if self.bias else 0
-        act_bwd = (9 if swiglu else 3) * self.token_ffn
+        act_bwd = (9 if swiglu else 3) * token_ffn
         # backward, per eager op: each matmul's dX = dY W^T and dW = X^T dY read dY twice, X once and write dX (2x its
         # forward I/O); a norm's backward reads dY and x and writes dx (3h); each residual branch accumulates two
         # gradients (read 2h, write h); q, k and v's gradients merge into one (a fused projection's split concatenates
@@ -297,13 +431,13 @@ class DecoderProfile(CachedHash):
         scatter-add (2h each), the shared MLP's, and the router (in h, out E logits, read E by softmax/top-k).
         """
         gemm_io, elementwise, _, _ = self._layer_traffic
-        return self.layers * (gemm_io + elementwise)
+        return gemm_io + elementwise
 
     @cached_property
     def eager_act_traffic_elems(self) -> float:
         """act_traffic_elems as eager PyTorch runs it, every op its own kernel: a SwiGLU MLP's silu(gate) and its
         product with up are two kernels (silu reads and writes f, the product reads 2f and writes f: 2f more)."""
-        return self.act_traffic_elems + self.layers * self._layer_traffic[2]
+        return self.act_traffic_elems + self._layer_traffic[2]
 
     @cached_property
     def eager_backward_traffic_elems(self) -> float:
@@ -312,7 +446,7 @@ class DecoderProfile(CachedHash):
         reads dY and x and writes dx (3h), each residual branch point adds two gradients (3h), q, k and v's gradients
         merge (2(q + 2kv)), gelu_backward reads dY and x and writes dx (3f; SwiGLU's product and silu backward 9f),
         each bias gradient reads dY once more, and a mixture's gathers and scatter-adds swap (2x forward)."""
-        return self.layers * self._layer_traffic[3]
+        return self._layer_traffic[3]
 
     @cached_property
     def saved_act_elems(self) -> float:
@@ -325,25 +459,31 @@ class DecoderProfile(CachedHash):
         Mixture of experts: those MLP elements for the token's k experts and the shared MLP (token_ffn), each
         expert's gathered input (h) and the router's logits (E).
         """
-        mlp = 4 * self.token_ffn if self.ffn_kind == "swiglu" else 2 * self.token_ffn
-        routing = self.experts_per_token * self.hidden + self.experts if self.experts > 1 else 0
-        return self.layers * (4 * self.hidden + 2 * self.q_dim + 2 * self.kv_dim + mlp + routing)
+        per_f = 4 if self.ffn_kind == "swiglu" else 2
+        mlp = sum(n * (per_f * (k * f + sh) + (k * self.hidden + E if E > 1 else 0))
+                  for n, E, k, f, sh in self.mlp_kinds)
+        return self.layers * (4 * self.hidden + 2 * self.q_dim + 2 * self.kv_dim) + mlp
 
-    def kernels_per_layer(self) -> int:
+    def kernels_per_layer(self, E: int | None = None, k: int | None = None, shared: int | None = None) -> int:
         """Kernel launches per layer in eager PyTorch (norm, QKV, rotary/none, attention, O, add,
         norm, MLP matmuls, activation, add): counted for a LLaMA/GPT block. A mixture-of-experts layer replaces
         the MLP by the router and, at batch 1, its k experts (each an MLP plus a gather and a scatter-add) and the
-        shared MLP; a larger batch runs more experts but there launches matter less than the weights read."""
-        dense = 12 if self.ffn_kind == "swiglu" else 11
-        if self.experts == 1:
+        shared MLP; a larger batch runs more experts but there launches matter less than the weights read. Latent
+        attention replaces the fused QKV by its projections and latent norms (MLA_KERNELS). E, k, shared: the
+        layer's MLP (default: the model's)."""
+        E = self.experts if E is None else E
+        k = self.experts_per_token if k is None else k
+        shared = self.shared_ffn if shared is None else shared
+        dense = (12 if self.ffn_kind == "swiglu" else 11) + (
+            MLA_KERNELS[bool(self.q_lora_rank)] - 1 if self.kv_lora_rank else 0)
+        if E == 1:
             return dense
         mlp = self.mlp_matrices + 1  # its matmuls and the activation
-        return (dense - mlp + ROUTER_KERNELS + self.experts_per_token * (mlp + EXPERT_GATHER_SCATTER_KERNELS)
-                + (mlp if self.shared_ffn else 0))
+        return (dense - mlp + ROUTER_KERNELS + k * (mlp + EXPERT_GATHER_SCATTER_KERNELS) + (mlp if shared else 0))
 
     @property
     def kernels_per_forward(self) -> float:
-        return float(self.layers * self.kernels_per_layer() + FIXED_KERNELS)
+        return float(sum(n * self.kernels_per_layer(E, k, sh) for n, E, k, _, sh in self.mlp_kinds) + FIXED_KERNELS)
 
     @lru_cache(maxsize=4096)  # noqa: B019 (profiles are immutable; the batch search asks for the same shapes often)
     def linear_gemms(self, rows: int, logits: int, tp: int, head_tp: int | None = None) -> tuple[Gemm, ...]:
@@ -351,29 +491,49 @@ class DecoderProfile(CachedHash):
         the fused QKV (N = q + 2 kv), O, the MLP's up [+ gate] and down projections, the column-parallel N and the
         row-parallel K split over tp (Megatron-LM), and the LM head's vocabulary split over head_tp (default tp). A
         mixture of experts runs each of the experts_read(rows) experts a pass touches on its expected share of the
-        routed rows, rows x k / experts read (at least 1)."""
-        m, L, h = self, self.layers, self.hidden
+        routed rows, rows x k / experts read (at least 1). Dense first layers run their own MLP; latent attention runs
+        its projections (attention_gemms)."""
+        m, h = self, self.hidden
 
         def mlp(r: int, ffn: int, count: float) -> list[Gemm]:
             return [(r, max(1, (m.mlp_matrices - 1) * ffn // tp), h, count), (r, h, max(1, ffn // tp), count)]
-        out = [(rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L)]
-        if m.experts == 1:
-            out += mlp(rows, m.ffn, L)
-        else:
-            read = m.experts_read(rows)
-            out += mlp(max(1, math.ceil(rows * m.experts_per_token / read)), m.ffn, L * read)
-            out += mlp(rows, m.shared_ffn, L) if m.shared_ffn else []
+        out = list(m.attention_gemms(rows, tp))
+        for n, E, k, f, sh in m.mlp_kinds:
+            if E == 1:
+                out += mlp(rows, f, n)
+            else:
+                read = m.experts_read(rows)
+                out += mlp(max(1, math.ceil(rows * k / read)), f, n * read)
+                out += mlp(rows, sh, n) if sh else []
         return (*out, *m.lm_head_gemm(logits, tp if head_tp is None else head_tp))
+
+    def attention_gemms(self, rows: int, tp: int) -> tuple[Gemm, ...]:
+        """One pass's attention projections, every layer: the fused QKV and O; with latent attention Q (or its down
+        and up projections), kv_a (hidden -> latent + RoPE key, not split: every GPU needs the whole latent), kv_b
+        (latent -> each head's K nope and V, split by head) and O."""
+        m, L, h = self, self.layers, self.hidden
+        if not m.kv_lora_rank:
+            return ((rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L))
+        r, nope, vd = m.kv_lora_rank, m.head_dim - m.rope_dim, m.value_head_dim
+        q = (((rows, m.q_lora_rank, h, L), (rows, max(1, m.q_dim // tp), m.q_lora_rank, L)) if m.q_lora_rank
+             else ((rows, max(1, m.q_dim // tp), h, L),))
+        return (*q, (rows, r + m.rope_dim, h, L), (rows, max(1, m.heads * (nope + vd) // tp), r, L),
+                (rows, h, max(1, m.heads * vd // tp), L))
 
     def linear_calls(self, rows: int) -> float:
         """Calls of the layers' linear modules in one pass over `rows` tokens (the LM head not counted): per layer the
         attention's projections and the MLP's matrices, in a mixture of experts the router and each expert a pass
         reaches (experts_read) plus the shared MLP. A quantization library's kernels run once per call."""
         m = self
-        if m.experts == 1:
-            return float(m.layers * (ATTENTION_LINEAR_MODULES + m.mlp_matrices))
-        mlps = m.experts_read(rows) + (1 if m.shared_ffn else 0)
-        return m.layers * (ATTENTION_LINEAR_MODULES + 1 + mlps * m.mlp_matrices)  # + 1: the router
+        attn = MLA_LINEAR_MODULES[bool(m.q_lora_rank)] if m.kv_lora_rank else ATTENTION_LINEAR_MODULES
+        calls = 0.0
+        for n, E, _, _, sh in m.mlp_kinds:
+            if E == 1:
+                calls += n * (attn + m.mlp_matrices)
+            else:
+                mlps = m.experts_read(rows) + (1 if sh else 0)
+                calls += n * (attn + 1 + mlps * m.mlp_matrices)  # + 1: the router
+        return calls
 
     def lm_head_gemm(self, logits: int, tp: int) -> tuple[Gemm, ...]:
         """The LM head's GEMM over `logits` rows (vocab split over tp GPUs); () when no logits are computed."""
@@ -384,24 +544,27 @@ class DecoderProfile(CachedHash):
                  logits_tokens: int, name: str) -> tuple[OpGroup, ...]:
         """One forward pass of `batch` sequences of `tokens` new tokens each (p-independent part).
 
-        keys_sum: sum over the new tokens of the keys each attends to (causal prefill: t(t+1)/2).
+        keys_sum: sum over the new tokens of the keys each attends to (causal prefill: t(t+1)/2; 0 in decode, whose
+        keys are counted per position); a sliding-window layer attends min(t, window) of them (keys_attended).
         """
         m, p, tp = self, s.precision, s.tp
         bt = batch * tokens
-        layer_mp = m.layers * m.layer_active_params  # per token: its top-k experts only
+        layer_mp = m.active_total  # per token: its top-k experts only
         layer_read, note = layer_mp, ""
         if m.experts > 1:  # per pass: every expert some token was routed to
-            layer_read, note = m.layers * m.layer_read_params(bt), m._experts_note(bt)
+            layer_read, note = m.read_total(bt), m._experts_note(bt)
         head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
         buffered = s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
         lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
-            keys_sum = tokens * keys_max
-        attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
+            layer_keys = m.layers * tokens * keys_max
+        else:
+            layer_keys = m.keys_attended(tokens) if keys_sum else 0.0
+        attn_flops = m.attn_flops_per_key() * batch * layer_keys / tp
         qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
-        kv_write = bt * m.kv_elems * s.kv_dtype.bytes / tp
+        kv_write = bt * m.kv_elems * s.kv_dtype.bytes / m.kv_split(tp)
         scores = (score_passes(s)[0] * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
                   if s.attention.scores_materialized else 0.0)
         if scores and not s.fused_elementwise:
@@ -437,7 +600,7 @@ class DecoderProfile(CachedHash):
         """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
         are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
         m = self
-        q = m._quantized_read(s, m.layers * m.layer_read_params(batch * (full * c + rest)))
+        q = m._quantized_read(s, m.read_total(batch * (full * c + rest)))
         parts = [g._replace(flops=g.flops * full, bytes=g.bytes * full) for g in dequant_groups(q, s, batch * c)
                  ] if full else []
         for g in dequant_groups(q, s, batch * rest) if rest else ():
@@ -499,8 +662,8 @@ class DecoderProfile(CachedHash):
                             **costs)
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
-                flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
-                kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / s.tp
+                flops = m.attn_flops_per_key() * m.layers * batch * scored / s.tp if manual else g.flops
+                kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / m.kv_split(s.tp)
                 passes = score_passes(s)[0]
                 scores = (passes * batch * m.heads * m.layers * scored * s.precision.act_bytes / s.tp
                           if manual else 0.0)
@@ -512,18 +675,28 @@ class DecoderProfile(CachedHash):
         return tuple(out)
 
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
-        """One decode step for `batch` sequences: one new token each, attending p keys (affine in p)."""
+        """One decode step for `batch` sequences: one new token each, attending p keys (affine in p) on the full
+        layers. A sliding-window layer attends min(p, window) keys, counted as the window: exact once a sequence is
+        longer than it, an upper bound before (a step's cost is affine in p here). Latent attention runs absorbed
+        (attn_flops_per_key) and reads each cached latent once for all heads."""
         m = self
         *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
-        kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
+        kv_tp = m.kv_split(s.tp)
+        kv_read_per_pos = batch * m.kv_read_elems * s.kv_dtype.bytes / kv_tp
+        key_flops = m.attn_flops_per_key(absorbed=True) * batch / s.tp
+        window_keys = m.window_layers * m.window  # keys the window layers read each step
+        window_bytes = batch * window_keys * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
         kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
         score_per_pos = (score_passes(s)[0] * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
-        attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
-                       text.decode_attention_text(s.kv_concat, m.layers, latency_us),
-                       flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
+        attn = OpGroup("attention", key_flops * window_keys,
+                       attn.bytes + window_bytes * (1 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)),
+                       attn.compute_path,
+                       text.decode_attention_text(s.kv_concat, m.layers, latency_us)
+                       + text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers),
+                       flops_per_pos=key_flops * m.full_layers,
                        bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.layers * latency_us * 1e-6)
         return (*head, attn, elem)
@@ -547,7 +720,8 @@ class DecoderProfile(CachedHash):
         eager = not s.fused_elementwise
         dropout = m.dropout and eager
         keys = S * S if manual else S * (S + 1) / 2  # manual attention computes every score, fused kernels skip
-        attn_fwd = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys
+        layer_keys = m.layers * keys if manual else m.keys_attended(S)
+        attn_fwd = m.attn_flops_per_key() * batch * layer_keys
         # FlashAttention's backward recomputes QK^T (5 matmuls vs 2 forward); a manual backward is the usual 2x
         bwd = FLASH_BWD_FLOP_RATIO if not manual else BACKWARD_FORWARD_RATIO
         attn_mult = 1 + bwd + ckpt
@@ -565,7 +739,7 @@ class DecoderProfile(CachedHash):
                                                 DROPOUT_HIDDEN_SITES if dropout else None)
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
-        read = m.layers * m.layer_read_params(T) + m.lm_head_params  # the experts some token was routed to
+        read = m.read_total(T) + m.lm_head_params  # the experts some token was routed to
         return (
             OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
                     read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
@@ -622,12 +796,18 @@ class DecoderProfile(CachedHash):
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         m = self
         total = prompt + gen
-        kv = batch * total * m.kv_elems * s.kv_dtype.bytes / s.tp
+        kv = batch * m.kv_held_elems(total) * s.kv_dtype.bytes / m.kv_split(s.tp)
         chunk = min(prompt, s.prefill_chunk) if s.prefill_chunk else prompt  # live tokens of one prefill pass
         act = max(self._activation_peak(s, batch, chunk, prompt, 1), self._activation_peak(s, batch, 1, total, 1))
-        return (MemoryItem("kv_cache", kv / BYTES_PER_GB,
-                           text.KV_CACHE,
-                           (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)),
+        kv_item = (MemoryItem("kv_cache", kv / BYTES_PER_GB, text.KV_CACHE_KINDS,
+                              (batch, text.held_words(total, m.full_layers, m.window, m.window_layers),
+                               m.kv_layer_elems, text.kv_layer_words(m.kv_lora_rank, m.rope_dim, m.kv_heads,
+                                                                     m.head_dim),
+                               s.kv_dtype.bytes, s.kv_dtype.id, m.kv_split(s.tp)))
+                   if m.kv_lora_rank or m.window_layers else
+                   MemoryItem("kv_cache", kv / BYTES_PER_GB, text.KV_CACHE,
+                              (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)))
+        return (kv_item,
                 MemoryItem("activations", act / BYTES_PER_GB,
                            text.generate_activations_text(chunk, prompt)),
                 *self._whole_lm_head(s))

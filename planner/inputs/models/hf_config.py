@@ -3,10 +3,14 @@ anything else is refused with a message naming the model type or field, why the 
 use instead (a DataFileError, as for any bad model file).
 
 Read: LLaMA-style decoders (RMSNorm, gated MLP of three matrices, RoPE, no linear biases: llama, mistral, qwen2,
-qwen3, gemma), their mixture-of-experts forms (mixtral; qwen2_moe with shared experts; qwen3_moe) and GPT-2.
-Weights under 0.01 % of a model are not counted: Qwen2's q/k/v biases, Qwen3's q/k norms, Qwen2-MoE's shared-expert
-gate (hidden x 1). A sliding window every layer uses is modelled as full attention with the context capped at the
-window (what vLLM does when it runs such a model without sliding-window kernels, vllm-project/vllm PR 9414).
+qwen3, gemma, gemma2, gemma3_text), their mixture-of-experts forms (mixtral; qwen2_moe with shared experts and dense
+layers by decoder_sparse_step / mlp_only_layers; qwen3_moe), DeepSeek's (deepseek: shared experts and dense first
+layers; deepseek_v2, deepseek_v3: multi-head latent attention as well) and GPT-2.
+Weights under 0.01 % of a model are not counted: Qwen2's q/k/v biases, Qwen3's and Gemma 3's q/k norms, Qwen2-MoE's
+shared-expert gate (hidden x 1), Gemma 2/3's two extra norms per layer, DeepSeek-V3's router score-correction bias.
+Sliding windows: the layers the config puts on a window (`layer_types` 'sliding_attention'; Gemma 2's every other
+layer from the first; Gemma 3's `sliding_window_pattern`; Qwen2's layers from `max_window_layers` up when
+`use_sliding_window`; Mistral's every layer) cache and attend at most `sliding_window` tokens.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from planner.base.safe_parse import shown as shown_value
 from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 
-GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma")
+GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
+         "deepseek", "deepseek_v2", "deepseek_v3")
 GPT2 = ("gpt2",)
 READ = GATED + GPT2
-TIED_BY_DEFAULT = ("gemma",)  # transformers' config class defaults tie_word_embeddings to true for these
+# transformers' config classes default tie_word_embeddings to true for these
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text")
 
 WHAT_TO_DO = "use a generic profile (docs/SCHEMAS.md) or trace its PyTorch code: `python3 -m planner profile`"
 LLAMA_LIKE_HINT = ("if its layers are LLaMA-like after all, write a decoder profile or edit a custom model; "
@@ -35,11 +41,10 @@ ENCODER_DECODER = ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "m
                    "blenderbot", "prophetnet", "fsmt", "switch_transformers", "nllb_moe", "encoder-decoder")
 # Families refused with the reason the decoder formulas don't fit them.
 NOT_MODELLED = {
-    "gemma2": "it alternates sliding-window and global attention layers and soft-caps its logits",
-    "gemma3": "it alternates sliding-window and global attention layers",
-    "deepseek_v2": "multi-head latent attention (kv_lora_rank) and a dense first layer before its experts",
-    "deepseek_v3": "multi-head latent attention (kv_lora_rank) and dense first layers before its experts",
-    "deepseek": "dense first layers before its experts (first_k_dense_replace)",
+    "gemma3": "a vision-language model (a SigLIP vision tower beside the text decoder), and no vision part is "
+              "modelled; its text decoder alone is model_type gemma3_text (its text_config as a config.json)",
+    "gpt_oss": "attention sinks, biased and clamped SwiGLU experts and biased attention are not modelled",
+    "qwen3_next": "it interleaves gated delta-net (linear attention) layers with full attention layers",
     "jamba": "it interleaves Mamba (state-space) layers with attention layers",
     "mamba": "its layers are state-space (Mamba) layers, not attention",
     "mamba2": "its layers are state-space (Mamba-2) layers, not attention",
@@ -53,23 +58,13 @@ NOT_MODELLED = {
 }
 # Fields that change the math in ways the decoder profile does not model: field -> (is it set?, why).
 UNMODELLED_FIELDS = (
-    ("kv_lora_rank", lambda v: v is not None,
-     "multi-head latent attention (MLA) caches a compressed latent, not per-head K and V"),
-    ("q_lora_rank", lambda v: v is not None, "multi-head latent attention (MLA): Q is compressed into a latent"),
-    ("first_k_dense_replace", lambda v: bool(v),
-     "its first layers are dense and the rest mixture-of-experts: layers of two kinds are not modelled"),
     ("moe_layer_freq", lambda v: v not in (None, 1),
-     "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
-    ("decoder_sparse_step", lambda v: v not in (None, 1),
-     "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
+     "DeepSeek's mixture-of-experts layers alternate with dense ones past the first: not modelled"),
     ("interleave_moe_layer_step", lambda v: v not in (None, 1),
      "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
-    ("mlp_only_layers", lambda v: bool(v),
-     "some layers are dense and the rest mixture-of-experts: layers of two kinds are not modelled"),
-    ("layer_types", lambda v: isinstance(v, list) and len({str(t) for t in v}) > 1,
-     "its layers are of several kinds (e.g. sliding-window and full, or linear and full attention)"),
-    ("sliding_window_pattern", lambda v: v not in (None, 1),
-     "it alternates sliding-window and global attention layers"),
+    ("layer_types", lambda v: isinstance(v, list) and bool({str(t) for t in v} - set(LAYER_TYPES)),
+     "its layers include kinds other than sliding-window and full attention (linear attention or state-space "
+     "layers)"),
     ("attn_layer_period", lambda v: v not in (None, 1), "it interleaves attention with other (state-space) layers"),
     ("full_attention_interval", lambda v: v not in (None, 1), "it interleaves linear-attention and full layers"),
     ("attn_type_list", lambda v: bool(v), "it interleaves linear-attention and softmax-attention layers"),
@@ -105,10 +100,6 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     for name, is_set, why in UNMODELLED_FIELDS:
         if name in config and is_set(config[name]):
             raise _refuse(rec, name, f"{shown} sets {name} = {str(config[name])[:60]}", why)
-    if _sliding_layers_mixed(config):
-        raise _refuse(rec, "max_window_layers", shown, "use_sliding_window puts the layers from max_window_layers "
-                      f"({config.get('max_window_layers')}) up on sliding-window attention and those below on full "
-                      "attention: layers of two kinds are not modelled")
     if mt is None:
         if "n_embd" in config:
             return "gpt2"
@@ -130,36 +121,83 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     return "gpt2" if mt in GPT2 else "gated"
 
 
-def _sliding_layers_mixed(config: Mapping[str, Any]) -> bool:
-    """Qwen2-style configs: sliding windows on the layers from max_window_layers on, when use_sliding_window."""
-    layers, first = config.get("num_hidden_layers"), config.get("max_window_layers")
-    return (bool(config.get("use_sliding_window")) and isinstance(layers, int) and isinstance(first, int)
-            and 0 < first < layers)
+LAYER_TYPES = ("sliding_attention", "full_attention")  # transformers' layer_types values for attention layers
 
 
-def _sliding_window(config: Mapping[str, Any]) -> int | None:
-    """The window every layer attends over, or None (no window, or one the config switches off)."""
-    window = config.get("sliding_window")
-    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-        return None
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _window_layers(config: Mapping[str, Any], layers: int) -> int:
+    """How many layers attend over the sliding window (0: none, or a window the config switches off)."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and types:
+        return sum(1 for t in types if t == "sliding_attention")
     if "use_sliding_window" in config and not config["use_sliding_window"]:
-        return None  # Qwen2/Qwen3 name a window but run full attention unless use_sliding_window
-    layers, first = config.get("num_hidden_layers"), config.get("max_window_layers")
-    if isinstance(layers, int) and isinstance(first, int) and first >= layers:
-        return None  # every layer is below max_window_layers: full attention
-    return window
+        return 0  # Qwen2/Qwen3 name a window but run full attention unless use_sliding_window
+    mt = _model_type(config)
+    if mt == "gemma2":
+        return (layers + 1) // 2  # Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2)
+    pattern = _int(config.get("sliding_window_pattern"))
+    if mt == "gemma3_text" or pattern:
+        pattern = pattern or 6  # Gemma3TextConfig's default: every 6th layer global
+        return layers - layers // pattern  # layer i global when (i + 1) % pattern == 0
+    first = _int(config.get("max_window_layers"))
+    if config.get("use_sliding_window") and first is not None:
+        return max(0, layers - first)  # Qwen2: layers from max_window_layers up slide
+    return layers  # Mistral: every layer
+
+
+def _windows(config: Mapping[str, Any], layers: Any, context: Any) -> dict[str, int]:
+    """window and window_layers for a config with a sliding window shorter than its context ({} otherwise)."""
+    window = _int(config.get("sliding_window"))
+    if not window or window <= 0 or not isinstance(layers, int) or not isinstance(context, int) or window >= context:
+        return {}
+    count = min(_window_layers(config, layers), layers)
+    return {"window": window, "window_layers": count} if count else {}
+
+
+def _dense_layers(config: Mapping[str, Any], layers: Any) -> int:
+    """Layers of a mixture of experts whose MLP is dense: DeepSeek's first_k_dense_replace first layers; Qwen-MoE's
+    mlp_only_layers and those off decoder_sparse_step (Qwen2MoeDecoderLayer: experts when the index is not in
+    mlp_only_layers and (index + 1) % decoder_sparse_step == 0)."""
+    first = _int(config.get("first_k_dense_replace"))
+    if first:
+        return first
+    step = _int(config.get("decoder_sparse_step")) or 1
+    only = config.get("mlp_only_layers") or []
+    if not isinstance(layers, int) or (step == 1 and not only):
+        return 0
+    only = {i for i in only if _int(i) is not None}
+    return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+
+
+def _latent(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Multi-head latent attention's fields (DeepseekV2/V3Config names), {} without kv_lora_rank."""
+    if config.get("kv_lora_rank") is None:
+        return {}
+    nope, rope = config.get("qk_nope_head_dim"), config.get("qk_rope_head_dim")
+    return {"kv_lora_rank": config["kv_lora_rank"], "q_lora_rank": config.get("q_lora_rank") or 0,
+            "rope_dim": rope, "v_head_dim": config.get("v_head_dim"),
+            "head_dim": nope + rope if isinstance(nope, int) and isinstance(rope, int) else None}
 
 
 def _experts(config: Mapping[str, Any], get, ffn: Any) -> dict[str, Any]:
     """Mixture-of-experts fields: Mixtral (num_local_experts) or Qwen-MoE (num_experts, moe_intermediate_size, shared
     expert) key names; {} for a dense model."""
-    experts = get("num_local_experts", "num_experts")
+    experts = get("num_local_experts", "num_experts", "n_routed_experts")
     if experts is None or experts == 1:
         return {}
     out = {"experts": experts, "experts_per_token": get("num_experts_per_tok"),
            "ffn": get("moe_intermediate_size") or ffn}
     if config.get("shared_expert_intermediate_size"):
         out["shared_ffn"] = config["shared_expert_intermediate_size"]
+    shared = _int(config.get("n_shared_experts"))
+    if shared and isinstance(out["ffn"], int):  # DeepSeekMoE: n_shared_experts experts' width in one MLP
+        out["shared_ffn"] = shared * out["ffn"]
+    dense = _dense_layers(config, get("num_hidden_layers"))
+    if dense:
+        out |= {"dense_layers": dense, "dense_ffn": ffn}
     return out
 
 
@@ -197,15 +235,21 @@ def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> Dec
     }
     if config.get("head_dim"):
         data["head_dim"] = config["head_dim"]
+    latent = _latent(config)
+    if latent:  # every head has its own K and V, decompressed from the shared latent
+        data |= latent | {"kv_heads": heads}
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "context") if data[k] is None]
+    missing += [k for k in ("rope_dim", "v_head_dim", "head_dim") if k in latent and latent[k] is None]
     if "experts" in data and data["experts_per_token"] is None:
         missing.append("experts_per_token")
     if missing:
-        keys = {"experts_per_token": "num_experts_per_tok"}.get(missing[0], "the LLaMA and GPT-2 key names")
+        keys = {"experts_per_token": "num_experts_per_tok", "rope_dim": "qk_rope_head_dim",
+                "v_head_dim": "v_head_dim", "head_dim": "qk_nope_head_dim"}.get(missing[0],
+                                                                             "the LLaMA and GPT-2 key names")
         raise rec.fail(missing[0], f"missing from config.json (looked for {keys})")
-    window = _sliding_window(config)
-    if window and isinstance(data["context"], int) and window < data["context"]:
-        data["source"] = (f"{source}; sliding_window {window} < max_position_embeddings {data['context']}: modelled "
-                          f"as full attention over at most {window} tokens (context capped at the window)")
-        data["context"] = window
+    data |= _windows(config, data["layers"], data["context"])
+    mtp = _int(config.get("num_nextn_predict_layers"))
+    if mtp:
+        data["cross_check"] = (f"the checkpoint also holds {mtp} multi-token-prediction layer(s) "
+                               "(num_nextn_predict_layers), used only for speculative decoding and not counted here")
     return parse_decoder(Record(source, f"'{model_id}'", data))

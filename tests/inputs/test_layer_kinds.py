@@ -1,0 +1,229 @@
+"""Decoders with layers of more than one kind, read from real Hugging Face config.json files: multi-head latent
+attention (DeepSeek-V2/V3), dense first layers and shared experts (DeepSeekMoE, Qwen-MoE), sliding-window/global
+mixes (Gemma 2, Gemma 3, Qwen2, Mistral). Every expected number is hand arithmetic over the config's fields or a
+published total, cited where it is used."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from planner.base.schema import DataFileError, Record
+from planner.inputs.precisions import load_rules
+from planner.inputs.models import from_hf_config, parse_model_text
+from planner.inputs.models.decoder import parse_decoder
+from planner.inputs.work import Setup
+
+# deepseek-ai/DeepSeek-V3 config.json (huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json, read 2026-11-27),
+# the fields that matter
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "first_k_dense_replace": 3, "hidden_act": "silu",
+               "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
+               "max_position_embeddings": 163840, "model_type": "deepseek_v3", "moe_intermediate_size": 2048,
+               "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1,
+               "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
+               "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+               "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "tie_word_embeddings": False, "topk_group": 4,
+               "v_head_dim": 128, "vocab_size": 129280}
+# deepseek-ai/DeepSeek-V2-Lite config.json (read 2026-11-27)
+DEEPSEEK_V2_LITE = {"architectures": ["DeepseekV2ForCausalLM"], "first_k_dense_replace": 1, "hidden_size": 2048,
+                    "intermediate_size": 10944, "kv_lora_rank": 512, "max_position_embeddings": 163840,
+                    "model_type": "deepseek_v2", "moe_intermediate_size": 1408, "moe_layer_freq": 1,
+                    "n_routed_experts": 64, "n_shared_experts": 2, "num_attention_heads": 16,
+                    "num_experts_per_tok": 6, "num_hidden_layers": 27, "num_key_value_heads": 16,
+                    "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                    "tie_word_embeddings": False, "v_head_dim": 128, "vocab_size": 102400}
+# google/gemma-2-9b config.json (read 2026-11-27): no layer_types (older transformers), every other layer slides
+GEMMA2_9B = {"architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": 50.0, "cache_implementation": "hybrid",
+             "final_logit_softcapping": 30.0, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh",
+             "hidden_size": 3584, "intermediate_size": 14336, "max_position_embeddings": 8192,
+             "model_type": "gemma2", "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8,
+             "query_pre_attn_scalar": 256, "sliding_window": 4096, "vocab_size": 256000}
+# google/gemma-3-1b-pt config.json (read 2026-11-27): the text-only Gemma 3
+GEMMA3_1B = {"architectures": ["Gemma3ForCausalLM"], "head_dim": 256, "hidden_size": 1152,
+             "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+             "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "sliding_window": 512,
+             "sliding_window_pattern": 6, "vocab_size": 262144}
+# Qwen/Qwen1.5-MoE-A2.7B config.json, the fields that matter (as in test_models.py)
+QWEN_MOE = {"architectures": ["Qwen2MoeForCausalLM"], "decoder_sparse_step": 1, "hidden_size": 2048,
+            "intermediate_size": 5632, "max_position_embeddings": 8192, "mlp_only_layers": [],
+            "model_type": "qwen2_moe", "moe_intermediate_size": 1408, "num_attention_heads": 16, "num_experts": 60,
+            "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_key_value_heads": 16,
+            "shared_expert_intermediate_size": 5632, "tie_word_embeddings": False, "use_sliding_window": False,
+            "vocab_size": 151936}
+
+
+def _hf(config):
+    return from_hf_config(config, "t", "test config")
+
+
+def _setup(tp=1):
+    r = load_rules()
+    p = r.precision("bf16")
+    return Setup(p, r.default_kv_dtype(p), r.attention("flash-attn-2"), tp)
+
+
+# ---------------------------------------------------------------- multi-head latent attention
+
+
+def test_deepseek_v3_counts_671b_parameters_by_hand():
+    m = _hf(DEEPSEEK_V3)
+    h = 7168
+    attn = (h * 1536 + 1536 * 128 * 192  # q_a_proj, q_b_proj (128 heads x (128 nope + 64 rope))
+            + h * (512 + 64)  # kv_a_proj_with_mqa: the latent and the RoPE key
+            + 512 * 128 * (128 + 128)  # kv_b_proj: each head's K nope and V
+            + 128 * 128 * h)  # o_proj
+    assert attn == 187_105_280
+    norms = 2 * h + 1536 + 512  # input, post-attention, q_a_layernorm, kv_a_layernorm
+    dense = attn + 3 * h * 18432 + norms
+    moe = attn + 256 * 3 * h * 2048 + 1 * 3 * h * 2048 + h * 256 + norms  # experts, the shared one, the router
+    total = 3 * dense + 58 * moe + 2 * 129280 * h + h  # embeddings and the LM head untied, the final norm
+    assert m.params == total == 671_026_404_352
+    # DeepSeek-V3 technical report (arXiv 2412.19437, abstract): "671B total parameters with 37B activated"
+    assert m.params == pytest.approx(671e9, rel=1e-3)
+    assert m.active_params == pytest.approx(37e9, rel=0.02)
+    assert "multi-token-prediction" in m.cross_check  # the checkpoint's 14B MTP module is not the model's
+
+
+def test_deepseek_v2_lite_counts_15_7b_total_and_its_active_share():
+    m = _hf(DEEPSEEK_V2_LITE)
+    h = 2048
+    attn = h * 16 * 192 + h * 576 + 512 * 16 * 256 + 16 * 128 * h  # no Q latent: one q_proj
+    norms = 2 * h + 512
+    expert = 3 * h * 1408
+    dense = attn + 3 * h * 10944 + norms
+    moe = attn + 64 * expert + 3 * h * 2 * 1408 + h * 64 + norms  # two shared experts as one MLP of 2 x 1408
+    assert m.params == dense + 26 * moe + 2 * 102400 * h + h == 15_706_484_224
+    # deepseek-ai/DeepSeek-V2-Lite model card (huggingface.co, read 2026-11-27): "15.7B parameters, 2.4B activated"
+    assert m.params == pytest.approx(15.7e9, rel=3e-3)
+    matmul_active = m.active_params - 102400 * h  # the card's 2.4B: what tokens multiply by (no embedding lookup)
+    assert matmul_active == pytest.approx(2.4e9, rel=0.03)
+
+
+def test_mla_caches_the_latent_and_rope_key_per_layer_whole_on_every_tensor_parallel_gpu():
+    m = _hf(DEEPSEEK_V3)
+    s = _setup()
+    assert m.kv_elems == 61 * (512 + 64)
+    kv = next(i for i in m.generate_memory(s, 2, 1000, 24) if i.name == "kv_cache")
+    assert kv.gb == pytest.approx(2 * 1024 * 61 * 576 * 2 / 1e9)  # bf16: 70,272 B per token
+    kv8 = next(i for i in m.generate_memory(_setup(tp=8), 2, 1000, 24) if i.name == "kv_cache")
+    assert kv8.gb == pytest.approx(kv.gb)  # the latent is shared by all heads: not split by tensor parallel
+    assert "latent 512 + RoPE key 64" in kv.formula
+
+
+def test_mla_decode_runs_absorbed_and_prefill_decompressed():
+    m = _hf(DEEPSEEK_V2_LITE)
+    s = _setup()
+    decode = {g.name: g for g in m.decode_work(s, 4)}["attention"]
+    # absorbed: per head and key, scores over latent + RoPE (512 + 64) and a sum of latents (512), 2 FLOPs per MAC
+    assert decode.flops_per_pos == pytest.approx(4 * 27 * 2 * 16 * (512 + 64 + 512))
+    assert decode.bytes_per_pos == pytest.approx(4 * 27 * 576 * 2)  # the latent cache read once for every head
+    prefill = {g.name: g for g in m.prefill_work(s, 1, 100)}["attention"]
+    # decompressed: scores over 192 (nope 128 + rope 64), values of 128, causal keys 100 x 101 / 2 per layer
+    assert prefill.flops == pytest.approx(27 * 2 * 16 * (192 + 128) * 100 * 101 / 2)
+
+
+def test_mla_gemm_shapes_carry_the_linear_flops():
+    m = _hf(DEEPSEEK_V2_LITE)
+    rows = 64
+    gemms = m.attention_gemms(rows, 1)
+    assert sum(2 * M * N * K * c for M, N, K, c in gemms) == 2 * rows * 27 * m.attn_params
+
+
+# ---------------------------------------------------------------- dense first layers, shared experts
+
+
+def test_qwen_moe_dense_layers_follow_decoder_sparse_step_and_mlp_only_layers():
+    assert _hf(QWEN_MOE).dense_layers == 0
+    every_other = _hf({**QWEN_MOE, "decoder_sparse_step": 2})  # experts where (i + 1) % 2 == 0: 12 of 24 layers
+    assert (every_other.dense_layers, every_other.dense_ffn) == (12, 5632)
+    first = _hf({**QWEN_MOE, "mlp_only_layers": [0, 5]})
+    assert first.dense_layers == 2
+    base = _hf(QWEN_MOE)
+    # two layers trade 60 experts, the router and the shared MLP for one dense MLP of 5632
+    moe_mlp = 60 * 3 * 2048 * 1408 + 2048 * 60 + 3 * 2048 * 5632
+    assert base.params - first.params == 2 * (moe_mlp - 3 * 2048 * 5632)
+
+
+# ---------------------------------------------------------------- sliding windows
+
+
+def test_gemma2_9b_counts_9_24b_and_half_its_layers_slide():
+    m = _hf(GEMMA2_9B)
+    assert (m.window, m.window_layers, m.context) == (4096, 21, 8192)  # layers 0, 2, .., 40
+    # Gemma 2 report (arXiv 2408.00118, table 2): 9B = 8,324,201,984 non-embedding + 917,504,000 embedding
+    # parameters; Gemma 2's two extra norms per layer (42 x 2 x 3584 weights, 0.003 %) are not counted here
+    assert m.params + 42 * 2 * 3584 == 8_324_201_984 + 917_504_000
+
+
+def test_gemma3_pattern_puts_one_layer_in_six_on_global_attention():
+    m = _hf(GEMMA3_1B)
+    assert (m.window, m.window_layers) == (512, 26 - 26 // 6)  # layers 5, 11, 17, 23 global
+    typed = _hf({**GEMMA3_1B, "layer_types": ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"]
+                 * 20})
+    assert typed.window_layers == 25
+
+
+def test_a_window_caps_the_cache_and_the_keys_of_its_layers():
+    m = _hf(GEMMA2_9B)
+    per_layer = 2 * 8 * 256  # K and V of 8 KV heads of 256
+    assert m.kv_held_elems(8192) == (21 * 8192 + 21 * 4096) * per_layer
+    assert m.kv_held_elems(100) == 42 * 100 * per_layer  # under the window, all layers hold every token
+    # causal keys over 6 tokens: a full layer 1+2+..+6 = 21; a window of 4: 1+2+3+4+4+4 = 18
+    small = parse_decoder(Record("t", "0", dict(id="w", name="w", kind="decoder", layers=2, hidden=64, heads=2, ffn=64,
+                                                ffn_kind="swiglu", vocab=10, context=100, tied_embeddings=True,
+                                                norm="rmsnorm", source="t", window=4, window_layers=1)))
+    assert small.keys_attended(6) == 21 + 18
+
+
+def test_a_window_layer_decode_reads_the_window_not_the_context():
+    m = _hf(GEMMA2_9B)
+    s = _setup()
+    attn = {g.name: g for g in m.decode_work(s, 1)}["attention"]
+    per_layer_bytes = 2 * 8 * 256 * 2
+    assert attn.bytes_per_pos == pytest.approx(21 * per_layer_bytes)  # only the global layers grow with p
+    full = _hf({**GEMMA2_9B, "sliding_window": 8192})  # a window as long as the context: no window layers
+    full_attn = {g.name: g for g in full.decode_work(s, 1)}["attention"]
+    assert full_attn.bytes_per_pos == pytest.approx(42 * per_layer_bytes)
+    assert attn.bytes - full_attn.bytes == pytest.approx(21 * 4096 * per_layer_bytes)  # the window, each step
+
+
+def test_state_independent_of_context_under_the_window():
+    """A window layer's cache stops growing at the window: doubling a long context adds only the full layers'."""
+    m = _hf(GEMMA3_1B)
+    assert m.kv_held_elems(20000) - m.kv_held_elems(10000) == 4 * 10000 * 2 * 256
+
+
+# ---------------------------------------------------------------- records, refusals
+
+
+@pytest.mark.parametrize("config", [DEEPSEEK_V3, DEEPSEEK_V2_LITE, GEMMA2_9B, {**QWEN_MOE, "decoder_sparse_step": 2}])
+def test_a_profile_with_layer_kinds_round_trips_and_travels_as_its_config(config):
+    m = _hf(config)
+    assert m.architecture() is None  # the page's form can't say it: it travels as its file's text
+    assert parse_decoder(Record("t", "0", m.record())) == replace(m, cross_check="")  # the record: no page note
+    again = parse_model_text(json.dumps(config), "model.yaml", "link")  # a config.json carried as text
+    assert again.params == m.params and again.kv_elems == m.kv_elems
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"dense_layers": 2, "dense_ffn": 64}, "dense_layers"),  # a dense model
+    ({"kv_lora_rank": 0, "rope_dim": 16}, "rope_dim"),
+    ({"kv_lora_rank": 32, "rope_dim": 32}, "rope_dim"),  # as wide as head_dim
+    ({"window": 16}, "window_layers"),
+    ({"window": 16, "window_layers": 9}, "window_layers"),
+])
+def test_layer_kind_fields_that_disagree_are_refused_naming_the_field(extra, field):
+    rec = dict(id="w", name="w", kind="decoder", layers=2, hidden=64, heads=2, ffn=64, ffn_kind="swiglu", vocab=10,
+               context=100, tied_embeddings=True, norm="rmsnorm", source="t", **extra)
+    with pytest.raises(DataFileError) as info:
+        parse_decoder(Record("t", "0", rec))
+    assert info.value.field == field
+
+
+def test_a_latent_config_without_its_rope_width_names_the_key():
+    cfg = {k: v for k, v in DEEPSEEK_V2_LITE.items() if k != "qk_rope_head_dim"}
+    with pytest.raises(DataFileError, match="qk_rope_head_dim") as info:
+        _hf(cfg)
+    assert info.value.field == "rope_dim"
