@@ -198,8 +198,10 @@ def test_state_independent_of_context_under_the_window():
 # ---------------------------------------------------------------- records, refusals
 
 
-@pytest.mark.parametrize("config", [DEEPSEEK_V3, DEEPSEEK_V2_LITE, GEMMA2_9B, {**QWEN_MOE, "decoder_sparse_step": 2}])
+@pytest.mark.parametrize("config", [DEEPSEEK_V3, DEEPSEEK_V2_LITE, GEMMA2_9B, {**QWEN_MOE, "decoder_sparse_step": 2},
+                                    "jamba"])
 def test_a_profile_with_layer_kinds_round_trips_and_travels_as_its_config(config):
+    config = JAMBA if config == "jamba" else config  # defined further down, with the state-space tests
     m = _hf(config)
     assert m.architecture() is None  # the page's form can't say it: it travels as its file's text
     assert parse_decoder(Record("t", "0", m.record())) == replace(m, cross_check="")  # the record: no page note
@@ -227,3 +229,86 @@ def test_a_latent_config_without_its_rope_width_names_the_key():
     with pytest.raises(DataFileError, match="qk_rope_head_dim") as info:
         _hf(cfg)
     assert info.value.field == "rope_dim"
+
+
+# ---------------------------------------------------------------- state-space (Mamba) layers
+
+# ai21labs/Jamba-v0.1 config.json: JambaConfig's defaults are Jamba-v0.1's (transformers configuration_jamba.py:
+# vocab_size 65536, hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32,
+# num_key_value_heads 8, num_experts 16, num_experts_per_tok 2, expert_layer_period 2, expert_layer_offset 1,
+# attn_layer_period 8, attn_layer_offset 4, mamba_d_state 16, mamba_d_conv 4, mamba_expand 2, mamba_dt_rank "auto",
+# mamba_conv_bias true, mamba_proj_bias false, max_position_embeddings 262144, tie_word_embeddings false)
+JAMBA = {"architectures": ["JambaForCausalLM"], "attn_layer_offset": 4, "attn_layer_period": 8,
+         "expert_layer_offset": 1, "expert_layer_period": 2, "hidden_size": 4096, "intermediate_size": 14336,
+         "mamba_conv_bias": True, "mamba_d_conv": 4, "mamba_d_state": 16, "mamba_dt_rank": 256, "mamba_expand": 2,
+         "mamba_proj_bias": False, "max_position_embeddings": 262144, "model_type": "jamba",
+         "num_attention_heads": 32, "num_experts": 16, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+         "num_key_value_heads": 8, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 65536}
+
+
+def test_jamba_counts_51_6b_with_28_mamba_and_16_expert_layers():
+    m = _hf(JAMBA)
+    assert (m.state_layers, m.attn_layers, m.dense_layers) == (28, 4, 16)  # attention at 4, 12, 20, 28
+    h, di = 4096, 8192
+    attn = 2 * h * h + 2 * h * 1024
+    mamba = (h * 2 * di  # in_proj
+             + di * 4 + di  # conv1d weights and bias
+             + di * (256 + 2 * 16)  # x_proj
+             + 256 * di + di  # dt_proj and its bias
+             + di * 16 + di  # A_log, D
+             + di * h)  # out_proj
+    mlp = 3 * h * 14336
+    total = 4 * attn + 28 * mamba + 16 * mlp + 16 * (16 * mlp + h * 16) + 32 * 2 * h + 2 * 65536 * h + h
+    assert m.params == total
+    # ai21labs/Jamba-v0.1 model card: "12B active parameters and an overall of 52B parameters across all experts";
+    # the Hub's safetensors count is 51.6B; Jamba's three inner norms per Mamba layer (288 weights) are not counted
+    assert m.params == pytest.approx(51.6e9, rel=1e-3)
+    assert m.active_params == pytest.approx(12e9, rel=0.05)
+
+
+def test_a_state_space_layer_keeps_a_fixed_state_and_only_attention_layers_grow():
+    m = _hf(JAMBA)
+    s = _setup()
+    state = 8192 * 16 + 8192 * 3  # inner x state + the convolution's last 3 inputs
+    assert m.state_elems == state
+    short, long = (dict((i.name, i.gb) for i in m.generate_memory(s, 1, n, 1)) for n in (1023, 100_000 - 1))
+    assert short["state-space state"] == long["state-space state"] == pytest.approx(28 * state * 2 / 1e9)
+    # the KV cache: 4 attention layers x 2 x 8 KV heads x 128 x 2 B per token
+    assert long["kv_cache"] - short["kv_cache"] == pytest.approx((100_000 - 1024) * 4 * 2 * 1024 * 2 / 1e9)
+
+
+def test_a_decode_step_reads_and_writes_each_state_once():
+    m = _hf(JAMBA)
+    s = _setup()
+    scan = {g.name: g for g in m.decode_work(s, 3)}["state-space scan"]
+    assert scan.bytes == pytest.approx(2 * 3 * 28 * (8192 * 16 + 8192 * 3) * 2)
+    assert scan.flops == pytest.approx(3 * 28 * (8 * 8192 * 16 + 2 * 8192 * 4))
+    assert scan.bytes_per_pos == 0 and scan.flops_per_pos == 0  # no growth with the context
+
+
+def test_mamba2_mixer_counts_by_hand():
+    rec = dict(id="m2", name="m2", kind="decoder", layers=2, hidden=64, heads=2, ffn=64, ffn_kind="swiglu", vocab=10,
+               context=100, tied_embeddings=True, norm="rmsnorm", source="t", state_layers=1, ssm_inner=128,
+               ssm_state=16, ssm_conv=4, ssm_heads=4, ssm_groups=1)
+    m = parse_decoder(Record("t", "0", rec))
+    in_proj = 64 * (2 * 128 + 2 * 16 + 4)  # x, z, B, C (one group), dt per head
+    conv = (128 + 32) * 4 + (128 + 32)
+    assert m.ssm_matmul_params == in_proj + 128 * 64
+    assert m.ssm_other_params == conv + 3 * 4 + 128  # dt_bias, A_log, D per head; the gated norm
+    assert m.state_elems == 128 * 16 + 160 * 3
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"ssm_inner": 8}, "ssm_inner"),  # no state_layers
+    ({"state_layers": 1, "ssm_inner": 8, "ssm_state": 4}, "ssm_conv"),
+    ({"state_layers": 1, "ssm_inner": 8, "ssm_state": 4, "ssm_conv": 4}, "ssm_dt_rank"),  # neither form
+    ({"state_layers": 1, "ssm_inner": 8, "ssm_state": 4, "ssm_conv": 4, "ssm_heads": 3, "ssm_groups": 1},
+     "ssm_groups"),  # heads not dividing the inner width
+    ({"state_layers": 3}, "state_layers"),
+])
+def test_state_space_fields_that_disagree_are_refused_naming_the_field(extra, field):
+    rec = dict(id="w", name="w", kind="decoder", layers=2, hidden=64, heads=2, ffn=64, ffn_kind="swiglu", vocab=10,
+               context=100, tied_embeddings=True, norm="rmsnorm", source="t", **extra)
+    with pytest.raises(DataFileError) as info:
+        parse_decoder(Record("t", "0", rec))
+    assert info.value.field == field

@@ -20,6 +20,14 @@ kv_b_proj's weights once, so the linear layers' FLOPs (2 x weights per token) ar
 
 Sliding windows (Mistral, Gemma 2/3): `window_layers` of the layers attend over the last `window` tokens only, so they
 cache at most `window` tokens per sequence and a token attends min(position, window) keys there.
+
+State-space layers (Jamba's Mamba layers; Mamba-2 blocks): `state_layers` of the layers mix tokens with a selective
+scan instead of attention (Gu and Dao 2023, arXiv 2312.00752; Mamba-2: Dao and Gu 2024, arXiv 2405.21060). Such a
+layer keeps a fixed state per sequence (ssm_inner x ssm_state, and the last ssm_conv - 1 inputs of its causal
+convolution) instead of a KV cache: its memory does not grow with the context, and a decode step reads and writes it
+once. Mamba-1 (ssm_dt_rank > 0): in_proj (hidden -> 2 inner), conv, x_proj (inner -> dt_rank + 2 state), dt_proj
+(dt_rank -> inner), A and D, out_proj; Mamba-2 (ssm_heads > 0): in_proj (hidden -> 2 inner + 2 groups x state +
+heads), conv over inner + 2 groups x state channels, dt bias, A and D per head, a gated norm, out_proj.
 """
 
 from __future__ import annotations
@@ -95,7 +103,16 @@ MLA_KERNELS = {False: 4, True: 6}
 MLA_LINEAR_MODULES = {False: 4, True: 5}
 # Fields that give a decoder layers of more than one kind; the page's form does not edit them
 LAYER_KIND_FIELDS = ("dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", "window",
-                     "window_layers")
+                     "window_layers", "state_layers", "ssm_inner", "ssm_state", "ssm_conv", "ssm_dt_rank", "ssm_heads",
+                     "ssm_groups")
+# A selective scan's FLOPs per channel and state element per token: the decay exp(dt x A) (a multiply and an exp),
+# dt x B x x (two multiplies), h = decay x h + dt B x (a multiply and an add), y += C x h (a multiply and an add)
+SCAN_FLOPS_PER_STATE = 8.0
+# Kernels of a state-space mixer where an attention block runs QKV, rotary, attention and O (4): Mamba-1 (HF
+# MambaMixer's fast path) in_proj, conv1d, x_proj, dt_proj, the selective scan, out_proj (6); Mamba-2 in_proj, conv1d,
+# the chunked scan, the gated norm, out_proj (5)
+SSM_KERNELS = {True: 6, False: 5}
+SSM_LINEAR_MODULES = {True: 4, False: 2}  # Mamba-1: in_proj, x_proj, dt_proj, out_proj; Mamba-2: in_proj, out_proj
 
 
 @dataclass(frozen=True, eq=True)
@@ -131,6 +148,13 @@ class DecoderProfile(CachedHash):
     v_head_dim: int = 0  # MLA: a head's value width (0: head_dim)
     window: int = 0  # sliding window in tokens of the window_layers local layers (0: none)
     window_layers: int = 0
+    state_layers: int = 0  # layers with a state-space (Mamba) mixer instead of attention
+    ssm_inner: int = 0  # the mixer's inner width (expand x hidden)
+    ssm_state: int = 0  # its state per channel (d_state)
+    ssm_conv: int = 0  # its causal convolution's kernel width
+    ssm_dt_rank: int = 0  # Mamba-1: the step size's low rank (0: Mamba-2)
+    ssm_heads: int = 0  # Mamba-2: heads (0: Mamba-1)
+    ssm_groups: int = 0  # Mamba-2: groups sharing B and C
     dropout: bool = False  # dropout layers active in training (p > 0: BERT's hidden and attention-probs dropout)
     cross_check: str = ""  # where the profile disagrees with what its source reports, and why
     kind: str = field(default="decoder", init=False)
@@ -225,16 +249,77 @@ class DecoderProfile(CachedHash):
         return 2.0 * self.heads * (self.head_dim + self.value_head_dim)
 
     @property
+    def attn_layers(self) -> int:
+        """Layers that attend (the rest run a state-space mixer)."""
+        return self.layers - self.state_layers
+
+    @property
     def full_layers(self) -> int:
-        """Layers attending over every earlier token (the rest over a sliding window)."""
-        return self.layers - self.window_layers
+        """Attention layers attending over every earlier token (the rest over a sliding window)."""
+        return self.attn_layers - self.window_layers
+
+    @property
+    def mamba1(self) -> bool:
+        return self.ssm_dt_rank > 0
+
+    @property
+    def ssm_conv_channels(self) -> int:
+        """Channels of the mixer's causal convolution: the inner width (Mamba-1), plus B and C per group (Mamba-2)."""
+        return self.ssm_inner + (0 if self.mamba1 else 2 * self.ssm_groups * self.ssm_state)
+
+    @property
+    def ssm_in_width(self) -> int:
+        """in_proj's output width: x and the gate z (Mamba-1); x, z, B and C per group and dt per head (Mamba-2)."""
+        return 2 * self.ssm_inner + (0 if self.mamba1 else 2 * self.ssm_groups * self.ssm_state + self.ssm_heads)
+
+    @cached_property
+    def ssm_matmul_params(self) -> int:
+        """Matrix weights of one state-space mixer: in_proj, out_proj (Mamba-1: x_proj and dt_proj too)."""
+        if not self.state_layers:
+            return 0
+        h, di, r, n = self.hidden, self.ssm_inner, self.ssm_dt_rank, self.ssm_state
+        extra = di * (r + 2 * n) + r * di if self.mamba1 else 0
+        return h * self.ssm_in_width + extra + di * h
+
+    @cached_property
+    def ssm_other_params(self) -> int:
+        """The mixer's other weights: the convolution (weights and bias), A and D (per channel and state, Mamba-1;
+        per head, Mamba-2), dt_proj's bias or dt's per-head bias, Mamba-2's gated norm."""
+        if not self.state_layers:
+            return 0
+        di, c = self.ssm_inner, self.ssm_conv_channels
+        conv = c * self.ssm_conv + c
+        if self.mamba1:
+            return conv + di * self.ssm_state + di + di  # A_log, D, dt_proj bias
+        return conv + 3 * self.ssm_heads + di  # dt_bias, A_log, D; the gated RMSNorm
+
+    @property
+    def state_elems(self) -> int:
+        """State one sequence keeps in one state-space layer: inner x state, and the convolution's last inputs."""
+        return self.ssm_inner * self.ssm_state + self.ssm_conv_channels * max(0, self.ssm_conv - 1)
+
+    def scan_flops(self, tokens: float) -> float:
+        """FLOPs of the state-space layers' convolutions and scans over `tokens` tokens (all sequences)."""
+        scan = SCAN_FLOPS_PER_STATE * self.ssm_inner * self.ssm_state
+        return tokens * self.state_layers * (scan + 2.0 * self.ssm_conv_channels * self.ssm_conv)
+
+    def scan_groups(self, s: Setup, batch: int, tokens: int, passes: float = 1.0,
+                    state_passes: float = 1.0) -> tuple[OpGroup, ...]:
+        """The state-space layers' convolutions and scans over batch x tokens tokens (x `passes`: training's forward
+        and backward), and their states written (x `state_passes`; a decode step reads them too: 2); () without."""
+        if not self.state_layers:
+            return ()
+        state = batch * self.state_layers * self.state_elems * s.precision.act_bytes / s.tp
+        return (OpGroup("state-space scan", self.scan_flops(batch * tokens) * passes / s.tp, state * state_passes,
+                        s.attention_path, text.scan_text(self.state_layers, self.ssm_inner, self.ssm_state,
+                                                         self.ssm_conv_channels, self.ssm_conv, state_passes)),)
 
     def keys_attended(self, tokens: int) -> float:
         """Sum over the layers and over `tokens` causal positions (1..tokens) of the keys each attends: t on a full
         layer, min(t, window) on a sliding-window one."""
         full = tokens * (tokens + 1) / 2
         if not self.window_layers:
-            return self.layers * full
+            return self.attn_layers * full
         w = min(tokens, self.window)
         windowed = w * (w + 1) / 2 + (tokens - w) * self.window
         return self.full_layers * full + self.window_layers * windowed
@@ -293,18 +378,19 @@ class DecoderProfile(CachedHash):
     def layer_matmul_params(self) -> int:
         """Weights of the matrices in the largest layer: Q, K, V, O, the router, every expert's MLP and the shared
         MLP (one layer's share of a block FSDP gathers, or of a 16-bit copy)."""
-        return self.attn_params + max(int(self._mlp_params(E, k, f, sh, E)) for _, E, k, f, sh in self.mlp_kinds)
+        mixer = max(self.attn_params if self.attn_layers else 0, self.ssm_matmul_params)
+        return mixer + max(int(self._mlp_params(E, k, f, sh, E)) for _, E, k, f, sh in self.mlp_kinds)
 
     @cached_property
     def matmul_total(self) -> int:
         """Weights of every layer's matrices (the LM head apart)."""
-        return self.layers * self.attn_params + sum(
+        return self.attn_layers * self.attn_params + self.state_layers * self.ssm_matmul_params + sum(
             n * int(self._mlp_params(E, k, f, sh, E)) for n, E, k, f, sh in self.mlp_kinds)
 
     @cached_property
     def active_total(self) -> int:
         """Matrix weights one token multiplies by in all layers: attention, routers, shared MLPs, its top-k experts."""
-        return self.layers * self.attn_params + sum(
+        return self.attn_layers * self.attn_params + self.state_layers * self.ssm_matmul_params + sum(
             n * int(self._mlp_params(E, k, f, sh, k)) for n, E, k, f, sh in self.mlp_kinds)
 
     def experts_read(self, tokens: float) -> float:
@@ -333,7 +419,8 @@ class DecoderProfile(CachedHash):
         biases = sum(n * (self.q_dim + 2 * self.kv_dim + self.hidden + E * mlp_bias(f)
                           + (mlp_bias(sh) if sh else 0)) for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
         latent_norms = self.q_lora_rank + self.kv_lora_rank if self.kv_lora_rank else 0
-        return self.layers * (2 * per_norm + latent_norms) + biases
+        return (self.layers * 2 * per_norm + self.attn_layers * latent_norms + biases
+                + self.state_layers * self.ssm_other_params)
 
     @property
     def lm_head_params(self) -> int:
@@ -370,7 +457,7 @@ class DecoderProfile(CachedHash):
     @cached_property
     def kv_elems(self) -> int:
         """K and V (or latent) elements each token writes to the cache, all layers."""
-        return self.layers * self.kv_layer_elems
+        return self.attn_layers * self.kv_layer_elems
 
     def kv_split(self, tp: int) -> int:
         """GPUs a layer's cache is split over: tp (by KV head), or 1 for latent attention, whose latent every head
@@ -389,7 +476,26 @@ class DecoderProfile(CachedHash):
         PyTorch adds to the forward, eager backward's non-attention traffic), summed over the layers' MLP kinds. See
         act_traffic_elems and eager_backward_traffic_elems."""
         per_kind = [tuple(n * x for x in self._kind_traffic(E, k, f, sh)) for n, E, k, f, sh in self.mlp_kinds]
-        return tuple(sum(t[i] for t in per_kind) for i in range(4))  # type: ignore[return-value]
+        totals = [sum(t[i] for t in per_kind) for i in range(4)]
+        if self.state_layers:  # their mixer's traffic in place of attention's (_kind_traffic counts attention's)
+            attn, ssm = self._mixer_traffic()
+            totals = [t + self.state_layers * (b - a) for t, a, b in zip(totals, attn, ssm)]
+        return tuple(totals)  # type: ignore[return-value]
+
+    def _mixer_traffic(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """One layer's token-mixer traffic per token in _layer_traffic's four terms: (attention's, a state-space
+        mixer's). Attention: QKV in h, out q + 2kv; O in q, out h; backward 2x and q, k, v's merge. State space:
+        in_proj in h, out its width; out_proj in inner, out h (Mamba-1: x_proj in inner, out dt_rank + 2 state; dt_proj
+        in dt_rank, out inner); the convolution reads and writes its channels, the scan reads x, dt and z and
+        writes y (4 inner), the gate reads 2 and writes 1 inner; backward 2x."""
+        h, q, kv, di = self.hidden, self.q_dim, self.kv_dim, self.ssm_inner
+        attn_io = (h + q + 2 * kv) + (q + h)
+        bias = (q + 2 * kv + h) if self.bias else 0
+        attn = (attn_io, 0.0, 0.0, 2 * attn_io + 2 * (q + 2 * kv) + bias)
+        r, n = self.ssm_dt_rank, self.ssm_state
+        gemm = (h + self.ssm_in_width) + (di + h) + ((di + r + 2 * n) + (r + di) if self.mamba1 else 0)
+        elem = 2 * self.ssm_conv_channels + 4 * di + 3 * di
+        return attn, (gemm, elem, 0.0, 2 * gemm + 2 * elem)
 
     def _kind_traffic(self, E: int, k: int, ffn: int, shared: int) -> tuple[float, float, float, float]:
         """_layer_traffic's terms for one layer whose MLP has E experts, top k, of `ffn` and a shared MLP."""
@@ -462,7 +568,9 @@ class DecoderProfile(CachedHash):
         per_f = 4 if self.ffn_kind == "swiglu" else 2
         mlp = sum(n * (per_f * (k * f + sh) + (k * self.hidden + E if E > 1 else 0))
                   for n, E, k, f, sh in self.mlp_kinds)
-        return self.layers * (4 * self.hidden + 2 * self.q_dim + 2 * self.kv_dim) + mlp
+        mixer = 2 * self.q_dim + 2 * self.kv_dim  # Q, K, V, the attention output
+        ssm = self.ssm_in_width + self.ssm_conv_channels + 2 * self.ssm_inner  # in_proj out, conv out, scan out, gate
+        return self.layers * 4 * self.hidden + self.attn_layers * mixer + self.state_layers * ssm + mlp
 
     def kernels_per_layer(self, E: int | None = None, k: int | None = None, shared: int | None = None) -> int:
         """Kernel launches per layer in eager PyTorch (norm, QKV, rotary/none, attention, O, add,
@@ -483,7 +591,9 @@ class DecoderProfile(CachedHash):
 
     @property
     def kernels_per_forward(self) -> float:
-        return float(sum(n * self.kernels_per_layer(E, k, sh) for n, E, k, _, sh in self.mlp_kinds) + FIXED_KERNELS)
+        ssm = self.state_layers * (SSM_KERNELS[self.mamba1] - 4) if self.state_layers else 0  # in place of 4
+        return float(sum(n * self.kernels_per_layer(E, k, sh) for n, E, k, _, sh in self.mlp_kinds) + ssm
+                     + FIXED_KERNELS)
 
     @lru_cache(maxsize=4096)  # noqa: B019 (profiles are immutable; the batch search asks for the same shapes often)
     def linear_gemms(self, rows: int, logits: int, tp: int, head_tp: int | None = None) -> tuple[Gemm, ...]:
@@ -511,14 +621,27 @@ class DecoderProfile(CachedHash):
         """One pass's attention projections, every layer: the fused QKV and O; with latent attention Q (or its down
         and up projections), kv_a (hidden -> latent + RoPE key, not split: every GPU needs the whole latent), kv_b
         (latent -> each head's K nope and V, split by head) and O."""
-        m, L, h = self, self.layers, self.hidden
+        m, L, h = self, self.attn_layers, self.hidden
+        ssm = m.ssm_gemms(rows, tp)
         if not m.kv_lora_rank:
-            return ((rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L))
+            return ((rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L), *ssm)
         r, nope, vd = m.kv_lora_rank, m.head_dim - m.rope_dim, m.value_head_dim
         q = (((rows, m.q_lora_rank, h, L), (rows, max(1, m.q_dim // tp), m.q_lora_rank, L)) if m.q_lora_rank
              else ((rows, max(1, m.q_dim // tp), h, L),))
         return (*q, (rows, r + m.rope_dim, h, L), (rows, max(1, m.heads * (nope + vd) // tp), r, L),
-                (rows, h, max(1, m.heads * vd // tp), L))
+                (rows, h, max(1, m.heads * vd // tp), L), *ssm)
+
+    def ssm_gemms(self, rows: int, tp: int) -> tuple[Gemm, ...]:
+        """The state-space mixers' GEMMs of one pass, split over tp by channel: in_proj, out_proj (Mamba-1: x_proj,
+        whose output every GPU needs whole, and dt_proj)."""
+        m, S, h, di = self, self.state_layers, self.hidden, self.ssm_inner
+        if not S:
+            return ()
+        out = [(rows, max(1, m.ssm_in_width // tp), h, S), (rows, h, max(1, di // tp), S)]
+        if m.mamba1:
+            r = m.ssm_dt_rank
+            out += [(rows, r + 2 * m.ssm_state, max(1, di // tp), S), (rows, max(1, di // tp), r, S)]
+        return tuple(out)
 
     def linear_calls(self, rows: int) -> float:
         """Calls of the layers' linear modules in one pass over `rows` tokens (the LM head not counted): per layer the
@@ -533,7 +656,7 @@ class DecoderProfile(CachedHash):
             else:
                 mlps = m.experts_read(rows) + (1 if sh else 0)
                 calls += n * (attn + 1 + mlps * m.mlp_matrices)  # + 1: the router
-        return calls
+        return calls + (m.state_layers * (SSM_LINEAR_MODULES[m.mamba1] - attn) if m.state_layers else 0)
 
     def lm_head_gemm(self, logits: int, tp: int) -> tuple[Gemm, ...]:
         """The LM head's GEMM over `logits` rows (vocab split over tp GPUs); () when no logits are computed."""
@@ -559,16 +682,16 @@ class DecoderProfile(CachedHash):
         lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
-            layer_keys = m.layers * tokens * keys_max
+            layer_keys = m.attn_layers * tokens * keys_max
         else:
             layer_keys = m.keys_attended(tokens) if keys_sum else 0.0
         attn_flops = m.attn_flops_per_key() * batch * layer_keys / tp
-        qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
+        qkvo = bt * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
         kv_write = bt * m.kv_elems * s.kv_dtype.bytes / m.kv_split(tp)
-        scores = (score_passes(s)[0] * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
+        scores = (score_passes(s)[0] * batch * m.heads * m.attn_layers * tokens * keys_max * p.act_bytes / tp
                   if s.attention.scores_materialized else 0.0)
         if scores and not s.fused_elementwise:
-            scores += bt * m.layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
+            scores += bt * m.attn_layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
         traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
         elem_bytes = (bt * traffic * p.act_bytes / tp
                       + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
@@ -584,6 +707,7 @@ class DecoderProfile(CachedHash):
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
+            *m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
@@ -662,12 +786,12 @@ class DecoderProfile(CachedHash):
                             **costs)
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
-                flops = m.attn_flops_per_key() * m.layers * batch * scored / s.tp if manual else g.flops
+                flops = m.attn_flops_per_key() * m.attn_layers * batch * scored / s.tp if manual else g.flops
                 kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / m.kv_split(s.tp)
                 passes = score_passes(s)[0]
-                scores = (passes * batch * m.heads * m.layers * scored * s.precision.act_bytes / s.tp
+                scores = (passes * batch * m.heads * m.attn_layers * scored * s.precision.act_bytes / s.tp
                           if manual else 0.0)
-                unscored = g.bytes - (passes * batch * m.heads * m.layers * prompt * c
+                unscored = g.bytes - (passes * batch * m.heads * m.attn_layers * prompt * c
                                       * s.precision.act_bytes / s.tp if manual else 0.0)
                 g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
                             formula=g.formula + text.chunked_kv_text(chunks, c))
@@ -688,17 +812,17 @@ class DecoderProfile(CachedHash):
         window_bytes = batch * window_keys * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
         kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
-        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
+        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.attn_layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", key_flops * window_keys,
                        attn.bytes + window_bytes * (1 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)),
                        attn.compute_path,
-                       text.decode_attention_text(s.kv_concat, m.layers, latency_us)
+                       text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us)
                        + text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers),
                        flops_per_pos=key_flops * m.full_layers,
                        bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
-                       peak_fractions=attn.peak_fractions, latency_s=m.layers * latency_us * 1e-6)
+                       peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6)
         return (*head, attn, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
@@ -720,15 +844,15 @@ class DecoderProfile(CachedHash):
         eager = not s.fused_elementwise
         dropout = m.dropout and eager
         keys = S * S if manual else S * (S + 1) / 2  # manual attention computes every score, fused kernels skip
-        layer_keys = m.layers * keys if manual else m.keys_attended(S)
+        layer_keys = m.attn_layers * keys if manual else m.keys_attended(S)
         attn_fwd = m.attn_flops_per_key() * batch * layer_keys
         # FlashAttention's backward recomputes QK^T (5 matmuls vs 2 forward); a manual backward is the usual 2x
         bwd = FLASH_BWD_FLOP_RATIO if not manual else BACKWARD_FORWARD_RATIO
         attn_mult = 1 + bwd + ckpt
-        qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * b
-        layout_copy = (T * m.layers * m.q_dim * (HEAD_LAYOUT_COPY_FWD * forwards + HEAD_LAYOUT_COPY_BWD) * b
+        qkvo = T * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * b
+        layout_copy = (T * m.attn_layers * m.q_dim * (HEAD_LAYOUT_COPY_FWD * forwards + HEAD_LAYOUT_COPY_BWD) * b
                        if manual and eager else 0.0)
-        score_elems = batch * m.heads * m.layers * S * S if manual else 0.0
+        score_elems = batch * m.heads * m.attn_layers * S * S if manual else 0.0
         fwd_passes, bwd_passes = score_passes(s)
         scores = score_elems * ((fwd_passes * forwards + bwd_passes) * b
                                 + (dropout_bytes_per_elem(b) * forwards if dropout else 0.0))
@@ -745,6 +869,7 @@ class DecoderProfile(CachedHash):
                     read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
                     text.train_linear_text(fb, checkpointing, T, m._experts_note(T)),
                     gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),
+            *m.scan_groups(s, batch, S, passes=fb, state_passes=0.0),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, qkvo * fb + scores + layout_copy, s.attention_path,
                     text.train_attention_text(s, manual, attn_mult, bwd, fb, text.score_text(s, score_passes(s), False),
                                               dropout),
@@ -806,8 +931,12 @@ class DecoderProfile(CachedHash):
                                s.kv_dtype.bytes, s.kv_dtype.id, m.kv_split(s.tp)))
                    if m.kv_lora_rank or m.window_layers else
                    MemoryItem("kv_cache", kv / BYTES_PER_GB, text.KV_CACHE,
-                              (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)))
-        return (kv_item,
+                              (batch, total, m.attn_layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)))
+        state_gb = batch * m.state_layers * m.state_elems * s.precision.act_bytes / s.tp / BYTES_PER_GB
+        state = (MemoryItem("state-space state", state_gb, text.STATE_MEMORY,
+                            (batch, m.state_layers, m.state_elems, s.precision.act_bytes, s.tp)),
+                 ) if m.state_layers else ()
+        return (kv_item, *state,
                 MemoryItem("activations", act / BYTES_PER_GB,
                            text.generate_activations_text(chunk, prompt)),
                 *self._whole_lm_head(s))

@@ -57,7 +57,15 @@ LAYER_FIELDS = (
     ArchField("v_head_dim", "int", 0, 4096),  # MLA: a head's value width (0: head_dim)
     ArchField("window", "int", 0, 10**8),  # sliding window (tokens) of the window_layers layers
     ArchField("window_layers", "int", 0, 1000),
+    ArchField("state_layers", "int", 0, 1000),  # layers with a state-space (Mamba) mixer instead of attention
+    ArchField("ssm_inner", "int", 0, 10**6),
+    ArchField("ssm_state", "int", 0, 4096),
+    ArchField("ssm_conv", "int", 0, 64),
+    ArchField("ssm_dt_rank", "int", 0, 65536),  # Mamba-1
+    ArchField("ssm_heads", "int", 0, 65536),  # Mamba-2
+    ArchField("ssm_groups", "int", 0, 65536),  # Mamba-2
 )
+SSM_FIELDS = ("ssm_inner", "ssm_state", "ssm_conv")
 FIELDS = ("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS)
 
 
@@ -126,5 +134,31 @@ def _check_layer_kinds(rec: Record, k: dict[str, int], layers: int, experts: int
     if bool(k["window"]) != bool(k["window_layers"]):
         raise rec.fail("window" if k["window_layers"] else "window_layers",
                        "window and window_layers go together: the sliding window in tokens and how many layers use it")
-    if k["window_layers"] > layers:
-        raise rec.fail("window_layers", f"more sliding-window layers ({k['window_layers']}) than layers ({layers})")
+    if k["state_layers"] > layers:
+        raise rec.fail("state_layers", f"more state-space layers ({k['state_layers']}) than layers ({layers})")
+    if k["window_layers"] > layers - k["state_layers"]:
+        raise rec.fail("window_layers", f"more sliding-window layers ({k['window_layers']}) than attention layers "
+                                        f"({layers - k['state_layers']})")
+    _check_state_space(rec, k)
+
+
+def _check_state_space(rec: Record, k: dict[str, int]) -> None:
+    """A state-space mixer's fields: all of inner, state and conv, and either Mamba-1's dt rank or Mamba-2's heads
+    and groups."""
+    ssm = [n for n in SSM_FIELDS + ("ssm_dt_rank", "ssm_heads", "ssm_groups") if k[n]]
+    if not k["state_layers"]:
+        if ssm:
+            raise rec.fail(ssm[0], "belongs to a state-space mixer: give state_layers (how many layers run it) too, "
+                                   "or leave it out")
+        return
+    for name in SSM_FIELDS:
+        if not k[name]:
+            raise rec.fail(name, "a state-space layer needs ssm_inner, ssm_state and ssm_conv (its inner width, state "
+                                 "size and convolution width)")
+    if bool(k["ssm_dt_rank"]) == bool(k["ssm_heads"]):
+        raise rec.fail("ssm_dt_rank", "give ssm_dt_rank for a Mamba-1 mixer or ssm_heads (and ssm_groups) for a "
+                                      "Mamba-2 one, not both or neither")
+    if k["ssm_heads"] and (not k["ssm_groups"] or k["ssm_heads"] % k["ssm_groups"]
+                           or k["ssm_inner"] % k["ssm_heads"]):
+        raise rec.fail("ssm_groups", f"Mamba-2 needs groups dividing its heads ({k['ssm_heads']}) and heads dividing "
+                                     f"its inner width ({k['ssm_inner']})")

@@ -137,6 +137,8 @@ def train_attention_text(s: Setup, manual: bool, attn_mult: float, bwd: float, f
 WHOLE_LM_HEAD = "{:,} LM head params x {:g} B x (1 - 1/{}): the runtime does not split it over the GPUs"
 INFERENCE_ACTIVATIONS = "peak live tensors of one layer + fp32 logits for every token"
 KV_CACHE = "batch {} x {} tokens x 2 (K, V) x {} layers x {} x {:g} B ({}) / {} GPU(s)"
+STATE_MEMORY = ("batch {} x {} state-space layers x {:,} elements (inner x state + the convolution's last inputs) "
+                "x {:g} B / {} GPU(s): fixed per sequence, whatever its length")
 KV_CACHE_KINDS = "batch {} x {} x {:,} elements per token and layer ({}) x {:g} B ({}) / {} GPU(s)"
 
 
@@ -192,3 +194,11 @@ def train_activations_text(checkpointing: bool, saved_elems: float, act_bytes: f
         text = (f"tokens x {saved_elems:,.0f} saved elements x {act_bytes:g} B"
                 + (" + score matrices (manual attention)" if scores else ""))
     return text + " + fp32 logits and their gradient"
+
+
+def scan_text(layers: int, inner: int, state: int, channels: int, conv: int, state_passes: float) -> str:
+    """The state-space layers' scan group in words."""
+    io = {0.0: "", 1.0: "; bytes = each sequence's state written once",
+          2.0: "; bytes = each sequence's state read and written (a decode step)"}.get(state_passes, "")
+    return (f"FLOPs = tokens x {layers} layers x (8 x inner {inner:,} x state {state} (selective scan) + 2 x "
+            f"{channels:,} channels x conv {conv}){io}")

@@ -24,7 +24,7 @@ from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 
 GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-         "deepseek", "deepseek_v2", "deepseek_v3")
+         "deepseek", "deepseek_v2", "deepseek_v3", "jamba")
 GPT2 = ("gpt2",)
 READ = GATED + GPT2
 # transformers' config classes default tie_word_embeddings to true for these
@@ -45,7 +45,6 @@ NOT_MODELLED = {
               "modelled; its text decoder alone is model_type gemma3_text (its text_config as a config.json)",
     "gpt_oss": "attention sinks, biased and clamped SwiGLU experts and biased attention are not modelled",
     "qwen3_next": "it interleaves gated delta-net (linear attention) layers with full attention layers",
-    "jamba": "it interleaves Mamba (state-space) layers with attention layers",
     "mamba": "its layers are state-space (Mamba) layers, not attention",
     "mamba2": "its layers are state-space (Mamba-2) layers, not attention",
     "rwkv": "its layers are RWKV (linear-attention recurrences), not softmax attention",
@@ -65,7 +64,6 @@ UNMODELLED_FIELDS = (
     ("layer_types", lambda v: isinstance(v, list) and bool({str(t) for t in v} - set(LAYER_TYPES)),
      "its layers include kinds other than sliding-window and full attention (linear attention or state-space "
      "layers)"),
-    ("attn_layer_period", lambda v: v not in (None, 1), "it interleaves attention with other (state-space) layers"),
     ("full_attention_interval", lambda v: v not in (None, 1), "it interleaves linear-attention and full layers"),
     ("attn_type_list", lambda v: bool(v), "it interleaves linear-attention and softmax-attention layers"),
     ("linear_num_key_heads", lambda v: v is not None, "it has linear-attention (gated delta-net) layers"),
@@ -97,6 +95,11 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     if mt in ENCODER_ONLY or any(a.endswith("ForMaskedLM") for a in archs):
         raise _refuse(rec, "model_type" if mt in ENCODER_ONLY else "architectures", shown,
                       "an encoder-only model (bidirectional, no token-by-token generation), not a decoder-only LM")
+    period = config.get("attn_layer_period")
+    if period not in (None, 1) and mt != "jamba":
+        raise _refuse(rec, "attn_layer_period", f"{shown} sets attn_layer_period = {str(period)[:20]}",
+                      "it interleaves attention with other (state-space) layers, read only for Jamba (model_type "
+                      "jamba: Mamba-1 layers between)")
     for name, is_set, why in UNMODELLED_FIELDS:
         if name in config and is_set(config[name]):
             raise _refuse(rec, name, f"{shown} sets {name} = {str(config[name])[:60]}", why)
@@ -170,6 +173,30 @@ def _dense_layers(config: Mapping[str, Any], layers: Any) -> int:
         return 0
     only = {i for i in only if _int(i) is not None}
     return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+
+
+def _period_count(layers: int, period: Any, offset: Any) -> int:
+    """Layers i < layers with i % period == offset (Jamba's attn_layer_period / expert_layer_period)."""
+    period, offset = _int(period) or 1, _int(offset) or 0
+    return sum(1 for i in range(layers) if i % period == offset)
+
+
+def _jamba(config: Mapping[str, Any], layers: Any, hidden: Any) -> dict[str, Any]:
+    """Jamba's Mamba-1 layers and its mixture-of-experts layers (JambaConfig names): attention where
+    i % attn_layer_period == attn_layer_offset, experts where i % expert_layer_period == expert_layer_offset."""
+    if _model_type(config) != "jamba" or not isinstance(layers, int) or not isinstance(hidden, int):
+        return {}
+    attn = _period_count(layers, config.get("attn_layer_period"), config.get("attn_layer_offset"))
+    expand = _int(config.get("mamba_expand")) or 2
+    rank = config.get("mamba_dt_rank", "auto")
+    rank = -(-hidden // 16) if rank == "auto" else rank  # JambaConfig: math.ceil(hidden_size / 16)
+    out = {"state_layers": layers - attn, "ssm_inner": expand * hidden, "ssm_state": config.get("mamba_d_state"),
+           "ssm_conv": config.get("mamba_d_conv"), "ssm_dt_rank": rank}
+    experts = _int(config.get("num_experts")) or 1
+    if experts > 1:
+        moe = _period_count(layers, config.get("expert_layer_period"), config.get("expert_layer_offset"))
+        out |= {"dense_layers": layers - moe, "dense_ffn": config.get("intermediate_size")} if moe < layers else {}
+    return out
 
 
 def _latent(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -247,7 +274,7 @@ def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> Dec
                 "v_head_dim": "v_head_dim", "head_dim": "qk_nope_head_dim"}.get(missing[0],
                                                                              "the LLaMA and GPT-2 key names")
         raise rec.fail(missing[0], f"missing from config.json (looked for {keys})")
-    data |= _windows(config, data["layers"], data["context"])
+    data |= _windows(config, data["layers"], data["context"]) | _jamba(config, data["layers"], hidden)
     mtp = _int(config.get("num_nextn_predict_layers"))
     if mtp:
         data["cross_check"] = (f"the checkpoint also holds {mtp} multi-token-prediction layer(s) "
