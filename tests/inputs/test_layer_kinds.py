@@ -312,3 +312,62 @@ def test_state_space_fields_that_disagree_are_refused_naming_the_field(extra, fi
     with pytest.raises(DataFileError) as info:
         parse_decoder(Record("t", "0", rec))
     assert info.value.field == field
+
+
+# ---------------------------------------------------------------- encoders
+
+# google-bert/bert-base-uncased config.json (as in test_models.py, with type_vocab_size)
+BERT = {"architectures": ["BertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1, "hidden_size": 768, "intermediate_size": 3072, "max_position_embeddings": 512,
+        "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 2,
+        "vocab_size": 30522}
+# FacebookAI/roberta-base config.json
+ROBERTA = {**BERT, "architectures": ["RobertaForMaskedLM"], "model_type": "roberta", "max_position_embeddings": 514,
+           "type_vocab_size": 1, "vocab_size": 50265}
+# google/vit-base-patch16-224 config.json (ViTForImageClassification, 1,000 ImageNet labels)
+VIT_B16 = {"architectures": ["ViTForImageClassification"], "hidden_size": 768, "image_size": 224,
+           "intermediate_size": 3072, "model_type": "vit", "num_attention_heads": 12, "num_channels": 3,
+           "num_hidden_layers": 12, "patch_size": 16, "qkv_bias": True,
+           "id2label": {str(i): str(i) for i in range(1000)}}
+BERT_LAYER = (4 * 768 * 768 + 4 * 768  # Q, K, V, O and their biases
+              + 2 * 768 * 3072 + 3072 + 768  # the GELU MLP and its biases
+              + 2 * 2 * 768)  # two LayerNorms (weight and bias)
+
+
+def test_bert_base_counts_its_110m_and_cannot_generate():
+    m = _hf(BERT)
+    assert BERT_LAYER == 7_087_872
+    embeddings = 30522 * 768 + 512 * 768 + 2 * 768 + 2 * 768  # words, positions, segments, their LayerNorm
+    assert m.params == 12 * BERT_LAYER + embeddings + 768 * 768 + 768 == 109_482_240  # + the pooler
+    # Devlin et al. 2018 (arXiv 1810.04805, section 3): BERT-BASE "Total Parameters=110M"
+    assert m.params == pytest.approx(110e6, rel=0.01)
+    assert (m.kind, m.can_generate, m.counts_tokens) == ("encoder", False, False)
+    assert "encoder (bidirectional" in m.describe()
+
+
+def test_roberta_base_counts_125m():
+    m = _hf(ROBERTA)
+    embeddings = 50265 * 768 + 514 * 768 + 768 + 2 * 768
+    assert m.params == 12 * BERT_LAYER + embeddings + 768 * 768 + 768 == 124_645_632
+    assert m.params == pytest.approx(125e6, rel=0.01)  # Liu et al. 2019 (arXiv 1907.11692), RoBERTa-base: 125M
+
+
+def test_vit_b16_counts_86_6m_over_197_tokens():
+    m = _hf(VIT_B16)
+    assert (m.context, m.vocab) == (197, 768)  # 14 x 14 patches + [CLS]; the patch projection's 3 x 16 x 16 inputs
+    patch, positions, final_norm, classifier = 768 * 768, 197 * 768, 2 * 768, 768 * 1000 + 1000
+    assert m.params == 12 * BERT_LAYER + patch + positions + final_norm + classifier
+    # timm vit_base_patch16_224: 86,567,656 (Dosovitskiy et al. 2020, table 1: ViT-Base 86M); the [CLS] token and
+    # the patch projection's bias (2 x 768) are not counted
+    assert m.params + 2 * 768 == 86_567_656
+
+
+def test_an_encoder_attends_both_ways_and_caches_nothing():
+    m = _hf(BERT)
+    s = _setup()
+    attn = {g.name: g for g in m.forward_work(s, 2, 128)}["attention"]
+    assert attn.flops == pytest.approx(2 * 12 * 4 * 768 * 128 * 128)  # every token to all 128, no causal half
+    qkvo = 2 * 128 * 12 * (2 * 768 + 2 * 768) * 2
+    assert attn.bytes == pytest.approx(qkvo)  # no KV-cache write
+    elem = {g.name: g for g in m.forward_work(s, 2, 128)}["elementwise & norms"]
+    assert elem.bytes == pytest.approx(2 * 128 * m.act_traffic_elems * 2)  # no vocabulary logits

@@ -574,8 +574,8 @@ def test_mixtral_config_without_top_k_names_the_key():
 
 
 @pytest.mark.parametrize("config, field, needle", [
-    (BERT, "model_type", "model_type 'bert' \\(BertForMaskedLM\\): an encoder-only model"),
-    (ROBERTA, "model_type", "model_type 'roberta' \\(RobertaForMaskedLM\\): an encoder-only model"),
+    ({**BERT, "model_type": "distilbert"}, "model_type", "model_type 'distilbert' \\(BertForMaskedLM\\): an "
+                                                         "encoder-only model"),
     ({**BERT, "model_type": "my-encoder"}, "architectures", "encoder-only"),
     (T5, "is_encoder_decoder", "an encoder-decoder model"),
     (BART, "model_type", "model_type 'bart' \\(BartModel\\): an encoder-decoder model"),

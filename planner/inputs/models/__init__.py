@@ -1,6 +1,8 @@
 """Model profiles: one protocol (ModelProfile) that every kind implements, the presets, and model files.
 
-Kinds: 'decoder' (decoder.py: transformers derived from their architecture), 'generic' (generic.py: formulas
+Kinds: 'decoder' (decoder.py: transformers derived from their architecture, their layers of several kinds: latent
+attention, sliding windows, dense and mixture-of-experts MLPs, state-space mixers), 'encoder' (the same class run
+bidirectionally, without generation: BERT, ViT), 'generic' (generic.py: formulas
 in the input size L) and 'traced' (traced.py: growth laws measured from PyTorch code by `planner profile`). A new
 kind is one new module with one class implementing ModelProfile, registered in KINDS; the engine asks a profile
 what it does and never which class it is.
@@ -26,8 +28,8 @@ from planner.inputs.work import Collective, MemoryItem, OpGroup, Setup
 
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
 MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
-KINDS: dict[str, Callable[[Record], ModelProfile]] = {"decoder": parse_decoder, "generic": parse_generic,
-                                                      "traced": parse_traced}
+KINDS: dict[str, Callable[[Record], ModelProfile]] = {"decoder": parse_decoder, "encoder": parse_decoder,
+                                                      "generic": parse_generic, "traced": parse_traced}
 
 __all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
            "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model",

@@ -28,6 +28,12 @@ convolution) instead of a KV cache: its memory does not grow with the context, a
 once. Mamba-1 (ssm_dt_rank > 0): in_proj (hidden -> 2 inner), conv, x_proj (inner -> dt_rank + 2 state), dt_proj
 (dt_rank -> inner), A and D, out_proj; Mamba-2 (ssm_heads > 0): in_proj (hidden -> 2 inner + 2 groups x state +
 heads), conv over inner + 2 groups x state channels, dt bias, A and D per head, a gated norm, out_proj.
+
+Encoders (BERT, RoBERTa, ViT; `encoder`): the same stack attending both ways (every token to all S tokens), with no KV
+cache, no generation and no LM head: an infer job over sequences or images, items/s. Their embeddings: `vocab` rows
+(ViT: the patch projection's inputs, channels x patch x patch), learned positions, `token_types` rows (BERT's segment
+embeddings); a `pooler` (hidden x hidden + bias, BERT and ViT models) and a classifier of `head_outputs` (hidden x
+outputs + bias) on one token: their FLOPs are left out (one token of S).
 """
 
 from __future__ import annotations
@@ -103,8 +109,8 @@ MLA_KERNELS = {False: 4, True: 6}
 MLA_LINEAR_MODULES = {False: 4, True: 5}
 # Fields that give a decoder layers of more than one kind; the page's form does not edit them
 LAYER_KIND_FIELDS = ("dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", "window",
-                     "window_layers", "state_layers", "ssm_inner", "ssm_state", "ssm_conv", "ssm_dt_rank", "ssm_heads",
-                     "ssm_groups")
+                     "window_layers", "encoder", "token_types", "pooler", "head_outputs", "state_layers", "ssm_inner",
+                     "ssm_state", "ssm_conv", "ssm_dt_rank", "ssm_heads", "ssm_groups")
 # A selective scan's FLOPs per channel and state element per token: the decay exp(dt x A) (a multiply and an exp),
 # dt x B x x (two multiplies), h = decay x h + dt B x (a multiply and an add), y += C x h (a multiply and an add)
 SCAN_FLOPS_PER_STATE = 8.0
@@ -148,6 +154,10 @@ class DecoderProfile(CachedHash):
     v_head_dim: int = 0  # MLA: a head's value width (0: head_dim)
     window: int = 0  # sliding window in tokens of the window_layers local layers (0: none)
     window_layers: int = 0
+    encoder: bool = False  # bidirectional, no KV cache, no LM head (BERT, ViT)
+    token_types: int = 0  # encoder: segment-embedding rows (BERT's type_vocab_size)
+    pooler: bool = False  # encoder: a hidden x hidden pooler with its bias
+    head_outputs: int = 0  # encoder: a classifier's outputs on the pooled token (0: none)
     state_layers: int = 0  # layers with a state-space (Mamba) mixer instead of attention
     ssm_inner: int = 0  # the mixer's inner width (expand x hidden)
     ssm_state: int = 0  # its state per channel (d_state)
@@ -159,10 +169,20 @@ class DecoderProfile(CachedHash):
     cross_check: str = ""  # where the profile disagrees with what its source reports, and why
     kind: str = field(default="decoder", init=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", "encoder" if self.encoder else "decoder")  # what the page and messages say
+
     # ------------------------------------------------------------ the model protocol: what it is
     input_size_name = "tokens"
-    can_generate = True  # autoregressive decoding with a KV cache
-    counts_tokens = True  # throughput is reported in tokens/s
+    @property
+    def can_generate(self) -> bool:
+        """Autoregressive decoding with a KV cache (an encoder: no)."""
+        return not self.encoder
+
+    @property
+    def counts_tokens(self) -> bool:
+        """Throughput in tokens/s (an encoder's: sequences or images per second)."""
+        return not self.encoder
 
     @property
     def default_input_size(self) -> int:
@@ -211,13 +231,14 @@ class DecoderProfile(CachedHash):
         """The profile as a data record parse_decoder reads back (a bench result carries it): the architecture and
         its provenance, not the page's cross-check note."""
         kinds = {f: getattr(self, f) for f in LAYER_KIND_FIELDS if getattr(self, f)}
-        return {"kind": "decoder", "id": self.id, "source": self.source, "dropout": self.dropout,
+        return {"kind": self.kind, "id": self.id, "source": self.source, "dropout": self.dropout,
                 **self._form_fields(), **kinds}
 
     def describe(self) -> str:
-        return text.describe(self.layers, self.hidden, self.context, self.experts, self.experts_per_token,
+        line = text.describe(self.layers, self.hidden, self.context, self.experts, self.experts_per_token,
                              self.shared_ffn, self.active_params / self.params) + text.layer_kinds_text(
-            self.dense_layers, self.kv_lora_rank, self.rope_dim, self.window, self.window_layers)
+            self.dense_layers, self.kv_lora_rank, self.rope_dim, self.window, self.window_layers, self.state_layers)
+        return text.ENCODER_WORDS + line.removeprefix("decoder") if self.encoder else line
 
     def listing(self) -> dict[str, int | None]:
         return {"layers": self.layers, "hidden": self.hidden, "context": self.context}
@@ -317,6 +338,8 @@ class DecoderProfile(CachedHash):
     def keys_attended(self, tokens: int) -> float:
         """Sum over the layers and over `tokens` causal positions (1..tokens) of the keys each attends: t on a full
         layer, min(t, window) on a sliding-window one."""
+        if self.encoder:  # every token attends to every token
+            return float(self.attn_layers * tokens * tokens)
         full = tokens * (tokens + 1) / 2
         if not self.window_layers:
             return self.attn_layers * full
@@ -424,7 +447,19 @@ class DecoderProfile(CachedHash):
 
     @property
     def lm_head_params(self) -> int:
-        return self.vocab * self.hidden
+        """The LM head's weights (an encoder has none: its logits are not computed)."""
+        return 0 if self.encoder else self.vocab * self.hidden
+
+    @property
+    def logits_vocab(self) -> int:
+        """Logits per token a forward pass computes: the vocabulary, or none for an encoder."""
+        return 0 if self.encoder else self.vocab
+
+    @property
+    def encoder_extra_params(self) -> int:
+        """An encoder's segment embeddings, pooler and classifier."""
+        h = self.hidden
+        return self.token_types * h + (h * h + h if self.pooler else 0) + self.head_outputs * (h + 1)
 
     @property
     def quantizable_params(self) -> int:
@@ -451,8 +486,8 @@ class DecoderProfile(CachedHash):
     def params(self) -> int:
         embed = self.vocab * self.hidden + (self.context * self.hidden if self.learned_pos_emb else 0)
         head = 0 if self.tied_embeddings else self.lm_head_params
-        final_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
-        return self.matmul_total + self.other_total + embed + head + final_norm
+        final_norm = self.hidden * (2 if self.norm == "layernorm" else 1)  # BERT: its embeddings' LayerNorm
+        return self.matmul_total + self.other_total + embed + head + final_norm + self.encoder_extra_params
 
     @cached_property
     def kv_elems(self) -> int:
@@ -687,14 +722,14 @@ class DecoderProfile(CachedHash):
             layer_keys = m.keys_attended(tokens) if keys_sum else 0.0
         attn_flops = m.attn_flops_per_key() * batch * layer_keys / tp
         qkvo = bt * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
-        kv_write = bt * m.kv_elems * s.kv_dtype.bytes / m.kv_split(tp)
+        kv_write = 0.0 if m.encoder else bt * m.kv_elems * s.kv_dtype.bytes / m.kv_split(tp)
         scores = (score_passes(s)[0] * batch * m.heads * m.attn_layers * tokens * keys_max * p.act_bytes / tp
                   if s.attention.scores_materialized else 0.0)
         if scores and not s.fused_elementwise:
             scores += bt * m.attn_layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
         traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
         elem_bytes = (bt * traffic * p.act_bytes / tp
-                      + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
+                      + 2 * batch * logits_tokens * m.logits_vocab * float(FP32_BYTES))
         lin_text, attn_text, elem_text = text.forward_formulas(
             s, name, note, text.score_text(s, score_passes(s), True) if scores else "", m.ffn_kind == "swiglu",
             m._forward_traffic(s))
@@ -748,7 +783,7 @@ class DecoderProfile(CachedHash):
 
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
         """A causal forward pass over `size` tokens per sequence, logits for every token."""
-        return self._forward(s, batch, size, size * (size + 1) / 2, size, size, "input")
+        return self._forward(s, batch, size, size * (size + 1) / 2, size, 0 if self.encoder else size, "input")
 
     def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]:
         """The prompt's forward pass, logits for the last token only; with a prefill chunk c (llama.cpp's n_ubatch) the
@@ -875,7 +910,7 @@ class DecoderProfile(CachedHash):
                                               dropout),
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
-                    elem + hidden_drop + 3 * T * m.vocab * float(FP32_BYTES), s.attention_path,
+                    elem + hidden_drop + 3 * T * m.logits_vocab * float(FP32_BYTES), s.attention_path,
                     elem_text),
         )
 
@@ -890,7 +925,7 @@ class DecoderProfile(CachedHash):
             return ()
         act = s.precision.act_bytes
         layers = Collective(ALL_REDUCE, tokens * self.hidden * act / rounds, 2 * self.layers * rounds)
-        gather = logits_rows and s.lm_head_split
+        gather = logits_rows and s.lm_head_split and not self.encoder
         return (layers, Collective(ALL_GATHER, logits_rows * self.vocab * act, 1)) if gather else (layers,)
 
     # ------------------------------------------------------------ the model protocol: memory
@@ -901,7 +936,7 @@ class DecoderProfile(CachedHash):
         per_token = (2 * m.hidden + m.q_dim + 2 * m.kv_dim + mlp) * s.precision.act_bytes / s.tp
         scores = (2.0 * batch * m.heads * tokens * keys * s.precision.act_bytes / s.tp
                   if s.attention.scores_materialized else 0.0)
-        return batch * tokens * per_token + scores + batch * logits_tokens * m.vocab * float(FP32_BYTES)
+        return batch * tokens * per_token + scores + batch * logits_tokens * m.logits_vocab * float(FP32_BYTES)
 
     def _whole_lm_head(self, s: Setup) -> tuple[MemoryItem, ...]:
         """What a runtime that keeps the whole LM head on every tensor-parallel GPU holds beyond its 1/tp share of
@@ -948,7 +983,7 @@ class DecoderProfile(CachedHash):
         per_layer_scores = (2.0 * batch * m.heads * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
         saved_layer = T * m.saved_act_elems / m.layers * p.act_bytes + per_layer_scores
         act = (T * m.hidden * m.layers * p.act_bytes + saved_layer if checkpointing else saved_layer * m.layers)
-        act += 2 * T * m.vocab * float(FP32_BYTES)
+        act += 2 * T * m.logits_vocab * float(FP32_BYTES)
         formula = text.train_activations_text(checkpointing, m.saved_act_elems, p.act_bytes, bool(per_layer_scores))
         return MemoryItem("activations", act / BYTES_PER_GB, formula)
 

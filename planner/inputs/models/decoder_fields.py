@@ -57,6 +57,8 @@ LAYER_FIELDS = (
     ArchField("v_head_dim", "int", 0, 4096),  # MLA: a head's value width (0: head_dim)
     ArchField("window", "int", 0, 10**8),  # sliding window (tokens) of the window_layers layers
     ArchField("window_layers", "int", 0, 1000),
+    ArchField("token_types", "int", 0, 1000),  # encoder: segment-embedding rows (BERT's type_vocab_size)
+    ArchField("head_outputs", "int", 0, 10**6),  # encoder: a classifier's outputs
     ArchField("state_layers", "int", 0, 1000),  # layers with a state-space (Mamba) mixer instead of attention
     ArchField("ssm_inner", "int", 0, 10**6),
     ArchField("ssm_state", "int", 0, 4096),
@@ -66,7 +68,9 @@ LAYER_FIELDS = (
     ArchField("ssm_groups", "int", 0, 65536),  # Mamba-2
 )
 SSM_FIELDS = ("ssm_inner", "ssm_state", "ssm_conv")
-FIELDS = ("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS)
+ENCODER_FLAGS = ("encoder", "pooler")  # an encoder (bidirectional, no generation) and its pooler
+FIELDS = (("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS)
+          + ENCODER_FLAGS)
 
 
 def read_decoder(rec: Record) -> dict[str, Any]:
@@ -99,8 +103,14 @@ def read_decoder(rec: Record) -> dict[str, Any]:
     kinds = {f.name: int(rec.number(f.name, required=False, lo=f.lo, hi=f.hi, integer=True) or 0)
              for f in LAYER_FIELDS}
     _check_layer_kinds(rec, kinds, count("layers"), experts, head_dim)
+    flags = {f: rec.flag(f, default=False) for f in ENCODER_FLAGS}
+    if rec.data.get("kind") == "encoder" and not flags["encoder"]:
+        raise rec.fail("encoder", "a record of kind encoder says encoder: true (or use kind decoder)")
+    for name in ("token_types", "head_outputs", "pooler"):
+        if (kinds.get(name) or flags.get(name)) and not flags["encoder"]:
+            raise rec.fail(name, "belongs to an encoder (BERT, ViT): set encoder: true, or leave it out")
     return dict(
-        **kinds,
+        **kinds, **flags,
         id=rec.text("id"), name=rec.text("name"), layers=count("layers"),
         hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=count("ffn"),
         ffn_kind=rec.text("ffn_kind", choices=A["ffn_kind"].choices), vocab=count("vocab"), context=count("context"),

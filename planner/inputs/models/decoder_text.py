@@ -158,9 +158,13 @@ def kv_layer_words(kv_lora_rank: int, rope_dim: int, kv_heads: int, head_dim: in
     return f"K and V: 2 x {kv_heads} KV heads x {head_dim}"
 
 
-def layer_kinds_text(dense_layers: int, kv_lora_rank: int, rope_dim: int, window: int, window_layers: int) -> str:
+ENCODER_WORDS = "encoder (bidirectional: no KV cache, no generation)"
+
+
+def layer_kinds_text(dense_layers: int, kv_lora_rank: int, rope_dim: int, window: int, window_layers: int,
+                     state_layers: int = 0) -> str:
     """What a decoder's layers add to its one-line description ('' for a uniform stack)."""
-    parts = []
+    parts = [f"{state_layers} state-space (Mamba) layers"] if state_layers else []
     if dense_layers:
         parts.append(f"{dense_layers} dense layers first")
     if kv_lora_rank:

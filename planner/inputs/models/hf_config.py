@@ -34,7 +34,11 @@ WHAT_TO_DO = "use a generic profile (docs/SCHEMAS.md) or trace its PyTorch code:
 LLAMA_LIKE_HINT = ("if its layers are LLaMA-like after all, write a decoder profile or edit a custom model; "
                    "otherwise " + WHAT_TO_DO)
 
-ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2",
+# Encoders read as BertModel's stack (embeddings + positions + segments + LayerNorm, post-norm layers with biases and
+# a GELU MLP, a pooler) or ViTModel's (a patch projection in place of the word embeddings, [CLS] + patches)
+BERT_LIKE = ("bert", "roberta", "xlm-roberta", "camembert")
+VIT = ("vit",)
+ENCODER_ONLY = ("distilbert", "albert", "electra", "deberta", "deberta-v2",
                 "camembert", "mpnet", "modernbert", "ernie", "xlm", "flaubert", "longformer", "big_bird",
                 "nomic_bert", "esm")
 ENCODER_DECODER = ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian", "whisper", "led",
@@ -92,6 +96,8 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     if config.get("is_encoder_decoder") or mt in ENCODER_DECODER:
         raise _refuse(rec, "is_encoder_decoder" if config.get("is_encoder_decoder") else "model_type", shown,
                       "an encoder-decoder model (its decoder cross-attends to an encoder), not a decoder-only LM")
+    if mt in BERT_LIKE or mt in VIT:
+        return "vit" if mt in VIT else "bert"
     if mt in ENCODER_ONLY or any(a.endswith("ForMaskedLM") for a in archs):
         raise _refuse(rec, "model_type" if mt in ENCODER_ONLY else "architectures", shown,
                       "an encoder-only model (bidirectional, no token-by-token generation), not a decoder-only LM")
@@ -240,11 +246,45 @@ def _trains_with_dropout(config: Mapping[str, Any]) -> bool:
                for k in DROPOUT_KEYS)
 
 
+def _encoder(config: Mapping[str, Any], family: str, model_id: str, source: str, rec: Record) -> DecoderProfile:
+    """An encoder's profile from BertConfig / RobertaConfig / ViTConfig names: the base model with its pooler
+    (BertModel, ViTModel: the published totals count it); ViTForImageClassification has a classifier of
+    len(id2label) outputs instead. Not counted: a masked-LM head (BertForMaskedLM's transform, tied decoder and
+    bias), ViT's [CLS] token and patch-projection bias (2 x hidden)."""
+    hidden, layers = config.get("hidden_size"), config.get("num_hidden_layers")
+    data: dict[str, Any] = {
+        "id": model_id, "name": model_id, "kind": "decoder", "encoder": True, "layers": layers, "hidden": hidden,
+        "heads": config.get("num_attention_heads"), "ffn": config.get("intermediate_size"), "ffn_kind": "gelu",
+        "tied_embeddings": True, "norm": "layernorm", "learned_pos_emb": True, "bias": True, "source": source,
+        "dropout": _trains_with_dropout(config)}
+    archs = config.get("architectures") if isinstance(config.get("architectures"), list) else []
+    if family == "vit":
+        image, patch, channels = (_int(config.get(k)) for k in ("image_size", "patch_size", "num_channels"))
+        if not image or not patch:
+            raise rec.fail("image_size" if not image else "patch_size", "missing from config.json (a ViT's image "
+                                                                        "and patch sizes give its tokens)")
+        labels = config.get("id2label")
+        classifier = any(str(a).endswith("ForImageClassification") for a in archs)
+        data |= {"vocab": (channels or 3) * patch * patch, "context": (image // patch) ** 2 + 1,
+                 "pooler": not classifier,
+                 "head_outputs": len(labels) if classifier and isinstance(labels, dict) else 0}
+    else:
+        data |= {"vocab": config.get("vocab_size"), "context": config.get("max_position_embeddings"),
+                 "token_types": config.get("type_vocab_size", 2), "pooler": True}
+    missing = [k for k in ("layers", "hidden", "heads", "ffn", "vocab", "context") if data[k] is None]
+    if missing:
+        raise rec.fail(missing[0], "missing from config.json (looked for BertConfig / ViTConfig key names)")
+    return parse_decoder(Record(source, f"'{model_id}'", data))
+
+
 def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> DecoderProfile:
-    """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys);
-    DataFileError naming the field when the config describes something the decoder profile can't model."""
+    """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys; BERT,
+    RoBERTa and ViT encoders); DataFileError naming the field when the config describes something the profile can't
+    model."""
     rec = Record(source, f"'{model_id}'", dict(config))
     family = _check_modelled(config, rec)
+    if family in ("bert", "vit"):
+        return _encoder(config, family, model_id, source, rec)
     get = lambda *keys: next((config[k] for k in keys if config.get(k) is not None), None)  # noqa: E731
     is_gpt2 = family == "gpt2"
     hidden = get("hidden_size", "n_embd", "d_model")
