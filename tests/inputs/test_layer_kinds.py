@@ -371,3 +371,79 @@ def test_an_encoder_attends_both_ways_and_caches_nothing():
     assert attn.bytes == pytest.approx(qkvo)  # no KV-cache write
     elem = {g.name: g for g in m.forward_work(s, 2, 128)}["elementwise & norms"]
     assert elem.bytes == pytest.approx(2 * 128 * m.act_traffic_elems * 2)  # no vocabulary logits
+
+
+# ---------------------------------------------------------------- encoder-decoders
+
+# google-t5/t5-base config.json, the fields that matter
+T5_BASE = {"architectures": ["T5ForConditionalGeneration"], "d_ff": 3072, "d_kv": 64, "d_model": 768,
+           "feed_forward_proj": "relu", "is_encoder_decoder": True, "model_type": "t5", "n_positions": 512,
+           "num_decoder_layers": 12, "num_heads": 12, "num_layers": 12, "vocab_size": 32128}
+# openai/whisper-large-v3 config.json, the fields that matter
+WHISPER_L3 = {"architectures": ["WhisperForConditionalGeneration"], "d_model": 1280, "decoder_attention_heads": 20,
+              "decoder_ffn_dim": 5120, "decoder_layers": 32, "encoder_attention_heads": 20, "encoder_ffn_dim": 5120,
+              "encoder_layers": 32, "is_encoder_decoder": True, "max_source_positions": 1500,
+              "max_target_positions": 448, "model_type": "whisper", "num_mel_bins": 128, "vocab_size": 51866}
+
+
+def test_t5_base_counts_223m_with_one_shared_embedding():
+    m = _hf(T5_BASE)
+    attn, mlp, norm = 4 * 768 * 768, 2 * 768 * 3072, 768  # no biases; weight-only norms; a ReLU MLP
+    encoder = 12 * (attn + mlp + 2 * norm) + norm
+    decoder = 12 * (2 * attn + mlp + 3 * norm) + norm  # self- and cross-attention
+    shared = 32128 * 768  # one table, tied to the LM head
+    relative_bias = 2 * 32 * 12  # one per stack (buckets x heads), not counted
+    assert m.params == encoder + decoder + shared == 222_902_784
+    # Raffel et al. 2020 (JMLR 21, section 3.1.1): the Base model has "about 220 million parameters"
+    assert m.params + relative_bias == pytest.approx(220e6, rel=0.015)
+    assert (m.kind, m.can_generate) == ("encoder-decoder", True)
+
+
+def test_whisper_large_v3_counts_1_55b():
+    m = _hf(WHISPER_L3)
+    h = 1280
+    attn = 4 * h * h + 4 * h  # biases on Q, K, V, O (Whisper's K has none: counted, 2 x 32 x 1280 over)
+    mlp = 2 * h * 5120 + 5120 + h
+    ln = 2 * h
+    encoder = 32 * (attn + mlp + 2 * ln) + ln + 128 * 3 * h + 1500 * h  # + final norm, conv1, positions
+    front = h * h * 3 + h + h  # conv2 with its bias, conv1's bias
+    cross = 4 * h * h + 3 * h + ln  # Q, K, V, O, biases on Q, V, O, its norm
+    decoder = 32 * (attn + mlp + 2 * ln + cross) + ln + 51866 * h + 448 * h  # tied LM head
+    assert m.params == encoder + front + decoder
+    # Radford et al. 2022 (arXiv 2212.04356, table 1): large, 1550M parameters
+    assert m.params - 2 * 32 * h == pytest.approx(1550e6, rel=0.005)
+
+
+def test_an_encoder_decoder_caches_cross_and_self_keys_per_decoder_layer():
+    m = _hf(T5_BASE)
+    s = _setup()
+    kv = next(i for i in m.generate_memory(s, 4, 300, 100) if i.name == "kv_cache")
+    # 12 decoder layers x (300 encoder tokens' cross K, V + 100 generated tokens' self K, V) x 768 x 2 B
+    assert kv.gb == pytest.approx(4 * (300 + 100) * 12 * 2 * 768 * 2 / 1e9)
+    decode = {g.name: g for g in m.decode_work(s, 4)}
+    assert decode["attention"].bytes_per_pos == pytest.approx(4 * 12 * 2 * 768 * 2)  # p keys: self + cross
+    assert decode["cross-attention"].flops == pytest.approx(2 * 12 * 4 * 2 * 768 * 768)  # Q and O only
+
+
+def test_prefill_runs_the_encoder_both_ways_and_projects_the_cross_cache():
+    m = _hf(T5_BASE)
+    s = _setup()
+    prefill = {g.name: g for g in m.prefill_work(s, 2, 300)}
+    assert prefill["encoder attention"].flops == pytest.approx(2 * 12 * 4 * 768 * 300 * 300)
+    cross = prefill["cross-attention"]
+    k_v = 2 * 12 * 2 * 300 * 2 * 768 * 768  # K and V over 300 encoder tokens, 2 sequences
+    q_o = 2 * 12 * 2 * 1 * 2 * 768 * 768  # Q and O over the first token
+    assert cross.flops == pytest.approx(k_v + q_o + 2 * 12 * 4 * 768 * 300)
+
+
+def test_an_encoder_decoder_yaml_record_and_its_refusal():
+    stack = dict(hidden=64, heads=2, ffn=128, ffn_kind="gelu", vocab=100, context=64, tied_embeddings=True,
+                 norm="rmsnorm", layers=2)
+    doc = {"id": "tiny-s2s", "name": "tiny", "kind": "encoder-decoder", "source": "t", "shared_embeddings": True,
+           "encoder": {**stack, "encoder": True}, "decoder": stack}
+    m = parse_model_text(json.dumps(doc), "m.yaml", "upload")
+    assert m.enc.encoder and not m.dec.encoder and m.architecture() is None
+    bad = {**doc, "encoder": stack}  # the encoder stack without encoder: true
+    with pytest.raises(DataFileError) as info:
+        parse_model_text(json.dumps(bad), "m.yaml", "upload")
+    assert info.value.field == "encoder"

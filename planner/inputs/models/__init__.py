@@ -2,7 +2,8 @@
 
 Kinds: 'decoder' (decoder.py: transformers derived from their architecture, their layers of several kinds: latent
 attention, sliding windows, dense and mixture-of-experts MLPs, state-space mixers), 'encoder' (the same class run
-bidirectionally, without generation: BERT, ViT), 'generic' (generic.py: formulas
+bidirectionally, without generation: BERT, ViT), 'encoder-decoder' (encoder_decoder.py: two such stacks with
+cross-attention: T5, Whisper), 'generic' (generic.py: formulas
 in the input size L) and 'traced' (traced.py: growth laws measured from PyTorch code by `planner profile`). A new
 kind is one new module with one class implementing ModelProfile, registered in KINDS; the engine asks a profile
 what it does and never which class it is.
@@ -21,6 +22,7 @@ from planner import DATA_DIR
 from planner.base.safe_parse import ParseError, TextError, check_text_values, load_json_text
 from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, read_file_bytes, resolve_name, unique_ids
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
+from planner.inputs.models.encoder_decoder import EncoderDecoderProfile, parse_encoder_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
 from planner.inputs.models.traced import TracedProfile, parse_traced
@@ -29,11 +31,12 @@ from planner.inputs.work import Collective, MemoryItem, OpGroup, Setup
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
 MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
 KINDS: dict[str, Callable[[Record], ModelProfile]] = {"decoder": parse_decoder, "encoder": parse_decoder,
+                                                      "encoder-decoder": parse_encoder_decoder,
                                                       "generic": parse_generic, "traced": parse_traced}
 
-__all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
-           "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model",
-           "parse_model_text"]
+__all__ = ["DecoderProfile", "EncoderDecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog",
+           "ModelProfile", "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder",
+           "parse_model", "parse_model_text"]
 
 
 @runtime_checkable

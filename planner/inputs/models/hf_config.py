@@ -22,6 +22,7 @@ from planner.base.safe_parse import MAX_SHOWN_CHARS
 from planner.base.safe_parse import shown as shown_value
 from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
+from planner.inputs.models.encoder_decoder import EncoderDecoderProfile
 
 GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
          "deepseek", "deepseek_v2", "deepseek_v3", "jamba")
@@ -36,12 +37,13 @@ LLAMA_LIKE_HINT = ("if its layers are LLaMA-like after all, write a decoder prof
 
 # Encoders read as BertModel's stack (embeddings + positions + segments + LayerNorm, post-norm layers with biases and
 # a GELU MLP, a pooler) or ViTModel's (a patch projection in place of the word embeddings, [CLS] + patches)
+SEQ2SEQ = ("t5", "whisper")  # encoder-decoders read (encoder_decoder.py)
 BERT_LIKE = ("bert", "roberta", "xlm-roberta", "camembert")
 VIT = ("vit",)
 ENCODER_ONLY = ("distilbert", "albert", "electra", "deberta", "deberta-v2",
                 "camembert", "mpnet", "modernbert", "ernie", "xlm", "flaubert", "longformer", "big_bird",
                 "nomic_bert", "esm")
-ENCODER_DECODER = ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian", "whisper", "led",
+ENCODER_DECODER = ("mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian", "whisper", "led",
                    "blenderbot", "prophetnet", "fsmt", "switch_transformers", "nllb_moe", "encoder-decoder")
 # Families refused with the reason the decoder formulas don't fit them.
 NOT_MODELLED = {
@@ -93,6 +95,8 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     named = ", ".join(a[:MAX_SHOWN_CHARS] for a in archs[:MAX_ARCHS_SHOWN])
     named += ", …" if len(archs) > MAX_ARCHS_SHOWN else ""
     shown = f"model_type {shown_value(mt)}" + (f" ({named})" if archs else "") if mt else "this config"
+    if mt in SEQ2SEQ:
+        return mt
     if config.get("is_encoder_decoder") or mt in ENCODER_DECODER:
         raise _refuse(rec, "is_encoder_decoder" if config.get("is_encoder_decoder") else "model_type", shown,
                       "an encoder-decoder model (its decoder cross-attends to an encoder), not a decoder-only LM")
@@ -277,7 +281,55 @@ def _encoder(config: Mapping[str, Any], family: str, model_id: str, source: str,
     return parse_decoder(Record(source, f"'{model_id}'", data))
 
 
-def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> DecoderProfile:
+def _stack(rec: Record, part: str, data: dict[str, Any]) -> DecoderProfile:
+    missing = [k for k, v in data.items() if v is None]
+    if missing:
+        raise rec.fail(missing[0], f"missing from config.json (the {part}'s T5Config / WhisperConfig key names)")
+    return parse_decoder(Record(rec.path, f"{rec.label} {part}", data))
+
+
+def _seq2seq(config: Mapping[str, Any], family: str, model_id: str, source: str,
+             rec: Record) -> EncoderDecoderProfile:
+    """T5 (T5Config: d_model, d_kv, d_ff, num_layers, num_decoder_layers, num_heads, feed_forward_proj; one shared
+    embedding; no biases, weight-only norms; its relative position bias (buckets x heads, two tables) not counted)
+    or Whisper (WhisperConfig: d_model, encoder/decoder_layers, _attention_heads, _ffn_dim, num_mel_bins,
+    max_source_positions, max_target_positions; LayerNorm, biases, GELU MLPs; the encoder's input is two
+    convolutions over the mel bins: the first as its embedding rows (num_mel_bins x 3), the second and the first's
+    bias as front_params; its K projections have no bias, counted with one: 2 x layers x d_model, 0.005 %)."""
+    get = config.get
+    h = get("d_model")
+    common = {"kind": "decoder", "source": source, "ffn_kind": "gelu", "tied_embeddings": True}
+    if family == "t5":
+        gated = str(get("feed_forward_proj", "relu")).startswith("gated")
+        stack = common | {"hidden": h, "heads": get("num_heads"), "head_dim": get("d_kv"), "ffn": get("d_ff"),
+                          "ffn_kind": "swiglu" if gated else "gelu", "vocab": get("vocab_size"),
+                          "context": get("n_positions") or 512, "norm": "rmsnorm", "bias": False,
+                          "learned_pos_emb": False, "dropout": _trains_with_dropout(config)}
+        enc = stack | {"id": f"{model_id} encoder", "name": "encoder", "layers": get("num_layers"), "encoder": True}
+        dec = stack | {"id": f"{model_id} decoder", "name": "decoder",
+                       "layers": get("num_decoder_layers") or get("num_layers"),
+                       "tied_embeddings": bool(get("tie_word_embeddings", True))}
+        shared, front = True, 0
+    else:
+        mels = get("num_mel_bins")
+        stack = common | {"hidden": h, "norm": "layernorm", "bias": True, "learned_pos_emb": True,
+                          "dropout": _trains_with_dropout(config)}
+        enc = stack | {"id": f"{model_id} encoder", "name": "encoder", "encoder": True,
+                       "layers": get("encoder_layers"), "heads": get("encoder_attention_heads"),
+                       "ffn": get("encoder_ffn_dim"), "vocab": 3 * mels if isinstance(mels, int) else None,
+                       "context": get("max_source_positions")}
+        dec = stack | {"id": f"{model_id} decoder", "name": "decoder", "layers": get("decoder_layers"),
+                       "heads": get("decoder_attention_heads"), "ffn": get("decoder_ffn_dim"),
+                       "vocab": get("vocab_size"), "context": get("max_target_positions"),
+                       "tied_embeddings": bool(get("tie_word_embeddings", True))}
+        shared = False
+        front = h * h * 3 + h + h if isinstance(h, int) else 0  # conv2 (3-wide, with bias) + conv1's bias
+    return EncoderDecoderProfile(id=model_id, name=model_id, source=source, enc=_stack(rec, "encoder", enc),
+                                 dec=_stack(rec, "decoder", dec), shared_embeddings=shared, front_params=front)
+
+
+def from_hf_config(config: Mapping[str, Any], model_id: str,
+                   source: str) -> DecoderProfile | EncoderDecoderProfile:
     """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys; BERT,
     RoBERTa and ViT encoders); DataFileError naming the field when the config describes something the profile can't
     model."""
@@ -285,6 +337,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str, source: str) -> Dec
     family = _check_modelled(config, rec)
     if family in ("bert", "vit"):
         return _encoder(config, family, model_id, source, rec)
+    if family in SEQ2SEQ:
+        return _seq2seq(config, family, model_id, source, rec)
     get = lambda *keys: next((config[k] for k in keys if config.get(k) is not None), None)  # noqa: E731
     is_gpt2 = family == "gpt2"
     hidden = get("hidden_size", "n_embd", "d_model")
