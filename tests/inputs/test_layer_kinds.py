@@ -447,3 +447,38 @@ def test_an_encoder_decoder_yaml_record_and_its_refusal():
     with pytest.raises(DataFileError) as info:
         parse_model_text(json.dumps(bad), "m.yaml", "upload")
     assert info.value.field == "encoder"
+
+
+# Qwen/Qwen3-Next-80B-A3B-Instruct config.json, the fields that matter
+QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "decoder_sparse_step": 1, "full_attention_interval": 4,
+              "head_dim": 256, "hidden_size": 2048, "intermediate_size": 5120, "linear_conv_kernel_dim": 4,
+              "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+              "linear_value_head_dim": 128, "max_position_embeddings": 262144, "mlp_only_layers": [],
+              "model_type": "qwen3_next", "moe_intermediate_size": 512, "num_attention_heads": 16,
+              "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48, "num_key_value_heads": 2,
+              "shared_expert_intermediate_size": 512, "tie_word_embeddings": False, "vocab_size": 151936}
+
+
+def test_qwen3_next_linear_attention_layers_keep_a_fixed_state():
+    m = _hf(QWEN3_NEXT)
+    assert (m.state_layers, m.attn_layers) == (36, 12)  # full attention where (i + 1) % 4 == 0
+    # a state of key width 128 per value channel (32 heads x 128), and the convolution's last 3 inputs over
+    # q, k (16 heads x 128 each) and v (32 x 128)
+    assert m.state_elems == 32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3
+    gate = 12 * 2048 * 16 * 256  # the output gate, named in the cross-check, not counted
+    assert "output gate" in m.cross_check
+    # Qwen/Qwen3-Next-80B-A3B-Instruct model card: "80B in total and 3B activated"
+    assert m.params + gate == pytest.approx(80e9, rel=0.01)
+    assert m.active_params - 2 * 151936 * 2048 == pytest.approx(3e9, rel=0.06)  # without embeddings and head
+    short, long = (dict((i.name, i.gb) for i in m.generate_memory(_setup(), 1, n, 1)) for n in (999, 99_999))
+    assert short["state-space state"] == long["state-space state"]
+
+
+def test_linear_attention_layers_outside_qwen3_next_are_refused_naming_the_field():
+    cfg = {**GEMMA3_1B, "layer_types": ["linear_attention", "full_attention"] * 13}
+    with pytest.raises(DataFileError) as info:
+        _hf(cfg)
+    assert info.value.field == "layer_types"
+    with pytest.raises(DataFileError) as info:
+        _hf({**GEMMA3_1B, "full_attention_interval": 4})
+    assert info.value.field == "full_attention_interval"

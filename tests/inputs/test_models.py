@@ -581,7 +581,7 @@ def test_mixtral_config_without_top_k_names_the_key():
     (BART, "model_type", "model_type 'bart' \\(BartModel\\): an encoder-decoder model"),
     ({**DEEPSEEK_V2_LITE, "moe_layer_freq": 2}, "moe_layer_freq", "alternate with dense ones"),
     ({**MISTRAL_V01, "layer_types": ["linear_attention", "full_attention"] * 16}, "layer_types",
-     "kinds other than sliding-window and full attention"),
+     "read for Qwen3-Next only"),
     ({**GEMMA_7B, "model_type": "gemma3", "text_config": {}}, "model_type", "vision-language model"),
     ({**MISTRAL_V01, "attn_layer_period": 8}, "attn_layer_period", "state-space"),
     ({**MISTRAL_V01, "model_type": "gpt_neox"}, "model_type", "parallel attention and MLP"),

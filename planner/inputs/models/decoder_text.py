@@ -164,7 +164,7 @@ ENCODER_WORDS = "encoder (bidirectional: no KV cache, no generation)"
 def layer_kinds_text(dense_layers: int, kv_lora_rank: int, rope_dim: int, window: int, window_layers: int,
                      state_layers: int = 0) -> str:
     """What a decoder's layers add to its one-line description ('' for a uniform stack)."""
-    parts = [f"{state_layers} state-space (Mamba) layers"] if state_layers else []
+    parts = [f"{state_layers} state-space / linear-attention layers (a fixed state)"] if state_layers else []
     if dense_layers:
         parts.append(f"{dense_layers} dense layers first")
     if kv_lora_rank:

@@ -25,7 +25,7 @@ from planner.inputs.models.decoder import DecoderProfile, parse_decoder
 from planner.inputs.models.encoder_decoder import EncoderDecoderProfile
 
 GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-         "deepseek", "deepseek_v2", "deepseek_v3", "jamba")
+         "deepseek", "deepseek_v2", "deepseek_v3", "jamba", "qwen3_next")
 GPT2 = ("gpt2",)
 READ = GATED + GPT2
 # transformers' config classes default tie_word_embeddings to true for these
@@ -50,7 +50,6 @@ NOT_MODELLED = {
     "gemma3": "a vision-language model (a SigLIP vision tower beside the text decoder), and no vision part is "
               "modelled; its text decoder alone is model_type gemma3_text (its text_config as a config.json)",
     "gpt_oss": "attention sinks, biased and clamped SwiGLU experts and biased attention are not modelled",
-    "qwen3_next": "it interleaves gated delta-net (linear attention) layers with full attention layers",
     "mamba": "its layers are state-space (Mamba) layers, not attention",
     "mamba2": "its layers are state-space (Mamba-2) layers, not attention",
     "rwkv": "its layers are RWKV (linear-attention recurrences), not softmax attention",
@@ -67,12 +66,10 @@ UNMODELLED_FIELDS = (
      "DeepSeek's mixture-of-experts layers alternate with dense ones past the first: not modelled"),
     ("interleave_moe_layer_step", lambda v: v not in (None, 1),
      "mixture-of-experts layers alternate with dense ones: layers of two kinds are not modelled"),
-    ("layer_types", lambda v: isinstance(v, list) and bool({str(t) for t in v} - set(LAYER_TYPES)),
+    ("layer_types", lambda v: isinstance(v, list) and bool({str(t) for t in v} - set(LAYER_TYPES + LINEAR_TYPES)),
      "its layers include kinds other than sliding-window and full attention (linear attention or state-space "
      "layers)"),
-    ("full_attention_interval", lambda v: v not in (None, 1), "it interleaves linear-attention and full layers"),
     ("attn_type_list", lambda v: bool(v), "it interleaves linear-attention and softmax-attention layers"),
-    ("linear_num_key_heads", lambda v: v is not None, "it has linear-attention (gated delta-net) layers"),
 )
 
 MAX_ARCHS_SHOWN = 3  # a config lists one or two architectures; a message names a few at most
@@ -105,6 +102,10 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     if mt in ENCODER_ONLY or any(a.endswith("ForMaskedLM") for a in archs):
         raise _refuse(rec, "model_type" if mt in ENCODER_ONLY else "architectures", shown,
                       "an encoder-only model (bidirectional, no token-by-token generation), not a decoder-only LM")
+    for name in ("full_attention_interval", "linear_num_key_heads"):
+        if config.get(name) not in (None, 1) and mt != "qwen3_next":
+            raise _refuse(rec, name, f"{shown} sets {name} = {str(config[name])[:20]}", "it has linear-attention "
+                          "(gated delta-net) layers, read only for Qwen3-Next (model_type qwen3_next)")
     period = config.get("attn_layer_period")
     if period not in (None, 1) and mt != "jamba":
         raise _refuse(rec, "attn_layer_period", f"{shown} sets attn_layer_period = {str(period)[:20]}",
@@ -135,6 +136,7 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
 
 
 LAYER_TYPES = ("sliding_attention", "full_attention")  # transformers' layer_types values for attention layers
+LINEAR_TYPES = ("linear_attention",)  # Qwen3-Next's gated delta-net layers (read for model_type qwen3_next only)
 
 
 def _int(v: Any) -> int | None:
@@ -207,6 +209,31 @@ def _jamba(config: Mapping[str, Any], layers: Any, hidden: Any) -> dict[str, Any
         moe = _period_count(layers, config.get("expert_layer_period"), config.get("expert_layer_offset"))
         out |= {"dense_layers": layers - moe, "dense_ffn": config.get("intermediate_size")} if moe < layers else {}
     return out
+
+
+def _gated_delta_net(config: Mapping[str, Any], layers: Any, rec: Record) -> dict[str, Any]:
+    """Qwen3-Next's linear-attention (gated delta-net) layers as Mamba-2-form state-space mixers (Qwen3NextConfig
+    names): a state of linear_key_head_dim per value channel (linear_num_value_heads x linear_value_head_dim
+    channels), B and C's role taken by the keys and queries of linear_num_key_heads heads, a causal convolution of
+    linear_conv_kernel_dim over q, k and v. Layer i is full attention where layer_types says so, else where
+    (i + 1) % full_attention_interval == 0. Differences under 0.01 % of the model (in_proj_ba's second output per
+    head, no convolution bias, a norm per head width) are not counted."""
+    types = config.get("layer_types")
+    if _model_type(config) != "qwen3_next" or not isinstance(layers, int):
+        if isinstance(types, list) and any(t in LINEAR_TYPES for t in types):
+            raise _refuse(rec, "layer_types", "layer_types with linear_attention", "linear-attention layers are "
+                          "read for Qwen3-Next only (model_type qwen3_next: gated delta-net)")
+        return {}
+    if isinstance(types, list) and types:
+        linear = sum(1 for t in types if t in LINEAR_TYPES)
+    else:
+        interval = _int(config.get("full_attention_interval")) or 4
+        linear = layers - layers // interval
+    heads, dv, dk = (_int(config.get(k)) for k in ("linear_num_value_heads", "linear_value_head_dim",
+                                                    "linear_key_head_dim"))
+    return {"state_layers": linear, "ssm_inner": heads * dv if heads and dv else None, "ssm_state": dk,
+            "ssm_conv": config.get("linear_conv_kernel_dim"), "ssm_heads": heads,
+            "ssm_groups": config.get("linear_num_key_heads")}
 
 
 def _latent(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -368,7 +395,12 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
                 "v_head_dim": "v_head_dim", "head_dim": "qk_nope_head_dim"}.get(missing[0],
                                                                              "the LLaMA and GPT-2 key names")
         raise rec.fail(missing[0], f"missing from config.json (looked for {keys})")
-    data |= _windows(config, data["layers"], data["context"]) | _jamba(config, data["layers"], hidden)
+    data |= (_windows(config, data["layers"], data["context"]) | _jamba(config, data["layers"], hidden)
+             | _gated_delta_net(config, data["layers"], rec))
+    if _model_type(config) == "qwen3_next" and isinstance(heads, int) and isinstance(hidden, int):
+        gate = hidden * heads * (config.get("head_dim") or hidden // heads)
+        data["cross_check"] = (f"not counted: the full-attention layers' output gate (q_proj produces a gate beside Q: "
+                               f"{gate:,} weights a layer)")
     mtp = _int(config.get("num_nextn_predict_layers"))
     if mtp:
         data["cross_check"] = (f"the checkpoint also holds {mtp} multi-token-prediction layer(s) "
