@@ -265,16 +265,20 @@ class DecoderProfile(CachedHash):
         """FLOPs one query token spends per key in one layer: scores (2 x heads x score width) and the weighted sum
         (2 x heads x value width); 4 x heads x head_dim for ordinary attention. Latent attention absorbed (decode)
         scores the latent and RoPE key and sums latents: 2 x heads x (2 kv_lora_rank + rope_dim)."""
-        if self.kv_lora_rank and absorbed:
-            return 2.0 * self.heads * (2 * self.kv_lora_rank + self.rope_dim)
-        return 2.0 * self.heads * (self.head_dim + self.value_head_dim)
+        return self._key_flops[absorbed]
 
-    @property
+    @cached_property
+    def _key_flops(self) -> tuple[float, float]:
+        """attn_flops_per_key (decompressed, absorbed), computed once: every step of the batch search asks."""
+        plain = 2.0 * self.heads * (self.head_dim + self.value_head_dim)
+        return plain, 2.0 * self.heads * (2 * self.kv_lora_rank + self.rope_dim) if self.kv_lora_rank else plain
+
+    @cached_property
     def attn_layers(self) -> int:
         """Layers that attend (the rest run a state-space mixer)."""
         return self.layers - self.state_layers
 
-    @property
+    @cached_property
     def full_layers(self) -> int:
         """Attention layers attending over every earlier token (the rest over a sliding window)."""
         return self.attn_layers - self.window_layers
@@ -338,11 +342,11 @@ class DecoderProfile(CachedHash):
     def keys_attended(self, tokens: int) -> float:
         """Sum over the layers and over `tokens` causal positions (1..tokens) of the keys each attends: t on a full
         layer, min(t, window) on a sliding-window one."""
+        if not (self.window_layers or self.encoder):  # the common case first: the batch search asks often
+            return self.attn_layers * (tokens * (tokens + 1) / 2)
         if self.encoder:  # every token attends to every token
             return float(self.attn_layers * tokens * tokens)
         full = tokens * (tokens + 1) / 2
-        if not self.window_layers:
-            return self.attn_layers * full
         w = min(tokens, self.window)
         windowed = w * (w + 1) / 2 + (tokens - w) * self.window
         return self.full_layers * full + self.window_layers * windowed
@@ -383,7 +387,7 @@ class DecoderProfile(CachedHash):
         """Layers whose MLP is a mixture of experts (0 for a dense model)."""
         return self.layers - self.dense_layers if self.experts > 1 else 0
 
-    @property
+    @cached_property
     def mlp_kinds(self) -> tuple[tuple[int, int, int, int, int], ...]:
         """The layers' MLPs: (layers, experts, experts per token, intermediate size, shared size) per kind."""
         if self.experts == 1:
@@ -445,12 +449,12 @@ class DecoderProfile(CachedHash):
         return (self.layers * 2 * per_norm + self.attn_layers * latent_norms + biases
                 + self.state_layers * self.ssm_other_params)
 
-    @property
+    @cached_property
     def lm_head_params(self) -> int:
         """The LM head's weights (an encoder has none: its logits are not computed)."""
         return 0 if self.encoder else self.vocab * self.hidden
 
-    @property
+    @cached_property
     def logits_vocab(self) -> int:
         """Logits per token a forward pass computes: the vocabulary, or none for an encoder."""
         return 0 if self.encoder else self.vocab
@@ -476,7 +480,7 @@ class DecoderProfile(CachedHash):
         """Parameters one token uses: all but the experts it is not routed to (= params for a dense model)."""
         return self.params - self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params
 
-    @property
+    @cached_property
     def token_ffn(self) -> int:
         """MLP intermediate elements one token passes through in the widest layer: its top-k experts' and the shared
         MLP's, or a dense layer's."""
@@ -499,7 +503,7 @@ class DecoderProfile(CachedHash):
         reads (each tensor-parallel GPU holds all of it, as vLLM and SGLang run MLA)."""
         return 1 if self.kv_lora_rank else tp
 
-    @property
+    @cached_property
     def kv_read_elems(self) -> int:
         """Cache elements a decode step reads per key position on the full-attention layers (window layers read a
         fixed window: decode_work)."""
@@ -624,7 +628,7 @@ class DecoderProfile(CachedHash):
         mlp = self.mlp_matrices + 1  # its matmuls and the activation
         return (dense - mlp + ROUTER_KERNELS + k * (mlp + EXPERT_GATHER_SCATTER_KERNELS) + (mlp if shared else 0))
 
-    @property
+    @cached_property
     def kernels_per_forward(self) -> float:
         ssm = self.state_layers * (SSM_KERNELS[self.mamba1] - 4) if self.state_layers else 0  # in place of 4
         return float(sum(n * self.kernels_per_layer(E, k, sh) for n, E, k, _, sh in self.mlp_kinds) + ssm
@@ -742,7 +746,7 @@ class DecoderProfile(CachedHash):
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
-            *m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0),
+            *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
@@ -854,7 +858,8 @@ class DecoderProfile(CachedHash):
                        attn.bytes + window_bytes * (1 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)),
                        attn.compute_path,
                        text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us)
-                       + text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers),
+                       + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
+                          if m.kv_lora_rank or m.window_layers else ""),
                        flops_per_pos=key_flops * m.full_layers,
                        bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6)
