@@ -482,3 +482,17 @@ def test_linear_attention_layers_outside_qwen3_next_are_refused_naming_the_field
     with pytest.raises(DataFileError) as info:
         _hf({**GEMMA3_1B, "full_attention_interval": 4})
     assert info.value.field == "full_attention_interval"
+
+
+JUNK = (None, "x", -1, 0, 10**30, [], [1, "a"], {}, True, 3.5)
+
+
+@pytest.mark.parametrize("config", [DEEPSEEK_V3, GEMMA2_9B, GEMMA3_1B, QWEN_MOE, JAMBA, QWEN3_NEXT, BERT, VIT_B16,
+                                    T5_BASE, WHISPER_L3], ids=lambda c: c["model_type"])
+def test_any_junk_in_any_field_is_a_message_naming_a_field_never_a_traceback(config):
+    for key in config:
+        for junk in JUNK:
+            try:
+                _hf({**config, key: junk})
+            except DataFileError as exc:
+                assert exc.field and exc.problem

@@ -22,6 +22,7 @@ from planner.base.safe_parse import MAX_SHOWN_CHARS
 from planner.base.safe_parse import shown as shown_value
 from planner.base.schema import DataFileError, Record
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
+from planner.inputs.models.decoder_fields import ARCH
 from planner.inputs.models.encoder_decoder import EncoderDecoderProfile
 
 GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
@@ -135,6 +136,7 @@ def _check_modelled(config: Mapping[str, Any], rec: Record) -> str:
     return "gpt2" if mt in GPT2 else "gated"
 
 
+MAX_LAYERS = ARCH["layers"].hi  # layer counts past the bound are refused by the profile's check, not looped over
 LAYER_TYPES = ("sliding_attention", "full_attention")  # transformers' layer_types values for attention layers
 LINEAR_TYPES = ("linear_attention",)  # Qwen3-Next's gated delta-net layers (read for model_type qwen3_next only)
 
@@ -180,17 +182,18 @@ def _dense_layers(config: Mapping[str, Any], layers: Any) -> int:
     if first:
         return first
     step = _int(config.get("decoder_sparse_step")) or 1
-    only = config.get("mlp_only_layers") or []
+    only = config.get("mlp_only_layers")
+    only = only if isinstance(only, list) else []
     if not isinstance(layers, int) or (step == 1 and not only):
         return 0
     only = {i for i in only if _int(i) is not None}
-    return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+    return sum(1 for i in range(min(layers, MAX_LAYERS)) if i in only or (i + 1) % step)
 
 
 def _period_count(layers: int, period: Any, offset: Any) -> int:
     """Layers i < layers with i % period == offset (Jamba's attn_layer_period / expert_layer_period)."""
     period, offset = _int(period) or 1, _int(offset) or 0
-    return sum(1 for i in range(layers) if i % period == offset)
+    return sum(1 for i in range(min(layers, MAX_LAYERS)) if i % period == offset)
 
 
 def _jamba(config: Mapping[str, Any], layers: Any, hidden: Any) -> dict[str, Any]:
@@ -397,8 +400,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
         raise rec.fail(missing[0], f"missing from config.json (looked for {keys})")
     data |= (_windows(config, data["layers"], data["context"]) | _jamba(config, data["layers"], hidden)
              | _gated_delta_net(config, data["layers"], rec))
-    if _model_type(config) == "qwen3_next" and isinstance(heads, int) and isinstance(hidden, int):
-        gate = hidden * heads * (config.get("head_dim") or hidden // heads)
+    if _model_type(config) == "qwen3_next" and _int(heads) and _int(hidden) and _int(data.get("head_dim") or 1):
+        gate = hidden * heads * (data.get("head_dim") or hidden // heads)
         data["cross_check"] = (f"not counted: the full-attention layers' output gate (q_proj produces a gate beside Q: "
                                f"{gate:,} weights a layer)")
     mtp = _int(config.get("num_nextn_predict_layers"))
