@@ -25,6 +25,7 @@ import struct
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -52,6 +53,7 @@ MAX_HEADER_BYTES = 25_000_000
 MAX_INDEX_BYTES = 20_000_000  # an index names each tensor once, ~100 bytes a line: room for 200,000 tensors
 MAX_SHARDS = 256  # DeepSeek-V3's checkpoint has 163
 MAX_COUNT_BYTES = 4_096  # the cached count: one small JSON object
+MAX_PARAMS = 10**14  # a header claiming more parameters than this (100 trillion) is not a checkpoint's
 CROSS_CHECK_DEADLINE_S = 30.0  # every request of the cross-check together
 PARAMS_MISMATCH = 0.02  # a config's count further than this from the checkpoint's is shown
 
@@ -230,10 +232,21 @@ def _header_params(url: str, repo_id: str, end_s: float) -> int | None:
         raise HubError(f"{repo_id}: a safetensors header was cut short")
     try:
         header = load_json_text(body.decode("utf-8", "replace"), f"{repo_id} safetensors header", MAX_HEADER_BYTES)
-        return sum(math.prod(int(d) for d in t["shape"]) for name, t in header.items() if name != "__metadata__")
+        count = sum(_elements(t["shape"]) for name, t in header.items() if name != "__metadata__")
     except (ParseError, ValueError, TypeError, KeyError, AttributeError):
         raise HubError(f"{repo_id}: a safetensors header is not the format's JSON (names -> dtype, shape, "
                        "offsets)") from None
+    if count > MAX_PARAMS:
+        raise HubError(f"{repo_id}: a safetensors header claims more than {MAX_PARAMS:,} parameters")
+    return count
+
+
+def _elements(shape: Any) -> int:
+    """Elements of a tensor of `shape` (a list of whole non-negative numbers); ValueError otherwise."""
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_PARAMS
+                                              for d in shape):
+        raise ValueError("a tensor's shape is not a list of sizes")
+    return min(math.prod(shape), MAX_PARAMS + 1)
 
 
 def _shards(data: bytes, repo_id: str) -> list[str]:
@@ -258,7 +271,10 @@ def checkpoint_params(repo_id: str, *, revision: str | None = None, endpoint: st
     cached = cache_path(Path(cache_dir) if cache_dir else default_cache_dir(), endpoint, repo_id, revision, "params")
     if offline():
         try:
-            return json.loads(read_regular(cached, MAX_COUNT_BYTES, "cached parameter count"))["parameters"]
+            count = json.loads(read_regular(cached, MAX_COUNT_BYTES, "cached parameter count"))["parameters"]
+            if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_PARAMS:
+                raise ValueError("not a count")
+            return count
         except (UserFileError, ValueError, KeyError, TypeError):
             raise HubError(f"{repo_id}: offline mode (HF_HUB_OFFLINE) is on and the checkpoint's parameter count is "
                            "not in the local cache") from None

@@ -36,6 +36,12 @@ def safetensors(tensors: dict[str, list[int]], pad_header_to: int = 0) -> bytes:
     return struct.pack("<Q", len(text)) + text + bytes(offset)
 
 
+def header_only(header: dict) -> bytes:
+    """A safetensors header without its data (a server may claim anything)."""
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text
+
+
 SHARD_A = {k: v for k, v in list(TINY_TENSORS.items())[:6]}
 SHARD_B = {**{k: v for k, v in list(TINY_TENSORS.items())[6:]}, "extra": [10, 8]}  # 80 more: +9.7 %
 FILES = {
@@ -139,3 +145,39 @@ def test_the_cli_prints_the_mismatch(hub, tmp_path, monkeypatch, capsys):
                  "--format", "json"])
     err = capsys.readouterr().err
     assert code in (0, None) and "tiny/sharded: the config.json's architecture counts 824" in err
+
+
+HOSTILE = {
+    "evil/huge-shape": {"config.json": json.dumps(TINY).encode(),
+                        "model.safetensors": header_only({"w": {"dtype": "F16", "shape": [10**12, 10**12, 10**12],
+                                                                "data_offsets": [0, 0]}})},
+    "evil/bad-shape": {"config.json": json.dumps(TINY).encode(),
+                       "model.safetensors": struct.pack("<Q", 40) + b'{"w": {"dtype": "F16", "shape": "many"}}   '},
+    "evil/huge-header": {"config.json": json.dumps(TINY).encode(),
+                         "model.safetensors": struct.pack("<Q", 10**12) + b"{}"},
+    "evil/short": {"config.json": json.dumps(TINY).encode(), "model.safetensors": b"\x01\x02"},
+    "evil/shards": {"config.json": json.dumps(TINY).encode(),
+                    "model.safetensors.index.json": json.dumps({"weight_map": {"a": "../../etc/passwd"}}).encode()},
+}
+
+
+@pytest.mark.parametrize("repo, needle", [
+    ("evil/huge-shape", "claims more than"), ("evil/bad-shape", "not the format's JSON"),
+    ("evil/huge-header", "over the format's"), ("evil/short", "shorter than its 8-byte"),
+    ("evil/shards", "names files the planner will not fetch"),
+])
+def test_a_hostile_checkpoint_header_is_one_line_and_the_plan_goes_on(hub, tmp_path, monkeypatch, repo, needle):
+    monkeypatch.setitem(FILES, repo, HOSTILE[repo])
+    with pytest.raises(HubError, match=needle):
+        checkpoint_params(repo, endpoint=hub, cache_dir=tmp_path)
+    m, skipped = model_with_cross_check(repo, endpoint=hub, cache_dir=tmp_path)
+    assert m.params == 824 and skipped.startswith("parameter cross-check skipped") and "\n" not in skipped
+
+
+def test_a_tampered_cached_count_is_not_trusted_offline(hub, tmp_path, monkeypatch):
+    from planner.clients.hf_hub import cache_path
+    checkpoint_params("tiny/one", endpoint=hub, cache_dir=tmp_path)
+    cache_path(tmp_path, hub, "tiny/one", "main", "params").write_text('{"parameters": "lots"}')
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(HubError, match="offline mode"):
+        checkpoint_params("tiny/one", endpoint=hub, cache_dir=tmp_path)
