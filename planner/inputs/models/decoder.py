@@ -443,8 +443,9 @@ class DecoderProfile(CachedHash):
         attention adds the norms of its Q and KV latents."""
         per_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
         mlp_bias = lambda f: f * (self.mlp_matrices - 1) + self.hidden  # noqa: E731  (up [+ gate], down)
-        biases = sum(n * (self.q_dim + 2 * self.kv_dim + self.hidden + E * mlp_bias(f)
-                          + (mlp_bias(sh) if sh else 0)) for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
+        attn_bias = self.attn_layers * (self.q_dim + 2 * self.kv_dim + self.hidden)  # Q, K, V, O
+        biases = attn_bias + sum(n * (E * mlp_bias(f) + (mlp_bias(sh) if sh else 0))
+                                 for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
         latent_norms = self.q_lora_rank + self.kv_lora_rank if self.kv_lora_rank else 0
         return (self.layers * 2 * per_norm + self.attn_layers * latent_norms + biases
                 + self.state_layers * self.ssm_other_params)
