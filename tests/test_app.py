@@ -229,7 +229,7 @@ def test_uploaded_hf_config_becomes_an_editable_custom_model():
     assert any("Loaded" in _shown(s.value) for s in at.success)
 
 
-def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_an_encoder_is_refused():
+def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_encoders_load_or_are_refused():
     at = _app()
     cfg = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 512,
            "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 1024,
@@ -241,11 +241,17 @@ def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_an_encoder_is_
     assert (_link(at)["m_experts"], _link(at)["m_topk"], _link(at)["m_shared"]) == ("8", "2", "0")
     assert any("8 experts, top 2" in _shown(c.value) for c in at.sidebar.caption)
     before = _link(at)
-    bert = {"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": 768, "num_hidden_layers": 12,
-            "num_attention_heads": 12, "vocab_size": 30522, "max_position_embeddings": 512}
-    at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(bert).encode(), "application/json")).run()
+    distil = {"model_type": "distilbert", "architectures": ["DistilBertForMaskedLM"], "dim": 768, "n_layers": 6}
+    at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(distil).encode(),
+                                                    "application/json")).run()
     assert not at.exception and _link(at) == before
     assert any("encoder-only" in _shown(e.value) and "planner profile" in _shown(e.value) for e in at.error)
+    bert = {"model_type": "bert", "architectures": ["BertForMaskedLM"], "hidden_size": 768, "num_hidden_layers": 12,
+            "num_attention_heads": 12, "vocab_size": 30522, "max_position_embeddings": 512, "intermediate_size": 3072}
+    at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(bert).encode(), "application/json")).run()
+    assert not at.exception
+    link = _link(at)  # an encoder travels as its config's text, and a generate job becomes an infer job
+    assert "m_spec" in link and link.get("job", "generate") != "generate"
 
 
 def test_bad_upload_is_explained_and_changes_nothing():

@@ -356,7 +356,7 @@ def test_backends_lists_the_kernel_each_architecture_gets():
     assert memory["manual"] == "O(S^2) scores" and memory["flash-attn-2"] == "O(S)"
 
 
-def test_models_list_active_parameters_and_an_encoder_config_is_refused_with_exit_2(tmp_path):
+def test_models_list_active_parameters_and_an_encoder_config_cannot_generate_exit_2(tmp_path):
     models = {m["id"]: m for m in json.loads(run("models", "--format", "json").stdout)}
     # Mixtral-8x7B: 46.7B in memory, 12.9B per token (Mistral AI; by hand in tests/inputs/test_models.py)
     assert (models["mixtral-8x7b"]["params"], models["mixtral-8x7b"]["active_params"]) == (46_702_792_704,
@@ -365,10 +365,12 @@ def test_models_list_active_parameters_and_an_encoder_config_is_refused_with_exi
     config = tmp_path / "config.json"  # google-bert/bert-base-uncased config.json, the fields that matter
     config.write_text(json.dumps({"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
                                   "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 30522,
-                                  "max_position_embeddings": 512}))
-    out = run("estimate", "--model", str(config), "--gpu", "h100-sxm")
+                                  "max_position_embeddings": 512, "intermediate_size": 3072}))
+    out = run("estimate", "--model", str(config), "--gpu", "h100-sxm")  # the default job generates
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "encoder-only" in out.stderr and "python3 -m planner profile" in out.stderr
+    assert "cannot (encoder profile): use infer or train" in out.stderr
+    infer = run("estimate", "--model", str(config), "--gpu", "h100-sxm", "--workload", "infer", "--format", "json")
+    assert infer.returncode == 0 and json.loads(infer.stdout)[0]["feasible"]
 
 
 def test_own_puts_your_cards_on_top_with_owning_vs_renting():

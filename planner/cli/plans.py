@@ -4,6 +4,7 @@ builds them."""
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,11 @@ def resolve_model(name: str) -> ModelProfile:
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         return load_model_file(path)
     if hf_hub.is_repo_id(name):
-        return hf_hub.model_from_hub(name)
+        model, skipped = hf_hub.model_with_cross_check(name)
+        for line in (model.cross_check, skipped):
+            if line:
+                print(f"{name}: {line}", file=sys.stderr)
+        return model
     return load_models().get(name)
 
 

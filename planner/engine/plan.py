@@ -76,7 +76,8 @@ def check_plan(plan: Plan) -> None:
     """Reject plans no GPU could run, with a message naming the input (raises ValueError)."""
     w, m = plan.workload, plan.model
     if isinstance(w, Generate) and not m.can_generate:
-        raise ValueError(f"generate needs a decoder model; {m.name} is a {m.kind} profile (use infer or train)")
+        raise ValueError(f"generate needs a model that decodes token by token; {m.name} cannot ({m.kind} profile): "
+                         "use infer or train")
     if plan.gpus < 1:
         raise ValueError("gpus must be at least 1")
     if plan.parallel not in PARALLEL_MODES:

@@ -174,6 +174,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         attention_row(e),
     ]
     rows += link_rows(e) + mfu_rows(e)
+    rows.append(model_row(e.plan.model))
     price = e.price
     if price:
         rows.append((f"Price ({e.plan.price_tier})", f"${price.usd_hr:.3f}/GPU-h",
@@ -214,6 +215,13 @@ def link_rows(e: Estimate) -> list[tuple[str, str, str]]:
     return [("GPU-to-GPU link", f"{phase.comm_gpus} GPUs over {link.describe()}; NCCL protocols: "
              f"{link.describe_protocols()}",
              f"data/interconnects.yaml, link '{link.kind.id}': {link.kind.source}")]
+
+
+def model_row(m) -> tuple[str, str, str]:
+    """The model: its parameters and description, its source and, where the profile disagrees with what its source
+    or checkpoint reports (a Hub checkpoint's tensors more than 2 % from the config's count), that note."""
+    note = f"; cross-check: {m.cross_check}" if m.cross_check else ""
+    return ("Model", f"{m.params:,} parameters · {m.describe()}", m.source + note)
 
 
 def attention_row(e: Estimate) -> tuple[str, str, str]:

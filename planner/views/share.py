@@ -278,7 +278,8 @@ def decode(params: Mapping[str, str | Sequence[str]]) -> tuple[Inputs, list[Link
         values["gpu"] = ""
     if values.get("job", DEFAULTS.job) == "generate" and not profile.can_generate:
         if "job" in raw:
-            warn("job", f"generate needs a decoder model; {profile.name} is a {profile.kind} profile: using infer")
+            warn("job", f"generate needs a model that decodes token by token; {profile.name} cannot ({profile.kind} "
+                        "profile): using infer")
         values["job"] = "infer"
     for name in ("cmp", "own", "myprice"):
         if name not in raw:

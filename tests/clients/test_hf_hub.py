@@ -118,13 +118,13 @@ def test_a_mixture_of_experts_counts_all_experts_and_top_k_active(hub, tmp_path)
     assert (m.params, m.active_params) == (46_702_792_704, 12_879_925_248)
 
 
-def test_an_encoder_from_the_hub_is_refused_with_the_reason(hub, tmp_path):
-    with pytest.raises(HubError, match="google-bert/bert-base-uncased: model_type 'bert' .*encoder-only.*"
-                                       "python3 -m planner profile.*field 'model_type'"):
-        model_from_hub("google-bert/bert-base-uncased", endpoint=hub, cache_dir=str(tmp_path))
+def test_an_encoder_from_the_hub_is_an_encoder_profile(hub, tmp_path):
+    m = model_from_hub("google-bert/bert-base-uncased", endpoint=hub, cache_dir=str(tmp_path))
+    # BertModel's 109,482,240 parameters, derived by hand in tests/inputs/test_layer_kinds.py (BERT paper: 110M)
+    assert (m.kind, m.can_generate, m.params) == ("encoder", False, 109_482_240)
 
 
-def test_the_cli_plans_a_hub_mixture_of_experts_and_refuses_a_hub_encoder(hub, tmp_path):
+def test_the_cli_plans_a_hub_mixture_of_experts_and_refuses_to_generate_with_a_hub_encoder(hub, tmp_path):
     import os
     import subprocess
     import sys
@@ -142,7 +142,7 @@ def test_the_cli_plans_a_hub_mixture_of_experts_and_refuses_a_hub_encoder(hub, t
     assert row["feasible"] and row["memory_gb"]["weights"] == pytest.approx(46_702_792_704 * 2 / 1e9, rel=1e-3)
     refused = cli("google-bert/bert-base-uncased")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "encoder-only" in refused.stderr and "python3 -m planner profile" in refused.stderr
+    assert "cannot (encoder profile): use infer or train" in refused.stderr
 
 
 class HostileHub(BaseHTTPRequestHandler):

@@ -157,7 +157,7 @@ def test_generate_with_a_generic_model_is_rejected_clearly():
     models = load_models()
     if "sea" not in {m.id for m in models.models}:
         pytest.skip("generic profiles not present")
-    with pytest.raises(ValueError, match="decoder"):
+    with pytest.raises(ValueError, match="decodes token by token; .* cannot \\(generic profile\\)"):
         estimate_all(Plan(models.get("sea"), Generate(1, 1, 1)), FACTS)
 
 

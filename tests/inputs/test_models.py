@@ -574,17 +574,16 @@ def test_mixtral_config_without_top_k_names_the_key():
 
 
 @pytest.mark.parametrize("config, field, needle", [
-    (BERT, "model_type", "model_type 'bert' \\(BertForMaskedLM\\): an encoder-only model"),
-    (ROBERTA, "model_type", "model_type 'roberta' \\(RobertaForMaskedLM\\): an encoder-only model"),
+    ({**BERT, "model_type": "distilbert"}, "model_type", "model_type 'distilbert' \\(BertForMaskedLM\\): an "
+                                                         "encoder-only model"),
     ({**BERT, "model_type": "my-encoder"}, "architectures", "encoder-only"),
-    (T5, "is_encoder_decoder", "an encoder-decoder model"),
+    ({**T5, "model_type": "mt5"}, "is_encoder_decoder", "an encoder-decoder model"),
     (BART, "model_type", "model_type 'bart' \\(BartModel\\): an encoder-decoder model"),
-    (DEEPSEEK_V2_LITE, "kv_lora_rank", "sets kv_lora_rank = 512: multi-head latent attention \\(MLA\\)"),
-    ({**QWEN_MOE, "mlp_only_layers": [0]}, "mlp_only_layers", "layers of two kinds"),
-    ({**QWEN_MOE, "decoder_sparse_step": 2}, "decoder_sparse_step", "alternate with dense"),
-    ({**QWEN_MOE, "use_sliding_window": True}, "max_window_layers", "layers from max_window_layers \\(21\\) up"),
-    ({**MISTRAL_V01, "layer_types": ["sliding_attention", "full_attention"] * 16}, "layer_types", "several kinds"),
-    ({**GEMMA_7B, "model_type": "gemma2"}, "model_type", "alternates sliding-window and global attention"),
+    ({**DEEPSEEK_V2_LITE, "moe_layer_freq": 2}, "moe_layer_freq", "alternate with dense ones"),
+    ({**MISTRAL_V01, "layer_types": ["linear_attention", "full_attention"] * 16}, "layer_types",
+     "read for Qwen3-Next only"),
+    ({**GEMMA_7B, "model_type": "gemma3", "text_config": {}}, "model_type", "vision-language model"),
+    ({**MISTRAL_V01, "attn_layer_period": 8}, "attn_layer_period", "state-space"),
     ({**MISTRAL_V01, "model_type": "gpt_neox"}, "model_type", "parallel attention and MLP"),
     ({**MISTRAL_V01, "model_type": "starcoder2"}, "model_type", "not a family the planner reads"),
     ({**MISTRAL_V01, "architectures": ["MistralForSequenceClassification"]}, "architectures",
@@ -599,11 +598,12 @@ def test_configs_the_decoder_cannot_model_are_refused_naming_why(config, field, 
         assert "python3 -m planner profile" in info.value.problem
 
 
-def test_a_sliding_window_every_layer_uses_caps_the_context_at_the_window():
+def test_a_sliding_window_every_layer_uses_puts_every_layer_on_the_window():
     m = _hf(MISTRAL_V01)
-    assert m.context == 4096 and "sliding_window 4096" in m.source
+    assert (m.context, m.window, m.window_layers) == (32768, 4096, 32)
     assert m.params == 7_241_732_096  # the window changes nothing in the weights (the mistral-7b preset's count)
-    assert _hf(QWEN_MOE).context == 32768  # use_sliding_window false: full attention, no cap
+    q = _hf(QWEN_MOE)  # use_sliding_window false: full attention, no window
+    assert (q.context, q.window_layers) == (32768, 0)
 
 
 def test_gemma_gated_gelu_counts_three_matrices():

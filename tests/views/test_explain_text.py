@@ -149,3 +149,11 @@ def test_figures_only_the_vendor_published_say_so_where_they_are_explained():
     assert "announced by the vendor, not measured by others" in b300[peak]
     assert "announced by the vendor" in b300["DRAM bandwidth"]
     assert not any("announced" in s for s in h100.values())
+
+
+def test_explain_names_the_model_with_its_cross_check():
+    from planner.inputs.models import load_models
+    m = load_models().get("deepseek-v3")  # its preset names the checkpoint's multi-token-prediction module
+    name, value, source = explain_text.model_row(m)
+    assert name == "Model" and value.startswith("671,026,404,352 parameters")
+    assert "cross-check: The checkpoint (685B) also holds one multi-token-prediction module" in source

@@ -18,7 +18,7 @@ from planner.views.share import decode, encode
 FACTS = load_facts()
 
 GPU_IDS = list(load_catalog().ids())
-DECODERS = [m.id for m in load_models().models if isinstance(m, DecoderProfile)]
+DECODERS = [m.id for m in load_models().models if isinstance(m, DecoderProfile) and m.can_generate]  # not encoders
 
 GENERIC_YAML = """
 id: tiny-generic

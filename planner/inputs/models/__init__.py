@@ -1,6 +1,9 @@
 """Model profiles: one protocol (ModelProfile) that every kind implements, the presets, and model files.
 
-Kinds: 'decoder' (decoder.py: transformers derived from their architecture), 'generic' (generic.py: formulas
+Kinds: 'decoder' (decoder.py: transformers derived from their architecture, their layers of several kinds: latent
+attention, sliding windows, dense and mixture-of-experts MLPs, state-space mixers), 'encoder' (the same class run
+bidirectionally, without generation: BERT, ViT), 'encoder-decoder' (encoder_decoder.py: two such stacks with
+cross-attention: T5, Whisper), 'generic' (generic.py: formulas
 in the input size L) and 'traced' (traced.py: growth laws measured from PyTorch code by `planner profile`). A new
 kind is one new module with one class implementing ModelProfile, registered in KINDS; the engine asks a profile
 what it does and never which class it is.
@@ -19,6 +22,7 @@ from planner import DATA_DIR
 from planner.base.safe_parse import ParseError, TextError, check_text_values, load_json_text
 from planner.base.schema import DataFileError, Record, load_yaml, parse_yaml, read_file_bytes, resolve_name, unique_ids
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
+from planner.inputs.models.encoder_decoder import EncoderDecoderProfile, parse_encoder_decoder
 from planner.inputs.models.generic import GenericProfile, parse_generic
 from planner.inputs.models.hf_config import from_hf_config
 from planner.inputs.models.traced import TracedProfile, parse_traced
@@ -26,12 +30,13 @@ from planner.inputs.work import Collective, MemoryItem, OpGroup, Setup
 
 MODEL_FILES = (DATA_DIR / "models.yaml", DATA_DIR / "models_generic.yaml")
 MAX_NAME_CHARS = 80  # a model's id or name as shown on the page and in links
-KINDS: dict[str, Callable[[Record], ModelProfile]] = {"decoder": parse_decoder, "generic": parse_generic,
-                                                      "traced": parse_traced}
+KINDS: dict[str, Callable[[Record], ModelProfile]] = {"decoder": parse_decoder, "encoder": parse_decoder,
+                                                      "encoder-decoder": parse_encoder_decoder,
+                                                      "generic": parse_generic, "traced": parse_traced}
 
-__all__ = ["DecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog", "ModelProfile",
-           "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder", "parse_model",
-           "parse_model_text"]
+__all__ = ["DecoderProfile", "EncoderDecoderProfile", "GenericProfile", "KINDS", "MODEL_FILES", "ModelCatalog",
+           "ModelProfile", "TracedProfile", "from_hf_config", "load_model_file", "load_models", "parse_decoder",
+           "parse_model", "parse_model_text"]
 
 
 @runtime_checkable
@@ -149,6 +154,9 @@ def parse_model_text(text: str, filename: str, source: str) -> ModelProfile:
             raise DataFileError(source, "-", "-", "expected a JSON object (a Hugging Face config.json)")
         return from_hf_config(config, _hf_id(config, filename)[:MAX_NAME_CHARS], source)
     doc = parse_yaml(text, source)
+    if isinstance(doc, dict) and "kind" not in doc and ("model_type" in doc or "architectures" in doc):
+        # a config.json carried as text (a link or an upload of a model the page's form can't edit): JSON is YAML
+        return from_hf_config(doc, _hf_id(doc, "config.json")[:MAX_NAME_CHARS], source)
     if isinstance(doc, dict) and isinstance(doc.get("models"), list) and len(doc["models"]) == 1:
         doc = doc["models"][0]
     if not isinstance(doc, dict):

@@ -7,7 +7,33 @@ attention step over `pos` keys costs 4 * heads * head_dim * pos FLOPs per token 
 Mixture of experts (experts > 1, Mixtral / Qwen-MoE style): every layer's MLP is `experts` MLPs of intermediate size
 `ffn`, a router (hidden x experts) sends each token to `experts_per_token` of them, and an optional shared MLP
 (`shared_ffn`, 0 = none) sees every token. Memory holds all experts; a token's FLOPs are its top-k experts'; a pass
-over N tokens reads the weights of the experts at least one of them was routed to (experts_read).
+over N tokens reads the weights of the experts at least one of them was routed to (experts_read). DeepSeek-style
+mixtures put `dense_layers` layers with one dense MLP of `dense_ffn` before them (first_k_dense_replace).
+
+Multi-head latent attention (kv_lora_rank > 0, DeepSeek-V2/V3, arXiv 2405.04434 section 2.1): each layer caches one
+latent of kv_lora_rank plus a decoupled RoPE key of rope_dim per token, shared by every head; K and V per head are its
+up-projections (kv_b_proj). Prefill decompresses them (scores over head_dim = nope + rope, values over v_head_dim);
+decode absorbs the up-projections into the query and the output (the paper's section 2.1.2, vLLM's and SGLang's MLA
+decode): each head scores the latent and the RoPE key (kv_lora_rank + rope_dim per key) and sums latents
+(kv_lora_rank per key), reading the latent cache once for all heads. The absorbed products multiply each new token by
+kv_b_proj's weights once, so the linear layers' FLOPs (2 x weights per token) are the same either way.
+
+Sliding windows (Mistral, Gemma 2/3): `window_layers` of the layers attend over the last `window` tokens only, so they
+cache at most `window` tokens per sequence and a token attends min(position, window) keys there.
+
+State-space layers (Jamba's Mamba layers; Mamba-2 blocks): `state_layers` of the layers mix tokens with a selective
+scan instead of attention (Gu and Dao 2023, arXiv 2312.00752; Mamba-2: Dao and Gu 2024, arXiv 2405.21060). Such a
+layer keeps a fixed state per sequence (ssm_inner x ssm_state, and the last ssm_conv - 1 inputs of its causal
+convolution) instead of a KV cache: its memory does not grow with the context, and a decode step reads and writes it
+once. Mamba-1 (ssm_dt_rank > 0): in_proj (hidden -> 2 inner), conv, x_proj (inner -> dt_rank + 2 state), dt_proj
+(dt_rank -> inner), A and D, out_proj; Mamba-2 (ssm_heads > 0): in_proj (hidden -> 2 inner + 2 groups x state +
+heads), conv over inner + 2 groups x state channels, dt bias, A and D per head, a gated norm, out_proj.
+
+Encoders (BERT, RoBERTa, ViT; `encoder`): the same stack attending both ways (every token to all S tokens), with no KV
+cache, no generation and no LM head: an infer job over sequences or images, items/s. Their embeddings: `vocab` rows
+(ViT: the patch projection's inputs, channels x patch x patch), learned positions, `token_types` rows (BERT's segment
+embeddings); a `pooler` (hidden x hidden + bias, BERT and ViT models) and a classifier of `head_outputs` (hidden x
+outputs + bias) on one token: their FLOPs are left out (one token of S).
 """
 
 from __future__ import annotations
@@ -26,8 +52,6 @@ from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO,
                                  dequant_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
-# QK^T and AV: two multiply-adds (4 FLOPs) per head dimension per key attended, per query token and layer.
-ATTN_FLOPS_PER_KEY_DIM = 4.0
 # Manual attention (scores materialized) moves each S x S score element this many times per forward pass. Fused
 # elementwise (a runtime that runs scale, mask and softmax as one kernel: llama.cpp's ggml_soft_max_ext, a compiler):
 # QK^T writes it, softmax reads and writes it, AV reads it = 4. Eager PyTorch runs the scaling and the mask as two more
@@ -78,6 +102,23 @@ EXPERT_GATHER_SCATTER_KERNELS = 2
 # Linear modules of a layer's attention in Hugging Face's Llama, Mistral and Qwen code: q_proj, k_proj, v_proj, o_proj
 # (a quantization library replaces each by its own module; GPT-2 fuses q, k and v into one)
 ATTENTION_LINEAR_MODULES = 4
+# Latent attention's projections where a LLaMA block runs one fused QKV (HF DeepseekV3Attention): without a Q latent
+# q_proj, kv_a_proj, kv_a_layernorm, kv_b_proj (4); with one q_a_proj, q_a_layernorm, q_b_proj as well, minus q_proj (6)
+MLA_KERNELS = {False: 4, True: 6}
+# Its linear modules (q_proj or q_a_proj + q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj)
+MLA_LINEAR_MODULES = {False: 4, True: 5}
+# Fields that give a decoder layers of more than one kind; the page's form does not edit them
+LAYER_KIND_FIELDS = ("dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", "window",
+                     "window_layers", "encoder", "token_types", "pooler", "head_outputs", "state_layers", "ssm_inner",
+                     "ssm_state", "ssm_conv", "ssm_dt_rank", "ssm_heads", "ssm_groups")
+# A selective scan's FLOPs per channel and state element per token: the decay exp(dt x A) (a multiply and an exp),
+# dt x B x x (two multiplies), h = decay x h + dt B x (a multiply and an add), y += C x h (a multiply and an add)
+SCAN_FLOPS_PER_STATE = 8.0
+# Kernels of a state-space mixer where an attention block runs QKV, rotary, attention and O (4): Mamba-1 (HF
+# MambaMixer's fast path) in_proj, conv1d, x_proj, dt_proj, the selective scan, out_proj (6); Mamba-2 in_proj, conv1d,
+# the chunked scan, the gated norm, out_proj (5)
+SSM_KERNELS = {True: 6, False: 5}
+SSM_LINEAR_MODULES = {True: 4, False: 2}  # Mamba-1: in_proj, x_proj, dt_proj, out_proj; Mamba-2: in_proj, out_proj
 
 
 @dataclass(frozen=True, eq=True)
@@ -105,14 +146,43 @@ class DecoderProfile(CachedHash):
     experts: int = 1  # MLPs per layer of intermediate size `ffn` (mixture of experts); 1 = dense
     experts_per_token: int = 1  # experts each token is routed to (top-k)
     shared_ffn: int = 0  # intermediate size of the always-active shared MLP (Qwen-MoE's shared experts); 0 = none
+    dense_layers: int = 0  # layers of a mixture of experts with one dense MLP of dense_ffn (DeepSeek's first layers)
+    dense_ffn: int = 0
+    kv_lora_rank: int = 0  # multi-head latent attention: width of the cached latent; 0 = K and V per KV head
+    q_lora_rank: int = 0  # MLA: Q goes through a latent of this width (0: one projection)
+    rope_dim: int = 0  # MLA: the decoupled RoPE key's width, cached beside the latent (qk_rope_head_dim)
+    v_head_dim: int = 0  # MLA: a head's value width (0: head_dim)
+    window: int = 0  # sliding window in tokens of the window_layers local layers (0: none)
+    window_layers: int = 0
+    encoder: bool = False  # bidirectional, no KV cache, no LM head (BERT, ViT)
+    token_types: int = 0  # encoder: segment-embedding rows (BERT's type_vocab_size)
+    pooler: bool = False  # encoder: a hidden x hidden pooler with its bias
+    head_outputs: int = 0  # encoder: a classifier's outputs on the pooled token (0: none)
+    state_layers: int = 0  # layers with a state-space (Mamba) mixer instead of attention
+    ssm_inner: int = 0  # the mixer's inner width (expand x hidden)
+    ssm_state: int = 0  # its state per channel (d_state)
+    ssm_conv: int = 0  # its causal convolution's kernel width
+    ssm_dt_rank: int = 0  # Mamba-1: the step size's low rank (0: Mamba-2)
+    ssm_heads: int = 0  # Mamba-2: heads (0: Mamba-1)
+    ssm_groups: int = 0  # Mamba-2: groups sharing B and C
     dropout: bool = False  # dropout layers active in training (p > 0: BERT's hidden and attention-probs dropout)
     cross_check: str = ""  # where the profile disagrees with what its source reports, and why
     kind: str = field(default="decoder", init=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", "encoder" if self.encoder else "decoder")  # what the page and messages say
+
     # ------------------------------------------------------------ the model protocol: what it is
     input_size_name = "tokens"
-    can_generate = True  # autoregressive decoding with a KV cache
-    counts_tokens = True  # throughput is reported in tokens/s
+    @property
+    def can_generate(self) -> bool:
+        """Autoregressive decoding with a KV cache (an encoder: no)."""
+        return not self.encoder
+
+    @property
+    def counts_tokens(self) -> bool:
+        """Throughput in tokens/s (an encoder's: sequences or images per second)."""
+        return not self.encoder
 
     @property
     def default_input_size(self) -> int:
@@ -144,19 +214,31 @@ class DecoderProfile(CachedHash):
     def check_size(self, size: int) -> None:
         """Formulas by construction: any positive size is valid (the context limit is a note, not an error)."""
 
-    def architecture(self) -> dict[str, Any]:
-        """The fields a user can edit (ARCH_FIELDS), to show or put in a link."""
+    @property
+    def layer_kinds_mixed(self) -> bool:
+        """Whether the profile uses fields beyond the page's form (latent attention, windows, dense first layers)."""
+        return any(getattr(self, f) for f in LAYER_KIND_FIELDS)
+
+    def architecture(self) -> dict[str, Any] | None:
+        """The fields a user can edit (ARCH_FIELDS), to show or put in a link; None when the profile has layers
+        of kinds the form can't say (it then travels as its file's text)."""
+        return None if self.layer_kinds_mixed else self._form_fields()
+
+    def _form_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in ARCH_FIELDS}
 
     def record(self) -> dict[str, Any]:
         """The profile as a data record parse_decoder reads back (a bench result carries it): the architecture and
         its provenance, not the page's cross-check note."""
-        return {"kind": "decoder", "id": self.id, "source": self.source, "dropout": self.dropout,
-                **self.architecture()}
+        kinds = {f: getattr(self, f) for f in LAYER_KIND_FIELDS if getattr(self, f)}
+        return {"kind": self.kind, "id": self.id, "source": self.source, "dropout": self.dropout,
+                **self._form_fields(), **kinds}
 
     def describe(self) -> str:
-        return text.describe(self.layers, self.hidden, self.context, self.experts, self.experts_per_token,
-                             self.shared_ffn, self.active_params / self.params)
+        line = text.describe(self.layers, self.hidden, self.context, self.experts, self.experts_per_token,
+                             self.shared_ffn, self.active_params / self.params) + text.layer_kinds_text(
+            self.dense_layers, self.kv_lora_rank, self.rope_dim, self.window, self.window_layers, self.state_layers)
+        return text.ENCODER_WORDS + line.removeprefix("decoder") if self.encoder else line
 
     def listing(self) -> dict[str, int | None]:
         return {"layers": self.layers, "hidden": self.hidden, "context": self.context}
@@ -164,7 +246,115 @@ class DecoderProfile(CachedHash):
     # ------------------------------------------------------------ counts
     @property
     def kv_dim(self) -> int:
+        """K (or V) elements per token and layer as attention sees them; with latent attention the decompressed K and
+        V's mean width, heads x (head_dim + v_head_dim) / 2 (what prefill's attention reads)."""
+        if self.kv_lora_rank:
+            return self.heads * (self.head_dim + self.value_head_dim) // 2
         return self.kv_heads * self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def kv_layer_elems(self) -> int:
+        """Elements one token caches in one layer: K and V per KV head, or MLA's latent and RoPE key."""
+        return self.kv_lora_rank + self.rope_dim if self.kv_lora_rank else 2 * self.kv_heads * self.head_dim
+
+    def attn_flops_per_key(self, absorbed: bool = False) -> float:
+        """FLOPs one query token spends per key in one layer: scores (2 x heads x score width) and the weighted sum
+        (2 x heads x value width); 4 x heads x head_dim for ordinary attention. Latent attention absorbed (decode)
+        scores the latent and RoPE key and sums latents: 2 x heads x (2 kv_lora_rank + rope_dim)."""
+        return self._key_flops[absorbed]
+
+    @cached_property
+    def _key_flops(self) -> tuple[float, float]:
+        """attn_flops_per_key (decompressed, absorbed), computed once: every step of the batch search asks."""
+        plain = 2.0 * self.heads * (self.head_dim + self.value_head_dim)
+        return plain, 2.0 * self.heads * (2 * self.kv_lora_rank + self.rope_dim) if self.kv_lora_rank else plain
+
+    @cached_property
+    def attn_layers(self) -> int:
+        """Layers that attend (the rest run a state-space mixer)."""
+        return self.layers - self.state_layers
+
+    @cached_property
+    def full_layers(self) -> int:
+        """Attention layers attending over every earlier token (the rest over a sliding window)."""
+        return self.attn_layers - self.window_layers
+
+    @property
+    def mamba1(self) -> bool:
+        return self.ssm_dt_rank > 0
+
+    @property
+    def ssm_conv_channels(self) -> int:
+        """Channels of the mixer's causal convolution: the inner width (Mamba-1), plus B and C per group (Mamba-2)."""
+        return self.ssm_inner + (0 if self.mamba1 else 2 * self.ssm_groups * self.ssm_state)
+
+    @property
+    def ssm_in_width(self) -> int:
+        """in_proj's output width: x and the gate z (Mamba-1); x, z, B and C per group and dt per head (Mamba-2)."""
+        return 2 * self.ssm_inner + (0 if self.mamba1 else 2 * self.ssm_groups * self.ssm_state + self.ssm_heads)
+
+    @cached_property
+    def ssm_matmul_params(self) -> int:
+        """Matrix weights of one state-space mixer: in_proj, out_proj (Mamba-1: x_proj and dt_proj too)."""
+        if not self.state_layers:
+            return 0
+        h, di, r, n = self.hidden, self.ssm_inner, self.ssm_dt_rank, self.ssm_state
+        extra = di * (r + 2 * n) + r * di if self.mamba1 else 0
+        return h * self.ssm_in_width + extra + di * h
+
+    @cached_property
+    def ssm_other_params(self) -> int:
+        """The mixer's other weights: the convolution (weights and bias), A and D (per channel and state, Mamba-1;
+        per head, Mamba-2), dt_proj's bias or dt's per-head bias, Mamba-2's gated norm."""
+        if not self.state_layers:
+            return 0
+        di, c = self.ssm_inner, self.ssm_conv_channels
+        conv = c * self.ssm_conv + c
+        if self.mamba1:
+            return conv + di * self.ssm_state + di + di  # A_log, D, dt_proj bias
+        return conv + 3 * self.ssm_heads + di  # dt_bias, A_log, D; the gated RMSNorm
+
+    @property
+    def state_elems(self) -> int:
+        """State one sequence keeps in one state-space layer: inner x state, and the convolution's last inputs."""
+        return self.ssm_inner * self.ssm_state + self.ssm_conv_channels * max(0, self.ssm_conv - 1)
+
+    def scan_flops(self, tokens: float) -> float:
+        """FLOPs of the state-space layers' convolutions and scans over `tokens` tokens (all sequences)."""
+        scan = SCAN_FLOPS_PER_STATE * self.ssm_inner * self.ssm_state
+        return tokens * self.state_layers * (scan + 2.0 * self.ssm_conv_channels * self.ssm_conv)
+
+    def scan_groups(self, s: Setup, batch: int, tokens: int, passes: float = 1.0,
+                    state_passes: float = 1.0) -> tuple[OpGroup, ...]:
+        """The state-space layers' convolutions and scans over batch x tokens tokens (x `passes`: training's forward
+        and backward), and their states written (x `state_passes`; a decode step reads them too: 2); () without."""
+        if not self.state_layers:
+            return ()
+        state = batch * self.state_layers * self.state_elems * s.precision.act_bytes / s.tp
+        return (OpGroup("state-space scan", self.scan_flops(batch * tokens) * passes / s.tp, state * state_passes,
+                        s.attention_path, text.scan_text(self.state_layers, self.ssm_inner, self.ssm_state,
+                                                         self.ssm_conv_channels, self.ssm_conv, state_passes)),)
+
+    def keys_attended(self, tokens: int) -> float:
+        """Sum over the layers and over `tokens` causal positions (1..tokens) of the keys each attends: t on a full
+        layer, min(t, window) on a sliding-window one."""
+        if not (self.window_layers or self.encoder):  # the common case first: the batch search asks often
+            return self.attn_layers * (tokens * (tokens + 1) / 2)
+        if self.encoder:  # every token attends to every token
+            return float(self.attn_layers * tokens * tokens)
+        full = tokens * (tokens + 1) / 2
+        w = min(tokens, self.window)
+        windowed = w * (w + 1) / 2 + (tokens - w) * self.window
+        return self.full_layers * full + self.window_layers * windowed
+
+    def kv_held_elems(self, tokens: int) -> float:
+        """KV-cache elements a sequence of `tokens` tokens holds, all layers (window layers keep the last window)."""
+        held = self.full_layers * tokens + self.window_layers * min(tokens, self.window or tokens)
+        return held * self.kv_layer_elems
 
     @property
     def q_dim(self) -> int:
@@ -181,17 +371,54 @@ class DecoderProfile(CachedHash):
         return self.mlp_matrices * self.hidden * self.ffn
 
     @cached_property
-    def layer_matmul_params(self) -> int:
-        """Weights of the matrices in one layer: Q, K, V, O, the router, every expert's MLP and the shared MLP."""
-        attn = self.hidden * self.q_dim + 2 * self.hidden * self.kv_dim + self.q_dim * self.hidden
-        router = self.hidden * self.experts if self.experts > 1 else 0
-        shared = self.mlp_matrices * self.hidden * self.shared_ffn
-        return attn + router + self.experts * self.expert_params + shared
+    def attn_params(self) -> int:
+        """Weights of one layer's attention matrices: Q, K, V, O; with latent attention Q's down and up projections
+        (or one Q projection), kv_a (hidden -> latent + RoPE key), kv_b (latent -> per-head K nope and V) and O."""
+        h, q = self.hidden, self.q_dim
+        if not self.kv_lora_rank:
+            return h * q + 2 * h * self.kv_dim + q * h
+        r, nope = self.kv_lora_rank, self.head_dim - self.rope_dim
+        q_proj = h * self.q_lora_rank + self.q_lora_rank * q if self.q_lora_rank else h * q
+        return (q_proj + h * (r + self.rope_dim) + r * self.heads * (nope + self.value_head_dim)
+                + self.heads * self.value_head_dim * h)
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (0 for a dense model)."""
+        return self.layers - self.dense_layers if self.experts > 1 else 0
 
     @cached_property
-    def layer_active_params(self) -> int:
-        """Matrix weights one token multiplies by in one layer: attention, router, shared MLP, its top-k experts."""
-        return self.layer_matmul_params - (self.experts - self.experts_per_token) * self.expert_params
+    def mlp_kinds(self) -> tuple[tuple[int, int, int, int, int], ...]:
+        """The layers' MLPs: (layers, experts, experts per token, intermediate size, shared size) per kind."""
+        if self.experts == 1:
+            return ((self.layers, 1, 1, self.ffn, 0),)
+        kinds = ((self.moe_layers, self.experts, self.experts_per_token, self.ffn, self.shared_ffn),
+                 (self.dense_layers, 1, 1, self.dense_ffn, 0))
+        return tuple(k for k in kinds if k[0])
+
+    def _mlp_params(self, E: int, k: int, ffn: int, shared: int, routed: float) -> float:
+        """Weights of one layer's MLP of `routed` of its E experts: router, those experts, shared MLP."""
+        router = self.hidden * E if E > 1 else 0
+        return router + routed * self.mlp_matrices * self.hidden * ffn + self.mlp_matrices * self.hidden * shared
+
+    @cached_property
+    def layer_matmul_params(self) -> int:
+        """Weights of the matrices in the largest layer: Q, K, V, O, the router, every expert's MLP and the shared
+        MLP (one layer's share of a block FSDP gathers, or of a 16-bit copy)."""
+        mixer = max(self.attn_params if self.attn_layers else 0, self.ssm_matmul_params)
+        return mixer + max(int(self._mlp_params(E, k, f, sh, E)) for _, E, k, f, sh in self.mlp_kinds)
+
+    @cached_property
+    def matmul_total(self) -> int:
+        """Weights of every layer's matrices (the LM head apart)."""
+        return self.attn_layers * self.attn_params + self.state_layers * self.ssm_matmul_params + sum(
+            n * int(self._mlp_params(E, k, f, sh, E)) for n, E, k, f, sh in self.mlp_kinds)
+
+    @cached_property
+    def active_total(self) -> int:
+        """Matrix weights one token multiplies by in all layers: attention, routers, shared MLPs, its top-k experts."""
+        return self.attn_layers * self.attn_params + self.state_layers * self.ssm_matmul_params + sum(
+            n * int(self._mlp_params(E, k, f, sh, k)) for n, E, k, f, sh in self.mlp_kinds)
 
     def experts_read(self, tokens: float) -> float:
         """Expected distinct experts a pass over `tokens` tokens reads in one layer, routing uniform and independent.
@@ -204,76 +431,129 @@ class DecoderProfile(CachedHash):
         E, k = self.experts, self.experts_per_token
         return float(E) if k >= E else E * (1.0 - (1.0 - k / E) ** tokens)
 
-    def layer_read_params(self, tokens: float) -> float:
-        """Matrix weights one layer reads in a pass over `tokens` tokens: all but the experts no token was sent to."""
+    def read_total(self, tokens: float) -> float:
+        """Matrix weights all layers read in a pass over `tokens` tokens: all but the experts no token was sent to."""
         if self.experts == 1:
-            return self.layer_matmul_params
-        return self.layer_matmul_params - (self.experts - self.experts_read(tokens)) * self.expert_params
+            return self.matmul_total
+        return self.matmul_total - self.moe_layers * (self.experts - self.experts_read(tokens)) * self.expert_params
 
     @cached_property
-    def layer_other_params(self) -> int:
-        """Norm weights (and biases) plus linear biases of one layer (each MLP's own, the router has none)."""
+    def other_total(self) -> int:
+        """Norm weights (and biases) plus linear biases of all layers (each MLP's own, the router has none); latent
+        attention adds the norms of its Q and KV latents."""
         per_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
         mlp_bias = lambda f: f * (self.mlp_matrices - 1) + self.hidden  # noqa: E731  (up [+ gate], down)
-        biases = (self.q_dim + 2 * self.kv_dim + self.hidden + self.experts * mlp_bias(self.ffn)
-                  + (mlp_bias(self.shared_ffn) if self.shared_ffn else 0)) if self.bias else 0
-        return 2 * per_norm + biases
+        attn_bias = self.attn_layers * (self.q_dim + 2 * self.kv_dim + self.hidden)  # Q, K, V, O
+        biases = attn_bias + sum(n * (E * mlp_bias(f) + (mlp_bias(sh) if sh else 0))
+                                 for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
+        latent_norms = self.q_lora_rank + self.kv_lora_rank if self.kv_lora_rank else 0
+        return (self.layers * 2 * per_norm + self.attn_layers * latent_norms + biases
+                + self.state_layers * self.ssm_other_params)
+
+    @cached_property
+    def lm_head_params(self) -> int:
+        """The LM head's weights (an encoder has none: its logits are not computed)."""
+        return 0 if self.encoder else self.vocab * self.hidden
+
+    @cached_property
+    def logits_vocab(self) -> int:
+        """Logits per token a forward pass computes: the vocabulary, or none for an encoder."""
+        return 0 if self.encoder else self.vocab
 
     @property
-    def lm_head_params(self) -> int:
-        return self.vocab * self.hidden
+    def encoder_extra_params(self) -> int:
+        """An encoder's segment embeddings, pooler and classifier."""
+        h = self.hidden
+        return self.token_types * h + (h * h + h if self.pooler else 0) + self.head_outputs * (h + 1)
 
     @property
     def quantizable_params(self) -> int:
         """The layers' matrices: AWQ, GPTQ, FP8 and W8A8 checkpoints keep embeddings and the LM head in 16-bit."""
-        return self.layers * self.layer_matmul_params
+        return self.matmul_total
 
     @cached_property
     def matmul_params(self) -> int:
         """Weights one token's forward pass multiplies by (layers with its top-k experts + LM head)."""
-        return self.layers * self.layer_active_params + self.lm_head_params
+        return self.active_total + self.lm_head_params
 
     @cached_property
     def active_params(self) -> int:
         """Parameters one token uses: all but the experts it is not routed to (= params for a dense model)."""
-        return self.params - self.layers * (self.experts - self.experts_per_token) * self.expert_params
+        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params
 
-    @property
+    @cached_property
     def token_ffn(self) -> int:
-        """MLP intermediate elements one token passes through per layer: its top-k experts' and the shared MLP's."""
-        return self.experts_per_token * self.ffn + self.shared_ffn
+        """MLP intermediate elements one token passes through in the widest layer: its top-k experts' and the shared
+        MLP's, or a dense layer's."""
+        return max(k * f + sh for _, _, k, f, sh in self.mlp_kinds)
 
     @cached_property
     def params(self) -> int:
         embed = self.vocab * self.hidden + (self.context * self.hidden if self.learned_pos_emb else 0)
         head = 0 if self.tied_embeddings else self.lm_head_params
-        final_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
-        return self.layers * (self.layer_matmul_params + self.layer_other_params) + embed + head + final_norm
+        final_norm = self.hidden * (2 if self.norm == "layernorm" else 1)  # BERT: its embeddings' LayerNorm
+        return self.matmul_total + self.other_total + embed + head + final_norm + self.encoder_extra_params
 
     @cached_property
     def kv_elems(self) -> int:
-        """K and V elements cached per token, all layers."""
-        return 2 * self.layers * self.kv_dim
+        """K and V (or latent) elements each token writes to the cache, all layers."""
+        return self.attn_layers * self.kv_layer_elems
+
+    def kv_split(self, tp: int) -> int:
+        """GPUs a layer's cache is split over: tp (by KV head), or 1 for latent attention, whose latent every head
+        reads (each tensor-parallel GPU holds all of it, as vLLM and SGLang run MLA)."""
+        return 1 if self.kv_lora_rank else tp
+
+    @cached_property
+    def kv_read_elems(self) -> int:
+        """Cache elements a decode step reads per key position on the full-attention layers (window layers read a
+        fixed window: decode_work)."""
+        return self.full_layers * self.kv_layer_elems
 
     @cached_property
     def _layer_traffic(self) -> tuple[float, float, float, float]:
-        """Per token and layer, elements read+written: (matmul inputs/outputs, fused elementwise kernels, what eager
-        PyTorch adds to the forward, eager backward's non-attention traffic). See act_traffic_elems and
-        eager_backward_traffic_elems."""
-        h, q, kv, E, k = self.hidden, self.q_dim, self.kv_dim, self.experts, self.experts_per_token
+        """Per token, all layers, elements read+written: (matmul inputs/outputs, fused elementwise kernels, what eager
+        PyTorch adds to the forward, eager backward's non-attention traffic), summed over the layers' MLP kinds. See
+        act_traffic_elems and eager_backward_traffic_elems."""
+        per_kind = [tuple(n * x for x in self._kind_traffic(E, k, f, sh)) for n, E, k, f, sh in self.mlp_kinds]
+        totals = [sum(t[i] for t in per_kind) for i in range(4)]
+        if self.state_layers:  # their mixer's traffic in place of attention's (_kind_traffic counts attention's)
+            attn, ssm = self._mixer_traffic()
+            totals = [t + self.state_layers * (b - a) for t, a, b in zip(totals, attn, ssm)]
+        return tuple(totals)  # type: ignore[return-value]
+
+    def _mixer_traffic(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """One layer's token-mixer traffic per token in _layer_traffic's four terms: (attention's, a state-space
+        mixer's). Attention: QKV in h, out q + 2kv; O in q, out h; backward 2x and q, k, v's merge. State space:
+        in_proj in h, out its width; out_proj in inner, out h (Mamba-1: x_proj in inner, out dt_rank + 2 state; dt_proj
+        in dt_rank, out inner); the convolution reads and writes its channels, the scan reads x, dt and z and
+        writes y (4 inner), the gate reads 2 and writes 1 inner; backward 2x."""
+        h, q, kv, di = self.hidden, self.q_dim, self.kv_dim, self.ssm_inner
+        attn_io = (h + q + 2 * kv) + (q + h)
+        bias = (q + 2 * kv + h) if self.bias else 0
+        attn = (attn_io, 0.0, 0.0, 2 * attn_io + 2 * (q + 2 * kv) + bias)
+        r, n = self.ssm_dt_rank, self.ssm_state
+        gemm = (h + self.ssm_in_width) + (di + h) + ((di + r + 2 * n) + (r + di) if self.mamba1 else 0)
+        elem = 2 * self.ssm_conv_channels + 4 * di + 3 * di
+        return attn, (gemm, elem, 0.0, 2 * gemm + 2 * elem)
+
+    def _kind_traffic(self, E: int, k: int, ffn: int, shared: int) -> tuple[float, float, float, float]:
+        """_layer_traffic's terms for one layer whose MLP has E experts, top k, of `ffn` and a shared MLP."""
+        h, q, kv = self.hidden, self.q_dim, self.kv_dim
+        token_ffn = k * ffn + shared
         up = self.mlp_matrices - 1  # the MLP's input projections (gate and up, or up)
-        mlps = (k if E > 1 else 1, 1 if self.shared_ffn else 0)  # (routed or dense MLPs, shared MLP) per token
-        widths = ((self.ffn, mlps[0]), (self.shared_ffn, mlps[1]))
+        mlps = (k if E > 1 else 1, 1 if shared else 0)  # (routed or dense MLPs, shared MLP) per token
+        widths = ((ffn, mlps[0]), (shared, mlps[1]))
         mlp_io = sum(n * (h + up * f + f + h) for f, n in widths)  # up [+ gate]: in h, out up x f; down: in f, out h
         router_io = h + E if E > 1 else 0  # the router's matmul: in h, out E logits
         gemm_io = (h + q + 2 * kv) + (q + h) + mlp_io + router_io  # QKV: in h, out q+2kv; O: in q, out h
         swiglu = self.ffn_kind == "swiglu"
-        act = (3 if swiglu else 2) * self.token_ffn  # one kernel: silu(gate) x up reads 2f, writes f; gelu f, f
+        act = (3 if swiglu else 2) * token_ffn  # one kernel: silu(gate) x up reads 2f, writes f; gelu f, f
         routing = k * 2 * h + E if E > 1 else 0  # each expert's gather and weighted scatter-add; softmax/top-k reads E
         elementwise = 2 * 2 * h + 2 * 3 * h + act + routing  # two norms (read h, write h), two residual adds (2h, h)
-        eager_extra = 2 * self.token_ffn if swiglu else 0  # eager: silu (f, f) and the product (2f, f) apart
+        eager_extra = 2 * token_ffn if swiglu else 0  # eager: silu (f, f) and the product (2f, f) apart
         bias_io = (q + 2 * kv + h + sum(n * (up * f + h) for f, n in widths)) if self.bias else 0
-        act_bwd = (9 if swiglu else 3) * self.token_ffn
+        act_bwd = (9 if swiglu else 3) * token_ffn
         # backward, per eager op: each matmul's dX = dY W^T and dW = X^T dY read dY twice, X once and write dX (2x its
         # forward I/O); a norm's backward reads dY and x and writes dx (3h); each residual branch accumulates two
         # gradients (read 2h, write h); q, k and v's gradients merge into one (a fused projection's split concatenates
@@ -297,13 +577,13 @@ class DecoderProfile(CachedHash):
         scatter-add (2h each), the shared MLP's, and the router (in h, out E logits, read E by softmax/top-k).
         """
         gemm_io, elementwise, _, _ = self._layer_traffic
-        return self.layers * (gemm_io + elementwise)
+        return gemm_io + elementwise
 
     @cached_property
     def eager_act_traffic_elems(self) -> float:
         """act_traffic_elems as eager PyTorch runs it, every op its own kernel: a SwiGLU MLP's silu(gate) and its
         product with up are two kernels (silu reads and writes f, the product reads 2f and writes f: 2f more)."""
-        return self.act_traffic_elems + self.layers * self._layer_traffic[2]
+        return self.act_traffic_elems + self._layer_traffic[2]
 
     @cached_property
     def eager_backward_traffic_elems(self) -> float:
@@ -312,7 +592,7 @@ class DecoderProfile(CachedHash):
         reads dY and x and writes dx (3h), each residual branch point adds two gradients (3h), q, k and v's gradients
         merge (2(q + 2kv)), gelu_backward reads dY and x and writes dx (3f; SwiGLU's product and silu backward 9f),
         each bias gradient reads dY once more, and a mixture's gathers and scatter-adds swap (2x forward)."""
-        return self.layers * self._layer_traffic[3]
+        return self._layer_traffic[3]
 
     @cached_property
     def saved_act_elems(self) -> float:
@@ -325,25 +605,35 @@ class DecoderProfile(CachedHash):
         Mixture of experts: those MLP elements for the token's k experts and the shared MLP (token_ffn), each
         expert's gathered input (h) and the router's logits (E).
         """
-        mlp = 4 * self.token_ffn if self.ffn_kind == "swiglu" else 2 * self.token_ffn
-        routing = self.experts_per_token * self.hidden + self.experts if self.experts > 1 else 0
-        return self.layers * (4 * self.hidden + 2 * self.q_dim + 2 * self.kv_dim + mlp + routing)
+        per_f = 4 if self.ffn_kind == "swiglu" else 2
+        mlp = sum(n * (per_f * (k * f + sh) + (k * self.hidden + E if E > 1 else 0))
+                  for n, E, k, f, sh in self.mlp_kinds)
+        mixer = 2 * self.q_dim + 2 * self.kv_dim  # Q, K, V, the attention output
+        ssm = self.ssm_in_width + self.ssm_conv_channels + 2 * self.ssm_inner  # in_proj out, conv out, scan out, gate
+        return self.layers * 4 * self.hidden + self.attn_layers * mixer + self.state_layers * ssm + mlp
 
-    def kernels_per_layer(self) -> int:
+    def kernels_per_layer(self, E: int | None = None, k: int | None = None, shared: int | None = None) -> int:
         """Kernel launches per layer in eager PyTorch (norm, QKV, rotary/none, attention, O, add,
         norm, MLP matmuls, activation, add): counted for a LLaMA/GPT block. A mixture-of-experts layer replaces
         the MLP by the router and, at batch 1, its k experts (each an MLP plus a gather and a scatter-add) and the
-        shared MLP; a larger batch runs more experts but there launches matter less than the weights read."""
-        dense = 12 if self.ffn_kind == "swiglu" else 11
-        if self.experts == 1:
+        shared MLP; a larger batch runs more experts but there launches matter less than the weights read. Latent
+        attention replaces the fused QKV by its projections and latent norms (MLA_KERNELS). E, k, shared: the
+        layer's MLP (default: the model's)."""
+        E = self.experts if E is None else E
+        k = self.experts_per_token if k is None else k
+        shared = self.shared_ffn if shared is None else shared
+        dense = (12 if self.ffn_kind == "swiglu" else 11) + (
+            MLA_KERNELS[bool(self.q_lora_rank)] - 1 if self.kv_lora_rank else 0)
+        if E == 1:
             return dense
         mlp = self.mlp_matrices + 1  # its matmuls and the activation
-        return (dense - mlp + ROUTER_KERNELS + self.experts_per_token * (mlp + EXPERT_GATHER_SCATTER_KERNELS)
-                + (mlp if self.shared_ffn else 0))
+        return (dense - mlp + ROUTER_KERNELS + k * (mlp + EXPERT_GATHER_SCATTER_KERNELS) + (mlp if shared else 0))
 
-    @property
+    @cached_property
     def kernels_per_forward(self) -> float:
-        return float(self.layers * self.kernels_per_layer() + FIXED_KERNELS)
+        ssm = self.state_layers * (SSM_KERNELS[self.mamba1] - 4) if self.state_layers else 0  # in place of 4
+        return float(sum(n * self.kernels_per_layer(E, k, sh) for n, E, k, _, sh in self.mlp_kinds) + ssm
+                     + FIXED_KERNELS)
 
     @lru_cache(maxsize=4096)  # noqa: B019 (profiles are immutable; the batch search asks for the same shapes often)
     def linear_gemms(self, rows: int, logits: int, tp: int, head_tp: int | None = None) -> tuple[Gemm, ...]:
@@ -351,29 +641,62 @@ class DecoderProfile(CachedHash):
         the fused QKV (N = q + 2 kv), O, the MLP's up [+ gate] and down projections, the column-parallel N and the
         row-parallel K split over tp (Megatron-LM), and the LM head's vocabulary split over head_tp (default tp). A
         mixture of experts runs each of the experts_read(rows) experts a pass touches on its expected share of the
-        routed rows, rows x k / experts read (at least 1)."""
-        m, L, h = self, self.layers, self.hidden
+        routed rows, rows x k / experts read (at least 1). Dense first layers run their own MLP; latent attention runs
+        its projections (attention_gemms)."""
+        m, h = self, self.hidden
 
         def mlp(r: int, ffn: int, count: float) -> list[Gemm]:
             return [(r, max(1, (m.mlp_matrices - 1) * ffn // tp), h, count), (r, h, max(1, ffn // tp), count)]
-        out = [(rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L)]
-        if m.experts == 1:
-            out += mlp(rows, m.ffn, L)
-        else:
-            read = m.experts_read(rows)
-            out += mlp(max(1, math.ceil(rows * m.experts_per_token / read)), m.ffn, L * read)
-            out += mlp(rows, m.shared_ffn, L) if m.shared_ffn else []
+        out = list(m.attention_gemms(rows, tp))
+        for n, E, k, f, sh in m.mlp_kinds:
+            if E == 1:
+                out += mlp(rows, f, n)
+            else:
+                read = m.experts_read(rows)
+                out += mlp(max(1, math.ceil(rows * k / read)), f, n * read)
+                out += mlp(rows, sh, n) if sh else []
         return (*out, *m.lm_head_gemm(logits, tp if head_tp is None else head_tp))
+
+    def attention_gemms(self, rows: int, tp: int) -> tuple[Gemm, ...]:
+        """One pass's attention projections, every layer: the fused QKV and O; with latent attention Q (or its down
+        and up projections), kv_a (hidden -> latent + RoPE key, not split: every GPU needs the whole latent), kv_b
+        (latent -> each head's K nope and V, split by head) and O."""
+        m, L, h = self, self.attn_layers, self.hidden
+        ssm = m.ssm_gemms(rows, tp)
+        if not m.kv_lora_rank:
+            return ((rows, max(1, (m.q_dim + 2 * m.kv_dim) // tp), h, L), (rows, h, max(1, m.q_dim // tp), L), *ssm)
+        r, nope, vd = m.kv_lora_rank, m.head_dim - m.rope_dim, m.value_head_dim
+        q = (((rows, m.q_lora_rank, h, L), (rows, max(1, m.q_dim // tp), m.q_lora_rank, L)) if m.q_lora_rank
+             else ((rows, max(1, m.q_dim // tp), h, L),))
+        return (*q, (rows, r + m.rope_dim, h, L), (rows, max(1, m.heads * (nope + vd) // tp), r, L),
+                (rows, h, max(1, m.heads * vd // tp), L), *ssm)
+
+    def ssm_gemms(self, rows: int, tp: int) -> tuple[Gemm, ...]:
+        """The state-space mixers' GEMMs of one pass, split over tp by channel: in_proj, out_proj (Mamba-1: x_proj,
+        whose output every GPU needs whole, and dt_proj)."""
+        m, S, h, di = self, self.state_layers, self.hidden, self.ssm_inner
+        if not S:
+            return ()
+        out = [(rows, max(1, m.ssm_in_width // tp), h, S), (rows, h, max(1, di // tp), S)]
+        if m.mamba1:
+            r = m.ssm_dt_rank
+            out += [(rows, r + 2 * m.ssm_state, max(1, di // tp), S), (rows, max(1, di // tp), r, S)]
+        return tuple(out)
 
     def linear_calls(self, rows: int) -> float:
         """Calls of the layers' linear modules in one pass over `rows` tokens (the LM head not counted): per layer the
         attention's projections and the MLP's matrices, in a mixture of experts the router and each expert a pass
         reaches (experts_read) plus the shared MLP. A quantization library's kernels run once per call."""
         m = self
-        if m.experts == 1:
-            return float(m.layers * (ATTENTION_LINEAR_MODULES + m.mlp_matrices))
-        mlps = m.experts_read(rows) + (1 if m.shared_ffn else 0)
-        return m.layers * (ATTENTION_LINEAR_MODULES + 1 + mlps * m.mlp_matrices)  # + 1: the router
+        attn = MLA_LINEAR_MODULES[bool(m.q_lora_rank)] if m.kv_lora_rank else ATTENTION_LINEAR_MODULES
+        calls = 0.0
+        for n, E, _, _, sh in m.mlp_kinds:
+            if E == 1:
+                calls += n * (attn + m.mlp_matrices)
+            else:
+                mlps = m.experts_read(rows) + (1 if sh else 0)
+                calls += n * (attn + 1 + mlps * m.mlp_matrices)  # + 1: the router
+        return calls + (m.state_layers * (SSM_LINEAR_MODULES[m.mamba1] - attn) if m.state_layers else 0)
 
     def lm_head_gemm(self, logits: int, tp: int) -> tuple[Gemm, ...]:
         """The LM head's GEMM over `logits` rows (vocab split over tp GPUs); () when no logits are computed."""
@@ -384,31 +707,34 @@ class DecoderProfile(CachedHash):
                  logits_tokens: int, name: str) -> tuple[OpGroup, ...]:
         """One forward pass of `batch` sequences of `tokens` new tokens each (p-independent part).
 
-        keys_sum: sum over the new tokens of the keys each attends to (causal prefill: t(t+1)/2).
+        keys_sum: sum over the new tokens of the keys each attends to (causal prefill: t(t+1)/2; 0 in decode, whose
+        keys are counted per position); a sliding-window layer attends min(t, window) of them (keys_attended).
         """
         m, p, tp = self, s.precision, s.tp
         bt = batch * tokens
-        layer_mp = m.layers * m.layer_active_params  # per token: its top-k experts only
+        layer_mp = m.active_total  # per token: its top-k experts only
         layer_read, note = layer_mp, ""
         if m.experts > 1:  # per pass: every expert some token was routed to
-            layer_read, note = m.layers * m.layer_read_params(bt), m._experts_note(bt)
+            layer_read, note = m.read_total(bt), m._experts_note(bt)
         head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
         buffered = s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
         lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
-            keys_sum = tokens * keys_max
-        attn_flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys_sum / tp
-        qkvo = bt * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
-        kv_write = bt * m.kv_elems * s.kv_dtype.bytes / tp
-        scores = (score_passes(s)[0] * batch * m.heads * m.layers * tokens * keys_max * p.act_bytes / tp
+            layer_keys = m.attn_layers * tokens * keys_max
+        else:
+            layer_keys = m.keys_attended(tokens) if keys_sum else 0.0
+        attn_flops = m.attn_flops_per_key() * batch * layer_keys / tp
+        qkvo = bt * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
+        kv_write = 0.0 if m.encoder else bt * m.kv_elems * s.kv_dtype.bytes / m.kv_split(tp)
+        scores = (score_passes(s)[0] * batch * m.heads * m.attn_layers * tokens * keys_max * p.act_bytes / tp
                   if s.attention.scores_materialized else 0.0)
         if scores and not s.fused_elementwise:
-            scores += bt * m.layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
+            scores += bt * m.attn_layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
         traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
         elem_bytes = (bt * traffic * p.act_bytes / tp
-                      + 2 * batch * logits_tokens * m.vocab * float(FP32_BYTES))
+                      + 2 * batch * logits_tokens * m.logits_vocab * float(FP32_BYTES))
         lin_text, attn_text, elem_text = text.forward_formulas(
             s, name, note, text.score_text(s, score_passes(s), True) if scores else "", m.ffn_kind == "swiglu",
             m._forward_traffic(s))
@@ -421,6 +747,7 @@ class DecoderProfile(CachedHash):
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
+            *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
@@ -437,7 +764,7 @@ class DecoderProfile(CachedHash):
         """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
         are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
         m = self
-        q = m._quantized_read(s, m.layers * m.layer_read_params(batch * (full * c + rest)))
+        q = m._quantized_read(s, m.read_total(batch * (full * c + rest)))
         parts = [g._replace(flops=g.flops * full, bytes=g.bytes * full) for g in dequant_groups(q, s, batch * c)
                  ] if full else []
         for g in dequant_groups(q, s, batch * rest) if rest else ():
@@ -461,7 +788,7 @@ class DecoderProfile(CachedHash):
 
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]:
         """A causal forward pass over `size` tokens per sequence, logits for every token."""
-        return self._forward(s, batch, size, size * (size + 1) / 2, size, size, "input")
+        return self._forward(s, batch, size, size * (size + 1) / 2, size, 0 if self.encoder else size, "input")
 
     def prefill_work(self, s: Setup, batch: int, prompt: int) -> tuple[OpGroup, ...]:
         """The prompt's forward pass, logits for the last token only; with a prefill chunk c (llama.cpp's n_ubatch) the
@@ -499,12 +826,12 @@ class DecoderProfile(CachedHash):
                             **costs)
             elif g.name == "attention":
                 manual = s.attention.scores_materialized
-                flops = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * scored / s.tp if manual else g.flops
-                kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / s.tp
+                flops = m.attn_flops_per_key() * m.attn_layers * batch * scored / s.tp if manual else g.flops
+                kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / m.kv_split(s.tp)
                 passes = score_passes(s)[0]
-                scores = (passes * batch * m.heads * m.layers * scored * s.precision.act_bytes / s.tp
+                scores = (passes * batch * m.heads * m.attn_layers * scored * s.precision.act_bytes / s.tp
                           if manual else 0.0)
-                unscored = g.bytes - (passes * batch * m.heads * m.layers * prompt * c
+                unscored = g.bytes - (passes * batch * m.heads * m.attn_layers * prompt * c
                                       * s.precision.act_bytes / s.tp if manual else 0.0)
                 g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
                             formula=g.formula + text.chunked_kv_text(chunks, c))
@@ -512,20 +839,31 @@ class DecoderProfile(CachedHash):
         return tuple(out)
 
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
-        """One decode step for `batch` sequences: one new token each, attending p keys (affine in p)."""
+        """One decode step for `batch` sequences: one new token each, attending p keys (affine in p) on the full
+        layers. A sliding-window layer attends min(p, window) keys, counted as the window: exact once a sequence is
+        longer than it, an upper bound before (a step's cost is affine in p here). Latent attention runs absorbed
+        (attn_flops_per_key) and reads each cached latent once for all heads."""
         m = self
         *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
-        kv_read_per_pos = batch * m.kv_elems * s.kv_dtype.bytes / s.tp
+        kv_tp = m.kv_split(s.tp)
+        kv_read_per_pos = batch * m.kv_read_elems * s.kv_dtype.bytes / kv_tp
+        key_flops = m.attn_flops_per_key(absorbed=True) * batch / s.tp
+        window_keys = m.window_layers * m.window  # keys the window layers read each step
+        window_bytes = batch * window_keys * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
         kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
-        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.layers * s.precision.act_bytes / s.tp
+        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.attn_layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
-        attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
-                       text.decode_attention_text(s.kv_concat, m.layers, latency_us),
-                       flops_per_pos=ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch / s.tp,
+        attn = OpGroup("attention", key_flops * window_keys,
+                       attn.bytes + window_bytes * (1 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)),
+                       attn.compute_path,
+                       text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us)
+                       + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
+                          if m.kv_lora_rank or m.window_layers else ""),
+                       flops_per_pos=key_flops * m.full_layers,
                        bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
-                       peak_fractions=attn.peak_fractions, latency_s=m.layers * latency_us * 1e-6)
+                       peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6)
         return (*head, attn, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
@@ -547,14 +885,15 @@ class DecoderProfile(CachedHash):
         eager = not s.fused_elementwise
         dropout = m.dropout and eager
         keys = S * S if manual else S * (S + 1) / 2  # manual attention computes every score, fused kernels skip
-        attn_fwd = ATTN_FLOPS_PER_KEY_DIM * m.layers * m.q_dim * batch * keys
+        layer_keys = m.attn_layers * keys if manual else m.keys_attended(S)
+        attn_fwd = m.attn_flops_per_key() * batch * layer_keys
         # FlashAttention's backward recomputes QK^T (5 matmuls vs 2 forward); a manual backward is the usual 2x
         bwd = FLASH_BWD_FLOP_RATIO if not manual else BACKWARD_FORWARD_RATIO
         attn_mult = 1 + bwd + ckpt
-        qkvo = T * m.layers * (2 * m.q_dim + 2 * m.kv_dim) * b
-        layout_copy = (T * m.layers * m.q_dim * (HEAD_LAYOUT_COPY_FWD * forwards + HEAD_LAYOUT_COPY_BWD) * b
+        qkvo = T * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * b
+        layout_copy = (T * m.attn_layers * m.q_dim * (HEAD_LAYOUT_COPY_FWD * forwards + HEAD_LAYOUT_COPY_BWD) * b
                        if manual and eager else 0.0)
-        score_elems = batch * m.heads * m.layers * S * S if manual else 0.0
+        score_elems = batch * m.heads * m.attn_layers * S * S if manual else 0.0
         fwd_passes, bwd_passes = score_passes(s)
         scores = score_elems * ((fwd_passes * forwards + bwd_passes) * b
                                 + (dropout_bytes_per_elem(b) * forwards if dropout else 0.0))
@@ -565,18 +904,19 @@ class DecoderProfile(CachedHash):
                                                 DROPOUT_HIDDEN_SITES if dropout else None)
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
-        read = m.layers * m.layer_read_params(T) + m.lm_head_params  # the experts some token was routed to
+        read = m.read_total(T) + m.lm_head_params  # the experts some token was routed to
         return (
             OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
                     read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
                     text.train_linear_text(fb, checkpointing, T, m._experts_note(T)),
                     gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),
+            *m.scan_groups(s, batch, S, passes=fb, state_passes=0.0),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, qkvo * fb + scores + layout_copy, s.attention_path,
                     text.train_attention_text(s, manual, attn_mult, bwd, fb, text.score_text(s, score_passes(s), False),
                                               dropout),
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
-                    elem + hidden_drop + 3 * T * m.vocab * float(FP32_BYTES), s.attention_path,
+                    elem + hidden_drop + 3 * T * m.logits_vocab * float(FP32_BYTES), s.attention_path,
                     elem_text),
         )
 
@@ -591,7 +931,7 @@ class DecoderProfile(CachedHash):
             return ()
         act = s.precision.act_bytes
         layers = Collective(ALL_REDUCE, tokens * self.hidden * act / rounds, 2 * self.layers * rounds)
-        gather = logits_rows and s.lm_head_split
+        gather = logits_rows and s.lm_head_split and not self.encoder
         return (layers, Collective(ALL_GATHER, logits_rows * self.vocab * act, 1)) if gather else (layers,)
 
     # ------------------------------------------------------------ the model protocol: memory
@@ -602,7 +942,7 @@ class DecoderProfile(CachedHash):
         per_token = (2 * m.hidden + m.q_dim + 2 * m.kv_dim + mlp) * s.precision.act_bytes / s.tp
         scores = (2.0 * batch * m.heads * tokens * keys * s.precision.act_bytes / s.tp
                   if s.attention.scores_materialized else 0.0)
-        return batch * tokens * per_token + scores + batch * logits_tokens * m.vocab * float(FP32_BYTES)
+        return batch * tokens * per_token + scores + batch * logits_tokens * m.logits_vocab * float(FP32_BYTES)
 
     def _whole_lm_head(self, s: Setup) -> tuple[MemoryItem, ...]:
         """What a runtime that keeps the whole LM head on every tensor-parallel GPU holds beyond its 1/tp share of
@@ -622,12 +962,22 @@ class DecoderProfile(CachedHash):
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         m = self
         total = prompt + gen
-        kv = batch * total * m.kv_elems * s.kv_dtype.bytes / s.tp
+        kv = batch * m.kv_held_elems(total) * s.kv_dtype.bytes / m.kv_split(s.tp)
         chunk = min(prompt, s.prefill_chunk) if s.prefill_chunk else prompt  # live tokens of one prefill pass
         act = max(self._activation_peak(s, batch, chunk, prompt, 1), self._activation_peak(s, batch, 1, total, 1))
-        return (MemoryItem("kv_cache", kv / BYTES_PER_GB,
-                           text.KV_CACHE,
-                           (batch, total, m.layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)),
+        kv_item = (MemoryItem("kv_cache", kv / BYTES_PER_GB, text.KV_CACHE_KINDS,
+                              (batch, text.held_words(total, m.full_layers, m.window, m.window_layers),
+                               m.kv_layer_elems, text.kv_layer_words(m.kv_lora_rank, m.rope_dim, m.kv_heads,
+                                                                     m.head_dim),
+                               s.kv_dtype.bytes, s.kv_dtype.id, m.kv_split(s.tp)))
+                   if m.kv_lora_rank or m.window_layers else
+                   MemoryItem("kv_cache", kv / BYTES_PER_GB, text.KV_CACHE,
+                              (batch, total, m.attn_layers, m.kv_dim, s.kv_dtype.bytes, s.kv_dtype.id, s.tp)))
+        state_gb = batch * m.state_layers * m.state_elems * s.precision.act_bytes / s.tp / BYTES_PER_GB
+        state = (MemoryItem("state-space state", state_gb, text.STATE_MEMORY,
+                            (batch, m.state_layers, m.state_elems, s.precision.act_bytes, s.tp)),
+                 ) if m.state_layers else ()
+        return (kv_item, *state,
                 MemoryItem("activations", act / BYTES_PER_GB,
                            text.generate_activations_text(chunk, prompt)),
                 *self._whole_lm_head(s))
@@ -639,7 +989,7 @@ class DecoderProfile(CachedHash):
         per_layer_scores = (2.0 * batch * m.heads * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
         saved_layer = T * m.saved_act_elems / m.layers * p.act_bytes + per_layer_scores
         act = (T * m.hidden * m.layers * p.act_bytes + saved_layer if checkpointing else saved_layer * m.layers)
-        act += 2 * T * m.vocab * float(FP32_BYTES)
+        act += 2 * T * m.logits_vocab * float(FP32_BYTES)
         formula = text.train_activations_text(checkpointing, m.saved_act_elems, p.act_bytes, bool(per_layer_scores))
         return MemoryItem("activations", act / BYTES_PER_GB, formula)
 

@@ -45,7 +45,32 @@ ARCH_FIELDS = (
 ARCH = {f.name: f for f in ARCH_FIELDS}
 # `dropout` is a training setting of the model's config (hidden_dropout_prob, attention_probs_dropout_prob; 0 in
 # LLaMA-family configs), read from models.yaml and config.json but not one of the architecture fields a user edits.
-FIELDS = ("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS)
+# Layers of more than one kind, read from models.yaml and config.json (the page's form does not edit them; a profile
+# with any of them travels as its file's text): dense first layers of a mixture of experts, multi-head latent
+# attention, sliding-window layers. 0 = not used.
+LAYER_FIELDS = (
+    ArchField("dense_layers", "int", 0, 1000),  # layers with one dense MLP of dense_ffn (first_k_dense_replace)
+    ArchField("dense_ffn", "int", 0, 10**7),
+    ArchField("kv_lora_rank", "int", 0, 65536),  # MLA: the cached latent's width
+    ArchField("q_lora_rank", "int", 0, 65536),  # MLA: Q's latent width (0: one Q projection)
+    ArchField("rope_dim", "int", 0, 4096),  # MLA: the decoupled RoPE key's width (qk_rope_head_dim)
+    ArchField("v_head_dim", "int", 0, 4096),  # MLA: a head's value width (0: head_dim)
+    ArchField("window", "int", 0, 10**8),  # sliding window (tokens) of the window_layers layers
+    ArchField("window_layers", "int", 0, 1000),
+    ArchField("token_types", "int", 0, 1000),  # encoder: segment-embedding rows (BERT's type_vocab_size)
+    ArchField("head_outputs", "int", 0, 10**6),  # encoder: a classifier's outputs
+    ArchField("state_layers", "int", 0, 1000),  # layers with a state-space (Mamba) mixer instead of attention
+    ArchField("ssm_inner", "int", 0, 10**6),
+    ArchField("ssm_state", "int", 0, 4096),
+    ArchField("ssm_conv", "int", 0, 64),
+    ArchField("ssm_dt_rank", "int", 0, 65536),  # Mamba-1
+    ArchField("ssm_heads", "int", 0, 65536),  # Mamba-2
+    ArchField("ssm_groups", "int", 0, 65536),  # Mamba-2
+)
+SSM_FIELDS = ("ssm_inner", "ssm_state", "ssm_conv")
+ENCODER_FLAGS = ("encoder", "pooler")  # an encoder (bidirectional, no generation) and its pooler
+FIELDS = (("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS)
+          + ENCODER_FLAGS)
 
 
 def read_decoder(rec: Record) -> dict[str, Any]:
@@ -75,7 +100,17 @@ def read_decoder(rec: Record) -> dict[str, Any]:
     if shared_ffn and experts == 1:
         raise rec.fail("shared_ffn", "a shared expert belongs to a mixture-of-experts layer (experts > 1); for a "
                                      "dense model put the whole MLP in ffn")
+    kinds = {f.name: int(rec.number(f.name, required=False, lo=f.lo, hi=f.hi, integer=True) or 0)
+             for f in LAYER_FIELDS}
+    _check_layer_kinds(rec, kinds, count("layers"), experts, head_dim)
+    flags = {f: rec.flag(f, default=False) for f in ENCODER_FLAGS}
+    if rec.data.get("kind") == "encoder" and not flags["encoder"]:
+        raise rec.fail("encoder", "a record of kind encoder says encoder: true (or use kind decoder)")
+    for name in ("token_types", "head_outputs", "pooler"):
+        if (kinds.get(name) or flags.get(name)) and not flags["encoder"]:
+            raise rec.fail(name, "belongs to an encoder (BERT, ViT): set encoder: true, or leave it out")
     return dict(
+        **kinds, **flags,
         id=rec.text("id"), name=rec.text("name"), layers=count("layers"),
         hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=count("ffn"),
         ffn_kind=rec.text("ffn_kind", choices=A["ffn_kind"].choices), vocab=count("vocab"), context=count("context"),
@@ -85,3 +120,55 @@ def read_decoder(rec: Record) -> dict[str, Any]:
         dropout=rec.flag("dropout", default=False),
         cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
     )
+
+
+def _check_layer_kinds(rec: Record, k: dict[str, int], layers: int, experts: int, head_dim: int) -> None:
+    """The layer-kind fields agree with each other and the stack (DataFileError naming the field)."""
+    if k["dense_layers"] and experts == 1:
+        raise rec.fail("dense_layers", "dense layers are the layers of a mixture of experts without experts (experts "
+                                       "> 1); a dense model's layers are all dense already")
+    if k["dense_layers"] >= layers:
+        raise rec.fail("dense_layers", f"{k['dense_layers']} dense layers leave none of the {layers} layers with "
+                                       "experts; give fewer, or make the model dense (experts: 1)")
+    if bool(k["dense_layers"]) != bool(k["dense_ffn"]):
+        raise rec.fail("dense_ffn" if k["dense_layers"] else "dense_layers",
+                       "dense_layers and dense_ffn go together: the dense layers' MLP intermediate size")
+    if not k["kv_lora_rank"]:
+        for name in ("q_lora_rank", "rope_dim", "v_head_dim"):
+            if k[name]:
+                raise rec.fail(name, "belongs to multi-head latent attention: give kv_lora_rank (the cached latent's "
+                                     "width) too, or leave it out")
+    elif k["rope_dim"] >= head_dim:
+        raise rec.fail("rope_dim", f"the RoPE part ({k['rope_dim']}) must be narrower than head_dim ({head_dim}), "
+                                   "which is qk_nope_head_dim + qk_rope_head_dim")
+    if bool(k["window"]) != bool(k["window_layers"]):
+        raise rec.fail("window" if k["window_layers"] else "window_layers",
+                       "window and window_layers go together: the sliding window in tokens and how many layers use it")
+    if k["state_layers"] > layers:
+        raise rec.fail("state_layers", f"more state-space layers ({k['state_layers']}) than layers ({layers})")
+    if k["window_layers"] > layers - k["state_layers"]:
+        raise rec.fail("window_layers", f"more sliding-window layers ({k['window_layers']}) than attention layers "
+                                        f"({layers - k['state_layers']})")
+    _check_state_space(rec, k)
+
+
+def _check_state_space(rec: Record, k: dict[str, int]) -> None:
+    """A state-space mixer's fields: all of inner, state and conv, and either Mamba-1's dt rank or Mamba-2's heads
+    and groups."""
+    ssm = [n for n in SSM_FIELDS + ("ssm_dt_rank", "ssm_heads", "ssm_groups") if k[n]]
+    if not k["state_layers"]:
+        if ssm:
+            raise rec.fail(ssm[0], "belongs to a state-space mixer: give state_layers (how many layers run it) too, "
+                                   "or leave it out")
+        return
+    for name in SSM_FIELDS:
+        if not k[name]:
+            raise rec.fail(name, "a state-space layer needs ssm_inner, ssm_state and ssm_conv (its inner width, state "
+                                 "size and convolution width)")
+    if bool(k["ssm_dt_rank"]) == bool(k["ssm_heads"]):
+        raise rec.fail("ssm_dt_rank", "give ssm_dt_rank for a Mamba-1 mixer or ssm_heads (and ssm_groups) for a "
+                                      "Mamba-2 one, not both or neither")
+    if k["ssm_heads"] and (not k["ssm_groups"] or k["ssm_heads"] % k["ssm_groups"]
+                           or k["ssm_inner"] % k["ssm_heads"]):
+        raise rec.fail("ssm_groups", f"Mamba-2 needs groups dividing its heads ({k['ssm_heads']}) and heads dividing "
+                                     f"its inner width ({k['ssm_inner']})")

@@ -137,6 +137,53 @@ def train_attention_text(s: Setup, manual: bool, attn_mult: float, bwd: float, f
 WHOLE_LM_HEAD = "{:,} LM head params x {:g} B x (1 - 1/{}): the runtime does not split it over the GPUs"
 INFERENCE_ACTIVATIONS = "peak live tensors of one layer + fp32 logits for every token"
 KV_CACHE = "batch {} x {} tokens x 2 (K, V) x {} layers x {} x {:g} B ({}) / {} GPU(s)"
+STATE_MEMORY = ("batch {} x {} state-space layers x {:,} elements (inner x state + the convolution's last inputs) "
+                "x {:g} B / {} GPU(s): fixed per sequence, whatever its length")
+KV_CACHE_KINDS = "batch {} x {} x {:,} elements per token and layer ({}) x {:g} B ({}) / {} GPU(s)"
+
+
+def held_words(total: int, full_layers: int, window: int, window_layers: int) -> str:
+    """The token-layers a sequence's cache holds, in words (sliding-window layers keep the last window)."""
+    if not window_layers:
+        return f"{total:,} tokens x {full_layers} layers"
+    return (f"({total:,} tokens x {full_layers} full layers + min({total:,}, window {window:,}) tokens x "
+            f"{window_layers} sliding-window layers)")
+
+
+def kv_layer_words(kv_lora_rank: int, rope_dim: int, kv_heads: int, head_dim: int) -> str:
+    """What one token caches in one layer, in words."""
+    if kv_lora_rank:
+        return (f"latent {kv_lora_rank} + RoPE key {rope_dim}, shared by every head: multi-head latent attention, "
+                f"held whole on each tensor-parallel GPU")
+    return f"K and V: 2 x {kv_heads} KV heads x {head_dim}"
+
+
+ENCODER_WORDS = "encoder (bidirectional: no KV cache, no generation)"
+
+
+def layer_kinds_text(dense_layers: int, kv_lora_rank: int, rope_dim: int, window: int, window_layers: int,
+                     state_layers: int = 0) -> str:
+    """What a decoder's layers add to its one-line description ('' for a uniform stack)."""
+    parts = [f"{state_layers} state-space / linear-attention layers (a fixed state)"] if state_layers else []
+    if dense_layers:
+        parts.append(f"{dense_layers} dense layers first")
+    if kv_lora_rank:
+        parts.append(f"latent attention (KV latent {kv_lora_rank} + RoPE {rope_dim})")
+    if window_layers:
+        parts.append(f"{window_layers} sliding-window layers ({window:,} tokens)")
+    return "".join(f" · {p}" for p in parts)
+
+
+def decode_layer_kinds_text(kv_lora_rank: int, window: int, window_layers: int) -> str:
+    """What a decode step's attention formula adds for latent attention and sliding windows ('' for neither)."""
+    out = ""
+    if kv_lora_rank:
+        out += ("; latent attention absorbed: per head and key 2 x (2 x kv_lora_rank + rope) FLOPs, the latent cache "
+                "read once for all heads")
+    if window_layers:
+        out += (f"; the {window_layers} sliding-window layers attend min(p, {window:,}) keys, counted as {window:,} "
+                "(exact once the sequence passes the window, an upper bound before)")
+    return out
 
 
 def generate_activations_text(chunk: int, prompt: int) -> str:
@@ -151,3 +198,11 @@ def train_activations_text(checkpointing: bool, saved_elems: float, act_bytes: f
         text = (f"tokens x {saved_elems:,.0f} saved elements x {act_bytes:g} B"
                 + (" + score matrices (manual attention)" if scores else ""))
     return text + " + fp32 logits and their gradient"
+
+
+def scan_text(layers: int, inner: int, state: int, channels: int, conv: int, state_passes: float) -> str:
+    """The state-space layers' scan group in words."""
+    io = {0.0: "", 1.0: "; bytes = each sequence's state written once",
+          2.0: "; bytes = each sequence's state read and written (a decode step)"}.get(state_passes, "")
+    return (f"FLOPs = tokens x {layers} layers x (8 x inner {inner:,} x state {state} (selective scan) + 2 x "
+            f"{channels:,} channels x conv {conv}){io}")
