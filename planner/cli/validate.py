@@ -62,15 +62,20 @@ def cmd_validate(a: argparse.Namespace) -> int:
         return 0
     scored = predict_first.score_predictions(a.predictions_dir, a.measurements)
     first = predict_first.prediction_summary(scored)
-    residuals = [r.result for r in held_out if r.independent]
-    levels = band_levels(residuals)
+    first_rows = [r for s in scored for r in s.results]
+    residuals = [r.result for r in held_out if r.independent] + first_rows
+    first_ids = {r.row_id for r in first_rows}
+    predicted_first = lambda r: r.row_id in first_ids  # noqa: E731
+    levels = band_levels(residuals, judged=(lambda r: True, predicted_first))
     cover = coverage(residuals, lambda r: r.source, levels)
+    first_cover = coverage(residuals, lambda r: r.source, levels, predicted_first)
     report = measured.run_validation(a.measurements, priors=True)
     rows = validation_rows(report)
     if a.format == "json":
         print(json.dumps({"prediction_first": first, "leave_one_source_out": summary,
                           "speedup_ratios": loso.ratio_summary(ratios),
                           "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover, levels),
+                          "band_coverage_predicted_first": coverage_rows(first_cover, levels),
                           "rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
     elif a.format == "csv":
         print(csv_text(rows), end="")
@@ -85,7 +90,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
                                              len(s.results)) for s in scored]))
         print()
         print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, levels, MAX_BIAS_PCT,
-                                       loso.RATIO_TARGET_PCT))
+                                       loso.RATIO_TARGET_PCT, first_cover))
     if a.plot:
         validation_chart(report).save(a.plot)
         print(f"\nplot written to {a.plot}")

@@ -44,7 +44,9 @@ DRAWN_FROM = ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "NVIDIA/TensorRT-LL
 # How the band file's residuals were predicted (data/uncertainty.yaml: residuals).
 RESIDUALS_RULE = ("leave one source out: each row predicted with the runtime efficiencies tuned on every other "
                   "source's rows (planner.validation.loso); rows whose runtime no other source measures on that memory "
-                  "class, from a source the profile was drawn from, are left out")
+                  "class, from a source the profile was drawn from, are left out; with them, every row predicted "
+                  "before it was measured, by its committed prediction (validation/predictions/): the error on sources "
+                  "the planner had never seen widens the bands where it is larger")
 
 # The sets loso_summary scores rows in: the headline (other sources' evidence predicts the row), the rows without that
 # evidence, and the rows of sources the priors never drew from, scored with the priors as they are.

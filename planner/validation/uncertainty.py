@@ -402,15 +402,19 @@ def within(cell: Cell, ratio: float) -> bool:
 
 
 def coverage(rows, group_of=lambda r: r.source,
-             levels: Mapping[str, tuple[float, float]] | None = None) -> dict[str, tuple[int, int, int]]:
+             levels: Mapping[str, tuple[float, float]] | None = None,
+             judged=lambda r: True) -> dict[str, tuple[int, int, int]]:
     """Per regime: (rows inside the band built from all rows, rows inside the band built WITHOUT their own group,
-    rows with a band at all), at each regime's quantile pair (`levels`). The second is the honest figure: each
-    source's rows judged by a band its own rows did not shape. An 80 % band should hold about 80 % of them."""
+    rows with a band at all), at each regime's quantile pair (`levels`), counting the rows `judged` picks (all by
+    default; the bands are built from every row). The second is the honest figure: each source's rows judged by a
+    band its own rows did not shape. An 80 % band should hold about 80 % of them."""
     rows = [r for r in rows if r.seconds_ratio]
     full = {(c.regime, c.gpu_class): c for c in cells_from_rows(rows, levels)}
     held: dict[str, dict] = {}
     out = {g: [0, 0, 0] for g in REGIMES}
     for r in rows:
+        if not judged(r):
+            continue
         g = group_of(r)
         if g not in held:
             held[g] = {(c.regime, c.gpu_class): c
@@ -424,14 +428,16 @@ def coverage(rows, group_of=lambda r: r.source,
     return {g: tuple(v) for g, v in out.items()}
 
 
-def band_levels(rows, group_of=lambda r: r.source) -> dict[str, tuple[float, float]]:
+def band_levels(rows, group_of=lambda r: r.source, judged=(lambda r: True,)) -> dict[str, tuple[float, float]]:
     """Per regime, the narrowest quantile pair of QUANTILE_LADDER whose band, rebuilt without each group (source) in
-    turn, holds at least TARGET_COVERAGE of that group's rows; the widest when none does."""
+    turn, holds at least TARGET_COVERAGE of that group's rows, counted over the rows of each of the `judged` sets
+    (all rows; and, as `planner validate` asks, the rows predicted before they were measured, which a band drawn
+    mostly from sources like the tuned ones would hold too rarely); the widest when none does."""
     chosen: dict[str, tuple[float, float]] = {}
     for qs in QUANTILE_LADDER:
-        cover = coverage(rows, group_of, dict.fromkeys(REGIMES, qs))
-        for g, (_, held, n) in cover.items():
-            if g not in chosen and (n == 0 or held >= TARGET_COVERAGE * n):
+        covers = [coverage(rows, group_of, dict.fromkeys(REGIMES, qs), pick) for pick in judged]
+        for g in REGIMES:
+            if g not in chosen and all(n == 0 or held >= TARGET_COVERAGE * n for _, held, n in (c[g] for c in covers)):
                 chosen[g] = qs
     return {g: chosen.get(g, QUANTILE_LADDER[-1]) for g in REGIMES}
 
@@ -454,7 +460,8 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
         "method": "ratio = measured seconds / predicted seconds per row; low/high = its quantiles in the cell "
                   "(clamped to contain 1): the 10th/90th percentiles, or wider, per regime, the narrowest pair of "
                   f"{[list(q) for q in QUANTILE_LADDER]} whose band rebuilt without each source holds "
-                  f"{TARGET_COVERAGE:.0%} of that source's rows; a cell with fewer than {MIN_CELL_ROWS} rows takes at "
+                  f"{TARGET_COVERAGE:.0%} of that source's rows, over all rows and over the rows predicted before "
+                  f"they were measured; a cell with fewer than {MIN_CELL_ROWS} rows takes at "
                   "least the 5th/95th percentiles of its own regime's rows, widened to cover its rows; a regime with "
                   "fewer rows than "
                   "that has no band; calibrated_* = the same after dividing each ratio by the median of its (GPU, "

@@ -282,9 +282,11 @@ def prediction_first_text(summary: list[dict], files: list[tuple[str, str, str, 
 
 
 def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dict[str, tuple[int, int, int]],
-                             levels: dict[str, tuple[float, float]], bias_pct: float, ratio_target_pct: float) -> str:
+                             levels: dict[str, tuple[float, float]], bias_pct: float, ratio_target_pct: float,
+                             first_cover: dict[str, tuple[int, int, int]] | None = None) -> str:
     """The headline of `planner validate`: leave-one-source-out accuracy per regime against its accuracy targets,
-    the speed-up ratios, and how often the uncertainty band holds a left-out source's rows."""
+    the speed-up ratios, and how often the uncertainty band holds a left-out source's rows (and, in `first_cover`,
+    the rows predicted before they were measured)."""
     untuned = [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "median_bias_pct":
                 d["median_bias_pct"]} for d in summary if d["set"] == UNTUNED_SET
                and d["group"] in ("all", "regime")]
@@ -302,6 +304,9 @@ def validation_headline_text(summary: list[dict], ratios: list[dict], cover: dic
     lines += ["\n80 % band: the residual quantiles each regime's band is drawn at (the narrowest that holds 80 % of a "
               "source left out of it) and the rows inside it (data/uncertainty.yaml is written from them)",
               text_table(coverage_rows(cover, levels))]
+    if first_cover:
+        lines += ["\nthe same bands on the rows predicted before they were measured (each judged by a band its own "
+                  "source did not shape)", text_table(coverage_rows(first_cover, levels))]
     return "\n".join(lines)
 
 
