@@ -74,6 +74,33 @@ def test_the_builder_keeps_the_cheapest_offer_on_the_smallest_machine(tmp_path, 
     assert vast_p["h100-nvl", "spot"].usd_hr == 0.5 and ("h100-nvl", "secure") not in vast_p  # Vast: a marketplace
 
 
+GCP_HEADER = ("InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,"
+              "SpotPrice")
+
+
+def test_a_gpu_only_row_is_priced_with_its_host_machine_in_the_same_zone(tmp_path, names):
+    gcp = [GCP_HEADER,
+           "a2-highgpu-1g,12.0,85.0,,,,us-central1,us-central1-a,0.74,0.37",       # the host of 1 A100
+           "a2-highgpu-2g,24.0,170.0,,,,us-central1,us-central1-a,1.48,0.74",
+           "a4-highgpu-8g,224.0,3968.0,,,,us-east4,us-east4-b,0.0,0.0",             # GCP's B200 host: $0.00
+           ",,,A100,1,{'Gpus': []},us-central1,us-central1-a,2.93,1.43",            # (2.93 + 0.74) / 1 = 3.67
+           ",,,A100,2,{'Gpus': []},us-central1,us-central1-a,5.86,2.86",            # a 2-GPU machine: not kept
+           ",,,A100,1,{'Gpus': []},us-west9,us-west9-a,1.00,0.50",                  # no host row in that zone
+           ",,,B200,8,{'Gpus': []},us-east4,us-east4-b,64.40,32.60",                # 64.40 / 8 = 8.05
+           ",,,H100,1,{'Gpus': []},us-east4,us-east4-a,9.80,",                      # H100's host not in the file
+           "g6f.large,2.0,8.0,L4,0.125,,us-east-1,,0.2,0.1"]                         # a fraction of a GPU
+    files, problems = build(tmp_path, {"gcp": gcp}, names)
+    assert problems == []
+    got = by_key(files["gcp-2026-11-27.yaml"])
+    a100 = got["a100-sxm-40gb", "secure"]
+    assert (a100.usd_hr, a100.instance_type, a100.gpus) == (pytest.approx(3.67), "a2-highgpu-1g", 1)
+    assert got["a100-sxm-40gb", "spot"].usd_hr == pytest.approx(1.80)  # 1.43 + 0.37
+    assert got["b200", "secure"].usd_hr == pytest.approx(8.05) and got["b200", "spot"].usd_hr == pytest.approx(4.075)
+    assert ("h100-sxm", "secure") not in got
+    written = (tmp_path / "out" / "gcp-2026-11-27.yaml").read_text()
+    assert "H100 (no host machine row)" in written and "L4 (a fraction of a GPU)" in written
+
+
 def test_a_broken_cloud_file_is_named_and_the_others_are_written(tmp_path, names):
     files, problems = build(tmp_path, {"lambda": ["Name,Cost", "x,1"],
                                        "nebius": [HEADER, "gpu-h100-sxm_1gpu,H100,1,16,200,2.95,eu-north1,,1.25"]},
@@ -98,7 +125,20 @@ def test_the_committed_files_match_the_catalog_rows_they_were_built_from():
     assert got["Vast.ai", "h100-sxm", "community"].usd_hr == 1.87
     assert got["Vast.ai", "rtx-5090", "community"].usd_hr == 0.48
     assert all(p.date == date(2026, 11, 27) and "skypilot-catalog" in p.source for p in prices.prices)
-    assert prices.providers() == ("runpod", "lambda", "nebius", "vast.ai")
+    assert prices.providers() == ("runpod", "gcp", "lambda", "nebius", "vast.ai")
+
+
+def test_the_gcp_file_adds_each_gpu_row_to_its_host_row_read_by_hand():
+    got = {(p.gpu_id, p.tier): p for p in cloud_prices.load_cloud_prices().prices if p.provider == "GCP"}
+    # docs/price-sources/skypilot-catalog-v8/gcp/vms.csv, europe-west4-a: A100 x1 1.61365 + a2-highgpu-1g 0.81406
+    assert got["a100-sxm-40gb", "secure"].usd_hr == pytest.approx(1.61365 + 0.81406, abs=1e-4)
+    assert got["a100-sxm-40gb", "secure"].instance_type == "a2-highgpu-1g"
+    # us-east4-a: L4 x1 0.55821 + g2-standard-4 0.14631 (us-central1's 0.56004 + 0.14679 is dearer)
+    assert got["l4", "secure"].usd_hr == pytest.approx(0.55821 + 0.14631, abs=1e-4)
+    # us-central1-a: H100 x1 4.20076 + a3-highgpu-1g 1.18251
+    assert got["h100-sxm", "secure"].usd_hr == pytest.approx(4.20076 + 1.18251, abs=1e-4)
+    # asia-northeast1-b: B200 x8 64.44 on a4-highgpu-8g at 0.0: 8.055 per GPU on an 8-GPU machine
+    assert got["b200", "secure"].usd_hr == pytest.approx(64.44 / 8, abs=1e-4) and got["b200", "secure"].gpus == 8
 
 
 def test_the_ranking_uses_the_cheapest_of_the_providers_chosen():
