@@ -3,11 +3,13 @@ providers a user rents from, and a broken provider that breaks no other.
 
 Expected prices are read by hand off the catalog rows in docs/price-sources (the instance's price / its GPUs)."""
 
+import csv
 import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -125,7 +127,51 @@ def test_the_committed_files_match_the_catalog_rows_they_were_built_from():
     assert got["Vast.ai", "h100-sxm", "community"].usd_hr == 1.87
     assert got["Vast.ai", "rtx-5090", "community"].usd_hr == 0.48
     assert all(p.date == date(2026, 11, 27) and "skypilot-catalog" in p.source for p in prices.prices)
-    assert prices.providers() == ("runpod", "gcp", "lambda", "nebius", "vast.ai")
+    assert prices.providers() == ("runpod", "aws", "gcp", "lambda", "nebius", "vast.ai")
+
+
+def catalog_rows(cloud: str) -> list[dict]:
+    path = Path(__file__).parents[2] / "docs" / "price-sources" / "skypilot-catalog-v8" / cloud / "vms.csv"
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+def test_aws_names_keep_each_skypilot_name_on_its_instance_family(names):
+    # SkyPilot's AWS 'A100' is p4d's 40 GB SXM4, 'A100-80GB' p4de's; 'H100' the p5 SXM, 'H200' p5e/p5en
+    assert names.gpu_id("aws", "A100", "p4d.24xlarge", None) == "a100-sxm-40gb"
+    assert names.gpu_id("aws", "A100-80GB", "p4de.24xlarge", None) == "a100-sxm-80gb"
+    assert names.gpu_id("aws", "H100", "p5.4xlarge", None) == "h100-sxm"
+    assert names.gpu_id("aws", "H200", "p5en.48xlarge", None) == "h200-sxm"
+    assert names.gpu_id("aws", "L4", "g6.xlarge", None) == "l4" and names.gpu_id("aws", "L4", "g6f.large", None) is None
+    assert names.gpu_id("aws", "A100", "p9.48xlarge", None) is None  # a family not yet known is left out
+
+
+def test_the_aws_file_is_each_machine_price_over_its_gpus_read_by_hand():
+    got = {(p.gpu_id, p.tier): p for p in cloud_prices.load_cloud_prices().prices if p.provider == "AWS"}
+    rows = {(r["InstanceType"], r["AvailabilityZone"]): r for r in catalog_rows("aws")}
+    # (catalog GPU, instance type, the zone the cheapest on-demand price is first listed in)
+    picked = (("t4", "g4dn.xlarge", "use1-az1"), ("a100-sxm-40gb", "p4d.24xlarge", "use1-az1"),
+              ("a100-sxm-80gb", "p4de.24xlarge", "use1-az4"), ("b200", "p6-b200.48xlarge", "use1-az6"),
+              ("h100-sxm", "p5.4xlarge", "use1-az1"))
+    for gpu_id, instance, zone in picked:
+        row = rows[instance, zone]
+        price = got[gpu_id, "secure"]
+        assert price.usd_hr == pytest.approx(float(row["Price"]) / float(row["AcceleratorCount"]), abs=1e-4)
+        assert (price.instance_type, price.gpus) == (instance, int(float(row["AcceleratorCount"])))
+    # by hand: p4d.24xlarge 21.957642 / 8 = 2.7447; p6-b200 113.9328 / 8 = 14.2416; g4dn.xlarge 0.526 / 1
+    assert got["a100-sxm-40gb", "secure"].usd_hr == 2.7447 and got["b200", "secure"].usd_hr == 14.2416
+    assert got["t4", "secure"].usd_hr == 0.526
+    # p5e's on-demand cells are empty in this catalog: H200's on-demand is p5en's 63.296 / 8
+    assert got["h200-sxm", "secure"].instance_type == "p5en.48xlarge" and got["h200-sxm", "secure"].usd_hr == 7.912
+
+
+def test_aws_and_gcp_rank_on_their_own():
+    catalog = load_catalog()
+    clouds = cloud_prices.load_cloud_prices(catalog)
+    table = cloud_prices.with_providers(snapshot_table(catalog), clouds, ["aws", "gcp"])
+    l4 = table.prices["l4"]["secure"]
+    assert l4.usd_hr == pytest.approx(0.7045) and l4.provider == "GCP"  # AWS g6.xlarge 0.8048, GCP 0.55821 + 0.14631
+    assert table.prices["t4"]["secure"].provider == "AWS"  # GCP's T4 has no fixed host: left out
+    assert table.prices["rtx-4090"]["secure"] is None and "RunPod's left out" in table.message
 
 
 def test_the_gcp_file_adds_each_gpu_row_to_its_host_row_read_by_hand():
