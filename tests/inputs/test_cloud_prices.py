@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from planner.base.schema import DataFileError
 from planner.cli import main
 from planner.clients import cloud_catalog
 from planner.inputs import cloud_prices
@@ -143,6 +144,18 @@ def test_aws_names_keep_each_skypilot_name_on_its_instance_family(names):
     assert names.gpu_id("aws", "H200", "p5en.48xlarge", None) == "h200-sxm"
     assert names.gpu_id("aws", "L4", "g6.xlarge", None) == "l4" and names.gpu_id("aws", "L4", "g6f.large", None) is None
     assert names.gpu_id("aws", "A100", "p9.48xlarge", None) is None  # a family not yet known is left out
+    # Azure's NC H100 v5 is the H100 NVL, ND H100 v5 the SXM board
+    assert names.gpu_id("azure", "H100", "Standard_NC40ads_H100_v5", None) == "h100-nvl"
+    assert names.gpu_id("azure", "H100", "Standard_ND96isr_H100_v5", None) == "h100-sxm"
+
+
+def test_a_bad_host_entry_is_named_with_the_field_and_how_to_fix_it(tmp_path):
+    bad = tmp_path / "names.yaml"
+    bad.write_text("schema_version: 1\nread_on: 2026-11-27\nsource: test\n"
+                   "clouds: [{cloud: gcp, provider: GCP, on_demand_tier: secure}]\n"
+                   "names: [{cloud: gcp, name: A100, id: a100-sxm-40gb, hosts: [a2-highgpu-1g]}]\n")
+    with pytest.raises(DataFileError, match="hosts.*GPUs=machine-type"):
+        cloud_prices.load_cloud_names(bad, load_catalog())
 
 
 def test_the_aws_file_is_each_machine_price_over_its_gpus_read_by_hand():
