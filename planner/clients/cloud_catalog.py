@@ -49,32 +49,68 @@ def _number(text: str | None) -> float | None:
     return value if value is not None and value == value and value > 0 else None
 
 
+def _region(row: dict) -> str:
+    return " ".join(p for p in ((row.get("Region") or "").strip(" ,"), (row.get("AvailabilityZone") or "").strip(" ,"))
+                    if p) or "-"
+
+
+def _host_prices(rows: list[dict]) -> dict[tuple[str, str], tuple[float, float | None]]:
+    """(machine type, region and zone) -> (on-demand, spot $/hour) of every machine row without GPUs: the hosts
+    GCP's GPU-only rows ride on. A host at $0.00 (GCP's a4-highgpu: its B200 row holds the whole price) counts."""
+    out = {}
+    for row in rows:
+        instance = (row.get("InstanceType") or "").strip()
+        if instance and not (row.get("AcceleratorName") or "").strip():
+            price = _number(row.get("Price"))
+            zero = (row.get("Price") or "").strip() in ("0", "0.0", "0.00")
+            if price is not None or zero:
+                spot = _number(row.get("SpotPrice"))
+                out[(instance, _region(row))] = (price or 0.0, spot if spot is not None or not zero else 0.0)
+    return out
+
+
 def read_offers(text: str, cloud: str, names: CloudNames, where: str) -> tuple[list[Offer], set[str]]:
     """The GPU offers of one vms.csv (its text) that map to catalog GPUs, and the GPU names that don't. ValueError
-    naming the file and what is missing."""
+    naming the file and what is missing.
+
+    A row with GPUs and an instance type prices the whole machine. A row with GPUs and no instance type (GCP's
+    accelerator rows) prices the GPUs alone: its offer is that price plus the host machine's in the same zone (the
+    entry's `hosts`, by GPU count); without a host row it is left out and named as '<name> (no host machine row)'."""
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
     if missing:
         raise ValueError(f"{where}: no column {', '.join(missing)} (not a SkyPilot vms.csv)")
+    rows = list(reader)
+    hosts = _host_prices(rows)
     tier = names.on_demand_tier[cloud]
     offers, unmapped = [], set()
-    for row in reader:
+    for row in rows:
         name, count = (row.get("AcceleratorName") or "").strip(), _number(row.get("AcceleratorCount"))
         if not name or count is None:
             continue  # a CPU instance
+        if count < 1:
+            unmapped.add(f"{name} (a fraction of a GPU)")  # AWS g6f: a share of one L4 is no catalog GPU
+            continue
         total = _TOTAL_MIB.search(row.get("GpuInfo") or "")
         mib = float(total.group(1)) / count if total else None
-        instance = (row.get("InstanceType") or "").strip()
-        gpu_id = names.gpu_id(cloud, name, instance, mib)
-        if gpu_id is None:
+        instance, region = (row.get("InstanceType") or "").strip(), _region(row)
+        entry = names.entry(cloud, name, instance, mib)
+        if entry is None:
             unmapped.add(name)
             continue
-        region = " ".join(p for p in ((row.get("Region") or "").strip(" ,"),
-                                      (row.get("AvailabilityZone") or "").strip(" ,")) if p) or "-"
-        for offer_tier, price in ((tier, _number(row.get("Price"))), ("spot", _number(row.get("SpotPrice")))):
-            if price is not None and MIN_USD_HR <= price / count <= MAX_USD_HR:
-                offers.append(Offer(gpu_id, offer_tier, round(price / count, 4), region, instance or name,
-                                    int(count)))
+        price, spot = _number(row.get("Price")), _number(row.get("SpotPrice"))
+        if not instance:
+            host = dict(entry.hosts).get(int(count))
+            if host is None or (host, region) not in hosts:
+                unmapped.add(f"{name} (no host machine row)")
+                continue
+            host_price, host_spot = hosts[(host, region)]
+            instance = host
+            price = price + host_price if price is not None else None
+            spot = spot + host_spot if spot is not None and host_spot is not None else None
+        for offer_tier, usd in ((tier, price), ("spot", spot)):
+            if usd is not None and MIN_USD_HR <= usd / count <= MAX_USD_HR:
+                offers.append(Offer(entry.gpu_id, offer_tier, round(usd / count, 4), region, instance, int(count)))
     return offers, unmapped
 
 

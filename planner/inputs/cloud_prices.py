@@ -38,6 +38,7 @@ class CloudName:
     gpu_id: str
     instance: str | None = None
     mib: float | None = None
+    hosts: tuple[tuple[int, str], ...] = ()  # (GPU count, the machine type a GPU-only row's GPUs ride on)
 
     def matches(self, name: str, instance_type: str, mib_per_gpu: float | None) -> bool:
         if name != self.name:
@@ -55,8 +56,24 @@ class CloudNames:
 
     def gpu_id(self, cloud: str, name: str, instance_type: str, mib_per_gpu: float | None) -> str | None:
         """The catalog GPU an offer is, or None (no entry matches)."""
-        return next((n.gpu_id for n in self.names if n.cloud == cloud and n.matches(name, instance_type, mib_per_gpu)),
-                    None)
+        entry = self.entry(cloud, name, instance_type, mib_per_gpu)
+        return entry.gpu_id if entry else None
+
+    def entry(self, cloud: str, name: str, instance_type: str, mib_per_gpu: float | None) -> CloudName | None:
+        """The first entry an offer matches, or None."""
+        return next((n for n in self.names if n.cloud == cloud and n.matches(name, instance_type, mib_per_gpu)), None)
+
+
+def parse_hosts(rec: Record, name: str) -> tuple[tuple[int, str], ...]:
+    """`hosts: ["1=a2-highgpu-1g", ...]`: which machine type carries N of the GPU, for a catalog row that prices the
+    GPUs alone (GCP's accelerator rows: an empty InstanceType); DataFileError naming the entry otherwise."""
+    out = {}
+    for item in rec.strings("hosts", required=False):
+        count, eq, machine = item.partition("=")
+        if not eq or not count.strip().isdigit() or not 1 <= int(count) <= MAX_MACHINE_GPUS or not machine.strip():
+            raise rec.fail("hosts", f"{name}: expected 'GPUs=machine-type' (as '1=a2-highgpu-1g'), got {item[:60]!r}")
+        out[int(count)] = machine.strip()
+    return tuple(sorted(out.items()))
 
 
 @lru_cache(maxsize=2)
@@ -75,13 +92,14 @@ def load_cloud_names(path: str | Path = NAMES_FILE, catalog: Catalog | None = No
     names = []
     for i, raw in enumerate(sections["names"]):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("cloud", "name", "instance", "mib", "id"))
+        rec.check_keys(("cloud", "name", "instance", "mib", "hosts", "id"))
         cloud = rec.text("cloud", choices=tuple(providers))
         gpu_id = rec.text("id")
         if gpu_id not in ids:
             raise rec.fail("id", "not a GPU id in data/gpus.yaml")
-        names.append(CloudName(cloud, rec.text("name", max_len=40), gpu_id, rec.text("instance", required=False),
-                               rec.number("mib", required=False, lo=1024, hi=4_000_000)))
+        name = rec.text("name", max_len=40)
+        names.append(CloudName(cloud, name, gpu_id, rec.text("instance", required=False),
+                               rec.number("mib", required=False, lo=1024, hi=4_000_000), parse_hosts(rec, name)))
     return CloudNames(providers, tiers, tuple(names))
 
 

@@ -3,14 +3,17 @@ providers a user rents from, and a broken provider that breaks no other.
 
 Expected prices are read by hand off the catalog rows in docs/price-sources (the instance's price / its GPUs)."""
 
+import csv
 import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 
 import pytest
 
+from planner.base.schema import DataFileError
 from planner.cli import main
 from planner.clients import cloud_catalog
 from planner.inputs import cloud_prices
@@ -74,6 +77,33 @@ def test_the_builder_keeps_the_cheapest_offer_on_the_smallest_machine(tmp_path, 
     assert vast_p["h100-nvl", "spot"].usd_hr == 0.5 and ("h100-nvl", "secure") not in vast_p  # Vast: a marketplace
 
 
+GCP_HEADER = ("InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,"
+              "SpotPrice")
+
+
+def test_a_gpu_only_row_is_priced_with_its_host_machine_in_the_same_zone(tmp_path, names):
+    gcp = [GCP_HEADER,
+           "a2-highgpu-1g,12.0,85.0,,,,us-central1,us-central1-a,0.74,0.37",       # the host of 1 A100
+           "a2-highgpu-2g,24.0,170.0,,,,us-central1,us-central1-a,1.48,0.74",
+           "a4-highgpu-8g,224.0,3968.0,,,,us-east4,us-east4-b,0.0,0.0",             # GCP's B200 host: $0.00
+           ",,,A100,1,{'Gpus': []},us-central1,us-central1-a,2.93,1.43",            # (2.93 + 0.74) / 1 = 3.67
+           ",,,A100,2,{'Gpus': []},us-central1,us-central1-a,5.86,2.86",            # a 2-GPU machine: not kept
+           ",,,A100,1,{'Gpus': []},us-west9,us-west9-a,1.00,0.50",                  # no host row in that zone
+           ",,,B200,8,{'Gpus': []},us-east4,us-east4-b,64.40,32.60",                # 64.40 / 8 = 8.05
+           ",,,H100,1,{'Gpus': []},us-east4,us-east4-a,9.80,",                      # H100's host not in the file
+           "g6f.large,2.0,8.0,L4,0.125,,us-east-1,,0.2,0.1"]                         # a fraction of a GPU
+    files, problems = build(tmp_path, {"gcp": gcp}, names)
+    assert problems == []
+    got = by_key(files["gcp-2026-11-27.yaml"])
+    a100 = got["a100-sxm-40gb", "secure"]
+    assert (a100.usd_hr, a100.instance_type, a100.gpus) == (pytest.approx(3.67), "a2-highgpu-1g", 1)
+    assert got["a100-sxm-40gb", "spot"].usd_hr == pytest.approx(1.80)  # 1.43 + 0.37
+    assert got["b200", "secure"].usd_hr == pytest.approx(8.05) and got["b200", "spot"].usd_hr == pytest.approx(4.075)
+    assert ("h100-sxm", "secure") not in got
+    written = (tmp_path / "out" / "gcp-2026-11-27.yaml").read_text()
+    assert "H100 (no host machine row)" in written and "L4 (a fraction of a GPU)" in written
+
+
 def test_a_broken_cloud_file_is_named_and_the_others_are_written(tmp_path, names):
     files, problems = build(tmp_path, {"lambda": ["Name,Cost", "x,1"],
                                        "nebius": [HEADER, "gpu-h100-sxm_1gpu,H100,1,16,200,2.95,eu-north1,,1.25"]},
@@ -98,7 +128,76 @@ def test_the_committed_files_match_the_catalog_rows_they_were_built_from():
     assert got["Vast.ai", "h100-sxm", "community"].usd_hr == 1.87
     assert got["Vast.ai", "rtx-5090", "community"].usd_hr == 0.48
     assert all(p.date == date(2026, 11, 27) and "skypilot-catalog" in p.source for p in prices.prices)
-    assert prices.providers() == ("runpod", "lambda", "nebius", "vast.ai")
+    assert prices.providers() == ("runpod", "aws", "gcp", "lambda", "nebius", "vast.ai")
+
+
+def catalog_rows(cloud: str) -> list[dict]:
+    path = Path(__file__).parents[2] / "docs" / "price-sources" / "skypilot-catalog-v8" / cloud / "vms.csv"
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+def test_aws_names_keep_each_skypilot_name_on_its_instance_family(names):
+    # SkyPilot's AWS 'A100' is p4d's 40 GB SXM4, 'A100-80GB' p4de's; 'H100' the p5 SXM, 'H200' p5e/p5en
+    assert names.gpu_id("aws", "A100", "p4d.24xlarge", None) == "a100-sxm-40gb"
+    assert names.gpu_id("aws", "A100-80GB", "p4de.24xlarge", None) == "a100-sxm-80gb"
+    assert names.gpu_id("aws", "H100", "p5.4xlarge", None) == "h100-sxm"
+    assert names.gpu_id("aws", "H200", "p5en.48xlarge", None) == "h200-sxm"
+    assert names.gpu_id("aws", "L4", "g6.xlarge", None) == "l4" and names.gpu_id("aws", "L4", "g6f.large", None) is None
+    assert names.gpu_id("aws", "A100", "p9.48xlarge", None) is None  # a family not yet known is left out
+    # Azure's NC H100 v5 is the H100 NVL, ND H100 v5 the SXM board
+    assert names.gpu_id("azure", "H100", "Standard_NC40ads_H100_v5", None) == "h100-nvl"
+    assert names.gpu_id("azure", "H100", "Standard_ND96isr_H100_v5", None) == "h100-sxm"
+
+
+def test_a_bad_host_entry_is_named_with_the_field_and_how_to_fix_it(tmp_path):
+    bad = tmp_path / "names.yaml"
+    bad.write_text("schema_version: 1\nread_on: 2026-11-27\nsource: test\n"
+                   "clouds: [{cloud: gcp, provider: GCP, on_demand_tier: secure}]\n"
+                   "names: [{cloud: gcp, name: A100, id: a100-sxm-40gb, hosts: [a2-highgpu-1g]}]\n")
+    with pytest.raises(DataFileError, match="hosts.*GPUs=machine-type"):
+        cloud_prices.load_cloud_names(bad, load_catalog())
+
+
+def test_the_aws_file_is_each_machine_price_over_its_gpus_read_by_hand():
+    got = {(p.gpu_id, p.tier): p for p in cloud_prices.load_cloud_prices().prices if p.provider == "AWS"}
+    rows = {(r["InstanceType"], r["AvailabilityZone"]): r for r in catalog_rows("aws")}
+    # (catalog GPU, instance type, the zone the cheapest on-demand price is first listed in)
+    picked = (("t4", "g4dn.xlarge", "use1-az1"), ("a100-sxm-40gb", "p4d.24xlarge", "use1-az1"),
+              ("a100-sxm-80gb", "p4de.24xlarge", "use1-az4"), ("b200", "p6-b200.48xlarge", "use1-az6"),
+              ("h100-sxm", "p5.4xlarge", "use1-az1"))
+    for gpu_id, instance, zone in picked:
+        row = rows[instance, zone]
+        price = got[gpu_id, "secure"]
+        assert price.usd_hr == pytest.approx(float(row["Price"]) / float(row["AcceleratorCount"]), abs=1e-4)
+        assert (price.instance_type, price.gpus) == (instance, int(float(row["AcceleratorCount"])))
+    # by hand: p4d.24xlarge 21.957642 / 8 = 2.7447; p6-b200 113.9328 / 8 = 14.2416; g4dn.xlarge 0.526 / 1
+    assert got["a100-sxm-40gb", "secure"].usd_hr == 2.7447 and got["b200", "secure"].usd_hr == 14.2416
+    assert got["t4", "secure"].usd_hr == 0.526
+    # p5e's on-demand cells are empty in this catalog: H200's on-demand is p5en's 63.296 / 8
+    assert got["h200-sxm", "secure"].instance_type == "p5en.48xlarge" and got["h200-sxm", "secure"].usd_hr == 7.912
+
+
+def test_aws_and_gcp_rank_on_their_own():
+    catalog = load_catalog()
+    clouds = cloud_prices.load_cloud_prices(catalog)
+    table = cloud_prices.with_providers(snapshot_table(catalog), clouds, ["aws", "gcp"])
+    l4 = table.prices["l4"]["secure"]
+    assert l4.usd_hr == pytest.approx(0.7045) and l4.provider == "GCP"  # AWS g6.xlarge 0.8048, GCP 0.55821 + 0.14631
+    assert table.prices["t4"]["secure"].provider == "AWS"  # GCP's T4 has no fixed host: left out
+    assert table.prices["rtx-4090"]["secure"] is None and "RunPod's left out" in table.message
+
+
+def test_the_gcp_file_adds_each_gpu_row_to_its_host_row_read_by_hand():
+    got = {(p.gpu_id, p.tier): p for p in cloud_prices.load_cloud_prices().prices if p.provider == "GCP"}
+    # docs/price-sources/skypilot-catalog-v8/gcp/vms.csv, europe-west4-a: A100 x1 1.61365 + a2-highgpu-1g 0.81406
+    assert got["a100-sxm-40gb", "secure"].usd_hr == pytest.approx(1.61365 + 0.81406, abs=1e-4)
+    assert got["a100-sxm-40gb", "secure"].instance_type == "a2-highgpu-1g"
+    # us-east4-a: L4 x1 0.55821 + g2-standard-4 0.14631 (us-central1's 0.56004 + 0.14679 is dearer)
+    assert got["l4", "secure"].usd_hr == pytest.approx(0.55821 + 0.14631, abs=1e-4)
+    # us-central1-a: H100 x1 4.20076 + a3-highgpu-1g 1.18251
+    assert got["h100-sxm", "secure"].usd_hr == pytest.approx(4.20076 + 1.18251, abs=1e-4)
+    # asia-northeast1-b: B200 x8 64.44 on a4-highgpu-8g at 0.0: 8.055 per GPU on an 8-GPU machine
+    assert got["b200", "secure"].usd_hr == pytest.approx(64.44 / 8, abs=1e-4) and got["b200", "secure"].gpus == 8
 
 
 def test_the_ranking_uses_the_cheapest_of_the_providers_chosen():
