@@ -15,7 +15,7 @@ from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
 from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
-from planner.inputs.work import OpGroup, Setup, forward_equivalents
+from planner.inputs.work import OpGroup, Setup, fold_pipelined, forward_equivalents
 
 # A fused AdamW update does ~10 FLOPs per parameter (two moment updates, bias corrections, the step): negligible
 # next to its 28 B of traffic, so the figure only has to be the right order. Eager multi-tensor (foreach) updates
@@ -109,11 +109,11 @@ def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tu
     the same batch (the page's sequence count changed) reuses it."""
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
-    prefill = m.prefill_work(s, batch, P)
+    prefill = fold_pipelined(m.prefill_work(s, batch, P))
     phases = [Phase("prefill", prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
                     host_rounds=chunks, **_group_costs(prefill))]
     if G > 1:
-        decode = m.decode_work(s, batch)
+        decode = fold_pipelined(m.decode_work(s, batch))
         phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **_tp_comm(m, s, batch, batch),
                             **_group_costs(decode)))
     return tuple(phases)
@@ -127,7 +127,7 @@ def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float)
 @lru_cache(maxsize=4096)
 def _infer_steps(m: ModelProfile, S: int, s: Setup, batch: int) -> tuple[Phase, ...]:
     """One pass of infer_phases (pass-independent, as _generate_steps)."""
-    forward = m.forward_work(s, batch, S)
+    forward = fold_pipelined(m.forward_work(s, batch, S))
     return (Phase("forward", forward, m.kernels_per_forward, 1, 0, 1.0, **_tp_comm(m, s, batch * S, batch * S),
                   **_group_costs(forward)),)
 
@@ -171,7 +171,7 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
     params = m.params
     k = s.shard
     mixed = s.precision.act_bytes < FP32_BYTES
-    groups = m.train_work(s, batch, input_size, checkpointing)
+    groups = fold_pipelined(m.train_work(s, batch, input_size, checkpointing))
     if mixed:
         cast = (FP32_BYTES + s.precision.act_bytes) * params / k
         groups += (OpGroup("mixed-precision weight cast", 0.0, cast, "fp32",

@@ -58,6 +58,8 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
     return Setup(precision, kv, rules.attention(plan.attention), prefill_chunk=rt.prefill_chunk_tokens,
                  gemv_max_tokens=gemv.max_tokens if gemv else 0,
                  gemv_ops_per_weight_token=gemv.ops_per_weight_token if gemv else 0.0,
+                 gemv_pipelined=gemv.pipelined if gemv else False,
+                 unpack_pipelined=rt.id in precision.pipelined_on,
                  fused_elementwise=rt.fuses_elementwise, lm_head_split=rt.tp_lm_head_split,
                  kv_concat=rt.kv_cache_concat)
 

@@ -161,9 +161,23 @@ def _flops_s_tiled(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
     return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor, is_tiled
 
 
-def _terms(g: OpGroup, flops_s: float, bw: float) -> tuple[float, float, float, float]:
-    """Compute and memory seconds of one step as affine functions of p: (c0, c1, m0, m1)."""
+def _alu_seconds(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
+    """Seconds per step of a pipelined quantized kernel's instructions folded into the group (OpGroup.alu), each at
+    its path's rate as a group of its own would run them (_flops_s_tiled, unshaped)."""
+    total = 0.0
+    for path, flops in g.alu:
+        rate = gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * (1.0 if path == ALU_PATH else eff.compute_efficiency)
+        total += flops / rate if rate else 0.0
+    return total
+
+
+def _terms(g: OpGroup, flops_s: float, bw: float, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
+    """Compute and memory seconds of one step as affine functions of p: (c0, c1, m0, m1). A pipelined quantized
+    kernel's instructions (OpGroup.alu) are compute too, on the CUDA cores beside the tensor cores' multiply-adds
+    (a GEMV's dot products are those instructions themselves): the compute side is the slower of the two."""
     c0, c1 = (g.flops / flops_s, g.flops_per_pos / flops_s) if flops_s else (0.0, 0.0)
+    if g.alu:
+        c0 = max(c0, _alu_seconds(g, gpu, eff))
     return c0, c1, g.bytes / bw, g.bytes_per_pos / bw
 
 
@@ -173,7 +187,7 @@ def _group_seconds(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int
     compute and memory overlap, seconds, the compute-bound part of them)."""
     flops_s, is_tiled = _flops_s_tiled(g, gpu, eff)
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
-    c0, c1, m0, m1 = _terms(g, flops_s, bw)
+    c0, c1, m0, m1 = _terms(g, flops_s, bw, gpu, eff)
     # tiled GEMMs, the same every step, on a GPU: compute and memory overlap only in part (gemm.overlapped_seconds);
     # anything else takes the larger of the two, step by step
     overlap = is_tiled and not (g.flops_per_pos or g.bytes_per_pos) and gpu.kind != "cpu"
@@ -303,9 +317,11 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         # elementwise groups: bytes only
         flops_s, is_tiled = _flops_s_tiled(g, gpu, eff) if g.flops or g.flops_per_pos else (0.0, False)
         if g.flops_per_pos or g.bytes_per_pos:
-            total += sum_max_affine(*_terms(g, flops_s, bw), p0, steps)[0]
+            total += sum_max_affine(*_terms(g, flops_s, bw, gpu, eff), p0, steps)[0]
         else:  # position-independent: every step costs the same
             compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
+            if g.alu:  # _terms' rule
+                compute = max(compute, _alu_seconds(g, gpu, eff))
             if is_tiled and on_gpu:  # time_group's rule
                 total += steps * overlapped_seconds(compute, memory)
             else:

@@ -23,6 +23,11 @@ MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend 
 # its tensor-core GEMM (Marlin, tinygemm: instructions only); 'buffer' first dequantizes every weight into a 16-bit
 # copy in DRAM that a cuBLAS GEMM then reads (bitsandbytes' dequantize_4bit + F.linear, exllama's reconstruct).
 UNPACK_MODES = ("fused", "buffer")
+# A kernel that unpacks and multiplies quantized weights in the same pass as it streams them (Marlin's multi-stage
+# cp.async pipeline, llama.cpp's mul_mat_vec_q) is 'pipelined': its ALU instructions issue while the next weights are
+# in flight, so a matmul takes the slower of its weight stream and its instructions; a kernel that is not (or a
+# separate dequantize kernel) adds its instructions after the stream. Which kernel is which, each with its source:
+# data/precisions.yaml (`pipelined_on`, a kernel's `gemv_pipelined`), data/runtimes.yaml (a GEMV's `pipelined`).
 MAX_CALL_KERNELS = 64  # extra launches / host dispatches one quantized matmul call may add
 
 
@@ -37,6 +42,8 @@ class QuantKernel:
       dequantize kernel on top). host_kernels_per_call: host time of one call beyond nn.Linear's (its Python and
       ctypes work, the launches it dispatches from Python included), in eager kernel dispatches (the runtime's
       host_us_per_kernel each); a launch from inside the library's C++ code costs no Python dispatch.
+    gemv_pipelined: its GEMV's unpack and dot-product instructions run under its own weight loads (time = the slower
+      of the two), or after them (the sum; the comment above UNPACK_MODES).
     """
 
     gemv_max_tokens: int
@@ -45,6 +52,7 @@ class QuantKernel:
     launches_per_call: float
     host_kernels_per_call: float
     source: str
+    gemv_pipelined: bool = False
 
     def launches(self, buffered: bool) -> float:
         """Extra launches of one call: its own, plus the dequantize kernel when it goes through the buffer."""
@@ -60,6 +68,8 @@ class Precision:
     instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
     runtimes: the only runtimes that run the format (a GGUF file needs llama.cpp); () = any.
     kernel: the library kernels it runs with (bitsandbytes, exllama), when they are not the runtime's own.
+    pipelined_on: the runtimes whose fused kernel for it hides its unpack work under the weight stream (vLLM's
+      Marlin); under any other the unpack adds to the stream (the comment above UNPACK_MODES).
     """
 
     id: str
@@ -73,6 +83,7 @@ class Precision:
     dequant_ops_per_weight: float = 0.0
     runtimes: tuple[str, ...] = ()
     kernel: QuantKernel | None = None
+    pipelined_on: tuple[str, ...] = ()
 
     @property
     def outside_weight_bytes(self) -> float:
@@ -224,7 +235,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
-                        "dequant_ops_per_weight", "runtimes", "kernel", "note", "source"))
+                        "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -232,7 +243,8 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                     rec.text("quantized_weights", required=False, choices=QUANTIZED_SCOPES) or "all",
                                     rec.number("dequant_ops_per_weight", required=False, lo=0,
                                                hi=MAX_DEQUANT_OPS) or 0.0,
-                                    rec.strings("runtimes", required=False) or (), _quant_kernel(rec)))
+                                    rec.strings("runtimes", required=False) or (), _quant_kernel(rec),
+                                    rec.strings("pipelined_on", required=False) or ()))
     unique_ids(path, (p.id for p in precisions))
     kvs = []
     for i, raw in enumerate(doc["kv_dtypes"]):
@@ -249,12 +261,13 @@ def _quant_kernel(rec: Record) -> QuantKernel | None:
     if sub is None:
         return None
     sub.check_keys(("gemv_max_tokens", "gemv_ops_per_weight_token", "unpack", "launches_per_call",
-                    "host_kernels_per_call", "source"))
+                    "host_kernels_per_call", "gemv_pipelined", "source"))
     gemv = int(sub.number("gemv_max_tokens", lo=0, hi=4096, integer=True))
     ops = sub.number("gemv_ops_per_weight_token", required=bool(gemv), lo=0.01, hi=MAX_DEQUANT_OPS)
     return QuantKernel(gemv, ops or 0.0, sub.text("unpack", choices=UNPACK_MODES),
                        sub.number("launches_per_call", lo=0, hi=MAX_CALL_KERNELS),
-                       sub.number("host_kernels_per_call", lo=0, hi=MAX_CALL_KERNELS), sub.text("source"))
+                       sub.number("host_kernels_per_call", lo=0, hi=MAX_CALL_KERNELS), sub.text("source"),
+                       sub.flag("gemv_pipelined", False))
 
 
 def _kernel(rec: Record, common: dict) -> AttentionBackend:

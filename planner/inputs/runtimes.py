@@ -83,11 +83,13 @@ class CpuProfile:
 class QuantizedGemv:
     """A runtime's CUDA-core GEMV for quantized weights: used for passes of at most `max_tokens` tokens, it spends
     `ops_per_weight_token` 32-bit integer instructions per weight per token (unpack and dot product, repeated for
-    every token), measured where `source` says."""
+    every token), measured where `source` says; `pipelined`: those instructions run under its weight loads
+    (the slower of the two, not their sum: planner/inputs/precisions.py, above UNPACK_MODES)."""
 
     max_tokens: int
     ops_per_weight_token: float
     source: str
+    pipelined: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,9 +201,10 @@ def _gemv(rec: Record) -> QuantizedGemv | None:
     sub = rec.child("quantized_gemv", required=False)
     if sub is None:
         return None
-    sub.check_keys(("max_tokens", "ops_per_weight_token", "source"))
+    sub.check_keys(("max_tokens", "ops_per_weight_token", "pipelined", "source"))
     return QuantizedGemv(int(sub.number("max_tokens", lo=1, hi=4096, integer=True)),
-                         sub.number("ops_per_weight_token", lo=0.01, hi=64), sub.text("source"))
+                         sub.number("ops_per_weight_token", lo=0.01, hi=64), sub.text("source"),
+                         sub.flag("pipelined", False))
 
 
 TP_LM_HEAD = ("split", "replicated")  # what a runtime's tensor parallelism does with the LM head

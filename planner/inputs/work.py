@@ -61,6 +61,12 @@ class OpGroup(NamedTuple):
     # GPU seconds per step the group's kernels take beyond their FLOPs and bytes (a decode step's attention calls:
     # AttentionBackend.decode_latency_us each); added to the step's GPU time, not overlapped (a kernel's own latency)
     latency_s: float = 0.0
+    # Instructions of a pipelined quantized kernel (precisions.py, above UNPACK_MODES) that unpack this group's
+    # weights inside the same kernel, as (compute path, FLOP-equivalents) pairs: they join the group's compute side,
+    # which the weight stream then hides (fold_pipelined); () for everything else
+    alu: tuple[tuple[str, float], ...] = ()
+    # this group's instructions run under the weight stream of the group listed before it (fold_pipelined moves them)
+    pipelined: bool = False
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -124,6 +130,8 @@ class Setup(CachedHash):
     # precision with its library's kernels (Precision.kernel) brings its own (gemv_tokens, gemv_ops)
     gemv_max_tokens: int = 0
     gemv_ops_per_weight_token: float = 0.0
+    gemv_pipelined: bool = False  # the runtime's GEMV runs its instructions under its weight loads
+    unpack_pipelined: bool = False  # the runtime's fused kernel for the precision does (Precision.pipelined_on)
     fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
     lm_head_split: bool = True  # the runtime's tensor parallelism splits the LM head too (False: each GPU holds it all)
     kv_concat: bool = False  # a decode step copies the whole KV cache to append to it (RuntimeProfile.kv_cache_concat)
@@ -153,6 +161,15 @@ class Setup(CachedHash):
     def quantized_gemv(self, rows: int) -> bool:
         """A pass over `rows` tokens multiplies the quantized weights in a CUDA-core GEMV kernel."""
         return bool(self.precision.dequant_ops_per_weight) and 0 < rows <= self.gemv_tokens
+
+    def pipelined(self, rows: int) -> bool:
+        """A pass over `rows` tokens unpacks the quantized weights in a kernel that hides its instructions under its
+        own weight stream: the GEMV's flag (the library's, else the runtime's), or for a larger pass the precision's
+        fused kernel under this runtime's (Precision.pipelined_on); never a 16-bit buffer, a kernel of its own."""
+        if self.quantized_gemv(rows):
+            k = self.precision.kernel
+            return k.gemv_pipelined if k is not None else self.gemv_pipelined
+        return self.unpack_pipelined and not self.buffered(rows)
 
     def buffered(self, rows: int) -> bool:
         """A pass over `rows` tokens dequantizes the weights into a 16-bit copy in DRAM that a cuBLAS GEMM reads
@@ -184,16 +201,20 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
     its time grows with the tokens per pass. A kernel that unpacks through a buffer (Setup.buffered) is a kernel of
     its own: it reads the stored weights and writes a 16-bit copy of each (its GEMM then reads that copy: the linear
     group's bytes), its instructions counted at the integer rate as the GEMVs' are.
-    None is hidden behind the weight loads (a separate group, summed)."""
+    A pipelined kernel's group (Setup.pipelined) is marked so: fold_pipelined moves its instructions onto the compute
+    side of the matmul group listed just before it, whose weight stream hides them; any other is a group of its own,
+    whose time adds to the stream's."""
     ops = s.precision.dequant_ops_per_weight
     if not ops or not quantized_weights:
         return ()
+    piped = s.pipelined(rows)
     if s.quantized_gemv(rows):
         per = s.gemv_ops
         return (OpGroup(GEMV_GROUP, 2.0 * per * rows * quantized_weights, 0.0, ALU_PATH,
                         f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token x {rows} token(s) "
                         f"x {quantized_weights:,.0f} quantized weights (a CUDA-core GEMV, "
-                        f"<= {s.gemv_tokens} tokens per pass: unpack and multiply per weight per token)"),)
+                        f"<= {s.gemv_tokens} tokens per pass: unpack and multiply per weight per token)",
+                        pipelined=piped),)
     p = s.precision
     if s.buffered(rows):  # a kernel of its own, counted in integer-slot instructions as the GEMVs are
         return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights,
@@ -204,7 +225,26 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
                         f"dequantized into a 16-bit buffer, once per pass, for a cuBLAS GEMM)"),)
     return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights, 0.0, "fp32",
                     f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
-                    f"({p.id}: unpack, convert, scale), once per pass"),)
+                    f"({p.id}: unpack, convert, scale), once per pass", pipelined=piped),)
+
+
+def fold_pipelined(groups: tuple[OpGroup, ...]) -> tuple[OpGroup, ...]:
+    """The groups with each pipelined kernel's instructions (OpGroup.pipelined) moved onto the compute side of the
+    nearest unpipelined group before it (the matmuls whose weights they unpack: every model lists them right after),
+    as OpGroup.alu: the roofline then times that group as the slower of its weight stream and its instructions (MMAs
+    plus unpacking), not their sum. The same groups when none is pipelined."""
+    if not any(g.pipelined for g in groups):
+        return groups
+    out: list[OpGroup] = []
+    for g in groups:
+        if g.pipelined and out:
+            host = out[-1]
+            out[-1] = host._replace(alu=host.alu + ((g.compute_path, g.flops),),
+                                    formula=f"{host.formula}; + {g.name}, pipelined under its weight loads: "
+                                            f"{g.formula}")
+        else:
+            out.append(g)
+    return tuple(out)
 
 
 def call_costs(s: Setup, calls: float, rows: int) -> dict[str, float]:

@@ -6,13 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.inputs.catalog import load_catalog
+from planner.inputs.catalog import ALU_PATH, load_catalog
 from planner.base.schema import UnknownNameError
 from planner.engine.estimate import estimate_all
-from planner.engine.roofline import attainable_tflops, ridge_point, sum_max_affine, time_group, time_split
+from planner.engine.phases import Phase
+from planner.engine.roofline import (attainable_tflops, pass_seconds, ridge_point, sum_max_affine, time_group,
+                                     time_split)
 from planner.inputs.facts import load_facts
 from planner.inputs.runtimes import Efficiency
-from planner.inputs.work import OpGroup
+from planner.inputs.work import OpGroup, fold_pipelined
 from planner.views import plan_inputs
 
 FACTS = load_facts()
@@ -192,3 +194,22 @@ def test_the_rankings_split_is_the_explained_one_to_the_last_digit(fields):
     for e in ests:
         if e.feasible:
             assert e.split == time_split(e.phases), e.gpu.id
+
+
+@pytest.mark.parametrize("instructions", [1e9, 2e10])  # under, then over the weight stream
+def test_a_pipelined_gemv_takes_the_slower_of_its_weight_stream_and_its_instructions(instructions):
+    """By hand: a GEMV of 4e9 B of quantized weights on an A100-SXM4-80GB (2,039 GB/s, ideal efficiencies) whose
+    kernel issues `instructions` integer instructions: at the A100's integer rate (SM 8.0: 64 INT32 per 64 fp32
+    lanes, its fp32 ceiling's instructions) a pipelined kernel takes max(4e9 / 2.039e12, instructions / rate),
+    one that is not takes the sum (the unpack group after the stream)."""
+    gpu = load_catalog().get("a100-sxm-80gb")
+    rate = gpu.ceiling_tflops("fp32") * 1.0 / 2 * 1e12  # instructions per second
+    stream = 4e9 / (gpu.mem_bw_gbps * 1e9)
+    matmul = OpGroup("linear layers", 0.0, 4e9, "fp16", "")
+    unpack = OpGroup("quantized GEMV", 2 * instructions, 0.0, ALU_PATH, "")
+    for piped, expected in ((True, max(stream, instructions / rate)), (False, stream + instructions / rate)):
+        groups = fold_pipelined((matmul, unpack._replace(pipelined=piped)))
+        assert len(groups) == (1 if piped else 2)
+        ph = Phase("decode", groups, 0.0, 1, 0, 1.0)
+        assert sum(time_group(g, gpu, IDEAL, 0, 1).time_s for g in groups) == pytest.approx(expected, rel=1e-9)
+        assert pass_seconds(ph, gpu, IDEAL) == pytest.approx(expected, rel=1e-9)

@@ -3,6 +3,7 @@
 import pytest
 
 from planner.inputs.precisions import load_rules
+from planner.inputs.runtimes import load_runtimes
 from planner.base.schema import DataFileError, UnknownNameError
 
 
@@ -57,6 +58,8 @@ def test_bitsandbytes_host_costs_follow_the_cited_timings():
     ("{gemv_max_tokens: 0, unpack: fused, launches_per_call: 0, host_kernels_per_call: 0}", "source"),
     ("{gemv_max_tokens: 0, unpack: fused, launches_per_call: -1, host_kernels_per_call: 0, source: s}",
      "launches_per_call"),
+    ("{gemv_max_tokens: 1, gemv_ops_per_weight_token: 4, gemv_pipelined: yes-ish, unpack: fused, "
+     "launches_per_call: 0, host_kernels_per_call: 0, source: s}", "gemv_pipelined"),
 ])
 def test_a_bad_kernel_block_names_its_field(tmp_path, block, field):
     path = tmp_path / "p.yaml"
@@ -322,3 +325,15 @@ def test_only_the_reference_kernel_gives_the_decode_latency(tmp_path):
                                                                                      "decode_latency_source: s, "
                                                                                      "source: s}")]))
     assert err.value.field == "decode_latency_us"
+
+
+def test_which_quantized_kernels_pipeline_follows_their_sources():
+    """Marlin (vLLM's int4/int8 kernel) keeps its weight loads in flight while it unpacks (IST-DASLab/marlin README,
+    gptq_marlin.cu's async fetch stages); bitsandbytes 0.45's naive GEMV does not (issue #1842, 49 % of the
+    bandwidth); exllama v1 has no source either way and keeps the sum; every named runtime exists."""
+    r = load_rules()
+    assert r.precision("int4").pipelined_on == ("vllm",) == r.precision("int8").pipelined_on
+    assert not any(r.precision(p).kernel.gemv_pipelined for p in ("bnb-nf4", "bnb-nf4-dq", "gptq-exllama"))
+    ids = {rt.id for rt in load_runtimes().runtimes}
+    assert all(set(p.pipelined_on) <= ids for p in r.precisions)
+    assert load_runtimes().get("llama.cpp").gemv.pipelined
