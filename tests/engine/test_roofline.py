@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from planner.inputs.catalog import load_catalog
 from planner.base.schema import UnknownNameError
 from planner.engine.estimate import estimate_all
-from planner.engine.roofline import attainable_tflops, ridge_point, sum_max_affine, time_group, time_split
+from planner.engine.phases import Phase
+from planner.engine.roofline import (attainable_tflops, pass_seconds, ridge_point, sum_max_affine, time_group,
+                                     time_split)
 from planner.inputs.facts import load_facts
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
@@ -192,3 +194,33 @@ def test_the_rankings_split_is_the_explained_one_to_the_last_digit(fields):
     for e in ests:
         if e.feasible:
             assert e.split == time_split(e.phases), e.gpu.id
+
+
+def test_a_capped_group_grows_with_p_until_its_cap_then_stays():
+    """A sliding-window layer's decode step reads min(p, window) keys: steps at p = 2..6 with a cap of 4 read
+    2 + 3 + 4 + 4 + 4 = 17 key positions."""
+    gpu = load_catalog().get("h100-sxm")  # 3,350 GB/s
+    g = OpGroup("window", flops=0.0, bytes=1e9, compute_path="bf16", formula="", bytes_per_pos=1e9, cap_pos=4)
+    t = time_group(g, gpu, IDEAL, 2, 5)
+    assert t.bytes == pytest.approx(5 * 1e9 + 17 * 1e9)
+    assert t.time_s == pytest.approx(22e9 / 3350e9)
+    assert pass_seconds(Phase("decode", (g,), 0.0, 5, 2, 1.0), gpu, IDEAL) == pytest.approx(22e9 / 3350e9)
+    # all steps below the cap: as uncapped (p = 0, 1, 2: 3 + 3 positions); all past it: the cap every step
+    assert time_group(g, gpu, IDEAL, 0, 3).bytes == pytest.approx(3e9 + 3e9)
+    assert time_group(g, gpu, IDEAL, 10, 3).bytes == pytest.approx(3e9 + 12e9)
+
+
+@given(st.floats(0, 5), st.floats(0, 1), st.floats(0, 5), st.floats(0, 1), st.integers(0, 300), st.integers(0, 300),
+       st.integers(1, 400))
+@settings(max_examples=200, deadline=None)
+def test_a_capped_groups_time_equals_the_step_by_step_sum(c0, c1, m0, m1, p0, n, cap):
+    """Each step takes max(compute, memory) at min(p, cap) positions (seconds c0 + c1 min(p, cap), m0 + ...)."""
+    gpu = load_catalog().get("h100-sxm")
+    flops_s, bw = gpu.ceiling_tflops("bf16") * 1e12, gpu.mem_bw_gbps * 1e9  # IDEAL: the ceiling and the datasheet
+    g = OpGroup("g", flops=c0 * flops_s, bytes=m0 * bw, compute_path="bf16", formula="", flops_per_pos=c1 * flops_s,
+                bytes_per_pos=m1 * bw, cap_pos=cap)
+    steps = [(c0 + c1 * min(p, cap), m0 + m1 * min(p, cap)) for p in range(p0, p0 + n)]
+    assert time_group(g, gpu, IDEAL, p0, n).time_s == pytest.approx(sum(max(c, m) for c, m in steps), rel=1e-9,
+                                                                     abs=1e-12)
+    assert pass_seconds(Phase("decode", (g,), 0.0, n, p0, 1.0), gpu, IDEAL) == pytest.approx(
+        sum(max(c, m) for c, m in steps), rel=1e-9, abs=1e-12)

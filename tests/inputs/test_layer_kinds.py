@@ -13,7 +13,7 @@ import pytest
 from planner.base.schema import DataFileError, Record
 from planner.inputs.precisions import load_rules
 from planner.inputs.models import from_hf_config, parse_model_text
-from planner.inputs.models.decoder import parse_decoder
+from planner.inputs.models.decoder import WINDOW_GROUP, parse_decoder
 from planner.inputs.work import Setup
 
 # deepseek-ai/DeepSeek-V3 config.json (huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json, read 2026-11-27),
@@ -180,13 +180,18 @@ def test_a_window_caps_the_cache_and_the_keys_of_its_layers():
 def test_a_window_layer_decode_reads_the_window_not_the_context():
     m = _hf(GEMMA2_9B)
     s = _setup()
-    attn = {g.name: g for g in m.decode_work(s, 1)}["attention"]
-    per_layer_bytes = 2 * 8 * 256 * 2
+    groups = {g.name: g for g in m.decode_work(s, 1)}
+    attn, window = groups["attention"], groups[WINDOW_GROUP]
+    per_layer_bytes = 2 * 8 * 256 * 2  # K and V of 8 KV heads of 256, 2 bytes each
     assert attn.bytes_per_pos == pytest.approx(21 * per_layer_bytes)  # only the global layers grow with p
+    # the 21 window layers read min(p, 4096) positions: p per position below the window, capped at it
+    assert (window.bytes, window.bytes_per_pos, window.cap_pos) == (0.0, pytest.approx(21 * per_layer_bytes), 4096)
+    assert window.flops_per_pos == pytest.approx(21 * 4 * 16 * 256)  # 4 x heads x head_dim per key and layer
     full = _hf({**GEMMA2_9B, "sliding_window": 8192})  # a window as long as the context: no window layers
-    full_attn = {g.name: g for g in full.decode_work(s, 1)}["attention"]
-    assert full_attn.bytes_per_pos == pytest.approx(42 * per_layer_bytes)
-    assert attn.bytes - full_attn.bytes == pytest.approx(21 * 4096 * per_layer_bytes)  # the window, each step
+    full_groups = {g.name: g for g in full.decode_work(s, 1)}
+    assert WINDOW_GROUP not in full_groups
+    assert full_groups["attention"].bytes_per_pos == pytest.approx(42 * per_layer_bytes)
+    assert attn.bytes == pytest.approx(full_groups["attention"].bytes)  # Q, K, V, O and the new token's K and V
 
 
 def test_state_independent_of_context_under_the_window():

@@ -107,6 +107,7 @@ ATTENTION_LINEAR_MODULES = 4
 MLA_KERNELS = {False: 4, True: 6}
 # Its linear modules (q_proj or q_a_proj + q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj)
 MLA_LINEAR_MODULES = {False: 4, True: 5}
+WINDOW_GROUP = "sliding-window attention"  # a decode step's window layers: min(p, window) keys each
 # Fields that give a decoder layers of more than one kind; the page's form does not edit them
 LAYER_KIND_FIELDS = ("dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", "window",
                      "window_layers", "encoder", "token_types", "pooler", "head_outputs", "state_layers", "ssm_inner",
@@ -840,31 +841,34 @@ class DecoderProfile(CachedHash):
 
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         """One decode step for `batch` sequences: one new token each, attending p keys (affine in p) on the full
-        layers. A sliding-window layer attends min(p, window) keys, counted as the window: exact once a sequence is
-        longer than it, an upper bound before (a step's cost is affine in p here). Latent attention runs absorbed
-        (attn_flops_per_key) and reads each cached latent once for all heads."""
+        layers. A sliding-window layer attends min(p, window) keys: its own group, capped at the window
+        (OpGroup.cap_pos). Latent attention runs absorbed (attn_flops_per_key) and reads each cached latent once for
+        all heads."""
         m = self
         *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
         kv_tp = m.kv_split(s.tp)
-        kv_read_per_pos = batch * m.kv_read_elems * s.kv_dtype.bytes / kv_tp
         key_flops = m.attn_flops_per_key(absorbed=True) * batch / s.tp
-        window_keys = m.window_layers * m.window  # keys the window layers read each step
-        window_bytes = batch * window_keys * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
-        kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
+        kv_passes = 1.0 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)
+        kv_per_key = batch * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp  # one layer, one key position
         score_per_pos = (score_passes(s)[0] * batch * m.heads * m.attn_layers * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
-        attn = OpGroup("attention", key_flops * window_keys,
-                       attn.bytes + window_bytes * (1 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)),
-                       attn.compute_path,
+        attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
                        text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us)
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else ""),
                        flops_per_pos=key_flops * m.full_layers,
-                       bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
+                       bytes_per_pos=m.full_layers * kv_per_key * kv_passes + score_per_pos,
+                       rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6)
-        return (*head, attn, elem)
+        if not m.window_layers:
+            return (*head, attn, elem)
+        window = attn._replace(name=WINDOW_GROUP, bytes=0.0, formula=text.window_decode_text(m.window_layers, m.window),
+                               flops_per_pos=key_flops * m.window_layers,
+                               bytes_per_pos=m.window_layers * kv_per_key * kv_passes, latency_s=0.0,
+                               cap_pos=m.window)
+        return (*head, attn, window, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
         """One micro-step: forward + backward (2x forward) [+ recomputed forward] over `size` tokens.

@@ -181,9 +181,15 @@ def decode_layer_kinds_text(kv_lora_rank: int, window: int, window_layers: int) 
         out += ("; latent attention absorbed: per head and key 2 x (2 x kv_lora_rank + rope) FLOPs, the latent cache "
                 "read once for all heads")
     if window_layers:
-        out += (f"; the {window_layers} sliding-window layers attend min(p, {window:,}) keys, counted as {window:,} "
-                "(exact once the sequence passes the window, an upper bound before)")
+        out += f"; the {window_layers} sliding-window layers: their own group, min(p, {window:,}) keys"
     return out
+
+
+def window_decode_text(window_layers: int, window: int) -> str:
+    """A decode step's sliding-window layers' attention formula."""
+    return (f"{window_layers} sliding-window layers, each step: FLOPs = attention FLOPs per key x min(p, {window:,}) "
+            f"keys; bytes = their cached K and V (or latent) of min(p, {window:,}) positions: keys past the window "
+            "are neither read nor scored")
 
 
 def generate_activations_text(chunk: int, prompt: int) -> str:
