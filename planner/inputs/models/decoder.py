@@ -47,6 +47,7 @@ from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 import planner.inputs.models.decoder_text as text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
+from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups,
@@ -443,13 +444,17 @@ class DecoderProfile(CachedHash):
         """Norm weights (and biases) plus linear biases of all layers (each MLP's own, the router has none); latent
         attention adds the norms of its Q and KV latents."""
         per_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
-        mlp_bias = lambda f: f * (self.mlp_matrices - 1) + self.hidden  # noqa: E731  (up [+ gate], down)
+        mlp_bias = self.mlp_bias_params
         attn_bias = self.attn_layers * (self.q_dim + 2 * self.kv_dim + self.hidden)  # Q, K, V, O
         biases = attn_bias + sum(n * (E * mlp_bias(f) + (mlp_bias(sh) if sh else 0))
                                  for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
         latent_norms = self.q_lora_rank + self.kv_lora_rank if self.kv_lora_rank else 0
         return (self.layers * 2 * per_norm + self.attn_layers * latent_norms + biases
                 + self.state_layers * self.ssm_other_params)
+
+    def mlp_bias_params(self, ffn: int) -> int:
+        """Biases of one MLP of intermediate size `ffn` in a biased model: up [+ gate] and down."""
+        return ffn * (self.mlp_matrices - 1) + self.hidden
 
     @cached_property
     def lm_head_params(self) -> int:
@@ -472,6 +477,18 @@ class DecoderProfile(CachedHash):
         """The layers' matrices: AWQ, GPTQ, FP8 and W8A8 checkpoints keep embeddings and the LM head in 16-bit."""
         return self.matmul_total
 
+    def quantized_params(self, scope: str) -> int:
+        """Weights a precision of `scope` quantizes: the experts' matrices ('experts': gpt-oss's MXFP4; none in a
+        dense model), else the layers' matrices."""
+        return self.moe_layers * self.experts * self.expert_params if scope == EXPERTS_SCOPE else self.matmul_total
+
+    def quantized_read(self, scope: str, layer_read: float, tokens: float) -> float:
+        """Of the `layer_read` matrix weights a pass over `tokens` tokens reads, those in the quantized format: the
+        experts read (experts_read per layer) for an 'experts' scope, else all."""
+        if scope != EXPERTS_SCOPE:
+            return layer_read
+        return self.moe_layers * self.experts_read(tokens) * self.expert_params if self.experts > 1 else 0.0
+
     @cached_property
     def matmul_params(self) -> int:
         """Weights one token's forward pass multiplies by (layers with its top-k experts + LM head)."""
@@ -480,7 +497,8 @@ class DecoderProfile(CachedHash):
     @cached_property
     def active_params(self) -> int:
         """Parameters one token uses: all but the experts it is not routed to (= params for a dense model)."""
-        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params
+        unused = self.expert_params + (self.mlp_bias_params(self.ffn) if self.bias else 0)  # an expert and its biases
+        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * unused
 
     @cached_property
     def token_ffn(self) -> int:
@@ -720,7 +738,9 @@ class DecoderProfile(CachedHash):
         head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
         buffered = s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
-        lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
+        stored = m.quantized_read(p.quantized_weights, layer_read, bt)  # the rest at outside_weight_bytes
+        lin_bytes = ((stored * (p.act_bytes if buffered else p.weight_bytes)
+                      + (layer_read - stored) * p.outside_weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
             layer_keys = m.attn_layers * tokens * keys_max
@@ -747,7 +767,7 @@ class DecoderProfile(CachedHash):
                     lin_text + text.linear_extras(gemv, buffered, p.act_bytes),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
-            *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
+            *(dequant_groups(m._quantized_read(s, stored), s, bt) if p.dequant_ops_per_weight else ()),
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
@@ -755,8 +775,8 @@ class DecoderProfile(CachedHash):
         )
 
     def _quantized_read(self, s: Setup, layer_read: float) -> float:
-        """Quantized weights a pass unpacks per GPU: the layers' matrices it reads, and the LM head when the format
-        quantizes it too (GGUF files, gpt-fast)."""
+        """Quantized weights a pass unpacks per GPU: the layers' quantized matrices it reads (quantized_read), and the
+        LM head when the format quantizes it too (GGUF files, gpt-fast)."""
         p = s.precision
         head = self.lm_head_params if p.outside_weight_bytes == p.weight_bytes else 0
         return layer_read / s.tp + head / s.lm_head_tp
@@ -765,7 +785,8 @@ class DecoderProfile(CachedHash):
         """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
         are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
         m = self
-        q = m._quantized_read(s, m.read_total(batch * (full * c + rest)))
+        tokens = batch * (full * c + rest)
+        q = m._quantized_read(s, m.quantized_read(s.precision.quantized_weights, m.read_total(tokens), tokens))
         parts = [g._replace(flops=g.flops * full, bytes=g.bytes * full) for g in dequant_groups(q, s, batch * c)
                  ] if full else []
         for g in dequant_groups(q, s, batch * rest) if rest else ():

@@ -5,7 +5,8 @@ use instead (a DataFileError, as for any bad model file).
 Read: LLaMA-style decoders (RMSNorm, gated MLP of three matrices, RoPE, no linear biases: llama, mistral, qwen2,
 qwen3, gemma, gemma2, gemma3_text), their mixture-of-experts forms (mixtral; qwen2_moe with shared experts and dense
 layers by decoder_sparse_step / mlp_only_layers; qwen3_moe), DeepSeek's (deepseek: shared experts and dense first
-layers; deepseek_v2, deepseek_v3: multi-head latent attention as well) and GPT-2.
+layers; deepseek_v2, deepseek_v3: multi-head latent attention as well), OpenAI's gpt_oss (biased attention,
+router and experts; sliding-window and full layers by layer_types) and GPT-2.
 Weights under 0.01 % of a model are not counted: Qwen2's q/k/v biases, Qwen3's and Gemma 3's q/k norms, Qwen2-MoE's
 shared-expert gate (hidden x 1), Gemma 2/3's two extra norms per layer, DeepSeek-V3's router score-correction bias.
 Sliding windows: the layers the config puts on a window (`layer_types` 'sliding_attention'; Gemma 2's every other
@@ -26,7 +27,7 @@ from planner.inputs.models.decoder_fields import ARCH
 from planner.inputs.models.encoder_decoder import EncoderDecoderProfile
 
 GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-         "deepseek", "deepseek_v2", "deepseek_v3", "jamba", "qwen3_next")
+         "deepseek", "deepseek_v2", "deepseek_v3", "jamba", "qwen3_next", "gpt_oss")
 GPT2 = ("gpt2",)
 READ = GATED + GPT2
 # transformers' config classes default tie_word_embeddings to true for these
@@ -50,7 +51,6 @@ ENCODER_DECODER = ("mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian"
 NOT_MODELLED = {
     "gemma3": "a vision-language model (a SigLIP vision tower beside the text decoder), and no vision part is "
               "modelled; its text decoder alone is model_type gemma3_text (its text_config as a config.json)",
-    "gpt_oss": "attention sinks, biased and clamped SwiGLU experts and biased attention are not modelled",
     "mamba": "its layers are state-space (Mamba) layers, not attention",
     "mamba2": "its layers are state-space (Mamba-2) layers, not attention",
     "rwkv": "its layers are RWKV (linear-attention recurrences), not softmax attention",
@@ -358,6 +358,17 @@ def _seq2seq(config: Mapping[str, Any], family: str, model_id: str, source: str,
                                  dec=_stack(rec, "decoder", dec), shared_embeddings=shared, front_params=front)
 
 
+def _gpt_oss_note(config: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """What a gpt-oss profile leaves out (GptOssAttention, GptOssTopKRouter, GptOssExperts in transformers): the
+    attention sinks (one learned logit per head and layer: one more softmax term per query, FLOPs and bytes under
+    0.01 % of a step) and the router's bias, and the experts' clamped SwiGLU (elementwise)."""
+    layers, heads, experts = (_int(data.get(k)) or 0 for k in ("layers", "heads", "experts"))
+    uncounted = layers * (heads + experts)
+    return (f"not counted: the attention sinks and router biases ({uncounted:,} weights: one sink logit per head and "
+            f"a bias per expert, each layer), whose work is one more softmax term per head and query; the experts' "
+            f"SwiGLU is clamped at swiglu_limit {config.get('swiglu_limit', 7.0)} (elementwise, counted as SwiGLU)")
+
+
 def from_hf_config(config: Mapping[str, Any], model_id: str,
                    source: str) -> DecoderProfile | EncoderDecoderProfile:
     """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys; BERT,
@@ -381,7 +392,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
         "ffn_kind": "gelu" if is_gpt2 else "swiglu",  # 'swiglu': any gated MLP of three matrices (Gemma's GeGLU too)
         "vocab": get("vocab_size"), "context": get("max_position_embeddings", "n_positions", "n_ctx"),
         "tied_embeddings": bool(config.get("tie_word_embeddings", tied_default)),
-        "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2, "bias": is_gpt2,
+        "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2,
+        "bias": is_gpt2 or _model_type(config) == "gpt_oss",
         "source": source, **_experts(config, get, ffn), "dropout": _trains_with_dropout(config),
     }
     if config.get("head_dim"):
@@ -404,6 +416,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
         gate = hidden * heads * (data.get("head_dim") or hidden // heads)
         data["cross_check"] = (f"not counted: the full-attention layers' output gate (q_proj produces a gate beside Q: "
                                f"{gate:,} weights a layer)")
+    if _model_type(config) == "gpt_oss":
+        data["cross_check"] = _gpt_oss_note(config, data)
     mtp = _int(config.get("num_nextn_predict_layers"))
     if mtp:
         data["cross_check"] = (f"the checkpoint also holds {mtp} multi-token-prediction layer(s) "
