@@ -367,6 +367,23 @@ def test_vit_b16_counts_86_6m_over_197_tokens():
     assert m.params + 2 * 768 == 86_567_656
 
 
+# distilbert/distilbert-base-uncased config.json (read 2026-11-27): DistilBertConfig's own key names
+DISTILBERT = {"activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1, "dim": 768,
+              "dropout": 0.1, "hidden_dim": 3072, "max_position_embeddings": 512, "model_type": "distilbert",
+              "n_heads": 12, "n_layers": 6, "sinusoidal_pos_embds": False, "tie_weights_": True, "vocab_size": 30522}
+
+
+def test_distilbert_reads_its_own_key_names_and_counts_66m():
+    m = _hf(DISTILBERT)
+    assert (m.layers, m.hidden, m.heads, m.ffn, m.kind) == (6, 768, 12, 3072, "encoder")
+    # DistilBertModel: BERT's layers; words, positions and their LayerNorm, no segment embeddings and no pooler
+    embeddings = 30522 * 768 + 512 * 768 + 2 * 768
+    assert m.params == 6 * BERT_LAYER + embeddings == 66_362_880
+    # Sanh et al. 2019 (arXiv 1910.01108, table 3): DistilBERT, 66M parameters
+    assert m.params == pytest.approx(66e6, rel=0.01)
+    assert m.dropout  # dropout 0.1, attention_dropout 0.1
+
+
 def test_an_encoder_attends_both_ways_and_caches_nothing():
     m = _hf(BERT)
     s = _setup()
@@ -402,6 +419,26 @@ def test_t5_base_counts_223m_with_one_shared_embedding():
     # Raffel et al. 2020 (JMLR 21, section 3.1.1): the Base model has "about 220 million parameters"
     assert m.params + relative_bias == pytest.approx(220e6, rel=0.015)
     assert (m.kind, m.can_generate) == ("encoder-decoder", True)
+
+
+# google/mt5-small config.json (read 2026-11-27)
+MT5_SMALL = {"architectures": ["MT5ForConditionalGeneration"], "d_ff": 1024, "d_kv": 64, "d_model": 512,
+             "feed_forward_proj": "gated-gelu", "is_encoder_decoder": True, "model_type": "mt5",
+             "num_decoder_layers": 8, "num_heads": 6, "num_layers": 8, "relative_attention_num_buckets": 32,
+             "tie_word_embeddings": False, "vocab_size": 250112}
+
+
+def test_mt5_small_counts_300m_with_a_gated_mlp_and_an_untied_head():
+    m = _hf(MT5_SMALL)
+    attn, mlp, norm = 4 * 512 * 384, 3 * 512 * 1024, 512  # 6 heads of 64; wi_0, wi_1, wo (gated-GELU); no biases
+    encoder = 8 * (attn + mlp + 2 * norm) + norm
+    decoder = 8 * (2 * attn + mlp + 3 * norm) + norm
+    shared, head = 250112 * 512, 250112 * 512  # one table for both stacks, and its own LM head
+    assert m.params == encoder + decoder + shared + head
+    # with the two relative position biases (32 buckets x 6 heads each), not counted: 300,176,768; Xue et al. 2021
+    # (mT5, arXiv 2010.11934) give mT5-Small as 300M parameters
+    assert m.params + 2 * 32 * 6 == 300_176_768
+    assert m.params == pytest.approx(300e6, rel=0.001)
 
 
 def test_whisper_large_v3_counts_1_55b():
@@ -493,7 +530,7 @@ JUNK = (None, "x", -1, 0, 10**30, [], [1, "a"], {}, True, 3.5)
 
 
 @pytest.mark.parametrize("config", [DEEPSEEK_V3, GEMMA2_9B, GEMMA3_1B, QWEN_MOE, JAMBA, QWEN3_NEXT, BERT, VIT_B16,
-                                    T5_BASE, WHISPER_L3], ids=lambda c: c["model_type"])
+                                    T5_BASE, WHISPER_L3, DISTILBERT, MT5_SMALL], ids=lambda c: c["model_type"])
 def test_any_junk_in_any_field_is_a_message_naming_a_field_never_a_traceback(config):
     for key in config:
         for junk in JUNK:
