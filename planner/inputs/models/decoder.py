@@ -872,7 +872,8 @@ class DecoderProfile(CachedHash):
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
         kv_passes = 1.0 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)
         kv_per_key = batch * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp  # one layer, one key position
-        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.attn_layers * s.precision.act_bytes / s.tp
+        # materialized scores, one layer, one key position (a window layer scores min(p, window) of them too)
+        score_per_key = (score_passes(s)[0] * batch * m.heads * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
@@ -880,14 +881,14 @@ class DecoderProfile(CachedHash):
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else ""),
                        flops_per_pos=key_flops * m.full_layers,
-                       bytes_per_pos=m.full_layers * kv_per_key * kv_passes + score_per_pos,
+                       bytes_per_pos=m.full_layers * (kv_per_key * kv_passes + score_per_key),
                        rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6)
         if not m.window_layers:
             return (*head, attn, elem)
         window = attn._replace(name=WINDOW_GROUP, bytes=0.0, formula=text.window_decode_text(m.window_layers, m.window),
                                flops_per_pos=key_flops * m.window_layers,
-                               bytes_per_pos=m.window_layers * kv_per_key * kv_passes, latency_s=0.0,
+                               bytes_per_pos=m.window_layers * (kv_per_key * kv_passes + score_per_key), latency_s=0.0,
                                cap_pos=m.window)
         return (*head, attn, window, elem)
 
