@@ -7,6 +7,10 @@ from __future__ import annotations
 import pytest
 
 from planner.base.units import BYTES_PER_GB
+from planner.engine.estimate import estimate_gpu
+from planner.engine.plan import Plan
+from planner.inputs.facts import load_facts
+from planner.inputs.jobs import Generate
 from planner.inputs.models import from_hf_config, load_models
 from planner.inputs.models.decoder import WINDOW_GROUP
 from planner.inputs.precisions import load_rules
@@ -113,3 +117,13 @@ def test_a_gpt_oss_decode_step_below_the_window_reads_only_the_keys_it_has():
     window = {g.name: g for g in m.decode_work(s, 1)}[WINDOW_GROUP]
     per_key = 12 * 2 * 8 * 64 * 2  # 12 window layers, K and V of 8 heads of 64, 2 bytes each
     assert (window.bytes_per_pos, window.cap_pos) == (pytest.approx(per_key), 128)
+
+
+def test_mxfp4_on_a_model_without_experts_says_its_weights_stay_16_bit():
+    facts = load_facts()
+    gpu = facts.catalog.get("h100-sxm")
+    words = "has none, so all its weights are counted at 2 B"
+    dense = estimate_gpu(Plan(load_models().get("llama-3-8b"), Generate(1, 64, 64), "mxfp4", batch=1), gpu, facts)
+    assert any(words in r.text and not r.blocking for r in dense.reasons)
+    moe = estimate_gpu(Plan(load_models().get("gpt-oss-20b"), Generate(1, 64, 64), "mxfp4", batch=1), gpu, facts)
+    assert moe.feasible and not any(words in r.text for r in moe.reasons)
