@@ -524,12 +524,6 @@ class DecoderProfile(CachedHash):
         return 1 if self.kv_lora_rank else tp
 
     @cached_property
-    def kv_read_elems(self) -> int:
-        """Cache elements a decode step reads per key position on the full-attention layers (window layers read a
-        fixed window: decode_work)."""
-        return self.full_layers * self.kv_layer_elems
-
-    @cached_property
     def _layer_traffic(self) -> tuple[float, float, float, float]:
         """Per token, all layers, elements read+written: (matmul inputs/outputs, fused elementwise kernels, what eager
         PyTorch adds to the forward, eager backward's non-attention traffic), summed over the layers' MLP kinds. See
