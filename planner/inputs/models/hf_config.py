@@ -8,7 +8,8 @@ layers by decoder_sparse_step / mlp_only_layers; qwen3_moe), DeepSeek's (deepsee
 layers; deepseek_v2, deepseek_v3: multi-head latent attention as well), OpenAI's gpt_oss (biased attention,
 router and experts; sliding-window and full layers by layer_types) and GPT-2.
 Weights under 0.01 % of a model are not counted: Qwen2's q/k/v biases, Qwen3's and Gemma 3's q/k norms, Qwen2-MoE's
-shared-expert gate (hidden x 1), Gemma 2/3's two extra norms per layer, DeepSeek-V3's router score-correction bias.
+shared-expert gate (hidden x 1), Gemma 2/3's two extra norms per layer, DeepSeek-V3's router score-correction bias,
+gpt-oss's attention sinks and router bias.
 Encoders: bert, roberta, xlm-roberta, camembert, distilbert (DistilBertConfig's own names), vit; encoder-decoders:
 t5, mt5, whisper.
 Sliding windows: the layers the config puts on a window (`layer_types` 'sliding_attention'; Gemma 2's every other
