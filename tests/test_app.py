@@ -241,7 +241,8 @@ def test_uploaded_mixture_of_experts_fills_the_expert_widgets_and_encoders_load_
     assert (_link(at)["m_experts"], _link(at)["m_topk"], _link(at)["m_shared"]) == ("8", "2", "0")
     assert any("8 experts, top 2" in _shown(c.value) for c in at.sidebar.caption)
     before = _link(at)
-    distil = {"model_type": "distilbert", "architectures": ["DistilBertForMaskedLM"], "dim": 768, "n_layers": 6}
+    distil = {"model_type": "albert", "architectures": ["AlbertForMaskedLM"], "hidden_size": 768,
+              "num_hidden_layers": 12}
     at.file_uploader(key="upload_model").set_value(("config.json", json.dumps(distil).encode(),
                                                     "application/json")).run()
     assert not at.exception and _link(at) == before

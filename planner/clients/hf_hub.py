@@ -232,13 +232,28 @@ def _header_params(url: str, repo_id: str, end_s: float) -> int | None:
         raise HubError(f"{repo_id}: a safetensors header was cut short")
     try:
         header = load_json_text(body.decode("utf-8", "replace"), f"{repo_id} safetensors header", MAX_HEADER_BYTES)
-        count = sum(_elements(t["shape"]) for name, t in header.items() if name != "__metadata__")
+        count = sum(_tensor_params(name, t) for name, t in header.items() if name != "__metadata__")
     except (ParseError, ValueError, TypeError, KeyError, AttributeError):
         raise HubError(f"{repo_id}: a safetensors header is not the format's JSON (names -> dtype, shape, "
                        "offsets)") from None
     if count > MAX_PARAMS:
         raise HubError(f"{repo_id}: a safetensors header claims more than {MAX_PARAMS:,} parameters")
     return count
+
+
+# MXFP4 tensors as transformers and gpt-oss store them (Mxfp4HfQuantizer): `<name>_blocks`, bytes of two packed E2M1
+# values each, and `<name>_scales`, one E8M0 exponent per block of 32 values (not parameters of their own)
+MXFP4_BLOCKS, MXFP4_SCALES, PACKED_DTYPE = "_blocks", "_scales", "U8"
+FP4_PER_BYTE = 2
+
+
+def _tensor_params(name: str, tensor: Any) -> int:
+    """Parameters one header entry holds: its elements, or for an MXFP4 tensor the values it packs (2 per byte of
+    its blocks; none in its scales)."""
+    n = _elements(tensor["shape"])
+    if tensor.get("dtype") == PACKED_DTYPE and name.endswith(MXFP4_BLOCKS):
+        return FP4_PER_BYTE * n
+    return 0 if tensor.get("dtype") == PACKED_DTYPE and name.endswith(MXFP4_SCALES) else n
 
 
 def _elements(shape: Any) -> int:

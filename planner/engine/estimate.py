@@ -24,7 +24,7 @@ from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate, Infer, Train, Workload
-from planner.inputs.precisions import AttentionBackend
+from planner.inputs.precisions import EXPERTS_SCOPE, AttentionBackend
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
 
@@ -248,6 +248,10 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
         tail = "" if setup.precision.kernel else " runs"
         reasons.append(Reason("precision", True, f"{setup.precision.id} {what} {', '.join(only)}{tail}: "
                               f"choose that runtime, or int4/int8 for {plan.runtime}"))
+    if setup.precision.quantized_weights == EXPERTS_SCOPE and not m.quantized_params(EXPERTS_SCOPE):
+        reasons.append(Reason("precision", False, f"{setup.precision.id} stores a mixture of experts' expert "
+                              f"matrices only (gpt-oss's checkpoints); {m.name} has none, so all its weights are "
+                              f"counted at {setup.precision.act_bytes:g} B: for 4-bit layers choose int4"))
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)

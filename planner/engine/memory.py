@@ -47,7 +47,7 @@ def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: fl
     if isinstance(w, Train):
         items += _train_items(m, w, s, batch)
     else:
-        items.append(weights_item(m.params, m.quantizable_params, s))
+        items.append(weights_item(m.params, m.quantized_params(s.precision.quantized_weights), s))
         if isinstance(w, Generate):
             items += m.generate_memory(s, batch, w.prompt_tokens, w.gen_tokens)
         else:

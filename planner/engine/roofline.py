@@ -1,5 +1,6 @@
 """Roofline timing: each op group takes max(FLOPs / achieved peak, bytes / achieved bandwidth); a step adds
-kernel-launch overhead and collective time. Decode sums the steps over KV positions exactly (closed form)."""
+kernel-launch overhead and collective time. Decode sums the steps over KV positions exactly (closed form; a group
+capped at a position, a sliding window, in two affine pieces)."""
 
 from __future__ import annotations
 
@@ -137,6 +138,36 @@ def sum_max_affine(c0: float, c1: float, m0: float, m1: float, p0: int, n: int) 
     return mem + comp, comp
 
 
+def position_spans(cap: int, p0: int, n: int) -> tuple[tuple[int, int, bool], ...]:
+    """Steps p0 .. p0+n-1 as spans (first position, steps, past the cap): a group capped at `cap` (OpGroup.cap_pos,
+    0 = none) grows with p below it and costs a + b x cap from it on."""
+    if not cap or p0 + n <= cap:
+        return ((p0, n, False),)
+    below = max(0, min(n, cap - p0))
+    return ((p0, below, False), (cap, n - below, True)) if below else ((p0, n, True),)
+
+
+def _sum_terms(terms: tuple[float, float, float, float], cap: int, p0: int, n: int) -> tuple[float, float]:
+    """sum_max_affine over the steps, span by span when the group is capped at a position (cap > 0)."""
+    if not cap:
+        return sum_max_affine(*terms, p0, n)
+    c0, c1, m0, m1 = terms
+    total = comp = 0.0
+    for start, steps, flat in position_spans(cap, p0, n):
+        t, c = (sum_max_affine(c0 + c1 * cap, 0.0, m0 + m1 * cap, 0.0, start, steps) if flat
+                else sum_max_affine(c0, c1, m0, m1, start, steps))
+        total, comp = total + t, comp + c
+    return total, comp
+
+
+def _sum_work(a: float, b: float, cap: int, p0: int, n: int) -> float:
+    """Sum of a + b x p (a + b x min(p, cap) when cap > 0) over p = p0 .. p0+n-1."""
+    if not cap:
+        return _sum_affine(a, b, p0, n)
+    return sum(_sum_affine(a + b * cap, 0.0, start, steps) if flat else _sum_affine(a, b, start, steps)
+               for start, steps, flat in position_spans(cap, p0, n))
+
+
 def _kernel_fraction(g: OpGroup, gpu: GPU) -> float:
     """The fraction of the datasheet peak a group's kernel reaches on this GPU's generation (0: not known)."""
     cc = gpu.compute_capability
@@ -195,7 +226,7 @@ def _group_seconds(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int
         total = steps * overlapped_seconds(c0, m0)
         comp = total if c0 >= m0 else 0.0
     else:
-        total, comp = sum_max_affine(c0, c1, m0, m1, p0, steps)
+        total, comp = _sum_terms((c0, c1, m0, m1), g.cap_pos, p0, steps)
     return flops_s, bw, (c0, c1, m0, m1), overlap, total, comp
 
 
@@ -203,9 +234,10 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
     flops_s, bw, (c0, c1, m0, m1), overlap, total, comp = _group_seconds(g, gpu, eff, p0, steps)
     ceiling = gpu.ceiling(g.compute_path)
     return GroupTime(g.name, g.formula, g.compute_path,
-                     _sum_affine(g.flops, g.flops_per_pos, p0, steps), _sum_affine(g.bytes, g.bytes_per_pos, p0, steps),
+                     _sum_work(g.flops, g.flops_per_pos, g.cap_pos, p0, steps),
+                     _sum_work(g.bytes, g.bytes_per_pos, g.cap_pos, p0, steps),
                      gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB,
-                     _sum_affine(c0, c1, p0, steps), _sum_affine(m0, m1, p0, steps),
+                     _sum_work(c0, c1, g.cap_pos, p0, steps), _sum_work(m0, m1, g.cap_pos, p0, steps),
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count),
                      _kernel_fraction(g, gpu), OVERLAP_EXPONENT if overlap else 0.0)
 
@@ -317,7 +349,7 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         # elementwise groups: bytes only
         flops_s, is_tiled = _flops_s_tiled(g, gpu, eff) if g.flops or g.flops_per_pos else (0.0, False)
         if g.flops_per_pos or g.bytes_per_pos:
-            total += sum_max_affine(*_terms(g, flops_s, bw, gpu, eff), p0, steps)[0]
+            total += _sum_terms(_terms(g, flops_s, bw, gpu, eff), g.cap_pos, p0, steps)[0]
         else:  # position-independent: every step costs the same
             compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
             if g.alu:  # _terms' rule

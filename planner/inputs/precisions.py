@@ -17,7 +17,9 @@ from planner.inputs.builds import parse_torch_version
 PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
 
 
-QUANTIZED_SCOPES = ("all", "layers")  # which weights a precision's weight_bytes applies to
+# which weights a precision's weight_bytes applies to: all; the layers' matrices; a mixture of experts' expert matrices
+EXPERTS_SCOPE = "experts"
+QUANTIZED_SCOPES = ("all", "layers", EXPERTS_SCOPE)
 MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend (4-bit formats need ~5)
 # How a quantized kernel multiplies passes too large for its GEMV: 'fused' unpacks the weights in registers inside
 # its tensor-core GEMM (Marlin, tinygemm: instructions only); 'buffer' first dequantizes every weight into a 16-bit
@@ -64,7 +66,8 @@ class Precision:
     """A numeric format: the tensor-core path matmuls run at, bytes per weight and per activation element.
 
     quantized_weights 'layers': weight_bytes applies to the transformer layers' matrices only; embeddings, LM head and
-    norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints). dequant_ops_per_weight: CUDA-core
+    norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints); 'experts': the experts' matrices only,
+    attention and routers in the activation dtype too (gpt-oss's MXFP4). dequant_ops_per_weight: CUDA-core
     instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
     runtimes: the only runtimes that run the format (a GGUF file needs llama.cpp); () = any.
     kernel: the library kernels it runs with (bitsandbytes, exllama), when they are not the runtime's own.
@@ -88,7 +91,7 @@ class Precision:
     @property
     def outside_weight_bytes(self) -> float:
         """Bytes per weight outside the quantized layers (embeddings, LM head, norms)."""
-        if self.quantized_weights == "layers" and self.weight_bytes < self.act_bytes:
+        if self.quantized_weights in ("layers", EXPERTS_SCOPE) and self.weight_bytes < self.act_bytes:
             return self.act_bytes
         return self.weight_bytes
 

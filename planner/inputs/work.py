@@ -1,7 +1,8 @@
 """What a model does in one step, in the terms the engine times and sizes it by.
 
 OpGroup: FLOPs and DRAM bytes of one kind of work (linear layers, attention, elementwise) in one step, affine in
-the KV position p of a decode step (work(p) = a + b * p; b = 0 outside decode). MemoryItem: one consumer of GPU
+the KV position p of a decode step (work(p) = a + b * p; b = 0 outside decode), or capped at a position (a + b *
+min(p, cap_pos): a sliding window). MemoryItem: one consumer of GPU
 memory with its formula. Setup: how the model runs (precision, KV-cache dtype, attention backend, tensor-parallel
 and FSDP degrees, whether the runtime fuses elementwise ops). Model profiles (planner.inputs.models) produce these;
 the engine consumes them.
@@ -67,6 +68,9 @@ class OpGroup(NamedTuple):
     alu: tuple[tuple[str, float], ...] = ()
     # this group's instructions run under the weight stream of the group listed before it (fold_pipelined moves them)
     pipelined: bool = False
+    # > 0: the per-position terms stop growing at this KV position (work(p) = a + b * min(p, cap_pos)): a sliding-window
+    # layer's decode step reads min(p, window) keys; 0 = no cap
+    cap_pos: int = 0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)

@@ -42,6 +42,15 @@ def header_only(header: dict) -> bytes:
     return struct.pack("<Q", len(text)) + text
 
 
+# TINY with its MLP in MXFP4 as gpt-oss's checkpoints store experts: `_blocks` bytes of two E2M1 values each (gate
+# 16 x 8 = 128 values in 16 x 4 bytes) and `_scales`, one E8M0 byte per block of up to 32 values (not parameters)
+MXFP4_HEADER = {"__metadata__": {"format": "pt"}}
+for _name, _shape in TINY_TENSORS.items():
+    if _name in ("gate", "up", "down"):
+        MXFP4_HEADER[f"{_name}_blocks"] = {"dtype": "U8", "shape": [_shape[0], _shape[1] // 2], "data_offsets": [0, 0]}
+        MXFP4_HEADER[f"{_name}_scales"] = {"dtype": "U8", "shape": [_shape[0], 1], "data_offsets": [0, 0]}
+    else:
+        MXFP4_HEADER[_name] = {"dtype": "BF16", "shape": _shape, "data_offsets": [0, 0]}
 SHARD_A = {k: v for k, v in list(TINY_TENSORS.items())[:6]}
 SHARD_B = {**{k: v for k, v in list(TINY_TENSORS.items())[6:]}, "extra": [10, 8]}  # 80 more: +9.7 %
 FILES = {
@@ -55,6 +64,7 @@ FILES = {
     "tiny/long-header": {"config.json": json.dumps(TINY).encode(),
                          "model.safetensors": safetensors(TINY_TENSORS, pad_header_to=150_000)},
     "tiny/no-weights": {"config.json": json.dumps(TINY).encode()},
+    "tiny/mxfp4": {"config.json": json.dumps(TINY).encode(), "model.safetensors": header_only(MXFP4_HEADER)},
 }
 
 
@@ -106,6 +116,11 @@ def test_a_sharded_checkpoint_sums_its_shards_and_a_mismatch_over_2_percent_is_s
     assert checkpoint_params("tiny/sharded", endpoint=hub, cache_dir=tmp_path) == 824 + 80
     m, _ = model_with_cross_check("tiny/sharded", endpoint=hub, cache_dir=tmp_path)
     assert "824 parameters, the checkpoint's own tensors 904 (-8.8%)" in m.cross_check  # 824 / 904 - 1
+
+
+def test_mxfp4_blocks_count_two_values_a_byte_and_their_scales_none(hub, tmp_path):
+    """Counted as elements, the MLP's 384 weights would be 192 bytes + 40 scales: 824 - 384 + 232 = 672, -18 %."""
+    assert checkpoint_params("tiny/mxfp4", endpoint=hub, cache_dir=tmp_path) == 824
 
 
 def test_a_header_longer_than_the_first_range_is_read_by_a_second(hub, tmp_path):

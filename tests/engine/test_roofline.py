@@ -213,3 +213,33 @@ def test_a_pipelined_gemv_takes_the_slower_of_its_weight_stream_and_its_instruct
         ph = Phase("decode", groups, 0.0, 1, 0, 1.0)
         assert sum(time_group(g, gpu, IDEAL, 0, 1).time_s for g in groups) == pytest.approx(expected, rel=1e-9)
         assert pass_seconds(ph, gpu, IDEAL) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_capped_group_grows_with_p_until_its_cap_then_stays():
+    """A sliding-window layer's decode step reads min(p, window) keys: steps at p = 2..6 with a cap of 4 read
+    2 + 3 + 4 + 4 + 4 = 17 key positions."""
+    gpu = load_catalog().get("h100-sxm")  # 3,350 GB/s
+    g = OpGroup("window", flops=0.0, bytes=1e9, compute_path="bf16", formula="", bytes_per_pos=1e9, cap_pos=4)
+    t = time_group(g, gpu, IDEAL, 2, 5)
+    assert t.bytes == pytest.approx(5 * 1e9 + 17 * 1e9)
+    assert t.time_s == pytest.approx(22e9 / 3350e9)
+    assert pass_seconds(Phase("decode", (g,), 0.0, 5, 2, 1.0), gpu, IDEAL) == pytest.approx(22e9 / 3350e9)
+    # all steps below the cap: as uncapped (p = 0, 1, 2: 3 + 3 positions); all past it: the cap every step
+    assert time_group(g, gpu, IDEAL, 0, 3).bytes == pytest.approx(3e9 + 3e9)
+    assert time_group(g, gpu, IDEAL, 10, 3).bytes == pytest.approx(3e9 + 12e9)
+
+
+@given(st.floats(0, 5), st.floats(0, 1), st.floats(0, 5), st.floats(0, 1), st.integers(0, 300), st.integers(0, 300),
+       st.integers(1, 400))
+@settings(max_examples=200, deadline=None)
+def test_a_capped_groups_time_equals_the_step_by_step_sum(c0, c1, m0, m1, p0, n, cap):
+    """Each step takes max(compute, memory) at min(p, cap) positions (seconds c0 + c1 min(p, cap), m0 + ...)."""
+    gpu = load_catalog().get("h100-sxm")
+    flops_s, bw = gpu.ceiling_tflops("bf16") * 1e12, gpu.mem_bw_gbps * 1e9  # IDEAL: the ceiling and the datasheet
+    g = OpGroup("g", flops=c0 * flops_s, bytes=m0 * bw, compute_path="bf16", formula="", flops_per_pos=c1 * flops_s,
+                bytes_per_pos=m1 * bw, cap_pos=cap)
+    steps = [(c0 + c1 * min(p, cap), m0 + m1 * min(p, cap)) for p in range(p0, p0 + n)]
+    assert time_group(g, gpu, IDEAL, p0, n).time_s == pytest.approx(sum(max(c, m) for c, m in steps), rel=1e-9,
+                                                                     abs=1e-12)
+    assert pass_seconds(Phase("decode", (g,), 0.0, n, p0, 1.0), gpu, IDEAL) == pytest.approx(
+        sum(max(c, m) for c, m in steps), rel=1e-9, abs=1e-12)

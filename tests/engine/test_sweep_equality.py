@@ -18,7 +18,9 @@ FACTS = load_facts()
 
 PLANS = st.fixed_dictionaries({
     # decoders (dense and a mixture of experts), and the generic formula profiles
-    "model": st.sampled_from(["cfdna-gen", "llama-2-7b", "mixtral-8x7b", "gpt2-124m", "sea", "betarho-reduced"]),
+    # gpt-oss-20b: sliding-window layers of 128 tokens, which decode steps past p = 128 cross (OpGroup.cap_pos)
+    "model": st.sampled_from(["cfdna-gen", "llama-2-7b", "mixtral-8x7b", "gpt2-124m", "sea", "betarho-reduced",
+                              "gpt-oss-20b"]),
     "job": st.sampled_from(["generate", "infer", "train"]),
     "seqs": st.integers(1, 3_000_000),
     "samples": st.integers(1, 200_000),
@@ -29,7 +31,7 @@ PLANS = st.fixed_dictionaries({
     "accum": st.sampled_from([1, 4]),
     "ckpt": st.booleans(),
     "shard": st.sampled_from(["ddp", "fsdp"]),
-    "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "int8", "int4", "q4_k_m"]),
+    "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "int8", "int4", "q4_k_m", "mxfp4"]),
     "rt": st.sampled_from(["pytorch-eager", "torch-compile", "vllm", "llama.cpp", "tensorrt-llm"]),
     "gpus": st.sampled_from([1, 2, 4, 8]),
     "par": st.sampled_from(["auto", "data", "tensor"]),
@@ -101,6 +103,21 @@ def test_the_sweeps_seconds_are_what_explain_shows(fields):
         if e.feasible:
             assert e.seconds == pytest.approx(sum(ph.total_s for ph in e.phases), rel=1e-12), e.gpu.id
             assert e.seconds > 0
+
+
+@pytest.mark.parametrize("prec", ["bf16", "mxfp4"])
+def test_a_decode_crossing_the_sliding_window_is_the_same_both_ways(prec):
+    """gpt-oss-20b's 128-token window layers: a 100-token prompt and 200 new tokens cross the window mid-decode (the
+    capped group's two spans); the sweep and every GPU's own estimate and its explained phases agree."""
+    plan = _plan({"model": "gpt-oss-20b", "job": "generate", "seqs": 500, "prompt": 100, "gen": 200, "prec": prec,
+                  "rt": "vllm"})
+    feasible = 0
+    for e in estimate_all(plan, FACTS):
+        _same(e, estimate_gpu(plan, e.gpu, FACTS))
+        if e.feasible:
+            feasible += 1
+            assert e.seconds == pytest.approx(sum(ph.total_s for ph in e.phases), rel=1e-12), e.gpu.id
+    assert feasible
 
 
 def test_a_job_of_another_size_at_the_same_batch_reuses_the_pass_times():

@@ -13,7 +13,7 @@ import pytest
 from planner.base.schema import DataFileError, Record
 from planner.inputs.precisions import load_rules
 from planner.inputs.models import from_hf_config, parse_model_text
-from planner.inputs.models.decoder import parse_decoder
+from planner.inputs.models.decoder import WINDOW_GROUP, parse_decoder
 from planner.inputs.work import Setup
 
 # deepseek-ai/DeepSeek-V3 config.json (huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json, read 2026-11-27),
@@ -180,13 +180,24 @@ def test_a_window_caps_the_cache_and_the_keys_of_its_layers():
 def test_a_window_layer_decode_reads_the_window_not_the_context():
     m = _hf(GEMMA2_9B)
     s = _setup()
-    attn = {g.name: g for g in m.decode_work(s, 1)}["attention"]
-    per_layer_bytes = 2 * 8 * 256 * 2
+    groups = {g.name: g for g in m.decode_work(s, 1)}
+    attn, window = groups["attention"], groups[WINDOW_GROUP]
+    per_layer_bytes = 2 * 8 * 256 * 2  # K and V of 8 KV heads of 256, 2 bytes each
     assert attn.bytes_per_pos == pytest.approx(21 * per_layer_bytes)  # only the global layers grow with p
+    # the 21 window layers read min(p, 4096) positions: p per position below the window, capped at it
+    assert (window.bytes, window.bytes_per_pos, window.cap_pos) == (0.0, pytest.approx(21 * per_layer_bytes), 4096)
+    assert window.flops_per_pos == pytest.approx(21 * 4 * 16 * 256)  # 4 x heads x head_dim per key and layer
     full = _hf({**GEMMA2_9B, "sliding_window": 8192})  # a window as long as the context: no window layers
-    full_attn = {g.name: g for g in full.decode_work(s, 1)}["attention"]
-    assert full_attn.bytes_per_pos == pytest.approx(42 * per_layer_bytes)
-    assert attn.bytes - full_attn.bytes == pytest.approx(21 * 4096 * per_layer_bytes)  # the window, each step
+    full_groups = {g.name: g for g in full.decode_work(s, 1)}
+    assert WINDOW_GROUP not in full_groups
+    assert full_groups["attention"].bytes_per_pos == pytest.approx(42 * per_layer_bytes)
+    assert attn.bytes == pytest.approx(full_groups["attention"].bytes)  # Q, K, V, O and the new token's K and V
+    # manual attention writes and reads its scores (8 passes eager: score_passes) for the keys each layer has
+    manual = replace(s, attention=load_rules().attention("manual"))
+    groups = {g.name: g for g in m.decode_work(manual, 1)}
+    scores = 8 * 16 * 2  # passes x heads x 2 bytes, per layer and key
+    assert groups[WINDOW_GROUP].bytes_per_pos == pytest.approx(21 * (per_layer_bytes + scores))
+    assert groups["attention"].bytes_per_pos == pytest.approx(21 * (per_layer_bytes + scores))
 
 
 def test_state_independent_of_context_under_the_window():
@@ -362,6 +373,23 @@ def test_vit_b16_counts_86_6m_over_197_tokens():
     assert m.params + 2 * 768 == 86_567_656
 
 
+# distilbert/distilbert-base-uncased config.json (read 2026-11-27): DistilBertConfig's own key names
+DISTILBERT = {"activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1, "dim": 768,
+              "dropout": 0.1, "hidden_dim": 3072, "max_position_embeddings": 512, "model_type": "distilbert",
+              "n_heads": 12, "n_layers": 6, "sinusoidal_pos_embds": False, "tie_weights_": True, "vocab_size": 30522}
+
+
+def test_distilbert_reads_its_own_key_names_and_counts_66m():
+    m = _hf(DISTILBERT)
+    assert (m.layers, m.hidden, m.heads, m.ffn, m.kind) == (6, 768, 12, 3072, "encoder")
+    # DistilBertModel: BERT's layers; words, positions and their LayerNorm, no segment embeddings and no pooler
+    embeddings = 30522 * 768 + 512 * 768 + 2 * 768
+    assert m.params == 6 * BERT_LAYER + embeddings == 66_362_880
+    # Sanh et al. 2019 (arXiv 1910.01108, table 3): DistilBERT, 66M parameters
+    assert m.params == pytest.approx(66e6, rel=0.01)
+    assert m.dropout  # dropout 0.1, attention_dropout 0.1
+
+
 def test_an_encoder_attends_both_ways_and_caches_nothing():
     m = _hf(BERT)
     s = _setup()
@@ -397,6 +425,26 @@ def test_t5_base_counts_223m_with_one_shared_embedding():
     # Raffel et al. 2020 (JMLR 21, section 3.1.1): the Base model has "about 220 million parameters"
     assert m.params + relative_bias == pytest.approx(220e6, rel=0.015)
     assert (m.kind, m.can_generate) == ("encoder-decoder", True)
+
+
+# google/mt5-small config.json (read 2026-11-27)
+MT5_SMALL = {"architectures": ["MT5ForConditionalGeneration"], "d_ff": 1024, "d_kv": 64, "d_model": 512,
+             "feed_forward_proj": "gated-gelu", "is_encoder_decoder": True, "model_type": "mt5",
+             "num_decoder_layers": 8, "num_heads": 6, "num_layers": 8, "relative_attention_num_buckets": 32,
+             "tie_word_embeddings": False, "vocab_size": 250112}
+
+
+def test_mt5_small_counts_300m_with_a_gated_mlp_and_an_untied_head():
+    m = _hf(MT5_SMALL)
+    attn, mlp, norm = 4 * 512 * 384, 3 * 512 * 1024, 512  # 6 heads of 64; wi_0, wi_1, wo (gated-GELU); no biases
+    encoder = 8 * (attn + mlp + 2 * norm) + norm
+    decoder = 8 * (2 * attn + mlp + 3 * norm) + norm
+    shared, head = 250112 * 512, 250112 * 512  # one table for both stacks, and its own LM head
+    assert m.params == encoder + decoder + shared + head
+    # with the two relative position biases (32 buckets x 6 heads each), not counted: 300,176,768; Xue et al. 2021
+    # (mT5, arXiv 2010.11934) give mT5-Small as 300M parameters
+    assert m.params + 2 * 32 * 6 == 300_176_768
+    assert m.params == pytest.approx(300e6, rel=0.001)
 
 
 def test_whisper_large_v3_counts_1_55b():
@@ -488,7 +536,7 @@ JUNK = (None, "x", -1, 0, 10**30, [], [1, "a"], {}, True, 3.5)
 
 
 @pytest.mark.parametrize("config", [DEEPSEEK_V3, GEMMA2_9B, GEMMA3_1B, QWEN_MOE, JAMBA, QWEN3_NEXT, BERT, VIT_B16,
-                                    T5_BASE, WHISPER_L3], ids=lambda c: c["model_type"])
+                                    T5_BASE, WHISPER_L3, DISTILBERT, MT5_SMALL], ids=lambda c: c["model_type"])
 def test_any_junk_in_any_field_is_a_message_naming_a_field_never_a_traceback(config):
     for key in config:
         for junk in JUNK:

@@ -574,10 +574,10 @@ def test_mixtral_config_without_top_k_names_the_key():
 
 
 @pytest.mark.parametrize("config, field, needle", [
-    ({**BERT, "model_type": "distilbert"}, "model_type", "model_type 'distilbert' \\(BertForMaskedLM\\): an "
-                                                         "encoder-only model"),
+    ({**BERT, "model_type": "albert"}, "model_type", "model_type 'albert' \\(BertForMaskedLM\\): an "
+                                                     "encoder-only model"),
     ({**BERT, "model_type": "my-encoder"}, "architectures", "encoder-only"),
-    ({**T5, "model_type": "mt5"}, "is_encoder_decoder", "an encoder-decoder model"),
+    ({**T5, "model_type": "umt5"}, "is_encoder_decoder", "an encoder-decoder model"),
     (BART, "model_type", "model_type 'bart' \\(BartModel\\): an encoder-decoder model"),
     ({**DEEPSEEK_V2_LITE, "moe_layer_freq": 2}, "moe_layer_freq", "alternate with dense ones"),
     ({**MISTRAL_V01, "layer_types": ["linear_attention", "full_attention"] * 16}, "layer_types",

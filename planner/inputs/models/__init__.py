@@ -66,6 +66,8 @@ class ModelProfile(Protocol):
     def tensor_parallel_heads(self) -> int | None: ...  # units tensor parallel splits; None: no TP modelled
     @property
     def quantizable_params(self) -> int: ...  # weights a quantized precision stores at its own bytes (the rest 16-bit)
+    # those of them a precision of scope `scope` (Precision.quantized_weights: 'all', 'layers', 'experts') quantizes
+    def quantized_params(self, scope: str) -> int: ...
     @property
     def shard_units(self) -> int: ...  # blocks FSDP gathers one at a time (collectives per pass = 3 x this)
     @property

@@ -47,6 +47,7 @@ from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 import planner.inputs.models.decoder_text as text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
+from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups,
@@ -107,6 +108,7 @@ ATTENTION_LINEAR_MODULES = 4
 MLA_KERNELS = {False: 4, True: 6}
 # Its linear modules (q_proj or q_a_proj + q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj)
 MLA_LINEAR_MODULES = {False: 4, True: 5}
+WINDOW_GROUP = "sliding-window attention"  # a decode step's window layers: min(p, window) keys each
 # Fields that give a decoder layers of more than one kind; the page's form does not edit them
 LAYER_KIND_FIELDS = ("dense_layers", "dense_ffn", "kv_lora_rank", "q_lora_rank", "rope_dim", "v_head_dim", "window",
                      "window_layers", "encoder", "token_types", "pooler", "head_outputs", "state_layers", "ssm_inner",
@@ -442,13 +444,17 @@ class DecoderProfile(CachedHash):
         """Norm weights (and biases) plus linear biases of all layers (each MLP's own, the router has none); latent
         attention adds the norms of its Q and KV latents."""
         per_norm = self.hidden * (2 if self.norm == "layernorm" else 1)
-        mlp_bias = lambda f: f * (self.mlp_matrices - 1) + self.hidden  # noqa: E731  (up [+ gate], down)
+        mlp_bias = self.mlp_bias_params
         attn_bias = self.attn_layers * (self.q_dim + 2 * self.kv_dim + self.hidden)  # Q, K, V, O
         biases = attn_bias + sum(n * (E * mlp_bias(f) + (mlp_bias(sh) if sh else 0))
                                  for n, E, _, f, sh in self.mlp_kinds) if self.bias else 0
         latent_norms = self.q_lora_rank + self.kv_lora_rank if self.kv_lora_rank else 0
         return (self.layers * 2 * per_norm + self.attn_layers * latent_norms + biases
                 + self.state_layers * self.ssm_other_params)
+
+    def mlp_bias_params(self, ffn: int) -> int:
+        """Biases of one MLP of intermediate size `ffn` in a biased model: up [+ gate] and down."""
+        return ffn * (self.mlp_matrices - 1) + self.hidden
 
     @cached_property
     def lm_head_params(self) -> int:
@@ -471,6 +477,18 @@ class DecoderProfile(CachedHash):
         """The layers' matrices: AWQ, GPTQ, FP8 and W8A8 checkpoints keep embeddings and the LM head in 16-bit."""
         return self.matmul_total
 
+    def quantized_params(self, scope: str) -> int:
+        """Weights a precision of `scope` quantizes: the experts' matrices ('experts': gpt-oss's MXFP4; none in a
+        dense model), else the layers' matrices."""
+        return self.moe_layers * self.experts * self.expert_params if scope == EXPERTS_SCOPE else self.matmul_total
+
+    def quantized_read(self, scope: str, layer_read: float, tokens: float) -> float:
+        """Of the `layer_read` matrix weights a pass over `tokens` tokens reads, those in the quantized format: the
+        experts read (experts_read per layer) for an 'experts' scope, else all."""
+        if scope != EXPERTS_SCOPE:
+            return layer_read
+        return self.moe_layers * self.experts_read(tokens) * self.expert_params if self.experts > 1 else 0.0
+
     @cached_property
     def matmul_params(self) -> int:
         """Weights one token's forward pass multiplies by (layers with its top-k experts + LM head)."""
@@ -479,7 +497,8 @@ class DecoderProfile(CachedHash):
     @cached_property
     def active_params(self) -> int:
         """Parameters one token uses: all but the experts it is not routed to (= params for a dense model)."""
-        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params
+        unused = self.expert_params + (self.mlp_bias_params(self.ffn) if self.bias else 0)  # an expert and its biases
+        return self.params - self.moe_layers * (self.experts - self.experts_per_token) * unused
 
     @cached_property
     def token_ffn(self) -> int:
@@ -503,12 +522,6 @@ class DecoderProfile(CachedHash):
         """GPUs a layer's cache is split over: tp (by KV head), or 1 for latent attention, whose latent every head
         reads (each tensor-parallel GPU holds all of it, as vLLM and SGLang run MLA)."""
         return 1 if self.kv_lora_rank else tp
-
-    @cached_property
-    def kv_read_elems(self) -> int:
-        """Cache elements a decode step reads per key position on the full-attention layers (window layers read a
-        fixed window: decode_work)."""
-        return self.full_layers * self.kv_layer_elems
 
     @cached_property
     def _layer_traffic(self) -> tuple[float, float, float, float]:
@@ -719,7 +732,9 @@ class DecoderProfile(CachedHash):
         head_tp = s.lm_head_tp  # tp, or 1 when the runtime keeps the whole LM head on every GPU
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
         buffered = s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
-        lin_bytes = (layer_read * (p.act_bytes if buffered else p.weight_bytes) / tp
+        stored = m.quantized_read(p.quantized_weights, layer_read, bt)  # the rest at outside_weight_bytes
+        lin_bytes = ((stored * (p.act_bytes if buffered else p.weight_bytes)
+                      + (layer_read - stored) * p.outside_weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
             layer_keys = m.attn_layers * tokens * keys_max
@@ -746,7 +761,7 @@ class DecoderProfile(CachedHash):
                     lin_text + text.linear_extras(gemv, buffered, p.act_bytes),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
-            *(dequant_groups(m._quantized_read(s, layer_read), s, bt) if p.dequant_ops_per_weight else ()),
+            *(dequant_groups(m._quantized_read(s, stored), s, bt) if p.dequant_ops_per_weight else ()),
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
@@ -754,8 +769,8 @@ class DecoderProfile(CachedHash):
         )
 
     def _quantized_read(self, s: Setup, layer_read: float) -> float:
-        """Quantized weights a pass unpacks per GPU: the layers' matrices it reads, and the LM head when the format
-        quantizes it too (GGUF files, gpt-fast)."""
+        """Quantized weights a pass unpacks per GPU: the layers' quantized matrices it reads (quantized_read), and the
+        LM head when the format quantizes it too (GGUF files, gpt-fast)."""
         p = s.precision
         head = self.lm_head_params if p.outside_weight_bytes == p.weight_bytes else 0
         return layer_read / s.tp + head / s.lm_head_tp
@@ -764,7 +779,8 @@ class DecoderProfile(CachedHash):
         """The quantized-weight work of a prompt prefilled in `full` chunks of c tokens and one of `rest`: the weights
         are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
         m = self
-        q = m._quantized_read(s, m.read_total(batch * (full * c + rest)))
+        tokens = batch * (full * c + rest)
+        q = m._quantized_read(s, m.quantized_read(s.precision.quantized_weights, m.read_total(tokens), tokens))
         parts = [g._replace(flops=g.flops * full, bytes=g.bytes * full) for g in dequant_groups(q, s, batch * c)
                  ] if full else []
         for g in dequant_groups(q, s, batch * rest) if rest else ():
@@ -840,31 +856,35 @@ class DecoderProfile(CachedHash):
 
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         """One decode step for `batch` sequences: one new token each, attending p keys (affine in p) on the full
-        layers. A sliding-window layer attends min(p, window) keys, counted as the window: exact once a sequence is
-        longer than it, an upper bound before (a step's cost is affine in p here). Latent attention runs absorbed
-        (attn_flops_per_key) and reads each cached latent once for all heads."""
+        layers. A sliding-window layer attends min(p, window) keys: its own group, capped at the window
+        (OpGroup.cap_pos). Latent attention runs absorbed (attn_flops_per_key) and reads each cached latent once for
+        all heads."""
         m = self
         *head, attn, elem = self._forward(s, batch, 1, 0.0, 0, 1, "1 x batch")
         kv_tp = m.kv_split(s.tp)
-        kv_read_per_pos = batch * m.kv_read_elems * s.kv_dtype.bytes / kv_tp
         key_flops = m.attn_flops_per_key(absorbed=True) * batch / s.tp
-        window_keys = m.window_layers * m.window  # keys the window layers read each step
-        window_bytes = batch * window_keys * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
-        kv_copy_per_pos = KV_CONCAT_PASSES * kv_read_per_pos if s.kv_concat else 0.0
-        score_per_pos = (score_passes(s)[0] * batch * m.heads * m.attn_layers * s.precision.act_bytes / s.tp
+        kv_passes = 1.0 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)
+        kv_per_key = batch * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp  # one layer, one key position
+        # materialized scores, one layer, one key position (a window layer scores min(p, window) of them too)
+        score_per_key = (score_passes(s)[0] * batch * m.heads * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
-        attn = OpGroup("attention", key_flops * window_keys,
-                       attn.bytes + window_bytes * (1 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)),
-                       attn.compute_path,
+        attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
                        text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us)
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else ""),
                        flops_per_pos=key_flops * m.full_layers,
-                       bytes_per_pos=kv_read_per_pos + kv_copy_per_pos + score_per_pos, rate_factor=attn.rate_factor,
+                       bytes_per_pos=m.full_layers * (kv_per_key * kv_passes + score_per_key),
+                       rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6)
-        return (*head, attn, elem)
+        if not m.window_layers:
+            return (*head, attn, elem)
+        window = attn._replace(name=WINDOW_GROUP, bytes=0.0, formula=text.window_decode_text(m.window_layers, m.window),
+                               flops_per_pos=key_flops * m.window_layers,
+                               bytes_per_pos=m.window_layers * (kv_per_key * kv_passes + score_per_key), latency_s=0.0,
+                               cap_pos=m.window)
+        return (*head, attn, window, elem)
 
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]:
         """One micro-step: forward + backward (2x forward) [+ recomputed forward] over `size` tokens.

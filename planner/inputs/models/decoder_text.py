@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
+from planner.inputs.precisions import DECODE_LATENCY_ORIGIN, EXPERTS_SCOPE
 from planner.inputs.work import Setup
 
 
@@ -67,8 +67,10 @@ def forward_formulas(s: Setup, name: str, note: str, score_words: str, swiglu: b
     head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
     how = ("elementwise chains fused" if s.fused_elementwise
            else "eager: every op its own kernel" + (", SwiGLU's silu and product apart" if swiglu else ""))
-    return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = layer matmul params x {p.weight_bytes:g} "
-            f"B/weight{head}{note}",
+    stored = (f"expert matrix params read x {p.weight_bytes:g} B/weight + other layer matrices x "
+              f"{p.outside_weight_bytes:g} B" if p.quantized_weights == EXPERTS_SCOPE
+              else f"layer matmul params x {p.weight_bytes:g} B/weight")
+    return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = {stored}{head}{note}",
             "FLOPs = 4 x layers x heads x head_dim x keys attended"
             + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")
             + "; bytes = Q,K,V,O + KV-cache write"
@@ -181,9 +183,15 @@ def decode_layer_kinds_text(kv_lora_rank: int, window: int, window_layers: int) 
         out += ("; latent attention absorbed: per head and key 2 x (2 x kv_lora_rank + rope) FLOPs, the latent cache "
                 "read once for all heads")
     if window_layers:
-        out += (f"; the {window_layers} sliding-window layers attend min(p, {window:,}) keys, counted as {window:,} "
-                "(exact once the sequence passes the window, an upper bound before)")
+        out += f"; the {window_layers} sliding-window layers: their own group, min(p, {window:,}) keys"
     return out
+
+
+def window_decode_text(window_layers: int, window: int) -> str:
+    """A decode step's sliding-window layers' attention formula."""
+    return (f"{window_layers} sliding-window layers, each step: FLOPs = attention FLOPs per key x min(p, {window:,}) "
+            f"keys; bytes = their cached K and V (or latent) of min(p, {window:,}) positions: keys past the window "
+            "are neither read nor scored")
 
 
 def generate_activations_text(chunk: int, prompt: int) -> str:

@@ -108,6 +108,9 @@ class GenericProfile(CachedHash):
     def quantizable_params(self) -> int:
         return self.params  # formulas don't say which weights are embeddings: all count as quantized
 
+    def quantized_params(self, scope: str) -> int:
+        return self.params  # nor which are experts: any scope quantizes all, as the work formulas count them
+
     @property
     def kernels_per_forward(self) -> float:
         """The profile counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""

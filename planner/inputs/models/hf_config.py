@@ -5,9 +5,13 @@ use instead (a DataFileError, as for any bad model file).
 Read: LLaMA-style decoders (RMSNorm, gated MLP of three matrices, RoPE, no linear biases: llama, mistral, qwen2,
 qwen3, gemma, gemma2, gemma3_text), their mixture-of-experts forms (mixtral; qwen2_moe with shared experts and dense
 layers by decoder_sparse_step / mlp_only_layers; qwen3_moe), DeepSeek's (deepseek: shared experts and dense first
-layers; deepseek_v2, deepseek_v3: multi-head latent attention as well) and GPT-2.
+layers; deepseek_v2, deepseek_v3: multi-head latent attention as well), OpenAI's gpt_oss (biased attention,
+router and experts; sliding-window and full layers by layer_types) and GPT-2.
 Weights under 0.01 % of a model are not counted: Qwen2's q/k/v biases, Qwen3's and Gemma 3's q/k norms, Qwen2-MoE's
-shared-expert gate (hidden x 1), Gemma 2/3's two extra norms per layer, DeepSeek-V3's router score-correction bias.
+shared-expert gate (hidden x 1), Gemma 2/3's two extra norms per layer, DeepSeek-V3's router score-correction bias,
+gpt-oss's attention sinks and router bias.
+Encoders: bert, roberta, xlm-roberta, camembert, distilbert (DistilBertConfig's own names), vit; encoder-decoders:
+t5, mt5, whisper.
 Sliding windows: the layers the config puts on a window (`layer_types` 'sliding_attention'; Gemma 2's every other
 layer from the first; Gemma 3's `sliding_window_pattern`; Qwen2's layers from `max_window_layers` up when
 `use_sliding_window`; Mistral's every layer) cache and attend at most `sliding_window` tokens.
@@ -26,7 +30,7 @@ from planner.inputs.models.decoder_fields import ARCH
 from planner.inputs.models.encoder_decoder import EncoderDecoderProfile
 
 GATED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-         "deepseek", "deepseek_v2", "deepseek_v3", "jamba", "qwen3_next")
+         "deepseek", "deepseek_v2", "deepseek_v3", "jamba", "qwen3_next", "gpt_oss")
 GPT2 = ("gpt2",)
 READ = GATED + GPT2
 # transformers' config classes default tie_word_embeddings to true for these
@@ -38,19 +42,23 @@ LLAMA_LIKE_HINT = ("if its layers are LLaMA-like after all, write a decoder prof
 
 # Encoders read as BertModel's stack (embeddings + positions + segments + LayerNorm, post-norm layers with biases and
 # a GELU MLP, a pooler) or ViTModel's (a patch projection in place of the word embeddings, [CLS] + patches)
-SEQ2SEQ = ("t5", "whisper")  # encoder-decoders read (encoder_decoder.py)
-BERT_LIKE = ("bert", "roberta", "xlm-roberta", "camembert")
+SEQ2SEQ = ("t5", "mt5", "whisper")  # encoder-decoders read (encoder_decoder.py)
+# T5Config names (mT5: T5 v1.1's gated-GELU MLP and an untied LM head, as its config says)
+T5_LIKE = ("t5", "mt5")
+BERT_LIKE = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
+# DistilBertConfig's names for BertConfig's: hidden_size, num_hidden_layers, num_attention_heads, intermediate_size
+DISTILBERT_NAMES = {"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
+                    "intermediate_size": "hidden_dim"}
 VIT = ("vit",)
-ENCODER_ONLY = ("distilbert", "albert", "electra", "deberta", "deberta-v2",
+ENCODER_ONLY = ("albert", "electra", "deberta", "deberta-v2",
                 "camembert", "mpnet", "modernbert", "ernie", "xlm", "flaubert", "longformer", "big_bird",
                 "nomic_bert", "esm")
-ENCODER_DECODER = ("mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian", "whisper", "led",
+ENCODER_DECODER = ("umt5", "longt5", "bart", "mbart", "pegasus", "marian", "whisper", "led",
                    "blenderbot", "prophetnet", "fsmt", "switch_transformers", "nllb_moe", "encoder-decoder")
 # Families refused with the reason the decoder formulas don't fit them.
 NOT_MODELLED = {
     "gemma3": "a vision-language model (a SigLIP vision tower beside the text decoder), and no vision part is "
               "modelled; its text decoder alone is model_type gemma3_text (its text_config as a config.json)",
-    "gpt_oss": "attention sinks, biased and clamped SwiGLU experts and biased attention are not modelled",
     "mamba": "its layers are state-space (Mamba) layers, not attention",
     "mamba2": "its layers are state-space (Mamba-2) layers, not attention",
     "rwkv": "its layers are RWKV (linear-attention recurrences), not softmax attention",
@@ -281,14 +289,17 @@ def _trains_with_dropout(config: Mapping[str, Any]) -> bool:
 
 
 def _encoder(config: Mapping[str, Any], family: str, model_id: str, source: str, rec: Record) -> DecoderProfile:
-    """An encoder's profile from BertConfig / RobertaConfig / ViTConfig names: the base model with its pooler
-    (BertModel, ViTModel: the published totals count it); ViTForImageClassification has a classifier of
-    len(id2label) outputs instead. Not counted: a masked-LM head (BertForMaskedLM's transform, tied decoder and
-    bias), ViT's [CLS] token and patch-projection bias (2 x hidden)."""
-    hidden, layers = config.get("hidden_size"), config.get("num_hidden_layers")
+    """An encoder's profile from BertConfig / RobertaConfig / DistilBertConfig / ViTConfig names: the base model with
+    its pooler (BertModel, ViTModel: the published totals count it; DistilBertModel has none, nor segment
+    embeddings); ViTForImageClassification has a classifier of len(id2label) outputs instead. Not counted: a
+    masked-LM head (BertForMaskedLM's transform, tied decoder and bias), ViT's [CLS] token and patch-projection bias
+    (2 x hidden)."""
+    distil = _model_type(config) == "distilbert"
+    get = lambda key: config.get(DISTILBERT_NAMES[key] if distil else key)  # noqa: E731
     data: dict[str, Any] = {
-        "id": model_id, "name": model_id, "kind": "decoder", "encoder": True, "layers": layers, "hidden": hidden,
-        "heads": config.get("num_attention_heads"), "ffn": config.get("intermediate_size"), "ffn_kind": "gelu",
+        "id": model_id, "name": model_id, "kind": "decoder", "encoder": True, "layers": get("num_hidden_layers"),
+        "hidden": get("hidden_size"), "heads": get("num_attention_heads"), "ffn": get("intermediate_size"),
+        "ffn_kind": "gelu",
         "tied_embeddings": True, "norm": "layernorm", "learned_pos_emb": True, "bias": True, "source": source,
         "dropout": _trains_with_dropout(config)}
     archs = config.get("architectures") if isinstance(config.get("architectures"), list) else []
@@ -304,10 +315,11 @@ def _encoder(config: Mapping[str, Any], family: str, model_id: str, source: str,
                  "head_outputs": len(labels) if classifier and isinstance(labels, dict) else 0}
     else:
         data |= {"vocab": config.get("vocab_size"), "context": config.get("max_position_embeddings"),
-                 "token_types": config.get("type_vocab_size", 2), "pooler": True}
+                 "token_types": 0 if distil else config.get("type_vocab_size", 2), "pooler": not distil}
     missing = [k for k in ("layers", "hidden", "heads", "ffn", "vocab", "context") if data[k] is None]
     if missing:
-        raise rec.fail(missing[0], "missing from config.json (looked for BertConfig / ViTConfig key names)")
+        raise rec.fail(missing[0], "missing from config.json (looked for "
+                                   f"{'DistilBertConfig' if distil else 'BertConfig / ViTConfig'} key names)")
     return parse_decoder(Record(source, f"'{model_id}'", data))
 
 
@@ -329,7 +341,7 @@ def _seq2seq(config: Mapping[str, Any], family: str, model_id: str, source: str,
     get = config.get
     h = get("d_model")
     common = {"kind": "decoder", "source": source, "ffn_kind": "gelu", "tied_embeddings": True}
-    if family == "t5":
+    if family in T5_LIKE:
         gated = str(get("feed_forward_proj", "relu")).startswith("gated")
         stack = common | {"hidden": h, "heads": get("num_heads"), "head_dim": get("d_kv"), "ffn": get("d_ff"),
                           "ffn_kind": "swiglu" if gated else "gelu", "vocab": get("vocab_size"),
@@ -358,6 +370,17 @@ def _seq2seq(config: Mapping[str, Any], family: str, model_id: str, source: str,
                                  dec=_stack(rec, "decoder", dec), shared_embeddings=shared, front_params=front)
 
 
+def _gpt_oss_note(config: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """What a gpt-oss profile leaves out (GptOssAttention, GptOssTopKRouter, GptOssExperts in transformers): the
+    attention sinks (one learned logit per head and layer: one more softmax term per query, FLOPs and bytes under
+    0.01 % of a step) and the router's bias, and the experts' clamped SwiGLU (elementwise)."""
+    layers, heads, experts = (_int(data.get(k)) or 0 for k in ("layers", "heads", "experts"))
+    uncounted = layers * (heads + experts)
+    return (f"not counted: the attention sinks and router biases ({uncounted:,} weights: one sink logit per head and "
+            f"a bias per expert, each layer), whose work is one more softmax term per head and query; the experts' "
+            f"SwiGLU is clamped at swiglu_limit {config.get('swiglu_limit', 7.0)} (elementwise, counted as SwiGLU)")
+
+
 def from_hf_config(config: Mapping[str, Any], model_id: str,
                    source: str) -> DecoderProfile | EncoderDecoderProfile:
     """Build a decoder profile from a Hugging Face config.json (LLaMA/Mistral/Mixtral/Qwen/Gemma or GPT-2 keys; BERT,
@@ -381,7 +404,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
         "ffn_kind": "gelu" if is_gpt2 else "swiglu",  # 'swiglu': any gated MLP of three matrices (Gemma's GeGLU too)
         "vocab": get("vocab_size"), "context": get("max_position_embeddings", "n_positions", "n_ctx"),
         "tied_embeddings": bool(config.get("tie_word_embeddings", tied_default)),
-        "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2, "bias": is_gpt2,
+        "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2,
+        "bias": is_gpt2 or _model_type(config) == "gpt_oss",
         "source": source, **_experts(config, get, ffn), "dropout": _trains_with_dropout(config),
     }
     if config.get("head_dim"):
@@ -404,6 +428,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
         gate = hidden * heads * (data.get("head_dim") or hidden // heads)
         data["cross_check"] = (f"not counted: the full-attention layers' output gate (q_proj produces a gate beside Q: "
                                f"{gate:,} weights a layer)")
+    if _model_type(config) == "gpt_oss":
+        data["cross_check"] = _gpt_oss_note(config, data)
     mtp = _int(config.get("num_nextn_predict_layers"))
     if mtp:
         data["cross_check"] = (f"the checkpoint also holds {mtp} multi-token-prediction layer(s) "

@@ -175,6 +175,9 @@ class TracedProfile(CachedHash):
     def quantizable_params(self) -> int:
         return self.params  # the trace does not tell embeddings from matrices: all count as quantized
 
+    def quantized_params(self, scope: str) -> int:
+        return self.params  # nor experts from the rest: any scope quantizes all, as the work formulas count them
+
     @property
     def kernels_per_forward(self) -> float:
         """The trace counts eager ATen ops; in fused-block units, as the runtimes' factors expect."""
