@@ -50,6 +50,8 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
     the runtime's prefill chunk, quantized GEMV, elementwise fusion and tensor-parallel LM head when `runtimes` is
     given."""
     precision = rules.precision(plan.precision)
+    if isinstance(plan.workload, Train) and precision.train_as:  # FP8 storage trains as Transformer Engine's recipe
+        precision = rules.precision(precision.train_as)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
     if runtimes is None:
         return Setup(precision, kv, rules.attention(plan.attention))
