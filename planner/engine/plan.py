@@ -109,6 +109,9 @@ def check_plan(plan: Plan) -> None:
             raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}")
         if w.grad_accum < 1 or w.epochs <= 0 or w.samples_per_epoch < 1:
             raise ValueError("train needs samples >= 1, epochs > 0 and gradient accumulation >= 1")
+        if w.train_tokens and not m.counts_tokens:
+            raise ValueError(f"train tokens: {m.name} counts its input in {m.input_size_name}, not tokens; give "
+                             "samples and epochs instead (train tokens 0)")
     if isinstance(w, (Infer, Train)) and w.input_size < 1:
         raise ValueError("input size must be at least 1")
     if isinstance(w, Infer) and w.n_samples < 1:
