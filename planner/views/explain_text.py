@@ -15,6 +15,7 @@ from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.validation import uncertainty
+from planner.views.cluster_text import cluster_rows
 from planner.views.format import fmt_seconds, md_escape
 
 
@@ -173,7 +174,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
         attention_row(e),
     ]
-    rows += link_rows(e) + mfu_rows(e)
+    rows += link_rows(e) + cluster_rows(e) + mfu_rows(e)
     rows.append(model_row(e.plan.model))
     price = e.price
     if price:
