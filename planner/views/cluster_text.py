@@ -26,7 +26,7 @@ def cluster_sentence(e: Estimate) -> str | None:
     parts = [o.describe() for o in fit]
     parts += [f"{o.provider} {o.offer} rents {g.name} clusters of {_size(o)}, not {n:,}" for o in other]
     if none:
-        parts.append(f"no multi-node offer of {g.name} is known from {', '.join(none)}")
+        parts.append(f"no cluster offer of {g.name} (nodes on one fast network) is known from {', '.join(none)}")
     return f"{n:,} GPUs span {-(-n // g.node_gpus):,} nodes: " + "; ".join(parts)
 
 

@@ -28,7 +28,7 @@ def test_sixty_four_h100s_span_eight_nodes_and_four_providers_rent_them():
     for words in ("runpod Instant Clusters (16-256 GPUs, self-service", "lambda 1-Click Clusters", "nebius",
                   "vast.ai"):
         assert words in text
-    assert "no multi-node offer" not in text
+    assert "no cluster offer" not in text
     row = cluster_rows(e)[0]
     assert row[0] == "Multi-node clusters" and "https://docs.runpod.io/instant-clusters" in row[2]
     assert cluster_json(e)["none_from"] == []
@@ -36,6 +36,6 @@ def test_sixty_four_h100s_span_eight_nodes_and_four_providers_rent_them():
 
 def test_a_gpu_no_provider_rents_as_clusters_says_so():
     e = _estimate("l40s", 16)
-    assert cluster_sentence(e) == ("16 GPUs span 2 nodes: no multi-node offer of NVIDIA L40S 48GB is known from "
-                                   "runpod, lambda, nebius, vast.ai")
+    assert cluster_sentence(e) == ("16 GPUs span 2 nodes: no cluster offer of NVIDIA L40S 48GB (nodes on one fast "
+                                   "network) is known from runpod, lambda, nebius, vast.ai")
     assert cluster_json(e) == {"fits": [], "other_sizes": [], "none_from": ["runpod", "lambda", "nebius", "vast.ai"]}
