@@ -195,7 +195,9 @@ def mfu_rows(e: Estimate) -> list[tuple[str, str, str]]:
              f"{e.gpu.peak_tflops(path):g} {path} TFLOPS dense peak); {tokens_per_s_per_gpu(e) or 0:,.0f} tokens/s "
              "per GPU",
              "model FLOPs = 3 x the forward's (PaLM, Chowdhery et al. 2022, appendix B); recomputation under "
-             "checkpointing is not counted (planner/engine/utilization.py)")]
+             "checkpointing is not counted (planner/engine/utilization.py)"
+             + ("; an FP8 run (Transformer Engine) against the BF16 dense peak, as TorchTitan and NVIDIA report "
+                "FP8 runs" if e.setup.precision.fp8_training else ""))]
 
 
 def _announced_note(g, fields: tuple[str, ...]) -> str:

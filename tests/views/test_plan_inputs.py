@@ -44,3 +44,11 @@ def test_train_tokens_become_the_whole_samples_that_hold_them():
     assert rounded.samples_per_epoch == 333_334
     sentence = plan_inputs.plan_sentence(Inputs(model="llama-3-8b", job="train", tokens=1e12, size=4096), m)
     assert "1,000,000,000,000 tokens (244,140,625 samples of 4,096 tokens, one epoch)" in sentence
+
+
+def test_fp8_training_says_it_runs_transformer_engines_recipe():
+    m = load_models().get("llama-3-8b")
+    train = plan_inputs.plan_sentence(Inputs(model="llama-3-8b", job="train", prec="fp8", size=4096), m)
+    serve = plan_inputs.plan_sentence(Inputs(model="llama-3-8b", job="generate", prec="fp8"), m)
+    assert "in fp8 (trained as fp8-te, Transformer Engine's FP8 recipe)" in train
+    assert "in fp8," in serve and "fp8-te" not in serve
