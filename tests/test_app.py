@@ -143,6 +143,7 @@ def test_tensor_parallel_choice_reaches_the_plan_and_the_link():
 @pytest.mark.parametrize("key, value, param, expected", [
     ("samples", 2500, "samples", "2500"), ("size", 512, "size", "512"), ("epochs", 3.5, "epochs", "3.5"),
     ("opt", "sgd", "opt", "sgd"), ("accum", 4, "accum", "4"), ("ckpt", True, "ckpt", "1"),
+    ("tokens", 1e9, "tokens", "1000000000"),
 ])
 def test_training_controls(key, value, param, expected):
     at = _app({"model": "gpt2-124m", "job": "train", "samples": "1000"})
@@ -151,6 +152,12 @@ def test_training_controls(key, value, param, expected):
     at.run()
     _ok(at)
     assert _link(at)[param] == expected and _link(at)["job"] == "train"
+
+
+def test_train_tokens_plan_the_tokens_in_words():
+    at = _app({"model": "gpt2-124m", "job": "train", "tokens": "1e9", "size": "1000"})
+    _ok(at)
+    assert "1,000,000,000 tokens (1,000,000 samples of 1,000 tokens, one epoch)" in _plan_text(at)
 
 
 def test_fixed_batch_value_travels():

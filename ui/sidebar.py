@@ -112,6 +112,12 @@ def _job(m) -> None:
         c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
         c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
         c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
+        if m is None or m.counts_tokens:
+            sb.number_input("Train tokens (0 = samples x epochs)", *_bounds("train_tokens"), step=1e9,
+                            format="%.4g", key="tokens", persist_state=KEEP, help=field_help("tokens"))
+            if ss.tokens:
+                sb.caption("Samples and epochs are not used while train tokens are set (the plan at the top of "
+                           "the page says how many samples hold them).")
         sb.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
         sb.radio("Several GPUs train with", SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,

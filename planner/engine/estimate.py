@@ -411,7 +411,7 @@ def job_shape(w: Workload) -> Workload:
     if isinstance(w, Infer):
         return replace(w, n_samples=1)
     if isinstance(w, Train):
-        return replace(w, samples_per_epoch=1, epochs=1.0)
+        return replace(w, samples_per_epoch=1, epochs=1.0, train_tokens=0.0)
     return w  # a kind of job this does not know: its size stays in the key (nothing shared, nothing wrong)
 
 

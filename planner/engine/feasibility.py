@@ -11,7 +11,7 @@ from planner.base.schema import sm_label
 from planner.engine.memory import MemoryBreakdown
 from planner.inputs.builds import COMPATIBLE, NATIVE, Build, BuildMatrix, Fit, sm_text, version_text
 from planner.inputs.catalog import GPU
-from planner.inputs.jobs import Generate, Workload
+from planner.inputs.jobs import Generate, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import AttentionBackend
 from planner.inputs.work import Setup
@@ -49,6 +49,8 @@ def cpu_reasons(cpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Reason
     if p.kernel is not None:
         out.append(Reason("precision", True, f"{p.id} multiplies with its library's CUDA kernels, which a CPU can't "
                           "run: choose int8, int4 or a 16-bit precision"))
+    if p.fp8_training is not None:
+        out.append(Reason("precision", True, fp8_training_problem(p.id, f"{cpu.name} is a CPU")))
     kv = s.kv_dtype
     if isinstance(w, Generate) and m.can_generate and kv.min_sm is not None and cpu.peak_tflops(kv.id) is None:
         out.append(Reason("kv_dtype", True, f"{kv.id} KV cache: {cpu.name} has no {kv.id} arithmetic"))
@@ -78,7 +80,15 @@ def support_reasons(gpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Re
     out: list[Reason] = []
     p = s.precision
     taken = gpu.run_path(p.compute_path)
-    if taken and taken != p.compute_path:  # PyTorch quietly runs the matmuls in another dtype here
+    recipe = p.fp8_training
+    if recipe is not None and not isinstance(w, Train):
+        out.append(Reason("precision", True, f"precision {p.id} is a training recipe (Transformer Engine's FP8 "
+                          "GEMMs with BF16 weights); to run FP8 weights for inference choose precision fp8"))
+    elif recipe is not None and (gpu.run_path(recipe.gemm_path) != recipe.gemm_path or not _sm_ok(gpu, p.min_sm)):
+        out.append(Reason("precision", True, fp8_training_problem(
+            p.id, f"{gpu.name} is {gpu.sm} ({gpu.architecture})" if gpu.compute_capability
+            else f"{gpu.name} has no {recipe.gemm_path} path in the catalog")))
+    elif taken and taken != p.compute_path:  # PyTorch quietly runs the matmuls in another dtype here
         out.append(Reason("precision", False, f"{p.id} matmuls need {sm_label(p.min_sm)}+; {gpu.name} ({gpu.sm}) runs "
                           f"them in {taken}, as PyTorch ignores the {p.id} setting there"))
     elif taken is None or not _sm_ok(gpu, p.min_sm):
@@ -90,6 +100,12 @@ def support_reasons(gpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Re
         out.append(Reason("kv_dtype", True, f"{s.kv_dtype.id} KV cache needs {sm_label(s.kv_dtype.min_sm)}+; "
                           f"{gpu.name} is {gpu.sm}"))
     return out
+
+
+def fp8_training_problem(precision: str, device: str) -> str:
+    """Why FP8 training (Transformer Engine) can't run on `device` (described by the caller), naming the field."""
+    return (f"precision {precision}: FP8 training runs its GEMMs on FP8 tensor cores (Transformer Engine: Ada SM89, "
+            f"Hopper SM90, Blackwell SM100+); {device}: choose precision bf16")
 
 
 # ---------------------------------------------------------------- attention backends

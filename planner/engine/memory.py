@@ -71,6 +71,8 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
     else:
         items = [MemoryItem("weights", params * (FP32_BYTES + copy) / BYTES_PER_GB,
                             "{:,} params x (fp32 master 4 B + autocast copy {:g} B)", (params, copy))]
+    if p.fp8_training is not None:
+        items.append(_fp8_copies(m, p.fp8_training.weight_copy_bytes, k))
     items += [MemoryItem("gradients", params * FP32_BYTES / k / BYTES_PER_GB,
                          "{:,} params x fp32 gradient (4 B) / {} GPU(s)", (params, k)),
               MemoryItem("optimizer", params * OPTIMIZERS[w.optimizer] / k / BYTES_PER_GB,
@@ -78,6 +80,18 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
                          (params, OPTIMIZERS[w.optimizer], w.optimizer, k))]
     items.append(m.train_activation_memory(s, batch, w.input_size, w.checkpointing))
     return items
+
+
+def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int) -> MemoryItem:
+    """The FP8 copies (weight and transpose) an FP8 training recipe holds of the layers' matrices (quantizable_params):
+    every layer's on one GPU; under FSDP (k > 1) those of the blocks gathered at a time."""
+    if k > 1:
+        unit = min(m.shard_unit_params, m.quantizable_params)
+        return MemoryItem("FP8 weight copies", FSDP_GATHERED_UNITS * unit * copy_bytes / BYTES_PER_GB,
+                          "2 gathered layers x {:,} params x {:g} B (FP8 weight + transpose)", (unit, copy_bytes))
+    return MemoryItem("FP8 weight copies", m.quantizable_params * copy_bytes / BYTES_PER_GB,
+                      "{:,} layer weights x {:g} B (FP8 weight + transpose, held from forward to backward)",
+                      (m.quantizable_params, copy_bytes))
 
 
 @lru_cache(maxsize=8192)

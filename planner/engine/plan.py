@@ -50,6 +50,8 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
     the runtime's prefill chunk, quantized GEMV, elementwise fusion and tensor-parallel LM head when `runtimes` is
     given."""
     precision = rules.precision(plan.precision)
+    if isinstance(plan.workload, Train) and precision.train_as:  # FP8 storage trains as Transformer Engine's recipe
+        precision = rules.precision(precision.train_as)
     kv = rules.kv_dtype(plan.kv_dtype) if plan.kv_dtype else rules.default_kv_dtype(precision)
     if runtimes is None:
         return Setup(precision, kv, rules.attention(plan.attention))
@@ -109,6 +111,9 @@ def check_plan(plan: Plan) -> None:
             raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}")
         if w.grad_accum < 1 or w.epochs <= 0 or w.samples_per_epoch < 1:
             raise ValueError("train needs samples >= 1, epochs > 0 and gradient accumulation >= 1")
+        if w.train_tokens and not m.counts_tokens:
+            raise ValueError(f"train tokens: {m.name} counts its input in {m.input_size_name}, not tokens; give "
+                             "samples and epochs instead (train tokens 0)")
     if isinstance(w, (Infer, Train)) and w.input_size < 1:
         raise ValueError("input size must be at least 1")
     if isinstance(w, Infer) and w.n_samples < 1:

@@ -7,6 +7,13 @@ sec. 6): a training step's model FLOPs are 3 x its forward's (the backward compu
 activations and weights, 2 x the forward). Recomputation under activation checkpointing is work the GPUs do but not
 model FLOPs (counting it gives hardware FLOPs utilization, HFU), so MFU falls when checkpointing is on.
 
+FP8 training (Transformer Engine, precision fp8-te) is reported against the BF16 dense peak, as training stacks
+report it: TorchTitan's MFU divides by get_peak_flops, 'hardcoded BF16 type peak flops' per GPU, float8 runs
+included (pytorch/torchtitan torchtitan/tools/utils.py, read 2026-11-27), and NVIDIA's Megatron-Bridge/NeMo
+performance summaries give FP8 runs' 'Model TFLOP/sec/GPU' from the same model FLOPs (docs.nvidia.com/nemo/
+megatron-bridge performance-summary, read 2026-11-27). The recipe's compute_path is bf16 (its FP8 GEMMs are a
+separate path), so the peak below is the BF16 one; an FP8 run can thus exceed what BF16 could reach.
+
 Pure: reads an Estimate, no I/O.
 """
 

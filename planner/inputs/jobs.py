@@ -30,6 +30,9 @@ BOUNDS = {
     "sequences": Bound(1, 10**12), "prompt_tokens": Bound(1, 10**7), "gen_tokens": Bound(1, 10**7),
     "samples": Bound(1, 10**12), "input_size": Bound(1, 10**7), "epochs": Bound(0.001, 10**5, integer=False),
     "grad_accum": Bound(1, 10**5), "gpus": Bound(1, 1024), "batch": Bound(1, 10**7),
+    # training tokens asked for in place of samples x epochs (0 = not given): 10^15 is ~30x the largest published
+    # pretraining run (Llama 4 Behemoth, ~3e13 tokens)
+    "train_tokens": Bound(0, 10**15, integer=False),
     # percent of the memory the GPU reports that a plan may fill (planner.engine.plan.MEMORY_TARGET_DEFAULT)
     "memory_target_pct": Bound(50, 100, integer=False),
 }
@@ -80,11 +83,20 @@ class Train:
     checkpointing: bool = False
     grad_accum: int = 1
     sharding: str = "ddp"  # 'ddp': every GPU holds all states; 'fsdp': weights, grads, optimizer sharded (ZeRO-3)
+    # the tokens asked for when the job was given in tokens (for_tokens: samples_per_epoch their whole samples, one
+    # epoch); 0 = given as samples x epochs
+    train_tokens: float = 0.0
     kind: str = "train"
 
     @property
     def items(self) -> int:
         return math.ceil(self.samples_per_epoch * self.epochs)
+
+    @classmethod
+    def for_tokens(cls, tokens: float, input_size: int, **choices) -> Train:
+        """Training on `tokens` tokens of `input_size`-token samples: the whole samples that hold them (rounded up),
+        one epoch."""
+        return cls(max(1, math.ceil(tokens / input_size)), input_size, 1.0, train_tokens=float(tokens), **choices)
 
 
 Workload = Generate | Infer | Train

@@ -61,6 +61,32 @@ class QuantKernel:
         return self.launches_per_call + (1.0 if buffered else 0.0)
 
 
+MAX_CAST_BYTES = 16  # parser cap on the bytes one element of a GEMM input costs an FP8 cast (read or write)
+
+
+@dataclass(frozen=True)
+class Fp8Training:
+    """A training recipe that runs the transformer layers' linear GEMMs in FP8 (NVIDIA Transformer Engine).
+
+    gemm_path: the compute path those GEMMs run at, forward and backward (QKV, output projection, MLP; the LM head,
+      attention and elementwise work keep the precision's compute_path). cast_read_bytes / cast_write_bytes: bytes
+      one element of a GEMM input (activation and weight forward, output gradient backward) costs its cast to FP8:
+      the high-precision read(s) and the FP8 writes (the tensor and its transpose). weight_copy_bytes: the FP8
+      copies of each layer weight held during a step.
+    """
+
+    gemm_path: str
+    cast_read_bytes: float
+    cast_write_bytes: float
+    weight_copy_bytes: float
+    source: str
+
+    @property
+    def cast_bytes(self) -> float:
+        """Bytes one element costs its cast: read plus writes."""
+        return self.cast_read_bytes + self.cast_write_bytes
+
+
 @dataclass(frozen=True)
 class Precision:
     """A numeric format: the tensor-core path matmuls run at, bytes per weight and per activation element.
@@ -87,6 +113,8 @@ class Precision:
     runtimes: tuple[str, ...] = ()
     kernel: QuantKernel | None = None
     pipelined_on: tuple[str, ...] = ()
+    fp8_training: Fp8Training | None = None  # a training-only recipe with FP8 GEMMs (fp8-te)
+    train_as: str | None = None  # the precision a train job runs when this one is chosen (fp8 -> fp8-te)
 
     @property
     def outside_weight_bytes(self) -> float:
@@ -238,7 +266,8 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
     for i, raw in enumerate(records):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
-                        "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "note", "source"))
+                        "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "fp8_training", "train_as",
+                        "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -247,8 +276,10 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                     rec.number("dequant_ops_per_weight", required=False, lo=0,
                                                hi=MAX_DEQUANT_OPS) or 0.0,
                                     rec.strings("runtimes", required=False) or (), _quant_kernel(rec),
-                                    rec.strings("pipelined_on", required=False) or ()))
+                                    rec.strings("pipelined_on", required=False) or (),
+                                    _fp8_training(rec), rec.text("train_as", required=False) or None))
     unique_ids(path, (p.id for p in precisions))
+    _check_train_as(path, records, precisions)
     kvs = []
     for i, raw in enumerate(doc["kv_dtypes"]):
         rec = Record.of(path, i, raw)
@@ -256,6 +287,28 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         kvs.append(KVDtype(rec.text("id"), rec.number("bytes", lo=0.25, hi=8),
                            rec.compute_capability("min_sm", required=False), rec.text("source")))
     return PrecisionRules(tuple(precisions), tuple(kvs), _attention_backends(path, doc["attention_backends"]))
+
+
+def _fp8_training(rec: Record) -> Fp8Training | None:
+    """The optional `fp8_training` block of a precision (Fp8Training's fields)."""
+    sub = rec.child("fp8_training", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("gemm_path", "cast_read_bytes", "cast_write_bytes", "weight_copy_bytes", "source"))
+    return Fp8Training(sub.text("gemm_path", choices=COMPUTE_PATHS),
+                       sub.number("cast_read_bytes", lo=0, hi=MAX_CAST_BYTES),
+                       sub.number("cast_write_bytes", lo=0, hi=MAX_CAST_BYTES),
+                       sub.number("weight_copy_bytes", lo=0, hi=MAX_CAST_BYTES), sub.text("source"))
+
+
+def _check_train_as(path: str | Path, records: list, precisions: list[Precision]) -> None:
+    """Each `train_as` names a training recipe of this file (a precision with an fp8_training block)."""
+    recipes = {p.id for p in precisions if p.fp8_training is not None}
+    for i, p in enumerate(precisions):
+        if p.train_as is not None and p.train_as not in recipes:
+            raise Record.of(path, i, records[i]).fail(
+                "train_as", f"{p.train_as!r} is not a precision of this file with an fp8_training block "
+                            f"(those: {', '.join(sorted(recipes)) or 'none'})")
 
 
 def _quant_kernel(rec: Record) -> QuantKernel | None:

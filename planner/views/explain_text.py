@@ -15,6 +15,7 @@ from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.validation import uncertainty
+from planner.views.cluster_text import cluster_rows
 from planner.views.format import fmt_seconds, md_escape
 
 
@@ -173,7 +174,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
         attention_row(e),
     ]
-    rows += link_rows(e) + mfu_rows(e)
+    rows += link_rows(e) + cluster_rows(e) + mfu_rows(e)
     rows.append(model_row(e.plan.model))
     price = e.price
     if price:
@@ -194,7 +195,9 @@ def mfu_rows(e: Estimate) -> list[tuple[str, str, str]]:
              f"{e.gpu.peak_tflops(path):g} {path} TFLOPS dense peak); {tokens_per_s_per_gpu(e) or 0:,.0f} tokens/s "
              "per GPU",
              "model FLOPs = 3 x the forward's (PaLM, Chowdhery et al. 2022, appendix B); recomputation under "
-             "checkpointing is not counted (planner/engine/utilization.py)")]
+             "checkpointing is not counted (planner/engine/utilization.py)"
+             + ("; an FP8 run (Transformer Engine) against the BF16 dense peak, as TorchTitan and NVIDIA report "
+                "FP8 runs" if e.setup.precision.fp8_training else ""))]
 
 
 def _announced_note(g, fields: tuple[str, ...]) -> str:

@@ -50,8 +50,9 @@ MAX_AUTOSTOP_MIN = 7 * 24 * 60
 # The largest node clouds rent: 8 GPUs on one board (AWS p4d/p5, GCP a3, Azure ND, Lambda 8x: HGX boards). A plan
 # beyond it is num_nodes nodes of the largest power of two up to 8 that divides its GPU count.
 MAX_GPUS_PER_NODE = 8
-NO_MULTI_NODE = ("no multi-node: rented only on clouds where SkyPilot runs one node per cluster; RunPod has no "
-                 "multi-node (data/skypilot.yaml multi_node)")
+NO_MULTI_NODE = ("no multi-node: rented only on clouds where SkyPilot runs one node per cluster; SkyPilot runs no "
+                 "multi-node cluster on RunPod (data/skypilot.yaml multi_node; RunPod's own Instant Clusters are "
+                 "ordered in its console: data/clusters.yaml)")
 HF_SECRET = "HF_TOKEN"  # what huggingface_hub reads for a gated repo's token
 SCRIPT_SUFFIXES = (".py", ".sh", ".ipynb", ".ts", ".js", ".rb", ".pl", ".R", ".jl", ".lua")
 # What the launch's own options are (the value each takes, True or False): the plan command the task carries leaves
@@ -323,7 +324,8 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     if nodes > 1:
         task["num_nodes"] = nodes
         notes.append(f"{plan.gpus} GPUs: {nodes} nodes of {per_node} (num_nodes), on clouds with multi-node "
-                     "clusters, RunPod's GPUs left out (it has no multi-node); `run` runs on every node: "
+                     "clusters, RunPod's GPUs left out (SkyPilot runs no multi-node cluster there); `run` runs on "
+                     "every node: "
                      "$SKYPILOT_NODE_RANK and $SKYPILOT_NODE_IPS tell them apart")
     task["resources"] = resources
     task["envs"] = {"PLANNER_PLAN": link}

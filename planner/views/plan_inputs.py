@@ -58,6 +58,7 @@ class Inputs:
     samples: int = 10_000
     size: int = 256
     epochs: float = 1.0
+    tokens: float = 0.0  # training tokens in place of samples x epochs (0 = not given)
     opt: str = "adamw"
     ckpt: bool = False
     accum: int = 1
@@ -201,6 +202,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "job": choice_parser(lambda: JOBS),
     "seqs": _bounded("sequences"), "prompt": _bounded("prompt_tokens"), "gen": _bounded("gen_tokens"),
     "samples": _bounded("samples"), "size": _bounded("input_size"), "epochs": _bounded("epochs"),
+    "tokens": _bounded("train_tokens"),
     "opt": choice_parser(lambda: sorted(OPTIMIZERS)), "ckpt": parse_bool, "accum": _bounded("grad_accum"),
     "shard": choice_parser(lambda: SHARDINGS),
     "batch": _batch, "prec": choice_parser(_precisions), "kv": choice_parser(_kv_dtypes), "attn": _attention,
@@ -250,6 +252,9 @@ PLAN_FIELDS = (
     PlanField("size", "--input-size", "infer/train: tokens per sample, or a profile's input size (default: the "
               "model's)"),
     PlanField("epochs", "--epochs", "train: epochs (fractions allowed)"),
+    PlanField("tokens", "--train-tokens", "train: tokens to train on, e.g. 1e12, in place of samples x epochs: the "
+              "whole samples of the input size that hold them, one epoch (0 = samples and epochs); the job's time and "
+              "cost are then those of training on that many tokens"),
     PlanField("opt", "--optimizer", "train: the optimizer, for its states' memory", lambda: sorted(OPTIMIZERS)),
     PlanField("ckpt", "--checkpointing", "train: activation checkpointing: recompute activations in the backward "
               "pass (less memory, about one more forward pass of time)"),
@@ -361,6 +366,9 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
         workload = Generate(inputs.seqs, inputs.prompt, inputs.gen)
     elif inputs.job == "infer":
         workload = Infer(inputs.samples, inputs.size)
+    elif inputs.tokens:
+        workload = Train.for_tokens(inputs.tokens, inputs.size, optimizer=inputs.opt, checkpointing=inputs.ckpt,
+                                    grad_accum=inputs.accum, sharding=inputs.shard)
     else:
         workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum,
                          inputs.shard)
@@ -383,8 +391,11 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
         job = (f"Run inference on {inputs.samples:,} sample{'s' if inputs.samples != 1 else ''} of {inputs.size:,} "
                f"{size_name(model)}")
     else:
-        job = (f"Train on {inputs.samples:,} samples of {inputs.size:,} {size_name(model)} for "
-               f"{number_text(inputs.epochs)} epoch{'s' if inputs.epochs != 1 else ''} ({inputs.opt}"
+        amount = (f"{inputs.tokens:,.0f} tokens ({Train.for_tokens(inputs.tokens, inputs.size).samples_per_epoch:,} "
+                  f"samples of {inputs.size:,} {size_name(model)}, one epoch)" if inputs.tokens else
+                  f"{inputs.samples:,} samples of {inputs.size:,} {size_name(model)} for "
+                  f"{number_text(inputs.epochs)} epoch{'s' if inputs.epochs != 1 else ''}")
+        job = (f"Train on {amount} ({inputs.opt}"
                f"{', activation checkpointing' if inputs.ckpt else ''}"
                f"{f', gradient accumulation {inputs.accum}' if inputs.accum > 1 else ''}"
                f"{', FSDP-sharded over the GPUs' if inputs.shard == 'fsdp' and inputs.gpus > 1 else ''})")
@@ -395,6 +406,9 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
         gpus += f" ({inputs.par} parallel)"
     memory = (f", memory filled to at most {number_text(inputs.mem)} % of what each GPU reports"
               if inputs.mem != DEFAULTS.mem else "")
-    return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {inputs.prec}, "
+    trains_as = load_rules().precision(inputs.prec).train_as if inputs.job == "train" else None
+    precision = (f"{inputs.prec} (trained as {trains_as}, Transformer Engine's FP8 recipe)" if trains_as
+                 else inputs.prec)
+    return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {precision}, "
             f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}, {batch}, {gpus}"
             f"{memory}, RunPod {inputs.tier} prices.")

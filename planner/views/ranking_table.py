@@ -19,6 +19,7 @@ from planner.inputs.catalog import STALE_AFTER_DAYS, Price
 from planner.inputs.price_snapshot import PriceDates
 from planner.inputs.price_snapshot import price_dates as snapshot_price_dates
 from planner.validation import uncertainty
+from planner.views.cluster_text import cluster_json
 from planner.views.format import fmt_count, fmt_seconds, fmt_usd, md_escape, short_name, time_unit
 
 NOUNS = {"generate": "sequences", "infer": "samples", "train": "samples"}
@@ -201,6 +202,11 @@ def callout_line(c: Callout, ranked: Ranking, gpus: int, today: date | None = No
     note = (f" · ⚠ rests on a price from {e.price.date.isoformat()} ({age:,} days old)" if stale and age is not None
             else " · ⚠ rests on an undated price" if stale else "")
     billed = "whole job" if ranked.overheads else "compute"
+    clusters = cluster_json(e)  # a plan beyond one node: who rents these GPUs as a cluster
+    if clusters is not None:
+        fits = ", ".join(o["provider"] for o in clusters["fits"])
+        note += (f" · clusters of {gpus} from {fits}" if fits else
+                 f" · no provider's cluster offer of {gpus} of these GPUs is known (Explain says which)")
     return (f"{fmt_seconds(e.seconds)} compute · **{fmt_usd(ranked.bill_usd(e))}** {billed} "
             f"at ${e.price.usd_hr:.2f}/GPU-h"
             + (f" × {gpus}" if gpus > 1 else "") + (f" · {fmt_count(r)} {unit}" if r else "") + note)

@@ -31,7 +31,8 @@ PLANS = st.fixed_dictionaries({
     "accum": st.sampled_from([1, 4]),
     "ckpt": st.booleans(),
     "shard": st.sampled_from(["ddp", "fsdp"]),
-    "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "int8", "int4", "q4_k_m", "mxfp4"]),
+    "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "fp8-te", "int8", "int4", "q4_k_m", "mxfp4"]),
+    "tokens": st.sampled_from([0.0, 0.0, 0.0, 1e6, 3.3e7]),  # a training job given in tokens
     "rt": st.sampled_from(["pytorch-eager", "torch-compile", "vllm", "llama.cpp", "tensorrt-llm"]),
     "gpus": st.sampled_from([1, 2, 4, 8]),
     "par": st.sampled_from(["auto", "data", "tensor"]),

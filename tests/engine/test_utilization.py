@@ -2,7 +2,7 @@
 
 import pytest
 
-from planner.engine.estimate import estimate_gpu
+from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.engine.utilization import cost_per_billion_tokens, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
 from planner.inputs.catalog import load_catalog
@@ -53,3 +53,20 @@ def test_tokens_per_gpu_and_cost_of_a_billion_tokens():
 def test_no_mfu_outside_training():
     plan = Plan(load_models().get("llama-2-7b"), Generate(100, 1, 128), "bf16")
     assert mfu(estimate_gpu(plan, load_catalog().get("h100-sxm"), FACTS)) is None
+
+
+def test_time_and_cost_to_train_a_trillion_tokens():
+    # 10^12 tokens of 4,096-token samples = 244,140,625 samples exactly: the job is those samples, its cost the
+    # cost of a billion tokens x 1,000
+    m = load_models().get("llama-2-7b")
+    plan = Plan(m, Train.for_tokens(1e12, SEQ, sharding="fsdp"), "bf16", gpus=8)
+    e = estimate_gpu(plan, load_catalog().get("h100-sxm"), FACTS)
+    assert plan.workload.items == 244_140_625
+    assert e.tokens_per_s * e.seconds == pytest.approx(1e12)
+    assert cost_per_billion_tokens(e) * 1_000 == pytest.approx(e.cost())
+
+
+def test_train_tokens_are_refused_for_a_model_not_counted_in_tokens():
+    generic = next(m for m in load_models().models if not m.counts_tokens)
+    with pytest.raises(ValueError, match="train tokens"):
+        estimate_all(Plan(generic, Train.for_tokens(1e9, 100), "bf16"), FACTS)

@@ -5,7 +5,7 @@ import pytest
 from planner.engine.estimate import estimate_all
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
-from planner.inputs.jobs import Generate
+from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import load_models
 from planner.views import explain_text, ranking_table
 from tests.fixtures.plans import ranking_of
@@ -157,3 +157,11 @@ def test_explain_names_the_model_with_its_cross_check():
     name, value, source = explain_text.model_row(m)
     assert name == "Model" and value.startswith("671,026,404,352 parameters")
     assert "cross-check: The checkpoint (685B) also holds one multi-token-prediction module" in source
+
+
+def test_an_fp8_training_run_states_its_mfu_against_the_bf16_peak():
+    # H100 SXM: 989 dense BF16 TFLOPS (datasheet; FP8 1,979): the MFU row divides by the BF16 figure and says why
+    e = next(e for e in ranking_of(model="llama-2-7b", workload=Train(1_000, 2048, 1, sharding="fsdp"),
+                                   precision="fp8-te", gpus=8, batch=1) if e.gpu.id == "h100-sxm")
+    (name, value, source), = explain_text.mfu_rows(e)
+    assert "x 989 bf16 TFLOPS dense peak" in value and "against the BF16 dense peak" in source

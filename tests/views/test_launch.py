@@ -332,7 +332,8 @@ def test_a_16_gpu_plan_is_two_nodes_of_eight_on_clouds_with_multi_node(skypilot)
     got = {next(iter(r["accelerators"])) for r in parsed["resources"]}
     assert got and not got & {"H100-NVL", "RTX4090", "H200-SXM", "A100-80GB-SXM"}  # RunPod's names only
     text = launch.skypilot_yaml(task, "p", "o", notes=notes)
-    assert "RunPod has no multi-node" in text and any("h200-sxm" in n and "no multi-node" in n for n in notes)
+    assert "SkyPilot runs no multi-node cluster there" in text
+    assert any("h200-sxm" in n and "no multi-node" in n for n in notes)
     assert not any(e.feasible for e in ranking if e.gpu.id in ("h100-nvl", "rtx-4090"))
     assert launch.node_layout(8) == (1, 8) and launch.node_layout(12) == (3, 4) and launch.node_layout(24) == (3, 8)
 

@@ -32,3 +32,23 @@ def test_a_name_typed_with_a_control_character_is_not_a_valid_model_and_says_whi
     with pytest.raises(DataFileError) as err:
         plan_inputs.custom_decoder(arch)
     assert err.value.field == "name" and "U+001B" in err.value.problem
+
+
+def test_train_tokens_become_the_whole_samples_that_hold_them():
+    m = load_models().get("llama-3-8b")
+    # 10^12 / 4,096 = 244,140,625 exactly; 10^9 / 3,000 = 333,333.3 -> 333,334 samples (the last one partly used)
+    exact = plan_inputs.to_plan(Inputs(model="llama-3-8b", job="train", tokens=1e12, size=4096, epochs=3.0), m)
+    assert exact.workload.samples_per_epoch == 244_140_625 and exact.workload.epochs == 1.0
+    assert exact.workload.train_tokens == 1e12
+    rounded = plan_inputs.to_plan(Inputs(model="llama-3-8b", job="train", tokens=1e9, size=3000), m).workload
+    assert rounded.samples_per_epoch == 333_334
+    sentence = plan_inputs.plan_sentence(Inputs(model="llama-3-8b", job="train", tokens=1e12, size=4096), m)
+    assert "1,000,000,000,000 tokens (244,140,625 samples of 4,096 tokens, one epoch)" in sentence
+
+
+def test_fp8_training_says_it_runs_transformer_engines_recipe():
+    m = load_models().get("llama-3-8b")
+    train = plan_inputs.plan_sentence(Inputs(model="llama-3-8b", job="train", prec="fp8", size=4096), m)
+    serve = plan_inputs.plan_sentence(Inputs(model="llama-3-8b", job="generate", prec="fp8"), m)
+    assert "in fp8 (trained as fp8-te, Transformer Engine's FP8 recipe)" in train
+    assert "in fp8," in serve and "fp8-te" not in serve

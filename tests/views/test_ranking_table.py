@@ -136,6 +136,18 @@ def test_the_cheapest_callout_says_when_it_rests_on_a_stale_price():
     assert ("rests on a price from" in line) == (age > 90)
 
 
+def test_a_callout_beyond_one_node_names_the_providers_with_clusters():
+    from datetime import date
+    ranked = rank(ranking_of(workload=Train(1_000, 256, 1), gpus=64), None)
+    line_of = {c.estimate.gpu.id: ranking_table.callout_line(c, ranked, 64, date(2026, 11, 22))
+               for c in callouts(ranked)}
+    assert line_of
+    for gpu, line in line_of.items():
+        # RunPod's Instant Clusters (16-256 GPUs) rent H100 SXM, H200, B200 and A100 SXM 80GB (data/clusters.yaml)
+        assert ("clusters of 64 from runpod" in line) == (gpu in ("h100-sxm", "h200-sxm", "b200", "a100-sxm-80gb"))
+        assert "clusters of 64 from" in line or "no provider's cluster offer of 64" in line
+
+
 def test_training_rows_show_mfu_and_the_cost_of_a_billion_tokens_after_throughput():
     ests = ranking_of(workload=Train(1_000, 256, 1))
     rows, unit, rate_name = ranking_table.ranking_rows(ests, rank(ests, None), "train", {}, {})

@@ -123,7 +123,7 @@ def test_decode_takes_lists_as_parse_qs_and_streamlit_give_them():
     ("tier", "gold"), ("psrc", "rumour"), ("vendor", "Apple"), ("cpus", "maybe"), ("minvram", "-1"), ("maxusd", "inf"),
     ("feasible", "2"), ("priced", "yes please"), ("gpu", "rtx-9090"), ("shard", "zero9"), ("mem", "120"),
     ("par", "pipeline"),
-    ("mem", "49"), ("mem", "ninety"),
+    ("mem", "49"), ("mem", "ninety"), ("tokens", "-1"), ("tokens", "1e16"), ("tokens", "lots"),
 ])
 def test_each_invalid_value_is_named_and_falls_back_alone(param, bad):
     good = {"model": "llama-2-7b", "job": "train", "samples": "5000", "prec": "fp16", "tier": "community"}
@@ -391,3 +391,9 @@ def test_a_gpu_you_described_travels_in_the_link_and_a_name_without_it_is_droppe
     assert orphan.gpu == "" and [w.param for w in warnings] == ["gpu"]
     bad, warnings = share.decode({"mygpu": mine.replace("mem=64", "mem=0")})
     assert bad.mygpu == "" and "your GPU's mem" in str(warnings[0])
+
+
+def test_train_tokens_travel_in_a_train_link_only():
+    back, warnings = decode(encode(Inputs(model="llama-2-7b", job="train", tokens=1e12)))
+    assert warnings == [] and back.tokens == 1e12
+    assert "tokens" not in encode(Inputs(model="llama-2-7b", job="infer", tokens=1e12))

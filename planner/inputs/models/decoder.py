@@ -48,6 +48,7 @@ from planner.base.units import BYTES_PER_GB, FP32_BYTES
 import planner.inputs.models.decoder_text as text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.precisions import EXPERTS_SCOPE
+from planner.inputs.models.fp8_training import fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups,
@@ -925,11 +926,16 @@ class DecoderProfile(CachedHash):
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
         read = m.read_total(T) + m.lm_head_params  # the experts some token was routed to
+        linear = ((OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
+                           read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
+                           text.train_linear_text(fb, checkpointing, T, m._experts_note(T)),
+                           gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),)
+                  if p.fp8_training is None else  # Transformer Engine: the layers' GEMMs in FP8, the LM head not
+                  fp8_linear_groups(p.fp8_training, m.linear_gemms(T, 0, 1), m.lm_head_gemm(T, 1), T, m.active_total,
+                                    m.read_total(T), m.lm_head_params, b, p.compute_path, s.attention_path,
+                                    checkpointing, float(GRAD_ACCUMULATE_BYTES), m._experts_note(T)))
         return (
-            OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
-                    read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
-                    text.train_linear_text(fb, checkpointing, T, m._experts_note(T)),
-                    gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),
+            *linear,
             *m.scan_groups(s, batch, S, passes=fb, state_passes=0.0),
             OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, qkvo * fb + scores + layout_copy, s.attention_path,
                     text.train_attention_text(s, manual, attn_mult, bwd, fb, text.score_text(s, score_passes(s), False),
