@@ -97,7 +97,11 @@ def scaled(facts, k: int):
 def measure(repeats: int) -> dict:
     """This process's planner: {figure: [median wall ms, median CPU ms]} and the sweep's size."""
     facts, model = load_facts(), load_models().get("cfdna-gen")
-    precisions = [p.id for p in facts.rules.precisions if not p.runtimes]
+    # every precision a dense decoder's generate job runs on any runtime: not the runtime-only formats (GGUF, the
+    # library kernels), nor a training-only recipe (fp8-te) or an experts-only format (mxfp4), which add estimates
+    # that refuse or repeat bf16; getattr: the base tree of --base may predate those fields
+    precisions = [p.id for p in facts.rules.precisions if not p.runtimes and getattr(p, "fp8_training", None) is None
+                  and getattr(p, "quantized_weights", "all") != "experts"]
     out = {"gpus": len(facts.catalog.gpus), "precisions": len(precisions)}
     for k in SCALES:
         f = scaled(facts, k)
