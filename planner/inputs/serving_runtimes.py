@@ -45,6 +45,11 @@ class Scheduler:
     # share of the running requests' remaining output tokens kept free in the KV cache when admitting a request
     # (SGLang's new_token_ratio); 0: admit on the prompt alone and preempt when decodes run out (vLLM)
     reserve_output_share: float = 0.0
+    # the engine can split prefill and decode over separate servers, moving each prompt's KV cache between them
+    disaggregated: bool = False
+    # a step's CPU work (scheduling, metadata) runs under the GPU's previous step instead of before it (SGLang's
+    # overlap scheduler): the runtime profile's step_host_us is not added to its steps
+    host_overlapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,10 @@ class SchedulerProfile:
     source: str
     efficiency_note: str = ""
     reserve_output_share: float = 0.0
+    disaggregated: bool = False
+    disaggregation_source: str = ""
+    host_overlapped: bool = False
+    host_overlap_source: str = ""
 
     def on(self, gpu_id: str, vram_gib: float) -> Scheduler:
         """The scheduler with the defaults of the last tier this GPU qualifies for."""
@@ -71,7 +80,7 @@ class SchedulerProfile:
                 tier = t
         return Scheduler(self.id, self.name, self.efficiency_of, tier.max_num_seqs, tier.token_budget,
                          self.mixed_batches, self.chunked_prefill, self.memory_fraction,
-                         self.reserve_output_share)
+                         self.reserve_output_share, self.disaggregated, self.host_overlapped)
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,11 @@ def _launch(rec: Record) -> str:
     return text
 
 
+def _sourced(rec: Record, flag: str, source: str) -> str:
+    """The source text of a yes/no fact (required once the flag is given)."""
+    return " ".join((rec.text(source, required=flag in rec.data) or "").split())
+
+
 @lru_cache(maxsize=4)
 def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
     """The serving engines of `path` (data/serving.yaml); DataFileError naming file, record and field."""
@@ -118,7 +132,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "efficiency_of", "efficiency_note", "mixed_batches", "chunked_prefill",
                         "memory_fraction", "tiers", "launch", "port", "readiness_path", "source",
-                        "reserve_output_share"))
+                        "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
+                        "host_overlap_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -128,6 +143,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             rec.flag("chunked_prefill"), rec.number("memory_fraction", lo=0.05, hi=1.0), tiers, _launch(rec),
             int(rec.number("port", lo=1, hi=65_535, integer=True)), path_text, " ".join(rec.text("source").split()),
             " ".join((rec.text("efficiency_note", required=False) or "").split()),
-            rec.number("reserve_output_share", required=False, lo=0, hi=1) or 0.0))
+            rec.number("reserve_output_share", required=False, lo=0, hi=1) or 0.0,
+            rec.flag("disaggregated", default=False), _sourced(rec, "disaggregated", "disaggregation_source"),
+            rec.flag("host_overlapped", default=False), _sourced(rec, "host_overlapped", "host_overlap_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))
