@@ -87,3 +87,30 @@ def test_llama_cpp_does_not_split_and_short_prompts_keep_aggregated_serving():
                  runtimes=("llama.cpp",), tps=(1,))
     assert not any(c.disaggregated for c in (dep.runner_ups + dep.left_out))
     assert disaggregation_verdict(dep) == ""
+
+
+def test_an_fp8_kv_cache_doubles_the_tokens_served_and_halves_the_bytes_moved():
+    """--kv-dtype reaches the serving simulation: an fp8 cache stores 1 byte per element in place of bf16's 2, so
+    65,536 B per Llama-3-8B token; the weights and activations are unchanged, so the same free memory holds twice
+    the tokens, and a prompt's cache moves in half the time."""
+    bf16 = step_times(_plan(4096, 16), H100, FACTS, VLLM, 1, 4096)
+    fp8_plan = Plan(load_models().get("llama-3-8b"), Generate(1, 4096, 16), "bf16", runtime="vllm", kv_dtype="fp8")
+    fp8 = step_times(fp8_plan, H100, FACTS, VLLM, 1, 4096)
+    assert fp8.kv_gb_per_token * 1e9 == pytest.approx(KV_BYTES_PER_TOKEN / 2, rel=1e-6)
+    assert fp8.fixed_gb == pytest.approx(bf16.fixed_gb)
+    assert abs(fp8.kv_tokens - 2 * bf16.kv_tokens) <= 1
+    link = kv_link(H100, 1, 2)
+    assert kv_transfer_seconds(fp8, 4096, link) == pytest.approx(kv_transfer_seconds(bf16, 4096, link) / 2)
+
+
+def test_sglangs_overlap_scheduler_takes_vllms_host_work_off_each_step():
+    """SGLang v0.4's scheduler prepares the next batch on the CPU while the GPU runs this one (serving.yaml
+    host_overlapped, with its source); SGLang's steps borrow vLLM's runtime profile, whose 1,900 us of host work per
+    step (runtimes.yaml step_host_us) the GPU waits for under vLLM. So the same decode step is 1.9 ms shorter."""
+    sglang = SCHEDULERS.get("sglang").on(H100.id, H100.vram_gib)
+    assert sglang.host_overlapped and not VLLM.host_overlapped
+    plan = _plan(512, 256)
+    v = step_times(plan, H100, FACTS, VLLM, 1, 768)
+    s = step_times(plan, H100, FACTS, sglang, 1, 768)
+    for b in (1, 16, 128):
+        assert v.seconds(b, 0, b * 768, 0.0, b) - s.seconds(b, 0, b * 768, 0.0, b) == pytest.approx(1.9e-3, rel=1e-3)
