@@ -35,7 +35,7 @@ from planner.engine.serving_sim import (DEFAULT_REQUESTS, Pools, RatePoint, Requ
 from planner.inputs.catalog import GPU
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
-from planner.inputs.serving_runtimes import Scheduler, Schedulers
+from planner.inputs.serving_runtimes import Scheduler, SchedulerProfile, Schedulers
 
 TP_DEGREES = (1, 2, 4, 8)
 MAX_REPLICAS = 1024
@@ -67,6 +67,7 @@ class Candidate:
     pools: Pools | None = None
     prefill_saturation_rps: float | None = None
     kv_transfer_s: float | None = None  # the longest prompt's KV cache over the pools' link, seconds
+    kv_flags: str = ""  # the engine's flags for the plan's KV-cache dtype ('' for the model's own)
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -157,13 +158,15 @@ def _prefilter(plan: Plan, facts: Facts, gpus: list[GPU], schedulers: list, reqs
         price = facts.prices.for_gpu(gpu).get(plan.price_tier)
         for prof in schedulers:
             sched = prof.on(gpu.id, gpu.vram_gib)
+            flags, kv_why = kv_cache_flags(plan, facts, prof)
             for tp in tps:
                 usd = price.usd_hr * tp if price else None
-                pre_s, dec_s, why = request_seconds(plan, gpu, facts, sched, tp, reqs)
+                pre_s, dec_s, why = (0.0, 0.0, kv_why) if kv_why else request_seconds(plan, gpu, facts, sched, tp,
+                                                                                       reqs)
                 if not why and usd is None:
                     why = f"no {plan.price_tier} price for {gpu.name}"
                 rps = 1.0 / (pre_s + dec_s) if not why else 0.0
-                c = Candidate(gpu, sched, tp, usd, rps, why=why)
+                c = Candidate(gpu, sched, tp, usd, rps, why=why, kv_flags=flags)
                 if not why:
                     fewest = max(1, math.ceil(rate / (rps * CEILING_MARGIN)))
                     c = replace(c, floor_usd_per_hour=fewest * usd)
@@ -171,6 +174,18 @@ def _prefilter(plan: Plan, facts: Facts, gpus: list[GPU], schedulers: list, reqs
                 if sched.disaggregated:
                     out.append(_disaggregated(c, pre_s, dec_s, rate))
     return out
+
+
+def kv_cache_flags(plan: Plan, facts: Facts, prof: SchedulerProfile) -> tuple[str, str]:
+    """(the engine's launch flags for the plan's KV-cache dtype, '') or ('', why it has no such cache); the model's
+    own dtype (no --kv-dtype, or the one the precision keeps) needs no flag."""
+    kv = (plan.kv_dtype or "").lower()
+    if not kv or kv == facts.rules.default_kv_dtype(facts.rules.precision(plan.precision)).id:
+        return "", ""
+    flags = prof.kv_flags(kv)
+    if flags is None:
+        return "", f"{prof.name} has no {kv} KV cache (data/serving.yaml kv_cache_dtypes)"
+    return flags, ""
 
 
 def _disaggregated(c: Candidate, prefill_s: float, decode_s: float, rate: float) -> Candidate:

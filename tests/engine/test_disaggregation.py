@@ -1,6 +1,8 @@
 """Prefill/decode disaggregation: the KV cache's move between the pools, decode-only TPOT, and the search's choice.
 Expected figures are derived by hand from the model's shape, the links' datasheets and data/interconnects.yaml."""
 
+from dataclasses import replace
+
 import pytest
 
 from planner.engine.deployment import disaggregation_verdict, search
@@ -11,6 +13,7 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
 from planner.inputs.serving_runtimes import load_schedulers
+from planner.views.skyserve import launch_command
 
 FACTS = load_facts()
 H100 = FACTS.catalog.get("h100-sxm")
@@ -114,3 +117,19 @@ def test_sglangs_overlap_scheduler_takes_vllms_host_work_off_each_step():
     s = step_times(plan, H100, FACTS, sglang, 1, 768)
     for b in (1, 16, 128):
         assert v.seconds(b, 0, b * 768, 0.0, b) - s.seconds(b, 0, b * 768, 0.0, b) == pytest.approx(1.9e-3, rel=1e-3)
+
+
+def test_an_fp8_kv_deployment_launches_with_the_engines_flag_and_leaves_out_engines_without_one():
+    """vLLM takes --kv-cache-dtype fp8 (its engine arguments); trtllm-serve has no such flag and llama.cpp no fp8
+    cache (serving.yaml kv_cache_dtypes, sources there): those two are left out, each saying why."""
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime="vllm", kv_dtype="fp8")
+    dep = search(plan, FACTS, SCHEDULERS, [H100], Requests((512,), (256,)), 20.0, Slo(0.5, 0.05), tps=(1,))
+    assert dep.best is not None and dep.best.sched.id in ("vllm", "sglang")
+    command = launch_command(dep.best, SCHEDULERS, "meta-llama/Meta-Llama-3-8B", 768)
+    assert command.endswith({"vllm": "--kv-cache-dtype fp8", "sglang": "--kv-cache-dtype fp8_e4m3"}[dep.best.sched.id])
+    out = {c.sched.id: c.why for c in dep.runner_ups + dep.left_out if "KV cache" in c.why}
+    assert set(out) == {"tensorrt-llm", "llama.cpp"} and all("no fp8 KV cache" in w for w in out.values())
+    bf16 = replace(plan, kv_dtype="bf16")  # the model's own dtype, named: no flag, nobody left out for it
+    own = search(bf16, FACTS, SCHEDULERS, [H100], Requests((512,), (256,)), 20.0, Slo(0.5, 0.05), tps=(1,))
+    assert own.best is not None and own.best.kv_flags == ""
+    assert not any("KV cache (data/serving.yaml" in c.why for c in own.runner_ups + own.left_out)
