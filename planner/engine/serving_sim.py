@@ -20,6 +20,11 @@ allow (a prompt may be split over steps with chunked prefill; otherwise it enter
 decodes outgrow the KV cache, the most recently admitted request is preempted and recomputed later (its prompt and
 the tokens it produced prefilled again), as vLLM and SGLang do.
 
+Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
+them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
+the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
+A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time (scheduler_efficiency).
+
 Cheap: between arrivals, completions and KV exhaustion a decode-only stretch of k steps is summed in closed form
 (each step's time is affine in the step index), so the loop runs per event, not per step.
 """
