@@ -1,6 +1,7 @@
 """A rate sweep of the serving simulation, timed: Llama-3-8B bf16 on one H100 SXM under vLLM, 512 + 256 tokens per
 request, 8 rates (fractions of the simulated saturation rate), 600 requests each; the step model built once.
-Prints the median of `runs` repetitions of (step model, saturation, 8-point sweep) in milliseconds, and the sweep.
+Prints the median of `runs` repetitions of (step model, saturation, 8-point sweep) in milliseconds, and the sweep;
+then the same 8 rates served disaggregated (1 prefill + 1 decode server: both pools simulated and combined).
 
     python3 benchmarks/serving_sweep.py [runs]
 """
@@ -15,7 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.engine.plan import Plan  # noqa: E402
-from planner.engine.serving_sim import Requests, Slo, saturation_rate, step_times, sweep  # noqa: E402
+from planner.engine.serving_sim import (Pools, Requests, Slo, combine_pools, kv_link, pool_runs,  # noqa: E402
+                                        saturation_rate, step_times, sweep)
 from planner.inputs.facts import load_facts  # noqa: E402
 from planner.inputs.jobs import Generate  # noqa: E402
 from planner.inputs.models import load_models  # noqa: E402
@@ -42,8 +44,18 @@ def main(runs: int) -> None:
         build.append((t1 - t0) * 1e3)
         sat_ms.append((t2 - t1) * 1e3)
         sweep_ms.append((t3 - t2) * 1e3)
+    split_ms = []
+    pools = Pools(1, 1, kv_link(gpu, 1, 2))
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for k in SHARES:
+            rate = sat * k
+            combine_pools(st, reqs, pools, pool_runs(st, sched, reqs, rate, 1, True, 600, 0),
+                          pool_runs(st, sched, reqs, rate, 1, False, 600, 0), rate, slo, None, 600, 0)
+        split_ms.append((time.perf_counter() - t0) * 1e3)
     print(f"step model {statistics.median(build):.1f} ms, saturation {statistics.median(sat_ms):.1f} ms, "
           f"8-rate sweep {statistics.median(sweep_ms):.1f} ms (median of {runs})")
+    print(f"disaggregated 8-rate sweep (1 prefill + 1 decode) {statistics.median(split_ms):.1f} ms")
     print(f"saturation {sat:.2f} requests/s")
     for p in points:
         print(f"  rate {p.rate:7.2f}/s  TTFT p50 {p.ttft[50] * 1e3:7.1f} p95 {p.ttft[95] * 1e3:7.1f} ms  TPOT p95 "

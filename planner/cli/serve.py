@@ -9,7 +9,7 @@ import json
 import sys
 
 from planner.cli.plans import device_names, facts_of, plan_from_args
-from planner.engine.deployment import search
+from planner.engine.deployment import disaggregation_verdict, search
 from planner.engine.estimate import efficiency_on
 from planner.engine.serving import max_concurrency, serving_point
 from planner.engine.serving_sim import Requests, Slo, sweep
@@ -75,7 +75,7 @@ def _deploy(a: argparse.Namespace, plan, facts, gpus) -> int:
     reqs, slo = _requests(a), Slo(a.slo_ttft_p95, a.slo_tpot_p95)
     dep = search(plan, facts, schedulers, gpus, reqs, a.rate, slo, runtimes, n=a.requests, seed=a.seed)
     points = []
-    if dep.best is not None:
+    if dep.best is not None and not dep.best.disaggregated:  # a split deployment's pools: no one-replica sweep
         share = a.rate / dep.best.replicas
         points = sweep(dep.best.steps, dep.best.sched, reqs, [share * k for k in SWEEP_SHARES], slo,
                        dep.best.usd_per_hour_replica, a.requests, a.seed, dep.best.saturation_rps)
@@ -86,6 +86,9 @@ def _deploy(a: argparse.Namespace, plan, facts, gpus) -> int:
         print(json.dumps(doc, indent=2, default=str))
     else:
         print(emit(summary_rows(dep), a.format))
+        verdict = disaggregation_verdict(dep)
+        if verdict:
+            print(verdict, file=sys.stderr)
         if dep.best is None:
             print("no deployment meets the SLO at this rate (the rows say why each misses)", file=sys.stderr)
     return 0

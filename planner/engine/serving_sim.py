@@ -20,6 +20,11 @@ allow (a prompt may be split over steps with chunked prefill; otherwise it enter
 decodes outgrow the KV cache, the most recently admitted request is preempted and recomputed later (its prompt and
 the tokens it produced prefilled again), as vLLM and SGLang do.
 
+Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
+them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
+the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
+A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time (scheduler_efficiency).
+
 Cheap: between arrivals, completions and KV exhaustion a decode-only stretch of k steps is summed in closed form
 (each step's time is affine in the step index), so the loop runs per event, not per step.
 """
@@ -39,9 +44,10 @@ from planner.engine.memory import breakdown, usable_gb
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan
 from planner.engine.roofline import phase_seconds
-from planner.inputs.catalog import GPU
+from planner.inputs.catalog import BITS_PER_BYTE, GPU
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
+from planner.inputs.runtimes import Efficiency
 from planner.inputs.serving_runtimes import Scheduler
 
 PAIR_PROBE_TOKENS = 2048  # prefill lengths N, 2N, 3N whose second difference gives the attention per pair
@@ -94,12 +100,19 @@ def _grid(top: int) -> np.ndarray:
     return np.array(sorted(pts))
 
 
+def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -> tuple[Plan, Efficiency]:
+    """`plan` on `sched`'s runtime profile and that profile's efficiencies on `gpu`; a scheduler whose CPU work
+    overlaps the GPU's (Scheduler.host_overlapped) adds no per-step host time."""
+    p = replace(plan, runtime=sched.efficiency_of)
+    eff = efficiency_on(p, gpu, facts)
+    return p, (replace(eff, step_host_us=0.0) if sched.host_overlapped else eff)
+
+
 def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ctx_ref: int) -> StepTimes:
     """The step model of `plan`'s model on `tp` of `gpu` under `sched` (its runtime's efficiencies), asked of the
     engine at a grid of token counts; `ctx_ref` is a typical context (keys) for the decode attention's slope.
     ValueError naming the cause when the runtime can't run there."""
-    p = replace(plan, runtime=sched.efficiency_of)
-    eff = efficiency_on(p, gpu, facts)
+    p, eff = scheduler_efficiency(plan, gpu, facts, sched)
     if eff.unsupported:
         raise ValueError(f"{gpu.name}: {eff.unsupported}")
     s = replace(setup_on(p, gpu, facts), tp=tp)
@@ -161,9 +174,13 @@ class Run:
     done_times: np.ndarray  # completion time of every request, in completion order
 
 
-def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: list[int], outputs: list[int]) -> Run:
+def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: list[int], outputs: list[int],
+             prefilled: bool = False) -> Run:
     """Serve requests arriving at `arrivals` (seconds, ascending) with `prompts` input and `outputs` output tokens
-    under `sched`, each step timed by `st` (module docstring)."""
+    under `sched`, each step timed by `st` (module docstring). `prefilled`: a disaggregated decode server; requests
+    arrive with their prompt's KV cache (moved from a prefill server) and join the decoding batch as soon as the
+    cache and the request cap allow, with no prefill step; their TTFT is that wait. A request preempted there
+    rejoins the same way (its recompute on the prefill servers is not modelled)."""
     n = len(arrivals)
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
@@ -246,6 +263,21 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         if b and ctx + b + kv_pref > cap:
             preempt_last()
             continue
+        if prefilled and waiting:
+            owed = r_join - b * g
+            while waiting and b < seqs:
+                rid = waiting[0]
+                rest = outputs[rid] - produced[rid]
+                if s_ctx + b * g + b + target[rid] + 1 + int(reserve * (owed + rest)) > cap:
+                    break
+                owed += rest
+                waiting.popleft()
+                join(rid)
+            if not b:
+                if waiting:  # one that can never fit the cache (the callers check lengths first)
+                    break
+                continue
+            ctx = s_ctx + b * g
         # the prompt tokens this step can take
         room = budget - (b if sched.mixed_batches else 0)
         pieces, p, pairs, kv_new = [], 0, 0.0, 0
@@ -259,7 +291,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             p += x
             kv_new += x
         owed = r_join - b * g + r_pref
-        while waiting and room - p > 0 and b + len(prefilling) < seqs:
+        while not prefilled and waiting and room - p > 0 and b + len(prefilling) < seqs:
             rid = waiting[0]
             want = target[rid]
             rest = outputs[rid] - produced[rid]
@@ -446,25 +478,107 @@ def serve_rate(st: StepTimes, sched: Scheduler, reqs: Requests, rate: float, slo
     return summarize(run, rate, slo, usd_per_hour, saturation)
 
 
+# ----------------------------------------------------------------------------------------------- disaggregation
+
+
+@dataclass(frozen=True)
+class KvLink:
+    """The path a prompt's KV cache takes from a prefill server to a decode server: GB/s per GPU (each GPU of a
+    tensor-parallel server sends its own shard of the cache at once, to its peer on the other server) and what it
+    is."""
+
+    gbps: float
+    name: str
+
+
+def kv_link(gpu: GPU, tp: int, servers: int) -> KvLink | None:
+    """The link between the prefill and the decode servers of a deployment of `servers` servers of `tp` GPUs: the
+    GPUs' link inside a node when all of them fit one node (NVLink or PCIe; its large-transfer bus bandwidth), else
+    the network fabric between nodes (its NIC per GPU x its bus share; data/interconnects.yaml `fabrics`). None:
+    neither is known (no link between the GPUs, or more than a node and no fabric)."""
+    n = servers * tp
+    if gpu.node_gpus and n <= gpu.node_gpus:
+        link = gpu.link_for(n)
+        if link is not None and not link.fabric:
+            return KvLink(link.bus_gbps, link.kind.name)
+    fabric = next((k.fabric for k in gpu.links if k.fabric), None)
+    if fabric is None:
+        return None
+    return KvLink(fabric.gbits_per_gpu / BITS_PER_BYTE * fabric.busbw_fraction, fabric.name)
+
+
+def kv_transfer_seconds(st: StepTimes, prompt_tokens: int, link: KvLink) -> float:
+    """Seconds to move a prompt's KV cache (prompt_tokens x the memory model's GB per token on one GPU) over
+    `link`; every GPU of the server sends its shard in parallel."""
+    return prompt_tokens * st.kv_gb_per_token / link.gbps
+
+
+@dataclass(frozen=True)
+class Pools:
+    """A disaggregated deployment: `prefill` servers that only prefill (each request leaves after its first token)
+    and `decode` servers that only decode, the rate split evenly over each pool, the cache moved over `link`."""
+
+    prefill: int
+    decode: int
+    link: KvLink
+
+
+def prefill_requests(reqs: Requests) -> Requests:
+    """The same prompts with one output token: what a prefill server serves."""
+    return Requests(reqs.prompts, (1,) * len(reqs.prompts))
+
+
+def pool_runs(st: StepTimes, sched: Scheduler, reqs: Requests, rate: float, servers: int, prefill: bool,
+              n: int, seed: int) -> Run:
+    """One server of a pool of `servers` at its share of `rate` (Poisson, `seed`): a prefill server serving each
+    prompt to its first token, or a decode server receiving prefilled requests."""
+    prompts, outputs = (prefill_requests(reqs) if prefill else reqs).take(n, seed)
+    return simulate(st, sched, poisson_arrivals(rate / servers, n, seed), prompts, outputs, prefilled=not prefill)
+
+
+def combine_pools(st: StepTimes, reqs: Requests, pools: Pools, pre: Run, dec: Run, rate: float, slo: Slo | None,
+                  usd_per_hour: float | None, n: int, seed: int,
+                  saturation: tuple[float, float] | None = None) -> RatePoint:
+    """A request's path through both pools: TTFT = its prefill server's TTFT (queue + prefill) + the KV transfer of
+    its prompt + its wait at the decode server; TPOT, ITL from the decode server's decode-only steps; end-to-end the
+    prefill part and the decode server's. The same `seed` gives request i the same lengths in both runs. The point is
+    per decode server (rate, tokens/s); `usd_per_hour` is the whole deployment's, spread over its decode servers'
+    tokens. `saturation`: (prefill, decode) requests/s per server; a pool above it meets no SLO."""
+    prompts, _ = reqs.take(n, seed)
+    k = min(len(pre.ttft_s), len(dec.ttft_s))
+    start = int(n * WARMUP_SHARE)
+    move = np.array([kv_transfer_seconds(st, prompts[i], pools.link) for i in range(start, start + k)])
+    before = pre.ttft_s[:k] + move
+    run = replace(dec, ttft_s=before + dec.ttft_s[:k], tpot_s=dec.tpot_s[:k], e2e_s=before + dec.e2e_s[:k],
+                  settled=pre.settled and dec.settled and k == len(dec.ttft_s) == len(pre.ttft_s))
+    over = saturation is not None and (rate / pools.prefill > saturation[0] or rate / pools.decode > saturation[1])
+    usd = usd_per_hour / pools.decode if usd_per_hour is not None else None
+    point = summarize(run, rate / pools.decode, slo, usd)
+    if over and point.meets_slo:
+        point = replace(point, meets_slo=False)
+    return replace(point, over_saturation=over)
+
+
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:
     """Requests that can run at once: the scheduler's cap, or what the KV cache holds of the longest request."""
     return max(1, min(sched.max_num_seqs, st.kv_tokens // max(reqs.longest, 1)))
 
 
-def saturation_rate(st: StepTimes, sched: Scheduler, reqs: Requests, seed: int = 0) -> float:
+def saturation_rate(st: StepTimes, sched: Scheduler, reqs: Requests, seed: int = 0, prefilled: bool = False) -> float:
     """Requests per second the deployment completes when its queue never empties. One full batch at once (the
     concurrency limit's worth) gives a first rate; Poisson arrivals at OVERLOAD x that rate, SATURATION_WAVES batches'
     worth of them, keep the queue full, and the completions between the first and last quarter of that run over the
-    time they took are the rate (the fill and the drain left out, equal requests' waves broken up)."""
+    time they took are the rate (the fill and the drain left out, equal requests' waves broken up). `prefilled`: a
+    disaggregated decode server's (simulate)."""
     c = concurrency_limit(st, sched, reqs)
     prompts, outputs = reqs.take(c, seed)
-    burst = simulate(st, sched, [0.0] * c, prompts, outputs).done_times
+    burst = simulate(st, sched, [0.0] * c, prompts, outputs, prefilled).done_times
     if not len(burst) or burst[-1] <= 0:
         return 0.0
     first = len(burst) / float(burst[-1])
     n = min(MAX_REQUESTS, max(DEFAULT_REQUESTS, SATURATION_WAVES * c))
     prompts, outputs = reqs.take(n, seed)
-    t = simulate(st, sched, poisson_arrivals(OVERLOAD * first, n, seed), prompts, outputs).done_times
+    t = simulate(st, sched, poisson_arrivals(OVERLOAD * first, n, seed), prompts, outputs, prefilled).done_times
     lo, hi = int(len(t) * 0.25), int(len(t) * 0.75) - 1
     if hi <= lo or t[hi] <= t[lo]:
         return first

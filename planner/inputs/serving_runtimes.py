@@ -15,6 +15,7 @@ from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, un
 
 SERVING_FILE = DATA_DIR / "serving.yaml"
 MAX_TIERS = 8
+MAX_KV_DTYPES = 8
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -45,6 +46,11 @@ class Scheduler:
     # share of the running requests' remaining output tokens kept free in the KV cache when admitting a request
     # (SGLang's new_token_ratio); 0: admit on the prompt alone and preempt when decodes run out (vLLM)
     reserve_output_share: float = 0.0
+    # the engine can split prefill and decode over separate servers, moving each prompt's KV cache between them
+    disaggregated: bool = False
+    # a step's CPU work (scheduling, metadata) runs under the GPU's previous step instead of before it (SGLang's
+    # overlap scheduler): the runtime profile's step_host_us is not added to its steps
+    host_overlapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,18 @@ class SchedulerProfile:
     source: str
     efficiency_note: str = ""
     reserve_output_share: float = 0.0
+    disaggregated: bool = False
+    disaggregation_source: str = ""
+    host_overlapped: bool = False
+    host_overlap_source: str = ""
+    # (the planner's KV-cache dtype id, the flags that make the engine store its cache so); a dtype not listed, other
+    # than the model's own, is one the engine can't serve with
+    kv_cache_flags: tuple[tuple[str, str], ...] = ()
+    kv_cache_source: str = ""
+
+    def kv_flags(self, kv_dtype: str) -> str | None:
+        """The launch flags that give this engine a `kv_dtype` KV cache (None: it has none)."""
+        return dict(self.kv_cache_flags).get(kv_dtype)
 
     def on(self, gpu_id: str, vram_gib: float) -> Scheduler:
         """The scheduler with the defaults of the last tier this GPU qualifies for."""
@@ -71,7 +89,7 @@ class SchedulerProfile:
                 tier = t
         return Scheduler(self.id, self.name, self.efficiency_of, tier.max_num_seqs, tier.token_budget,
                          self.mixed_batches, self.chunked_prefill, self.memory_fraction,
-                         self.reserve_output_share)
+                         self.reserve_output_share, self.disaggregated, self.host_overlapped)
 
 
 @dataclass(frozen=True)
@@ -110,6 +128,25 @@ def _launch(rec: Record) -> str:
     return text
 
 
+def _kv_flags(rec: Record) -> tuple[tuple[str, str], ...]:
+    """kv_cache_dtypes: {KV dtype id: launch flags}, at most MAX_KV_DTYPES of them."""
+    raw = rec.data.get("kv_cache_dtypes") or {}
+    if not isinstance(raw, dict) or len(raw) > MAX_KV_DTYPES:
+        raise rec.fail("kv_cache_dtypes", f"expected a mapping of at most {MAX_KV_DTYPES} KV dtype ids to flags")
+    out = []
+    for kv, flags in raw.items():
+        if not isinstance(kv, str) or not isinstance(flags, str) or not flags.startswith("--"):
+            raise rec.fail("kv_cache_dtypes",
+                           f"expected 'dtype: --flag value', got {str(kv)[:20]!r}: {str(flags)[:40]!r}")
+        out.append((kv.lower(), " ".join(flags.split())))
+    return tuple(out)
+
+
+def _sourced(rec: Record, flag: str, source: str) -> str:
+    """The source text of a yes/no fact (required once the flag is given)."""
+    return " ".join((rec.text(source, required=flag in rec.data) or "").split())
+
+
 @lru_cache(maxsize=4)
 def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
     """The serving engines of `path` (data/serving.yaml); DataFileError naming file, record and field."""
@@ -118,7 +155,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "name", "efficiency_of", "efficiency_note", "mixed_batches", "chunked_prefill",
                         "memory_fraction", "tiers", "launch", "port", "readiness_path", "source",
-                        "reserve_output_share"))
+                        "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
+                        "host_overlap_source", "kv_cache_dtypes", "kv_cache_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -128,6 +166,9 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             rec.flag("chunked_prefill"), rec.number("memory_fraction", lo=0.05, hi=1.0), tiers, _launch(rec),
             int(rec.number("port", lo=1, hi=65_535, integer=True)), path_text, " ".join(rec.text("source").split()),
             " ".join((rec.text("efficiency_note", required=False) or "").split()),
-            rec.number("reserve_output_share", required=False, lo=0, hi=1) or 0.0))
+            rec.number("reserve_output_share", required=False, lo=0, hi=1) or 0.0,
+            rec.flag("disaggregated", default=False), _sourced(rec, "disaggregated", "disaggregation_source"),
+            rec.flag("host_overlapped", default=False), _sourced(rec, "host_overlapped", "host_overlap_source"),
+            _kv_flags(rec), _sourced(rec, "kv_cache_dtypes", "kv_cache_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

@@ -4,12 +4,17 @@ SkyServe service)."""
 
 from __future__ import annotations
 
-from planner.engine.deployment import Candidate, Deployment
+from planner.engine.deployment import Candidate, Deployment, disaggregation_verdict
 from planner.engine.serving_sim import RatePoint
 from planner.inputs.serving_runtimes import Schedulers
 from planner.views.skyserve import launch_command, model_repo, service_yaml
 
 MAX_LEFT_OUT_ROWS = 20  # the JSON lists this many of the candidates left out, and counts the rest
+# a disaggregated best has no single-command hand-off: its two pools need a router between them
+SPLIT_HAND_OFF = ("a disaggregated deployment runs two pools (prefill and decode servers) behind a router that moves "
+                  "each request's KV cache between them (the runtime's own: vLLM's KV connectors and proxy, SGLang's "
+                  "router with --disaggregation-mode, trtllm-serve disaggregated, NVIDIA Dynamo); no launch command "
+                  "or SkyServe service is written for it")
 
 
 def _ms(x: float) -> float:
@@ -35,7 +40,16 @@ def candidate_row(c: Candidate) -> dict:
            "estimated_rps_per_replica": round(c.ceiling_rps, 3),
            "saturation_rps_per_replica": None if c.saturation_rps is None else round(c.saturation_rps, 3),
            "max_num_seqs": c.sched.max_num_seqs, "token_budget": c.sched.token_budget,
-           "kv_cache_tokens": c.steps.kv_tokens if c.steps is not None else None, "why": c.why}
+           "kv_cache_tokens": c.steps.kv_tokens if c.steps is not None else None, "why": c.why,
+           "disaggregated": c.disaggregated}
+    if c.disaggregated:
+        row |= {"prefill_servers": c.pools.prefill if c.pools else None,
+                "decode_servers": c.pools.decode if c.pools else None,
+                "kv_link": c.pools.link.name if c.pools else None,
+                "kv_link_gbps_per_gpu": round(c.pools.link.gbps, 1) if c.pools else None,
+                "kv_transfer_ms_longest_prompt": None if c.kv_transfer_s is None else _ms(c.kv_transfer_s),
+                "prefill_saturation_rps_per_server": None if c.prefill_saturation_rps is None
+                else round(c.prefill_saturation_rps, 3)}
     if c.point is not None:
         row |= {"per_replica": point_row(c.point)}
     return row
@@ -51,10 +65,14 @@ def deployment_doc(dep: Deployment, schedulers: Schedulers, model_id: str, max_m
         doc["why_none"] = ("no candidate meets the SLO at this rate: the closest are listed under runner_ups with "
                            "why each misses")
     doc["runner_ups"] = [candidate_row(c) for c in dep.runner_ups]
-    doc["left_out"] = [{"gpu": c.gpu.id, "runtime": c.sched.id, "tp": c.tp, "why": c.why}
+    doc["left_out"] = [{"gpu": c.gpu.id, "runtime": c.sched.id, "tp": c.tp, "disaggregated": c.disaggregated,
+                        "why": c.why}
                        for c in dep.left_out[:MAX_LEFT_OUT_ROWS]]
     doc["left_out_count"] = len(dep.left_out)
-    if best is not None:
+    doc["disaggregation"] = disaggregation_verdict(dep)
+    if best is not None and best.disaggregated:
+        doc["hand_off_note"] = SPLIT_HAND_OFF
+    elif best is not None:
         repo = model_repo(model_id)
         doc["sweep_per_replica"] = [point_row(p) for p in sweep]
         doc["launch_command"] = launch_command(best, schedulers, repo, max_model_len)
@@ -67,7 +85,9 @@ def summary_rows(dep: Deployment) -> list[dict]:
     rows = []
     for c in ([dep.best] if dep.best else []) + list(dep.runner_ups):
         p = c.point
-        rows.append({"gpu": c.gpu.id, "runtime": c.sched.id, "tp": c.tp, "replicas": c.replicas,
+        layout = f"{c.pools.prefill} prefill + {c.pools.decode} decode" if c.disaggregated and c.pools else (
+            "disaggregated" if c.disaggregated else "aggregated")
+        rows.append({"gpu": c.gpu.id, "runtime": c.sched.id, "tp": c.tp, "layout": layout, "replicas": c.replicas,
                      "usd_per_hour": None if c.usd_per_hour is None else round(c.usd_per_hour, 2),
                      "ttft_p95_ms": _ms(p.ttft[95]) if p else None, "tpot_p95_ms": _ms(p.tpot[95]) if p else None,
                      "why": c.why or "best"})

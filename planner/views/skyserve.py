@@ -28,13 +28,15 @@ def model_repo(model_id: str) -> str:
 
 
 def launch_command(c: Candidate, schedulers: Schedulers, model: str, max_model_len: int) -> str:
-    """The engine's command line for one replica of `c`, every value quoted for a shell."""
+    """The engine's command line for one replica of `c`, every value quoted for a shell, with its KV-cache dtype's
+    flags when the plan chose one (data/serving.yaml kv_cache_dtypes)."""
     prof = schedulers.get(c.sched.id)
     kv = int(c.steps.kv_tokens * KV_HEADROOM) if c.steps is not None else max_model_len
     values = {"model": shlex.quote(model), "tp": c.tp, "max_num_seqs": c.sched.max_num_seqs,
               "token_budget": c.sched.token_budget, "max_model_len": max_model_len,
               "memory_fraction": f"{c.sched.memory_fraction:g}", "port": prof.port, "kv_tokens": max(kv, max_model_len)}
-    return prof.launch.format(**values)
+    command = prof.launch.format(**values)
+    return f"{command} {c.kv_flags}" if c.kv_flags else command
 
 
 def service(c: Candidate, schedulers: Schedulers, model: str, model_id: str,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from datetime import date
 
-from planner.engine.deployment import search
+from planner.engine.deployment import disaggregation_verdict, search
 from planner.engine.estimate import efficiency_on
 from planner.engine.serving import max_concurrency, serving_point
 from planner.engine.serving_sim import Requests, Slo
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation import uncertainty
-from planner.views.deployment_view import summary_rows
+from planner.views.deployment_view import SPLIT_HAND_OFF, summary_rows
 from planner.views.skyserve import launch_command, model_repo, service_yaml
 
 # The Accuracy tab's column names for a bias and a verdict, shared by its leave-one-source-out and split tables.
@@ -62,9 +62,15 @@ def deployment_answer(plan, gpus, facts, prompt: int, output: int, rate: float, 
         return (f"No deployment of these GPUs serves {rate:g} requests/s within {slo}; each row says why.", rows,
                 None, None)
     b, repo = dep.best, model_repo(plan.model.id)
+    verdict = disaggregation_verdict(dep)
+    if b.disaggregated:
+        return (f"Cheapest: {b.label}, ${b.usd_per_hour:,.2f}/h, serving {rate:g} requests/s within {slo} (p95 TTFT "
+                f"{b.point.ttft[95] * 1e3:,.0f} ms, p95 TPOT {b.point.tpot[95] * 1e3:,.1f} ms). {verdict[:1].upper()}"
+                f"{verdict[1:]}. {SPLIT_HAND_OFF[:1].upper()}{SPLIT_HAND_OFF[1:]}.", rows, None, None)
     sentence = (f"Cheapest: {b.replicas} replica{'s' if b.replicas > 1 else ''} of {b.tp} x {b.gpu.name} under "
                 f"{b.sched.name}, ${b.usd_per_hour:,.2f}/h, serving {rate:g} requests/s within {slo} (p95 TTFT "
-                f"{b.point.ttft[95] * 1e3:,.0f} ms, p95 TPOT {b.point.tpot[95] * 1e3:,.1f} ms per replica).")
+                f"{b.point.ttft[95] * 1e3:,.0f} ms, p95 TPOT {b.point.tpot[95] * 1e3:,.1f} ms per replica)."
+                + (f" {verdict[:1].upper()}{verdict[1:]}." if verdict else ""))
     header = f"{plan.model.name}: {rate:g} requests/s, {slo}"
     return (sentence, rows, launch_command(b, schedulers, repo, prompt + output),
             service_yaml(b, schedulers, repo, plan.model.id, prompt + output, header))
