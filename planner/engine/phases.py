@@ -218,7 +218,9 @@ def zero_comm(params: int, s: Setup, grad_accum: int) -> tuple[dict, dict]:
     reduce-scatter of the gradients and an all-gather of the updated parameters, each (N-1)/N x params x its dtype,
     the same volume as DDP's all-reduce of the same dtype). Stage 1 keeps whole gradients, so it reduces once per
     optimizer step, in the last micro-step's backward (spread over the grad_accum micro-steps, as _ddp_comm); stage 2
-    keeps only its partition, so it reduce-scatters every micro-step. The all-gather follows the optimizer step."""
+    keeps only its partition, so it reduce-scatters every micro-step (DeepSpeed's engine: "Zero stage 2 communicates
+    during non gradient accumulation boundaries as well", github.com/deepspeedai/DeepSpeed/pull/338, read
+    2026-11-27). The all-gather follows the optimizer step."""
     n = s.zero_gpus
     weight_b, grad_b, _ = zero_state_bytes(s.precision)
     sent = ring_fraction(n) * grad_b * params
