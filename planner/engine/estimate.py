@@ -343,9 +343,9 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
             reasons += (oom,)
         if oom and oom.blocking:
             blocked = True
-            if isinstance(w, Train) and f.parallelism == "data":
-                reasons += (Reason("parallelism", False, "try sharding=auto, or zero1, zero2 or fsdp: optimizer "
-                                   "states, then gradients, then weights split over the GPUs"),)
+            if isinstance(w, Train) and f.parallelism in ("data", "zero1", "zero2"):
+                reasons += (Reason("parallelism", False, "try sharding=auto, or a higher ZeRO stage (zero1, zero2, "
+                                   "fsdp): optimizer states, then gradients, then weights split over the GPUs"),)
             elif f.parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
                 reasons += (Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
                                    f"{plan.gpus} of the weights"),)

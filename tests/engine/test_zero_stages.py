@@ -140,3 +140,11 @@ def test_memory_items_say_their_formula():
     mem = breakdown(LLAMA, Train(64, 2048, 1), _setup(2), 1, 0.0)
     opt = next(i for i in mem.items if i.name == "optimizer")
     assert "/ 8 GPUs (ZeRO-2 partition)" in opt.formula and opt.gb == pytest.approx(12 * PSI / N / BYTES_PER_GB)
+
+
+def test_a_layout_that_does_not_fit_points_to_the_higher_stages():
+    # Llama-3-70B on 8 x 80 GB under ZeRO-1: 4 B/param of bf16 weights and gradients alone are 280 GB per GPU
+    big = load_models().get("llama-3-70b")
+    e = estimate_gpu(_plan("zero1", model=big), FACTS.catalog.get("a100-sxm-80gb"), FACTS)
+    assert not e.feasible and e.memory.get("weights") + e.memory.get("gradients") > 4 * big.params / 1e9 * 0.999
+    assert any("a higher ZeRO stage" in r.text for r in e.reasons)
