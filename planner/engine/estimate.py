@@ -390,13 +390,12 @@ def _layout_text(e: Estimate) -> str:
 
 def _pick_layout(plan: Plan, candidates: list[Estimate]) -> Estimate:
     """Of one GPU's estimates under each layout (_layouts), the cheapest that runs (rank_key: cost in the plan's
-    tier, then time; a tie keeps the lower stage, which partitions less), else the last (ZeRO-3, the least memory):
-    the estimate of the auto plan, with a reason naming what did not fit and what fit but cost more."""
-    runs = [e for e in candidates if e.feasible]
+    tier, then time; a tie keeps the lower stage, which partitions less), else the one needing the least memory: the
+    estimate of the auto plan, with a reason naming what did not fit and what fit but cost more."""
     if len(candidates) == 1:
-        best = candidates[0]
-        return _estimate(**{**best.__dict__, "plan": plan})
-    best = min(runs, key=rank_key) if runs else candidates[-1]
+        return _estimate(**{**candidates[0].__dict__, "plan": plan})
+    runs = [e for e in candidates if e.feasible]
+    best = min(runs, key=rank_key) if runs else min(candidates, key=lambda e: e.memory.total_gb)
     unfit = [f"{e.plan.workload.sharding} ({e.memory.total_gb:,.1f} GB per GPU at batch {e.batch}, "
              f"{e.usable_gb:,.1f} GB usable)"
              for e in candidates if not e.feasible and e.memory.total_gb > e.usable_gb]

@@ -148,3 +148,13 @@ def test_a_layout_that_does_not_fit_points_to_the_higher_stages():
     e = estimate_gpu(_plan("zero1", model=big), FACTS.catalog.get("a100-sxm-80gb"), FACTS)
     assert not e.feasible and e.memory.get("weights") + e.memory.get("gradients") > 4 * big.params / 1e9 * 0.999
     assert any("a higher ZeRO stage" in r.text for r in e.reasons)
+
+
+def test_with_no_layout_fitting_auto_shows_the_one_needing_the_least_memory():
+    # Llama-3-70B on 8 x A100 40GB: even ZeRO-3's 16 B/param / 8 = 141 GB per GPU cannot fit
+    big, gpu = load_models().get("llama-3-70b"), FACTS.catalog.get("a100-sxm-40gb")
+    each = {sh: estimate_gpu(_plan(sh, model=big), gpu, FACTS) for sh in ("ddp", "zero1", "zero2", "fsdp")}
+    least = min(each, key=lambda sh: each[sh].memory.total_gb)
+    auto = estimate_gpu(_plan("auto", model=big), gpu, FACTS)
+    assert not auto.feasible and auto.parallelism == least == "fsdp"
+    assert auto.reasons[0].text.startswith("sharding auto: no layout runs here; fsdp")
