@@ -154,6 +154,19 @@ def test_training_controls(key, value, param, expected):
     assert _link(at)[param] == expected and _link(at)["job"] == "train"
 
 
+def test_the_sharding_radio_offers_the_zero_stages_and_auto():
+    at = _app({"model": "llama-2-7b", "job": "train", "samples": "1000", "gpus": "8"})
+    radio = at.radio(key="shard")
+    assert list(radio.options) == ["DDP (full copies)", "ZeRO-1", "ZeRO-2", "FSDP (ZeRO-3)",
+                                   "Auto (cheapest that fits)"]
+    radio.set_value("auto")
+    at.run()
+    _ok(at)
+    assert _link(at)["shard"] == "auto" and "the cheapest of DDP, ZeRO-1, ZeRO-2 and FSDP that fits" in _plan_text(at)
+    one = _app({"model": "llama-2-7b", "job": "train", "samples": "1000", "gpus": "1", "shard": "zero2"})
+    assert not one.exception and any("sharding zero2" in _shown(e.value) for e in one.error)
+
+
 def test_train_tokens_plan_the_tokens_in_words():
     at = _app({"model": "gpt2-124m", "job": "train", "tokens": "1e9", "size": "1000"})
     _ok(at)

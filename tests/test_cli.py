@@ -476,3 +476,16 @@ def test_a_gpu_you_describe_in_a_yaml_file_is_ranked_and_a_missing_file_is_named
     assert json.loads(out.stdout)[0]["gpu_name"] == "My ASIC (yours)"
     missing = run("estimate", "--my-gpu", str(tmp_path / "none.yaml"))
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_sharding_takes_the_zero_stages_and_auto():
+    args = ("estimate", "--model", "llama-2-7b", "--workload", "train", "--gpus", "8", "--gpu", "a100-sxm-80gb",
+            "--format", "json")
+    auto = json.loads(run(*args, "--sharding", "auto").stdout)[0]
+    assert auto["parallelism"] in ("zero1", "zero2", "fsdp")  # DDP's 18 B/param of a 7B model cannot fit 80 GB
+    assert auto["reasons"][0]["text"].startswith("sharding auto:") and "did not fit: ddp" in auto["reasons"][0]["text"]
+    assert json.loads(run(*args, "--sharding", "zero2").stdout)[0]["parallelism"] == "zero2"
+    one = run("estimate", "--model", "llama-2-7b", "--workload", "train", "--gpus", "1", "--sharding", "zero2")
+    assert one.returncode == 2 and "sharding zero2" in one.stderr and "Traceback" not in one.stderr
+    bad = run(*args, "--sharding", "zero4")
+    assert bad.returncode == 2 and "--sharding: unknown value 'zero4'" in bad.stderr

@@ -120,7 +120,8 @@ def _job(m) -> None:
                            "the page says how many samples hold them).")
         sb.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
         sb.radio("Several GPUs train with", SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
-                 format_func={"ddp": "DDP (full copies)", "fsdp": "FSDP (sharded states)"}.get,
+                 format_func={"ddp": "DDP (full copies)", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
+                              "fsdp": "FSDP (ZeRO-3)", "auto": "Auto (cheapest that fits)"}.get,
                  help=field_help("shard"))
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:

@@ -23,13 +23,13 @@ from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
-from planner.inputs.jobs import Generate, Infer, Train, Workload
+from planner.inputs.jobs import AUTO_SHARDING, ZERO_STAGES, Generate, Infer, Train, Workload
 from planner.inputs.precisions import EXPERTS_SCOPE, AttentionBackend
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
 
 EfficiencyAdjust = Callable[[GPU, Efficiency], Efficiency]
-PARALLELISMS = ("single", "data", "tensor", "fsdp")
+PARALLELISMS = ("single", "data", "tensor", "zero1", "zero2", "fsdp")
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,13 +153,21 @@ def _unlinked(gpu: GPU, n: int) -> list[Reason]:
 def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Setup, str, list[Reason]]:
     """How plan.gpus GPUs share the job: (setup with its TP/FSDP degree, parallelism, notes).
 
-    One GPU: single. Training: FSDP (ZeRO-3) with sharding=fsdp, else DDP. Inference: tensor parallel when the user
-    asks for it, or (auto) when the weights don't fit one GPU and the model splits; otherwise data parallel.
+    One GPU: single. Training: the plan's sharding (a concrete layout: `auto` is resolved by _auto_layout before):
+    FSDP (ZeRO-3), ZeRO-1/2 or DDP. Inference: tensor parallel when the user asks for it, or (auto) when the weights
+    don't fit one GPU and the model splits; otherwise data parallel.
     """
     m, w, n = plan.model, plan.workload, plan.gpus
     if n == 1:
         return s, "single", []
     if isinstance(w, Train):
+        stage = ZERO_STAGES.get(w.sharding, 0)
+        if stage in (1, 2):
+            what = "optimizer states" if stage == 1 else "optimizer states and gradients"
+            return replace(s, zero_stage=stage, zero_gpus=n), w.sharding, [Reason(
+                "parallelism", False, f"ZeRO-{stage} over {n} GPUs: {what} partitioned, the weights whole on every "
+                f"GPU; a reduce-scatter of the gradients per {'micro-step' if stage == 2 else 'optimizer step'} and "
+                f"an all-gather of the updated weights per optimizer step over {_link(gpu, n)}")] + _unlinked(gpu, n)
         if w.sharding == "fsdp":
             return replace(s, shard=n), "fsdp", [Reason(
                 "parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer states "
@@ -335,9 +343,9 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
             reasons += (oom,)
         if oom and oom.blocking:
             blocked = True
-            if isinstance(w, Train) and f.parallelism == "data":
-                reasons += (Reason("parallelism", False, "try sharding=fsdp: weights, gradients and optimizer "
-                                   "states split over the GPUs"),)
+            if isinstance(w, Train) and f.parallelism in ("data", "zero1", "zero2"):
+                reasons += (Reason("parallelism", False, "try sharding=auto, or a higher ZeRO stage (zero1, zero2, "
+                                   "fsdp): optimizer states, then gradients, then weights split over the GPUs"),)
             elif f.parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
                 reasons += (Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
                                    f"{plan.gpus} of the weights"),)
@@ -364,13 +372,58 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
                      _split_of=partial(_split_of, f, entries, passes))
 
 
+def _layouts(plan: Plan) -> tuple[Plan, ...]:
+    """The plans an auto-sharded training plan chooses among: each concrete layout of jobs.ZERO_STAGES in order of
+    stage (DDP on one GPU, where nothing is partitioned); () for any other plan."""
+    w = plan.workload
+    if not isinstance(w, Train) or w.sharding != AUTO_SHARDING:
+        return ()
+    names = tuple(ZERO_STAGES) if plan.gpus > 1 else ("ddp",)
+    return tuple(replace(plan, workload=replace(w, sharding=name)) for name in names)
+
+
+def _layout_text(e: Estimate) -> str:
+    cost = e.cost()
+    money = f"${cost:,.2f}, " if cost is not None else ""
+    return f"{e.plan.workload.sharding} ({money}{e.seconds / 3600:,.3g} h)"
+
+
+def _pick_layout(plan: Plan, candidates: list[Estimate]) -> Estimate:
+    """Of one GPU's estimates under each layout (_layouts), the cheapest that runs (rank_key: cost in the plan's
+    tier, then time; a tie keeps the lower stage, which partitions less), else the one needing the least memory: the
+    estimate of the auto plan, with a reason naming what did not fit and what fit but cost more."""
+    if len(candidates) == 1:
+        return _estimate(**{**candidates[0].__dict__, "plan": plan})
+    runs = [e for e in candidates if e.feasible]
+    best = min(runs, key=rank_key) if runs else min(candidates, key=lambda e: e.memory.total_gb)
+    unfit = [f"{e.plan.workload.sharding} ({e.memory.total_gb:,.1f} GB per GPU at batch {e.batch}, "
+             f"{e.usable_gb:,.1f} GB usable)"
+             for e in candidates if not e.feasible and e.memory.total_gb > e.usable_gb]
+    costlier = [_layout_text(e) for e in runs if e is not best]
+    if runs:
+        why = f"sharding auto: {_layout_text(best)} is the cheapest layout that fits"
+    else:
+        why = (f"sharding auto: no layout runs here; {best.plan.workload.sharding}, the one that needs the least "
+               "memory, shown")
+    why += (f"; did not fit: {', '.join(unfit)}" if unfit else "") + (
+        f"; fit but cost more: {', '.join(costlier)}" if costlier else "")
+    fields = {**best.__dict__, "plan": plan, "reasons": (Reason("parallelism", False, why), *best.reasons)}
+    fields.pop("memory", None)  # a cached_property of the layout's plan: rebuilt from the auto plan when asked
+    return _estimate(**fields)
+
+
 def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, prices: Mapping[str, Price | None],
                 builds: BuildMatrix | None = None, fallback: AttentionBackend | None = None,
                 pinned: tuple[Build, ...] = ()) -> Estimate:
     """Estimate `plan` on `gpu` (plan.gpus of them) from resolved inputs: the plan's Setup (its attention choice is
     resolved here, per GPU, to the kernel it runs as; `fallback` is what a blocked choice suggests instead), the
     runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
-    builds (the GPU's build notes; none without a matrix)."""
+    builds (the GPU's build notes; none without a matrix). Training with sharding auto: each layout, the cheapest
+    that fits (_pick_layout)."""
+    layouts = _layouts(plan)
+    if layouts:
+        return _pick_layout(plan, [estimate_on(p, gpu, setup, efficiency, prices, builds, fallback, pinned)
+                                   for p in layouts])
     return _sized(plan, _fixed(plan, gpu, setup, efficiency, builds, fallback, pinned), dict(prices))
 
 
@@ -458,6 +511,11 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. Each estimate
     equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
+    layouts = _layouts(plan)
+    if layouts:  # sharding auto: each layout swept, the cheapest that fits per GPU (as estimate_on)
+        gpus = list(gpus)
+        per_layout = [estimate_many(p, gpus, facts, adjust) for p in layouts]
+        return [_pick_layout(plan, list(es)) for es in zip(*per_layout)]
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     if adjust is not None:

@@ -13,6 +13,7 @@ from planner.base.units import BYTES_PER_GB, FP32_BYTES
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import OPTIMIZERS, Generate, Train, Workload
 from planner.inputs.models import ModelProfile
+from planner.inputs.precisions import Precision
 from planner.inputs.work import MemoryItem, Setup, weights_item
 
 # FSDP prefetches the next block while one computes: two blocks' weights are gathered at a time
@@ -62,6 +63,8 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
     mixed = p.act_bytes < FP32_BYTES
     copy = p.act_bytes if mixed else 0
     k = s.shard
+    if s.zero_stage:
+        return _zero_items(m, w, s, batch)
     if k > 1:  # FSDP: fp32 states sharded; the compute-dtype weights of the blocks in flight gathered
         unit = m.shard_unit_params
         items = [MemoryItem("weights",
@@ -78,6 +81,37 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
               MemoryItem("optimizer", params * OPTIMIZERS[w.optimizer] / k / BYTES_PER_GB,
                          "{:,} params x {:g} B ({} states in fp32) / {} GPU(s)",
                          (params, OPTIMIZERS[w.optimizer], w.optimizer, k))]
+    items.append(m.train_activation_memory(s, batch, w.input_size, w.checkpointing))
+    return items
+
+
+def zero_state_bytes(p: Precision) -> tuple[float, float, float]:
+    """(weight, gradient, master-weight) bytes per parameter under ZeRO stage 1 or 2 as DeepSpeed holds them (ZeRO
+    paper sec. 3.1 and 5.1, https://arxiv.org/abs/1910.02054): mixed precision keeps 16-bit weights and gradients
+    and, among the partitioned optimizer states, an fp32 master copy of the weights; fp32 training keeps fp32 weights
+    and gradients and no master copy. The stage changes only what is partitioned, not the bytes."""
+    mixed = p.act_bytes < FP32_BYTES
+    return (p.act_bytes, p.act_bytes, FP32_BYTES) if mixed else (FP32_BYTES, FP32_BYTES, 0.0)
+
+
+def _zero_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[MemoryItem]:
+    """ZeRO stage 1/2 (DeepSpeed) per GPU, the paper's Figure 1: (2 + 2 + K) x params / N partitioned as 2 + 2 + K/N
+    (stage 1: optimizer states, with the fp32 master weights among them) or 2 + (2 + K)/N (stage 2: gradients too),
+    K = master 4 B + the optimizer's states (Adam 8 B: K = 12). Reduction buckets (DeepSpeed's reduce_bucket_size,
+    5e8 elements by default) are not counted."""
+    params, n, stage = m.params, s.zero_gpus, s.zero_stage
+    weight_b, grad_b, master_b = zero_state_bytes(s.precision)
+    grad_n = n if stage >= 2 else 1
+    opt_b = OPTIMIZERS[w.optimizer]
+    items = [MemoryItem("weights", params * weight_b / BYTES_PER_GB,
+                        "{:,} params x {:g} B (every GPU's whole copy, ZeRO-{})", (params, weight_b, stage)),
+             MemoryItem("gradients", params * grad_b / grad_n / BYTES_PER_GB,
+                        "{:,} params x {:g} B gradient / {} GPU(s) (ZeRO-{})", (params, grad_b, grad_n, stage)),
+             MemoryItem("optimizer", params * (opt_b + master_b) / n / BYTES_PER_GB,
+                        "{:,} params x ({:g} B {} states + {:g} B fp32 master) / {} GPUs (ZeRO-{} partition)",
+                        (params, opt_b, w.optimizer, master_b, n, stage))]
+    if s.precision.fp8_training is not None:
+        items.append(_fp8_copies(m, s.precision.fp8_training.weight_copy_bytes, 1))
     items.append(m.train_activation_memory(s, batch, w.input_size, w.checkpointing))
     return items
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
+from planner.engine.memory import zero_state_bytes
 from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import OpGroup, Setup, fold_pipelined, forward_equivalents
@@ -172,6 +173,8 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
     k = s.shard
     mixed = s.precision.act_bytes < FP32_BYTES
     groups = fold_pipelined(m.train_work(s, batch, input_size, checkpointing))
+    if s.zero_stage:
+        return _zero_steps(m, s, groups, checkpointing, optimizer, grad_accum)
     if mixed:
         cast = (FP32_BYTES + s.precision.act_bytes) * params / k
         groups += (OpGroup("mixed-precision weight cast", 0.0, cast, "fp32",
@@ -188,6 +191,43 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
                   + (f" + {unscale:g} B/param (fp16 loss scaling: the gradients unscaled in place)" if unscale else "")
                   + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
     return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0)
+
+
+def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpointing: bool, optimizer: str,
+                grad_accum: int) -> tuple[Phase, Phase]:
+    """ZeRO stage 1/2 (DeepSpeed) over s.zero_gpus GPUs: the 16-bit weights stay on every GPU (no per-micro-step
+    cast); each GPU updates its 1/N partition (writing its 16-bit copy too) and the partitions are all-gathered after
+    the step, which waits for it (no compute to hide under). The gradients are reduce-scattered in their own dtype
+    during the backward (zero_comm)."""
+    n, params = s.zero_gpus, m.params
+    micro_comm, step_comm = zero_comm(m.params, s, grad_accum)
+    kernels = m.kernels_per_forward * forward_equivalents(checkpointing)
+    micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **micro_comm)
+    traffic = OPTIMIZER_TRAFFIC[optimizer]
+    copy = s.precision.act_bytes if s.precision.act_bytes < FP32_BYTES else 0.0
+    unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0
+    opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / n, (traffic + copy + unscale) * params / n,
+                  "fp32", f"bytes = ({traffic:g} B/param ({optimizer}: read weights, grads, states; write weights, "
+                  f"states) + {copy:g} B (the updated 16-bit copy) + {unscale:g} B (fp16 unscaling)) on this GPU's "
+                  f"1/{n} partition (ZeRO-{s.zero_stage})")
+    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0, **step_comm)
+
+
+def zero_comm(params: int, s: Setup, grad_accum: int) -> tuple[dict, dict]:
+    """ZeRO stage 1/2's collectives as (per micro-step, per optimizer step) Phase fields (ZeRO paper sec. 7.2.1: a
+    reduce-scatter of the gradients and an all-gather of the updated parameters, each (N-1)/N x params x its dtype,
+    the same volume as DDP's all-reduce of the same dtype). Stage 1 keeps whole gradients, so it reduces once per
+    optimizer step, in the last micro-step's backward (spread over the grad_accum micro-steps, as _ddp_comm); stage 2
+    keeps only its partition, so it reduce-scatters every micro-step (DeepSpeed's engine: "Zero stage 2 communicates
+    during non gradient accumulation boundaries as well", github.com/deepspeedai/DeepSpeed/pull/338, read
+    2026-11-27). The all-gather follows the optimizer step."""
+    n = s.zero_gpus
+    weight_b, grad_b, _ = zero_state_bytes(s.precision)
+    sent = ring_fraction(n) * grad_b * params
+    per = 1 if s.zero_stage >= 2 else 1 / grad_accum
+    micro = dict(comm=((sent * per, (n - 1) * per, per),), comm_gpus=n, comm_overlaps=True)
+    gather = ring_fraction(n) * weight_b * params
+    return micro, dict(comm=((gather, n - 1, 1),), comm_gpus=n)
 
 
 def _fsdp_comm(m: ModelProfile, s: Setup) -> dict:

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import PRICE_TIERS
-from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train, Workload
+from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, ZERO_STAGES, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.runtimes import Runtimes
@@ -89,7 +89,7 @@ def check_plan(plan: Plan) -> None:
     if plan.parallel == "tensor" and plan.gpus > 1:
         if isinstance(w, Train):
             raise ValueError("tensor parallel is modelled for generate and infer; to split a model for training, "
-                             "use sharding fsdp")
+                             "use sharding fsdp (ZeRO-3), zero1, zero2 or auto")
         if m.tensor_parallel_heads is None:
             raise ValueError(f"tensor parallel is not modelled for {m.name} (a {m.kind} profile): choose data "
                              "parallel or auto")
@@ -108,7 +108,10 @@ def check_plan(plan: Plan) -> None:
         if w.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
         if w.sharding not in SHARDINGS:
-            raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)}")
+            raise ValueError(f"sharding must be one of {', '.join(SHARDINGS)} (got {w.sharding!r})")
+        if ZERO_STAGES.get(w.sharding) in (1, 2) and plan.gpus < 2:
+            raise ValueError(f"sharding {w.sharding} partitions training states over several GPUs: set GPUs per job "
+                             "to 2 or more, or sharding ddp for one GPU")
         if w.grad_accum < 1 or w.epochs <= 0 or w.samples_per_epoch < 1:
             raise ValueError("train needs samples >= 1, epochs > 0 and gradient accumulation >= 1")
         if w.train_tokens and not m.counts_tokens:

@@ -12,7 +12,17 @@ OPTIMIZERS = {"adam": 2.0 * FP32_BYTES, "adamw": 2.0 * FP32_BYTES, "sgd": 1.0 * 
 # DRAM bytes per parameter of one fused optimizer step, all fp32: Adam reads weight, grad, m, v (16 B) and writes
 # weight, m, v (12 B) = 28 B; SGD with momentum reads weight, grad, momentum and writes weight, momentum = 20 B.
 OPTIMIZER_TRAFFIC = {"adam": 7.0 * FP32_BYTES, "adamw": 7.0 * FP32_BYTES, "sgd": 5.0 * FP32_BYTES}
-SHARDINGS = ("ddp", "fsdp")  # multi-GPU training: full copies per GPU, or ZeRO-3 sharded states
+# Multi-GPU training layouts (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
+# Parameter Models", sec. 5, https://arxiv.org/abs/1910.02054, read 2026-11-27): ddp keeps every state on every GPU;
+# ZeRO stage 1 partitions the optimizer states over the GPUs, stage 2 the gradients too, stage 3 (fsdp: PyTorch FSDP
+# FULL_SHARD) the parameters too; auto lets the planner pick the cheapest layout that fits. DeepSpeed's docs
+# (https://deepspeed.readthedocs.io/en/stable/zero3.html, read 2026-11-27): stage 1 partitions the 32-bit weights and
+# Adam's moments, stage 2 the 16-bit gradients too. PyTorch FSDP's SHARD_GRAD_OP is stage 2's analogue, keeping the
+# gathered weights from forward to backward (torch.distributed.fsdp.ShardingStrategy,
+# https://pytorch.org/docs/stable/fsdp.html, read 2026-11-27); the planner costs stages 1 and 2 as DeepSpeed runs them.
+ZERO_STAGES = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp": 3}
+AUTO_SHARDING = "auto"
+SHARDINGS = (*ZERO_STAGES, AUTO_SHARDING)
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class Train:
     optimizer: str = "adamw"
     checkpointing: bool = False
     grad_accum: int = 1
-    sharding: str = "ddp"  # 'ddp': every GPU holds all states; 'fsdp': weights, grads, optimizer sharded (ZeRO-3)
+    sharding: str = "ddp"  # one of SHARDINGS: ddp, zero1, zero2, fsdp (ZeRO-3), or auto (the planner picks)
     # the tokens asked for when the job was given in tokens (for_tokens: samples_per_epoch their whole samples, one
     # epoch); 0 = given as samples x epochs
     train_tokens: float = 0.0

@@ -128,6 +128,10 @@ class Setup(CachedHash):
     attention: AttentionBackend
     tp: int = 1  # tensor-parallel degree: weights, heads and FLOPs split over tp GPUs
     shard: int = 1  # FSDP/ZeRO-3 degree: training states sharded over `shard` GPUs
+    # ZeRO stage 1 or 2 (jobs.ZERO_STAGES; 0 = none): optimizer states (1), and gradients (2), partitioned over
+    # zero_gpus GPUs while every GPU keeps the whole 16-bit weights (DeepSpeed's layout)
+    zero_stage: int = 0
+    zero_gpus: int = 1
     prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
     # The runtime's own CUDA-core GEMV for quantized weights (llama.cpp's mul_mat_vec_q): used for passes of at most
     # gemv_max_tokens tokens (0 = none), at gemv_ops_per_weight_token integer instructions per weight per token; a

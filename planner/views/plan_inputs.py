@@ -260,7 +260,9 @@ PLAN_FIELDS = (
               "pass (less memory, about one more forward pass of time)"),
     PlanField("accum", "--grad-accum", "train: micro-batches per optimizer step"),
     PlanField("shard", "--sharding", "train on several GPUs: ddp keeps weights, gradients and optimizer states on "
-              "every GPU and all-reduces gradients; fsdp (ZeRO-3) shards them and all-gathers weights per layer",
+              "every GPU and all-reduces gradients; zero1 partitions the optimizer states, zero2 the gradients too "
+              "(DeepSpeed ZeRO stages 1 and 2); fsdp (ZeRO-3) shards weights too and all-gathers them per layer; "
+              "auto picks the cheapest of these that fits",
               lambda: SHARDINGS),
     PlanField("batch", "--batch", "per GPU (the micro-batch when training): a number, or auto for the cheapest "
               "batch that fits"),
@@ -360,6 +362,13 @@ def number_text(x: float | int) -> str:
     return repr(float(x))
 
 
+# The plan sentence's words for a multi-GPU training layout (ddp: none, the default)
+SHARDING_PHRASES = {"zero1": ", ZeRO-1 (optimizer states partitioned over the GPUs)",
+                    "zero2": ", ZeRO-2 (optimizer states and gradients partitioned over the GPUs)",
+                    "fsdp": ", FSDP-sharded over the GPUs",
+                    "auto": ", the cheapest of DDP, ZeRO-1, ZeRO-2 and FSDP that fits"}
+
+
 def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
     """The core Plan the inputs describe (check_plan in estimate_all validates it further)."""
     if inputs.job == "generate":
@@ -398,7 +407,7 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
         job = (f"Train on {amount} ({inputs.opt}"
                f"{', activation checkpointing' if inputs.ckpt else ''}"
                f"{f', gradient accumulation {inputs.accum}' if inputs.accum > 1 else ''}"
-               f"{', FSDP-sharded over the GPUs' if inputs.shard == 'fsdp' and inputs.gpus > 1 else ''})")
+               f"{SHARDING_PHRASES.get(inputs.shard, '') if inputs.gpus > 1 else ''})")
     runtime = load_runtimes().get(inputs.rt).name
     batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"

@@ -30,7 +30,7 @@ PLANS = st.fixed_dictionaries({
     "epochs": st.sampled_from([0.5, 1.0, 3.0]),
     "accum": st.sampled_from([1, 4]),
     "ckpt": st.booleans(),
-    "shard": st.sampled_from(["ddp", "fsdp"]),
+    "shard": st.sampled_from(["ddp", "zero1", "zero2", "fsdp", "auto"]),
     "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "fp8-te", "int8", "int4", "q4_k_m", "mxfp4"]),
     "tokens": st.sampled_from([0.0, 0.0, 0.0, 1e6, 3.3e7]),  # a training job given in tokens
     "rt": st.sampled_from(["pytorch-eager", "torch-compile", "vllm", "llama.cpp", "tensorrt-llm"]),

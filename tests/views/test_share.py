@@ -397,3 +397,12 @@ def test_train_tokens_travel_in_a_train_link_only():
     back, warnings = decode(encode(Inputs(model="llama-2-7b", job="train", tokens=1e12)))
     assert warnings == [] and back.tokens == 1e12
     assert "tokens" not in encode(Inputs(model="llama-2-7b", job="infer", tokens=1e12))
+
+
+@pytest.mark.parametrize("shard", ["zero1", "zero2", "auto"])
+def test_zero_stages_and_auto_travel_in_the_link(shard):
+    m = load_models().get("llama-2-7b")
+    inputs = Inputs(model=m.id, job="train", samples=512, size=2048, gpus=8, shard=shard)
+    back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
+    assert not warnings and back.shard == shard
+    assert plan_inputs.to_plan(back, m).workload.sharding == shard
