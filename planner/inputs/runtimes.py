@@ -150,6 +150,11 @@ class RuntimeProfile:
     held: tuple[str, ...] = ()
     launch_family: str = ""  # the runtime whose launch path this one shares: its LAUNCH_PARAMS come from there
     launch_family_source: str = ""
+    # attention backends (data/precisions.yaml ids) on which the runtime's attention module materializes the KV heads
+    # repeated to the query heads (Hugging Face's repeat_kv) before attending: a GQA decode step then writes and
+    # reads the cache `heads / kv_heads` times over (Setup.kv_repeat); empty: the kernel reads the KV heads as cached
+    kv_heads_repeated_on: tuple[str, ...] = ()
+    kv_heads_repeated_source: str = ""
 
     def fixed(self) -> tuple[str, ...]:
         """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
@@ -288,12 +293,13 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
                         "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
-                        "launch_family_source"))
+                        "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
                 raise rec.fail("held", f"expected names among {', '.join(TUNABLE_PARAMS)}, got {shown(name)}")
         concat = rec.flag("kv_cache_concat", default=False)
+        repeated = rec.strings("kv_heads_repeated_on", required=False)
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -312,7 +318,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   *_tensor_parallel(rec), concat,
                                   rec.text("kv_cache_concat_source", required=concat) or "", None, held,
                                   rec.text("launch_family", required=False) or "",
-                                  rec.text("launch_family_source", required="launch_family" in rec.data) or ""))
+                                  rec.text("launch_family_source", required="launch_family" in rec.data) or "",
+                                  repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or ""))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

@@ -143,6 +143,9 @@ class Setup(CachedHash):
     fused_elementwise: bool = False  # the runtime runs chains of elementwise ops as one kernel (False: eager PyTorch)
     lm_head_split: bool = True  # the runtime's tensor parallelism splits the LM head too (False: each GPU holds it all)
     kv_concat: bool = False  # a decode step copies the whole KV cache to append to it (RuntimeProfile.kv_cache_concat)
+    # a decode step copies the cached K and V repeated to every query head before attending, and attention reads that
+    # copy (RuntimeProfile.kv_heads_repeated_on: Hugging Face's repeat_kv)
+    kv_repeat: bool = False
 
     @property
     def lm_head_tp(self) -> int:

@@ -94,6 +94,10 @@ def dropout_bytes_per_elem(act_bytes: float) -> float:
 FLASH_BWD_FLOP_RATIO = 2.5  # FlashAttention-2 backward = 5 matmuls vs 2 forward (Dao 2023)
 # A KV cache appended by torch.cat (Hugging Face's DynamicCache) is copied whole each step: read once, written once.
 KV_CONCAT_PASSES = 2.0
+# KV heads repeated to the query heads before attention (Hugging Face's repeat_kv: expand + reshape, a copy): the
+# copy is written once and attention reads it once, each `heads / kv_heads` times the cache's size; the read of the
+# cache that makes the copy stands for attention's own read of it (RuntimeProfile.kv_heads_repeated_on).
+KV_REPEAT_PASSES = 2.0
 # Kernels outside the layers per forward pass: embedding lookup, position add, final norm, LM head, sampling/loss.
 FIXED_KERNELS = 5
 GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES  # per matmul weight per micro-step: read and write its fp32 gradient
@@ -519,6 +523,14 @@ class DecoderProfile(CachedHash):
         """K and V (or latent) elements each token writes to the cache, all layers."""
         return self.attn_layers * self.kv_layer_elems
 
+    def kv_repeat_passes(self, s: Setup) -> float:
+        """Extra passes over the cached K and V of a decode step whose runtime repeats the KV heads to the query
+        heads first (Setup.kv_repeat): the copy written and read, KV_REPEAT_PASSES x heads / kv_heads cache sizes; 0
+        without grouped-query heads (repeat_kv returns the cache itself) or with latent attention (no KV heads)."""
+        if not s.kv_repeat or self.kv_lora_rank or self.kv_heads >= self.heads:
+            return 0.0
+        return KV_REPEAT_PASSES * self.heads / self.kv_heads
+
     def kv_split(self, tp: int) -> int:
         """GPUs a layer's cache is split over: tp (by KV head), or 1 for latent attention, whose latent every head
         reads (each tensor-parallel GPU holds all of it, as vLLM and SGLang run MLA)."""
@@ -865,14 +877,14 @@ class DecoderProfile(CachedHash):
         kv_tp = m.kv_split(s.tp)
         key_flops = m.attn_flops_per_key(absorbed=True) * batch / s.tp
         # appending by concatenation copies the cache: it is read once more and written once (KV_CONCAT_PASSES)
-        kv_passes = 1.0 + (KV_CONCAT_PASSES if s.kv_concat else 0.0)
+        kv_passes = 1.0 + (KV_CONCAT_PASSES if s.kv_concat else 0.0) + m.kv_repeat_passes(s)
         kv_per_key = batch * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp  # one layer, one key position
         # materialized scores, one layer, one key position (a window layer scores min(p, window) of them too)
         score_per_key = (score_passes(s)[0] * batch * m.heads * s.precision.act_bytes / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
-                       text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us)
+                       text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us, m.kv_repeat_passes(s))
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else ""),
                        flops_per_pos=key_flops * m.full_layers,

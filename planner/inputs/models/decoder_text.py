@@ -96,10 +96,12 @@ def chunked_kv_text(chunks: int, c: int) -> str:
     return f"; {chunks} chunks of {c} tokens: each reads the K, V before it"
 
 
-def decode_attention_text(kv_concat: bool, layers: int, latency_us: float) -> str:
+def decode_attention_text(kv_concat: bool, layers: int, latency_us: float, repeat_passes: float = 0.0) -> str:
     return ("FLOPs = 4 x layers x heads x head_dim x p per sequence; "
             "bytes = KV cache read (p tokens) + write"
             + ("; the append copies the whole cache (torch.cat: read + write of p tokens)" if kv_concat else "")
+            + (f"; the KV heads repeated to the query heads first (repeat_kv: a copy {repeat_passes / 2:g}x the cache,"
+               f" written and read: {repeat_passes:g} x p tokens)" if repeat_passes else "")
             + latency_text(layers, latency_us))
 
 
