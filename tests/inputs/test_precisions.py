@@ -395,3 +395,43 @@ def test_which_quantized_kernels_pipeline_follows_their_sources():
     ids = {rt.id for rt in load_runtimes().runtimes}
     assert all(set(p.pipelined_on) <= ids for p in r.precisions)
     assert load_runtimes().get("llama.cpp").gemv.pipelined
+
+
+# ---------------------------------------------------------------- FP8 weight-only (vLLM's FP8-Marlin on Ampere)
+
+def test_fp8_runs_weight_only_under_vllm_on_ampere_only():
+    """vLLM docs 'FP8 W8A8' (0.5.5): Ampere runs FP8 checkpoints as weight-only W8A16 with FP8 Marlin; SM89+ has
+    FP8 tensor cores (the native record), other runtimes have no such path."""
+    fp8 = load_rules().precision("fp8")
+    on_a100 = fp8.weight_only_on((8, 0), "vllm")
+    assert (on_a100.compute_path, on_a100.weight_bytes, on_a100.pipelined_on) == ("fp16", 1.0, ("vllm",))
+    assert on_a100.dequant_ops_per_weight == load_rules().precision("int8").dequant_ops_per_weight  # Marlin's 3 / 2
+    assert "FP8-Marlin" in on_a100.runs_as and on_a100.min_sm == (8, 0)
+    assert fp8.weight_only_on((8, 6), "vllm").compute_path == "fp16"  # A10, RTX 3090
+    for cc, runtime in (((8, 9), "vllm"), ((9, 0), "vllm"), ((7, 5), "vllm"), ((8, 0), "pytorch-eager"),
+                        ((8, 0), "llama.cpp"), (None, "vllm")):
+        assert fp8.weight_only_on(cc, runtime) is fp8
+    ids = {rt.id for rt in load_runtimes().runtimes}
+    assert all(set(p.weight_only.runtimes) <= ids for p in load_rules().precisions if p.weight_only)
+
+
+@pytest.mark.parametrize("block, field", [
+    ("{runtimes: [vllm], min_sm: '8.6', max_sm: '8.0', compute_path: fp16, dequant_ops_per_weight: 1, "
+     "kernel_name: k, source: s}", "max_sm"),
+    ("{runtimes: [vllm], min_sm: '8.0', max_sm: '8.6', compute_path: fp9, dequant_ops_per_weight: 1, "
+     "kernel_name: k, source: s}", "compute_path"),
+    ("{runtimes: [vllm], min_sm: '8.0', max_sm: '8.6', compute_path: fp16, dequant_ops_per_weight: 1, "
+     "kernel_name: k}", "source"),
+])
+def test_a_bad_weight_only_block_names_its_field(tmp_path, block, field):
+    path = tmp_path / "p.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
+                    "  - {id: q, compute_path: fp8, weight_bytes: 1, min_sm: '8.9',"
+                    f" act_bytes: 2, weight_only: {block}, note: n, source: s}}\n"
+                    "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
+                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
+                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
+                    "source: s}]\n")
+    with pytest.raises(DataFileError) as exc:
+        load_rules(path)
+    assert exc.value.field == field and "weight_only" in exc.value.record
