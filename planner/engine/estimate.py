@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
-                                        support_reasons)
+                                        precision_on, support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
@@ -236,6 +236,7 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     kernel, the builds, the parallelism, and memory as an affine function of the batch (memory.max_batch's two
     evaluations)."""
     m, w, eff = plan.model, plan.workload, efficiency
+    setup = precision_on(gpu, setup, plan.runtime)  # FP8 under vLLM on Ampere: weight-only FP8-Marlin
     reasons = support_reasons(gpu, setup, w, m)
     if gpu.kind == "cpu":  # any x86 PyTorch build runs there, and the CPU kernels are PyTorch's own (cpu_reasons)
         if plan.gpus > 1:
@@ -444,7 +445,7 @@ def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | 
 def setup_on(plan: Plan, gpu: GPU, facts: Facts) -> Setup:
     """The plan's Setup on `gpu`, its attention resolved to the kernel it runs as there (unresolved when none runs:
     estimate_gpu says why)."""
-    s = resolve_setup(plan, facts.rules, facts.runtimes)
+    s = precision_on(gpu, resolve_setup(plan, facts.rules, facts.runtimes), plan.runtime)
     att = attention_on(gpu, s, plan.model.attention_head_dim, facts.rules.attention(DEFAULT_ATTENTION),
                        pinned_builds(plan, facts.builds))
     return _on_kernel(s, att.kernel) if att.kernel else s

@@ -4,7 +4,7 @@ instruction-set extensions (planner.inputs.cpus), never by GPU compute capabilit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from planner.base.schema import sm_label
@@ -13,7 +13,7 @@ from planner.inputs.builds import COMPATIBLE, NATIVE, Build, BuildMatrix, Fit, s
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import Generate, Train, Workload
 from planner.inputs.models import ModelProfile
-from planner.inputs.precisions import AttentionBackend
+from planner.inputs.precisions import AttentionBackend, Precision
 from planner.inputs.work import Setup
 
 
@@ -94,12 +94,41 @@ def support_reasons(gpu: GPU, s: Setup, w: Workload, m: ModelProfile) -> list[Re
     elif taken is None or not _sm_ok(gpu, p.min_sm):
         need = f"needs {sm_label(p.min_sm)}+" if p.min_sm else "is not supported"
         out.append(Reason("precision", True, f"{p.id} {need}; {gpu.name} is {gpu.sm} ({gpu.architecture})"
+                          f"{_weight_only_hint(p, gpu)}"
                           if gpu.compute_capability
                           else f"{p.id}: {gpu.name} has no {p.compute_path} path in the catalog"))
+    if p.runs_as:
+        out.append(Reason("precision", False, f"{p.id} on {gpu.name} ({gpu.sm}) {p.runs_as}, not on {p.id} tensor "
+                          "cores"))
     if isinstance(w, Generate) and m.can_generate and not _sm_ok(gpu, s.kv_dtype.min_sm):
         out.append(Reason("kv_dtype", True, f"{s.kv_dtype.id} KV cache needs {sm_label(s.kv_dtype.min_sm)}+; "
                           f"{gpu.name} is {gpu.sm}"))
     return out
+
+
+def _weight_only_hint(p: Precision, gpu: GPU) -> str:
+    """Where a refused precision would run on this GPU as weight-only (its runtimes), as a clause; '' if nowhere."""
+    w = p.weight_only
+    if w is None or not w.covers(gpu.compute_capability):
+        return ""
+    return (f"; under {', '.join(w.runtimes)} it runs here as weight-only {p.id} ({w.kernel_name}, "
+            f"{sm_label(w.min_sm)}-{sm_label(w.max_sm)}): choose that runtime")
+
+
+def precision_on(gpu: GPU, s: Setup, runtime: str) -> Setup:
+    """The setup with its precision as `runtime` runs it on `gpu` (Precision.weight_only_on: FP8 under vLLM on
+    Ampere runs weight-only, FP8-Marlin), its unpack pipelined as that path's runtimes pipeline it; `s` itself
+    where nothing changes."""
+    return _precision_on(gpu.compute_capability, s, runtime)
+
+
+@lru_cache(maxsize=256)
+def _precision_on(cc: tuple[int, int] | None, s: Setup, runtime: str) -> Setup:
+    """precision_on by compute capability: one object per triple (a cache key for the estimate's memo)."""
+    p = s.precision.weight_only_on(cc, runtime)
+    if p is s.precision:
+        return s
+    return replace(s, precision=p, unpack_pipelined=runtime in p.pipelined_on)
 
 
 def fp8_training_problem(precision: str, device: str) -> str:

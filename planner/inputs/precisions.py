@@ -88,6 +88,27 @@ class Fp8Training:
 
 
 @dataclass(frozen=True)
+class WeightOnly:
+    """Where a precision without its tensor cores still runs, as weight-only: under `runtimes` on GPUs of compute
+    capability min_sm..max_sm, its stored weights are unpacked inside a fused kernel and multiplied at compute_path
+    (vLLM's FP8-Marlin for FP8 checkpoints on Ampere), at dequant_ops_per_weight instructions per weight, pipelined
+    under the weight stream (Precision.pipelined_on)."""
+
+    runtimes: tuple[str, ...]
+    min_sm: tuple[int, int]
+    max_sm: tuple[int, int]
+    compute_path: str
+    dequant_ops_per_weight: float
+    kernel_name: str
+    source: str
+
+    def covers(self, cc: tuple[int, int] | None, runtime: str | None = None) -> bool:
+        """A GPU of compute capability `cc` runs this path (under `runtime`, when one is named)."""
+        return (cc is not None and self.min_sm <= cc <= self.max_sm
+                and (runtime is None or runtime in self.runtimes))
+
+
+@dataclass(frozen=True)
 class Precision:
     """A numeric format: the tensor-core path matmuls run at, bytes per weight and per activation element.
 
@@ -115,6 +136,22 @@ class Precision:
     pipelined_on: tuple[str, ...] = ()
     fp8_training: Fp8Training | None = None  # a training-only recipe with FP8 GEMMs (fp8-te)
     train_as: str | None = None  # the precision a train job runs when this one is chosen (fp8 -> fp8-te)
+    weight_only: WeightOnly | None = None  # where it runs as weight-only without its own tensor cores
+    runs_as: str = ""  # set on the weight-only variant (weight_only_on): which path runs, in words
+
+    def weight_only_on(self, cc: tuple[int, int] | None, runtime: str) -> Precision:
+        """This precision as `runtime` runs it on a GPU of compute capability `cc`: its weight-only variant (16-bit
+        matmuls on unpacked weights, the unpack pipelined under the weight stream) where `weight_only` covers that
+        GPU and runtime, else itself."""
+        w = self.weight_only
+        if w is None or not w.covers(cc, runtime):
+            return self
+        what = (f"runs weight-only ({w.kernel_name}, {', '.join(w.runtimes)}): {self.weight_bytes:g}-byte weights "
+                f"unpacked in the GEMM's registers at {w.dequant_ops_per_weight:g} instructions per weight, hidden "
+                f"under the weight stream, and multiplied on {w.compute_path} tensor cores")
+        return replace(self, compute_path=w.compute_path, min_sm=w.min_sm,
+                       dequant_ops_per_weight=w.dequant_ops_per_weight, pipelined_on=w.runtimes,
+                       weight_only=None, runs_as=what)
 
     @property
     def outside_weight_bytes(self) -> float:
@@ -267,7 +304,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
                         "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "fp8_training", "train_as",
-                        "note", "source"))
+                        "weight_only", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -277,7 +314,8 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                                hi=MAX_DEQUANT_OPS) or 0.0,
                                     rec.strings("runtimes", required=False) or (), _quant_kernel(rec),
                                     rec.strings("pipelined_on", required=False) or (),
-                                    _fp8_training(rec), rec.text("train_as", required=False) or None))
+                                    _fp8_training(rec), rec.text("train_as", required=False) or None,
+                                    _weight_only(rec)))
     unique_ids(path, (p.id for p in precisions))
     _check_train_as(path, records, precisions)
     kvs = []
@@ -299,6 +337,21 @@ def _fp8_training(rec: Record) -> Fp8Training | None:
                        sub.number("cast_read_bytes", lo=0, hi=MAX_CAST_BYTES),
                        sub.number("cast_write_bytes", lo=0, hi=MAX_CAST_BYTES),
                        sub.number("weight_copy_bytes", lo=0, hi=MAX_CAST_BYTES), sub.text("source"))
+
+
+def _weight_only(rec: Record) -> WeightOnly | None:
+    """The optional `weight_only` block of a precision (WeightOnly's fields); its SM range must be ordered."""
+    sub = rec.child("weight_only", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("runtimes", "min_sm", "max_sm", "compute_path", "dequant_ops_per_weight", "kernel_name",
+                    "source"))
+    lo, hi = sub.compute_capability("min_sm"), sub.compute_capability("max_sm")
+    if hi < lo:
+        raise sub.fail("max_sm", "is below min_sm")
+    return WeightOnly(sub.strings("runtimes"), lo, hi, sub.text("compute_path", choices=COMPUTE_PATHS),
+                      sub.number("dequant_ops_per_weight", lo=0, hi=MAX_DEQUANT_OPS), sub.text("kernel_name"),
+                      sub.text("source"))
 
 
 def _check_train_as(path: str | Path, records: list, precisions: list[Precision]) -> None:

@@ -237,6 +237,15 @@ def test_an_alias_may_not_shadow_another_backend(tmp_path):
     ("q8_0", 2 + 32, 32),                          # block_q8_0: fp16 d + 32 int8
     ("q5_0", 2 + 4 + 32 // 2, 32),                 # block_q5_0: fp16 d + 4 bytes of fifth bits + 16 of nibbles
     ("q6_k", 256 // 2 + 256 // 4 + 256 // 16 + 2, 256),  # block_q6_K: ql, qh, int8 scales, fp16 d = 210 bytes
+    ("q5_1", 2 + 2 + 4 + 32 // 2, 32),             # block_q5_1: fp16 d and m + 4 bytes of fifth bits + 16 of nibbles
+    ("iq4_nl", 2 + 32 // 2, 32),                   # block_iq4_nl: fp16 d + 16 bytes of code-book nibbles
+    ("iq4_xs", 2 + 2 + 256 // 64 + 256 // 2, 256),  # block_iq4_xs: d, scales_h, scales_l[4], qs[128] = 136 bytes
+    ("iq3_xxs", 2 + 3 * 256 // 8, 256),            # block_iq3_xxs: d + qs[96] = 98 bytes (3.0625 bpw)
+    ("iq3_s", 2 + 256 // 4 + 256 // 32 + 256 // 8 + 256 // 64, 256),  # d, qs, qh, signs, scales = 110 bytes
+    ("iq2_xxs", 2 + 2 * 256 // 8, 256),            # block_iq2_xxs: d + uint16 qs[32] = 66 bytes (2.0625 bpw)
+    ("iq2_xs", 2 + 2 * 256 // 8 + 256 // 32, 256),  # block_iq2_xs: d + uint16 qs[32] + scales[8] = 74 bytes
+    ("iq2_s", 2 + 256 // 4 + 256 // 32 + 256 // 32, 256),  # block_iq2_s: d, qs[64], qh[8], scales[8] = 82 bytes
+    ("iq1_s", 2 + 256 // 8 + 2 * 256 // 32, 256),  # block_iq1_s: d + qs[32] + uint16 qh[8] = 50 bytes (1.5625 bpw)
 ])
 def test_gguf_bytes_per_weight_are_their_block_layouts(pid, block_bytes, block_weights):
     assert load_rules().precision(pid).weight_bytes == pytest.approx(block_bytes / block_weights)
@@ -247,7 +256,8 @@ def test_q4_k_m_is_the_whole_file_average_and_only_llama_cpp_reads_gguf():
     # llama-bench: Meta-Llama-3-8B Q4_K_M is 4.58 GiB for 8.03e9 parameters
     assert q.weight_bytes == pytest.approx(4.58 * 2**30 / 8.03e9, rel=0.005)
     assert q.quantized_weights == "all" and q.outside_weight_bytes == q.weight_bytes  # embeddings quantized too
-    for pid in ("q4_0", "q4_k_m", "q5_0", "q5_k_m", "q6_k", "q8_0"):
+    for pid in ("q4_0", "q4_k_m", "q5_0", "q5_k_m", "q6_k", "q8_0", "q5_1", "q5_k_s", "q3_k_s", "q3_k_m", "q3_k_l",
+                "q2_k", "iq4_nl", "iq4_xs", "iq3_xxs", "iq3_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq1_s"):
         assert load_rules().precision(pid).runtimes == ("llama.cpp",)
     assert load_rules().precision("int4").runtimes == ()
 
@@ -265,6 +275,54 @@ def test_q5_k_m_is_its_mix_of_q5_k_and_q6_k_blocks_over_a_whole_llama_3_8b_file(
     bits = lambda base: six * q6 + rest * base + head * q6 + embed * base + norms * 32  # noqa: E731
     assert bits(q4) / 8 / 2**30 == pytest.approx(4.58, rel=0.005)  # the rule reproduces the measured Q4_K_M file
     assert load_rules().precision("q5_k_m").weight_bytes == pytest.approx(bits(q5) / 8 / params, rel=0.005)
+
+
+# Meta-Llama-3-8B's tensors (config.json: 32 layers, hidden 4096, 8 KV heads of 128, MLP 14336, vocabulary 128256)
+L3_LAYERS, L3_D, L3_KV, L3_FF, L3_VOCAB = 32, 4096, 1024, 14336, 128256
+K_BLOCK_BITS = {"q2_K": 84 * 8 / 256, "q3_K": 110 * 8 / 256, "q4_K": 144 * 8 / 256, "q5_K": 176 * 8 / 256,
+                "q6_K": 210 * 8 / 256}  # block_q2_K 16+64+4, q3_K 32+64+12+2, q4_K 4+12+128, q5_K 4+12+32+128 bytes
+
+
+def _llama3_8b_file_bits(base: str, attn_v, ffn_down, attn_output: str) -> tuple[float, float]:
+    """(bits, parameters) of a Meta-Llama-3-8B GGUF file whose tensors take `base` except attn_v and ffn_down (by
+    layer: functions of the layer index) and attn_output; the output in Q6_K, norms in fp32 (llama-quant.cpp)."""
+    b = K_BLOCK_BITS
+    bits = 0.0
+    for i in range(L3_LAYERS):
+        bits += (L3_D * L3_D + L3_D * L3_KV + 2 * L3_D * L3_FF) * b[base]  # wq, wk, gate, up
+        bits += L3_D * L3_KV * b[attn_v(i)] + L3_FF * L3_D * b[ffn_down(i)] + L3_D * L3_D * b[attn_output]
+    norms = (2 * L3_LAYERS + 1) * L3_D
+    bits += L3_VOCAB * L3_D * (b["q6_K"] + b[base]) + norms * 32  # output in Q6_K, token embedding in the base type
+    params = L3_LAYERS * (2 * L3_D * L3_D + 2 * L3_D * L3_KV + 3 * L3_D * L3_FF) + 2 * L3_VOCAB * L3_D + norms
+    return bits, params
+
+
+@pytest.mark.parametrize("pid, base, attn_v, ffn_down, attn_output", [
+    ("q5_k_s", "q5_K", lambda i: "q5_K", lambda i: "q5_K", "q5_K"),  # no per-tensor rule: all Q5_K but the output
+    ("q3_k_s", "q3_K", lambda i: "q3_K", lambda i: "q3_K", "q3_K"),
+    # Q3_K_M: attn_v Q5_K in its first 2 layers, Q4_K after; ffn_down Q5_K below n_layer/16 = 2, Q4_K after; wo Q4_K
+    ("q3_k_m", "q3_K", lambda i: "q5_K" if i < 2 else "q4_K", lambda i: "q5_K" if i < 2 else "q4_K", "q4_K"),
+    ("q3_k_l", "q3_K", lambda i: "q5_K", lambda i: "q5_K", "q5_K"),  # Q3_K_L: attn_v, ffn_down, wo in Q5_K
+    ("q2_k", "q2_K", lambda i: "q4_K", lambda i: "q3_K", "q3_K"),  # Q2_K: attn_v Q4_K (GQA 32/8 = 4), down/wo Q3_K
+])
+def test_k_quant_file_types_are_their_mixes_over_a_whole_llama_3_8b_file(pid, base, attn_v, ffn_down, attn_output):
+    """The llama.cpp file types' per-tensor rules (src/llama-quant.cpp), by hand over Llama-3-8B's tensors, checked
+    first on Q4_K_M (Q6_K for attn_v and ffn_down in 16 of 32 layers) against its measured 4.58 GiB file."""
+    more = lambda i: i < 4 or i >= 28 or (i - 4) % 3 == 2  # noqa: E731 - use_more_bits at 32 layers
+    q4_bits, _ = _llama3_8b_file_bits("q4_K", lambda i: "q6_K" if more(i) else "q4_K",
+                                      lambda i: "q6_K" if more(i) else "q4_K", "q4_K")
+    assert q4_bits / 8 / 2**30 == pytest.approx(4.58, rel=0.005)
+    bits, params = _llama3_8b_file_bits(base, attn_v, ffn_down, attn_output)
+    assert load_rules().precision(pid).weight_bytes == pytest.approx(bits / 8 / params, rel=0.001)
+
+
+def test_file_type_mixes_order_as_their_names_say():
+    """S < M < L within Q3_K; Q2_K's mix sits above its own 2.625-bit block; Q5_K_S below Q5_K_M."""
+    r = load_rules()
+    w = lambda pid: r.precision(pid).weight_bytes  # noqa: E731
+    assert w("q3_k_s") < w("q3_k_m") < w("q3_k_l") < w("q4_k_m")
+    assert 84 / 256 < w("q2_k") < w("q3_k_s")
+    assert w("q5_k_s") < w("q5_k_m")
 
 
 def test_flashattention_2s_fraction_of_peak_makes_every_fused_kernel_absolute():
@@ -337,3 +395,43 @@ def test_which_quantized_kernels_pipeline_follows_their_sources():
     ids = {rt.id for rt in load_runtimes().runtimes}
     assert all(set(p.pipelined_on) <= ids for p in r.precisions)
     assert load_runtimes().get("llama.cpp").gemv.pipelined
+
+
+# ---------------------------------------------------------------- FP8 weight-only (vLLM's FP8-Marlin on Ampere)
+
+def test_fp8_runs_weight_only_under_vllm_on_ampere_only():
+    """vLLM docs 'FP8 W8A8' (0.5.5): Ampere runs FP8 checkpoints as weight-only W8A16 with FP8 Marlin; SM89+ has
+    FP8 tensor cores (the native record), other runtimes have no such path."""
+    fp8 = load_rules().precision("fp8")
+    on_a100 = fp8.weight_only_on((8, 0), "vllm")
+    assert (on_a100.compute_path, on_a100.weight_bytes, on_a100.pipelined_on) == ("fp16", 1.0, ("vllm",))
+    assert on_a100.dequant_ops_per_weight == load_rules().precision("int8").dequant_ops_per_weight  # Marlin's 3 / 2
+    assert "FP8-Marlin" in on_a100.runs_as and on_a100.min_sm == (8, 0)
+    assert fp8.weight_only_on((8, 6), "vllm").compute_path == "fp16"  # A10, RTX 3090
+    for cc, runtime in (((8, 9), "vllm"), ((9, 0), "vllm"), ((7, 5), "vllm"), ((8, 0), "pytorch-eager"),
+                        ((8, 0), "llama.cpp"), (None, "vllm")):
+        assert fp8.weight_only_on(cc, runtime) is fp8
+    ids = {rt.id for rt in load_runtimes().runtimes}
+    assert all(set(p.weight_only.runtimes) <= ids for p in load_rules().precisions if p.weight_only)
+
+
+@pytest.mark.parametrize("block, field", [
+    ("{runtimes: [vllm], min_sm: '8.6', max_sm: '8.0', compute_path: fp16, dequant_ops_per_weight: 1, "
+     "kernel_name: k, source: s}", "max_sm"),
+    ("{runtimes: [vllm], min_sm: '8.0', max_sm: '8.6', compute_path: fp9, dequant_ops_per_weight: 1, "
+     "kernel_name: k, source: s}", "compute_path"),
+    ("{runtimes: [vllm], min_sm: '8.0', max_sm: '8.6', compute_path: fp16, dequant_ops_per_weight: 1, "
+     "kernel_name: k}", "source"),
+])
+def test_a_bad_weight_only_block_names_its_field(tmp_path, block, field):
+    path = tmp_path / "p.yaml"
+    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
+                    "  - {id: q, compute_path: fp8, weight_bytes: 1, min_sm: '8.9',"
+                    f" act_bytes: 2, weight_only: {block}, note: n, source: s}}\n"
+                    "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
+                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
+                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
+                    "source: s}]\n")
+    with pytest.raises(DataFileError) as exc:
+        load_rules(path)
+    assert exc.value.field == field and "weight_only" in exc.value.record
