@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from base_tree import base_worktree
+
 ROOT = Path(__file__).resolve().parent.parent
 COMMAND = ("-m", "planner", "estimate", "--model", "gpt2-124m")
 
@@ -43,21 +45,15 @@ def main() -> None:
     ap.add_argument("--base", default="HEAD~1", help="the commit to compare with (default HEAD~1)")
     ap.add_argument("--runs", type=int, default=11)
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base], check=True,
-                       capture_output=True)
-        try:
-            trees = {"this tree": ROOT, f"base {a.base}": base}
-            for tree in trees.values():  # the tree's own planner is imported; bytecode compiled before timing
-                _check_imports_from(tree)
-                _run_once(tree)
-            times = {name: [] for name in trees}
-            for _ in range(a.runs):
-                for name, tree in trees.items():
-                    times[name].append(_run_once(tree))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
+    with base_worktree(a.base) as base:
+        trees = {"this tree": ROOT, f"base {a.base}": base}
+        for tree in trees.values():  # the tree's own planner is imported; bytecode compiled before timing
+            _check_imports_from(tree)
+            _run_once(tree)
+        times = {name: [] for name in trees}
+        for _ in range(a.runs):
+            for name, tree in trees.items():
+                times[name].append(_run_once(tree))
     print(f"cold `python {' '.join(COMMAND)}`, {a.runs} runs each, alternating")
     for name, ts in times.items():
         print(f"  {name:24} median {statistics.median(ts):.3f} s  (fastest {min(ts):.3f}, slowest {max(ts):.3f})")

@@ -29,6 +29,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from base_tree import base_worktree
+
 ROOT = Path(__file__).resolve().parent.parent
 SCALES = (1, 4, 16)
 
@@ -152,18 +154,12 @@ def main() -> None:
     if not a.base:
         report("this tree", [measure(a.repeats)])
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base], check=True,
-                       capture_output=True)
-        try:
-            trees = {"this tree": ROOT, f"base {a.base}": base}
-            rounds = {name: [] for name in trees}
-            for _ in range(a.rounds):
-                for name, tree in trees.items():
-                    rounds[name].append(_run_tree(tree, a.repeats))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
+    with base_worktree(a.base) as base:
+        trees = {"this tree": ROOT, f"base {a.base}": base}
+        rounds = {name: [] for name in trees}
+        for _ in range(a.rounds):
+            for name, tree in trees.items():
+                rounds[name].append(_run_tree(tree, a.repeats))
     for name, rs in rounds.items():
         report(name, rs)
 

@@ -22,10 +22,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 import streamlit as st
 from streamlit.testing.v1 import AppTest
+
+from base_tree import base_worktree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the engine's caches, of the tree this process imports planner from (engine_catalog reads --tree)
@@ -73,21 +76,14 @@ def main() -> None:
         print(json.dumps(measure(tree, a.runs)))
         return
     results: dict[str, dict[str, list[float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        trees = {"this tree": ROOT}
-        if a.base:
-            base = Path(tmp) / "base"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), a.base], check=True,
-                           capture_output=True)
+    trees = {"this tree": ROOT}
+    with base_worktree(a.base) if a.base else nullcontext() as base:
+        if base:
             trees[f"base {a.base}"] = base
-        try:
-            for _ in range(a.rounds if a.base else 1):
-                for name, t in trees.items():
-                    for k, v in _run_tree(t, a.runs).items():
-                        results.setdefault(name, {}).setdefault(k, []).extend(v)
-        finally:
-            if a.base:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
+        for _ in range(a.rounds if a.base else 1):
+            for name, t in trees.items():
+                for k, v in _run_tree(t, a.runs).items():
+                    results.setdefault(name, {}).setdefault(k, []).extend(v)
     print("a new session's first script run (server time, default plan)")
     for name, r in results.items():
         print(f"  {name:16} ranking shared by another session: median {statistics.median(r['shared']):5.0f} ms; "
