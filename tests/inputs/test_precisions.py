@@ -62,17 +62,23 @@ def test_bitsandbytes_host_costs_follow_the_cited_timings():
      "launches_per_call: 0, host_kernels_per_call: 0, source: s}", "gemv_pipelined"),
 ])
 def test_a_bad_kernel_block_names_its_field(tmp_path, block, field):
+    path = _one_precision_file(tmp_path, "{id: q, compute_path: fp16, weight_bytes: 0.5, act_bytes: 2, "
+                                         f"dequant_ops_per_weight: 3, kernel: {block}, note: n, source: s}}")
+    with pytest.raises(DataFileError) as exc:
+        load_rules(path)
+    assert exc.value.field == field and "kernel" in exc.value.record
+
+
+def _one_precision_file(tmp_path, record: str):
+    """A precisions file of one precision `record` (flow YAML) beside the least the loader needs."""
     path = tmp_path / "p.yaml"
     path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
-                    "  - {id: q, compute_path: fp16, weight_bytes: 0.5,"
-                    f" act_bytes: 2, dequant_ops_per_weight: 3, kernel: {block}, note: n, source: s}}\n"
+                    f"  - {record}\n"
                     "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
                     "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
                     "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
                     "source: s}]\n")
-    with pytest.raises(DataFileError) as exc:
-        load_rules(path)
-    assert exc.value.field == field and "kernel" in exc.value.record
+    return path
 
 
 def test_default_kv_dtype_is_the_activation_dtype():
@@ -97,13 +103,8 @@ def test_a_missing_section_is_named(tmp_path):
 
 
 def test_a_bad_compute_path_is_named(tmp_path):
-    path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
-                    "  - {id: fp5, compute_path: fp5, weight_bytes: 1, act_bytes: 2,"
-                    " note: n, source: s}\nkv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
-                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
-                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
-                    "source: s}]\n")
+    path = _one_precision_file(tmp_path, "{id: fp5, compute_path: fp5, weight_bytes: 1, act_bytes: 2, note: n, "
+                                         "source: s}")
     with pytest.raises(DataFileError, match="'fp5'.*compute_path"):
         load_rules(path)
 
@@ -424,14 +425,8 @@ def test_fp8_runs_weight_only_under_vllm_on_ampere_only():
      "kernel_name: k}", "source"),
 ])
 def test_a_bad_weight_only_block_names_its_field(tmp_path, block, field):
-    path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-20\nprecisions:\n"
-                    "  - {id: q, compute_path: fp8, weight_bytes: 1, min_sm: '8.9',"
-                    f" act_bytes: 2, weight_only: {block}, note: n, source: s}}\n"
-                    "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
-                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
-                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
-                    "source: s}]\n")
+    path = _one_precision_file(tmp_path, "{id: q, compute_path: fp8, weight_bytes: 1, min_sm: '8.9', act_bytes: 2, "
+                                         f"weight_only: {block}, note: n, source: s}}")
     with pytest.raises(DataFileError) as exc:
         load_rules(path)
     assert exc.value.field == field and "weight_only" in exc.value.record
