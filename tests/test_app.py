@@ -667,3 +667,13 @@ def test_a_gpu_described_in_an_uploaded_yaml_is_ranked_and_a_bad_file_is_named()
     at.file_uploader(key="own_yaml").set_value(("gpu.yaml", good, "application/x-yaml")).run()
     assert not at.exception and "My ASIC (yours)" in list(_ranking(at)["GPU"])
     assert _link(at)["mygpu"] == "name=My ASIC;mem=64;memtype=hbm;bw=1600;fp32=50;bf16=400;cc=unknown"
+
+
+def test_a_training_ranking_shows_mfu_and_the_cost_of_a_billion_tokens():
+    at = _app({"model": "gpt2-124m", "job": "train", "samples": "1000"})
+    table = _ranking(at)
+    runs = table[table["Runs?"]]
+    assert not runs.empty and runs["MFU"].between(0, 1, inclusive="neither").all()
+    assert (runs["$ per 1B tokens"].dropna() > 0).all()
+    gen = _ranking(_app({"model": "gpt2-124m"}))
+    assert "MFU" not in gen.columns and "$ per 1B tokens" not in gen.columns
