@@ -1,33 +1,18 @@
 """CLI: JSON fields, did-you-mean with exit code 2, listings."""
 
-import io
 import json
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from planner.cli import main
-
 from planner.inputs.runtimes import load_runtimes
+from tests.fixtures.cli_run import run  # main() in this process; one test below runs the real process
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(*args) -> subprocess.CompletedProcess:
-    """`planner ARGS` in this process (main() with stdout and stderr captured): what a user's shell would show, without
-    a new interpreter per call. An exception main() does not turn into a message fails the test, as a traceback
-    would. test_python_dash_m_planner_and_the_console_command_run_in_their_own_process checks the real process."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as exc:  # argparse's usage errors
-            code = exc.code if isinstance(exc.code, int) else 1
-    return subprocess.CompletedProcess(["planner", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_python_dash_m_planner_and_the_console_command_run_in_their_own_process(tmp_path):

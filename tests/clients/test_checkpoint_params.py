@@ -4,13 +4,13 @@ index, a header longer than the first range, no checkpoint at all, offline mode 
 
 import json
 import struct
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from planner.cli import main
 from planner.clients.hf_hub import HubError, checkpoint_params, model_with_cross_check, params_note
+from tests.fixtures.local_http import serving
 
 # A one-layer LLaMA: by hand, attention 4 x 8 x 8 = 256, MLP 3 x 8 x 16 = 384, two norms 16, embeddings and an untied
 # LM head 2 x 10 x 8 = 160, the final norm 8: 824 parameters
@@ -97,12 +97,9 @@ class RangeHub(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RangeHub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     RangeHub.ranges = []
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(RangeHub) as url:
+        yield url
 
 
 def test_one_file_is_read_from_its_first_range_and_agrees_with_the_config(hub, tmp_path):

@@ -3,12 +3,13 @@
 import hashlib
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from pathlib import Path
 
 from planner.clients.hf_hub import HubError, fetch_config, is_repo_id, model_from_hub
+from tests.fixtures.local_http import serving
 
 LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B config.json (hf.co, 2024-04-18), the fields the planner reads
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
@@ -67,11 +68,8 @@ class FakeHub(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hub():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(FakeHub) as url:
+        yield url
 
 
 def test_a_hub_id_becomes_the_same_profile_as_the_preset(hub, tmp_path):
@@ -204,12 +202,8 @@ class HostileHub(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hostile():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HostileHub)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(HostileHub) as url:
+        yield url
 
 
 def test_the_server_cannot_choose_where_the_config_is_written(hostile, tmp_path):

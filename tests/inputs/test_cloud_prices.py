@@ -4,9 +4,7 @@ providers a user rents from, and a broken provider that breaks no other.
 Expected prices are read by hand off the catalog rows in docs/price-sources (the instance's price / its GPUs)."""
 
 import csv
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -14,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from planner.base.schema import DataFileError
-from planner.cli import main
 from planner.clients import cloud_catalog
 from planner.inputs import cloud_prices
 from planner.inputs.catalog import load_catalog
 from planner.inputs.price_snapshot import snapshot_table
 from planner.views import plan_inputs, share
+from tests.fixtures.cli_run import run
 
 HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
 VAST_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region"
@@ -241,13 +239,8 @@ def test_providers_are_parsed_with_a_message_naming_the_unknown_one():
 
 
 def run_cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as exc:  # argparse's usage errors
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
+    done = run(*args)
+    return done.returncode, done.stdout, done.stderr
 
 
 def test_the_command_line_writes_snapshots_and_ranks_on_the_providers_named(tmp_path):
