@@ -7,9 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from planner.engine.deployment import search
 from planner.engine.plan import Plan
 from planner.engine.serving_sim import (SHAREGPT_MAX_PROMPT, SHAREGPT_MAX_TOTAL, SHAREGPT_MIN_TOKENS, Requests,
-                                        StepTimes, scheduler_efficiency, simulate, step_times)
+                                        Slo, StepTimes, scheduler_efficiency, simulate, step_times)
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
@@ -97,3 +98,16 @@ def test_a_sharegpt_spread_keeps_the_means_within_the_benchmarks_cuts():
     assert p.min() >= SHAREGPT_MIN_TOKENS and p.max() <= SHAREGPT_MAX_PROMPT
     assert o.min() >= SHAREGPT_MIN_TOKENS and (p + o).max() <= SHAREGPT_MAX_TOTAL
     assert r == Requests.sharegpt_like(220, 200)  # deterministic
+
+
+def test_an_slo_below_one_step_is_refused_with_the_step_it_misses():
+    """A p95 TPOT target of 0.1 ms is below any decode step of an 8B model (its 16 GB of weights over 3.35 TB/s
+    take ~5 ms): no deployment, and each candidate says which step misses by how much."""
+    plan, gpu, _ = _h100_steps()
+    dep = search(plan, FACTS, load_schedulers(), [gpu], Requests((512,), (256,)), 5.0, Slo(0.5, 1e-4),
+                 runtimes=("vllm",), tps=(1,))
+    assert dep.best is None and dep.runner_ups
+    for c in dep.runner_ups:
+        assert "one decode step alone takes" in c.why and "above the p95 TPOT target of 0.1 ms" in c.why
+        step_ms = float(c.why.split("takes ")[1].split(" ms")[0])
+        assert 16e9 / 3.35e12 * 1e3 < step_ms < 20
