@@ -13,8 +13,8 @@ from planner.views.skyserve_split import split_hand_off, split_service
 MAX_LEFT_OUT_ROWS = 20  # the JSON lists this many of the candidates left out, and counts the rest
 # a disaggregated best runs two pools behind a router (planner.views.skyserve_split)
 SPLIT_HAND_OFF = ("a disaggregated deployment runs two pools (prefill and decode servers) behind a router that sends "
-                  "each request to a prefill server, then with its KV cache to a decode server; the commands below "
-                  "are one unit of them (its servers on one node), run `units` times")
+                  "each request to a prefill server, then with its KV cache to a decode server; its hand-off is one "
+                  "unit of them (servers on one node and the router), run once per unit")
 
 
 def _ms(x: float) -> float:

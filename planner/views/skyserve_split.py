@@ -104,6 +104,13 @@ def split_hand_off(c: Candidate, schedulers: Schedulers, model: str, max_model_l
     return None
 
 
+def commands_text(hand: SplitHandOff) -> str:
+    """One unit's commands as a shell script: the servers in the background, then the router."""
+    head = (f"# one unit of {hand.units}: {len(hand.prefill)} prefill + {len(hand.decode)} decode servers and the "
+            f"router, {hand.unit_gpus} GPUs of one node")
+    return "\n".join([head] + [f"{line} &" for line in hand.prefill + hand.decode] + [hand.router])
+
+
 def split_service(c: Candidate, schedulers: Schedulers, model: str, model_id: str,
                   max_model_len: int) -> tuple[dict | None, list[str]]:
     """A SkyServe service whose replica is one unit of `c` (a dict for yaml), or None and why not; with notes."""

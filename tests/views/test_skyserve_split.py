@@ -6,11 +6,12 @@ import shlex
 
 import yaml
 
-from planner.engine.deployment import Candidate
-from planner.engine.serving_sim import KvLink, Pools
+from planner.engine.deployment import Candidate, Deployment
+from planner.engine.serving_sim import KvLink, Pools, Slo
 from planner.inputs.facts import load_facts
 from planner.inputs.serving_runtimes import load_schedulers
-from planner.views.skyserve_split import split_hand_off, split_service, unit_of
+from planner.views.deployment_view import deployment_doc
+from planner.views.skyserve_split import commands_text, split_hand_off, split_service, unit_of
 
 FACTS = load_facts()
 SCHEDULERS = load_schedulers()
@@ -77,3 +78,17 @@ def test_skypilot_parses_the_split_service(skypilot):
     assert parsed["resources"][0]["accelerators"] == {"H100-SXM": 3}
     assert parsed["ports"] == [["30000"]]  # only the router is exposed
     assert parsed["run"].count("sglang.launch_server") == 3 and parsed["run"].endswith("--port 30000")
+
+
+def test_the_json_and_the_page_carry_a_split_winner_hand_off():
+    """A disaggregated best (2 prefill + 4 decode SGLang servers): the JSON gives one unit's commands, 2 units and
+    the service; the Serving tab's command block is the same unit as one script (servers in the background)."""
+    best = _split("sglang", 2, 4)
+    doc = deployment_doc(Deployment(best, (), (), 20.0, Slo(0.5, 0.05)), SCHEDULERS, "llama-3-8b", 768, [], "h")
+    hand = doc["split_hand_off"]
+    assert hand["units"] == 2 and hand["gpus_per_unit"] == 3
+    assert len(hand["prefill_commands"]) == 1 and len(hand["decode_commands"]) == 2
+    assert yaml.safe_load(hand["skyserve_yaml"])["service"]["replicas"] == 2
+    script = commands_text(split_hand_off(best, SCHEDULERS, MODEL, 768)).splitlines()
+    assert script[0].startswith("# one unit of 2") and len(script) == 5
+    assert all(line.endswith(" &") for line in script[1:4]) and script[4].startswith("python -m sglang_router")
