@@ -425,22 +425,24 @@ class Requests:
         """`rows` requests whose lengths spread as a ShareGPT sample's do in the serving benchmarks, around the given
         means (tokens): each length exponential (an assumed shape: many short turns, a long tail), cut as vLLM's
         and SGLang's benchmarks cut ShareGPT (SHAREGPT_* constants) and rescaled until the cut lengths keep the
-        means; prompt and output lengths independent (paired by a fixed shuffle). Deterministic."""
+        means; prompt and output lengths independent (paired by a fixed shuffle). Deterministic. ValueError when
+        a mean is too close to the cut for any scale to keep it."""
         q = (np.arange(rows) + 0.5) / rows
         tail = -np.log1p(-q)  # the unit exponential's quantiles
 
-        def spread(mean: float, hi: np.ndarray | int) -> np.ndarray:
+        def spread(mean: float, hi: int, name: str) -> np.ndarray:
             scale = float(mean)
             for _ in range(50):  # the cut moves the mean; the scale that keeps it, by fixed point
                 x = np.clip(np.rint(scale * tail), SHAREGPT_MIN_TOKENS, hi)
                 if abs(x.mean() - mean) < 0.5:
-                    break
+                    return x.astype(int)
                 scale *= mean / x.mean()
-            return x.astype(int)
+            raise ValueError(f"a ShareGPT-like spread cut at {SHAREGPT_MIN_TOKENS}..{hi:,} tokens can't keep a mean "
+                             f"of {mean:,.0f} {name} tokens; give lengths within the cut or a trace")
 
-        prompts = spread(mean_prompt, SHAREGPT_MAX_PROMPT)
+        prompts = spread(mean_prompt, SHAREGPT_MAX_PROMPT, "prompt")
         prompts = np.random.default_rng(0).permutation(prompts)
-        outputs = spread(mean_output, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT)
+        outputs = spread(mean_output, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT, "output")
         outputs = np.minimum(outputs, SHAREGPT_MAX_TOTAL - prompts)
         return cls(tuple(prompts.tolist()), tuple(outputs.tolist()))
 
