@@ -57,6 +57,9 @@ class ServingRow:
     kv_dtype: str | None = None
     scheduler_steps: int = 1
     lengths: str = "fixed"
+    # whether the engine's CPU work overlaps the GPU's step (None: data/serving.yaml's host_overlapped for the
+    # runtime; False for a version before the overlap, e.g. SGLang before v0.4)
+    host_overlap: bool | None = None
 
 
 LENGTHS = ("fixed", "sharegpt")
@@ -68,7 +71,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
-                        "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths"))
+                        "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
+                        "host_overlap"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -85,7 +89,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                rec.text("precision", required=False) or "bf16",
                                rec.text("kv_dtype", required=False) or None,
                                int(rec.number("scheduler_steps", required=False, lo=1, hi=64, integer=True) or 1),
-                               rec.text("lengths", required=False, choices=LENGTHS) or "fixed"))
+                               rec.text("lengths", required=False, choices=LENGTHS) or "fixed",
+                               rec.flag("host_overlap") if "host_overlap" in rec.data else None))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -108,6 +113,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
         return {"ttft_median_ms": p.ttft_s * 1e3, "tpot_median_ms": p.tpot_s * 1e3,
                 "output_tokens_per_s": p.tokens_per_s}[row.metric]
     s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)
+    if row.host_overlap is not None:
+        s = replace(s, host_overlapped=row.host_overlap)
     reqs = (Requests.sharegpt_like(row.input_tokens, row.output_tokens) if row.lengths == "sharegpt"
             else Requests((row.input_tokens,), (row.output_tokens,)))
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)

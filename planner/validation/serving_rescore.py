@@ -18,7 +18,7 @@ from planner.validation.serving_first import LENGTHS, SERVING_DIR, ServingRow, l
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
-OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths")  # the row conditions a post-hoc entry may set
+OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap")  # the row conditions a post-hoc entry may set
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -35,6 +35,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["scheduler_steps"] = int(rec.number("scheduler_steps", lo=1, hi=64, integer=True))
         if "lengths" in rec.data:
             cond["lengths"] = rec.text("lengths", choices=LENGTHS)
+        if "host_overlap" in rec.data:
+            cond["host_overlap"] = rec.flag("host_overlap")
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))

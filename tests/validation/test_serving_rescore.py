@@ -29,7 +29,9 @@ def test_a_posthoc_condition_applies_to_the_rows_its_pattern_names(tmp_path):
     posthoc = _posthoc(tmp_path, "  - {rows: 'vllm-*', scheduler_steps: 10, why: the README's notes}\n"
                                  "  - {rows: 'sglang-*', kv_dtype: fp8, why: another source}\n")
     late = with_posthoc(row, posthoc)
-    assert (late.kv_dtype, late.scheduler_steps, late.lengths) == (None, 10, "fixed")
+    assert (late.kv_dtype, late.scheduler_steps, late.lengths, late.host_overlap) == (None, 10, "fixed", None)
+    older = with_posthoc(row, _posthoc(tmp_path, "  - {rows: '*-ttft', host_overlap: false, why: a version}\n"))
+    assert older.host_overlap is False and older.scheduler_steps == 1
 
 
 def test_a_posthoc_entry_needs_a_reason_and_a_condition(tmp_path):
