@@ -23,7 +23,9 @@ the tokens it produced prefilled again), as vLLM and SGLang do.
 Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
 the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
-A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time (scheduler_efficiency).
+A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time, one that schedules
+once per round of k steps (vLLM's multi-step scheduling) a k-th of it (scheduler_efficiency); such a scheduler admits
+new requests only between rounds, and every request reaches it after the front end's time (simulate).
 
 Cheap: between arrivals, completions and KV exhaustion a decode-only stretch of k steps is summed in closed form
 (each step's time is affine in the step index), so the loop runs per event, not per step.
