@@ -56,8 +56,8 @@ def test_ten_steps_a_round_delay_the_first_token(tmp_path):
 
 
 def test_an_fp8_kv_row_fits_more_requests_at_saturation(tmp_path):
-    """Llama-3-8B (fp8 weights, ~8 GB) on an 80 GB H100 under TensorRT-LLM, 128 + 2,048 tokens a request: 0.9 x
-    80 GB less ~11 GB of weights, activations and context leaves ~66 GB, a bf16 cache of ~500,000 tokens (131 kB
+    """Llama-3-8B (fp8 weights, ~8 GB) on an 80 GiB H100 under TensorRT-LLM, 128 + 2,048 tokens a request: 0.9 x
+    85.9 GB less ~11 GB of weights, activations and context leaves ~66 GB, a bf16 cache of ~500,000 tokens (131 kB
     each), ~230 requests, under the 256 cap; an fp8 one holds all 256 and reads half the bytes a step, so the
     saturated throughput rises by well over a tenth."""
     rows = tmp_path / "rows.yaml"
