@@ -124,6 +124,7 @@ def _deployment(plan, inputs, table, gpus, prompt, output, rate, ttft_s, tpot_s)
     columns.small_table(rows, {})
     if command:
         st.code(command, language="bash")
+    if service:  # a disaggregated deployment's runtime or unit size may allow no service
         st.download_button("SkyServe service (sky serve up service.yaml)", service, "service.yaml",
                            mime="text/yaml", on_click="ignore")
 

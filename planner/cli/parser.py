@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --rate: output tokens per request (default 256)")
     p.add_argument("--trace", default=None, metavar="FILE",
                    help="with --rate: request lengths, one 'input,output' line (or JSON {input, output}) each")
+    p.add_argument("--lengths", choices=("fixed", "sharegpt"), default="fixed",
+                   help="with --rate: every request at --input-tokens/--output-tokens (fixed, the default), or "
+                   "spread around them as ShareGPT's are in the serving benchmarks (sharegpt: exponential, cut at "
+                   "1,024 prompt and 2,048 total tokens)")
     p.add_argument("--runtimes", default=None, help="with --rate: serving runtimes to consider, comma-separated "
                    "(default: every one of data/serving.yaml: vllm, sglang, tensorrt-llm, llama.cpp)")
     p.add_argument("--requests", type=number_in(50, 20_000, "requests", integer=True), default=600,

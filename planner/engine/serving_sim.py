@@ -23,7 +23,9 @@ the tokens it produced prefilled again), as vLLM and SGLang do.
 Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
 the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
-A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time (scheduler_efficiency).
+A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time, one that schedules
+once per round of k steps (vLLM's multi-step scheduling) a k-th of it (scheduler_efficiency); such a scheduler admits
+new requests only between rounds, and every request reaches it after the front end's time (simulate).
 
 Cheap: between arrivals, completions and KV exhaustion a decode-only stretch of k steps is summed in closed form
 (each step's time is affine in the step index), so the loop runs per event, not per step.
@@ -58,6 +60,13 @@ DEFAULT_REQUESTS = 600
 PERCENTILES = (50, 90, 95, 99)
 OVERLOAD = 3.0  # offered load over a full batch's rate when measuring saturation (saturation_rate)
 SATURATION_WAVES = 5  # full batches' worth of requests in that run
+# ShareGPT as the serving benchmarks sample it (vLLM benchmarks/benchmark_serving.py sample_sharegpt_requests, and
+# SGLang's bench_serving, read 2026-11-27): a conversation's first turn is the prompt, the reply's length the output;
+# 'prune too short' (prompt or output < 4 tokens) and 'prune too long' (prompt > 1024 or both > 2048) are dropped
+SHAREGPT_MIN_TOKENS = 4
+SHAREGPT_MAX_PROMPT = 1024
+SHAREGPT_MAX_TOTAL = 2048
+SPREAD_ROWS = 512  # lengths drawn for a spread (Requests.sharegpt_like)
 
 
 @dataclass(frozen=True)
@@ -102,10 +111,15 @@ def _grid(top: int) -> np.ndarray:
 
 def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -> tuple[Plan, Efficiency]:
     """`plan` on `sched`'s runtime profile and that profile's efficiencies on `gpu`; a scheduler whose CPU work
-    overlaps the GPU's (Scheduler.host_overlapped) adds no per-step host time."""
+    overlaps the GPU's (Scheduler.host_overlapped) adds no per-step host time, and one that schedules once per
+    round of k steps (Scheduler.steps_per_round) pays it once per round: step_host_us / k a step."""
     p = replace(plan, runtime=sched.efficiency_of)
     eff = efficiency_on(p, gpu, facts)
-    return p, (replace(eff, step_host_us=0.0) if sched.host_overlapped else eff)
+    if sched.host_overlapped:
+        return p, replace(eff, step_host_us=0.0)
+    if sched.steps_per_round > 1:
+        return p, replace(eff, step_host_us=eff.step_host_us / sched.steps_per_round)
+    return p, eff
 
 
 def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ctx_ref: int) -> StepTimes:
@@ -180,8 +194,16 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     under `sched`, each step timed by `st` (module docstring). `prefilled`: a disaggregated decode server; requests
     arrive with their prompt's KV cache (moved from a prefill server) and join the decoding batch as soon as the
     cache and the request cap allow, with no prefill step; their TTFT is that wait. A request preempted there
-    rejoins the same way (its recompute on the prefill servers is not modelled)."""
+    rejoins the same way (its recompute on the prefill servers is not modelled).
+
+    A request reaches the scheduler sched.request_overhead_s after it arrives (the front end's work), and its
+    latencies count from its arrival. A scheduler of k > 1 steps per round (multi-step scheduling) admits requests
+    only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
+    arrives meanwhile; a step that carries prompt tokens is a round of its own, as vLLM's multi-step scheduler
+    forces a single step when a batch has prefills (vLLM issue #7528)."""
     n = len(arrivals)
+    enter = [a + sched.request_overhead_s for a in arrivals] if sched.request_overhead_s else arrivals
+    per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
     produced = [0] * n  # output tokens so far
@@ -253,17 +275,19 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
 
     while finished < n and events < limit:
         events += 1
-        while nxt < n and arrivals[nxt] <= now:
+        while nxt < n and enter[nxt] <= now:
             waiting.append(nxt)
             nxt += 1
+        if not b:
+            round_left = 0  # a round ends when no request is left in it
         if not (b or prefilling or waiting):
-            now = arrivals[nxt]
+            now = enter[nxt]
             continue
         ctx = s_ctx + b * g
         if b and ctx + b + kv_pref > cap:
             preempt_last()
             continue
-        if prefilled and waiting:
+        if prefilled and waiting and not round_left:
             owed = r_join - b * g
             while waiting and b < seqs:
                 rid = waiting[0]
@@ -279,7 +303,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
                 continue
             ctx = s_ctx + b * g
         # the prompt tokens this step can take
-        room = budget - (b if sched.mixed_batches else 0)
+        room = 0 if round_left else budget - (b if sched.mixed_batches else 0)
         pieces, p, pairs, kv_new = [], 0, 0.0, 0
         free = cap - ctx - b - kv_pref
         for entry in prefilling:
@@ -339,8 +363,11 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         d0 = st.dense(b, b) + key_s[b] * ctx
         slope = key_s[b] * b  # each step's keys grow by b
         can_admit = b + len(prefilling) < seqs
-        if nxt < n and can_admit and not waiting:
-            dt_arr = arrivals[nxt] - now
+        if per_round > 1:  # a round runs its k steps whatever arrives (simulate's docstring)
+            round_left = round_left or per_round
+            k = min(k, round_left)
+        elif nxt < n and can_admit and not waiting:
+            dt_arr = enter[nxt] - now
             if slope > 0:
                 a2 = slope / 2
                 lin = d0 - slope / 2
@@ -362,6 +389,8 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             itl_w.append(b * k)
         now += total
         g += k
+        if per_round > 1:
+            round_left -= k
         finish_decodes()
 
     measured = [i for i in range(int(n * WARMUP_SHARE), n) if done[i] == done[i]]
@@ -392,6 +421,32 @@ class Requests:
     @property
     def longest(self) -> int:
         return max(p + o for p, o in zip(self.prompts, self.outputs))
+
+    @classmethod
+    def sharegpt_like(cls, mean_prompt: float, mean_output: float, rows: int = SPREAD_ROWS) -> Requests:
+        """`rows` requests whose lengths spread as a ShareGPT sample's do in the serving benchmarks, around the given
+        means (tokens): each length exponential (an assumed shape: many short turns, a long tail), cut as vLLM's
+        and SGLang's benchmarks cut ShareGPT (SHAREGPT_* constants) and rescaled until the cut lengths keep the
+        means; prompt and output lengths independent (paired by a fixed shuffle). Deterministic. ValueError when
+        a mean is too close to the cut for any scale to keep it."""
+        q = (np.arange(rows) + 0.5) / rows
+        tail = -np.log1p(-q)  # the unit exponential's quantiles
+
+        def spread(mean: float, hi: int, name: str) -> np.ndarray:
+            scale = float(mean)
+            for _ in range(50):  # the cut moves the mean; the scale that keeps it, by fixed point
+                x = np.clip(np.rint(scale * tail), SHAREGPT_MIN_TOKENS, hi)
+                if abs(x.mean() - mean) < 0.5:
+                    return x.astype(int)
+                scale *= mean / x.mean()
+            raise ValueError(f"a ShareGPT-like spread cut at {SHAREGPT_MIN_TOKENS}..{hi:,} tokens can't keep a mean "
+                             f"of {mean:,.0f} {name} tokens; give lengths within the cut or a trace")
+
+        prompts = spread(mean_prompt, SHAREGPT_MAX_PROMPT, "prompt")
+        prompts = np.random.default_rng(0).permutation(prompts)
+        outputs = spread(mean_output, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT, "output")
+        outputs = np.minimum(outputs, SHAREGPT_MAX_TOTAL - prompts)
+        return cls(tuple(prompts.tolist()), tuple(outputs.tolist()))
 
     def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
         """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or

@@ -51,6 +51,12 @@ class Scheduler:
     # a step's CPU work (scheduling, metadata) runs under the GPU's previous step instead of before it (SGLang's
     # overlap scheduler): the runtime profile's step_host_us is not added to its steps
     host_overlapped: bool = False
+    # decode steps per scheduling round (vLLM 0.5.4-0.6's --num-scheduler-steps, multi-step scheduling): the
+    # scheduler runs, and admits new requests, only once per round; its per-step CPU work is paid once per round
+    steps_per_round: int = 1
+    # seconds a request spends in the engine's front end before the scheduler sees it (HTTP and OpenAI server,
+    # tokenisation): added to its TTFT and end-to-end time, not to the GPU's steps
+    request_overhead_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ class SchedulerProfile:
     # than the model's own, is one the engine can't serve with
     kv_cache_flags: tuple[tuple[str, str], ...] = ()
     kv_cache_source: str = ""
+    request_overhead_s: float = 0.0
+    request_overhead_source: str = ""
 
     def kv_flags(self, kv_dtype: str) -> str | None:
         """The launch flags that give this engine a `kv_dtype` KV cache (None: it has none)."""
@@ -89,7 +97,8 @@ class SchedulerProfile:
                 tier = t
         return Scheduler(self.id, self.name, self.efficiency_of, tier.max_num_seqs, tier.token_budget,
                          self.mixed_batches, self.chunked_prefill, self.memory_fraction,
-                         self.reserve_output_share, self.disaggregated, self.host_overlapped)
+                         self.reserve_output_share, self.disaggregated, self.host_overlapped,
+                         request_overhead_s=self.request_overhead_s)
 
 
 @dataclass(frozen=True)
@@ -156,7 +165,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
         rec.check_keys(("id", "name", "efficiency_of", "efficiency_note", "mixed_batches", "chunked_prefill",
                         "memory_fraction", "tiers", "launch", "port", "readiness_path", "source",
                         "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
-                        "host_overlap_source", "kv_cache_dtypes", "kv_cache_source"))
+                        "host_overlap_source", "kv_cache_dtypes", "kv_cache_source", "request_overhead_ms",
+                        "request_overhead_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -169,6 +179,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             rec.number("reserve_output_share", required=False, lo=0, hi=1) or 0.0,
             rec.flag("disaggregated", default=False), _sourced(rec, "disaggregated", "disaggregation_source"),
             rec.flag("host_overlapped", default=False), _sourced(rec, "host_overlapped", "host_overlap_source"),
-            _kv_flags(rec), _sourced(rec, "kv_cache_dtypes", "kv_cache_source")))
+            _kv_flags(rec), _sourced(rec, "kv_cache_dtypes", "kv_cache_source"),
+            (rec.number("request_overhead_ms", required=False, lo=0, hi=10_000) or 0.0) / 1e3,
+            _sourced(rec, "request_overhead_ms", "request_overhead_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

@@ -12,7 +12,7 @@ data/serving.yaml).
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
@@ -51,6 +51,18 @@ class ServingRow:
     concurrency: int | None = None
     rate: float | None = None
     precision: str = "bf16"
+    # conditions a row may carry beyond the defaults: the KV cache's dtype (the engine's flag, e.g. fp8), the
+    # scheduler's steps per round (vLLM --num-scheduler-steps), and the lengths' spread ('fixed': every request at
+    # the given lengths; 'sharegpt': serving_sim.Requests.sharegpt_like around them)
+    kv_dtype: str | None = None
+    scheduler_steps: int = 1
+    lengths: str = "fixed"
+    # whether the engine's CPU work overlaps the GPU's step (None: data/serving.yaml's host_overlapped for the
+    # runtime; False for a version before the overlap, e.g. SGLang before v0.4)
+    host_overlap: bool | None = None
+
+
+LENGTHS = ("fixed", "sharegpt")
 
 
 def load_rows(path: str | Path) -> list[ServingRow]:
@@ -59,7 +71,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
-                        "metric", "concurrency", "rate", "precision"))
+                        "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
+                        "host_overlap"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -73,7 +86,11 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                int(rec.number("input_tokens", lo=1, hi=10**6, integer=True)),
                                int(rec.number("output_tokens", lo=2, hi=10**6, integer=True)),
                                rec.text("metric", choices=METRICS), None if conc is None else int(conc), rate,
-                               rec.text("precision", required=False) or "bf16"))
+                               rec.text("precision", required=False) or "bf16",
+                               rec.text("kv_dtype", required=False) or None,
+                               int(rec.number("scheduler_steps", required=False, lo=1, hi=64, integer=True) or 1),
+                               rec.text("lengths", required=False, choices=LENGTHS) or "fixed",
+                               rec.flag("host_overlap") if "host_overlap" in rec.data else None))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -85,18 +102,24 @@ def predict(row: ServingRow, facts: Facts) -> float:
     sched = load_schedulers().get(row.runtime)
     gpu = facts.catalog.get(row.gpu)
     plan = Plan(load_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
-                runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto")
+                runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
+                kv_dtype=row.kv_dtype)
     if row.concurrency is not None:
+        if row.scheduler_steps != 1 or row.lengths != "fixed":
+            raise ValueError(f"{row.id}: a concurrency row takes neither scheduler_steps nor lengths")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)
         return {"ttft_median_ms": p.ttft_s * 1e3, "tpot_median_ms": p.tpot_s * 1e3,
                 "output_tokens_per_s": p.tokens_per_s}[row.metric]
-    s = sched.on(gpu.id, gpu.vram_gib)
-    reqs = Requests((row.input_tokens,), (row.output_tokens,))
+    s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)
+    if row.host_overlap is not None:
+        s = replace(s, host_overlapped=row.host_overlap)
+    reqs = (Requests.sharegpt_like(row.input_tokens, row.output_tokens) if row.lengths == "sharegpt"
+            else Requests((row.input_tokens,), (row.output_tokens,)))
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
     if row.metric == "saturation_output_tokens_per_s":
-        return saturation_rate(st, s, reqs) * row.output_tokens
+        return saturation_rate(st, s, reqs) * sum(reqs.outputs) / len(reqs.outputs)
     pt = serve_rate(st, s, reqs, row.rate)
     return {"ttft_median_ms": pt.ttft[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
             "output_tokens_per_s": pt.tokens_per_s}[row.metric]

@@ -7,14 +7,14 @@ from __future__ import annotations
 from planner.engine.deployment import Candidate, Deployment, disaggregation_verdict
 from planner.engine.serving_sim import RatePoint
 from planner.inputs.serving_runtimes import Schedulers
-from planner.views.skyserve import launch_command, model_repo, service_yaml
+from planner.views.skyserve import launch_command, model_repo, service_yaml, yaml_text
+from planner.views.skyserve_split import split_hand_off, split_service
 
 MAX_LEFT_OUT_ROWS = 20  # the JSON lists this many of the candidates left out, and counts the rest
-# a disaggregated best has no single-command hand-off: its two pools need a router between them
-SPLIT_HAND_OFF = ("a disaggregated deployment runs two pools (prefill and decode servers) behind a router that moves "
-                  "each request's KV cache between them (the runtime's own: vLLM's KV connectors and proxy, SGLang's "
-                  "router with --disaggregation-mode, trtllm-serve disaggregated, NVIDIA Dynamo); no launch command "
-                  "or SkyServe service is written for it")
+# a disaggregated best runs two pools behind a router (planner.views.skyserve_split)
+SPLIT_HAND_OFF = ("a disaggregated deployment runs two pools (prefill and decode servers) behind a router that sends "
+                  "each request to a prefill server, then with its KV cache to a decode server; its hand-off is one "
+                  "unit of them (servers on one node and the router), run once per unit")
 
 
 def _ms(x: float) -> float:
@@ -72,11 +72,26 @@ def deployment_doc(dep: Deployment, schedulers: Schedulers, model_id: str, max_m
     doc["disaggregation"] = disaggregation_verdict(dep)
     if best is not None and best.disaggregated:
         doc["hand_off_note"] = SPLIT_HAND_OFF
+        doc["split_hand_off"] = split_doc(best, schedulers, model_id, max_model_len, header)
     elif best is not None:
         repo = model_repo(model_id)
         doc["sweep_per_replica"] = [point_row(p) for p in sweep]
         doc["launch_command"] = launch_command(best, schedulers, repo, max_model_len)
         doc["skyserve_yaml"] = service_yaml(best, schedulers, repo, model_id, max_model_len, header)
+    return doc
+
+
+def split_doc(c: Candidate, schedulers: Schedulers, model_id: str, max_model_len: int, header: str) -> dict:
+    """A disaggregated deployment's hand-off: one unit's commands per pool, its router, the units, and a SkyServe
+    service where the runtime's router and the unit's size allow one (else why not)."""
+    repo = model_repo(model_id)
+    hand = split_hand_off(c, schedulers, repo, max_model_len)
+    task, notes = split_service(c, schedulers, repo, model_id, max_model_len)
+    doc = {"notes": notes}
+    if hand is not None:
+        doc |= {"units": hand.units, "gpus_per_unit": hand.unit_gpus, "prefill_commands": list(hand.prefill),
+                "decode_commands": list(hand.decode), "router_command": hand.router}
+    doc["skyserve_yaml"] = None if task is None else yaml_text(task, notes, header)
     return doc
 
 

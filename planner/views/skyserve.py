@@ -27,14 +27,17 @@ def model_repo(model_id: str) -> str:
     return load_launch_setup().gated_models.get(model_id, model_id)
 
 
-def launch_command(c: Candidate, schedulers: Schedulers, model: str, max_model_len: int) -> str:
-    """The engine's command line for one replica of `c`, every value quoted for a shell, with its KV-cache dtype's
-    flags when the plan chose one (data/serving.yaml kv_cache_dtypes)."""
+def launch_command(c: Candidate, schedulers: Schedulers, model: str, max_model_len: int,
+                   port: int | None = None) -> str:
+    """The engine's command line for one replica of `c` (listening on `port`, the engine's own by default), every
+    value quoted for a shell, with its KV-cache dtype's flags when the plan chose one (data/serving.yaml
+    kv_cache_dtypes)."""
     prof = schedulers.get(c.sched.id)
     kv = int(c.steps.kv_tokens * KV_HEADROOM) if c.steps is not None else max_model_len
     values = {"model": shlex.quote(model), "tp": c.tp, "max_num_seqs": c.sched.max_num_seqs,
               "token_budget": c.sched.token_budget, "max_model_len": max_model_len,
-              "memory_fraction": f"{c.sched.memory_fraction:g}", "port": prof.port, "kv_tokens": max(kv, max_model_len)}
+              "memory_fraction": f"{c.sched.memory_fraction:g}", "port": port or prof.port,
+              "kv_tokens": max(kv, max_model_len)}
     command = prof.launch.format(**values)
     return f"{command} {c.kv_flags}" if c.kv_flags else command
 
@@ -75,5 +78,10 @@ def service_yaml(c: Candidate, schedulers: Schedulers, model: str, model_id: str
                  header: str) -> str:
     """service() as YAML text under a comment header (each line of `header` commented)."""
     task, notes = service(c, schedulers, model, model_id, max_model_len)
+    return yaml_text(task, notes, header)
+
+
+def yaml_text(task: dict, notes: list[str], header: str) -> str:
+    """A SkyPilot task as YAML under comment lines: the header's, then each note."""
     lines = [f"# {line}" for line in header.splitlines()] + [f"# note: {n}" for n in notes]
     return "\n".join(lines) + "\n" + yaml.safe_dump(task, sort_keys=False, width=100, allow_unicode=False)

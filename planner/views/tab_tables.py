@@ -13,7 +13,8 @@ from planner.engine.serving_sim import Requests, Slo
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation import uncertainty
 from planner.views.deployment_view import SPLIT_HAND_OFF, summary_rows
-from planner.views.skyserve import launch_command, model_repo, service_yaml
+from planner.views.skyserve import launch_command, model_repo, service_yaml, yaml_text
+from planner.views.skyserve_split import commands_text, split_hand_off, split_service
 
 # The Accuracy tab's column names for a bias and a verdict, shared by its leave-one-source-out and split tables.
 BIAS_COLUMN = "median bias % (+ = estimate too fast)"
@@ -53,7 +54,8 @@ def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | No
 def deployment_answer(plan, gpus, facts, prompt: int, output: int, rate: float, ttft_s: float,
                       tpot_s: float) -> tuple[str, list[dict], str | None, str | None]:
     """The Serving tab's deployment: a sentence, the best and runner-up rows (planner.engine.deployment over `gpus`
-    and every serving runtime), and the best's launch command and SkyServe YAML (None when nothing meets the SLO)."""
+    and every serving runtime), and the best's launch command and SkyServe YAML (None when nothing meets the SLO; a
+    disaggregated best: one unit's commands, and a service where planner.views.skyserve_split writes one)."""
     schedulers = load_schedulers()
     dep = search(plan, facts, schedulers, list(gpus), Requests((prompt,), (output,)), rate, Slo(ttft_s, tpot_s))
     rows = summary_rows(dep)
@@ -63,14 +65,17 @@ def deployment_answer(plan, gpus, facts, prompt: int, output: int, rate: float, 
                 None, None)
     b, repo = dep.best, model_repo(plan.model.id)
     verdict = disaggregation_verdict(dep)
+    header = f"{plan.model.name}: {rate:g} requests/s, {slo}"
     if b.disaggregated:
+        hand = split_hand_off(b, schedulers, repo, prompt + output)
+        task, notes = split_service(b, schedulers, repo, plan.model.id, prompt + output)
         return (f"Cheapest: {b.label}, ${b.usd_per_hour:,.2f}/h, serving {rate:g} requests/s within {slo} (p95 TTFT "
                 f"{b.point.ttft[95] * 1e3:,.0f} ms, p95 TPOT {b.point.tpot[95] * 1e3:,.1f} ms). {verdict[:1].upper()}"
-                f"{verdict[1:]}. {SPLIT_HAND_OFF[:1].upper()}{SPLIT_HAND_OFF[1:]}.", rows, None, None)
+                f"{verdict[1:]}. {SPLIT_HAND_OFF[:1].upper()}{SPLIT_HAND_OFF[1:]}.", rows,
+                commands_text(hand) if hand else None, yaml_text(task, notes, header) if task else None)
     sentence = (f"Cheapest: {b.replicas} replica{'s' if b.replicas > 1 else ''} of {b.tp} x {b.gpu.name} under "
                 f"{b.sched.name}, ${b.usd_per_hour:,.2f}/h, serving {rate:g} requests/s within {slo} (p95 TTFT "
                 f"{b.point.ttft[95] * 1e3:,.0f} ms, p95 TPOT {b.point.tpot[95] * 1e3:,.1f} ms per replica)."
                 + (f" {verdict[:1].upper()}{verdict[1:]}." if verdict else ""))
-    header = f"{plan.model.name}: {rate:g} requests/s, {slo}"
     return (sentence, rows, launch_command(b, schedulers, repo, prompt + output),
             service_yaml(b, schedulers, repo, plan.model.id, prompt + output, header))
