@@ -71,6 +71,9 @@ FRAMEWORK_RUNTIME = {
     "kempnerforge": "pytorch-eager", "kempnerforge-compile": "torch-compile",
     # IBM's fms-fsdp (foundation-model-stack/fms-fsdp): FSDP with SDPA, use_torch_compile False by default (eager)
     "fms-fsdp": "pytorch-eager",
+    # TinyLlama's pretraining code (jzhang38/TinyLlama, lit-gpt on Lightning Fabric): FSDP, eager PyTorch with
+    # FlashAttention-2 and fused layernorm/SwiGLU/rotary/cross-entropy kernels, no torch.compile
+    "tinyllama": "pytorch-eager",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
@@ -82,7 +85,7 @@ SPLITS = ("tune", "test", "excluded")
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
 # fully_shard (kempnerforge/distributed/parallel.py) over dp_shard GPUs; fms-fsdp's rows where its table says
 # 'FSDP' (FULL_SHARD; its HSDP rows are not written: hybrid sharding is not a planner layout)
-FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-compile", "fms-fsdp")
+FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-compile", "fms-fsdp", "tinyllama")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
