@@ -57,7 +57,8 @@ def test_kempnerforge_13b_ffn_is_the_rounded_llama_rule():
 
 
 def test_tensor_parallel_rows_wait_for_a_tp_field():
-    # written with the layout the source states; refused until the row schema has tensor-parallel training
+    # written with the layout the source states; refused until the row schema has tensor-parallel training (when
+    # that is merged, this test turns into: the rows load and plan TP x FSDP = gpus)
     with pytest.raises(DataFileError, match="'tp'"):
         load_measurements(TO_PREDICT / "kempnerforge-mfu-scaling-tp.yaml", measured=False)
 
