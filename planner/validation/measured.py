@@ -66,6 +66,14 @@ FRAMEWORK_RUNTIME = {
     # AutoAWQ's fused modules (casper-hansen/AutoAWQ): its own attention, KV cache and AWQ linears, each a module
     # called from eager PyTorch, kernel by kernel without CUDA graphs
     "autoawq": "pytorch-eager",
+    # KempnerForge (KempnerInstitute/KempnerForge): FSDP2 training; torch.compile on the model when its config sets
+    # train.compile_model (benchmarks/mfu_scaling/mfu_bench.sh sets it per run), eager otherwise
+    "kempnerforge": "pytorch-eager", "kempnerforge-compile": "torch-compile",
+    # IBM's fms-fsdp (foundation-model-stack/fms-fsdp): FSDP with SDPA, use_torch_compile False by default (eager)
+    "fms-fsdp": "pytorch-eager",
+    # TinyLlama's pretraining code (jzhang38/TinyLlama, lit-gpt on Lightning Fabric): FSDP, eager PyTorch with
+    # FlashAttention-2 and fused layernorm/SwiGLU/rotary/cross-entropy kernels, no torch.compile
+    "tinyllama": "pytorch-eager",
 }
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
@@ -74,8 +82,10 @@ ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", 
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing")
 SPLITS = ("tune", "test", "excluded")
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
-# after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py)
-FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan")
+# after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
+# fully_shard (kempnerforge/distributed/parallel.py) over dp_shard GPUs; fms-fsdp's rows where its table says
+# 'FSDP' (FULL_SHARD; its HSDP rows are not written: hybrid sharding is not a planner layout)
+FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-compile", "fms-fsdp", "tinyllama")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
