@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
+from planner.engine.train_layout import scale_memory
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import OPTIMIZERS, Generate, Train, Workload
 from planner.inputs.models import ModelProfile
@@ -46,7 +47,7 @@ def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: fl
     """Memory on each GPU for `batch` sequences/samples in flight."""
     items: list[MemoryItem] = []
     if isinstance(w, Train):
-        items += _train_items(m, w, s, batch)
+        items += scale_memory(_train_items(m, w, s, batch), s)
     else:
         items.append(weights_item(m.params, m.quantized_params(s.precision.quantized_weights), s))
         if isinstance(w, Generate):

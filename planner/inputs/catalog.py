@@ -264,6 +264,15 @@ class Link:
             link = self._by_gpus[n] = replace(self, n_gpus=n)
         return link
 
+    def for_group(self, n: int, per_node: int) -> Link:
+        """This cluster link timed for a group of n GPUs with `per_node` of them (and of their NICs) in each node: a
+        data-parallel or pipeline group whose members sit tensor-parallel ranks apart (built once per pair)."""
+        key = (n, per_node)
+        link = self._by_gpus.get(key)
+        if link is None:
+            link = self._by_gpus[key] = replace(self, n_gpus=n, node_gpus=per_node)
+        return link
+
     def describe(self) -> str:
         """The link in a few words: its kind and bus bandwidth (a cluster's nodes and fabric too)."""
         inside = f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus"
