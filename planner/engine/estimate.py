@@ -93,6 +93,13 @@ class Estimate:
         return self.prices.get(self.plan.price_tier)
 
     @property
+    def data_ranks(self) -> int:
+        """Data-parallel ranks the job's items are split over: the GPUs / (tp x pp x cp) of its setup (1 for
+        tensor-parallel inference, every GPU for data parallel)."""
+        s = self.setup
+        return max(1, self.plan.gpus // (s.tp * s.pp * s.cp))
+
+    @property
     def usable_gb(self) -> float:
         """Memory per GPU the plan may fill (decimal GB): the memory target of what the GPU reports."""
         return usable_gb(self.gpu, self.plan.memory_target)
@@ -458,7 +465,12 @@ def _layouts(plan: Plan) -> tuple[Plan, ...]:
             names = (w.sharding,) if dp > 1 or ZERO_STAGES.get(w.sharding) not in (1, 2) else ()
         else:
             names = ("ddp",) if dp == 1 else SPLIT_SHARDINGS if lay.splits and w.layout.auto else tuple(ZERO_STAGES)
+        if w.global_batch and w.global_batch % ((plan.batch or 1) * dp):
+            continue  # its data-parallel ranks do not divide the global batch (check_layout would refuse it)
         out += [replace(plan, workload=replace(w, sharding=name, layout=lay)) for name in names]
+    if not out:
+        raise ValueError(f"global batch {w.global_batch:,} is not a multiple of micro-batch {plan.batch or 1} x the "
+                         "data-parallel ranks of any layout: make it a multiple of the GPUs per job")
     return tuple(out)
 
 

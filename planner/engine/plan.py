@@ -157,7 +157,7 @@ def check_layout(plan: Plan) -> None:
         if lay.cp > 1 and w.input_size % chunks:
             raise ValueError(f"layout: cp={lay.cp} splits each sequence into 2 x cp = {chunks} chunks (causal load "
                              f"balancing); input size {w.input_size:,} is not a multiple of {chunks}")
-    if w.global_batch:
+    if w.global_batch and not lay.auto:  # layout auto: estimate._layouts keeps the candidates that divide it
         dp = max(1, n // lay.model_parallel)
         if w.grad_accum > 1:
             raise ValueError("global batch sets the gradient accumulation (global batch / (micro-batch x data-parallel "
