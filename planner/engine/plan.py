@@ -131,6 +131,8 @@ def check_layout(plan: Plan) -> None:
     parallel cannot split evenly, a micro-batch above the global batch."""
     w, m, n = plan.workload, plan.model, plan.gpus
     lay = w.layout
+    if lay.vpp > 1 and lay.pp < 2:
+        raise ValueError("layout: v (virtual stages per GPU, interleaved 1F1B) needs pp=2 or more")
     if lay.splits:
         mp = lay.model_parallel
         if n % mp:
@@ -147,8 +149,6 @@ def check_layout(plan: Plan) -> None:
         if lay.tp > 1 and heads % lay.tp:
             raise ValueError(f"layout: tp={lay.tp} does not divide {m.name}'s {heads} KV heads (each GPU holds "
                              "whole heads): choose a tp that divides them")
-        if lay.vpp > 1 and lay.pp < 2:
-            raise ValueError("layout: v (virtual stages per GPU, interleaved 1F1B) needs pp=2 or more")
         stages = lay.pp * lay.vpp
         if stages > 1 and m.shard_units % stages:
             raise ValueError(f"layout: pp {lay.pp} x v {lay.vpp} = {stages} pipeline chunks do not divide "
