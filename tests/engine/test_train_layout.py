@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from planner.engine.collectives import group_link
-from planner.engine.estimate import estimate_gpu
+from planner.engine.estimate import estimate_gpu, estimate_many
 from planner.engine.memory import breakdown
 from planner.engine.phases import job_passes
 from planner.engine.plan import Plan, check_plan
@@ -191,3 +191,13 @@ def test_a_global_batch_sets_the_micro_batches_per_step():
     micro = _phase(e, "train micro-step")
     assert _phase(e, "optimizer step").passes == pytest.approx(micro.passes / 32)  # 1,024 / 256 = 4 steps
     assert _phase(e, "optimizer step").passes == pytest.approx(4)
+
+
+@pytest.mark.parametrize("layout, sharding, global_batch", [("tp=2,pp=2,v=2", "zero1", 64), ("auto", "auto", 0)])
+def test_the_sweep_equals_one_gpus_estimate_under_a_layout(layout, sharding, global_batch):
+    plan = _plan(layout, 8, batch=None, size=4096, samples=512, sharding=sharding, global_batch=global_batch)
+    gpus = [FACTS.catalog.get(g) for g in ("h100-sxm", "a100-sxm-80gb", "rtx-4090", "mi300x")]
+    for swept, gpu in zip(estimate_many(plan, gpus, FACTS), gpus):
+        one = estimate_gpu(plan, gpu, FACTS)
+        assert (swept.feasible, swept.batch, swept.seconds, swept.parallelism) == (
+            one.feasible, one.batch, one.seconds, one.parallelism)
