@@ -581,7 +581,8 @@ class _PlanMemo(dict):
 
 
 _FIXED_PARTS = _PlanMemo()
-_FIXED_PLANS = 16  # plan shapes remembered (a page session changes one input at a time)
+_FIXED_PLANS = 128  # plan shapes remembered: a page session changes one input at a time, but layout auto weighs
+# dozens of candidate plans (64 GPUs: ~60 layouts x shardings) per change
 _GPUS_PER_PLAN = 1024  # devices per plan shape (each described GPU is one more): then it starts anew
 
 

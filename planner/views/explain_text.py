@@ -90,10 +90,11 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "FLOP/byte": g.flops / g.bytes if g.bytes else 0.0, "compute s": g.compute_s * ph.passes,
                          "memory s": g.memory_s * ph.passes, "time s": g.time_s * ph.passes, "limited by": g.bound,
                          "formula": g.formula + _rate_text(g, e.efficiency.compute_efficiency) + _overlap_text(g)})
-        rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
-                     "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
-                     "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
-                     "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.groups or ph.kernels_per_step:  # a training layout's collectives-only phases launch no kernels
+            rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
         if ph.latency_s:
             rows.append({"phase": ph.name, "op group": "decode-attention latency (one call per layer per step)",
                          "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
