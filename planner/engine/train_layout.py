@@ -31,7 +31,8 @@ one node; a CP group's members are tp apart, a data-parallel group's tp x cp apa
 apart, and a group whose members are `stride` apart has node_gpus / stride members per node, each with its own NIC.
 
 Memory per GPU: weights, gradients, optimizer states (and FP8 copies) of the whole model / (tp x pp), then sharded
-over the data-parallel ranks as the sharding says; activations of one micro-batch / (tp x cp) (sequence parallel
+over the data-parallel ranks as the sharding says (FSDP's two gathered layers are whole layers of the stage: / tp only);
+activations of one micro-batch / (tp x cp) (sequence parallel
 splits every activation over tp, Korthikanti et al. sec. 4.2.2) x the micro-batches a first stage holds of its
 layers/pp: p for 1F1B (so L layers' worth, whatever p) and p(1 + (p-1)/(p v)) interleaved (Korthikanti et al. sec.
 4.2.3), i.e. x (1 + (p-1)/(p v)) for the whole model's micro-batch; an upper bound when a step has fewer

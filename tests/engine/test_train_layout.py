@@ -88,10 +88,10 @@ def test_tp_times_pp_divides_the_training_states_and_tp_times_cp_the_activations
 
 def test_fsdp_over_the_data_parallel_ranks_shards_each_stages_share():
     # 16 GPUs as tp 2 x pp 2 x dp 4, FSDP over the 4: fp32 weights, gradients and Adam = 16 B x Psi / (4 x 4) + the
-    # two gathered layers' bf16 weights / (tp x pp)
+    # two gathered layers' bf16 weights, whole layers split over tp only
     e = estimate_gpu(_plan("tp=2,pp=2", 16, sharding="fsdp"), H100, FACTS)
     states = e.memory.get("weights") + e.memory.get("gradients") + e.memory.get("optimizer")
-    assert states == pytest.approx((16 * PSI / 16 + 2 * LLAMA.shard_unit_params * 2 / 4) / 1e9)
+    assert states == pytest.approx((16 * PSI / 16 + 2 * LLAMA.shard_unit_params * 2 / 2) / 1e9)
     assert e.data_ranks == 4 and e.parallelism == "fsdp with tp=2,pp=2"
 
 
