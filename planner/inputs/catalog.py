@@ -218,6 +218,7 @@ class Link:
     node_gpus: int = 0
     fabric: Fabric | None = None
     n_gpus: int = 0
+    group: bool = False  # built for a group spread over nodes (for_group): node_gpus is its members per node
 
     @property
     def bus_gbps(self) -> float:
@@ -270,7 +271,7 @@ class Link:
         key = (n, per_node)
         link = self._by_gpus.get(key)
         if link is None:
-            link = self._by_gpus[key] = replace(self, n_gpus=n, node_gpus=per_node)
+            link = self._by_gpus[key] = replace(self, n_gpus=n, node_gpus=per_node, group=True)
         return link
 
     def describe(self) -> str:
@@ -279,7 +280,9 @@ class Link:
         if not self.fabric:
             return inside
         f = self.fabric
-        return (f"{self.nodes} nodes of up to {self.node_gpus} GPUs; inside, {inside}; between nodes, {f.name}: "
+        nodes = (f"{self.nodes} nodes, {self.node_gpus} of the group's GPUs in each" if self.group
+                 else f"{self.nodes} nodes of up to {self.node_gpus} GPUs")
+        return (f"{nodes}; inside, {inside}; between nodes, {f.name}: "
                 f"{f.gbits_per_gpu:g} Gb/s per GPU x {f.busbw_fraction:g} bus")
 
     def describe_protocols(self) -> str:

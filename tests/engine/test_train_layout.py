@@ -121,7 +121,7 @@ def test_pipeline_sends_and_the_context_parallel_ring_by_hand():
 def test_a_data_parallel_group_beside_tp_8_crosses_the_network_on_one_nic_per_gpu():
     # dp 4 at stride 8 on 8-GPU H100 nodes: one member per node, each ring step over one 400 Gb/s NIC x 0.96 bus
     link = group_link(H100, 4, 8)
-    assert link.nodes == 4
+    assert link.nodes == 4 and link.describe().startswith("4 nodes, 1 of the group's GPUs in each")
     simple = next(r for r in link.rates if r.id == "simple")
     assert simple.bytes_per_s == pytest.approx(400 / 8 * 0.96 * 1e9)
     # the same 4 GPUs side by side share one node's NVLink
