@@ -13,6 +13,7 @@ from planner import DATA_DIR
 from planner.clients import live_prices as prices
 from planner.views import plan_inputs, share
 from planner.inputs.catalog import load_catalog
+from planner.inputs.layouts import Layout, parse_layout
 from planner.views.presets import load_presets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,6 +166,17 @@ def test_the_sharding_radio_offers_the_zero_stages_and_auto():
     assert _link(at)["shard"] == "auto" and "the cheapest of DDP, ZeRO-1, ZeRO-2 and FSDP that fits" in _plan_text(at)
     one = _app({"model": "llama-2-7b", "job": "train", "samples": "1000", "gpus": "1", "shard": "zero2"})
     assert not one.exception and any("sharding zero2" in _shown(e.value) for e in one.error)
+
+
+def test_a_typed_training_layout_reaches_the_plan_and_a_bad_one_names_the_field():
+    at = _app({"model": "llama-2-7b", "job": "train", "samples": "1000", "gpus": "8", "shard": "zero1"})
+    at.text_input(key="lay").set_value("tp=2, pp=2").run()
+    at.number_input(key="gbatch").set_value(64).run()
+    _ok(at)
+    assert parse_layout(_link(at)["lay"]) == Layout(tp=2, pp=2) and _link(at)["gbatch"] == "64"
+    assert "layout TP 2 (+SP) x PP 2 (1F1B)" in _plan_text(at) and "global batch 64" in _plan_text(at)
+    at.text_input(key="lay").set_value("tp=2,dp=4").run()
+    assert not at.exception and any("layout: 'dp=4' is not a degree" in _shown(e.value) for e in at.error)
 
 
 def test_train_tokens_plan_the_tokens_in_words():

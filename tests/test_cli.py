@@ -474,3 +474,22 @@ def test_sharding_takes_the_zero_stages_and_auto():
     assert one.returncode == 2 and "sharding zero2" in one.stderr and "Traceback" not in one.stderr
     bad = run(*args, "--sharding", "zero4")
     assert bad.returncode == 2 and "--sharding: unknown value 'zero4'" in bad.stderr
+
+
+def test_a_training_layout_and_global_batch_from_flags():
+    args = ("estimate", "--model", "llama-2-7b", "--workload", "train", "--samples", "512", "--input-size", "2048",
+            "--gpus", "8", "--gpu", "h100-sxm", "--format", "json")
+    row = json.loads(run(*args, "--layout", "tp=2,pp=2", "--sharding", "zero1", "--global-batch", "64",
+                         "--batch", "4").stdout)[0]
+    assert row["parallelism"] == "zero1 with tp=2,pp=2" and row["batch"] == 4
+    # 64 samples per step over 2 data-parallel ranks at micro-batch 4: m = 8; 1F1B bubble (2-1)/(8+2-1) = 1/9
+    assert row["layout"] == {"tp": 2, "pp": 2, "virtual_stages": 1, "cp": 1, "dp": 2, "micro_batch": 4,
+                             "micro_batches_per_step": 8, "global_batch": 64, "bubble_fraction": 0.1111}
+    assert any("TP 2 (+SP) x PP 2 (1F1B) x DP 2" in r["text"] for r in row["reasons"])
+    # 8 GPUs do not split into tp 3 copies; a micro-batch of 64 x 2 ranks is above the global batch of 64
+    bad = run(*args, "--layout", "tp=3")
+    assert bad.returncode == 2 and "layout: tp 3 x pp 1 x cp 1 = 3 GPUs" in bad.stderr and "Traceback" not in bad.stderr
+    over = run(*args, "--layout", "tp=2,pp=2", "--global-batch", "64", "--batch", "64")
+    assert over.returncode == 2 and "above the global batch 64" in over.stderr
+    typo = run(*args, "--layout", "dp=2")
+    assert typo.returncode == 2 and "--layout" in typo.stderr and "'dp=2' is not a degree" in typo.stderr

@@ -128,8 +128,12 @@ def compute(inputs: plan_inputs.Inputs) -> Answer | None:
                  + (f" (field '{md_escape(field, 60)}')" if field else "")
                  + ". Fix it in the sidebar; nothing else was changed.")
         return None
-    plan, table, fleet, overheads = plan_inputs.to_plan(inputs, model), prices.price_table(inputs), fleet_of(inputs), \
-        state.overheads()
+    try:
+        plan = plan_inputs.to_plan(inputs, model)
+    except ValueError as exc:  # a typed training layout that does not parse, named in the message
+        st.error(f"This plan can't be estimated: {md_escape(exc, 400)}. Change the input it names in the sidebar.")
+        return None
+    table, fleet, overheads = prices.price_table(inputs), fleet_of(inputs), state.overheads()
     est_key = content_key(plan, (inputs.psrc, table.source, table.as_of, inputs.myprice), inputs.cal, inputs.cpus,
                           inputs.mygpu,
                           overheads)

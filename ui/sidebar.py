@@ -10,6 +10,7 @@ from planner.inputs import own_gpu
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS
+from planner.inputs.layouts import MAX_LAYOUT_CHARS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.ownership import MAX_CARDS, MAX_OWNED, MAX_PAID_USD
 from planner.calibration import measured as calibration_measured
@@ -123,6 +124,11 @@ def _job(m) -> None:
                  format_func={"ddp": "DDP (full copies)", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                               "fsdp": "FSDP (ZeRO-3)", "auto": "Auto (cheapest that fits)"}.get,
                  help=field_help("shard"))
+        c1, c2 = sb.columns(2)
+        c1.text_input("Layout (tp, pp, v, cp)", key="lay", persist_state=KEEP, max_chars=MAX_LAYOUT_CHARS,
+                      placeholder="auto, or tp=2,pp=4", help=field_help("lay"))
+        c2.number_input("Global batch (0 = off)", *_bounds("global_batch"), key="gbatch", persist_state=KEEP,
+                        help=field_help("gbatch"))
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:
         sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),

@@ -15,7 +15,7 @@ data/interconnects.yaml holds them per link kind. Small messages take LL, a few 
 
 from __future__ import annotations
 
-from planner.inputs.catalog import Link, ProtocolRate
+from planner.inputs.catalog import GPU, Link, ProtocolRate
 from planner.inputs.work import ALL_GATHER, ALL_REDUCE, Collective
 
 
@@ -63,3 +63,16 @@ def allreduce_seconds(message_bytes: float, n: int, link: Link) -> float:
     """One ring all-reduce of `message_bytes` over n GPUs: 2(n-1)/n x bytes / a protocol's bus bandwidth + its call
     latency + 2(n-1) of its hop latencies, at the fastest protocol."""
     return comm_seconds(*ring_traffic(Collective(ALL_REDUCE, message_bytes, 1), n), link)
+
+
+def group_link(gpu: GPU, n: int, stride: int = 1) -> Link | None:
+    """The link a group of n GPUs whose members are `stride` ranks apart exchanges over (None: none known): the
+    node's link when the group sits in one node (n x stride <= the node's GPUs, or no node size known); else the
+    cluster's, each node holding node_gpus // stride of the group's members and using their NICs only."""
+    node = gpu.node_gpus
+    if stride <= 1 or not node or n * stride <= node:
+        return gpu.link_for(n)
+    cluster = gpu.link_for(n * stride)
+    if cluster is None or not cluster.fabric:
+        return cluster
+    return cluster.for_group(n, max(1, node // stride))

@@ -14,12 +14,14 @@ from collections.abc import Callable, Iterable, Mapping
 
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
+from planner.engine.collectives import group_link
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
                                         precision_on, support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
+from planner.engine.train_layout import SPLIT_SHARDINGS, layout_candidates, layout_words
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -29,7 +31,8 @@ from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import Setup
 
 EfficiencyAdjust = Callable[[GPU, Efficiency], Efficiency]
-PARALLELISMS = ("single", "data", "tensor", "zero1", "zero2", "fsdp")
+PARALLELISMS = ("single", "data", "tensor", "zero1", "zero2", "fsdp")  # a training layout adds ' with tp=2,...'
+AUTO_LISTED = 6  # candidates an auto pick names, each list (a layout auto on 64 GPUs weighs dozens)
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +93,13 @@ class Estimate:
         return self.prices.get(self.plan.price_tier)
 
     @property
+    def data_ranks(self) -> int:
+        """Data-parallel ranks the job's items are split over: the GPUs / (tp x pp x cp) of its setup (1 for
+        tensor-parallel inference, every GPU for data parallel)."""
+        s = self.setup
+        return max(1, self.plan.gpus // (s.tp * s.pp * s.cp))
+
+    @property
     def usable_gb(self) -> float:
         """Memory per GPU the plan may fill (decimal GB): the memory target of what the GPU reports."""
         return usable_gb(self.gpu, self.plan.memory_target)
@@ -116,6 +126,32 @@ def _tokens(plan: Plan) -> float | None:
     if isinstance(w, Infer):
         return float(w.n_samples) * w.input_size
     return w.samples_per_epoch * w.epochs * w.input_size
+
+
+def micro_batches(fit: int, per_rank: int) -> list[int]:
+    """The micro-batches (<= fit) that divide a global batch's `per_rank` samples per data-parallel rank, ascending:
+    the gradient accumulation is then per_rank / micro-batch micro-batches, exactly."""
+    cap = min(fit, per_rank)
+    found = {1}
+    for d in range(1, math.isqrt(per_rank) + 1):  # divisors in pairs: a global batch of 10^8 takes 10^4 steps
+        if per_rank % d == 0:
+            found.update(x for x in (d, per_rank // d) if x <= cap)
+    return sorted(found)
+
+
+def _global_batch_micro(plan: Plan, f: _Fixed, per_gpu: int, fit: int) -> int:
+    """batch=auto with a global batch: the largest micro-batch that divides it; with a pipeline, the one of those
+    whose job takes least time (a smaller micro-batch runs more micro-batches per step, and the bubble, (p-1)/v
+    micro-steps, is then a smaller share: Narayanan et al. 2021 sec. 3.2)."""
+    w = plan.workload
+    sizes = micro_batches(fit, w.global_batch // f.n_dp)
+    if f.setup.pp == 1:
+        return sizes[-1]
+
+    def seconds(b: int) -> float:
+        passes = job_passes(plan.model, w, f.setup, b, per_gpu, f.n_dp)
+        return sum(_pass_memo(f, ph)[1] * n for ph, n in passes)
+    return min(sizes, key=seconds)
 
 
 def auto_batch(fit: int, items: int) -> int:
@@ -150,6 +186,44 @@ def _unlinked(gpu: GPU, n: int) -> list[Reason]:
     return [Reason("parallelism", True, f"no link between {gpu.name}s is known: use 1 GPU")]
 
 
+def data_ranks(plan: Plan) -> int:
+    """Data-parallel ranks the job's items are split over: a training layout's GPUs / (tp x pp x cp); every GPU
+    otherwise (tensor-parallel inference: _fixed's n_dp)."""
+    w = plan.workload
+    return max(1, plan.gpus // w.layout.model_parallel) if isinstance(w, Train) else plan.gpus
+
+
+def _layout_parallelism(plan: Plan, gpu: GPU, s: Setup) -> tuple[Setup, str, list[Reason]]:
+    """A training plan with a model-parallel layout (tp x pp x cp > 1): the setup with its degrees and the
+    data-parallel ranks' sharding, its name ('fsdp with tp=2,pp=4'), and what the layout runs over."""
+    m, w, n = plan.model, plan.workload, plan.gpus
+    lay = w.layout
+    dp = n // lay.model_parallel
+    stage = ZERO_STAGES.get(w.sharding, 0) if dp > 1 else 0
+    s = replace(s, tp=lay.tp, pp=lay.pp, cp=lay.cp, vpp=lay.vpp,
+                shard=dp if stage == 3 else 1, zero_stage=stage if stage in (1, 2) else 0,
+                zero_gpus=dp if stage in (1, 2) else 1)
+    base = {0: "data", 1: "zero1", 2: "zero2", 3: "fsdp"}[stage] if dp > 1 else ""
+    name = f"{base} with {lay.text()}" if base else lay.text()
+    notes = [Reason("parallelism", False, f"training layout {layout_words(s, dp)}, {n} GPUs: TP within a node over "
+                    f"{_link(gpu, lay.tp)}" + (f"; the {dp} data-parallel ranks' collectives "
+                                               f"({base if base != 'data' else 'DDP'}) over "
+                                               f"{_group_link_words(gpu, dp, lay.tp * lay.cp)}" if dp > 1 else ""))]
+    node = gpu.node_gpus
+    if lay.tp > 1 and node and lay.tp > node:
+        notes.append(Reason("parallelism", True, f"layout: tp={lay.tp} is more than the {node} GPUs one "
+                            f"{gpu.name} node holds: tensor parallel runs inside a node; use tp={node} or less"))
+    if lay.cp > 1 and not m.context_parallel_comm(s, 1):
+        notes.append(Reason("parallelism", True, f"layout: context parallel is not modelled for {m.name} (a "
+                            f"{m.kind} profile): use cp=1"))
+    return s, name, notes + _unlinked(gpu, n)
+
+
+def _group_link_words(gpu: GPU, n: int, stride: int) -> str:
+    link = group_link(gpu, n, stride)
+    return link.describe() if link else "no known link between GPUs"
+
+
 def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Setup, str, list[Reason]]:
     """How plan.gpus GPUs share the job: (setup with its TP/FSDP degree, parallelism, notes).
 
@@ -160,6 +234,8 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
     m, w, n = plan.model, plan.workload, plan.gpus
     if n == 1:
         return s, "single", []
+    if isinstance(w, Train) and w.layout.splits:
+        return _layout_parallelism(plan, gpu, s)
     if isinstance(w, Train):
         stage = ZERO_STAGES.get(w.sharding, 0)
         if stage in (1, 2):
@@ -269,7 +345,7 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
     per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
     return _Fixed(gpu, eff, tuple(reasons), any(r.blocking for r in reasons), s, parallelism,
-                  1 if parallelism == "tensor" else plan.gpus, usable, at_1, per_item, {})
+                  1 if parallelism == "tensor" else data_ranks(plan), usable, at_1, per_item, {})
 
 
 def _fit(f: _Fixed, limit: int) -> int:
@@ -355,7 +431,8 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
                          parallelism=f.parallelism, seconds=None, passes=(), efficiency=eff, prices=prices,
                          cost_usd={}, items_per_s=None, tokens_per_s=None)
     if plan.batch is None:
-        batch = auto_batch(fit, per_gpu)
+        batch = (_global_batch_micro(plan, f, per_gpu, fit) if isinstance(w, Train) and w.global_batch
+                 else auto_batch(fit, per_gpu))
     passes = job_passes(m, w, s, batch, per_gpu, f.n_dp)
     entries = [_pass_memo(f, ph) for ph, _ in passes]
     seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
@@ -374,19 +451,45 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
 
 
 def _layouts(plan: Plan) -> tuple[Plan, ...]:
-    """The plans an auto-sharded training plan chooses among: each concrete layout of jobs.ZERO_STAGES in order of
-    stage (DDP on one GPU, where nothing is partitioned); () for any other plan."""
+    """The plans an auto training plan chooses among: with sharding auto each concrete sharding of jobs.ZERO_STAGES
+    in order of stage (DDP where nothing is partitioned); with layout auto each model-parallel layout of
+    train_layout.layout_candidates, split ones only with zero1 or fsdp when the sharding is auto too (Megatron-LM's
+    distributed optimizer, TorchTitan's FSDP); () for any other plan."""
     w = plan.workload
-    if not isinstance(w, Train) or w.sharding != AUTO_SHARDING:
+    if not isinstance(w, Train) or (w.sharding != AUTO_SHARDING and not w.layout.auto):
         return ()
-    names = tuple(ZERO_STAGES) if plan.gpus > 1 else ("ddp",)
-    return tuple(replace(plan, workload=replace(w, sharding=name)) for name in names)
+    out = []
+    for lay in layout_candidates(plan.model, w.input_size, plan.gpus) if w.layout.auto else (w.layout,):
+        dp = plan.gpus // lay.model_parallel
+        if w.sharding != AUTO_SHARDING:
+            names = (w.sharding,) if dp > 1 or ZERO_STAGES.get(w.sharding) not in (1, 2) else ()
+        else:
+            names = ("ddp",) if dp == 1 else SPLIT_SHARDINGS if lay.splits and w.layout.auto else tuple(ZERO_STAGES)
+        if w.global_batch and w.global_batch % ((plan.batch or 1) * dp):
+            continue  # its data-parallel ranks do not divide the global batch (check_layout would refuse it)
+        out += [replace(plan, workload=replace(w, sharding=name, layout=lay)) for name in names]
+    if not out:
+        raise ValueError(f"global batch {w.global_batch:,} is not a multiple of micro-batch {plan.batch or 1} x the "
+                         "data-parallel ranks of any layout: make it a multiple of the GPUs per job")
+    return tuple(out)
+
+
+def _choice(e: Estimate) -> str:
+    """The sharding and layout an auto plan's candidate runs with: 'fsdp', 'zero1 with tp=2,pp=4'."""
+    w = e.plan.workload
+    return w.sharding + (f" with {w.layout.text()}" if w.layout.splits else "")
 
 
 def _layout_text(e: Estimate) -> str:
     cost = e.cost()
     money = f"${cost:,.2f}, " if cost is not None else ""
-    return f"{e.plan.workload.sharding} ({money}{e.seconds / 3600:,.3g} h)"
+    return f"{_choice(e)} ({money}{e.seconds / 3600:,.3g} h)"
+
+
+def _listed(texts: list[str]) -> str:
+    """At most AUTO_LISTED of the texts, then how many more."""
+    more = len(texts) - AUTO_LISTED
+    return ", ".join(texts[:AUTO_LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
 def _pick_layout(plan: Plan, candidates: list[Estimate]) -> Estimate:
@@ -397,17 +500,17 @@ def _pick_layout(plan: Plan, candidates: list[Estimate]) -> Estimate:
         return _estimate(**{**candidates[0].__dict__, "plan": plan})
     runs = [e for e in candidates if e.feasible]
     best = min(runs, key=rank_key) if runs else min(candidates, key=lambda e: e.memory.total_gb)
-    unfit = [f"{e.plan.workload.sharding} ({e.memory.total_gb:,.1f} GB per GPU at batch {e.batch}, "
+    unfit = [f"{_choice(e)} ({e.memory.total_gb:,.1f} GB per GPU at batch {e.batch}, "
              f"{e.usable_gb:,.1f} GB usable)"
              for e in candidates if not e.feasible and e.memory.total_gb > e.usable_gb]
-    costlier = [_layout_text(e) for e in runs if e is not best]
+    costlier = [_layout_text(e) for e in sorted(runs, key=rank_key) if e is not best]
+    what = "layout auto" if plan.workload.layout.auto else "sharding auto"
     if runs:
-        why = f"sharding auto: {_layout_text(best)} is the cheapest layout that fits"
+        why = f"{what}: {_layout_text(best)} is the cheapest layout that fits"
     else:
-        why = (f"sharding auto: no layout runs here; {best.plan.workload.sharding}, the one that needs the least "
-               "memory, shown")
-    why += (f"; did not fit: {', '.join(unfit)}" if unfit else "") + (
-        f"; fit but cost more: {', '.join(costlier)}" if costlier else "")
+        why = f"{what}: no layout runs here; {_choice(best)}, the one that needs the least memory, shown"
+    why += (f"; did not fit: {_listed(unfit)}" if unfit else "") + (
+        f"; fit but cost more: {_listed(costlier)}" if costlier else "")
     fields = {**best.__dict__, "plan": plan, "reasons": (Reason("parallelism", False, why), *best.reasons)}
     fields.pop("memory", None)  # a cached_property of the layout's plan: rebuilt from the auto plan when asked
     return _estimate(**fields)
@@ -478,7 +581,8 @@ class _PlanMemo(dict):
 
 
 _FIXED_PARTS = _PlanMemo()
-_FIXED_PLANS = 16  # plan shapes remembered (a page session changes one input at a time)
+_FIXED_PLANS = 128  # plan shapes remembered: a page session changes one input at a time, but layout auto weighs
+# dozens of candidate plans (64 GPUs: ~60 layouts x shardings) per change
 _GPUS_PER_PLAN = 1024  # devices per plan shape (each described GPU is one more): then it starts anew
 
 

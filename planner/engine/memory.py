@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
+from planner.engine.train_layout import scale_memory
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import OPTIMIZERS, Generate, Train, Workload
 from planner.inputs.models import ModelProfile
@@ -46,7 +47,7 @@ def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: fl
     """Memory on each GPU for `batch` sequences/samples in flight."""
     items: list[MemoryItem] = []
     if isinstance(w, Train):
-        items += _train_items(m, w, s, batch)
+        items += scale_memory(_train_items(m, w, s, batch), s)
     else:
         items.append(weights_item(m.params, m.quantized_params(s.precision.quantized_weights), s))
         if isinstance(w, Generate):
@@ -67,15 +68,18 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
         return _zero_items(m, w, s, batch)
     if k > 1:  # FSDP: fp32 states sharded; the compute-dtype weights of the blocks in flight gathered
         unit = m.shard_unit_params
+        # a pipeline stage's two gathered layers are whole layers, not 1/pp of them: x pp here, as
+        # train_layout.scale_memory divides the item by tp x pp
+        pp_note = " x PP {}" if s.pp > 1 else ""
         items = [MemoryItem("weights",
-                            (params * FP32_BYTES / k + FSDP_GATHERED_UNITS * unit * p.act_bytes) / BYTES_PER_GB,
-                            "{:,} params x fp32 master 4 B / {} GPUs + 2 gathered layers x {:g} B",
-                            (params, k, p.act_bytes))]
+                            (params * FP32_BYTES / k + FSDP_GATHERED_UNITS * unit * p.act_bytes * s.pp) / BYTES_PER_GB,
+                            "{:,} params x fp32 master 4 B / {} GPUs + 2 gathered layers x {:g} B" + pp_note,
+                            (params, k, p.act_bytes, s.pp) if s.pp > 1 else (params, k, p.act_bytes))]
     else:
         items = [MemoryItem("weights", params * (FP32_BYTES + copy) / BYTES_PER_GB,
                             "{:,} params x (fp32 master 4 B + autocast copy {:g} B)", (params, copy))]
     if p.fp8_training is not None:
-        items.append(_fp8_copies(m, p.fp8_training.weight_copy_bytes, k))
+        items.append(_fp8_copies(m, p.fp8_training.weight_copy_bytes, k, s.pp))
     items += [MemoryItem("gradients", params * FP32_BYTES / k / BYTES_PER_GB,
                          "{:,} params x fp32 gradient (4 B) / {} GPU(s)", (params, k)),
               MemoryItem("optimizer", params * OPTIMIZERS[w.optimizer] / k / BYTES_PER_GB,
@@ -116,13 +120,15 @@ def _zero_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[MemoryI
     return items
 
 
-def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int) -> MemoryItem:
+def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int, pp: int = 1) -> MemoryItem:
     """The FP8 copies (weight and transpose) an FP8 training recipe holds of the layers' matrices (quantizable_params):
-    every layer's on one GPU; under FSDP (k > 1) those of the blocks gathered at a time."""
+    every layer's on one GPU; under FSDP (k > 1) those of the blocks gathered at a time (x pp: whole layers on a
+    pipeline stage, whose items train_layout.scale_memory divides by tp x pp)."""
     if k > 1:
         unit = min(m.shard_unit_params, m.quantizable_params)
-        return MemoryItem("FP8 weight copies", FSDP_GATHERED_UNITS * unit * copy_bytes / BYTES_PER_GB,
-                          "2 gathered layers x {:,} params x {:g} B (FP8 weight + transpose)", (unit, copy_bytes))
+        return MemoryItem("FP8 weight copies", FSDP_GATHERED_UNITS * unit * copy_bytes * pp / BYTES_PER_GB,
+                          "2 gathered layers x {:,} params x {:g} B (FP8 weight + transpose)" + (
+                              " x PP {}" if pp > 1 else ""), (unit, copy_bytes, pp) if pp > 1 else (unit, copy_bytes))
     return MemoryItem("FP8 weight copies", m.quantizable_params * copy_bytes / BYTES_PER_GB,
                       "{:,} layer weights x {:g} B (FP8 weight + transpose, held from forward to backward)",
                       (m.quantizable_params, copy_bytes))

@@ -14,6 +14,8 @@ from typing import NamedTuple
 from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
 from planner.engine.memory import zero_state_bytes
+from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, pp_comm_fields,
+                                         pp_message_bytes, split_groups, tp_collectives)
 from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import OpGroup, Setup, fold_pipelined, forward_equivalents
@@ -54,6 +56,7 @@ class Phase(NamedTuple):
     launches: float = 0.0
     host_kernels: float = 0.0
     latency_s: float = 0.0  # per step: its op groups' kernels' fixed latencies (OpGroup.latency_s), summed
+    comm_stride: int = 1  # ranks between a collective group's members (a data-parallel group beside TP): its link
 
     @property
     def comm_bytes(self) -> float:
@@ -141,8 +144,36 @@ def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: f
 
 def _train_passes(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int
                   ) -> tuple[tuple[Phase, float], ...]:
-    micro, opt = _train_steps(m, w.input_size, w.checkpointing, w.optimizer, w.grad_accum, s, batch, n_gpus)
-    return (micro, micro_steps), (opt, micro_steps / w.grad_accum)
+    """n_gpus: the data-parallel ranks (all the GPUs without a model-parallel layout)."""
+    accum = w.accum_for(batch, n_gpus)
+    micro, opt = _train_steps(m, w.input_size, w.checkpointing, w.optimizer, accum, s, batch, n_gpus)
+    passes = ((micro, micro_steps), (opt, micro_steps / accum))
+    if s.tp * s.pp * s.cp == 1:
+        return passes
+    layout = _layout_steps(m, w.input_size, w.checkpointing, accum, s, batch, n_gpus, micro)
+    return passes + tuple((ph, micro_steps * k) for ph, k in layout)
+
+
+@lru_cache(maxsize=1024)
+def _layout_steps(m: ModelProfile, input_size: int, checkpointing: bool, accum: int, s: Setup, batch: int, dp: int,
+                  micro: Phase) -> tuple[tuple[Phase, float], ...]:
+    """A model-parallel layout's phases beside the micro-step, each as (one pass, passes per micro-step): TP (+SP)
+    collectives, CP's ring exchange, the pipeline's sends, and the pipeline bubble (planner.engine.train_layout)."""
+    tokens = batch * input_size
+    out = []
+    tp = comm_fields(tp_collectives(m, s, tokens, checkpointing), s.tp, 1)
+    if tp:
+        out.append((Phase("tensor-parallel collectives (TP + sequence parallel)", (), 0.0, 1, 0, 1.0, **tp), 1.0))
+    cp = comm_fields(cp_collectives(m, s, tokens, checkpointing), s.cp, s.tp)
+    if cp:
+        out.append((Phase("context-parallel K/V exchange (ring attention)", (), 0.0, 1, 0, 1.0, **cp), 1.0))
+    if s.pp > 1:
+        sends = pp_comm_fields(pp_message_bytes(m, s, tokens), s, dp)
+        out.append((Phase("pipeline sends (activations and their gradients)", (), 0.0, 1, 0, 1.0, **sends), 1.0))
+        idle = Phase("pipeline bubble (idle: (p-1)/v micro-steps per optimizer step)", micro.groups, micro.kernels,
+                     1, 0, 1.0, **tp)
+        out.append((idle, bubble_micro_steps(s.pp, s.vpp) / accum))
+    return tuple(out)
 
 
 def job_passes(m: ModelProfile, w: Workload, s: Setup, batch: int, items_per_gpu: int, n_gpus: int
@@ -169,20 +200,23 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
                  batch: int, n_gpus: int) -> tuple[Phase, Phase]:
     """One micro-step and one optimizer step of train_phases (pass-independent, as _generate_steps; the job's size
     is no part of the key)."""
-    params = m.params
+    split = s.tp * s.pp  # the model's parameters each GPU holds 1/split of (planner.engine.train_layout)
+    params = m.params / split if split > 1 else m.params
     k = s.shard
     mixed = s.precision.act_bytes < FP32_BYTES
-    groups = fold_pipelined(m.train_work(s, batch, input_size, checkpointing))
+    groups = split_groups(fold_pipelined(m.train_work(s, batch, input_size, checkpointing)), s)
     if s.zero_stage:
-        return _zero_steps(m, s, groups, checkpointing, optimizer, grad_accum)
+        return _zero_steps(m, s, groups, checkpointing, optimizer, grad_accum, params)
     if mixed:
         cast = (FP32_BYTES + s.precision.act_bytes) * params / k
         groups += (OpGroup("mixed-precision weight cast", 0.0, cast, "fp32",
                            f"bytes = params x ({FP32_BYTES:g} + {s.precision.act_bytes:g}) B: autocast reads each fp32 "
                            "master weight and writes its 16-bit copy once per micro-step"
                            + (f" (this GPU's 1/{k} shard)" if k > 1 else "")),)
-    kernels = m.kernels_per_forward * forward_equivalents(checkpointing)
-    comm = _fsdp_comm(m, s) if k > 1 else _ddp_comm(params, n_gpus, grad_accum) if n_gpus > 1 else {}
+    kernels = m.kernels_per_forward * forward_equivalents(checkpointing) / s.pp
+    comm = _fsdp_comm(m, s, params) if k > 1 else _ddp_comm(params, n_gpus, grad_accum) if n_gpus > 1 else {}
+    if comm:
+        comm["comm_stride"] = s.tp * s.cp  # a data-parallel group's members sit tp x cp ranks apart
     micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **comm)
     traffic = OPTIMIZER_TRAFFIC[optimizer]
     unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0  # GradScaler: read and write each fp32 gradient
@@ -194,14 +228,16 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
 
 
 def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpointing: bool, optimizer: str,
-                grad_accum: int) -> tuple[Phase, Phase]:
+                grad_accum: int, params: float) -> tuple[Phase, Phase]:
     """ZeRO stage 1/2 (DeepSpeed) over s.zero_gpus GPUs: the 16-bit weights stay on every GPU (no per-micro-step
     cast); each GPU updates its 1/N partition (writing its 16-bit copy too) and the partitions are all-gathered after
     the step, which waits for it (no compute to hide under). The gradients are reduce-scattered in their own dtype
     during the backward (zero_comm)."""
-    n, params = s.zero_gpus, m.params
-    micro_comm, step_comm = zero_comm(m.params, s, grad_accum)
-    kernels = m.kernels_per_forward * forward_equivalents(checkpointing)
+    n = s.zero_gpus
+    micro_comm, step_comm = zero_comm(params, s, grad_accum)
+    stride = s.tp * s.cp  # a data-parallel group's members sit tp x cp ranks apart
+    micro_comm["comm_stride"] = step_comm["comm_stride"] = stride
+    kernels = m.kernels_per_forward * forward_equivalents(checkpointing) / s.pp
     micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **micro_comm)
     traffic = OPTIMIZER_TRAFFIC[optimizer]
     copy = s.precision.act_bytes if s.precision.act_bytes < FP32_BYTES else 0.0
@@ -213,7 +249,7 @@ def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpoi
     return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0, **step_comm)
 
 
-def zero_comm(params: int, s: Setup, grad_accum: int) -> tuple[dict, dict]:
+def zero_comm(params: float, s: Setup, grad_accum: int) -> tuple[dict, dict]:
     """ZeRO stage 1/2's collectives as (per micro-step, per optimizer step) Phase fields (ZeRO paper sec. 7.2.1: a
     reduce-scatter of the gradients and an all-gather of the updated parameters, each (N-1)/N x params x its dtype,
     the same volume as DDP's all-reduce of the same dtype). Stage 1 keeps whole gradients, so it reduces once per
@@ -230,11 +266,12 @@ def zero_comm(params: int, s: Setup, grad_accum: int) -> tuple[dict, dict]:
     return micro, dict(comm=((gather, n - 1, 1),), comm_gpus=n)
 
 
-def _fsdp_comm(m: ModelProfile, s: Setup) -> dict:
-    """FSDP per micro-step: per shard unit, all-gathers for forward and backward and a reduce-scatter of the
-    gradients, in the compute dtype (each (k-1)/k of the unit's size and k-1 ring steps)."""
-    k, calls = s.shard, FSDP_COLLECTIVES_PER_STEP * m.shard_units
-    sent = FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * m.params * s.precision.act_bytes
+def _fsdp_comm(m: ModelProfile, s: Setup, params: float) -> dict:
+    """FSDP per micro-step: per shard unit (of this pipeline stage's), all-gathers for forward and backward and a
+    reduce-scatter of the gradients, in the compute dtype (each (k-1)/k of the unit's size and k-1 ring steps);
+    `params` the GPU's share of the model before sharding (all of it without TP or PP)."""
+    k, calls = s.shard, FSDP_COLLECTIVES_PER_STEP * m.shard_units / s.pp
+    sent = FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * params * s.precision.act_bytes
     return dict(comm=((sent, calls * (k - 1), calls),), comm_gpus=k, comm_overlaps=True)
 
 

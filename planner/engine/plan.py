@@ -88,8 +88,8 @@ def check_plan(plan: Plan) -> None:
         raise ValueError(f"parallel must be one of {', '.join(PARALLEL_MODES)}")
     if plan.parallel == "tensor" and plan.gpus > 1:
         if isinstance(w, Train):
-            raise ValueError("tensor parallel is modelled for generate and infer; to split a model for training, "
-                             "use sharding fsdp (ZeRO-3), zero1, zero2 or auto")
+            raise ValueError("parallel tensor is for generate and infer; to split a model for training, give a "
+                             "layout (e.g. tp=2,pp=4) or use sharding fsdp (ZeRO-3), zero1, zero2 or auto")
         if m.tensor_parallel_heads is None:
             raise ValueError(f"tensor parallel is not modelled for {m.name} (a {m.kind} profile): choose data "
                              "parallel or auto")
@@ -112,6 +112,7 @@ def check_plan(plan: Plan) -> None:
         if ZERO_STAGES.get(w.sharding) in (1, 2) and plan.gpus < 2:
             raise ValueError(f"sharding {w.sharding} partitions training states over several GPUs: set GPUs per job "
                              "to 2 or more, or sharding ddp for one GPU")
+        check_layout(plan)
         if w.grad_accum < 1 or w.epochs <= 0 or w.samples_per_epoch < 1:
             raise ValueError("train needs samples >= 1, epochs > 0 and gradient accumulation >= 1")
         if w.train_tokens and not m.counts_tokens:
@@ -122,3 +123,50 @@ def check_plan(plan: Plan) -> None:
     if isinstance(w, Infer) and w.n_samples < 1:
         raise ValueError("infer needs samples >= 1")
     m.check_size(w.input_size)
+
+
+def check_layout(plan: Plan) -> None:
+    """Reject a training layout or global batch that cannot run, naming the field (raises ValueError): degrees that
+    do not divide the GPUs, the model's layers (pipeline stages) or KV heads (tensor parallel), a sequence context
+    parallel cannot split evenly, a micro-batch above the global batch."""
+    w, m, n = plan.workload, plan.model, plan.gpus
+    lay = w.layout
+    if lay.vpp > 1 and lay.pp < 2:
+        raise ValueError("layout: v (virtual stages per GPU, interleaved 1F1B) needs pp=2 or more")
+    if lay.splits:
+        mp = lay.model_parallel
+        if n % mp:
+            raise ValueError(f"layout: tp {lay.tp} x pp {lay.pp} x cp {lay.cp} = {mp} GPUs per model copy does not "
+                             f"divide the {n} GPUs per job: set GPUs per job to a multiple of {mp}, or change the "
+                             "layout")
+        dp = n // mp
+        if ZERO_STAGES.get(w.sharding) in (1, 2) and dp < 2:
+            raise ValueError(f"sharding {w.sharding} partitions states over the data-parallel ranks, and layout "
+                             f"{lay.text()} on {n} GPUs leaves 1: use sharding ddp, or more GPUs")
+        heads = m.tensor_parallel_heads
+        if lay.tp > 1 and heads is None:
+            raise ValueError(f"layout: tensor parallel is not modelled for {m.name} (a {m.kind} profile): use tp=1")
+        if lay.tp > 1 and heads % lay.tp:
+            raise ValueError(f"layout: tp={lay.tp} does not divide {m.name}'s {heads} KV heads (each GPU holds "
+                             "whole heads): choose a tp that divides them")
+        stages = lay.pp * lay.vpp
+        if stages > 1 and m.shard_units % stages:
+            raise ValueError(f"layout: pp {lay.pp} x v {lay.vpp} = {stages} pipeline chunks do not divide "
+                             f"{m.name}'s {m.shard_units} layers: choose pp (and v) dividing them")
+        chunks = 2 * lay.cp
+        if lay.cp > 1 and w.input_size % chunks:
+            raise ValueError(f"layout: cp={lay.cp} splits each sequence into 2 x cp = {chunks} chunks (causal load "
+                             f"balancing); input size {w.input_size:,} is not a multiple of {chunks}")
+    if w.global_batch and not lay.auto:  # layout auto: estimate._layouts keeps the candidates that divide it
+        dp = max(1, n // lay.model_parallel)
+        if w.grad_accum > 1:
+            raise ValueError("global batch sets the gradient accumulation (global batch / (micro-batch x data-parallel "
+                             "ranks)): leave grad accum at 1, or global batch at 0")
+        if plan.batch and plan.batch * dp > w.global_batch:
+            raise ValueError(f"batch: micro-batch {plan.batch:,} x {dp} data-parallel rank(s) = {plan.batch * dp:,} "
+                             f"is above the global batch {w.global_batch:,}: lower the micro-batch or raise the "
+                             "global batch")
+        unit = (plan.batch or 1) * dp
+        if w.global_batch % unit:
+            raise ValueError(f"global batch {w.global_batch:,} is not a multiple of micro-batch {plan.batch or 1} x "
+                             f"{dp} data-parallel rank(s) = {unit:,}: make it one")

@@ -16,6 +16,7 @@ from planner.engine.owning import OwnCost, estimate_owned, own_cost
 from planner.engine.plan import Plan
 from planner.inputs.catalog import GPU
 from planner.inputs.facts import Facts
+from planner.inputs.jobs import Train
 from planner.inputs.job_costs import JobOverheads
 from planner.inputs.ownership import OwnAssumptions, Owned
 
@@ -162,8 +163,12 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts,
     autos = estimate_many(replace(plan, batch=None), gpus, facts, adjust)
     grids = []
     for auto in autos:
-        limit = items_per_gpu(plan.workload, 1 if auto.parallelism == "tensor" else plan.gpus)
-        grids.append((limit, batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else [])))
+        limit = items_per_gpu(plan.workload, auto.data_ranks)
+        grid = batch_grid(auto.max_batch, limit, [plan.batch] if plan.batch else [])
+        per_rank = plan.workload.global_batch // auto.data_ranks if isinstance(plan.workload, Train) else 0
+        if per_rank:  # a global batch takes the micro-batches that divide it (check_layout refuses the others)
+            grid = [b for b in grid if per_rank % b == 0]
+        grids.append((limit, grid))
     at: dict[int, list[int]] = {}  # batch -> the indexes of the GPUs that plot it
     for i, (_, grid) in enumerate(grids):
         for b in grid:

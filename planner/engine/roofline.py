@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import OVERLAP_EXPONENT, gemm_shape, overlapped_seconds, shape_efficiency
-from planner.engine.collectives import call_protocol, comm_seconds
+from planner.engine.collectives import call_protocol, comm_seconds, group_link
 from planner.engine.phases import Phase
 from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link, ProtocolRate
 from planner.inputs.runtimes import Efficiency
@@ -268,7 +268,7 @@ def _comm_seconds(ph: Phase, gpu: GPU) -> float:
     collective at NCCL's fastest protocol for its call size."""
     if not ph.comm:
         return 0.0
-    link = gpu.link_for(ph.comm_gpus)
+    link = group_link(gpu, ph.comm_gpus, ph.comm_stride)
     return ph.steps * sum(comm_seconds(b, h, k, link) for b, h, k in ph.comm) if link else float("inf")
 
 
@@ -300,7 +300,7 @@ def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> 
 
 def _phase_comm(ph: Phase, gpu: GPU) -> tuple[Link | None, list, float]:
     """(the link, each collective's protocol pick, collective seconds per pass) of a phase."""
-    link = gpu.link_for(ph.comm_gpus) if ph.comm else None
+    link = group_link(gpu, ph.comm_gpus, ph.comm_stride) if ph.comm else None
     picks = _protocol_picks(ph, link) if link else []  # the explanation and the time from one choice per collective
     comm = 0.0 if not ph.comm else ph.steps * sum(c * t for c, _, _, t, _ in picks) if link else float("inf")
     return link, picks, comm

@@ -19,6 +19,8 @@ Pure: reads an Estimate, no I/O.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.engine.estimate import Estimate
 from planner.inputs.jobs import Train
 
@@ -28,8 +30,9 @@ TOKENS_PER_BILLION = 1e9
 
 def forward_flops_per_sample(e: Estimate) -> float:
     """The model's forward FLOPs for one sample of the plan's input size (a batch of one; FLOPs are linear in it)."""
-    w = e.plan.workload
-    return sum(g.flops for g in e.plan.model.forward_work(e.setup, 1, w.input_size))
+    w, s = e.plan.workload, e.setup
+    whole = replace(s, tp=1) if s.tp > 1 else s  # the whole model's FLOPs, not one tensor-parallel GPU's share
+    return sum(g.flops for g in e.plan.model.forward_work(whole, 1, w.input_size))
 
 
 def model_flops(e: Estimate) -> float | None:

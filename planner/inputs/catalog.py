@@ -218,6 +218,7 @@ class Link:
     node_gpus: int = 0
     fabric: Fabric | None = None
     n_gpus: int = 0
+    group: bool = False  # built for a group spread over nodes (for_group): node_gpus is its members per node
 
     @property
     def bus_gbps(self) -> float:
@@ -264,13 +265,24 @@ class Link:
             link = self._by_gpus[n] = replace(self, n_gpus=n)
         return link
 
+    def for_group(self, n: int, per_node: int) -> Link:
+        """This cluster link timed for a group of n GPUs with `per_node` of them (and of their NICs) in each node: a
+        data-parallel or pipeline group whose members sit tensor-parallel ranks apart (built once per pair)."""
+        key = (n, per_node)
+        link = self._by_gpus.get(key)
+        if link is None:
+            link = self._by_gpus[key] = replace(self, n_gpus=n, node_gpus=per_node, group=True)
+        return link
+
     def describe(self) -> str:
         """The link in a few words: its kind and bus bandwidth (a cluster's nodes and fabric too)."""
         inside = f"{self.kind.name}: {self.unidir_gbps:g} GB/s x {self.kind.busbw_fraction:g} bus"
         if not self.fabric:
             return inside
         f = self.fabric
-        return (f"{self.nodes} nodes of up to {self.node_gpus} GPUs; inside, {inside}; between nodes, {f.name}: "
+        nodes = (f"{self.nodes} nodes, {self.node_gpus} of the group's GPUs in each" if self.group
+                 else f"{self.nodes} nodes of up to {self.node_gpus} GPUs")
+        return (f"{nodes}; inside, {inside}; between nodes, {f.name}: "
                 f"{f.gbits_per_gpu:g} Gb/s per GPU x {f.busbw_fraction:g} bus")
 
     def describe_protocols(self) -> str:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from planner.base.units import FP32_BYTES
+from planner.inputs.layouts import NO_LAYOUT, Layout
 
 # Optimizer-state bytes per parameter, kept in fp32: Adam/AdamW hold two moments (m, v), SGD with momentum one.
 OPTIMIZERS = {"adam": 2.0 * FP32_BYTES, "adamw": 2.0 * FP32_BYTES, "sgd": 1.0 * FP32_BYTES}
@@ -39,7 +40,7 @@ class Bound:
 BOUNDS = {
     "sequences": Bound(1, 10**12), "prompt_tokens": Bound(1, 10**7), "gen_tokens": Bound(1, 10**7),
     "samples": Bound(1, 10**12), "input_size": Bound(1, 10**7), "epochs": Bound(0.001, 10**5, integer=False),
-    "grad_accum": Bound(1, 10**5), "gpus": Bound(1, 1024), "batch": Bound(1, 10**7),
+    "grad_accum": Bound(1, 10**5), "global_batch": Bound(0, 10**8), "gpus": Bound(1, 1024), "batch": Bound(1, 10**7),
     # training tokens asked for in place of samples x epochs (0 = not given): 10^15 is ~30x the largest published
     # pretraining run (Llama 4 Behemoth, ~3e13 tokens)
     "train_tokens": Bound(0, 10**15, integer=False),
@@ -96,11 +97,24 @@ class Train:
     # the tokens asked for when the job was given in tokens (for_tokens: samples_per_epoch their whole samples, one
     # epoch); 0 = given as samples x epochs
     train_tokens: float = 0.0
+    # the model-parallel layout (tensor, pipeline, context parallel; planner.inputs.layouts); the data-parallel ranks
+    # are the GPUs it leaves
+    layout: Layout = NO_LAYOUT
+    # samples per optimizer step over all data-parallel ranks (0 = micro-batch x grad_accum x data-parallel ranks);
+    # given, it sets the gradient accumulation (accum_for)
+    global_batch: int = 0
     kind: str = "train"
 
     @property
     def items(self) -> int:
         return math.ceil(self.samples_per_epoch * self.epochs)
+
+    def accum_for(self, micro_batch: int, dp: int) -> int:
+        """Micro-batches per optimizer step on each data-parallel rank (a pipeline's micro-batches): the global batch
+        over micro-batch x data-parallel ranks when a global batch is given (at least 1), else grad_accum."""
+        if not self.global_batch:
+            return self.grad_accum
+        return max(1, self.global_batch // (micro_batch * dp))
 
     @classmethod
     def for_tokens(cls, tokens: float, input_size: int, **choices) -> Train:

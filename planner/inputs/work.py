@@ -132,6 +132,11 @@ class Setup(CachedHash):
     # zero_gpus GPUs while every GPU keeps the whole 16-bit weights (DeepSpeed's layout)
     zero_stage: int = 0
     zero_gpus: int = 1
+    # training's model-parallel layout beside tp (planner.inputs.layouts): pipeline stages, virtual stages per GPU
+    # (interleaved 1F1B) and context-parallel degree; the engine splits a micro-step's work over them
+    pp: int = 1
+    vpp: int = 1
+    cp: int = 1
     prefill_chunk: int = 0  # prompt tokens per prefill pass (the runtime's micro-batch); 0 = the whole prompt
     # The runtime's own CUDA-core GEMV for quantized weights (llama.cpp's mul_mat_vec_q): used for passes of at most
     # gemv_max_tokens tokens (0 = none), at gemv_ops_per_weight_token integer instructions per weight per token; a

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from planner.base.schema import DataFileError
+from planner.engine.collectives import group_link
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import capacity_text
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
+from planner.engine.train_layout import activations_in_flight, bubble_fraction, bubble_micro_steps, layout_of
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
+from planner.inputs.jobs import Train
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.validation import uncertainty
 from planner.views.cluster_text import cluster_rows
@@ -87,10 +90,11 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "FLOP/byte": g.flops / g.bytes if g.bytes else 0.0, "compute s": g.compute_s * ph.passes,
                          "memory s": g.memory_s * ph.passes, "time s": g.time_s * ph.passes, "limited by": g.bound,
                          "formula": g.formula + _rate_text(g, e.efficiency.compute_efficiency) + _overlap_text(g)})
-        rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
-                     "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
-                     "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
-                     "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
+        if ph.groups or ph.kernels_per_step:  # a training layout's collectives-only phases launch no kernels
+            rows.append({"phase": ph.name, "op group": f"kernel launches ({ph.kernels_per_step:.0f} per step)",
+                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
+                         "memory s": 0.0, "time s": ph.overhead_s * ph.passes, "limited by": "overhead",
+                         "formula": f"steps x kernels x {e.efficiency.launch_overhead_us:g} us"})
         if ph.latency_s:
             rows.append({"phase": ph.name, "op group": "decode-attention latency (one call per layer per step)",
                          "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
@@ -174,7 +178,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
         attention_row(e),
     ]
-    rows += link_rows(e) + cluster_rows(e) + mfu_rows(e)
+    rows += layout_rows(e) + link_rows(e) + cluster_rows(e) + mfu_rows(e)
     rows.append(model_row(e.plan.model))
     price = e.price
     if price:
@@ -211,13 +215,38 @@ def _announced_note(g, fields: tuple[str, ...]) -> str:
 def link_rows(e: Estimate) -> list[tuple[str, str, str]]:
     """(input, value, source) of the link the plan's collectives run over, with NCCL's protocols on it; [] without
     collectives."""
-    phase = next((ph for ph in e.work if ph.comm), None)
-    link = e.gpu.link_for(phase.comm_gpus) if phase else None
-    if link is None:
+    rows, seen = [], set()
+    for phase in (ph for ph in e.work if ph.comm):
+        key = (phase.comm_gpus, phase.comm_stride)
+        link = group_link(e.gpu, *key)
+        if link is None or key in seen:
+            continue
+        seen.add(key)
+        apart = f", {phase.comm_stride} ranks apart ({phase.name})" if phase.comm_stride > 1 else ""
+        rows.append(("GPU-to-GPU link", f"{phase.comm_gpus} GPUs{apart} over {link.describe()}; NCCL protocols: "
+                     f"{link.describe_protocols()}",
+                     f"data/interconnects.yaml, link '{link.kind.id}': {link.kind.source}"))
+    return rows
+
+
+def layout_rows(e: Estimate) -> list[tuple[str, str, str]]:
+    """(input, value, source) of a training layout's degrees, micro-batches per step and pipeline bubble; [] when
+    the estimate splits no model (tp x pp x cp = 1)."""
+    s, w = e.setup, e.plan.workload
+    if not isinstance(w, Train) or s.tp * s.pp * s.cp == 1:
         return []
-    return [("GPU-to-GPU link", f"{phase.comm_gpus} GPUs over {link.describe()}; NCCL protocols: "
-             f"{link.describe_protocols()}",
-             f"data/interconnects.yaml, link '{link.kind.id}': {link.kind.source}")]
+    dp = e.data_ranks
+    m = w.accum_for(e.batch, dp)
+    rows = [("Training layout", f"{layout_of(s).describe()} x DP {dp} = {e.plan.gpus} GPUs; micro-batch {e.batch:,},"
+             f" {m:,} micro-batches per optimizer step per data-parallel rank, global batch {e.batch * m * dp:,}",
+             "planner/engine/train_layout.py (Megatron-LM's rank order: tp, cp, dp, pp)")]
+    if s.pp > 1:
+        idle = bubble_micro_steps(s.pp, s.vpp)
+        rows.append(("Pipeline bubble", f"(p-1)/v = ({s.pp}-1)/{s.vpp} = {idle:.3g} idle micro-steps per optimizer "
+                     f"step; (p-1)/v / (m + (p-1)/v) = {bubble_fraction(s.pp, m, s.vpp):.1%} of it; activations of "
+                     f"{activations_in_flight(s.pp, s.vpp):.3g} micro-batches of the whole model in flight",
+                     "Narayanan et al. 2021 (Megatron-LM, SC21) sec. 2.2; Korthikanti et al. 2022 sec. 4.2.3"))
+    return rows
 
 
 def model_row(m) -> tuple[str, str, str]:

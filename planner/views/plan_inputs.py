@@ -20,6 +20,7 @@ from planner.inputs.cloud_prices import RUNPOD, load_cloud_prices, parse_provide
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS, STALE_AFTER_DAYS,
                                     load_catalog)
 from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.layouts import parse_layout
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS
 from planner.inputs.ownership import Owned
@@ -63,6 +64,8 @@ class Inputs:
     ckpt: bool = False
     accum: int = 1
     shard: str = "ddp"
+    lay: str = ""  # the training layout as planner.inputs.layouts reads it: '' (none), 'auto', 'tp=2,pp=4,cp=1,v=2'
+    gbatch: int = 0  # the global batch (0 = micro-batch x grad accumulation x data-parallel ranks)
     batch: int | None = None
     prec: str = "bf16"
     kv: str = "auto"
@@ -205,6 +208,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "tokens": _bounded("train_tokens"),
     "opt": choice_parser(lambda: sorted(OPTIMIZERS)), "ckpt": parse_bool, "accum": _bounded("grad_accum"),
     "shard": choice_parser(lambda: SHARDINGS),
+    "lay": lambda t: parse_layout(t).text(), "gbatch": _bounded("global_batch"),
     "batch": _batch, "prec": choice_parser(_precisions), "kv": choice_parser(_kv_dtypes), "attn": _attention,
     "pt": _pytorch,
     "rt": choice_parser(_runtimes), "gpus": _bounded("gpus"), "par": choice_parser(lambda: PARALLEL_MODES),
@@ -264,6 +268,13 @@ PLAN_FIELDS = (
               "(DeepSpeed ZeRO stages 1 and 2); fsdp (ZeRO-3) shards weights too and all-gathers them per layer; "
               "auto picks the cheapest of these that fits",
               lambda: SHARDINGS),
+    PlanField("lay", "--layout", "train: the model-parallel layout, e.g. tp=2,pp=4,v=2,cp=2: tensor parallel with "
+              "sequence parallel (tp, inside a node), pipeline stages (pp; v virtual stages per GPU = interleaved "
+              "1F1B), context parallel for long sequences (cp); the data-parallel ranks are the GPUs left over, "
+              "sharded as --sharding says; auto picks the cheapest layout that fits; empty = none"),
+    PlanField("gbatch", "--global-batch", "train: samples per optimizer step over all data-parallel ranks (0 = "
+              "micro-batch x grad accum x data-parallel ranks); sets the gradient accumulation, i.e. a pipeline's "
+              "micro-batches per step"),
     PlanField("batch", "--batch", "per GPU (the micro-batch when training): a number, or auto for the cheapest "
               "batch that fits"),
     PlanField("prec", "--precision", "weights and activations (data/precisions.yaml)", _precisions),
@@ -369,6 +380,15 @@ SHARDING_PHRASES = {"zero1": ", ZeRO-1 (optimizer states partitioned over the GP
                     "auto": ", the cheapest of DDP, ZeRO-1, ZeRO-2 and FSDP that fits"}
 
 
+def layout_phrase(text: str) -> str:
+    """A layout's words for the plan sentence; a layout that does not parse is shown as typed (to_plan names the
+    problem)."""
+    try:
+        return parse_layout(text).describe()
+    except ValueError:
+        return shown(text)
+
+
 def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
     """The core Plan the inputs describe (check_plan in estimate_all validates it further)."""
     if inputs.job == "generate":
@@ -377,10 +397,11 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
         workload = Infer(inputs.samples, inputs.size)
     elif inputs.tokens:
         workload = Train.for_tokens(inputs.tokens, inputs.size, optimizer=inputs.opt, checkpointing=inputs.ckpt,
-                                    grad_accum=inputs.accum, sharding=inputs.shard)
+                                    grad_accum=inputs.accum, sharding=inputs.shard, layout=parse_layout(inputs.lay),
+                                    global_batch=inputs.gbatch)
     else:
         workload = Train(inputs.samples, inputs.size, inputs.epochs, inputs.opt, inputs.ckpt, inputs.accum,
-                         inputs.shard)
+                         inputs.shard, layout=parse_layout(inputs.lay), global_batch=inputs.gbatch)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
                 inputs.mem / 100, inputs.pt or None, inputs.par)
@@ -407,7 +428,9 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
         job = (f"Train on {amount} ({inputs.opt}"
                f"{', activation checkpointing' if inputs.ckpt else ''}"
                f"{f', gradient accumulation {inputs.accum}' if inputs.accum > 1 else ''}"
-               f"{SHARDING_PHRASES.get(inputs.shard, '') if inputs.gpus > 1 else ''})")
+               f"{f', global batch {inputs.gbatch:,}' if inputs.gbatch else ''}"
+               f"{SHARDING_PHRASES.get(inputs.shard, '') if inputs.gpus > 1 else ''}"
+               f"{f', layout {layout_phrase(inputs.lay)}' if inputs.lay and inputs.gpus > 1 else ''})")
     runtime = load_runtimes().get(inputs.rt).name
     batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"

@@ -15,9 +15,11 @@ from planner.engine.feasibility import attention_dtype, resolve_attention
 from planner.engine.ranking import Ranking
 from planner.engine.owning import OwnCost
 from planner.engine.plan import DEFAULT_ATTENTION
+from planner.engine.train_layout import bubble_fraction
 from planner.engine.utilization import cost_per_billion_tokens, mfu, tokens_per_s_per_gpu
 from planner.inputs.builds import Build, BuildMatrix, version_text
 from planner.inputs.catalog import GPU, PRICE_TIERS, STALE_AFTER_DAYS, Catalog, Price
+from planner.inputs.jobs import Train
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
@@ -58,6 +60,18 @@ def price_age_fields(p: Price | None, today: date, stale_after_days: int) -> dic
             "price_stale": p.is_stale(today, stale_after_days)}
 
 
+def layout_json(e: Estimate) -> dict | None:
+    """A training estimate's layout: degrees, data-parallel ranks, micro-batches per step and the pipeline bubble's
+    share of a step (planner.engine.train_layout); None outside training."""
+    s, w = e.setup, e.plan.workload
+    if not isinstance(w, Train):
+        return None
+    m = w.accum_for(e.batch, e.data_ranks)
+    return {"tp": s.tp, "pp": s.pp, "virtual_stages": s.vpp, "cp": s.cp, "dp": e.data_ranks,
+            "micro_batch": e.batch, "micro_batches_per_step": m, "global_batch": e.batch * m * e.data_ranks,
+            "bubble_fraction": _r(bubble_fraction(s.pp, m, s.vpp), 4)}
+
+
 def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None = None,
                  stale_after_days: int = STALE_AFTER_DAYS) -> dict:
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with a ranking
@@ -75,6 +89,7 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         "max_batch": e.max_batch,
         "gpus": e.plan.gpus,
         "parallelism": e.parallelism,
+        "layout": layout_json(e),
         "seconds": _r(e.seconds, 3),
         "seconds_range": [_r(x, 3) for x in b] if isinstance(b, tuple) else None,
         "seconds_range_note": b if isinstance(b, str) else None,

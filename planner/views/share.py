@@ -58,7 +58,8 @@ MAX_LIST_ENTRIES = 128
 MAX_UNKNOWN_NAMED = 5  # unknown parameters named one by one (each with its 'did you mean'); the rest are counted
 
 JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"),
-              "train": ("samples", "size", "epochs", "tokens", "opt", "ckpt", "accum", "shard")}
+              "train": ("samples", "size", "epochs", "tokens", "opt", "ckpt", "accum", "shard", "lay",
+                         "gbatch")}
 VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "cpus", "gpu",
                "cmp", "own", "tab", "srate", "sttft", "stpot")
 KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}

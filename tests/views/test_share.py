@@ -406,3 +406,16 @@ def test_zero_stages_and_auto_travel_in_the_link(shard):
     back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
     assert not warnings and back.shard == shard
     assert plan_inputs.to_plan(back, m).workload.sharding == shard
+
+
+def test_a_training_layout_and_global_batch_travel_in_the_link():
+    m = load_models().get("llama-2-7b")
+    inputs = Inputs(model=m.id, job="train", samples=512, size=2048, gpus=8, shard="zero1", lay="tp=2,pp=2,v=2",
+                    gbatch=64, batch=4)
+    back, warnings = decode(parse_qs(urlsplit(share.link("http://x/", inputs)).query))
+    assert not warnings and back.lay == "tp=2,pp=2,v=2" and back.gbatch == 64
+    assert "layout TP 2 (+SP) x PP 2 (interleaved 1F1B" in plan_inputs.plan_sentence(back, m)
+    e = estimate_all(plan_inputs.to_plan(back, m), FACTS, gpu_names=["h100-sxm"])[0]
+    assert e.parallelism == "zero1 with tp=2,pp=2,v=2" and e.data_ranks == 2
+    _, warned = decode({"job": ["train"], "lay": ["tp=2,tp=4"]})
+    assert any("lay" in str(w) and "given twice" in str(w) for w in warned)

@@ -972,6 +972,16 @@ class DecoderProfile(CachedHash):
         gather = logits_rows and s.lm_head_split and not self.encoder
         return (layers, Collective(ALL_GATHER, logits_rows * self.vocab * act, 1)) if gather else (layers,)
 
+    def context_parallel_comm(self, s: Setup, tokens: int) -> tuple[Collective, ...]:
+        """Ring attention's exchange in one forward over `tokens` rows (a micro-batch's whole sequences): every
+        attention layer gathers the other context-parallel ranks' K and V (or latent) of those tokens, passed around
+        the ring (Liu et al., 'Ring Attention with Blockwise Transformers', 2023, https://arxiv.org/abs/2310.01889;
+        Megatron-Core's context parallel, read 2026-11-27). Sliding windows are not exploited (the ring passes every
+        chunk); state-space layers exchange nothing."""
+        if not self.attn_layers:
+            return ()
+        return (Collective(ALL_GATHER, tokens * self.kv_layer_elems * s.precision.act_bytes, self.attn_layers),)
+
     # ------------------------------------------------------------ the model protocol: memory
     def _activation_peak(self, s: Setup, batch: int, tokens: int, keys: int, logits_tokens: int) -> float:
         """Live bytes at the peak of one forward layer (no grad): hidden state, Q/K/V, MLP hidden, logits."""

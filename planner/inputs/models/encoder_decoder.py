@@ -159,6 +159,10 @@ class EncoderDecoderProfile(CachedHash):
                 *self.dec.train_work(s, batch, size, checkpointing),
                 self._cross(s, batch, size, size, size, f"{size:,} decoder tokens", passes=fb))
 
+    def context_parallel_comm(self, s: Setup, tokens: int) -> tuple[Collective, ...]:
+        """Context parallel is modelled for decoders only."""
+        return ()
+
     def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
                              rounds: int = 1) -> tuple[Collective, ...]:
         """The decoder's collectives, the encoder's (two all-reduces a layer) and one more per decoder layer after

@@ -222,6 +222,10 @@ class GenericProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         raise ValueError(f"{self.name} is a generic profile: it cannot generate (use infer or train)")
 
+    def context_parallel_comm(self, s: Setup, tokens: int) -> tuple[Collective, ...]:
+        """Context parallel is modelled for decoders only."""
+        return ()
+
     def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
                              rounds: int = 1) -> tuple[Collective, ...]:
         return ()

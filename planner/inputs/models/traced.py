@@ -253,6 +253,10 @@ class TracedProfile(CachedHash):
     def decode_work(self, s: Setup, batch: int) -> tuple[OpGroup, ...]:
         raise ValueError(f"{self.name} is a traced profile: it cannot generate (use infer or train)")
 
+    def context_parallel_comm(self, s: Setup, tokens: int) -> tuple[Collective, ...]:
+        """Context parallel is modelled for decoders only."""
+        return ()
+
     def tensor_parallel_comm(self, s: Setup, tokens: int, logits_rows: int,
                              rounds: int = 1) -> tuple[Collective, ...]:
         return ()

@@ -1,0 +1,203 @@
+"""Training over a model-parallel layout: tensor parallel with sequence parallel (TP), pipeline parallel (PP, 1F1B or
+interleaved) and context parallel (CP), times the data-parallel ranks that hold the rest (DDP, ZeRO-1/2, FSDP).
+
+What each GPU does per micro-step (one micro-batch through its pipeline stage):
+- compute: the whole model's micro-step work / (tp x pp x cp): TP splits every layer's matrices and heads, PP gives
+  each stage layers/pp of the layers, CP gives each rank 1/cp of every sequence (causal load balancing: each rank
+  holds two mirrored chunks, so attention's work splits evenly too). Weight traffic (op groups with GEMMs) splits over
+  tp x pp only: a CP rank reads its whole stage's weights for its tokens. With sequence parallel every norm, dropout
+  and residual runs on 1/tp of the tokens (Korthikanti et al., 'Reducing Activation Recomputation in Large
+  Transformer Models', 2022, https://arxiv.org/abs/2205.05198, sec. 4.2.2), so elementwise traffic splits over tp
+  too. GEMM shape efficiency is judged on the unsplit layers' shapes (a 1/tp-wide matrix's tile waste not counted).
+  Each stage holds layers/pp layers and the same share of the embeddings and LM head (in Megatron-LM the first and
+  last stages hold those as well: the slowest stage, not modelled).
+- TP: per layer, forward 2 all-gathers and 2 reduce-scatters of the micro-batch's hidden states (b x s/cp x h), the
+  backward the same again, a recomputed forward once more (Korthikanti et al. sec. 4.2.2: the same bytes as the 2 +
+  2 all-reduces of TP without sequence parallel). They never overlap compute (each layer waits for them), inside one
+  node's link.
+- CP: ring attention passes each layer's K and V around the cp ranks: forward once, backward twice (K and V again
+  and their gradients) (ModelProfile.context_parallel_comm). Timed exposed: Transformer Engine overlaps each step's
+  send with the attention of the chunk before, so this is an upper bound.
+- PP: each stage sends its activations forward and receives their gradients back, one point-to-point message of
+  b x s/(cp x tp) x h per micro-batch per direction per virtual stage (Megatron-LM sends the sequence-parallel
+  shard), over the node's link when two neighbouring stages share a node, else over the fabric.
+- the pipeline bubble: per optimizer step of m micro-batches a stage idles (p-1)/v micro-steps (1F1B: Narayanan et
+  al., 'Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM', SC21,
+  https://arxiv.org/abs/2104.04473, sec. 2.2: bubble fraction (p-1)/(m+p-1) of the step; interleaved with v virtual
+  stages per GPU: (p-1)/v). The bubble is counted as that many micro-steps of compute and TP collectives.
+
+Ranks are ordered as Megatron-LM orders them (tp, cp, dp, pp: tensor-parallel ranks adjacent): a TP group sits in
+one node; a CP group's members are tp apart, a data-parallel group's tp x cp apart, pipeline neighbours tp x cp x dp
+apart, and a group whose members are `stride` apart has node_gpus / stride members per node, each with its own NIC.
+
+Memory per GPU: weights, gradients, optimizer states (and FP8 copies) of the whole model / (tp x pp), then sharded
+over the data-parallel ranks as the sharding says (FSDP's two gathered layers are whole layers of the stage: / tp only);
+activations of one micro-batch / (tp x cp) (sequence parallel
+splits every activation over tp, Korthikanti et al. sec. 4.2.2) x the micro-batches a first stage holds of its
+layers/pp: p for 1F1B (so L layers' worth, whatever p) and p(1 + (p-1)/(p v)) interleaved (Korthikanti et al. sec.
+4.2.3), i.e. x (1 + (p-1)/(p v)) for the whole model's micro-batch; an upper bound when a step has fewer
+micro-batches than stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.engine.collectives import ring_traffic
+from planner.inputs.layouts import Layout
+from planner.inputs.models import ModelProfile
+from planner.inputs.work import ALL_GATHER, ALL_REDUCE, Collective, MemoryItem, OpGroup, Setup
+
+# With sequence parallel each of TP's all-reduces runs as a reduce-scatter and an all-gather (the same bytes)
+SP_CALLS_PER_ALLREDUCE = 2
+# A micro-step's TP collectives in forward-pass units: forward, backward (the same again), and a recomputed forward
+TP_BACKWARD_FORWARDS = 1
+# CP: the backward passes K and V again and sends their gradients back (2 forward exchanges' worth)
+CP_BACKWARD_FORWARDS = 2
+# PP: per micro-batch and virtual stage, one send forward (activations) and one backward (their gradients)
+PP_SENDS_PER_MICRO_BATCH = 2
+# What layout auto tries: TP inside a node (Megatron-LM's and TorchTitan's guides keep it within NVLink: 8 at most),
+# pipeline stages in powers of two, CP only for sequences of LONG_SEQUENCE tokens or more (Megatron-Core's context
+# parallel guide: for long context, 'e.g. 8K and above' needs it less than 32K+; the planner tries it from 16K)
+AUTO_TP = (1, 2, 4, 8)
+AUTO_PP = (1, 2, 4, 8, 16, 32)
+AUTO_CP = (1, 2, 4, 8)
+AUTO_VPP = (1, 2)
+LONG_SEQUENCE = 16_384
+# Shardings layout auto pairs with a split layout when the sharding is auto too: Megatron-LM's distributed optimizer
+# (ZeRO-1) and TorchTitan's FSDP
+SPLIT_SHARDINGS = ("zero1", "fsdp")
+# Layout states scaled by tp x pp (planner.engine.memory's item names)
+STATE_ITEMS = ("weights", "gradients", "optimizer", "FP8 weight copies")
+
+
+def bubble_micro_steps(pp: int, vpp: int) -> float:
+    """Micro-steps a pipeline stage idles per optimizer step: (p-1)/v (0 without pipeline parallel)."""
+    return (pp - 1) / vpp if pp > 1 else 0.0
+
+
+def bubble_fraction(pp: int, micro_batches: int, vpp: int = 1) -> float:
+    """Share of an optimizer step a stage idles: (p-1)/v / (m + (p-1)/v); 1F1B (v = 1): (p-1)/(m+p-1)."""
+    idle = bubble_micro_steps(pp, vpp)
+    return idle / (micro_batches + idle)
+
+
+def activations_in_flight(pp: int, vpp: int) -> float:
+    """The whole model's micro-batch activations the first stage holds at once: 1 + (p-1)/(p v) for interleaved 1F1B
+    (Korthikanti et al. sec. 4.2.3), 1 for 1F1B (p micro-batches of L/p layers)."""
+    return 1.0 + (pp - 1) / (pp * vpp) if pp > 1 and vpp > 1 else 1.0
+
+
+def layout_of(s: Setup) -> Layout:
+    return Layout(s.tp, s.pp, s.cp, s.vpp)
+
+
+def _split_text(s: Setup) -> str:
+    lay = layout_of(s)
+    return f"; per GPU 1/{lay.model_parallel} of it ({lay.describe()})"
+
+
+def split_groups(groups: tuple[OpGroup, ...], s: Setup) -> tuple[OpGroup, ...]:
+    """A micro-step's op groups (the whole model, one micro-batch) as one GPU of the layout runs them: FLOPs / (tp x
+    pp x cp); bytes of GEMM groups (weights) / (tp x pp), of the rest (activations) / (tp x pp x cp)."""
+    model, weights = s.tp * s.pp * s.cp, s.tp * s.pp
+    if model == 1:
+        return groups
+    note = _split_text(s)
+    return tuple(g._replace(flops=g.flops / model, bytes=g.bytes / (weights if g.gemms else model),
+                            formula=g.formula + note, launches=g.launches / s.pp,
+                            host_kernels=g.host_kernels / s.pp, latency_s=g.latency_s / s.pp)
+                 for g in groups)
+
+
+def tp_collectives(m: ModelProfile, s: Setup, tokens: int, checkpointing: bool) -> tuple[Collective, ...]:
+    """One micro-step's TP (+SP) collectives on a stage: the model's forward all-reduces of `tokens` / cp rows, as a
+    reduce-scatter and an all-gather each, x (forward + backward + recompute) / pp."""
+    if s.tp == 1:
+        return ()
+    passes = (1 + TP_BACKWARD_FORWARDS + (1 if checkpointing else 0)) / s.pp
+    one = replace(s, pp=1, cp=1, vpp=1)
+    out = []
+    for c in m.tensor_parallel_comm(one, max(1, tokens // s.cp), 0):
+        calls = SP_CALLS_PER_ALLREDUCE if c.kind == ALL_REDUCE else 1
+        out.append(Collective(ALL_GATHER, c.message_bytes, c.count * calls * passes))
+    return tuple(out)
+
+
+def cp_collectives(m: ModelProfile, s: Setup, tokens: int, checkpointing: bool) -> tuple[Collective, ...]:
+    """One micro-step's CP exchange on a stage: the model's ring-attention gathers of the micro-batch's K and V (per
+    TP rank its 1/tp of the heads) x (forward + 2 backward + recompute) / pp."""
+    if s.cp == 1:
+        return ()
+    passes = (1 + CP_BACKWARD_FORWARDS + (1 if checkpointing else 0)) / s.pp
+    one = replace(s, tp=1, pp=1, cp=1, vpp=1)
+    return tuple(Collective(c.kind, c.message_bytes / s.tp, c.count * passes)
+                 for c in m.context_parallel_comm(one, tokens))
+
+
+def pp_message_bytes(m: ModelProfile, s: Setup, tokens: int) -> float:
+    """Bytes of one point-to-point pipeline message: the hidden states of the micro-batch's tokens on this rank,
+    tokens / (cp x tp) x hidden x activation bytes (the TP all-reduce's message over tp x cp)."""
+    one = replace(s, tp=2, pp=1, cp=1, vpp=1)  # the model's TP all-reduce message is the hidden states of `tokens`
+    msgs = [c.message_bytes for c in m.tensor_parallel_comm(one, tokens, 0) if c.kind == ALL_REDUCE]
+    return (msgs[0] if msgs else 0.0) / (s.tp * s.cp)
+
+
+def comm_fields(collectives: tuple[Collective, ...], n: int, stride: int) -> dict:
+    """Phase fields of collectives over groups of n GPUs whose members are `stride` ranks apart."""
+    comm = tuple(ring_traffic(c, n) for c in collectives)
+    return dict(comm=comm, comm_gpus=n, comm_stride=stride) if any(c[2] for c in comm) else {}
+
+
+def pp_comm_fields(message_bytes: float, s: Setup, dp: int) -> dict:
+    """Phase fields of one micro-step's pipeline sends: 2 x v messages of `message_bytes`, each one ring step
+    between two neighbouring stages, tp x cp x dp ranks apart."""
+    sends = PP_SENDS_PER_MICRO_BATCH * s.vpp
+    return dict(comm=((message_bytes * sends, float(sends), float(sends)),), comm_gpus=2,
+                comm_stride=s.tp * s.cp * dp)
+
+
+def scale_memory(items: list[MemoryItem], s: Setup) -> list[MemoryItem]:
+    """Training memory items of the whole model (its states already sharded over the data-parallel ranks) as one GPU
+    of the layout holds them: states / (tp x pp); activations / (tp x cp) x activations_in_flight."""
+    weights, acts = s.tp * s.pp, s.tp * s.cp
+    flight = activations_in_flight(s.pp, s.vpp)
+    if weights * acts == 1:
+        return items
+    out = []
+    for i in items:
+        if i.name in STATE_ITEMS and weights > 1:
+            i = MemoryItem(i.name, i.gb / weights, i.template + " / (TP x PP = {})", (*i.args, weights))
+        elif i.name == "activations":
+            i = MemoryItem(i.name, i.gb * flight / acts, i.template + " x {:.4g} micro-batches in flight / (TP x CP "
+                           "= {}) (sequence parallel)", (*i.args, flight, acts))
+        out.append(i)
+    return out
+
+
+def layout_words(s: Setup, dp: int, micro_batches_hint: str = "") -> str:
+    """The layout's degrees in a sentence (a parallelism reason)."""
+    lay = layout_of(s)
+    tail = (f"; pipeline bubble (p-1)/v = {bubble_micro_steps(s.pp, s.vpp):.3g} idle micro-steps per optimizer "
+            f"step{micro_batches_hint}") if s.pp > 1 else ""
+    return f"{lay.describe()} x DP {dp}{tail}"
+
+
+
+def layout_candidates(m: ModelProfile, input_size: int, gpus: int) -> tuple[Layout, ...]:
+    """The layouts layout auto compares on `gpus` GPUs: every AUTO_TP x AUTO_PP x AUTO_CP (x AUTO_VPP with a pipeline)
+    whose product divides the GPUs and which the model allows (tp divides its KV heads, pp x v its layers, CP only
+    for a decoder's sequences of LONG_SEQUENCE tokens or more, split in 2 x cp chunks); no layout first."""
+    heads, layers = m.tensor_parallel_heads, m.shard_units
+    out = []
+    for tp in AUTO_TP:
+        if tp > 1 and (heads is None or heads % tp):
+            continue
+        for pp in AUTO_PP:
+            for cp in AUTO_CP:
+                if gpus % (tp * pp * cp) or (cp > 1 and (input_size < LONG_SEQUENCE or input_size % (2 * cp))):
+                    continue
+                for v in AUTO_VPP if pp > 1 else (1,):
+                    if pp * v <= layers and layers % (pp * v) == 0:
+                        out.append(Layout(tp, pp, cp, v))
+    return tuple(out)
