@@ -405,7 +405,7 @@ TUNABLE = tuple(TUNABLE_PARAMS)
 
 
 def _grid(bounds: tuple[float, float], step: float) -> list[float]:
-    """The values from the first multiple of `step` at or above bounds[0] to bounds[1], rounded to the step's digits."""
+    """Multiples of `step` from the first at or above bounds[0] to the last at or below bounds[1] (6 decimals)."""
     lo, hi = bounds
     first = math.ceil(round(lo / step, 6))
     return [round((first + i) * step, 6) for i in range(int(math.floor(round(hi / step, 6))) - first + 1)]
