@@ -24,10 +24,25 @@ MEMORY_CLASSES = ("hbm", "gddr")  # GPU classes every runtime gives fractions fo
 CPU_CLASS = "cpu"  # a CPU device: the runtime's optional `cpu` block
 FRACTION_BOUNDS = (0.01, 1.0)  # a fraction of a peak that a data file may give
 PER_KERNEL_US_BOUNDS = (0.0, 1000.0)  # microseconds per kernel (gap or dispatch) that a data file may give
-# The parameters validation tunes (planner.validation.measured.TUNABLE), each with the bounds a data file may give it:
-# the DRAM bandwidth fraction per memory class, the GPU-side gap per kernel (us) and the CPU dispatch per kernel (us).
-TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": FRACTION_BOUNDS, "mem_bw_efficiency.gddr": FRACTION_BOUNDS,
-                  "launch_overhead_us": PER_KERNEL_US_BOUNDS, "host_us_per_kernel": PER_KERNEL_US_BOUNDS}
+# Physical bounds of the values tuning may set (a prior may lie outside them; a tuned value never does: a parameter
+# that only fits outside its bounds stands in for a missing mechanism, named in validation/REPORT.md).
+# DRAM fraction of the datasheet rate a memory-bound kernel reaches: at most 0.95 (no DRAM streams its datasheet rate:
+# refresh and read/write turnarounds; the best decode kernels measured here reach 0.85-0.93), at least 0.40 (the
+# lowest measured for a mature runtime's decode: llama.cpp F16 on HBM, 42-54 %, data/runtimes.yaml).
+TUNED_BW_BOUNDS = (0.40, 0.95)
+# GPU idle between two kernels when the host is ahead: 1.3 us inside a CUDA graph, 2.1 us launched one by one on a
+# stream, measured on an H100 (Hazy Research, 'Look Ma, No Bubbles!', 2025-05-27, data/runtimes.yaml
+# fastertransformer); NVIDIA's CUDA Graphs post measured the same order on a V100 (0.9 us beyond a 2.9 us kernel).
+LAUNCH_GAP_US_BOUNDS = (1.3, 2.1)
+# CPU time per kernel as data/runtimes.yaml counts kernels: no faster than a C++ launch loop (3.8 us a launch, NVIDIA's
+# CUDA Graphs post, 2019), no slower than eager Python on gpt-fast's A100 host (39 ms a Llama-2-7B token over its
+# 965 kernels = 40 us, PyTorch's gpt-fast post, 2023-11-30; data/runtimes.yaml pytorch-eager).
+HOST_US_BOUNDS = (3.8, 40.0)
+# The parameters validation tunes (planner.validation.measured.TUNABLE), each with the physical bounds a tuned value
+# must lie in: the DRAM bandwidth fraction per memory class, the GPU-side gap per kernel (us) and the CPU dispatch
+# per kernel (us).
+TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": TUNED_BW_BOUNDS, "mem_bw_efficiency.gddr": TUNED_BW_BOUNDS,
+                  "launch_overhead_us": LAUNCH_GAP_US_BOUNDS, "host_us_per_kernel": HOST_US_BOUNDS}
 # What a runtime's launch path sets (the gap per kernel, the host's dispatch per kernel): a runtime that launches its
 # kernels the way another does (launch_family) takes these from it, as tuned there.
 LAUNCH_PARAMS = ("launch_overhead_us", "host_us_per_kernel")

@@ -38,7 +38,8 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
-from planner.inputs.runtimes import MEMORY_CLASSES, TUNABLE_PARAMS, Efficiency, load_runtimes
+from planner.inputs.runtimes import (HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES, TUNABLE_PARAMS,
+                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -411,13 +412,20 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
 # sources better with these than with compute factors tuned too, and than without the dispatch time (figures:
 # validation/REPORT.md, 'Accuracy targets scored by source').
 TUNABLE = tuple(TUNABLE_PARAMS)
-# The least GPU-side gap per kernel the search may set: the grid point at or above the 1.3 us measured between kernels
-# inside a CUDA graph on an H100 (Hazy Research 2025, cited in data/runtimes.yaml's fastertransformer profile); no
-# runtime's kernels follow one another faster, so a fit below it would be a number right for the wrong reason.
-MIN_LAUNCH_GAP_US = 1.5
-GRIDS = {"mem_bw_efficiency": [round(0.20 + 0.01 * i, 2) for i in range(81)],  # 0.20 .. 1.00
-         "launch_overhead_us": [round(MIN_LAUNCH_GAP_US + 0.5 * i, 1) for i in range(38)],  # 1.5 .. 20 us
-         "host_us_per_kernel": [float(i) for i in range(61)]}  # 0 .. 60 us
+
+
+def _grid(bounds: tuple[float, float], step: float) -> list[float]:
+    """Multiples of `step` from the first at or above bounds[0] to the last at or below bounds[1] (6 decimals)."""
+    lo, hi = bounds
+    first = math.ceil(round(lo / step, 6))
+    return [round((first + i) * step, 6) for i in range(int(math.floor(round(hi / step, 6))) - first + 1)]
+
+
+# Each grid spans its parameter's physical bounds (planner.inputs.runtimes.TUNABLE_PARAMS, sources there): a fit
+# outside them would be a number right for the wrong reason, so the search never sets one.
+GRIDS = {"mem_bw_efficiency": _grid(TUNED_BW_BOUNDS, 0.01),  # 0.40 .. 0.95
+         "launch_overhead_us": _grid(LAUNCH_GAP_US_BOUNDS, 0.1),  # 1.3 .. 2.1 us
+         "host_us_per_kernel": _grid(HOST_US_BOUNDS, 1.0)}  # 4 .. 40 us
 SWEEPS = 40  # coordinate sweeps at most; the search stops at the first sweep that moves nothing
 MIN_TUNE_ROWS = 2  # a parameter is tuned only if at least this many tune rows can move it
 

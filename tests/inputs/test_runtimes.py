@@ -212,10 +212,10 @@ def _tuned(tmp_path, record: str):
 
 def test_tuned_values_replace_the_priors_they_name_and_say_so(tmp_path):
     x = _tuned(tmp_path, "  - id: x\n    day: 2026-11-24\n    rows: 12\n    sources: [lab-a/bench, lab-b/notes]\n"
-                         "    values: {mem_bw_efficiency.hbm: 0.63, launch_overhead_us: 12.0}\n").get("x")
+                         "    values: {mem_bw_efficiency.hbm: 0.63, launch_overhead_us: 2.0}\n").get("x")
     hbm, gddr = x.efficiency("hbm"), x.efficiency("gddr")
-    assert (hbm.mem_bw_efficiency, hbm.launch_overhead_us, hbm.host_us_per_kernel) == (0.63, 12.0, 36.0)
-    assert (gddr.mem_bw_efficiency, gddr.launch_overhead_us) == (0.85, 12.0)  # the GDDR fraction stays the prior
+    assert (hbm.mem_bw_efficiency, hbm.launch_overhead_us, hbm.host_us_per_kernel) == (0.63, 2.0, 36.0)
+    assert (gddr.mem_bw_efficiency, gddr.launch_overhead_us) == (0.85, 2.0)  # the GDDR fraction stays the prior
     assert "tuned on 12 published rows from 2 sources" in hbm.source and "(prior 0.8)" in hbm.source
     assert x.priors() == {"mem_bw_efficiency.hbm": 0.80, "mem_bw_efficiency.gddr": 0.85, "launch_overhead_us": 1.5,
                           "host_us_per_kernel": 36.0}
@@ -228,6 +228,11 @@ def test_tuned_values_replace_the_priors_they_name_and_say_so(tmp_path):
     ("  - id: x\n    day: 2026-11-24\n    rows: 1\n    sources: [a]\n    values: {mem_bw_efficiency.gddr: 1.4}\n",
      "mem_bw_efficiency.gddr"),
     ("  - id: x\n    rows: 1\n    sources: [a]\n    values: {launch_overhead_us: 2}\n", "day"),
+    # outside the physical bounds (runtimes.TUNABLE_PARAMS): 2.1 us is a stream's measured gap, 40 us the slowest host
+    ("  - id: x\n    day: 2026-11-24\n    rows: 1\n    sources: [a]\n    values: {launch_overhead_us: 12.0}\n",
+     "field 'launch_overhead_us': must be <= 2.1"),
+    ("  - id: x\n    day: 2026-11-24\n    rows: 1\n    sources: [a]\n    values: {host_us_per_kernel: 2.0}\n",
+     "field 'host_us_per_kernel': must be >= 3.8"),
 ])
 def test_a_bad_tuned_record_names_the_file_record_and_field(tmp_path, record, field):
     with pytest.raises(DataFileError) as err:

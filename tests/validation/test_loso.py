@@ -215,10 +215,10 @@ def test_the_committed_tuned_file_is_what_the_search_gives_today():
 
 
 def test_written_tuned_values_load_back(tmp_path):
-    t = DeployedTuning("pytorch-eager", {"launch_overhead_us": 7.5}, ("r1", "r2", "r3"), ("lab-a/x", "lab-b/y"))
+    t = DeployedTuning("pytorch-eager", {"launch_overhead_us": 1.7}, ("r1", "r2", "r3"), ("lab-a/x", "lab-b/y"))
     path = write_tuned([t], tmp_path / "tuned.yaml", date(2026, 11, 24))
     eager = load_runtimes(RUNTIMES_FILE, path).get("pytorch-eager")
-    assert eager.efficiency("hbm").launch_overhead_us == 7.5 and eager.tuned.rows == 3
+    assert eager.efficiency("hbm").launch_overhead_us == 1.7 and eager.tuned.rows == 3
     assert eager.efficiency("hbm").host_us_per_kernel == eager.host_us_per_kernel  # untouched: the prior
 
 
@@ -234,16 +234,20 @@ def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_sou
     params = prior_params("deepspeed-inference") | {n: eager[n] for n in ("launch_overhead_us", "host_us_per_kernel")}
     ds = [r for r in leave_one_source_out() if r.row.framework == "deepspeed-inference"]
     assert len(ds) == 6 and all(r.independent for r in ds)
+    # its own priors are a stream's 2.1 us gap and gpt-fast's 24 us a launched op; where eager's rows tune to the same
+    # values (they do since the gap is held to its measured 1.3-2.1 us) the prediction is the untuned one
+    same = all(eager[n] == prior_params("deepspeed-inference")[n] for n in ("launch_overhead_us", "host_us_per_kernel"))
     for r in ds:
         want = evaluate_row(r.row, catalog, models, adjust_for("deepspeed-inference", params))[0].predicted
         assert r.result.predicted == pytest.approx(want, rel=1e-12)
-        assert r.result.predicted != pytest.approx(r.untuned.predicted, rel=1e-3)  # not the priors
+        assert (r.result.predicted == pytest.approx(r.untuned.predicted, rel=1e-3)) == same
 
 
 def test_the_search_stops_where_no_single_parameter_can_lower_its_loss():
     """A coordinate search is done when no grid value of any one parameter, the others held, lowers its loss. On
-    FasterTransformer's own rows (the fold that predicts LMDeploy), bandwidth and the kernel gap trade along a diagonal
-    valley: three sweeps from the priors stopped short of that point, at a higher loss."""
+    FasterTransformer's own rows (the fold that predicts LMDeploy), bandwidth and the kernel gap traded along a
+    diagonal valley while the gap could go to 20 us, where three sweeps stopped short; held to its measured 1.3-2.1 us
+    the gap leaves no valley, and a shorter search never ends lower."""
     catalog, models = load_catalog(), validation_models()
     rows = [r for r in load_measurements() if source_of(r) == "NVIDIA/FasterTransformer"
             and FRAMEWORK_RUNTIME[r.framework] == "fastertransformer"]
@@ -253,5 +257,5 @@ def test_the_search_stops_where_no_single_parameter_can_lower_its_loss():
         for v in GRIDS[name.split(".")[0]]:
             trial = _loss(rows, "fastertransformer", dict(params, **{name: v}), catalog, models)
             assert trial >= info["loss_after"] - 1e-9, (name, v)
-    _, three = tune_runtime("fastertransformer", rows, sweeps=3)
-    assert three["loss_after"] > info["loss_after"] + 1e-3
+    _, one = tune_runtime("fastertransformer", rows, sweeps=1)
+    assert one["loss_after"] >= info["loss_after"] - 1e-9
