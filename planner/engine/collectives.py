@@ -15,7 +15,9 @@ data/interconnects.yaml holds them per link kind. Small messages take LL, a few 
 
 from __future__ import annotations
 
+from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import Link, ProtocolRate
+from planner.inputs.custom_allreduce import CustomAllReduce, CustomKernel
 from planner.inputs.work import ALL_GATHER, ALL_REDUCE, Collective
 
 
@@ -63,3 +65,19 @@ def allreduce_seconds(message_bytes: float, n: int, link: Link) -> float:
     """One ring all-reduce of `message_bytes` over n GPUs: 2(n-1)/n x bytes / a protocol's bus bandwidth + its call
     latency + 2(n-1) of its hop latencies, at the fastest protocol."""
     return comm_seconds(*ring_traffic(Collective(ALL_REDUCE, message_bytes, 1), n), link)
+
+
+def custom_link(link: Link) -> bool:
+    """Whether a runtime's own all-reduce runs over this link: NVLink (peer-to-peer loads) inside one node."""
+    return link.kind.id == "nvlink" and link.fabric is None
+
+
+def custom_allreduce_seconds(ar: CustomAllReduce, message_bytes: float, n: int, link: Link
+                             ) -> tuple[float, CustomKernel]:
+    """(seconds, kernel) of one all-reduce of `message_bytes` over n GPUs in a runtime's own kernel over NVLink
+    (data/custom_allreduce.yaml): its call latency, one latency per peer, and its bytes at its share of the GPU's
+    NVLink bandwidth in one direction. One-shot reads the whole message from each of the n-1 peers; two-shot moves a
+    reduce-scatter's and an all-gather's 2(n-1)/n of it."""
+    k = ar.kernel(message_bytes, n)
+    moved = (n - 1) * message_bytes if k.id == "one-shot" else 2 * ring_fraction(n) * message_bytes
+    return k.call_s + (n - 1) * k.peer_s + moved / (link.unidir_gbps * BYTES_PER_GB * k.link_share), k
