@@ -550,8 +550,10 @@ def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
     # TensorRT-LLM's own one-shot all-reduce over NVLink (data/custom_allreduce.yaml: 8,192 B < 512 KiB on 4 GPUs):
     # 3.7 + 3 x 0.3 us and 3 peers x 8,192 B at 0.58 x 450 GB/s = 4.6 + 24576 / 261e3 = 4.694161 us, x 64 = 300.426 us;
     # the logits' all-gather stays NCCL's. Over PCIe (the 4090s) every call stays NCCL's.
-    custom = {name: next(ph for ph in estimate_all(plan, FACTS, gpu_names=[name])[0].phases if ph.name == "decode")
-              for name in ("h100-sxm", "rtx-4090")}
+    estimates = {name: estimate_all(plan, FACTS, gpu_names=[name])[0] for name in ("h100-sxm", "rtx-4090")}
+    custom = {name: next(ph for ph in e.phases if ph.name == "decode") for name, e in estimates.items()}
+    said = {name: " ".join(r.text for r in e.reasons) for name, e in estimates.items()}
+    assert "own one-shot/two-shot kernel below 7.63 MiB" in said["h100-sxm"] and "own one" not in said["rtx-4090"]
     assert custom["h100-sxm"].comm_s / custom["h100-sxm"].steps * 1e6 == pytest.approx(300.426 + 8.74043, rel=1e-4)
     assert "one-shot all-reduce" in custom["h100-sxm"].comm_protocols
     assert custom["rtx-4090"].comm_s / custom["rtx-4090"].steps * 1e6 == pytest.approx(1634.212 + 19.86372, rel=1e-4)
