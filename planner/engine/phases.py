@@ -56,7 +56,7 @@ class Phase(NamedTuple):
     host_kernels: float = 0.0
     latency_s: float = 0.0  # per step: its op groups' kernels' fixed latencies (OpGroup.latency_s), summed
     # the runtime's own all-reduce (Setup.custom_ar) and, for each entry of `comm`, the message size in bytes of the
-    # all-reduces it may run there instead of NCCL's ring (0: NCCL); used only over NVLink (roofline._call_seconds)
+    # all-reduces it may run there instead of NCCL's ring (0: NCCL); used only over NVLink (roofline._protocol_picks)
     custom_ar: CustomAllReduce | None = None
     custom_messages: tuple[float, ...] = ()
 
