@@ -15,7 +15,9 @@ data/interconnects.yaml holds them per link kind. Small messages take LL, a few 
 
 from __future__ import annotations
 
+from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import GPU, Link, ProtocolRate
+from planner.inputs.custom_allreduce import CustomAllReduce, CustomKernel
 from planner.inputs.work import ALL_GATHER, ALL_REDUCE, Collective
 
 
@@ -76,3 +78,19 @@ def group_link(gpu: GPU, n: int, stride: int = 1) -> Link | None:
     if cluster is None or not cluster.fabric:
         return cluster
     return cluster.for_group(n, max(1, node // stride))
+
+
+def custom_link(link: Link) -> bool:
+    """Whether a runtime's own all-reduce runs over this link: NVLink (peer-to-peer loads) inside one node."""
+    return link.kind.id == "nvlink" and link.fabric is None
+
+
+def custom_allreduce_seconds(ar: CustomAllReduce, message_bytes: float, n: int, link: Link
+                             ) -> tuple[float, CustomKernel]:
+    """(seconds, kernel) of one all-reduce of `message_bytes` over n GPUs in a runtime's own kernel over NVLink
+    (data/custom_allreduce.yaml): its call latency, one latency per peer, and its bytes at its share of the GPU's
+    NVLink bandwidth in one direction. One-shot reads the whole message from each of the n-1 peers; two-shot moves a
+    reduce-scatter's and an all-gather's 2(n-1)/n of it."""
+    k = ar.kernel(message_bytes, n)
+    moved = (n - 1) * message_bytes if k.id == "one-shot" else 2 * ring_fraction(n) * message_bytes
+    return k.call_s + (n - 1) * k.peer_s + moved / (link.unidir_gbps * BYTES_PER_GB * k.link_share), k

@@ -12,6 +12,7 @@ from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
+from planner.engine.collectives import custom_link
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.collectives import group_link
@@ -256,13 +257,23 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
         why = ("as asked" + (" (the model would fit one GPU)" if fits else "") if plan.parallel == "tensor"
                else "auto: the weights don't fit one GPU")
         notes = [Reason("parallelism", False, f"tensor parallel over {n} GPUs, {why}: 2 all-reduces per layer over "
-                        f"{_link(gpu, n)}; they never overlap compute (each layer waits for the last)")]
+                        f"{_link(gpu, n)}{_custom_words(s, gpu, n)}; they never overlap compute (each layer waits "
+                        "for the last)")]
         if heads and heads % n:
             notes.append(Reason("parallelism", False, f"{heads} KV heads don't split evenly over {n} GPUs"))
         return replace(s, tp=n), "tensor", notes + _unlinked(gpu, n)
     why = "as asked" if plan.parallel == "data" else "auto: the model fits one GPU; choose tensor parallel to split it"
     return s, "data", [Reason("parallelism", False, f"data parallel ({why}): each of {n} GPUs runs its share "
                               "independently")]
+
+
+def _custom_words(s: Setup, gpu: GPU, n: int) -> str:
+    """', in the runtime's own kernel below N MiB' when the runtime's custom all-reduce runs on these n GPUs' link
+    (data/custom_allreduce.yaml), else ''."""
+    ar, link = s.custom_ar, gpu.link_for(n)
+    if ar is None or link is None or n not in ar.gpus or not custom_link(link):
+        return ""
+    return f", in the runtime's own one-shot/two-shot kernel below {ar.max_bytes / 2**20:.3g} MiB (NCCL's ring above)"
 
 
 def alignment_reason(work: tuple, gpu: GPU, s: Setup) -> Reason | None:

@@ -17,8 +17,9 @@ from planner.engine.memory import zero_state_bytes
 from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, pp_comm_fields,
                                          pp_message_bytes, split_groups, tp_collectives)
 from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train, Workload
+from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.models import ModelProfile
-from planner.inputs.work import OpGroup, Setup, fold_pipelined, forward_equivalents
+from planner.inputs.work import ALL_REDUCE, OpGroup, Setup, fold_pipelined, forward_equivalents
 
 # A fused AdamW update does ~10 FLOPs per parameter (two moment updates, bias corrections, the step): negligible
 # next to its 28 B of traffic, so the figure only has to be the right order. Eager multi-tensor (foreach) updates
@@ -57,6 +58,10 @@ class Phase(NamedTuple):
     host_kernels: float = 0.0
     latency_s: float = 0.0  # per step: its op groups' kernels' fixed latencies (OpGroup.latency_s), summed
     comm_stride: int = 1  # ranks between a collective group's members (a data-parallel group beside TP): its link
+    # the runtime's own all-reduce (Setup.custom_ar) and, for each entry of `comm`, the message size in bytes of the
+    # all-reduces it may run there instead of NCCL's ring (0: NCCL); used only over NVLink (roofline._protocol_picks)
+    custom_ar: CustomAllReduce | None = None
+    custom_messages: tuple[float, ...] = ()
 
     @property
     def comm_bytes(self) -> float:
@@ -97,9 +102,16 @@ def _group_costs(groups: tuple[OpGroup, ...]) -> dict:
 
 def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: int = 1) -> dict:
     """Tensor-parallel collectives of one step (ModelProfile.tensor_parallel_comm): they never overlap compute, as
-    each layer waits for the last all-reduce."""
-    comm = tuple(ring_traffic(c, s.tp) for c in m.tensor_parallel_comm(s, tokens, logits_rows, rounds))
-    return dict(comm=comm, comm_gpus=s.tp) if comm else {}
+    each layer waits for the last all-reduce. An all-reduce the runtime's own kernel takes (CustomAllReduce.takes:
+    its GPU counts, below its largest message) is marked with its message size."""
+    collectives = m.tensor_parallel_comm(s, tokens, logits_rows, rounds)
+    if not collectives:
+        return {}
+    out = dict(comm=tuple(ring_traffic(c, s.tp) for c in collectives), comm_gpus=s.tp)
+    ar = s.custom_ar
+    messages = tuple(c.message_bytes if c.kind == ALL_REDUCE and ar.takes(c.message_bytes, s.tp) else 0.0
+                     for c in collectives) if ar else ()
+    return out | dict(custom_ar=ar, custom_messages=messages) if any(messages) else out
 
 
 def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import OVERLAP_EXPONENT, gemm_shape, overlapped_seconds, shape_efficiency
-from planner.engine.collectives import call_protocol, comm_seconds, group_link
+from planner.engine.collectives import call_protocol, custom_allreduce_seconds, custom_link, group_link
 from planner.engine.phases import Phase
-from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link, ProtocolRate
+from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import OpGroup
 
@@ -265,29 +265,39 @@ def kernel_latency_s(ph: Phase, gpu: GPU) -> float:
 
 def _comm_seconds(ph: Phase, gpu: GPU) -> float:
     """Collective seconds per pass over the GPUs' link (inf when the GPU has no link reaching comm_gpus): each kind of
-    collective at NCCL's fastest protocol for its call size."""
+    collective at NCCL's fastest protocol for its call size, or in the runtime's own all-reduce kernel."""
     if not ph.comm:
         return 0.0
     link = group_link(gpu, ph.comm_gpus, ph.comm_stride)
-    return ph.steps * sum(comm_seconds(b, h, k, link) for b, h, k in ph.comm) if link else float("inf")
+    return ph.steps * sum(c * t for c, _, _, t, _ in _protocol_picks(ph, link)) if link else float("inf")
 
 
-def _protocol_picks(ph: Phase, link: Link) -> list[tuple[float, float, float, float, ProtocolRate]]:
-    """Each kind of collective of a step as NCCL runs it: (calls, bytes sent per call, ring steps per call, seconds per
-    call, protocol), the protocol the fastest for the call's size (collectives.call_protocol)."""
+def _protocol_picks(ph: Phase, link: Link) -> list[tuple[float, float, float, float, str]]:
+    """Each kind of collective of a step as it runs: (calls, bytes sent per call, ring steps per call, seconds per
+    call, how), NCCL's fastest protocol for the call's size (collectives.call_protocol), or over NVLink the runtime's
+    own all-reduce kernel where it takes the message (Phase.custom_messages; collectives.custom_allreduce_seconds)."""
     picks = []
-    for sent, hops, calls in ph.comm:
-        if calls:
+    custom = ph.custom_ar is not None and custom_link(link)
+    for i, (sent, hops, calls) in enumerate(ph.comm):
+        if not calls:
+            continue
+        message = ph.custom_messages[i] if custom else 0.0
+        if message:
+            seconds, kernel = custom_allreduce_seconds(ph.custom_ar, message, ph.comm_gpus, link)
+            picks.append((calls, sent / calls, hops / calls, seconds, f"the runtime's {kernel.id} all-reduce of "
+                          f"{message:,.0f} B"))
+        else:
             seconds, protocol = call_protocol(sent / calls, hops / calls, link)
-            picks.append((calls, sent / calls, hops / calls, seconds, protocol))
+            picks.append((calls, sent / calls, hops / calls, seconds, PROTOCOL_NAMES[protocol.id]))
     return picks
 
 
-def _protocol_words(picks: list[tuple[float, float, float, float, ProtocolRate]]) -> str:
-    """Which NCCL protocol each kind of collective takes, in words ('' without collectives)."""
+def _protocol_words(picks: list[tuple[float, float, float, float, str]]) -> str:
+    """Which NCCL protocol (or the runtime's own kernel) each kind of collective takes, in words ('' without
+    collectives)."""
     return "; ".join(f"{calls:,.4g} x {sent:,.0f} B sent in {steps:g} ring step{'' if steps == 1 else 's'}: "
-                     f"{PROTOCOL_NAMES[protocol.id]}, {seconds * 1e6:,.4g} us each"
-                     for calls, sent, steps, seconds, protocol in picks)
+                     f"{how}, {seconds * 1e6:,.4g} us each"
+                     for calls, sent, steps, seconds, how in picks)
 
 
 def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from planner import DATA_DIR
 from planner.base.safe_parse import shown
-from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, unique_ids
+from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, suggest, unique_ids
+from planner.inputs.custom_allreduce import CUSTOM_ALLREDUCE_FILE, CustomAllReduce, load_custom_allreduce
 
 RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
 TUNED_FILE = DATA_DIR / "runtimes_tuned.yaml"
@@ -170,6 +171,9 @@ class RuntimeProfile:
     # reads the cache `heads / kv_heads` times over (Setup.kv_repeat); empty: the kernel reads the KV heads as cached
     kv_heads_repeated_on: tuple[str, ...] = ()
     kv_heads_repeated_source: str = ""
+    # the runtime's own all-reduce kernels for small tensor-parallel messages over NVLink (data/custom_allreduce.yaml);
+    # None: every collective through NCCL
+    custom_allreduce: CustomAllReduce | None = None
 
     def fixed(self) -> tuple[str, ...]:
         """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
@@ -267,6 +271,13 @@ class Runtimes:
         raise UnknownNameError("runtime", name, suggest(name, [r.id for r in self.runtimes]))
 
 
+@lru_cache(maxsize=4)
+def nccl_only(runtimes: Runtimes) -> Runtimes:
+    """The same runtimes with every collective through NCCL (no custom all-reduce): what a runtime's older versions,
+    or one run with its custom all-reduce disabled, do."""
+    return Runtimes(tuple(replace(r, custom_allreduce=None) for r in runtimes.runtimes))
+
+
 def _tuned_record(rec: Record) -> Tuned:
     rec.check_keys(("id", "rows", "sources", "values", "day"))
     values = rec.child("values")
@@ -338,7 +349,19 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
-    return Runtimes(tuple(replace(r, tuned=_with_family(r, tuned)) for r in out))
+    custom = _custom_allreduce([r.id for r in out]) if Path(path) == RUNTIMES_FILE else {}
+    return Runtimes(tuple(replace(r, tuned=_with_family(r, tuned), custom_allreduce=custom.get(r.id)) for r in out))
+
+
+def _custom_allreduce(ids: list[str], path: str | Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, CustomAllReduce]:
+    """data/custom_allreduce.yaml's runtimes, each naming a runtime of data/runtimes.yaml."""
+    custom = load_custom_allreduce(path)
+    for rid in custom:
+        if rid not in ids:
+            near = suggest(rid, ids, 1)
+            raise DataFileError(path, f"'{rid}'", "id", "not a runtime of data/runtimes.yaml"
+                                + (f" (did you mean '{near[0]}'?)" if near else ""))
+    return custom
 
 
 def _check_families(path: str | Path, profiles: list[RuntimeProfile]) -> None:

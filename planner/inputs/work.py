@@ -16,6 +16,7 @@ from typing import NamedTuple
 from planner.base.schema import CachedHash
 from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import ALU_PATH
+from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.precisions import AttentionBackend, KVDtype, Precision
 
 ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and attention) can run in
@@ -151,6 +152,7 @@ class Setup(CachedHash):
     # a decode step copies the cached K and V repeated to every query head before attending, and attention reads that
     # copy (RuntimeProfile.kv_heads_repeated_on: Hugging Face's repeat_kv)
     kv_repeat: bool = False
+    custom_ar: CustomAllReduce | None = None  # the runtime's own all-reduce for small messages (None: NCCL only)
 
     @property
     def lm_head_tp(self) -> int:

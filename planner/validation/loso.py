@@ -206,7 +206,8 @@ def loso_summary(rows: list[LosoRow]) -> list[dict]:
 RATIO_TARGET_PCT = 15.0  # the accuracy target for speed-up ratios: within 15 % of the measured one
 # What a ratio varies, and the row fields that must match for two rows to form one (everything else the estimate
 # depends on). Each group is ordered by the varied quantity; its first row is the base every other row is compared to.
-_SAME = ("gpu", "gpus", "model", "framework", "regime", "metric", "attention", "kv_dtype", "checkpointing")
+_SAME = ("gpu", "gpus", "model", "framework", "regime", "metric", "attention", "kv_dtype", "checkpointing",
+         "custom_allreduce")
 RATIO_KINDS = {
     "precision": (_SAME + ("batch", "prompt_tokens", "gen_tokens", "seq_len", "micro_batch", "grad_accum"),
                   lambda r: -r.weight_bits, lambda r: f"{r.precision} {r.weight_bits:g} b/w"),

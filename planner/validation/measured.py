@@ -39,7 +39,7 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES, TUNABLE_PARAMS,
-                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes)
+                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -80,7 +80,7 @@ ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
-              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing")
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce")
 SPLITS = ("tune", "test", "excluded")
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
@@ -118,6 +118,9 @@ class Measurement:
     micro_batch: int | None = None
     grad_accum: int = 1
     checkpointing: bool = False
+    # the runtime ran its own all-reduce kernel where it has one (data/custom_allreduce.yaml); False: a version or
+    # setting that sent every collective through NCCL
+    custom_allreduce: bool = True
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         micro_batch=rec.number("micro_batch", required=False, lo=1, hi=10**6, integer=True),
         grad_accum=rec.number("grad_accum", required=False, lo=1, hi=10**4, integer=True) or 1,
         checkpointing=rec.flag("checkpointing", default=False),
+        custom_allreduce=rec.flag("custom_allreduce", default=True),
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
@@ -369,7 +373,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     catalog, models = catalog or facts.catalog, models or validation_models()
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
-    e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules), adjust)
+    runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
+    e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
     return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))

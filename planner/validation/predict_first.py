@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from datetime import date
 from pathlib import Path
 
@@ -36,6 +36,8 @@ ESTIMATE_PATHS = ("planner/__init__.py", "planner/base", "planner/inputs", "plan
                   "planner/validation", "validation/models_extra.yaml")
 # The fields of a row that determine its prediction: a measured row must still have them when it is scored
 PREDICTED_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("id", "value", "source", "conditions"))
+# fields a row may leave out, at their defaults (a prediction file written before such a field existed)
+ROW_DEFAULTS = {f.name: f.default for f in fields(Measurement) if f.default is not MISSING}
 PREDICTION_SPLIT = "prediction-first"
 RULE = ("predicted before measured: each row estimated as estimates are made (data/runtimes_tuned.yaml over "
         "data/runtimes.yaml) from its conditions alone, committed before its measured value was entered in "
@@ -175,8 +177,10 @@ def score_file(pf: PredictionFile, measured: dict[str, Measurement]) -> list[Row
         if row is None:
             continue
         for f in PREDICTED_FIELDS:
-            if getattr(row, f) != p.get(f):
-                raise DataFileError(pf.path, p["id"], f, f"predicted with {p.get(f)!r}, measured row has "
+            # a field added to the rows after the file was written had its default then
+            then = p[f] if f in p else ROW_DEFAULTS.get(f)
+            if getattr(row, f) != then:
+                raise DataFileError(pf.path, p["id"], f, f"predicted with {then!r}, measured row has "
                                                          f"{getattr(row, f)!r}: a row may not change after its "
                                                          "prediction is committed (predict it anew, as a new row)")
         predicted = p["predicted"] if not p.get("excluded") else None

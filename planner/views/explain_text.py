@@ -123,7 +123,11 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "time s": ph.comm_s * ph.passes, "limited by": "communication",
                          "formula": f"ring, {ph.comm_calls:,.4g} collectives per step, each at NCCL's fastest "
                                     f"protocol for its size: bytes sent / the protocol's bus bandwidth + its call "
-                                    f"latency + ring steps x its hop latency ({ph.comm_protocols}) = "
+                                    f"latency + ring steps x its hop latency"
+                                    + (" (a runtime's own all-reduce: its call and per-peer latencies + the bytes it "
+                                       "moves at its share of the NVLink bandwidth, data/custom_allreduce.yaml)"
+                                       if "the runtime's" in ph.comm_protocols else "")
+                                    + f" ({ph.comm_protocols}) = "
                                     f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
                                     + hidden})
     return rows

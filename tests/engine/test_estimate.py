@@ -12,11 +12,12 @@ from planner.engine.estimate import auto_batch, estimate_all, estimate_gpu
 from planner.base.schema import Record
 from planner.inputs.models import load_models
 from planner.inputs.models.decoder import parse_decoder
-from planner.inputs.runtimes import Efficiency, load_runtimes
+from planner.inputs.runtimes import Efficiency, load_runtimes, nccl_only
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
 
 FACTS = load_facts()
+NCCL_FACTS = replace(FACTS, runtimes=nccl_only(FACTS.runtimes))  # every collective through NCCL's ring
 
 NO_OVERHEAD = lambda gpu, eff: replace(eff, launch_overhead_us=0.0, host_us_per_kernel=0.0)  # noqa: E731
 
@@ -529,11 +530,12 @@ def test_tensor_parallel_is_refused_for_training_and_unsplittable_models():
 def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
     """Llama-2-7B, TP=4, batch 1, fp16, TensorRT-LLM (a vocabulary-split LM head): per token 2 x 32 all-reduces of
     4096 x 2 B (each GPU sends 2 x 3/4 of it, ring: 786,432 B over 64 x 6 = 384 ring steps) and one all-gather of
-    the 32000 x 2 B logits (3/4 of it = 48,000 B, 3 steps): 834,432 B, 387 ring steps, 65 calls."""
+    the 32000 x 2 B logits (3/4 of it = 48,000 B, 3 steps): 834,432 B, 387 ring steps, 65 calls. All through NCCL
+    here (NCCL_FACTS); TensorRT-LLM's own all-reduce over NVLink below."""
     plan = _plan(gpus=4, parallel="tensor", runtime="tensorrt-llm")
     per_token_us = {}
     for name in ("h100-sxm", "rtx-4090"):
-        e = estimate_all(plan, FACTS, gpu_names=[name])[0]
+        e = estimate_all(plan, NCCL_FACTS, gpu_names=[name])[0]
         decode = next(ph for ph in e.phases if ph.name == "decode")
         assert decode.comm_hidden_s == 0  # each layer waits for the last all-reduce
         per_token_us[name] = decode.comm_s / decode.steps * 1e6
@@ -546,6 +548,16 @@ def test_decode_collectives_cost_what_the_links_imply_and_never_overlap():
     # all-reduce 6.6 + 6 x 2.97 + 12288 / 11.025e3 = 25.53456 us, x 64 = 1634.212 us; all-gather 6.6 + 3 x 2.97 +
     # 48000 / 11.025e3 = 19.86372 us (Simple: 8.4 + 6 x 5.7 + 12288 / 22.05e3 = 43.16 us an all-reduce)
     assert per_token_us["rtx-4090"] == pytest.approx(1634.212 + 19.86372, rel=1e-4)
+    # TensorRT-LLM's own one-shot all-reduce over NVLink (data/custom_allreduce.yaml: 8,192 B < 512 KiB on 4 GPUs):
+    # 3.7 + 3 x 0.3 us and 3 peers x 8,192 B at 0.58 x 450 GB/s = 4.6 + 24576 / 261e3 = 4.694161 us, x 64 = 300.426 us;
+    # the logits' all-gather stays NCCL's. Over PCIe (the 4090s) every call stays NCCL's.
+    estimates = {name: estimate_all(plan, FACTS, gpu_names=[name])[0] for name in ("h100-sxm", "rtx-4090")}
+    custom = {name: next(ph for ph in e.phases if ph.name == "decode") for name, e in estimates.items()}
+    said = {name: " ".join(r.text for r in e.reasons) for name, e in estimates.items()}
+    assert "own one-shot/two-shot kernel below 7.63 MiB" in said["h100-sxm"] and "own one" not in said["rtx-4090"]
+    assert custom["h100-sxm"].comm_s / custom["h100-sxm"].steps * 1e6 == pytest.approx(300.426 + 8.74043, rel=1e-4)
+    assert "one-shot all-reduce" in custom["h100-sxm"].comm_protocols
+    assert custom["rtx-4090"].comm_s / custom["rtx-4090"].steps * 1e6 == pytest.approx(1634.212 + 19.86372, rel=1e-4)
 
 
 def _gpt20b():
@@ -562,12 +574,16 @@ def test_gpt20b_over_eight_nvswitch_a100s_spends_1_35_ms_of_each_token_in_collec
     call in NCCL's LL protocol (half the bus bandwidth, capped at 87.7 GB/s on Ampere; 6.6 us a call, 0.6 us a hop):
     88 all-reduces of 6144 x 2 = 12,288 B, each sending 2 x 7/8 of it (21,504 B) in 14 ring steps:
     6.6 + 8.4 + 21504 / 87.7e3 = 15.2452 us each, 1,341.578 us; one all-gather of the 51200 x 2 B logits (89,600 B
-    sent, 7 steps): 6.6 + 4.2 + 89600 / 87.7e3 = 11.8217 us: 1,353.40 us per token, almost all latency."""
+    sent, 7 steps): 6.6 + 4.2 + 89600 / 87.7e3 = 11.8217 us: 1,353.40 us per token, almost all latency. With
+    TensorRT-LLM's own one-shot all-reduce (12,288 B < 256 KiB on 8 GPUs): 3.7 + 7 x 0.3 us and 7 x 12,288 B at
+    0.58 x 300 GB/s = 5.8 + 86016 / 174e3 = 6.294345 us each, 553.902 us, and the same all-gather: 565.724 us."""
     plan = Plan(_gpt20b(), Generate(1, 200, 200), "fp16", batch=1, gpus=8, parallel="tensor", runtime="tensorrt-llm")
-    e = estimate_all(plan, FACTS, gpu_names=["a100-sxm-80gb"])[0]
+    e = estimate_all(plan, NCCL_FACTS, gpu_names=["a100-sxm-80gb"])[0]
     decode = next(ph for ph in e.phases if ph.name == "decode")
     assert e.parallelism == "tensor" and decode.steps == 199
     assert decode.comm_s / decode.steps == pytest.approx(1353.40e-6, rel=1e-4)
+    custom = next(ph for ph in estimate_all(plan, FACTS, gpu_names=["a100-sxm-80gb"])[0].phases if ph.name == "decode")
+    assert custom.comm_s / custom.steps == pytest.approx(565.724e-6, rel=1e-4)
 
 
 def test_a_fastertransformer_gpt20b_decode_step_pays_its_launch_gaps_on_the_gpu_not_the_host():

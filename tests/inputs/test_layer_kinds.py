@@ -192,10 +192,11 @@ def test_a_window_layer_decode_reads_the_window_not_the_context():
     assert WINDOW_GROUP not in full_groups
     assert full_groups["attention"].bytes_per_pos == pytest.approx(42 * per_layer_bytes)
     assert attn.bytes == pytest.approx(full_groups["attention"].bytes)  # Q, K, V, O and the new token's K and V
-    # manual attention writes and reads its scores (8 passes eager: score_passes) for the keys each layer has
+    # manual attention writes and reads its scores (8 passes eager: score_passes) for the keys each layer has, and
+    # eager LLaMA-family code's float32 softmax writes 4 B instead of 2 and casts back (read 4, write 2): 8 B more
     manual = replace(s, attention=load_rules().attention("manual"))
     groups = {g.name: g for g in m.decode_work(manual, 1)}
-    scores = 8 * 16 * 2  # passes x heads x 2 bytes, per layer and key
+    scores = 8 * 16 * 2 + 16 * 8  # (passes x 2 bytes + the upcast's 8 bytes) x heads, per layer and key
     assert groups[WINDOW_GROUP].bytes_per_pos == pytest.approx(21 * (per_layer_bytes + scores))
     assert groups["attention"].bytes_per_pos == pytest.approx(21 * (per_layer_bytes + scores))
 

@@ -61,18 +61,20 @@ def test_tiled_gemms_explain_how_compute_and_memory_combine():
 
 
 def test_the_communication_row_shows_the_link_and_the_collectives_of_each_step():
-    """Llama-2-7B at TP=2 on H100 SXM, fp16, batch 1: per decode token 64 all-reduces of 4096 x 2 B (each GPU sends
-    2 x 1/2 of it, 2 ring steps) and one all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls, each in
-    NCCL's LL protocol (half of 364.5 GB/s, capped at 141 GB/s on Hopper; 6.6 us a call, 0.6 us a hop):
-    64 x (6.6 + 1.2 + 8192 / 141e3) = 502.92 us + (6.6 + 0.6 + 32000 / 141e3) = 7.43 us: 510.3 us per step."""
+    """Llama-2-7B at TP=2 on H100 SXM, fp16, batch 1: per decode token 64 all-reduces of 4096 x 2 B and one
+    all-gather of the 32000 x 2 B logits (half of it, 1 step): 65 calls. TensorRT-LLM all-reduces in its own one-shot
+    kernel (data/custom_allreduce.yaml: 3.7 + 0.3 us and 8,192 B from the one peer at 0.58 x 450 GB/s):
+    64 x (4.0 + 8192 / 261e3) = 258.01 us; the all-gather in NCCL's LL protocol (half of 364.5 GB/s, capped at
+    141 GB/s on Hopper; 6.6 us a call, 0.6 us a hop): 6.6 + 0.6 + 32000 / 141e3 = 7.43 us: 265.4 us per step."""
     e = ranking_of("llama-2-7b", Generate(1, 16, 65), precision="fp16", batch=1, gpus=2, parallel="tensor",
                  runtime="tensorrt-llm")
     e = next(x for x in e if x.gpu.id == "h100-sxm")
     (row,) = [r for r in explain_text.step_time_rows(e)
               if r["phase"] == "decode" and r["limited by"] == "communication"]
-    assert "65 collectives per step" in row["formula"] and "510.3 us per step" in row["formula"]
+    assert "65 collectives per step" in row["formula"] and "265.4 us per step" in row["formula"]
     assert "2 GPUs over NVLink" in row["formula"] and "364.5" not in row["formula"]  # the rates: Explain's inputs
-    assert "64 x 8,192 B sent in 2 ring steps: LL, 7.858 us each" in row["formula"]
+    assert "64 x 8,192 B sent in 2 ring steps: the runtime's one-shot all-reduce of 8,192 B, 4.031 us each" \
+        in row["formula"] and "data/custom_allreduce.yaml" in row["formula"]
     assert "1 x 32,000 B sent in 1 ring step: LL, 7.427 us each" in row["formula"]
 
 

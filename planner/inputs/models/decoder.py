@@ -47,6 +47,7 @@ from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 import planner.inputs.models.decoder_text as text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
+from planner.inputs.models.eager_chains import rmsnorm_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes
 from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.models.fp8_training import fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
@@ -728,6 +729,31 @@ class DecoderProfile(CachedHash):
         """The LM head's GEMM over `logits` rows (vocab split over tp GPUs); () when no logits are computed."""
         return ((logits, max(1, self.vocab // tp), self.hidden, 1),) if logits else ()
 
+    def eager_llama_code(self, s: Setup) -> bool:
+        """Whether `s`'s runtime runs Hugging Face's LLaMA-family model code op by op (eager PyTorch and an RMSNorm
+        decoder): its float32 norm, rotary and softmax chains then cost what planner.inputs.models.eager_chains
+        counts."""
+        return not s.fused_elementwise and self.norm == "rmsnorm" and not self.encoder
+
+    def eager_chain_bytes(self, s: Setup) -> float:
+        """Bytes per token of one forward pass that eager LLaMA-family code moves beyond fused chains (0 otherwise):
+        2 norms per layer and the final one over the hidden vector, rotary over Q and K (latent attention: its RoPE
+        parts, rope_dim per head and the shared key) of the attention layers."""
+        if not self.eager_llama_code(s):
+            return 0.0
+        a = s.precision.act_bytes
+        norms = (2 * self.layers + 1) * self.hidden * rmsnorm_chain_bytes(a)
+        if self.learned_pos_emb:
+            return norms
+        roped = self.rope_dim * (self.heads + 1) if self.kv_lora_rank else self.q_dim + self.kv_dim
+        return norms + self.attn_layers * roped * rotary_chain_bytes(a)
+
+    def score_upcast_bytes(self, s: Setup) -> float:
+        """Bytes per materialized score that eager LLaMA-family code's float32 softmax adds (0 otherwise)."""
+        if not (self.eager_llama_code(s) and s.attention.scores_materialized):
+            return 0.0
+        return softmax_upcast_bytes(s.precision.act_bytes)
+
     # ------------------------------------------------------------ the model protocol: work per step
     def _forward(self, s: Setup, batch: int, tokens: int, keys_sum: float, keys_max: int,
                  logits_tokens: int, name: str) -> tuple[OpGroup, ...]:
@@ -756,16 +782,20 @@ class DecoderProfile(CachedHash):
         attn_flops = m.attn_flops_per_key() * batch * layer_keys / tp
         qkvo = bt * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * p.act_bytes / tp
         kv_write = 0.0 if m.encoder else bt * m.kv_elems * s.kv_dtype.bytes / m.kv_split(tp)
-        scores = (score_passes(s)[0] * batch * m.heads * m.attn_layers * tokens * keys_max * p.act_bytes / tp
+        per_score = score_passes(s)[0] * p.act_bytes + m.score_upcast_bytes(s)
+        scores = (per_score * batch * m.heads * m.attn_layers * tokens * keys_max / tp
                   if s.attention.scores_materialized else 0.0)
         if scores and not s.fused_elementwise:
             scores += bt * m.attn_layers * HEAD_LAYOUT_COPY_FWD * m.q_dim * p.act_bytes / tp
         traffic = m.act_traffic_elems if s.fused_elementwise else m.eager_act_traffic_elems  # _forward_traffic
-        elem_bytes = (bt * traffic * p.act_bytes / tp
+        chains = m.eager_chain_bytes(s)
+        elem_bytes = (bt * (traffic * p.act_bytes + chains) / tp
                       + 2 * batch * logits_tokens * m.logits_vocab * float(FP32_BYTES))
         lin_text, attn_text, elem_text = text.forward_formulas(
             s, name, note, text.score_text(s, score_passes(s), True) if scores else "", m.ffn_kind == "swiglu",
             m._forward_traffic(s))
+        chain_words, upcast_words = text.eager_chain_text(chains, m.score_upcast_bytes(s))
+        elem_text, attn_text = elem_text + chain_words, attn_text + upcast_words
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
         gemv = s.quantized_gemv(bt)
@@ -857,11 +887,10 @@ class DecoderProfile(CachedHash):
                 manual = s.attention.scores_materialized
                 flops = m.attn_flops_per_key() * m.attn_layers * batch * scored / s.tp if manual else g.flops
                 kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / m.kv_split(s.tp)
-                passes = score_passes(s)[0]
-                scores = (passes * batch * m.heads * m.attn_layers * scored * s.precision.act_bytes / s.tp
-                          if manual else 0.0)
-                unscored = g.bytes - (passes * batch * m.heads * m.attn_layers * prompt * c
-                                      * s.precision.act_bytes / s.tp if manual else 0.0)
+                per_score = score_passes(s)[0] * s.precision.act_bytes + m.score_upcast_bytes(s)
+                scores = per_score * batch * m.heads * m.attn_layers * scored / s.tp if manual else 0.0
+                unscored = g.bytes - (per_score * batch * m.heads * m.attn_layers * prompt * c / s.tp
+                                      if manual else 0.0)
                 g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
                             formula=g.formula + text.chunked_kv_text(chunks, c))
             out.append(g)
@@ -880,7 +909,7 @@ class DecoderProfile(CachedHash):
         kv_passes = 1.0 + (KV_CONCAT_PASSES if s.kv_concat else 0.0) + m.kv_repeat_passes(s)
         kv_per_key = batch * m.kv_layer_elems * s.kv_dtype.bytes / kv_tp  # one layer, one key position
         # materialized scores, one layer, one key position (a window layer scores min(p, window) of them too)
-        score_per_key = (score_passes(s)[0] * batch * m.heads * s.precision.act_bytes / s.tp
+        score_per_key = ((score_passes(s)[0] * s.precision.act_bytes + m.score_upcast_bytes(s)) * batch * m.heads / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
         attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,

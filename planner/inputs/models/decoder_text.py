@@ -78,6 +78,15 @@ def forward_formulas(s: Setup, name: str, note: str, score_words: str, swiglu: b
             f"bytes = tokens x {traffic:,.0f} elements x {p.act_bytes:g} B ({how}) + logits")
 
 
+def eager_chain_text(chain_bytes: float, upcast_bytes: float) -> tuple[str, str]:
+    """What eager LLaMA-family code adds to the elementwise and attention formulas (planner.inputs.models.eager_chains;
+    ('', '') when it adds nothing)."""
+    elem = (f" + tokens x {chain_bytes:,.0f} B (Hugging Face LLaMA code op by op: RMSNorm in float32, rotary on Q "
+            "and K)" if chain_bytes else "")
+    attn = f" + {upcast_bytes:g} B per score (softmax in float32, cast back)" if upcast_bytes else ""
+    return elem, attn
+
+
 def linear_extras(gemv: bool, buffered: bool, act_bytes: float) -> str:
     """What a forward pass's linear group adds to its formula: a quantized GEMV, a 16-bit copy of the weights."""
     return (("; the multiply-adds run in the quantized GEMV group" if gemv else "")
