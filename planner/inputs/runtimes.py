@@ -159,6 +159,10 @@ class RuntimeProfile:
     # the only precisions (data/precisions.yaml ids) it runs, with why; () = any (AutoAWQ: its own checkpoints)
     precisions: tuple[str, ...] = ()
     precisions_source: str = ""
+    # its 16-bit (fp16) GEMMs on unquantized weights accumulate in fp16 (llama.cpp's cuBLAS path), which GeForce cards
+    # run at GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
+    fp16_accumulate: bool = False
+    fp16_accumulate_source: str = ""
 
     def fixed(self) -> tuple[str, ...]:
         """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
@@ -298,7 +302,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
                         "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
-                        "precisions_source"))
+                        "precisions_source", "fp16_accumulate", "fp16_accumulate_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -306,6 +310,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
         concat = rec.flag("kv_cache_concat", default=False)
         repeated = rec.strings("kv_heads_repeated_on", required=False)
         only = rec.strings("precisions", required=False)
+        acc16 = rec.flag("fp16_accumulate", default=False)
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -326,7 +331,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   rec.text("launch_family", required=False) or "",
                                   rec.text("launch_family_source", required="launch_family" in rec.data) or "",
                                   repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
-                                  only, rec.text("precisions_source", required=bool(only)) or ""))
+                                  only, rec.text("precisions_source", required=bool(only)) or "",
+                                  acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

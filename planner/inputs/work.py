@@ -152,6 +152,8 @@ class Setup(CachedHash):
     # the runtime's fused MLP multiplies the gate and up projections in the precision's GEMV whatever the rows
     # (QuantKernel.mlp_gemv_on: AutoAWQ's fused QuantLlamaMLP)
     mlp_gemv: bool = False
+    # the runtime's fp16 GEMMs on unquantized weights accumulate in fp16 (RuntimeProfile.fp16_accumulate: llama.cpp)
+    fp16_accumulate: bool = False
 
     @property
     def lm_head_tp(self) -> int:
@@ -210,11 +212,13 @@ class Setup(CachedHash):
         return k.mma_fraction if k is not None else 1.0
 
     def accumulate16(self, rows: int) -> bool:
-        """A pass over `rows` tokens multiplies its weights in a 16-bit GEMM that accumulates in fp16 (exllama's
-        cublasHgemm after its reconstruct): its library kernel says so and the pass does not take its GEMV."""
-        k = self.precision.kernel
-        return (k is not None and k.accumulate == "fp16" and bool(self.precision.dequant_ops_per_weight)
-                and not self.quantized_gemv(rows))
+        """A pass over `rows` tokens multiplies its weights in a 16-bit GEMM that accumulates in fp16: the precision's
+        library kernel says so (exllama's cublasHgemm after its reconstruct) and the pass does not take its GEMV, or
+        the runtime's own fp16 GEMMs do on unquantized fp16 weights (llama.cpp's cuBLAS calls)."""
+        k, p = self.precision.kernel, self.precision
+        if k is not None:
+            return k.accumulate == "fp16" and bool(p.dequant_ops_per_weight) and not self.quantized_gemv(rows)
+        return self.fp16_accumulate and p.compute_path == "fp16" and not p.dequant_ops_per_weight
 
     @property
     def attention_path(self) -> str:

@@ -335,11 +335,6 @@ def exclusion(row: Measurement, e: Estimate) -> str | None:
     if row.framework == "llama.cpp" and row.gpus > 1:
         return ("llama.cpp layer split: layers run on one GPU after another (neither tensor nor data parallel); "
                 "not modelled")
-    if row.framework == "llama.cpp" and row.precision == "fp16" and row.regime == "prefill" \
-            and e.gpu.market == "consumer":
-        return ("llama.cpp's F16 GEMMs accumulate in fp16 (cuBLAS CUBLAS_COMPUTE_16F in ggml_cuda_op_mul_mat_cublas), "
-                "which GeForce cards run at twice the catalog's fp16 rate (fp32 accumulate); the engine has no such "
-                "path (the RTX 4080 pp512 row implies 109 TFLOPS, above the catalog's 97.5)")
     if not e.feasible:
         text = "; ".join(r.text for r in e.reasons if r.blocking)
         return f"infeasible in the engine: {text}"

@@ -1,5 +1,6 @@
-"""AutoAWQ's kernels as its fused modules run them, and GeForce's fp16-accumulate rate, each derived by hand from the
-kernel source quoted in data/precisions.yaml (awq-gemv, awq-gemm, gptq-exllama) and the GPU datasheets."""
+"""Quantization libraries' own kernels (AutoAWQ as its fused modules run it) and GeForce's fp16-accumulate rate
+(exllama, llama.cpp), each derived by hand from the kernel source quoted in data/precisions.yaml and
+data/runtimes.yaml (awq-gemv, awq-gemm, gptq-exllama, llama.cpp) and the GPU datasheets."""
 
 from dataclasses import replace
 
@@ -144,3 +145,20 @@ def test_the_autoawq_runtime_refuses_a_model_that_is_not_an_awq_checkpoint():
     assert not e.feasible and blocking[0].code == "runtime"
     assert "awq-gemv, awq-gemm" in blocking[0].text and "PyTorch eager" in blocking[0].text
     assert estimate_gpu(replace(plan, precision="awq-gemm"), RTX_4090, FACTS).feasible
+
+
+def test_llama_cpps_f16_prompt_gemms_run_at_geforces_fp16_accumulate_rate():
+    """llama.cpp multiplies F16 weights by a prompt through cublasGemmEx with CUBLAS_COMPUTE_16F: on an RTX 4090 at
+    twice its catalog rate (165.2 -> 330.3 TFLOPS, Ada whitepaper), on an RTX 6000 Ada (workstation, the same AD102
+    at full fp32-accumulate rate) at its catalog rate; its quantized GGUF formats (MMQ) keep the catalog rate."""
+    job = Generate(1, 512, 1)
+    gf = _group(_phase("llama-3-8b", "fp16", job, "prefill", runtime="llama.cpp"), "linear layers")
+    eff = FACTS.runtimes.get("llama.cpp").efficiency("gddr").compute_efficiency
+    assert gf.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("fp16") * eff * gf.shape_efficiency * 2.0)
+    ada = FACTS.catalog.get("rtx-6000-ada")
+    ws = _group(_phase("llama-3-8b", "fp16", job, "prefill", runtime="llama.cpp", gpu=ada), "linear layers")
+    assert ws.achieved_tflops == pytest.approx(ada.ceiling_tflops("fp16") * eff * ws.shape_efficiency)
+    q4 = _group(_phase("llama-3-8b", "q4_0", job, "prefill", runtime="llama.cpp"), "linear layers")
+    assert q4.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("fp16") * eff * q4.shape_efficiency)
+    torch = _group(_phase("llama-3-8b", "fp16", job, "prefill", runtime="pytorch-eager"), "linear layers")
+    assert torch.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("fp16") * torch.shape_efficiency)
