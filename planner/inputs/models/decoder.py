@@ -775,7 +775,9 @@ class DecoderProfile(CachedHash):
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
                     lin_text + text.linear_extras(gemv, buffered, p.act_bytes),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
-                    rate_factor=s.linear_rate(bt), accumulate16=s.accumulate16(bt),
+                    # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's
+                    rate_factor=s.linear_rate(bt) if p.kernel else 1.0,
+                    accumulate16=s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False,
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
             *(dequant_groups(m._quantized_read(s, stored) - gate_up, s, bt) if p.dequant_ops_per_weight else ()),
