@@ -71,8 +71,8 @@ class OpGroup(NamedTuple):
     # > 0: the per-position terms stop growing at this KV position (work(p) = a + b * min(p, cap_pos)): a sliding-window
     # layer's decode step reads min(p, window) keys; 0 = no cap
     cap_pos: int = 0
-    # its 16-bit GEMMs accumulate in fp16 (QuantKernel.accumulate): GeForce cards run them at
-    # GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
+    # its 16-bit GEMMs accumulate in fp16 (Setup.accumulate16: a library kernel's or the runtime's): GeForce cards
+    # run them at GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
     accumulate16: bool = False
 
 
@@ -219,6 +219,16 @@ class Setup(CachedHash):
         if k is not None:
             return k.accumulate == "fp16" and bool(p.dequant_ops_per_weight) and not self.quantized_gemv(rows)
         return self.fp16_accumulate and p.compute_path == "fp16" and not p.dequant_ops_per_weight
+
+    def linear_note(self, rows: int) -> str:
+        """The linear layers' formula text for what linear_rate and accumulate16 change in a pass ('' if nothing)."""
+        k, note = self.own_gemm(rows), ""
+        if k is not None and k.mma_fraction != 1.0:
+            note += (f"; MMAs at {k.mma_fraction:g} of the matmul ceiling ({self.precision.id}'s own GEMM, "
+                     f"{k.m_tile or 'whole-pass'}-row tiles)")
+        if self.accumulate16(rows):
+            note += "; fp16 accumulation (GeForce cards run it at twice the catalog's fp32-accumulate rate)"
+        return note
 
     @property
     def attention_path(self) -> str:

@@ -80,6 +80,7 @@ def test_awq_gemm_prefill_unpacks_per_16_row_tile_at_its_own_mma_rate_with_split
     out_elems = 2048 * 32 * (6144 + 4096 + 2 * 14336 + 4096)
     assert split.bytes == pytest.approx(2 * 8 * out_elems * 2)
     assert linear.achieved_tflops == pytest.approx(165.26 * linear.shape_efficiency * 0.43, rel=1e-6)
+    assert "MMAs at 0.43 of the matmul ceiling" in linear.formula  # Explain shows why the rate is lower
     # transformers' AWQ linears under eager PyTorch against its generic int4 (no library kernel): the sums only
     awq = _phase("mistral-7b", "awq-gemm", Generate(1, 2048, 1), "prefill", runtime="pytorch-eager")
     plain = _phase("mistral-7b", "int4", Generate(1, 2048, 1), "prefill", runtime="pytorch-eager")
@@ -160,5 +161,6 @@ def test_llama_cpps_f16_prompt_gemms_run_at_geforces_fp16_accumulate_rate():
     assert ws.achieved_tflops == pytest.approx(ada.ceiling_tflops("fp16") * eff * ws.shape_efficiency)
     q4 = _group(_phase("llama-3-8b", "q4_0", job, "prefill", runtime="llama.cpp"), "linear layers")
     assert q4.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("fp16") * eff * q4.shape_efficiency)
+    assert "fp16 accumulation" in gf.formula and "fp16 accumulation" not in q4.formula
     torch = _group(_phase("llama-3-8b", "fp16", job, "prefill", runtime="pytorch-eager"), "linear layers")
     assert torch.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("fp16") * torch.shape_efficiency)

@@ -773,7 +773,8 @@ class DecoderProfile(CachedHash):
         gate_up = m._gate_up_weights(tp) if s.mlp_gemv and not gemv else 0.0
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
-                    lin_text + text.linear_extras(gemv, buffered, p.act_bytes),
+                    lin_text + text.linear_extras(gemv, buffered, p.act_bytes)
+                    + (s.linear_note(bt) if p.kernel or s.fp16_accumulate else ""),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's
                     rate_factor=s.linear_rate(bt) if p.kernel else 1.0,
