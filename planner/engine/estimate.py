@@ -338,6 +338,9 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
             reasons += build_reasons(builds, gpu, pinned)
     if eff.unsupported:
         reasons.append(Reason("runtime", True, f"{eff.unsupported}: choose PyTorch eager, torch.compile or llama.cpp"))
+    if eff.precisions and setup.precision.id.split("@")[0] not in eff.precisions:  # '@': a validation row's bits
+        reasons.append(Reason("runtime", True, f"{plan.runtime} runs only {', '.join(eff.precisions)} (its own "
+                              f"checkpoints): choose one of them, or PyTorch eager for {setup.precision.id}"))
     only = setup.precision.runtimes
     if only and plan.runtime not in only:
         what = ("runs its library's kernels only under" if setup.precision.kernel else "is a file format only")

@@ -189,6 +189,8 @@ def _flops_s_tiled(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
         if fraction:
             return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction, is_tiled
     factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
+    if g.accumulate16:  # fp16 accumulation: GeForce tensor cores run it at twice the catalog's fp32-accumulate rate
+        factor *= gpu.fp16_accumulate_speedup
     return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor, is_tiled
 
 

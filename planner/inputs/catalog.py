@@ -56,6 +56,14 @@ ALU_PATH = "int32"
 # Blackwell (10.x) is not in the table: taken as Hopper's 1/2 (an assumption). AMD CDNA/RDNA vector ALUs and CPUs
 # run 32-bit integer and fp32 instructions at one rate (1.0).
 INT32_PER_FP32_LANES = {(8, 6): 0.5, (8, 7): 0.5, (8, 9): 0.5, (9, 0): 0.5, (10, 0): 0.5, (10, 3): 0.5}
+# How much faster a GPU's tensor cores multiply fp16 when they accumulate in fp16 than in fp32, by (market, compute
+# capability): NVIDIA's GeForce cards run fp32 accumulation at half the fp16-accumulate rate, the data-center and
+# workstation cards of the same chips at the full rate (whose fp16 figure the catalog stores: data/gpus.yaml keeps
+# the fp32-accumulate rate). Turing whitepaper (2018), Appendix A, RTX 2080 Ti: FP16 Tensor TFLOPS with FP16
+# Accumulate 107.6, with FP32 Accumulate 53.8; GA102 whitepaper (NVIDIA Ampere GA102 GPU Architecture, 2020),
+# RTX 3090: 142 / 71 dense; Ada whitepaper (NVIDIA Ada GPU Architecture, 2022), RTX 4090: 330.3 / 165.2 dense. RTX
+# Blackwell (12.0) not listed: its whitepaper's GeForce figures were not checked here (1.0, the catalog's rate).
+FP16_ACCUMULATE_SPEEDUP = {("consumer", (7, 5)): 2.0, ("consumer", (8, 6)): 2.0, ("consumer", (8, 9)): 2.0}
 # a measured matmul may beat the datasheet rate by what boost clocks add (_published_ceilings)
 MAX_CEILING_OVER_PEAK = 1.2
 # GPUs one node holds unless data/gpus.yaml says otherwise: an HGX/DGX board carries 8 SXM GPUs, and PCIe servers
@@ -348,6 +356,14 @@ class GPU:
         if path == ALU_PATH:
             return self.fp32_tflops * self.int32_per_fp32
         return getattr(self, _PEAK_FIELD[path])
+
+    @property
+    def fp16_accumulate_speedup(self) -> float:
+        """How much faster its tensor cores run a 16-bit GEMM that accumulates in fp16 than the fp32-accumulate rate
+        the catalog stores (FP16_ACCUMULATE_SPEEDUP: 2.0 on GeForce cards, else 1.0)."""
+        if self.vendor != "NVIDIA" or self.compute_capability is None:
+            return 1.0
+        return FP16_ACCUMULATE_SPEEDUP.get((self.market, self.compute_capability), 1.0)
 
     @property
     def int32_per_fp32(self) -> float:

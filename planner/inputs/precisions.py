@@ -31,6 +31,9 @@ UNPACK_MODES = ("fused", "buffer")
 # separate dequantize kernel) adds its instructions after the stream. Which kernel is which, each with its source:
 # data/precisions.yaml (`pipelined_on`, a kernel's `gemv_pipelined`), data/runtimes.yaml (a GEMV's `pipelined`).
 MAX_CALL_KERNELS = 64  # extra launches / host dispatches one quantized matmul call may add
+MAX_M_TILE = 1024  # rows of one tile of a quantized GEMM kernel (AutoAWQ's: 16 and 128); a parser cap
+MAX_SPLIT_K = 64  # partial outputs a split-K quantized GEMM writes (AutoAWQ's: 8); a parser cap
+ACCUMULATE_DTYPES = ("fp32", "fp16")  # what a quantized kernel's 16-bit GEMM accumulates in
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,12 @@ class QuantKernel:
       host_us_per_kernel each); a launch from inside the library's C++ code costs no Python dispatch.
     gemv_pipelined: its GEMV's unpack and dot-product instructions run under its own weight loads (time = the slower
       of the two), or after them (the sum; the comment above UNPACK_MODES).
+    m_tile: its own tensor-core GEMM (unpack 'fused') multiplies a pass in tiles of m_tile rows, each tile unpacking
+      the weights again (0 = the pass unpacks them once).
+    mma_fraction: that GEMM's tensor-core rate as a fraction of the GPU's matmul ceiling (cuBLAS's, 1.0).
+    split_k: that GEMM writes split_k partial outputs in 16-bit and sums them in one more kernel (1 = none).
+    mlp_gemv_on: runtimes whose fused MLP multiplies the gate and up projections in its GEMV whatever the rows.
+    accumulate: what its 16-bit GEMM accumulates in ('fp16' runs at GPU.fp16_accumulate_speedup: 2x on GeForce).
     """
 
     gemv_max_tokens: int
@@ -55,10 +64,17 @@ class QuantKernel:
     host_kernels_per_call: float
     source: str
     gemv_pipelined: bool = False
+    m_tile: int = 0
+    mma_fraction: float = 1.0
+    split_k: int = 1
+    mlp_gemv_on: tuple[str, ...] = ()
+    accumulate: str = "fp32"
 
-    def launches(self, buffered: bool) -> float:
-        """Extra launches of one call: its own, plus the dequantize kernel when it goes through the buffer."""
-        return self.launches_per_call + (1.0 if buffered else 0.0)
+    def launches(self, buffered: bool, own_gemm: bool = False) -> float:
+        """Extra launches of one call: its own, plus the dequantize kernel when it goes through the buffer, plus the
+        partial sums' kernel when its own split-K GEMM multiplies the pass."""
+        return (self.launches_per_call + (1.0 if buffered else 0.0)
+                + (1.0 if own_gemm and self.split_k > 1 else 0.0))
 
 
 MAX_CAST_BYTES = 16  # parser cap on the bytes one element of a GEMM input costs an FP8 cast (read or write)
@@ -370,13 +386,19 @@ def _quant_kernel(rec: Record) -> QuantKernel | None:
     if sub is None:
         return None
     sub.check_keys(("gemv_max_tokens", "gemv_ops_per_weight_token", "unpack", "launches_per_call",
-                    "host_kernels_per_call", "gemv_pipelined", "source"))
+                    "host_kernels_per_call", "gemv_pipelined", "m_tile", "mma_fraction", "split_k", "mlp_gemv_on",
+                    "accumulate", "source"))
     gemv = int(sub.number("gemv_max_tokens", lo=0, hi=4096, integer=True))
     ops = sub.number("gemv_ops_per_weight_token", required=bool(gemv), lo=0.01, hi=MAX_DEQUANT_OPS)
     return QuantKernel(gemv, ops or 0.0, sub.text("unpack", choices=UNPACK_MODES),
                        sub.number("launches_per_call", lo=0, hi=MAX_CALL_KERNELS),
                        sub.number("host_kernels_per_call", lo=0, hi=MAX_CALL_KERNELS), sub.text("source"),
-                       sub.flag("gemv_pipelined", False))
+                       sub.flag("gemv_pipelined", False),
+                       int(sub.number("m_tile", required=False, lo=0, hi=MAX_M_TILE, integer=True) or 0),
+                       sub.number("mma_fraction", required=False, lo=0.01, hi=1.0) or 1.0,
+                       int(sub.number("split_k", required=False, lo=1, hi=MAX_SPLIT_K, integer=True) or 1),
+                       sub.strings("mlp_gemv_on", required=False) or (),
+                       sub.text("accumulate", required=False, choices=ACCUMULATE_DTYPES) or "fp32")
 
 
 def _kernel(rec: Record, common: dict) -> AttentionBackend:

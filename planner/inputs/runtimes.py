@@ -80,6 +80,7 @@ class Efficiency:
     unsupported: str = ""  # why the runtime can't run on this device class ('' = it can); nothing is timed then
     step_host_us: float = 0.0  # serial CPU time per step (see the class docstring)
     runtime: str = ""  # the id of the runtime profile these come from ('' when built by hand)
+    precisions: tuple[str, ...] = ()  # the only precisions the runtime runs (RuntimeProfile.precisions); () = any
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,13 @@ class RuntimeProfile:
     # the runtime's own all-reduce kernels for small tensor-parallel messages over NVLink (data/custom_allreduce.yaml);
     # None: every collective through NCCL
     custom_allreduce: CustomAllReduce | None = None
+    # the only precisions (data/precisions.yaml ids) it runs, with why; () = any (AutoAWQ: its own checkpoints)
+    precisions: tuple[str, ...] = ()
+    precisions_source: str = ""
+    # its 16-bit (fp16) GEMMs on unquantized weights accumulate in fp16 (llama.cpp's cuBLAS path), which GeForce cards
+    # run at GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
+    fp16_accumulate: bool = False
+    fp16_accumulate_source: str = ""
 
     def fixed(self) -> tuple[str, ...]:
         """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
@@ -198,7 +206,7 @@ class RuntimeProfile:
         return Efficiency(value(f"mem_bw_efficiency.{memory_class}"), dict(self.compute_efficiency)[memory_class],
                           value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
                           value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
-                          runtime=self.id)
+                          runtime=self.id, precisions=self.precisions)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -319,13 +327,16 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "quantized_gemv", "step_host_us", "step_host_source", "source", "cpu", "dp_comm_overlap",
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
                         "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
-                        "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source"))
+                        "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
+                        "precisions_source", "fp16_accumulate", "fp16_accumulate_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
                 raise rec.fail("held", f"expected names among {', '.join(TUNABLE_PARAMS)}, got {shown(name)}")
         concat = rec.flag("kv_cache_concat", default=False)
         repeated = rec.strings("kv_heads_repeated_on", required=False)
+        only = rec.strings("precisions", required=False)
+        acc16 = rec.flag("fp16_accumulate", default=False)
         overlap = rec.number("dp_comm_overlap", required=False, lo=0, hi=1)
         step_host = rec.number("step_host_us", required=False, lo=0, hi=10**6)
         out.append(RuntimeProfile(rec.text("id"), rec.text("name"), _by_class(rec, "mem_bw_efficiency"),
@@ -345,7 +356,9 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   rec.text("kv_cache_concat_source", required=concat) or "", None, held,
                                   rec.text("launch_family", required=False) or "",
                                   rec.text("launch_family_source", required="launch_family" in rec.data) or "",
-                                  repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or ""))
+                                  repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
+                                  only, rec.text("precisions_source", required=bool(only)) or "",
+                                  acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

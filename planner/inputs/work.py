@@ -17,7 +17,7 @@ from planner.base.schema import CachedHash
 from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import ALU_PATH
 from planner.inputs.custom_allreduce import CustomAllReduce
-from planner.inputs.precisions import AttentionBackend, KVDtype, Precision
+from planner.inputs.precisions import AttentionBackend, KVDtype, Precision, QuantKernel
 
 ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and attention) can run in
 # A backward pass costs about two forwards: gradients w.r.t. inputs and w.r.t. weights (Kaplan et al. 2020: 6N
@@ -72,6 +72,9 @@ class OpGroup(NamedTuple):
     # > 0: the per-position terms stop growing at this KV position (work(p) = a + b * min(p, cap_pos)): a sliding-window
     # layer's decode step reads min(p, window) keys; 0 = no cap
     cap_pos: int = 0
+    # its 16-bit GEMMs accumulate in fp16 (Setup.accumulate16: a library kernel's or the runtime's): GeForce cards
+    # run them at GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
+    accumulate16: bool = False
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -153,6 +156,11 @@ class Setup(CachedHash):
     # copy (RuntimeProfile.kv_heads_repeated_on: Hugging Face's repeat_kv)
     kv_repeat: bool = False
     custom_ar: CustomAllReduce | None = None  # the runtime's own all-reduce for small messages (None: NCCL only)
+    # the runtime's fused MLP multiplies the gate and up projections in the precision's GEMV whatever the rows
+    # (QuantKernel.mlp_gemv_on: AutoAWQ's fused QuantLlamaMLP)
+    mlp_gemv: bool = False
+    # the runtime's fp16 GEMMs on unquantized weights accumulate in fp16 (RuntimeProfile.fp16_accumulate: llama.cpp)
+    fp16_accumulate: bool = False
 
     @property
     def lm_head_tp(self) -> int:
@@ -196,6 +204,39 @@ class Setup(CachedHash):
         return (k is not None and k.unpack == "buffer" and bool(self.precision.dequant_ops_per_weight)
                 and not self.quantized_gemv(rows))
 
+    def own_gemm(self, rows: int) -> QuantKernel | None:
+        """The precision's library kernel when its own tensor-core GEMM multiplies a pass over `rows` tokens (not its
+        GEMV, not a 16-bit buffer and cuBLAS); None otherwise."""
+        k = self.precision.kernel
+        if k is None or not self.precision.dequant_ops_per_weight or self.quantized_gemv(rows) or self.buffered(rows):
+            return None
+        return k
+
+    def linear_rate(self, rows: int) -> float:
+        """The linear layers' tensor-core rate factor in a pass over `rows` tokens: the library GEMM's own fraction of
+        the matmul ceiling (QuantKernel.mma_fraction) when it multiplies the pass, else 1."""
+        k = self.own_gemm(rows)
+        return k.mma_fraction if k is not None else 1.0
+
+    def accumulate16(self, rows: int) -> bool:
+        """A pass over `rows` tokens multiplies its weights in a 16-bit GEMM that accumulates in fp16: the precision's
+        library kernel says so (exllama's cublasHgemm after its reconstruct) and the pass does not take its GEMV, or
+        the runtime's own fp16 GEMMs do on unquantized fp16 weights (llama.cpp's cuBLAS calls)."""
+        k, p = self.precision.kernel, self.precision
+        if k is not None:
+            return k.accumulate == "fp16" and bool(p.dequant_ops_per_weight) and not self.quantized_gemv(rows)
+        return self.fp16_accumulate and p.compute_path == "fp16" and not p.dequant_ops_per_weight
+
+    def linear_note(self, rows: int) -> str:
+        """The linear layers' formula text for what linear_rate and accumulate16 change in a pass ('' if nothing)."""
+        k, note = self.own_gemm(rows), ""
+        if k is not None and k.mma_fraction != 1.0:
+            note += (f"; MMAs at {k.mma_fraction:g} of the matmul ceiling ({self.precision.id}'s own GEMM, "
+                     f"{k.m_tile or 'whole-pass'}-row tiles)")
+        if self.accumulate16(rows):
+            note += "; fp16 accumulation (GeForce cards run it at twice the catalog's fp32-accumulate rate)"
+        return note
+
     @property
     def attention_path(self) -> str:
         """Attention and elementwise work run in the activation dtype; quantized weights don't change it."""
@@ -205,6 +246,18 @@ class Setup(CachedHash):
 
 DEQUANT_GROUP = "dequantize weights"  # tensor-core kernels: unpack once per pass
 GEMV_GROUP = "quantized GEMV (unpack + dot)"  # a runtime's CUDA-core GEMV: unpack and multiply per token
+SPLIT_K_GROUP = "split-K partial outputs"  # a library GEMM's partial sums, written and read back
+
+
+def _gemv_group(weights: float, s: Setup, rows: int, what: str) -> OpGroup:
+    """The GEMV group of `weights` quantized weights multiplied in a CUDA-core GEMV, one token at a time."""
+    per = s.gemv_ops
+    k = s.precision.kernel
+    piped = k.gemv_pipelined if k is not None else s.gemv_pipelined
+    return OpGroup(GEMV_GROUP, 2.0 * per * rows * weights, 0.0, ALU_PATH,
+                   f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token x {rows} token(s) "
+                   f"x {weights:,.0f} quantized weights ({what}: unpack and multiply per weight per token)",
+                   pipelined=piped)
 
 
 def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[OpGroup, ...]:
@@ -219,6 +272,9 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
     its time grows with the tokens per pass. A kernel that unpacks through a buffer (Setup.buffered) is a kernel of
     its own: it reads the stored weights and writes a 16-bit copy of each (its GEMM then reads that copy: the linear
     group's bytes), its instructions counted at the integer rate as the GEMVs' are.
+    A library GEMM that tiles the pass by QuantKernel.m_tile rows (AutoAWQ's) unpacks the weights once per tile (the
+    empty rows of a decode step's tile are the GEMM shape model's tile padding: planner.engine.gemm); a split-K one
+    writes and reads back split_k 16-bit partial outputs (split_k_groups).
     A pipelined kernel's group (Setup.pipelined) is marked so: fold_pipelined moves its instructions onto the compute
     side of the matmul group listed just before it, whose weight stream hides them; any other is a group of its own,
     whose time adds to the stream's."""
@@ -227,12 +283,7 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
         return ()
     piped = s.pipelined(rows)
     if s.quantized_gemv(rows):
-        per = s.gemv_ops
-        return (OpGroup(GEMV_GROUP, 2.0 * per * rows * quantized_weights, 0.0, ALU_PATH,
-                        f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token x {rows} token(s) "
-                        f"x {quantized_weights:,.0f} quantized weights (a CUDA-core GEMV, "
-                        f"<= {s.gemv_tokens} tokens per pass: unpack and multiply per weight per token)",
-                        pipelined=piped),)
+        return (_gemv_group(quantized_weights, s, rows, f"a CUDA-core GEMV, <= {s.gemv_tokens} tokens per pass"),)
     p = s.precision
     if s.buffered(rows):  # a kernel of its own, counted in integer-slot instructions as the GEMVs are
         return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights,
@@ -241,9 +292,39 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
                         f"quantized weights; "
                         f"bytes = read {p.weight_bytes:g} B + write a {p.act_bytes:g} B copy per weight ({p.id}: "
                         f"dequantized into a 16-bit buffer, once per pass, for a cuBLAS GEMM)"),)
+    k = s.own_gemm(rows)
+    if k is not None and k.m_tile:  # unpacked again for each tile of m_tile rows
+        tiles = -(-rows // k.m_tile)
+        return (OpGroup(DEQUANT_GROUP, 2.0 * ops * tiles * quantized_weights, 0.0, ALU_PATH,
+                        f"FLOP-equivalents = 2 x {ops:g} integer-slot instructions x {tiles} tile(s) of "
+                        f"{k.m_tile} rows x {quantized_weights:,.0f} quantized weights ({p.id}: its GEMM unpacks "
+                        f"the weights again for every tile of {k.m_tile} rows)", pipelined=piped),)
     return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights, 0.0, "fp32",
                     f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
                     f"({p.id}: unpack, convert, scale), once per pass", pipelined=piped),)
+
+
+def mlp_gemv_groups(gate_up_weights: float, s: Setup, rows: int) -> tuple[OpGroup, ...]:
+    """The GEMV work of a fused MLP that multiplies its gate and up projections (`gate_up_weights` quantized weights
+    per GPU) in the precision's GEMV whatever the rows (Setup.mlp_gemv: AutoAWQ's QuantLlamaMLP); () when the pass
+    takes the GEMV anyway (dequant_groups counts it) or the runtime does not do this."""
+    if not s.mlp_gemv or not gate_up_weights or s.quantized_gemv(rows) or not s.gemv_tokens:
+        return ()
+    return (_gemv_group(gate_up_weights, s, rows, "the fused MLP's gate and up projections, one token at a time "
+                                                  "whatever the rows"),)
+
+
+def split_k_groups(out_elems: float, s: Setup, rows: int) -> tuple[OpGroup, ...]:
+    """The partial outputs of a split-K library GEMM (QuantKernel.split_k) in a pass over `rows` tokens whose linear
+    layers write `out_elems` output elements per GPU: split_k 16-bit partials written, then read back and summed
+    (torch's sum over the split dimension); () for any other kernel."""
+    k = s.own_gemm(rows)
+    if k is None or k.split_k <= 1 or not out_elems:
+        return ()
+    act = s.precision.act_bytes
+    return (OpGroup(SPLIT_K_GROUP, k.split_k * out_elems, 2.0 * k.split_k * out_elems * act, s.attention_path,
+                    f"bytes = 2 (write, read back) x {k.split_k} partial outputs x {out_elems:,.0f} output elements "
+                    f"x {act:g} B ({s.precision.id}: a split-K GEMM, summed in one more kernel per call)"),)
 
 
 def fold_pipelined(groups: tuple[OpGroup, ...]) -> tuple[OpGroup, ...]:
@@ -272,7 +353,8 @@ def call_costs(s: Setup, calls: float, rows: int) -> dict[str, float]:
     k = s.precision.kernel
     if k is None or not calls:
         return {}
-    return {"launches": calls * k.launches(s.buffered(rows)), "host_kernels": calls * k.host_kernels_per_call}
+    return {"launches": calls * k.launches(s.buffered(rows), s.own_gemm(rows) is not None),
+            "host_kernels": calls * k.host_kernels_per_call}
 
 
 def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:

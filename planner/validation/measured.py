@@ -65,8 +65,9 @@ FRAMEWORK_RUNTIME = {
     # TorchTitan (pytorch/torchtitan): PyTorch-native training with FSDP2; eager unless its config sets compile
     "torchtitan": "pytorch-eager",
     # AutoAWQ's fused modules (casper-hansen/AutoAWQ): its own attention, KV cache and AWQ linears, each a module
-    # called from eager PyTorch, kernel by kernel without CUDA graphs
-    "autoawq": "pytorch-eager",
+    # called from eager PyTorch, kernel by kernel without CUDA graphs: the autoawq profile (until 2026-11-27 the
+    # generic pytorch-eager, with which the committed predictions were made)
+    "autoawq": "autoawq",
     # KempnerForge (KempnerInstitute/KempnerForge): FSDP2 training; torch.compile on the model when its config sets
     # train.compile_model (benchmarks/mfu_scaling/mfu_bench.sh sets it per run), eager otherwise
     "kempnerforge": "pytorch-eager", "kempnerforge-compile": "torch-compile",
@@ -76,6 +77,9 @@ FRAMEWORK_RUNTIME = {
     # FlashAttention-2 and fused layernorm/SwiGLU/rotary/cross-entropy kernels, no torch.compile
     "tinyllama": "pytorch-eager",
 }
+# AutoAWQ's rows say precision int4 (the bits), and their id names the checkpoint's kernel version
+# (validation/to_predict/autoawq-rtx4090.yaml: awq-<model>-<gemv|gemm>-...), which is the precision that runs them
+AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
@@ -288,9 +292,17 @@ def prediction_first_ids(directory: str | Path = PREDICTIONS_DIR) -> frozenset[s
 MEASURED_RUN_MEMORY_TARGET = 1.0
 
 
+def awq_precision(row: Measurement) -> str | None:
+    """The AWQ precision of an AutoAWQ int4 row (its id's kernel version), or None for any other row."""
+    if row.framework != "autoawq" or row.precision != "int4":
+        return None
+    return next((p for v, p in AWQ_VERSIONS.items() if f"-{v}-" in row.id), None)
+
+
 def precision_for(row: Measurement, rules: PrecisionRules) -> tuple[str, PrecisionRules, str]:
-    """(precision id, rules holding it, note): the preset, or the preset at the row's bits per weight."""
-    preset = rules.precision(row.precision)
+    """(precision id, rules holding it, note): the preset, or the preset at the row's bits per weight; an AutoAWQ
+    row's int4 is the AWQ checkpoint of the kernel version its id names (AWQ_VERSIONS)."""
+    preset = rules.precision(awq_precision(row) or row.precision)
     if abs(preset.weight_bytes * 8 - row.weight_bits) <= BITS_TOLERANCE:
         return preset.id, rules, ""
     # a row's bits per weight are its file size over all parameters (GGUF quantizes embeddings and head too)
@@ -338,11 +350,6 @@ def exclusion(row: Measurement, e: Estimate) -> str | None:
     if row.framework == "llama.cpp" and row.gpus > 1:
         return ("llama.cpp layer split: layers run on one GPU after another (neither tensor nor data parallel); "
                 "not modelled")
-    if row.framework == "llama.cpp" and row.precision == "fp16" and row.regime == "prefill" \
-            and e.gpu.market == "consumer":
-        return ("llama.cpp's F16 GEMMs accumulate in fp16 (cuBLAS CUBLAS_COMPUTE_16F in ggml_cuda_op_mul_mat_cublas), "
-                "which GeForce cards run at twice the catalog's fp16 rate (fp32 accumulate); the engine has no such "
-                "path (the RTX 4080 pp512 row implies 109 TFLOPS, above the catalog's 97.5)")
     if not e.feasible:
         text = "; ".join(r.text for r in e.reasons if r.blocking)
         return f"infeasible in the engine: {text}"

@@ -60,6 +60,9 @@ def test_bitsandbytes_host_costs_follow_the_cited_timings():
      "launches_per_call"),
     ("{gemv_max_tokens: 1, gemv_ops_per_weight_token: 4, gemv_pipelined: yes-ish, unpack: fused, "
      "launches_per_call: 0, host_kernels_per_call: 0, source: s}", "gemv_pipelined"),
+    *((f"{{gemv_max_tokens: 0, unpack: fused, launches_per_call: 0, host_kernels_per_call: 0, {bad}, source: s}}",
+       bad.split(":")[0]) for bad in ("m_tile: -16", "m_tile: 4096", "mma_fraction: 0", "mma_fraction: 1.5",
+                                      "split_k: 0", "split_k: 2.5", "accumulate: fp8", "mlp_gemv_on: autoawq")),
 ])
 def test_a_bad_kernel_block_names_its_field(tmp_path, block, field):
     path = _one_precision_file(tmp_path, "{id: q, compute_path: fp16, weight_bytes: 0.5, act_bytes: 2, "

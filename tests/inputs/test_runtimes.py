@@ -280,3 +280,20 @@ def test_a_launch_family_names_another_runtime_without_one(tmp_path, family):
     (tmp_path / "r.yaml").write_text(text, encoding="utf-8")
     with pytest.raises(DataFileError, match="'x'.*launch_family"):
         load_runtimes(tmp_path / "r.yaml")
+
+
+def test_a_runtimes_own_precisions_and_fp16_accumulation_need_their_sources(tmp_path):
+    for extra, field in (("    precisions: [awq-gemm]\n", "precisions_source"),
+                         ("    fp16_accumulate: true\n", "fp16_accumulate_source"),
+                         ("    fp16_accumulate: maybe\n    fp16_accumulate_source: s\n", "fp16_accumulate"),
+                         ("    precisions: awq-gemm\n    precisions_source: s\n", "precisions")):
+        path = tmp_path / f"{field}.yaml"
+        path.write_text(BASE + extra)
+        with pytest.raises(DataFileError, match=f"'x'.*'{field}'"):
+            load_runtimes(path)
+    sourced = tmp_path / "sourced.yaml"
+    sourced.write_text(BASE + "    precisions: [awq-gemm]\n    precisions_source: s\n"
+                       "    fp16_accumulate: true\n    fp16_accumulate_source: s\n")
+    x = load_runtimes(sourced).get("x")
+    assert x.precisions == ("awq-gemm",) and x.fp16_accumulate
+    assert x.efficiency("gddr").precisions == ("awq-gemm",)

@@ -52,7 +52,7 @@ from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.models.fp8_training import fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
                                  Gemm, MemoryItem, OpGroup, Setup, call_costs,
-                                 dequant_groups,
+                                 dequant_groups, mlp_gemv_groups, split_k_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
 # Manual attention (scores materialized) moves each S x S score element this many times per forward pass. Fused
@@ -799,17 +799,33 @@ class DecoderProfile(CachedHash):
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
         gemv = s.quantized_gemv(bt)
+        # a fused MLP that keeps its gate and up projections on the library's GEMV (AutoAWQ's) unpacks them there
+        gate_up = m._gate_up_weights(tp) if s.mlp_gemv and not gemv else 0.0
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
-                    lin_text + text.linear_extras(gemv, buffered, p.act_bytes),
+                    lin_text + text.linear_extras(gemv, buffered, p.act_bytes)
+                    + (s.linear_note(bt) if p.kernel or s.fp16_accumulate else ""),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
+                    # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's
+                    rate_factor=s.linear_rate(bt) if p.kernel else 1.0,
+                    accumulate16=s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False,
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
-            *(dequant_groups(m._quantized_read(s, stored), s, bt) if p.dequant_ops_per_weight else ()),
+            *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
+            *(dequant_groups(m._quantized_read(s, stored) - gate_up, s, bt) if p.dequant_ops_per_weight else ()),
+            *(split_k_groups(sum(r * n * c for r, n, _, c in m.linear_gemms(bt, 0, tp)), s, bt)
+              if p.kernel is not None else ()),
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
         )
+
+    def _gate_up_weights(self, tp: int) -> float:
+        """Weights per GPU of the dense MLPs' gate and up projections (SwiGLU; 0 for a GELU MLP or a mixture's
+        experts), split over tp."""
+        if self.ffn_kind != "swiglu":
+            return 0.0
+        return sum(n * 2 * self.hidden * f for n, E, _, f, _ in self.mlp_kinds if E == 1) / tp
 
     def _quantized_read(self, s: Setup, layer_read: float) -> float:
         """Quantized weights a pass unpacks per GPU: the layers' quantized matrices it reads (quantized_read), and the
