@@ -36,6 +36,7 @@ from planner.engine.plan import Plan, check_plan
 from planner.inputs.catalog import GPU, Catalog, load_catalog
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
+from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES, TUNABLE_PARAMS,
@@ -84,7 +85,7 @@ ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
-              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce")
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp")
 SPLITS = ("tune", "test", "excluded")
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
@@ -125,6 +126,9 @@ class Measurement:
     # the runtime ran its own all-reduce kernel where it has one (data/custom_allreduce.yaml); False: a version or
     # setting that sent every collective through NCCL
     custom_allreduce: bool = True
+    # a training row's tensor-parallel degree and pipeline stages (the data-parallel/FSDP ranks are gpus / (tp x pp))
+    tp: int = 1
+    pp: int = 1
 
 
 @dataclass(frozen=True)
@@ -248,18 +252,26 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         grad_accum=rec.number("grad_accum", required=False, lo=1, hi=10**4, integer=True) or 1,
         checkpointing=rec.flag("checkpointing", default=False),
         custom_allreduce=rec.flag("custom_allreduce", default=True),
+        tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
+        pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
     if regime == "prefill" and m.prompt_tokens < 1:
         raise rec.fail("prompt_tokens", "a prefill row needs prompt_tokens >= 1")
     if regime == "train":
-        micro = m.micro_batch or math.ceil(m.batch / m.gpus)
-        if micro * m.grad_accum * m.gpus != m.batch:
-            raise rec.fail("micro_batch", f"micro_batch {micro} x grad_accum {m.grad_accum} x gpus {m.gpus} "
-                                          f"!= batch {m.batch} (sequences per optimizer step)")
+        if m.gpus % (m.tp * m.pp):
+            raise rec.fail("tp", f"tp {m.tp} x pp {m.pp} does not divide the row's {m.gpus} GPUs")
+        dp = m.gpus // (m.tp * m.pp)
+        micro = m.micro_batch or math.ceil(m.batch / dp)
+        if micro * m.grad_accum * dp != m.batch:
+            raise rec.fail("micro_batch", f"micro_batch {micro} x grad_accum {m.grad_accum} x data-parallel ranks "
+                                          f"{dp} (gpus / (tp x pp)) != batch {m.batch} (sequences per optimizer step)")
     elif m.micro_batch is not None:
         raise rec.fail("micro_batch", "only train rows have a micro-batch")
+    elif m.tp > 1 or m.pp > 1:
+        raise rec.fail("tp", "tp and pp describe a training row's layout; an inference row over several GPUs runs "
+                             "tensor parallel over all of them")
     return m
 
 
@@ -318,9 +330,11 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
     model = models.get(row.model)
     precision, rules, note = precision_for(row, rules)
     if row.regime == "train":
-        sharding = "fsdp" if row.framework in FSDP_FRAMEWORKS and row.gpus > 1 else "ddp"
-        workload = Train(row.batch, row.seq_len, 1.0, "adamw", row.checkpointing, row.grad_accum, sharding)
-        batch = row.micro_batch or math.ceil(row.batch / row.gpus)
+        dp = row.gpus // (row.tp * row.pp)
+        sharding = "fsdp" if row.framework in FSDP_FRAMEWORKS and dp > 1 else "ddp"
+        workload = Train(row.batch, row.seq_len, 1.0, "adamw", row.checkpointing, row.grad_accum, sharding,
+                         layout=Layout(tp=row.tp, pp=row.pp))
+        batch = row.micro_batch or math.ceil(row.batch / dp)
     elif row.regime == "prefill":
         workload, batch = Generate(row.batch, row.prompt_tokens, 1), row.batch
     else:

@@ -56,11 +56,26 @@ def test_kempnerforge_13b_ffn_is_the_rounded_llama_rule():
     assert validation_models().get("kf-llama3-13b").ffn == 17920
 
 
-def test_tensor_parallel_rows_wait_for_a_tp_field():
-    # written with the layout the source states; refused until the row schema has tensor-parallel training (when
-    # that is merged, this test turns into: the rows load and plan TP x FSDP = gpus)
-    with pytest.raises(DataFileError, match="'tp'"):
-        load_measurements(TO_PREDICT / "kempnerforge-mfu-scaling-tp.yaml", measured=False)
+def test_tensor_parallel_rows_plan_tp_inside_fsdp_over_the_rest():
+    # KempnerForge's layout per run: --distributed.tp T --distributed.dp_shard D with T x D = the run's GPUs; the
+    # 2-GPU TP2 run (experiment 03) has no FSDP rank beside it, so it plans as plain data parallel of one rank
+    rows = load_measurements(TO_PREDICT / "kempnerforge-mfu-scaling-tp.yaml", measured=False)
+    models, rules = validation_models(), load_facts().rules
+    assert len(rows) == 10
+    for row in rows:
+        plan, _, _ = plan_for(row, models, rules)
+        dp = row.gpus // row.tp
+        assert plan.workload.layout.tp == row.tp and row.tp * dp == row.gpus
+        assert plan.workload.sharding == ("fsdp" if dp > 1 else "ddp")
+        assert plan.batch * row.grad_accum * dp == row.batch  # micro x accumulation x data-parallel ranks
+
+
+def test_a_layout_that_does_not_divide_the_gpus_is_refused_naming_tp(tmp_path):
+    text = (TO_PREDICT / "kempnerforge-mfu-scaling-tp.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("  gpus: 2\n", "  gpus: 3\n", 1))
+    with pytest.raises(DataFileError, match="'tp'.*does not divide the row's 3 GPUs"):
+        load_measurements(bad, measured=False)
 
 
 @pytest.mark.parametrize("name, runtimes", [

@@ -165,7 +165,7 @@ def test_malformed_row_names_file_row_and_field(tmp_path, change, field, words):
 
 def test_train_row_whose_batches_dont_multiply_out_is_rejected(tmp_path):
     path = write_rows(tmp_path, [{**TRAIN_ROW, "micro_batch": 30}])  # 30 x 2 x 8 = 480, not 512
-    with pytest.raises(DataFileError, match="micro_batch 30 x grad_accum 2 x gpus 8 != batch 512"):
+    with pytest.raises(DataFileError, match=r"micro_batch 30 x grad_accum 2 x data-parallel ranks 8 .* != batch 512"):
         load_measurements(path)
 
 
