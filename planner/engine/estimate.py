@@ -12,6 +12,8 @@ from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
+import numpy as np
+
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
@@ -20,6 +22,7 @@ from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
+from planner.engine.sweep import AffineWork, affine_work, gpu_constants, pass_table, uncovered
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -43,12 +46,17 @@ class Estimate:
     max_batch: int
     parallelism: str  # one of PARALLELISMS
     seconds: float | None
-    passes: tuple[tuple[Phase, float], ...]  # the job per GPU: each phase's one pass and how many (phases.job_passes)
     efficiency: Efficiency
     prices: Mapping[str, Price | None]
     cost_usd: Mapping[str, float | None] = field(default_factory=dict)
     items_per_s: float | None = None
     tokens_per_s: float | None = None
+
+    @cached_property
+    def passes(self) -> tuple[tuple[Phase, float], ...]:
+        """The job per GPU: each phase's one pass and how many (phases.job_passes). Set when the estimate is built,
+        or built when asked (_passes_of) where the sweep timed the passes from their terms (planner.engine.sweep)."""
+        return self.__dict__["_passes_of"]()
 
     @cached_property
     def memory(self) -> MemoryBreakdown:
@@ -297,14 +305,15 @@ def _pass_memo(f: _Fixed, ph: Phase) -> list:
     return entry
 
 
-def _split_of(f: _Fixed, entries: list[list], passes: tuple[tuple[Phase, float], ...]) -> dict[str, float]:
-    """work_split of the passes from each pass's remembered split (phase_split of one pass: each value is its terms
-    x 1.0, so x the passes it is the same product phase_split makes), summed in the same order."""
-    split = dict.fromkeys(LIMITS, 0.0) if passes else {}
-    for entry, (_, n) in zip(entries, passes):
+def _split_of(f: _Fixed, entries: list[list], counts: list[float]) -> dict[str, float]:
+    """work_split of the passes (`counts` of each) from each pass's remembered split (phase_split of one pass: each
+    value is its terms x 1.0, so x the passes it is the same product phase_split makes), summed in the same order. A
+    pass the sweep timed from its terms (planner.engine.sweep) holds its split as values in LIMITS' order."""
+    split = dict.fromkeys(LIMITS, 0.0) if entries else {}
+    for entry, n in zip(entries, counts):
         if entry[3] is None:
             entry[3] = phase_split(entry[0], f.gpu, f.efficiency)
-        for k, v in entry[3].items():
+        for k, v in entry[3].items() if isinstance(entry[3], dict) else zip(LIMITS, entry[3]):
             split[k] += v * n
     return split
 
@@ -321,15 +330,27 @@ def _alignment(f: _Fixed, passes: tuple[tuple[Phase, float], ...]) -> Reason | N
 
 def _estimate(**fields) -> Estimate:
     """An Estimate from its fields without the frozen dataclass's per-field object.__setattr__ (built hundreds of
-    times per ranking): exactly Estimate's fields, and optionally _split_of (Estimate.split from remembered
-    passes; dataclasses.replace, which knows only the fields, drops it)."""
+    times per ranking): exactly Estimate's fields, its passes or _passes_of (what builds them when asked), and
+    optionally _split_of (Estimate.split from remembered passes; dataclasses.replace, which knows only the fields,
+    drops them)."""
     e = object.__new__(Estimate)
     e.__dict__.update(fields)
     return e
 
 
-def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
-    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost."""
+class _Sizing(NamedTuple):
+    """An estimate's decisions for the job's size: the items per GPU, the largest batch that fits, the batch, the
+    reasons (the fixed part's and the memory's), whether one blocks."""
+
+    per_gpu: int
+    fit: int
+    batch: int
+    reasons: tuple[Reason, ...]
+    blocked: bool
+
+
+def _sizing(plan: Plan, f: _Fixed) -> _Sizing:
+    """The batch for the job's size (auto: the balanced batch of the fewest passes) and the memory's reasons."""
     m, w, s, gpu, eff = plan.model, plan.workload, f.setup, f.gpu, f.efficiency
     per_gpu = items_per_gpu(w, f.n_dp)
     fit = _fit(f, per_gpu)
@@ -350,27 +371,43 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
             elif f.parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
                 reasons += (Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
                                    f"{plan.gpus} of the weights"),)
-    if blocked:
-        return _estimate(gpu=gpu, plan=plan, setup=s, feasible=False, reasons=reasons, batch=batch, max_batch=fit,
-                         parallelism=f.parallelism, seconds=None, passes=(), efficiency=eff, prices=prices,
-                         cost_usd={}, items_per_s=None, tokens_per_s=None)
-    if plan.batch is None:
+    if not blocked and plan.batch is None:
         batch = auto_batch(fit, per_gpu)
-    passes = job_passes(m, w, s, batch, per_gpu, f.n_dp)
-    entries = [_pass_memo(f, ph) for ph, _ in passes]
-    seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
-    align = _alignment(f, passes)
+    return _Sizing(per_gpu, fit, batch, reasons, blocked)
+
+
+def _blocked(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing) -> Estimate:
+    return _estimate(gpu=f.gpu, plan=plan, setup=f.setup, feasible=False, reasons=z.reasons, batch=z.batch,
+                     max_batch=z.fit, parallelism=f.parallelism, seconds=None, passes=(), efficiency=f.efficiency,
+                     prices=prices, cost_usd={}, items_per_s=None, tokens_per_s=None)
+
+
+def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing, seconds: float,
+           align: Reason | None, tokens: float | None, **lazy) -> Estimate:
+    """A feasible estimate from its sizing, its seconds and the job's tokens (_tokens); `lazy`: passes (or
+    _passes_of) and _split_of."""
+    reasons, w = z.reasons, plan.workload
     if align:
         reasons += (align,)
     if prices.get(plan.price_tier) is None:
-        reasons += (Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"),)
-    tokens = _tokens(plan)
-    return _estimate(gpu=gpu, plan=plan, setup=s, feasible=True, reasons=reasons, batch=batch, max_batch=fit,
-                     parallelism=f.parallelism, seconds=seconds, passes=passes, efficiency=eff, prices=prices,
-                     cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+        reasons += (Reason("price", False, f"no {plan.price_tier} price for {f.gpu.name}: enter your own $/h"),)
+    return _estimate(gpu=f.gpu, plan=plan, setup=f.setup, feasible=True, reasons=reasons, batch=z.batch,
+                     max_batch=z.fit, parallelism=f.parallelism, seconds=seconds, efficiency=f.efficiency,
+                     prices=prices, cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
                      items_per_s=w.items / seconds if seconds else None,
-                     tokens_per_s=tokens / seconds if tokens and seconds else None,
-                     _split_of=partial(_split_of, f, entries, passes))
+                     tokens_per_s=tokens / seconds if tokens and seconds else None, **lazy)
+
+
+def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
+    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost."""
+    z = _sizing(plan, f)
+    if z.blocked:
+        return _blocked(plan, f, prices, z)
+    passes = job_passes(plan.model, plan.workload, f.setup, z.batch, z.per_gpu, f.n_dp)
+    entries = [_pass_memo(f, ph) for ph, _ in passes]
+    seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
+    return _timed(plan, f, prices, z, seconds, _alignment(f, passes), _tokens(plan), passes=passes,
+                  _split_of=partial(_split_of, f, entries, [n for _, n in passes]))
 
 
 def _layouts(plan: Plan) -> tuple[Plan, ...]:
@@ -524,10 +561,99 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     shape = job_shape(plan.workload)
     fixed = _fixed_parts(plan, shape, facts)
     fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
-    out = []
+    parts = []
     for g in gpus:
         f = fixed.get(id(g))
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
-        out.append(_sized(plan, f, prices.for_gpu(g)))
+        parts.append((f, prices.for_gpu(g)))
+    if uncovered(plan.model, plan.workload):  # timed pass by pass (planner.engine.sweep says why)
+        return [_sized(plan, f, p) for f, p in parts]
+    return _swept(plan, shape, parts)
+
+
+_TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
+
+
+def _terms_memo(f: _Fixed, m, shape: Workload) -> list:
+    """[the fixed part's one pass as terms of the batch (sweep.affine_work: the same for its plan shape and setup),
+    its GPU constants on the fixed part's GPU (sweep.gpu_constants), its alignment note (None until asked)], kept
+    with the fixed part's pass memo."""
+    entry = f.memo.get(_TERMS)
+    if entry is None:
+        if len(f.memo) >= _MEMO_LIMIT:
+            f.memo.clear()
+        work = affine_work(m, shape, f.setup, f.n_dp)
+        consts = np.array(gpu_constants(work, f.gpu, f.efficiency)) if not work.refused else None
+        entry = f.memo[_TERMS] = [work, consts, None]
+    return entry
+
+
+def _swept_split(f: _Fixed, pieces: list[tuple]) -> dict[str, float]:
+    """_split_of of a swept estimate's passes: each piece (memo entries, None, n) or (None, a timed row, n)."""
+    entries, counts = [], []
+    for found, row, n in pieces:
+        found = found or [[None, None, None, values] for values in row[1]]
+        entries += found
+        counts += [n] * len(found)
+    return _split_of(f, entries, counts)
+
+
+def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]]) -> list[Estimate]:
+    """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered): every pass of a batch the model's
+    work is affine in (sweep.affine_work) timed on arrays, all GPUs sharing that work at once (sweep.pass_table),
+    each GPU's row remembered by its batch (a job of another size at the same batch times nothing again); the other
+    passes one by one as _sized does. Each estimate's phases are built when asked (Explain, JSON)."""
+    m, w = plan.model, plan.workload
+    new: dict[int, tuple[AffineWork, list, list, list]] = {}  # id(work) -> (work, GPU constants, batches, rows)
+    pending = []
+    for f, prices in parts:
+        z = _sizing(plan, f)
+        if z.blocked:
+            pending.append(_blocked(plan, f, prices, z))
+            continue
+        memo = f.memo.get(_TERMS) or _terms_memo(f, m, shape)
+        work, memo_f = memo[0], f.memo
+        full, rest = divmod(z.per_gpu, z.batch)
+        pieces, align = [], None
+        for b, n in ((z.batch, float(full)), (rest, 1.0)):
+            if not (b and n):
+                continue
+            if b > work.floor and not work.refused:
+                row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
+                if row is None:
+                    row = memo_f[-b] = [None, None]
+                    todo = new.get(id(work))
+                    if todo is None:
+                        todo = new[id(work)] = (work, [], [], [])
+                    todo[1].append(memo[1])
+                    todo[2].append(b)
+                    todo[3].append(row)
+                pieces.append((None, row, n))
+                if b == z.batch:
+                    if memo[2] is None:
+                        memo[2] = (alignment_reason((work.phases[0].phase,), f.gpu, f.setup),)
+                    align = memo[2][0]
+            else:
+                one = job_passes(m, w, f.setup, b, b, f.n_dp)
+                pieces.append(([_pass_memo(f, ph) for ph, _ in one], None, n))
+                if b == z.batch:
+                    align = _alignment(f, one)
+        pending.append((f, prices, z, pieces, align))
+    for work, consts, batches, rows in new.values():
+        seconds, split = pass_table(work, np.array(batches), np.array(consts))
+        for row, t, values in zip(rows, seconds.tolist(), split.tolist()):
+            row[0], row[1] = t, values
+    out, tokens = [], _tokens(plan)
+    for item in pending:
+        if isinstance(item, Estimate):
+            out.append(item)
+            continue
+        f, prices, z, pieces, align = item
+        terms = []
+        for found, row, n in pieces:
+            terms += [e[1] * n for e in found] if found else [t * n for t in row[0]]
+        out.append(_timed(plan, f, prices, z, sum(terms), align, tokens,  # each phase's seconds, in order
+                          _passes_of=partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
+                          _split_of=partial(_swept_split, f, pieces)))
     return out

@@ -1,6 +1,8 @@
-"""The catalog sweep's fast path (estimate_all: fixed parts kept per plan shape, pass times remembered) against the
-explanation path (estimate_gpu on one GPU, built anew; Estimate.phases, what Explain shows): on every plan a
-property-based generator builds, every GPU's feasibility, batch, seconds, cost and reasons are the same."""
+"""The catalog sweep's fast path (estimate_all: fixed parts kept per plan shape, passes timed on arrays from their
+terms in the batch, planner.engine.sweep) against the explanation path (estimate_gpu on one GPU, built anew;
+Estimate.phases, what Explain shows): on every plan a property-based generator builds, every GPU's feasibility,
+batch and reasons are the same, and its seconds, cost and split agree to REL (the same formulas, their terms summed
+in another order)."""
 
 from dataclasses import fields, replace
 
@@ -15,6 +17,16 @@ from planner.inputs.facts import load_facts
 from planner.views import plan_inputs
 
 FACTS = load_facts()
+REL = 1e-9
+
+
+def _close(a, b) -> bool:
+    """Equal, or both numbers within REL of each other."""
+    return a == b or (a is not None and b is not None and a == pytest.approx(b, rel=REL))
+
+
+def _close_dicts(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
 
 PLANS = st.fixed_dictionaries({
     # decoders (dense and a mixture of experts), and the generic formula profiles
@@ -58,18 +70,20 @@ def _adjust(scales):
 
 
 def _same(fast, slow) -> None:
-    """Two estimates of one plan on one GPU agree in everything the ranking and Explain read, to the last digit."""
+    """Two estimates of one plan on one GPU agree in everything the ranking and Explain read: the same decisions,
+    and figures within REL."""
     assert fast.gpu is slow.gpu
     assert (fast.feasible, fast.batch, fast.max_batch, fast.parallelism) == \
         (slow.feasible, slow.batch, slow.max_batch, slow.parallelism), fast.gpu.id
-    assert fast.seconds == slow.seconds and fast.cost_usd == slow.cost_usd, fast.gpu.id
-    assert (fast.items_per_s, fast.tokens_per_s) == (slow.items_per_s, slow.tokens_per_s)
+    assert _close(fast.seconds, slow.seconds) and _close_dicts(fast.cost_usd, slow.cost_usd), fast.gpu.id
+    assert _close(fast.items_per_s, slow.items_per_s) and _close(fast.tokens_per_s, slow.tokens_per_s)
     assert [r.text for r in fast.reasons] == [r.text for r in slow.reasons], fast.gpu.id
     assert fast.memory.total_gb == slow.memory.total_gb and fast.setup == slow.setup
     assert fast.work == slow.work
     if fast.feasible:  # the remembered pass times and splits are phase_seconds and work_split of the work
-        assert fast.seconds == sum(phase_seconds(ph, fast.gpu, fast.efficiency) for ph in fast.work), fast.gpu.id
-        assert fast.split == work_split(fast.work, fast.gpu, fast.efficiency) == slow.split, fast.gpu.id
+        assert _close(fast.seconds, sum(phase_seconds(ph, fast.gpu, fast.efficiency) for ph in fast.work)), fast.gpu.id
+        assert _close_dicts(fast.split, work_split(fast.work, fast.gpu, fast.efficiency)), fast.gpu.id
+        assert _close_dicts(fast.split, slow.split), fast.gpu.id
 
 
 @settings(max_examples=80, deadline=None)
@@ -122,8 +136,8 @@ def test_a_decode_crossing_the_sliding_window_is_the_same_both_ways(prec):
 
 
 def test_a_job_of_another_size_at_the_same_batch_reuses_the_pass_times():
-    """Two fixed-batch jobs of 64 x 100 and 64 x 300 sequences run the same pass 100 and 300 times: the second sweep
-    times no pass again, so its seconds are exactly 3x the first's (one pass's seconds x 300 vs x 100)."""
+    """Two fixed-batch jobs of 64 x 100 and 64 x 300 sequences run the same pass 100 and 300 times: one pass's seconds
+    are the same in both sweeps, so the second's are 3x the first's (one pass's seconds x 300 vs x 100)."""
     small = _plan({"seqs": 6_400, "batch": 64})
     big = _plan({"seqs": 19_200, "batch": 64})
     a = {e.gpu.id: e for e in estimate_all(small, FACTS)}
