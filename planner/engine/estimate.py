@@ -383,19 +383,24 @@ def _blocked(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizi
 
 
 def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing, seconds: float,
-           align: Reason | None, tokens: float | None, **lazy) -> Estimate:
-    """A feasible estimate from its sizing, its seconds and the job's tokens (_tokens); `lazy`: passes (or
-    _passes_of) and _split_of."""
-    reasons, w = z.reasons, plan.workload
+           align: Reason | None, tokens: float | None, passes: tuple | partial, split_of: partial) -> Estimate:
+    """A feasible estimate from its sizing, its seconds and the job's tokens (_tokens); `passes`: the passes, or what
+    builds them when asked (_passes_of); `split_of`: what computes its split when asked (_split_of). Built as
+    _estimate does, from a dict: the sweep builds hundreds."""
+    reasons, tier = z.reasons, plan.price_tier
     if align:
         reasons += (align,)
-    if prices.get(plan.price_tier) is None:
-        reasons += (Reason("price", False, f"no {plan.price_tier} price for {f.gpu.name}: enter your own $/h"),)
-    return _estimate(gpu=f.gpu, plan=plan, setup=f.setup, feasible=True, reasons=reasons, batch=z.batch,
-                     max_batch=z.fit, parallelism=f.parallelism, seconds=seconds, efficiency=f.efficiency,
-                     prices=prices, cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
-                     items_per_s=w.items / seconds if seconds else None,
-                     tokens_per_s=tokens / seconds if tokens and seconds else None, **lazy)
+    if prices.get(tier) is None:
+        reasons += (Reason("price", False, f"no {tier} price for {f.gpu.name}: enter your own $/h"),)
+    e = object.__new__(Estimate)
+    object.__setattr__(e, "__dict__", {
+        "gpu": f.gpu, "plan": plan, "setup": f.setup, "feasible": True, "reasons": reasons, "batch": z.batch,
+        "max_batch": z.fit, "parallelism": f.parallelism, "seconds": seconds, "efficiency": f.efficiency,
+        "prices": prices, "cost_usd": {t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+        "items_per_s": plan.workload.items / seconds if seconds else None,
+        "tokens_per_s": tokens / seconds if tokens and seconds else None,
+        "passes" if isinstance(passes, tuple) else "_passes_of": passes, "_split_of": split_of})
+    return e
 
 
 def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
@@ -406,8 +411,8 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
     passes = job_passes(plan.model, plan.workload, f.setup, z.batch, z.per_gpu, f.n_dp)
     entries = [_pass_memo(f, ph) for ph, _ in passes]
     seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
-    return _timed(plan, f, prices, z, seconds, _alignment(f, passes), _tokens(plan), passes=passes,
-                  _split_of=partial(_split_of, f, entries, [n for _, n in passes]))
+    return _timed(plan, f, prices, z, seconds, _alignment(f, passes), _tokens(plan), passes,
+                  partial(_split_of, f, entries, [n for _, n in passes]))
 
 
 def _layouts(plan: Plan) -> tuple[Plan, ...]:
@@ -612,13 +617,13 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
         if z.blocked:
             pending.append(_blocked(plan, f, prices, z))
             continue
-        memo = f.memo.get(_TERMS) or _terms_memo(f, m, shape)
-        work, memo_f = memo[0], f.memo
-        full, rest = divmod(z.per_gpu, z.batch)
+        memo_f = f.memo
+        memo = memo_f.get(_TERMS) or _terms_memo(f, m, shape)
+        work = memo[0]
+        batch = z.batch
+        full, rest = divmod(z.per_gpu, batch)
         pieces, align = [], None
-        for b, n in ((z.batch, float(full)), (rest, 1.0)):
-            if not (b and n):
-                continue
+        for b, n in ((batch, float(full)), (rest, 1.0)) if rest else ((batch, float(full)),):
             if b > work.floor and not work.refused:
                 row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
                 if row is None:
@@ -630,14 +635,14 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
                     todo[2].append(b)
                     todo[3].append(row)
                 pieces.append((None, row, n))
-                if b == z.batch:
+                if b == batch:
                     if memo[2] is None:
                         memo[2] = (alignment_reason((work.phases[0].phase,), f.gpu, f.setup),)
                     align = memo[2][0]
             else:
                 one = job_passes(m, w, f.setup, b, b, f.n_dp)
                 pieces.append(([_pass_memo(f, ph) for ph, _ in one], None, n))
-                if b == z.batch:
+                if b == batch:
                     align = _alignment(f, one)
         pending.append((f, prices, z, pieces, align))
     for work, consts, batches, rows in new.values():
@@ -654,6 +659,6 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
         for found, row, n in pieces:
             terms += [e[1] * n for e in found] if found else [t * n for t in row[0]]
         out.append(_timed(plan, f, prices, z, sum(terms), align, tokens,  # each phase's seconds, in order
-                          _passes_of=partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
-                          _split_of=partial(_swept_split, f, pieces)))
+                          partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
+                          partial(_swept_split, f, pieces)))
     return out

@@ -240,8 +240,8 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> tuple[float, .
     runtime's kernels per fused kernel, launch and host seconds per kernel, whether kernels' own latencies count
     (roofline.kernel_latency_s); per phase its serial host seconds per pass (roofline.step_host_seconds); per group
     its FLOP/s before the GEMM shape (roofline._flops_s_tiled's factors), then per group whether the shape applies (0:
-    a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A rate of 0 (no such path
-    here) is written as infinite: pass_table then charges its work 0 s, as roofline does."""
+    no GEMMs, no SM count, or a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A
+    rate of 0 (no such path here) is written as infinite: pass_table then charges its work 0 s, as roofline does."""
     out = [gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency, float(gpu.kind != "cpu"), float(gpu.sm_count),
            eff.kernels_per_layer_factor, eff.launch_overhead_us * 1e-6, eff.host_us_per_kernel * 1e-6,
            kernel_latency_s(_ONE_LATENCY, gpu)]
@@ -257,7 +257,7 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> tuple[float, .
             else:
                 factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
                 out.append(gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * g.rate_factor)
-            shaped.append(0.0 if fraction else 1.0)
+            shaped.append(0.0 if fraction or not ag.gemms or gpu.sm_count <= 0 else 1.0)
             for path, _ in g.alu:
                 factor = 1.0 if path == ALU_PATH else eff.compute_efficiency
                 alu.append(gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * factor)
@@ -343,11 +343,11 @@ def pass_table(work: AffineWork, batches: np.ndarray, consts: np.ndarray) -> tup
         shaped = c[7 + n_phases + n_groups:7 + n_phases + 2 * n_groups] > 0
         m = fl.gemm_lines[0] + fl.gemm_lines[1] * b
         padded, units, slots = _quantized(m, fl.gemm_cols, fl.gemm_k_steps, sms, np.maximum(sms, 1.0))
-        # each GEMM's FLOPs / its efficiency: m n k count x padded cols TILE_N slots / (m n units)
+        # each GEMM's FLOPs / its efficiency: m n k count x padded cols TILE_N slots / (m n units); where a group's
+        # shape does not apply (no GEMMs, no SM count, a kernel's own rate) the figure is masked
         work_g = fl.gemm_of @ (m * fl.gemm_size)
-        time_g = fl.gemm_of @ np.where(sms > 0, padded * fl.gemm_padded_size * slots / units, m * fl.gemm_size)
-        shape = work_g / np.where(time_g > 0, time_g, np.inf)
-        rate = rate * np.where(shaped & fl.has_gemms & (sms > 0) & (time_g > 0), shape, 1.0)
+        time_g = fl.gemm_of @ (padded * fl.gemm_padded_size * slots / units)
+        rate = rate * np.where(shaped, work_g / np.maximum(time_g, np.finfo(np.float64).tiny), 1.0)
         tiled = ((fl.gemm_of @ (m >= MMA_ROWS)) > 0) & (on_gpu > 0)
         if not fl.all_flops:
             tiled &= fl.has_flops
