@@ -12,8 +12,6 @@ from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
-import numpy as np
-
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
@@ -22,7 +20,7 @@ from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
-from planner.engine.sweep import AffineWork, affine_work, gpu_constants, pass_table, uncovered
+from planner.engine.sweep import affine_work, gpu_constants, pass_table, uncovered
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -289,7 +287,17 @@ def _fit(f: _Fixed, limit: int) -> int:
     return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
 
 
-_MEMO_LIMIT = 64  # passes remembered per GPU and plan shape: a few dozen job sizes' worth
+_TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
+_MEMO_LIMIT = 64  # passes (or batches' rows) remembered per GPU and plan shape: a few dozen job sizes' worth
+
+
+def _make_room(memo: dict) -> None:
+    """Empty a full pass memo, keeping its terms (_terms_memo: built once per GPU and plan shape)."""
+    if len(memo) >= _MEMO_LIMIT:
+        terms = memo.get(_TERMS)
+        memo.clear()
+        if terms is not None:
+            memo[_TERMS] = terms
 
 
 def _pass_memo(f: _Fixed, ph: Phase) -> list:
@@ -299,8 +307,7 @@ def _pass_memo(f: _Fixed, ph: Phase) -> list:
     identity is never reused while the entry lives."""
     entry = f.memo.get(id(ph))
     if entry is None or entry[0] is not ph:
-        if len(f.memo) >= _MEMO_LIMIT:
-            f.memo.clear()
+        _make_room(f.memo)
         entry = f.memo[id(ph)] = [ph, pass_seconds(ph, f.gpu, f.efficiency), None, None]
     return entry
 
@@ -577,19 +584,15 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     return _swept(plan, shape, parts)
 
 
-_TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
-
-
 def _terms_memo(f: _Fixed, m, shape: Workload) -> list:
     """[the fixed part's one pass as terms of the batch (sweep.affine_work: the same for its plan shape and setup),
     its GPU constants on the fixed part's GPU (sweep.gpu_constants), its alignment note (None until asked)], kept
     with the fixed part's pass memo."""
     entry = f.memo.get(_TERMS)
     if entry is None:
-        if len(f.memo) >= _MEMO_LIMIT:
-            f.memo.clear()
+        _make_room(f.memo)
         work = affine_work(m, shape, f.setup, f.n_dp)
-        consts = np.array(gpu_constants(work, f.gpu, f.efficiency)) if not work.refused else None
+        consts = gpu_constants(work, f.gpu, f.efficiency) if not work.refused else None
         entry = f.memo[_TERMS] = [work, consts, None]
     return entry
 
@@ -610,7 +613,7 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
     each GPU's row remembered by its batch (a job of another size at the same batch times nothing again); the other
     passes one by one as _sized does. Each estimate's phases are built when asked (Explain, JSON)."""
     m, w = plan.model, plan.workload
-    new: dict[int, tuple[AffineWork, list, list, list]] = {}  # id(work) -> (work, GPU constants, batches, rows)
+    new: dict[tuple, tuple[list, dict, list, list, list, list]] = {}  # Flat.key -> pass_table's arguments, rows
     pending = []
     for f, prices in parts:
         z = _sizing(plan, f)
@@ -627,13 +630,19 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
             if b > work.floor and not work.refused:
                 row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
                 if row is None:
+                    _make_room(memo_f)
                     row = memo_f[-b] = [None, None]
-                    todo = new.get(id(work))
+                    todo = new.get(work.flat.key)
                     if todo is None:
-                        todo = new[id(work)] = (work, [], [], [])
-                    todo[1].append(memo[1])
-                    todo[2].append(b)
-                    todo[3].append(row)
+                        todo = new[work.flat.key] = ([], {}, [], [], [], [])
+                    works, index, which, batches, consts, rows = todo
+                    if id(work) not in index:
+                        index[id(work)] = len(works)
+                        works.append(work)
+                    which.append(index[id(work)])
+                    batches.append(b)
+                    consts.append(memo[1])
+                    rows.append(row)
                 pieces.append((None, row, n))
                 if b == batch:
                     if memo[2] is None:
@@ -645,9 +654,8 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
                 if b == batch:
                     align = _alignment(f, one)
         pending.append((f, prices, z, pieces, align))
-    for work, consts, batches, rows in new.values():
-        seconds, split = pass_table(work, np.array(batches), np.array(consts))
-        for row, t, values in zip(rows, seconds.tolist(), split.tolist()):
+    for works, _, which, batches, consts, rows in new.values():  # one table per key: most plans have one
+        for row, t, values in zip(rows, *pass_table(works, which, batches, consts)):
             row[0], row[1] = t, values
     out, tokens = [], _tokens(plan)
     for item in pending:

@@ -92,6 +92,7 @@ class Flat(NamedTuple):
     phase_steps: np.ndarray  # (P, 1)
     phase_kernels: np.ndarray  # (P, 1): fused-block kernels per step
     phase_lines: np.ndarray  # (6, P, 1): a and c of PHASE_FIELDS
+    key: tuple = ()  # what two works must share to be timed in one table (their figures may differ): _stacked
 
 
 class AffineWork(NamedTuple):
@@ -140,7 +141,22 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
         alu_of, alu_of.any(axis=1).reshape(-1, 1), phase_of, _column([ap.phase.steps for ap in phases]),
         _column([ap.phase.kernels for ap in phases]),
         np.array([ap.lines[f][ac] for f in range(len(PHASE_FIELDS)) for ac in (0, 1) for ap in phases],
-                 dtype=np.float64).reshape(2 * len(PHASE_FIELDS), len(phases), 1))
+                 dtype=np.float64).reshape(2 * len(PHASE_FIELDS), len(phases), 1),
+        (tuple(i for i, _, _ in groups), tuple(j for j, _ in gemms), tuple(j for j, _ in alu), tuple(has_flops),
+         tuple(positional), tuple((ap.phase.steps, ap.phase.p0) for ap in phases),
+         tuple(ag.group.cap_pos for _, _, ag in groups)))
+
+
+_PER_WORK = ("lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size", "alu_lines",
+             "phase_kernels", "phase_lines")  # Flat's figures that differ between works of one key (the last axis)
+
+
+def _stacked(works: list[AffineWork], which: np.ndarray) -> Flat:
+    """One Flat for rows of several works sharing a key: each figure of _PER_WORK taken per row from its work
+    (`which`: each row's index into `works`)."""
+    flats = [w.flat for w in works]
+    return flats[0]._replace(**{name: np.concatenate([getattr(f, name) for f in flats], axis=-1)[..., which]
+                                for name in _PER_WORK})
 
 
 def uncovered(m: ModelProfile, w: Workload) -> str:
@@ -235,7 +251,7 @@ def affine_work(m: ModelProfile, w: Workload, s: Setup, n_gpus: int) -> AffineWo
     return AffineWork(tuple(phases), floor, "", _flat(tuple(phases)))
 
 
-def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> tuple[float, ...]:
+def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
     """What pass_table needs of one GPU under one runtime for `work`, flat: bytes/s, on a GPU (1/0), SMs, the
     runtime's kernels per fused kernel, launch and host seconds per kernel, whether kernels' own latencies count
     (roofline.kernel_latency_s); per phase its serial host seconds per pass (roofline.step_host_seconds); per group
@@ -261,8 +277,8 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> tuple[float, .
             for path, _ in g.alu:
                 factor = 1.0 if path == ALU_PATH else eff.compute_efficiency
                 alu.append(gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * factor)
-    return tuple([r if i < 7 + len(work.phases) or r else math.inf for i, r in enumerate(out)] + shaped
-                 + [r or math.inf for r in alu])
+    return np.array([r if i < 7 + len(work.phases) or r else math.inf for i, r in enumerate(out)] + shaped
+                    + [r or math.inf for r in alu])
 
 
 def _quantized(m: np.ndarray, cols: np.ndarray, k_steps: np.ndarray, sms: np.ndarray, safe: np.ndarray
@@ -325,15 +341,17 @@ def overlapped_seconds(c: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.where(small <= 0.0, big, big * (1.0 + ratio ** OVERLAP_EXPONENT) ** (1.0 / OVERLAP_EXPONENT))
 
 
-def pass_table(work: AffineWork, batches: np.ndarray, consts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(seconds of one pass of each phase, shape (rows, P); its split, (rows, P, 4) in roofline.LIMITS' order) for
-    each row: batch batches[i] on the GPU whose gpu_constants are consts[i] (roofline.pass_seconds and phase_split).
+def pass_table(works: list[AffineWork], which: list[int], batches: list[int], consts: list[np.ndarray]
+               ) -> tuple[list, list]:
+    """(seconds of one pass of each phase, rows x P; its split, rows x P x 4 in roofline.LIMITS' order) for each row:
+    batch batches[i] of works[which[i]] (works of one Flat.key) on the GPU whose gpu_constants are consts[i]
+    (roofline.pass_seconds and phase_split).
     A FLOP rate of 0 (no such path on the GPU, or a group without FLOPs) is infinite here: its compute takes 0 s, as
     roofline's 'if flops_s else 0.0' has it."""
-    fl = work.flat
+    fl = works[0].flat if len(works) == 1 else _stacked(works, np.array(which))
     n_phases, n_groups = fl.phase_of.shape
-    b = np.asarray(batches, dtype=np.float64).reshape(1, -1)
-    c = np.asarray(consts, dtype=np.float64).T  # (columns, rows)
+    b = np.array(batches, dtype=np.float64).reshape(1, -1)
+    c = np.array(consts, dtype=np.float64).T  # (columns, rows)
     bw, on_gpu, sms, kpl, launch_s, host_s, latency_on = c[:7]
     step_host = c[7:7 + n_phases]
     rate = c[7 + n_phases:7 + n_phases + n_groups]
@@ -384,4 +402,4 @@ def pass_table(work: AffineWork, batches: np.ndarray, consts: np.ndarray) -> tup
     split[:, :, 0], split[:, :, 1] = comp_s.T, (groups_s - comp_s).T
     split[:, :, 2] = (overhead + latency_s + np.maximum(0.0, host - busy) + step_host).T
     split[:, :, 3] = 0.0
-    return seconds.T, split
+    return seconds.T.tolist(), split.tolist()

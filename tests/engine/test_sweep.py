@@ -57,14 +57,13 @@ def test_pass_table_is_roofline_pass_seconds_and_phase_split(precision):
         work = affine_work(DENSE, job_shape(plan.workload), s, 1)
         assert not work.refused
         batches = [17, 31, 127, 129, 1000, 65_537]
-        consts = np.array([gpu_constants(work, gpu, eff)] * len(batches))
-        seconds, split = pass_table(work, np.array(batches), consts)
+        seconds, split = pass_table([work], [0] * len(batches), batches, [gpu_constants(work, gpu, eff)] * len(batches))
         for row, b in enumerate(batches):
             phases = [ph for ph, _ in job_passes(DENSE, plan.workload, s, b, b, 1)]
             for k, ph in enumerate(phases):
-                assert seconds[row, k] == pytest.approx(roofline.pass_seconds(ph, gpu, eff), rel=1e-12), (gpu_id, b)
+                assert seconds[row][k] == pytest.approx(roofline.pass_seconds(ph, gpu, eff), rel=1e-12), (gpu_id, b)
                 want = roofline.phase_split(ph, gpu, eff)
-                assert list(split[row, k]) == pytest.approx([want[x] for x in roofline.LIMITS], rel=1e-12, abs=1e-300)
+                assert split[row][k] == pytest.approx([want[x] for x in roofline.LIMITS], rel=1e-12, abs=1e-300)
 
 
 def test_gemm_efficiency_on_arrays_is_the_gemm_models():
@@ -112,3 +111,16 @@ def test_a_batch_at_or_below_the_floor_is_timed_by_the_object_path_exactly():
     for e in estimate_all(plan, FACTS):
         if e.feasible:
             assert e.seconds == estimate_gpu(plan, e.gpu, FACTS).seconds, e.gpu.id
+
+
+def test_two_works_of_one_shape_are_timed_in_one_table_each_with_its_own_figures():
+    """int8 on a V100 runs another attention kernel than on an H100 (its setup differs), with the same groups: the
+    sweep times both in one table, each GPU with its own work's figures, as each GPU's own estimate does."""
+    plan = _generate(precision="int8", seqs=765_432)
+    v100, h100 = FACTS.catalog.get("v100-sxm2-32gb"), FACTS.catalog.get("h100-sxm")
+    assert setup_on(plan, v100, FACTS).attention != setup_on(plan, h100, FACTS).attention
+    sweep = {e.gpu.id: e for e in estimate_all(plan, FACTS)}
+    for gpu in (v100, h100):
+        one = estimate_gpu(plan, gpu, FACTS)
+        assert sweep[gpu.id].feasible and one.feasible
+        assert sweep[gpu.id].seconds == pytest.approx(one.seconds, rel=1e-12)
