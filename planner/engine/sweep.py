@@ -76,6 +76,9 @@ class Flat(NamedTuple):
     p0: np.ndarray  # (G, 1): its phase's first position
     has_flops: np.ndarray  # (G, 1) bool: FLOPs at some position (else no rate is asked: roofline.pass_seconds)
     positional: np.ndarray  # (G,) indices of the groups whose work grows with the position
+    pos_lines: np.ndarray  # (4, npos, 1): a and c of flops_per_pos and bytes_per_pos of those groups
+    pos_p0: np.ndarray  # (npos, 1)
+    pos_steps: np.ndarray  # (npos, 1)
     capped: tuple[tuple[int, int, int], ...]  # (place among the positional, group, cap) of each capped group
     all_flops: bool  # every group has FLOPs
     gemm_lines: np.ndarray  # (2, NG, 1): rows m0 + m1 x b
@@ -130,6 +133,8 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
     return Flat(
         lines, _column([ph.steps for _, ph, _ in groups]), _column([ph.p0 for _, ph, _ in groups]),
         np.array(has_flops, dtype=bool).reshape(-1, 1), np.array(positional, dtype=np.intp),
+        lines[4:8][:, positional], _column([groups[j][1].p0 for j in positional]),
+        _column([groups[j][1].steps for j in positional]),
         tuple((i, j, groups[j][2].group.cap_pos) for i, j in enumerate(positional) if groups[j][2].group.cap_pos),
         all(has_flops),
         np.array([[[gm[0]] for _, gm in gemms], [[gm[1]] for _, gm in gemms]], dtype=np.float64).reshape(2, -1, 1),
@@ -147,8 +152,9 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
          tuple(ag.group.cap_pos for _, _, ag in groups)))
 
 
-_PER_WORK = ("lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size", "alu_lines",
-             "phase_kernels", "phase_lines")  # Flat's figures that differ between works of one key (the last axis)
+# Flat's figures that differ between works of one key (along their last axis)
+_PER_WORK = ("lines", "pos_lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size",
+             "alu_lines", "phase_kernels", "phase_lines")
 
 
 def _stacked(works: list[AffineWork], which: np.ndarray) -> Flat:
@@ -309,10 +315,12 @@ def sum_max_affine(c0, c1, m0, m1, p0, n) -> tuple[np.ndarray, np.ndarray]:
     """roofline.sum_max_affine on arrays (broadcast; n >= 1): (total, the compute-bound part)."""
     d0, d1 = c0 - m0, c1 - m1
     first, last = d0 + d1 * p0, d0 + d1 * (p0 + n - 1)
-    comp_all, mem_all = _sum_affine(c0, c1, p0, n), _sum_affine(m0, m1, p0, n)
-    mixed = (first >= 0) != (last >= 0)
+    span = n * p0 + n * (n - 1) / 2  # _sum_affine's, once for both sums
+    comp_all, mem_all = n * c0 + c1 * span, n * m0 + m1 * span
+    lead = first >= 0
+    mixed = lead != (last >= 0)
     if not mixed.any():
-        return np.where(first >= 0, comp_all, mem_all), np.where(first >= 0, comp_all, 0.0)
+        return np.where(lead, comp_all, mem_all), np.where(lead, comp_all, 0.0)
     cross = -d0 / np.where(mixed, d1, 1.0)
     up = d1 > 0
     k = np.where(up, np.ceil(cross) - p0, np.floor(cross) - p0 + 1)
@@ -383,9 +391,9 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
     comp = np.where(c0 >= m0, total, 0.0)
     pos = fl.positional
     if pos.size:
-        c1 = (L[4][pos] + L[5][pos] * b) / rate[pos]
-        m1 = (L[6][pos] + L[7][pos] * b) / bw
-        t, cb = sum_max_affine(c0[pos], c1, m0[pos], m1, fl.p0[pos], fl.steps[pos])
+        PL = fl.pos_lines
+        c1, m1 = (PL[0] + PL[1] * b) / rate[pos], (PL[2] + PL[3] * b) / bw
+        t, cb = sum_max_affine(c0[pos], c1, m0[pos], m1, fl.pos_p0, fl.pos_steps)
         for i, j, cap in fl.capped:
             t[i], cb[i] = _sum_capped(c0[j], c1[i], m0[j], m1[i], cap, int(fl.p0[j, 0]), int(fl.steps[j, 0]))
         total[pos], comp[pos] = t, cb
