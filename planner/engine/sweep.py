@@ -363,8 +363,7 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
     bw, on_gpu, sms, kpl, launch_s, host_s, latency_on = c[:7]
     step_host = c[7:7 + n_phases]
     rate = c[7 + n_phases:7 + n_phases + n_groups]
-    L = fl.lines
-    flops, nbytes = L[0] + L[1] * b, L[2] + L[3] * b
+    flops, nbytes = fl.lines[0:4:2] + fl.lines[1:4:2] * b  # a + c x b of both at once
     if fl.gemm_of.shape[1]:
         shaped = c[7 + n_phases + n_groups:7 + n_phases + 2 * n_groups] > 0
         m = fl.gemm_lines[0] + fl.gemm_lines[1] * b
@@ -392,14 +391,14 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
     pos = fl.positional
     if pos.size:
         PL = fl.pos_lines
-        c1, m1 = (PL[0] + PL[1] * b) / rate[pos], (PL[2] + PL[3] * b) / bw
+        fpp, bpp = PL[0::2] + PL[1::2] * b
+        c1, m1 = fpp / rate[pos], bpp / bw
         t, cb = sum_max_affine(c0[pos], c1, m0[pos], m1, fl.pos_p0, fl.pos_steps)
         for i, j, cap in fl.capped:
             t[i], cb[i] = _sum_capped(c0[j], c1[i], m0[j], m1[i], cap, int(fl.p0[j, 0]), int(fl.steps[j, 0]))
         total[pos], comp[pos] = t, cb
     groups_s, comp_s = fl.phase_of @ total, fl.phase_of @ comp
-    P = fl.phase_lines
-    launches, host_kernels, latency = P[0] + P[1] * b, P[2] + P[3] * b, P[4] + P[5] * b
+    launches, host_kernels, latency = fl.phase_lines[0::2] + fl.phase_lines[1::2] * b
     fused = fl.phase_kernels * kpl
     overhead = fl.phase_steps * (fused + launches) * launch_s
     host = fl.phase_steps * (fused + host_kernels) * host_s
