@@ -629,9 +629,8 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
         for b, n in ((batch, float(full)), (rest, 1.0)) if rest else ((batch, float(full)),):
             if b > work.floor and not work.refused:
                 row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
-                if row is None:
-                    _make_room(memo_f)
-                    row = memo_f[-b] = [None, None]
+                if row is None:  # remembered once timed: sessions' threads share the memo
+                    row = [None, None, memo_f, -b]
                     todo = new.get(work.flat.key)
                     if todo is None:
                         todo = new[work.flat.key] = ([], {}, [], [], [], [])
@@ -657,6 +656,9 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
     for works, _, which, batches, consts, rows in new.values():  # one table per key: most plans have one
         for row, t, values in zip(rows, *pass_table(works, which, batches, consts)):
             row[0], row[1] = t, values
+            key, memo_f = row.pop(), row.pop()
+            _make_room(memo_f)
+            memo_f[key] = row
     out, tokens = [], _tokens(plan)
     for item in pending:
         if isinstance(item, Estimate):
