@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
@@ -20,7 +21,6 @@ from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
 from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
-from planner.engine.sweep import affine_work, gpu_constants, pass_table, uncovered
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
@@ -545,26 +545,30 @@ def _fixed_parts(plan: Plan, shape: Workload, facts: Facts) -> dict[int, _Fixed]
 
 
 def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
-                 adjust: EfficiencyAdjust | None = None, include_cpus: bool = False) -> list[Estimate]:
+                 adjust: EfficiencyAdjust | None = None, include_cpus: bool = False,
+                 arrays: ModuleType | None = None) -> list[Estimate]:
     """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
-    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
+    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time. `arrays`: as
+    estimate_many."""
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
-    return sorted(estimate_many(plan, gpus, facts, adjust), key=rank_key)
+    return sorted(estimate_many(plan, gpus, facts, adjust, arrays), key=rank_key)
 
 
-def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None
-                  ) -> list[Estimate]:
+def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None,
+                  arrays: ModuleType | None = None) -> list[Estimate]:
     """The plan on each of `gpus` (catalog devices), in their order: the catalog sweep and the batch sweep.
 
     What does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each pass's time per phase,
     so a second sweep with another job size or batch only sizes the batch and times the passes it has not timed.
-    With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. Each estimate
-    equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
+    With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. `arrays`: the
+    sweep's array arithmetic (the module planner.engine.sweep, which imports numpy: the page passes it, a one-off
+    CLI estimate does not), timing every pass it covers on arrays (_swept); None: every pass timed one by one. Each
+    estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
     layouts = _layouts(plan)
     if layouts:  # sharding auto: each layout swept, the cheapest that fits per GPU (as estimate_on)
         gpus = list(gpus)
-        per_layout = [estimate_many(p, gpus, facts, adjust) for p in layouts]
+        per_layout = [estimate_many(p, gpus, facts, adjust, arrays) for p in layouts]
         return [_pick_layout(plan, list(es)) for es in zip(*per_layout)]
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
@@ -579,20 +583,20 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
         parts.append((f, prices.for_gpu(g)))
-    if uncovered(plan.model, plan.workload):  # timed pass by pass (planner.engine.sweep says why)
+    if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
         return [_sized(plan, f, p) for f, p in parts]
-    return _swept(plan, shape, parts)
+    return _swept(plan, shape, parts, arrays)
 
 
-def _terms_memo(f: _Fixed, m, shape: Workload) -> list:
+def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
     """[the fixed part's one pass as terms of the batch (sweep.affine_work: the same for its plan shape and setup),
     its GPU constants on the fixed part's GPU (sweep.gpu_constants), its alignment note (None until asked)], kept
     with the fixed part's pass memo."""
     entry = f.memo.get(_TERMS)
     if entry is None:
         _make_room(f.memo)
-        work = affine_work(m, shape, f.setup, f.n_dp)
-        consts = gpu_constants(work, f.gpu, f.efficiency) if not work.refused else None
+        work = arrays.affine_work(m, shape, f.setup, f.n_dp)
+        consts = arrays.gpu_constants(work, f.gpu, f.efficiency) if not work.refused else None
         entry = f.memo[_TERMS] = [work, consts, None]
     return entry
 
@@ -607,7 +611,8 @@ def _swept_split(f: _Fixed, pieces: list[tuple]) -> dict[str, float]:
     return _split_of(f, entries, counts)
 
 
-def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]]) -> list[Estimate]:
+def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType
+           ) -> list[Estimate]:
     """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered): every pass of a batch the model's
     work is affine in (sweep.affine_work) timed on arrays, all GPUs sharing that work at once (sweep.pass_table),
     each GPU's row remembered by its batch (a job of another size at the same batch times nothing again); the other
@@ -621,7 +626,7 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
             pending.append(_blocked(plan, f, prices, z))
             continue
         memo_f = f.memo
-        memo = memo_f.get(_TERMS) or _terms_memo(f, m, shape)
+        memo = memo_f.get(_TERMS) or _terms_memo(f, m, shape, arrays)
         work = memo[0]
         batch = z.batch
         full, rest = divmod(z.per_gpu, batch)
@@ -654,7 +659,7 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
                     align = _alignment(f, one)
         pending.append((f, prices, z, pieces, align))
     for works, _, which, batches, consts, rows in new.values():  # one table per key: most plans have one
-        for row, t, values in zip(rows, *pass_table(works, which, batches, consts)):
+        for row, t, values in zip(rows, *arrays.pass_table(works, which, batches, consts)):
             row[0], row[1] = t, values
             key, memo_f = row.pop(), row.pop()
             _make_room(memo_f)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from planner.inputs.catalog import ALU_PATH, load_catalog
 from planner.base.schema import UnknownNameError
+from planner.engine import sweep
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.phases import Phase
 from planner.engine.roofline import (attainable_tflops, pass_seconds, ridge_point, sum_max_affine, time_group,
@@ -190,7 +191,7 @@ def test_the_rankings_split_is_the_explained_one_to_the_last_digit(fields):
     try:
         model = plan_inputs.resolve_model(inputs)
         plan = plan_inputs.to_plan(inputs, model)
-        ests = estimate_all(plan, FACTS, include_cpus=True)
+        ests = estimate_all(plan, FACTS, include_cpus=True, arrays=sweep)
     except (ValueError, UnknownNameError):  # a combination the planner refuses as a whole (named there)
         return
     for e in ests:

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from planner.engine import gemm, roofline
+from planner.engine import gemm, roofline, sweep
 from planner.engine.estimate import estimate_all, estimate_gpu, job_shape, setup_on
 from planner.engine.phases import job_passes
 from planner.engine.plan import Plan
@@ -98,7 +98,7 @@ def test_the_sweep_builds_an_estimates_phases_only_when_asked():
     """The ranking reads seconds, cost and the split; Explain asks for the phases, which are then the object
     path's, as estimate_gpu builds them."""
     plan = _generate(seqs=1_234_567)
-    e = next(e for e in estimate_all(plan, FACTS) if e.feasible)
+    e = next(e for e in estimate_all(plan, FACTS, arrays=sweep) if e.feasible)
     assert "passes" not in vars(e)
     assert e.work == estimate_gpu(plan, e.gpu, FACTS).work
     assert e.seconds == pytest.approx(sum(ph.total_s for ph in e.phases), rel=1e-9)
@@ -108,7 +108,7 @@ def test_a_batch_at_or_below_the_floor_is_timed_by_the_object_path_exactly():
     """A fixed batch of 8 (a quantized GEMV's regime in llama.cpp) is routed to the object path: the sweep's seconds
     equal estimate_gpu's to the last digit."""
     plan = _generate(precision="int4", batch=8, seqs=8 * 1000, runtime="llama.cpp")
-    for e in estimate_all(plan, FACTS):
+    for e in estimate_all(plan, FACTS, arrays=sweep):
         if e.feasible:
             assert e.seconds == estimate_gpu(plan, e.gpu, FACTS).seconds, e.gpu.id
 
@@ -119,8 +119,8 @@ def test_two_works_of_one_shape_are_timed_in_one_table_each_with_its_own_figures
     plan = _generate(precision="int8", seqs=765_432)
     v100, h100 = FACTS.catalog.get("v100-sxm2-32gb"), FACTS.catalog.get("h100-sxm")
     assert setup_on(plan, v100, FACTS).attention != setup_on(plan, h100, FACTS).attention
-    sweep = {e.gpu.id: e for e in estimate_all(plan, FACTS)}
+    swept = {e.gpu.id: e for e in estimate_all(plan, FACTS, arrays=sweep)}
     for gpu in (v100, h100):
         one = estimate_gpu(plan, gpu, FACTS)
-        assert sweep[gpu.id].feasible and one.feasible
-        assert sweep[gpu.id].seconds == pytest.approx(one.seconds, rel=1e-12)
+        assert swept[gpu.id].feasible and one.feasible
+        assert swept[gpu.id].seconds == pytest.approx(one.seconds, rel=1e-12)

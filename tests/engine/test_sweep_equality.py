@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.base.schema import UnknownNameError
+from planner.engine import sweep
 from planner.engine.estimate import Estimate, estimate_all, estimate_gpu
 from planner.engine.roofline import phase_seconds, work_split
 from planner.inputs.facts import load_facts
@@ -94,14 +95,14 @@ def test_the_fast_sweep_equals_every_gpus_own_estimate(fields, scales, more):
     adjust = _adjust(scales)
     try:
         plan = _plan(fields)
-        first = estimate_all(plan, FACTS, adjust=adjust, include_cpus=True)
+        first = estimate_all(plan, FACTS, adjust=adjust, include_cpus=True, arrays=sweep)
     except (ValueError, UnknownNameError):  # a combination the planner refuses as a whole (named there)
         return
     resized = _plan(fields | {"seqs": fields["seqs"] + more, "samples": fields["samples"] + more})
-    second = estimate_all(resized, FACTS, adjust=adjust, include_cpus=True)
-    for p, sweep in ((plan, first), (resized, second)):
-        assert len(sweep) == len(FACTS.catalog.selection(True))
-        for e in sweep:
+    second = estimate_all(resized, FACTS, adjust=adjust, include_cpus=True, arrays=sweep)
+    for p, swept in ((plan, first), (resized, second)):
+        assert len(swept) == len(FACTS.catalog.selection(True))
+        for e in swept:
             _same(e, estimate_gpu(p, e.gpu, FACTS, adjust))
 
 
@@ -111,7 +112,7 @@ def test_the_sweeps_seconds_are_what_explain_shows(fields):
     """Each feasible estimate's seconds are the sum of its explained phases (time_phase, as Explain and the JSON
     show them: the same formula with the terms written out, so equal to rounding)."""
     try:
-        ests = estimate_all(_plan(fields), FACTS)
+        ests = estimate_all(_plan(fields), FACTS, arrays=sweep)
     except (ValueError, UnknownNameError):
         return
     for e in ests:
@@ -127,7 +128,7 @@ def test_a_decode_crossing_the_sliding_window_is_the_same_both_ways(prec):
     plan = _plan({"model": "gpt-oss-20b", "job": "generate", "seqs": 500, "prompt": 100, "gen": 200, "prec": prec,
                   "rt": "vllm"})
     feasible = 0
-    for e in estimate_all(plan, FACTS):
+    for e in estimate_all(plan, FACTS, arrays=sweep):
         _same(e, estimate_gpu(plan, e.gpu, FACTS))
         if e.feasible:
             feasible += 1
@@ -140,8 +141,8 @@ def test_a_job_of_another_size_at_the_same_batch_reuses_the_pass_times():
     are the same in both sweeps, so the second's are 3x the first's (one pass's seconds x 300 vs x 100)."""
     small = _plan({"seqs": 6_400, "batch": 64})
     big = _plan({"seqs": 19_200, "batch": 64})
-    a = {e.gpu.id: e for e in estimate_all(small, FACTS)}
-    for e in estimate_all(big, FACTS):
+    a = {e.gpu.id: e for e in estimate_all(small, FACTS, arrays=sweep)}
+    for e in estimate_all(big, FACTS, arrays=sweep):
         if e.feasible:
             # a x 3: the per-pass seconds (p) x 100 x 3 may round differently from p x 300, hence approx
             assert e.seconds == pytest.approx(3 * a[e.gpu.id].seconds, rel=1e-14)
@@ -156,11 +157,11 @@ def test_the_batch_charts_points_are_each_gpus_own_estimate(fields):
     from planner.engine.ranking import batch_sweep
     try:
         plan = _plan(fields)
-        estimate_all(plan, FACTS)
+        estimate_all(plan, FACTS, arrays=sweep)
     except (ValueError, UnknownNameError):
         return
     gpus = [FACTS.catalog.get(g) for g in ("h100-sxm", "a100-sxm-80gb", "rtx-4090", "v100-sxm2-32gb")]
-    for p in batch_sweep(plan, gpus, FACTS):
+    for p in batch_sweep(plan, gpus, FACTS, arrays=sweep):
         _same(p.estimate, estimate_gpu(replace(plan, batch=p.batch), p.gpu, FACTS))
         assert p.max_batch == estimate_gpu(replace(plan, batch=None), p.gpu, FACTS).max_batch
 
@@ -168,7 +169,7 @@ def test_the_batch_charts_points_are_each_gpus_own_estimate(fields):
 def test_a_sweeps_estimate_has_every_field_an_estimate_has():
     """The sweep builds estimates without Estimate's __init__ (estimate._estimate): every field, feasible or not, must
     still be set (a field added to Estimate and not to the sweep would be missing here)."""
-    ests = estimate_all(_plan({"model": "llama-2-7b", "prec": "fp8"}), FACTS, include_cpus=True)
+    ests = estimate_all(_plan({"model": "llama-2-7b", "prec": "fp8"}), FACTS, include_cpus=True, arrays=sweep)
     names = {f.name for f in fields(Estimate)}
     assert {e.feasible for e in ests} == {True, False}  # both kinds were built
     for e in ests:
