@@ -670,10 +670,11 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
             out.append(item)
             continue
         f, prices, z, pieces, align = item
-        terms = []
+        seconds = 0  # each phase's seconds x its passes, summed in order (as sum() in _sized)
         for found, row, n in pieces:
-            terms += [e[1] * n for e in found] if found else [t * n for t in row[0]]
-        out.append(_timed(plan, f, prices, z, sum(terms), align, tokens,  # each phase's seconds, in order
+            for t in (e[1] for e in found) if found else row[0]:
+                seconds += t * n
+        out.append(_timed(plan, f, prices, z, seconds, align, tokens,
                           partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
                           partial(_swept_split, f, pieces)))
     return out

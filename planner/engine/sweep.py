@@ -46,6 +46,7 @@ PROBE_STEPS = (1, 1 + 1024, 1 + 3 * 1024)  # probes above the floor: two to read
 AFFINE_TOLERANCE = 1e-11  # relative: a figure further off the line than this is not affine in the batch
 GROUP_FIELDS = ("flops", "bytes", "flops_per_pos", "bytes_per_pos")  # per group, a + c x b
 PHASE_FIELDS = ("launches", "host_kernels", "latency_s")  # per phase, a + c x b
+_TINY = float(np.finfo(np.float64).tiny)  # a divisor for 0 / 0 = 0 where a figure is masked or both terms are 0
 # one step of 1 s of kernel latency: roofline.kernel_latency_s of it is 1 where a device counts its kernels' latencies
 _ONE_LATENCY = Phase("latency", (), 0.0, 1, 0, 1.0, latency_s=1.0)
 
@@ -345,7 +346,7 @@ def _sum_capped(c0, c1, m0, m1, cap: int, p0: int, n: int):
 def overlapped_seconds(c: np.ndarray, m: np.ndarray) -> np.ndarray:
     """gemm.overlapped_seconds on arrays."""
     big, small = np.maximum(c, m), np.minimum(c, m)
-    ratio = small / np.maximum(big, np.finfo(np.float64).tiny)
+    ratio = small / np.maximum(big, _TINY)
     return np.where(small <= 0.0, big, big * (1.0 + ratio ** OVERLAP_EXPONENT) ** (1.0 / OVERLAP_EXPONENT))
 
 
@@ -372,7 +373,7 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
         # shape does not apply (no GEMMs, no SM count, a kernel's own rate) the figure is masked
         work_g = fl.gemm_of @ (m * fl.gemm_size)
         time_g = fl.gemm_of @ (padded * fl.gemm_padded_size * slots / units)
-        rate = rate * np.where(shaped, work_g / np.maximum(time_g, np.finfo(np.float64).tiny), 1.0)
+        rate = rate * np.where(shaped, work_g / np.maximum(time_g, _TINY), 1.0)
         tiled = ((fl.gemm_of @ (m >= MMA_ROWS)) > 0) & (on_gpu > 0)
         if not fl.all_flops:
             tiled &= fl.has_flops
