@@ -106,6 +106,43 @@ def test_the_fast_sweep_equals_every_gpus_own_estimate(fields, scales, more):
             _same(e, estimate_gpu(p, e.gpu, FACTS, adjust))
 
 
+# plans the arrays cover (planner.engine.sweep.uncovered): dense models' generate and infer jobs, large enough that the
+# batches pass the arithmetic's floor (hypothesis draws small integers first, which PLANS' jobs mostly are)
+COVERED = st.fixed_dictionaries({
+    "model": st.sampled_from(["cfdna-gen", "llama-2-7b", "gpt2-124m", "sea", "betarho-reduced", "gemma-2-9b"]),
+    "job": st.sampled_from(["generate", "infer"]),
+    "seqs": st.integers(20_000, 3_000_000),
+    "samples": st.integers(20_000, 200_000),
+    "prompt": st.integers(1, 600),
+    "gen": st.integers(1, 300),
+    "size": st.sampled_from([32, 256, 1024]),
+    "prec": st.sampled_from(["bf16", "fp16", "fp32", "fp8", "int8", "int4", "q4_k_m"]),
+    "rt": st.sampled_from(["pytorch-eager", "torch-compile", "vllm", "llama.cpp", "tensorrt-llm"]),
+    "gpus": st.sampled_from([1, 1, 2, 4]),
+    "par": st.sampled_from(["auto", "data", "data", "tensor"]),
+    "batch": st.sampled_from([None, None, None, 17, 64, 1000]),
+    "tier": st.sampled_from(["secure", "community", "spot"]),
+    "mem": st.sampled_from([60.0, 90.0]),
+})
+
+
+@settings(max_examples=40, deadline=None)
+@given(COVERED, st.integers(1, 50_000))
+def test_the_array_sweep_equals_every_gpus_own_estimate(fields, more):
+    """On plans the arrays cover, at batches past their floor (most GPUs' passes timed by sweep.pass_table), every
+    GPU's estimate equals estimate_gpu's, in a first sweep and in one with the job's size changed."""
+    try:
+        plan = _plan(fields)
+        first = estimate_all(plan, FACTS, include_cpus=True, arrays=sweep)
+    except (ValueError, UnknownNameError):
+        return
+    resized = _plan(fields | {"seqs": fields["seqs"] + more, "samples": fields["samples"] + more})
+    second = estimate_all(resized, FACTS, include_cpus=True, arrays=sweep)
+    for p, swept in ((plan, first), (resized, second)):
+        for e in swept:
+            _same(e, estimate_gpu(p, e.gpu, FACTS))
+
+
 @settings(max_examples=25, deadline=None)
 @given(PLANS)
 def test_the_sweeps_seconds_are_what_explain_shows(fields):
