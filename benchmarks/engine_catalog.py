@@ -42,6 +42,10 @@ def tree_argument(argv: list[str]) -> str | None:
 
 sys.path.insert(0, tree_argument(sys.argv) or str(ROOT))
 from planner.engine.estimate import estimate_all  # noqa: E402
+try:  # the sweep's array arithmetic, as the page runs the catalog (planner/engine/sweep.py; older trees have none)
+    from planner.engine import sweep as arrays  # noqa: E402
+except ImportError:
+    arrays = None
 from planner.engine.plan import Plan  # noqa: E402
 from planner.inputs.facts import load_facts  # noqa: E402
 from planner.inputs.jobs import Generate  # noqa: E402
@@ -52,7 +56,7 @@ def sweep(facts, model, precisions, sequences: int = 1_000_000) -> int:
     n = 0
     for p in precisions:
         plan = Plan(model, Generate(sequences, 1, 165), p, batch=None, price_tier="community")
-        n += len(estimate_all(plan, facts))
+        n += len(estimate_all(plan, facts, arrays=arrays) if arrays else estimate_all(plan, facts))
     return n
 
 

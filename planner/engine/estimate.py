@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 
 from planner.engine.collectives import custom_link
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
@@ -47,12 +48,17 @@ class Estimate:
     max_batch: int
     parallelism: str  # one of PARALLELISMS
     seconds: float | None
-    passes: tuple[tuple[Phase, float], ...]  # the job per GPU: each phase's one pass and how many (phases.job_passes)
     efficiency: Efficiency
     prices: Mapping[str, Price | None]
     cost_usd: Mapping[str, float | None] = field(default_factory=dict)
     items_per_s: float | None = None
     tokens_per_s: float | None = None
+
+    @cached_property
+    def passes(self) -> tuple[tuple[Phase, float], ...]:
+        """The job per GPU: each phase's one pass and how many (phases.job_passes). Set when the estimate is built,
+        or built when asked (_passes_of) where the sweep timed the passes from their terms (planner.engine.sweep)."""
+        return self.__dict__["_passes_of"]()
 
     @cached_property
     def memory(self) -> MemoryBreakdown:
@@ -371,7 +377,17 @@ def _fit(f: _Fixed, limit: int) -> int:
     return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
 
 
-_MEMO_LIMIT = 64  # passes remembered per GPU and plan shape: a few dozen job sizes' worth
+_TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
+_MEMO_LIMIT = 64  # passes (or batches' rows) remembered per GPU and plan shape: a few dozen job sizes' worth
+
+
+def _make_room(memo: dict) -> None:
+    """Empty a full pass memo, keeping its terms (_terms_memo: built once per GPU and plan shape)."""
+    if len(memo) >= _MEMO_LIMIT:
+        terms = memo.get(_TERMS)
+        memo.clear()
+        if terms is not None:
+            memo[_TERMS] = terms
 
 
 def _pass_memo(f: _Fixed, ph: Phase) -> list:
@@ -381,20 +397,20 @@ def _pass_memo(f: _Fixed, ph: Phase) -> list:
     identity is never reused while the entry lives."""
     entry = f.memo.get(id(ph))
     if entry is None or entry[0] is not ph:
-        if len(f.memo) >= _MEMO_LIMIT:
-            f.memo.clear()
+        _make_room(f.memo)
         entry = f.memo[id(ph)] = [ph, pass_seconds(ph, f.gpu, f.efficiency), None, None]
     return entry
 
 
-def _split_of(f: _Fixed, entries: list[list], passes: tuple[tuple[Phase, float], ...]) -> dict[str, float]:
-    """work_split of the passes from each pass's remembered split (phase_split of one pass: each value is its terms
-    x 1.0, so x the passes it is the same product phase_split makes), summed in the same order."""
-    split = dict.fromkeys(LIMITS, 0.0) if passes else {}
-    for entry, (_, n) in zip(entries, passes):
+def _split_of(f: _Fixed, entries: list[list], counts: list[float]) -> dict[str, float]:
+    """work_split of the passes (`counts` of each) from each pass's remembered split (phase_split of one pass: each
+    value is its terms x 1.0, so x the passes it is the same product phase_split makes), summed in the same order. A
+    pass the sweep timed from its terms (planner.engine.sweep) holds its split as values in LIMITS' order."""
+    split = dict.fromkeys(LIMITS, 0.0) if entries else {}
+    for entry, n in zip(entries, counts):
         if entry[3] is None:
             entry[3] = phase_split(entry[0], f.gpu, f.efficiency)
-        for k, v in entry[3].items():
+        for k, v in entry[3].items() if isinstance(entry[3], dict) else zip(LIMITS, entry[3]):
             split[k] += v * n
     return split
 
@@ -411,15 +427,27 @@ def _alignment(f: _Fixed, passes: tuple[tuple[Phase, float], ...]) -> Reason | N
 
 def _estimate(**fields) -> Estimate:
     """An Estimate from its fields without the frozen dataclass's per-field object.__setattr__ (built hundreds of
-    times per ranking): exactly Estimate's fields, and optionally _split_of (Estimate.split from remembered
-    passes; dataclasses.replace, which knows only the fields, drops it)."""
+    times per ranking): exactly Estimate's fields, its passes or _passes_of (what builds them when asked), and
+    optionally _split_of (Estimate.split from remembered passes; dataclasses.replace, which knows only the fields,
+    drops them)."""
     e = object.__new__(Estimate)
     e.__dict__.update(fields)
     return e
 
 
-def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
-    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost."""
+class _Sizing(NamedTuple):
+    """An estimate's decisions for the job's size: the items per GPU, the largest batch that fits, the batch, the
+    reasons (the fixed part's and the memory's), whether one blocks."""
+
+    per_gpu: int
+    fit: int
+    batch: int
+    reasons: tuple[Reason, ...]
+    blocked: bool
+
+
+def _sizing(plan: Plan, f: _Fixed) -> _Sizing:
+    """The batch for the job's size (auto: the balanced batch of the fewest passes) and the memory's reasons."""
     m, w, s, gpu, eff = plan.model, plan.workload, f.setup, f.gpu, f.efficiency
     per_gpu = items_per_gpu(w, f.n_dp)
     fit = _fit(f, per_gpu)
@@ -440,28 +468,49 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
             elif f.parallelism == "data" and plan.gpus > 1 and m.tensor_parallel_heads is not None:
                 reasons += (Reason("parallelism", False, "try tensor parallel: each GPU then holds 1/"
                                    f"{plan.gpus} of the weights"),)
-    if blocked:
-        return _estimate(gpu=gpu, plan=plan, setup=s, feasible=False, reasons=reasons, batch=batch, max_batch=fit,
-                         parallelism=f.parallelism, seconds=None, passes=(), efficiency=eff, prices=prices,
-                         cost_usd={}, items_per_s=None, tokens_per_s=None)
-    if plan.batch is None:
+    if not blocked and plan.batch is None:
         batch = (_global_batch_micro(plan, f, per_gpu, fit) if isinstance(w, Train) and w.global_batch
                  else auto_batch(fit, per_gpu))
-    passes = job_passes(m, w, s, batch, per_gpu, f.n_dp)
-    entries = [_pass_memo(f, ph) for ph, _ in passes]
-    seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
-    align = _alignment(f, passes)
+    return _Sizing(per_gpu, fit, batch, reasons, blocked)
+
+
+def _blocked(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing) -> Estimate:
+    return _estimate(gpu=f.gpu, plan=plan, setup=f.setup, feasible=False, reasons=z.reasons, batch=z.batch,
+                     max_batch=z.fit, parallelism=f.parallelism, seconds=None, passes=(), efficiency=f.efficiency,
+                     prices=prices, cost_usd={}, items_per_s=None, tokens_per_s=None)
+
+
+def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing, seconds: float,
+           align: Reason | None, tokens: float | None, passes: tuple | partial, split_of: partial) -> Estimate:
+    """A feasible estimate from its sizing, its seconds and the job's tokens (_tokens); `passes`: the passes, or what
+    builds them when asked (_passes_of); `split_of`: what computes its split when asked (_split_of). Built as
+    _estimate does, from a dict: the sweep builds hundreds."""
+    reasons, tier = z.reasons, plan.price_tier
     if align:
         reasons += (align,)
-    if prices.get(plan.price_tier) is None:
-        reasons += (Reason("price", False, f"no {plan.price_tier} price for {gpu.name}: enter your own $/h"),)
-    tokens = _tokens(plan)
-    return _estimate(gpu=gpu, plan=plan, setup=s, feasible=True, reasons=reasons, batch=batch, max_batch=fit,
-                     parallelism=f.parallelism, seconds=seconds, passes=passes, efficiency=eff, prices=prices,
-                     cost_usd={t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
-                     items_per_s=w.items / seconds if seconds else None,
-                     tokens_per_s=tokens / seconds if tokens and seconds else None,
-                     _split_of=partial(_split_of, f, entries, passes))
+    if prices.get(tier) is None:
+        reasons += (Reason("price", False, f"no {tier} price for {f.gpu.name}: enter your own $/h"),)
+    e = object.__new__(Estimate)
+    object.__setattr__(e, "__dict__", {
+        "gpu": f.gpu, "plan": plan, "setup": f.setup, "feasible": True, "reasons": reasons, "batch": z.batch,
+        "max_batch": z.fit, "parallelism": f.parallelism, "seconds": seconds, "efficiency": f.efficiency,
+        "prices": prices, "cost_usd": {t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+        "items_per_s": plan.workload.items / seconds if seconds else None,
+        "tokens_per_s": tokens / seconds if tokens and seconds else None,
+        "passes" if isinstance(passes, tuple) else "_passes_of": passes, "_split_of": split_of})
+    return e
+
+
+def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimate:
+    """The estimate of `plan` from its fixed part: the batch for the job's size, the work and its time, the cost."""
+    z = _sizing(plan, f)
+    if z.blocked:
+        return _blocked(plan, f, prices, z)
+    passes = job_passes(plan.model, plan.workload, f.setup, z.batch, z.per_gpu, f.n_dp)
+    entries = [_pass_memo(f, ph) for ph, _ in passes]
+    seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
+    return _timed(plan, f, prices, z, seconds, _alignment(f, passes), _tokens(plan), passes,
+                  partial(_split_of, f, entries, [n for _, n in passes]))
 
 
 def _layouts(plan: Plan) -> tuple[Plan, ...]:
@@ -614,26 +663,30 @@ def _fixed_parts(plan: Plan, shape: Workload, facts: Facts) -> dict[int, _Fixed]
 
 
 def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = None,
-                 adjust: EfficiencyAdjust | None = None, include_cpus: bool = False) -> list[Estimate]:
+                 adjust: EfficiencyAdjust | None = None, include_cpus: bool = False,
+                 arrays: ModuleType | None = None) -> list[Estimate]:
     """Estimates for every GPU of facts.catalog (and its CPU devices with include_cpus), or for the named devices
-    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time."""
+    (GPUs or CPUs), ranked: feasible first, then by cost in the plan's tier, then by time. `arrays`: as
+    estimate_many."""
     gpus = [facts.catalog.get(n) for n in gpu_names] if gpu_names else list(facts.catalog.selection(include_cpus))
-    return sorted(estimate_many(plan, gpus, facts, adjust), key=rank_key)
+    return sorted(estimate_many(plan, gpus, facts, adjust, arrays), key=rank_key)
 
 
-def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None
-                  ) -> list[Estimate]:
+def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None,
+                  arrays: ModuleType | None = None) -> list[Estimate]:
     """The plan on each of `gpus` (catalog devices), in their order: the catalog sweep and the batch sweep.
 
     What does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each pass's time per phase,
     so a second sweep with another job size or batch only sizes the batch and times the passes it has not timed.
-    With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. Each estimate
-    equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
+    With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. `arrays`: the
+    sweep's array arithmetic (the module planner.engine.sweep, which imports numpy: the page passes it, a one-off
+    CLI estimate does not), timing every pass it covers on arrays (_swept); None: every pass timed one by one. Each
+    estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
     layouts = _layouts(plan)
     if layouts:  # sharding auto: each layout swept, the cheapest that fits per GPU (as estimate_on)
         gpus = list(gpus)
-        per_layout = [estimate_many(p, gpus, facts, adjust) for p in layouts]
+        per_layout = [estimate_many(p, gpus, facts, adjust, arrays) for p in layouts]
         return [_pick_layout(plan, list(es)) for es in zip(*per_layout)]
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
@@ -642,10 +695,104 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     shape = job_shape(plan.workload)
     fixed = _fixed_parts(plan, shape, facts)
     fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
-    out = []
+    parts = []
     for g in gpus:
         f = fixed.get(id(g))
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
-        out.append(_sized(plan, f, prices.for_gpu(g)))
+        parts.append((f, prices.for_gpu(g)))
+    if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
+        return [_sized(plan, f, p) for f, p in parts]
+    return _swept(plan, shape, parts, arrays)
+
+
+def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
+    """[the fixed part's one pass as terms of the batch (sweep.affine_work: the same for its plan shape and setup),
+    its GPU constants on the fixed part's GPU (sweep.gpu_constants), its alignment note (None until asked)], kept
+    with the fixed part's pass memo."""
+    entry = f.memo.get(_TERMS)
+    if entry is None:
+        _make_room(f.memo)
+        work = arrays.affine_work(m, shape, f.setup, f.n_dp)
+        consts = arrays.gpu_constants(work, f.gpu, f.efficiency) if not work.refused else None
+        entry = f.memo[_TERMS] = [work, consts, None]
+    return entry
+
+
+def _swept_split(f: _Fixed, pieces: list[tuple]) -> dict[str, float]:
+    """_split_of of a swept estimate's passes: each piece (memo entries, None, n) or (None, a timed row, n)."""
+    entries, counts = [], []
+    for found, row, n in pieces:
+        found = found or [[None, None, None, values] for values in row[1]]
+        entries += found
+        counts += [n] * len(found)
+    return _split_of(f, entries, counts)
+
+
+def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType
+           ) -> list[Estimate]:
+    """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered): every pass of a batch the model's
+    work is affine in (sweep.affine_work) timed on arrays, all GPUs sharing that work at once (sweep.pass_table),
+    each GPU's row remembered by its batch (a job of another size at the same batch times nothing again); the other
+    passes one by one as _sized does. Each estimate's phases are built when asked (Explain, JSON)."""
+    m, w = plan.model, plan.workload
+    new: dict[tuple, tuple[list, dict, list, list, list, list]] = {}  # Flat.key -> pass_table's arguments, rows
+    pending = []
+    for f, prices in parts:
+        z = _sizing(plan, f)
+        if z.blocked:
+            pending.append(_blocked(plan, f, prices, z))
+            continue
+        memo_f = f.memo
+        memo = memo_f.get(_TERMS) or _terms_memo(f, m, shape, arrays)
+        work = memo[0]
+        batch = z.batch
+        full, rest = divmod(z.per_gpu, batch)
+        pieces, align = [], None
+        for b, n in ((batch, float(full)), (rest, 1.0)) if rest else ((batch, float(full)),):
+            if b > work.floor and not work.refused:
+                row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
+                if row is None:  # remembered once timed: sessions' threads share the memo
+                    row = [None, None, memo_f, -b]
+                    todo = new.get(work.flat.key)
+                    if todo is None:
+                        todo = new[work.flat.key] = ([], {}, [], [], [], [])
+                    works, index, which, batches, consts, rows = todo
+                    if id(work) not in index:
+                        index[id(work)] = len(works)
+                        works.append(work)
+                    which.append(index[id(work)])
+                    batches.append(b)
+                    consts.append(memo[1])
+                    rows.append(row)
+                pieces.append((None, row, n))
+                if b == batch:
+                    if memo[2] is None:
+                        memo[2] = (alignment_reason((work.phases[0].phase,), f.gpu, f.setup),)
+                    align = memo[2][0]
+            else:
+                one = job_passes(m, w, f.setup, b, b, f.n_dp)
+                pieces.append(([_pass_memo(f, ph) for ph, _ in one], None, n))
+                if b == batch:
+                    align = _alignment(f, one)
+        pending.append((f, prices, z, pieces, align))
+    for works, _, which, batches, consts, rows in new.values():  # one table per key: most plans have one
+        for row, t, values in zip(rows, *arrays.pass_table(works, which, batches, consts)):
+            row[0], row[1] = t, values
+            key, memo_f = row.pop(), row.pop()
+            _make_room(memo_f)
+            memo_f[key] = row
+    out, tokens = [], _tokens(plan)
+    for item in pending:
+        if isinstance(item, Estimate):
+            out.append(item)
+            continue
+        f, prices, z, pieces, align = item
+        seconds = 0  # each phase's seconds x its passes, summed in order (as sum() in _sized)
+        for found, row, n in pieces:
+            for t in (e[1] for e in found) if found else row[0]:
+                seconds += t * n
+        out.append(_timed(plan, f, prices, z, seconds, align, tokens,
+                          partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
+                          partial(_swept_split, f, pieces)))
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from collections.abc import Iterable, Mapping
+from types import ModuleType
 
 from planner.engine.estimate import Estimate, EfficiencyAdjust, estimate_many, items_per_gpu
 from planner.engine.job_cost import JobCost, job_cost
@@ -154,13 +155,13 @@ class SweepPoint:
     estimate: Estimate
 
 
-def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts,
-                adjust: EfficiencyAdjust | None = None) -> list[SweepPoint]:
+def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None,
+                arrays: ModuleType | None = None) -> list[SweepPoint]:
     """Each GPU at each batch of batch_grid, up to the items each GPU batches (the engine's own rule,
     estimate.items_per_gpu); points past the memory limit are kept, infeasible. Every batch is one sweep of the GPUs
-    that plot it (estimate_many: the fixed parts are shared by every batch)."""
+    that plot it (estimate_many: the fixed parts are shared by every batch; `arrays` as there)."""
     gpus = list(gpus)
-    autos = estimate_many(replace(plan, batch=None), gpus, facts, adjust)
+    autos = estimate_many(replace(plan, batch=None), gpus, facts, adjust, arrays)
     grids = []
     for auto in autos:
         limit = items_per_gpu(plan.workload, auto.data_ranks)
@@ -174,6 +175,6 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts,
         for b in grid:
             at.setdefault(b, []).append(i)
     found = {(i, b): e for b, idx in at.items()
-             for i, e in zip(idx, estimate_many(replace(plan, batch=b), [gpus[i] for i in idx], facts, adjust))}
+             for i, e in zip(idx, estimate_many(replace(plan, batch=b), [gpus[i] for i in idx], facts, adjust, arrays))}
     return [SweepPoint(gpu, b, auto.max_batch, limit, found[(i, b)])
             for i, (gpu, auto, (limit, grid)) in enumerate(zip(gpus, autos, grids)) for b in grid]

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from planner.inputs.catalog import GPU
-from planner.engine import ranking
+from planner.engine import ranking, sweep
 from planner.engine.estimate import EfficiencyAdjust, Estimate
 from planner.engine.plan import Plan
 from planner.inputs.facts import Facts
@@ -184,13 +184,14 @@ def roofline_chart(ceilings: pd.DataFrame, points: pd.DataFrame) -> alt.LayerCha
 
 def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None) -> pd.DataFrame:
     """Throughput, cost, bound and memory for each GPU at each batch of planner.engine.ranking.batch_sweep (the
-    plan's batch replaced); rows past the memory limit are kept with feasible False."""
+    plan's batch replaced, each batch a sweep on arrays: planner.engine.sweep); rows past the memory limit are kept
+    with feasible False."""
     rows = [{"gpu": p.gpu.name, "gpu_id": p.gpu.id, "batch": p.batch, "feasible": e.feasible,
              "items_per_s": e.items_per_s, "tokens_per_s": e.tokens_per_s, "cost_usd": e.cost(),
              "seconds": e.seconds, "bound": e.bound if e.feasible else "out of memory",
              "memory_gb": e.memory.total_gb, "vram_gb": p.gpu.vram_gb, "usable_gb": e.usable_gb,
              "max_batch": p.max_batch, "items_per_gpu": p.items_per_gpu}
-            for p in ranking.batch_sweep(plan, gpus, facts, adjust) for e in (p.estimate,)]
+            for p in ranking.batch_sweep(plan, gpus, facts, adjust, sweep) for e in (p.estimate,)]
     return pd.DataFrame(rows, columns=["gpu", "gpu_id", "batch", "feasible", "items_per_s", "tokens_per_s", "cost_usd",
                                        "seconds", "bound", "memory_gb", "vram_gb", "usable_gb", "max_batch",
                                        "items_per_gpu"])

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 import pyarrow as pa
 
+from planner.engine import sweep
 from planner.engine.estimate import Estimate, EfficiencyAdjust, estimate_all
 from planner.engine.ranking import Mine, Ranking, callouts, rank
 from planner.inputs.facts import Facts
@@ -24,8 +25,9 @@ from planner.views.plan_inputs import Inputs
 def rankings(plan, facts: Facts, include_cpus: bool, adjust: EfficiencyAdjust | None,
              overheads: JobOverheads | None) -> tuple[Ranking, dict[str, Estimate]]:
     """(the ranking, calibrated estimates by GPU id) for one distinct plan: only the GPUs a calibration reaches get
-    a calibrated estimate (a CPU calibration changes none of the catalog's)."""
-    ranked = rank(estimate_all(plan, facts, include_cpus=include_cpus), overheads)
+    a calibrated estimate (a CPU calibration changes none of the catalog's). The ranking is the catalog sweep on
+    arrays (planner.engine.sweep)."""
+    ranked = rank(estimate_all(plan, facts, include_cpus=include_cpus, arrays=sweep), overheads)
     cal_all = estimate_all(plan, facts, adjust=adjust, include_cpus=include_cpus) if adjust else []
     return ranked, {e.gpu.id: e for e in cal_all if str(e.efficiency.source).startswith("calibrated")}
 

@@ -1,0 +1,413 @@
+"""The catalog sweep's arithmetic: one pass's seconds on every (GPU, batch) of a plan at once, with numpy.
+
+A pass's work (phases.job_passes: the model's op groups) depends on its batch b. Above the batch where a quantized
+GEMV stops taking the pass (Setup.quantized_gemv), a dense model's work is affine in b: every group's FLOPs and
+bytes (and their per-position terms, a pipelined kernel's instructions, a library's launches, a step's kernel
+latency) is a + c x b, and every GEMM's rows are m0 + m1 x b with its N, K and count fixed. `affine_work` reads
+those coefficients off the model's own work at two batches (the object path, so a change to a model's formulas
+flows into both) and checks them at a third; `pass_table` then times every (GPU, batch) as roofline.pass_seconds
+does, the non-linear pieces evaluated on arrays: the GEMM tile and wave staircases (gemm.gemm_efficiency's ceilings),
+compute against memory per group, the decode positions' closed form (roofline.sum_max_affine), the overlap of tiled
+GEMMs (gemm.overlapped_seconds), the host against the GPU. The object path stays the explanation (Explain, JSON):
+tests/engine/test_sweep_equality.py keeps the two equal (relative 1e-9) on generated plans.
+
+What this path does not cover, each timed by the object path instead (`uncovered`, `affine_work`):
+- a calibration (a function the sweep cannot key on), training jobs (micro-steps and optimizer steps, their
+  collectives), a job kind this does not know;
+- a mixture of experts (active parameters < parameters): the experts a pass reads grow as 1 - (1 - k/E)^tokens
+  and their GEMM rows as a staircase in the batch, not affine;
+- a pass with collectives (tensor parallel: NCCL's protocol is picked per call size);
+- a pass at or below the batch where a quantized GEMV (or anything else) changes the work's shape: batches up to
+  AFFINE_FROM or Setup.gemv_tokens, whichever is larger;
+- a pass whose work the probes find not affine (a group's figure off the line by more than AFFINE_TOLERANCE, or a
+  structure that differs between the probes): named in AffineWork.refused.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
+from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, TILE_K, TILE_M, TILE_N
+from planner.engine.phases import Phase, job_passes
+from planner.engine.roofline import kernel_latency_s, position_spans, step_host_seconds
+from planner.inputs.catalog import ALU_PATH, GPU
+from planner.inputs.jobs import Generate, Infer, Train, Workload
+from planner.inputs.models import ModelProfile
+from planner.inputs.runtimes import Efficiency
+from planner.inputs.work import OpGroup, Setup
+
+AFFINE_FROM = 16  # the smallest batch timed here: smaller passes are few per sweep, and a GEMV's regime lives there
+PROBE_STEPS = (1, 1 + 1024, 1 + 3 * 1024)  # probes above the floor: two to read the line, one to check it
+AFFINE_TOLERANCE = 1e-11  # relative: a figure further off the line than this is not affine in the batch
+GROUP_FIELDS = ("flops", "bytes", "flops_per_pos", "bytes_per_pos")  # per group, a + c x b
+PHASE_FIELDS = ("launches", "host_kernels", "latency_s")  # per phase, a + c x b
+_TINY = float(np.finfo(np.float64).tiny)  # a divisor for 0 / 0 = 0 where a figure is masked or both terms are 0
+# one step of 1 s of kernel latency: roofline.kernel_latency_s of it is 1 where a device counts its kernels' latencies
+_ONE_LATENCY = Phase("latency", (), 0.0, 1, 0, 1.0, latency_s=1.0)
+
+
+class AffineGroup(NamedTuple):
+    """One op group as a function of the batch: `group` is the probe's (its fixed fields: path, rate factor, peak
+    fractions, cap, alu paths); lines[f] = (a, c) for f in GROUP_FIELDS; alu = ((a, c), ...) per alu item;
+    gemms = ((m0, m1, N, K, count), ...)."""
+
+    group: OpGroup
+    lines: tuple[tuple[float, float], ...]
+    alu: tuple[tuple[float, float], ...]
+    gemms: tuple[tuple[int, int, int, int, float], ...]
+
+
+class AffinePhase(NamedTuple):
+    phase: Phase  # the probe's phase: steps, p0, kernels, host_rounds are the same at every batch
+    groups: tuple[AffineGroup, ...]
+    lines: tuple[tuple[float, float], ...]  # PHASE_FIELDS
+
+
+class Flat(NamedTuple):
+    """A pass's groups (every phase's, G in all) and their GEMMs (NG) as columns, in pass_table's shapes: a group's
+    figure at batch b is lines[2i] + lines[2i+1] x b for GROUP_FIELDS[i]."""
+
+    lines: np.ndarray  # (8, G, 1)
+    steps: np.ndarray  # (G, 1): its phase's steps per pass
+    p0: np.ndarray  # (G, 1): its phase's first position
+    has_flops: np.ndarray  # (G, 1) bool: FLOPs at some position (else no rate is asked: roofline.pass_seconds)
+    positional: np.ndarray  # (G,) indices of the groups whose work grows with the position
+    pos_lines: np.ndarray  # (4, npos, 1): a and c of flops_per_pos and bytes_per_pos of those groups
+    pos_p0: np.ndarray  # (npos, 1)
+    pos_steps: np.ndarray  # (npos, 1)
+    capped: tuple[tuple[int, int, int], ...]  # (place among the positional, group, cap) of each capped group
+    all_flops: bool  # every group has FLOPs
+    gemm_lines: np.ndarray  # (2, NG, 1): rows m0 + m1 x b
+    gemm_cols: np.ndarray  # (NG, 1): column tiles, ceil(N / TILE_N)
+    gemm_k_steps: np.ndarray  # (NG, 1): K // TILE_K
+    gemm_size: np.ndarray  # (NG, 1): N x K x count
+    gemm_padded_size: np.ndarray  # (NG, 1): column tiles x TILE_N x K x count
+    gemm_of: np.ndarray  # (G, NG): 1 where the GEMM is the group's
+    has_gemms: np.ndarray  # (G, 1) bool
+    alu_lines: np.ndarray  # (2, NA, 1): a pipelined kernel's instructions per item
+    alu_of: np.ndarray  # (G, NA)
+    has_alu: np.ndarray  # (G, 1) bool
+    phase_of: np.ndarray  # (P, G): 1 where the group is the phase's
+    phase_steps: np.ndarray  # (P, 1)
+    phase_kernels: np.ndarray  # (P, 1): fused-block kernels per step
+    phase_lines: np.ndarray  # (6, P, 1): a and c of PHASE_FIELDS
+    key: tuple = ()  # what two works must share to be timed in one table (their figures may differ): _stacked
+
+
+class AffineWork(NamedTuple):
+    """One pass's phases as functions of the batch, valid for batches > floor; refused: why not ('' = covered)."""
+
+    phases: tuple[AffinePhase, ...]
+    floor: int
+    refused: str
+    flat: Flat | None = None
+
+
+def _column(values) -> np.ndarray:
+    return np.array(values, dtype=np.float64).reshape(-1, 1)
+
+
+def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
+    groups = [(i, ap.phase, ag) for i, ap in enumerate(phases) for ag in ap.groups]
+    gemms = [(j, gm) for j, (_, _, ag) in enumerate(groups) for gm in ag.gemms]
+    alu = [(j, line) for j, (_, _, ag) in enumerate(groups) for line in ag.alu]
+    n_groups = len(groups)
+    lines = np.array([[ag.lines[f][ac] for _, _, ag in groups] for f in range(len(GROUP_FIELDS)) for ac in (0, 1)],
+                     dtype=np.float64).reshape(2 * len(GROUP_FIELDS), n_groups, 1)
+    positional = [j for j, (_, _, ag) in enumerate(groups) if any(ag.lines[2]) or any(ag.lines[3])]
+    gemm_of = np.zeros((n_groups, len(gemms)))
+    for col, (j, _) in enumerate(gemms):
+        gemm_of[j, col] = 1.0
+    alu_of = np.zeros((n_groups, len(alu)))
+    for col, (j, _) in enumerate(alu):
+        alu_of[j, col] = 1.0
+    phase_of = np.zeros((len(phases), n_groups))
+    for j, (i, _, _) in enumerate(groups):
+        phase_of[i, j] = 1.0
+    has_flops = [any(ag.lines[0]) or any(ag.lines[2]) for _, _, ag in groups]
+    cols = [-(-gm[2] // TILE_N) for _, gm in gemms]
+    return Flat(
+        lines, _column([ph.steps for _, ph, _ in groups]), _column([ph.p0 for _, ph, _ in groups]),
+        np.array(has_flops, dtype=bool).reshape(-1, 1), np.array(positional, dtype=np.intp),
+        lines[4:8][:, positional], _column([groups[j][1].p0 for j in positional]),
+        _column([groups[j][1].steps for j in positional]),
+        tuple((i, j, groups[j][2].group.cap_pos) for i, j in enumerate(positional) if groups[j][2].group.cap_pos),
+        all(has_flops),
+        np.array([[[gm[0]] for _, gm in gemms], [[gm[1]] for _, gm in gemms]], dtype=np.float64).reshape(2, -1, 1),
+        _column(cols), _column([gm[3] // TILE_K for _, gm in gemms]),
+        _column([float(gm[2]) * gm[3] * gm[4] for _, gm in gemms]),
+        _column([float(c * TILE_N) * gm[3] * gm[4] for c, (_, gm) in zip(cols, gemms)]),
+        gemm_of, gemm_of.any(axis=1).reshape(-1, 1),
+        np.array([[[a] for _, (a, _) in alu], [[c] for _, (_, c) in alu]], dtype=np.float64).reshape(2, -1, 1),
+        alu_of, alu_of.any(axis=1).reshape(-1, 1), phase_of, _column([ap.phase.steps for ap in phases]),
+        _column([ap.phase.kernels for ap in phases]),
+        np.array([ap.lines[f][ac] for f in range(len(PHASE_FIELDS)) for ac in (0, 1) for ap in phases],
+                 dtype=np.float64).reshape(2 * len(PHASE_FIELDS), len(phases), 1),
+        (tuple(i for i, _, _ in groups), tuple(j for j, _ in gemms), tuple(j for j, _ in alu), tuple(has_flops),
+         tuple(positional), tuple((ap.phase.steps, ap.phase.p0) for ap in phases),
+         tuple(ag.group.cap_pos for _, _, ag in groups)))
+
+
+# Flat's figures that differ between works of one key (along their last axis)
+_PER_WORK = ("lines", "pos_lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size",
+             "alu_lines", "phase_kernels", "phase_lines")
+
+
+def _stacked(works: list[AffineWork], which: np.ndarray) -> Flat:
+    """One Flat for rows of several works sharing a key: each figure of _PER_WORK taken per row from its work
+    (`which`: each row's index into `works`)."""
+    flats = [w.flat for w in works]
+    return flats[0]._replace(**{name: np.concatenate([getattr(f, name) for f in flats], axis=-1)[..., which]
+                                for name in _PER_WORK})
+
+
+def uncovered(m: ModelProfile, w: Workload) -> str:
+    """Why a plan of model `m` and job `w` is not timed here at all ('' = it is, pass by pass: affine_work)."""
+    if isinstance(w, Train):
+        return "a training job (micro-steps, optimizer steps and their collectives)"
+    if not isinstance(w, (Generate, Infer)):
+        return "a job kind the sweep does not know"
+    if m.active_params != m.params:
+        return ("a mixture of experts: the experts a pass reads grow as 1 - (1 - k/E)^tokens and their GEMM rows as a "
+                "staircase in the batch")
+    return ""
+
+
+def _line(y1: float, y2: float, b1: int, b2: int) -> tuple[float, float]:
+    c = (y2 - y1) / (b2 - b1)
+    return y1 - c * b1, c
+
+
+def _off(line: tuple[float, float], b: int, y: float) -> bool:
+    a, c = line
+    return abs(a + c * b - y) > AFFINE_TOLERANCE * max(abs(y), abs(a), abs(c * b), 1e-300)
+
+
+def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]) -> AffineGroup | str:
+    """The group's lines from three probes, or why it is not affine."""
+    if (g1.name, g1.compute_path, g1.rate_factor, g1.peak_fractions, g1.cap_pos) != \
+            (g3.name, g3.compute_path, g3.rate_factor, g3.peak_fractions, g3.cap_pos) or g2.name != g1.name:
+        return f"its groups differ between batches {b[0]} and {b[2]}"
+    if [p for p, _ in g1.alu] != [p for p, _ in g2.alu] or [p for p, _ in g1.alu] != [p for p, _ in g3.alu]:
+        return f"{g1.name}: its pipelined instructions differ between batches"
+    if len(g1.gemms) != len(g2.gemms) or len(g1.gemms) != len(g3.gemms):
+        return f"{g1.name}: its GEMMs differ between batches"
+    lines = []
+    for f in GROUP_FIELDS:
+        line = _line(getattr(g1, f), getattr(g2, f), b[0], b[1])
+        if _off(line, b[2], getattr(g3, f)):
+            return f"{g1.name}: {f} is not affine in the batch"
+        lines.append(line)
+    alu = []
+    for (_, y1), (_, y2), (_, y3) in zip(g1.alu, g2.alu, g3.alu):
+        line = _line(y1, y2, b[0], b[1])
+        if _off(line, b[2], y3):
+            return f"{g1.name}: its pipelined instructions are not affine in the batch"
+        alu.append(line)
+    gemms = []
+    for (m1, n1, k1, c1), (m2, n2, k2, c2), (m3, n3, k3, c3) in zip(g1.gemms, g2.gemms, g3.gemms):
+        slope, left = divmod(m2 - m1, b[1] - b[0])
+        if left or (n1, k1, c1) != (n2, k2, c2) or (n1, k1, c1) != (n3, k3, c3) \
+                or m1 - slope * b[0] + slope * b[2] != m3:
+            return f"{g1.name}: a GEMM's rows are not affine in the batch"
+        gemms.append((m1 - slope * b[0], slope, n1, k1, c1))
+    return AffineGroup(g1, tuple(lines), tuple(alu), tuple(gemms))
+
+
+def _affine_phase(p1: Phase, p2: Phase, p3: Phase, b: tuple[int, int, int]) -> AffinePhase | str:
+    if p1.comm or p3.comm:
+        return f"{p1.name}: collectives (NCCL's protocol is picked per call size)"
+    if (p1.name, p1.kernels, p1.steps, p1.p0, p1.host_rounds, len(p1.groups)) != \
+            (p3.name, p3.kernels, p3.steps, p3.p0, p3.host_rounds, len(p3.groups)) or len(p2.groups) != len(p1.groups):
+        return f"{p1.name}: its steps or groups differ between batches"
+    groups = []
+    for g1, g2, g3 in zip(p1.groups, p2.groups, p3.groups):
+        g = _affine_group(g1, g2, g3, b)
+        if isinstance(g, str):
+            return f"{p1.name}: {g}"
+        groups.append(g)
+    lines = []
+    for f in PHASE_FIELDS:
+        line = _line(getattr(p1, f), getattr(p2, f), b[0], b[1])
+        if _off(line, b[2], getattr(p3, f)):
+            return f"{p1.name}: {f} is not affine in the batch"
+        lines.append(line)
+    return AffinePhase(p1, tuple(groups), tuple(lines))
+
+
+@lru_cache(maxsize=1024)
+def affine_work(m: ModelProfile, w: Workload, s: Setup, n_gpus: int) -> AffineWork:
+    """One pass of job `w` (its shape: the size plays no part) as functions of the batch, from the model's own work
+    at three batches above the floor (phases.job_passes, one full pass of each)."""
+    floor = max(AFFINE_FROM, s.gemv_tokens)
+    b = tuple(floor + k for k in PROBE_STEPS)
+    probes = [tuple(ph for ph, _ in job_passes(m, w, s, x, x, n_gpus)) for x in b]
+    if len({len(p) for p in probes}) != 1:
+        return AffineWork((), floor, "its phases differ between batches")
+    phases = []
+    for p1, p2, p3 in zip(*probes):
+        ph = _affine_phase(p1, p2, p3, b)
+        if isinstance(ph, str):
+            return AffineWork((), floor, ph)
+        phases.append(ph)
+    return AffineWork(tuple(phases), floor, "", _flat(tuple(phases)))
+
+
+def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
+    """What pass_table needs of one GPU under one runtime for `work`, flat: bytes/s, on a GPU (1/0), SMs, the
+    runtime's kernels per fused kernel, launch and host seconds per kernel, whether kernels' own latencies count
+    (roofline.kernel_latency_s); per phase its serial host seconds per pass (roofline.step_host_seconds); per group
+    its FLOP/s before the GEMM shape (roofline._flops_s_tiled's factors), then per group whether the shape applies (0:
+    no GEMMs, no SM count, or a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A
+    rate of 0 (no such path here) is written as infinite: pass_table then charges its work 0 s, as roofline does."""
+    out = [gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency, float(gpu.kind != "cpu"), float(gpu.sm_count),
+           eff.kernels_per_layer_factor, eff.launch_overhead_us * 1e-6, eff.host_us_per_kernel * 1e-6,
+           kernel_latency_s(_ONE_LATENCY, gpu)]
+    out += [step_host_seconds(ap.phase, eff) if eff.step_host_us else 0.0 for ap in work.phases]
+    cc = gpu.compute_capability
+    shaped, alu = [], []
+    for ap in work.phases:
+        for ag in ap.groups:
+            g = ag.group
+            fraction = next((f for major, f in g.peak_fractions if cc and major == cc[0]), 0.0)
+            if fraction:
+                out.append(gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction)
+            else:
+                factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
+                out.append(gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * g.rate_factor)
+            shaped.append(0.0 if fraction or not ag.gemms or gpu.sm_count <= 0 else 1.0)
+            for path, _ in g.alu:
+                factor = 1.0 if path == ALU_PATH else eff.compute_efficiency
+                alu.append(gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * factor)
+    return np.array([r if i < 7 + len(work.phases) or r else math.inf for i, r in enumerate(out)] + shaped
+                    + [r or math.inf for r in alu])
+
+
+def _quantized(m: np.ndarray, cols: np.ndarray, k_steps: np.ndarray, sms: np.ndarray, safe: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """gemm.gemm_efficiency's tiles on arrays (broadcast): (rows padded to whole tiles, work units (tiles x split-K
+    slices), the SM slots of the waves they take), for rows `m`, column tiles `cols`, K steps `k_steps` (K //
+    TILE_K), SMs `sms` (`safe`: at least 1)."""
+    tm = np.minimum(np.maximum(np.ldexp(1.0, np.frexp(np.maximum(m, 1.0) - 1.0)[1]), MMA_ROWS), TILE_M)
+    rows = np.ceil(m / tm)
+    tiles = rows * cols
+    slices = np.where(tiles < sms, np.maximum(1.0, np.minimum(np.floor(safe / tiles), k_steps)), 1.0)
+    units = tiles * slices
+    return rows * tm, units, np.ceil(units / safe) * safe
+
+
+def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, sms: np.ndarray) -> np.ndarray:
+    """gemm.gemm_efficiency on arrays (broadcast) of rows `m`, N, K and SM counts `sms` (float64, whole numbers)."""
+    cols = np.ceil(n / TILE_N)
+    padded, units, slots = _quantized(m, cols, np.floor(k / TILE_K), sms, np.maximum(sms, 1.0))
+    return np.where(sms > 0, m * n * units / (padded * cols * TILE_N * slots), 1.0)
+
+
+def _sum_affine(a, b, p0, n):
+    return n * a + b * (n * p0 + n * (n - 1) / 2)
+
+
+def sum_max_affine(c0, c1, m0, m1, p0, n) -> tuple[np.ndarray, np.ndarray]:
+    """roofline.sum_max_affine on arrays (broadcast; n >= 1): (total, the compute-bound part)."""
+    d0, d1 = c0 - m0, c1 - m1
+    first, last = d0 + d1 * p0, d0 + d1 * (p0 + n - 1)
+    span = n * p0 + n * (n - 1) / 2  # _sum_affine's, once for both sums
+    comp_all, mem_all = n * c0 + c1 * span, n * m0 + m1 * span
+    lead = first >= 0
+    mixed = lead != (last >= 0)
+    if not mixed.any():
+        return np.where(lead, comp_all, mem_all), np.where(lead, comp_all, 0.0)
+    cross = -d0 / np.where(mixed, d1, 1.0)
+    up = d1 > 0
+    k = np.where(up, np.ceil(cross) - p0, np.floor(cross) - p0 + 1)
+    k = np.where(mixed, np.clip(k, 0, n), 0.0)
+    head_c, tail_c = _sum_affine(c0, c1, p0, k), _sum_affine(c0, c1, p0 + k, n - k)
+    head_m, tail_m = _sum_affine(m0, m1, p0, k), _sum_affine(m0, m1, p0 + k, n - k)
+    total = np.where(mixed, np.where(up, head_m + tail_c, tail_m + head_c), np.where(first >= 0, comp_all, mem_all))
+    comp = np.where(mixed, np.where(up, tail_c, head_c), np.where(first >= 0, comp_all, 0.0))
+    return total, comp
+
+
+def _sum_capped(c0, c1, m0, m1, cap: int, p0: int, n: int):
+    """roofline._sum_terms of one group capped at position `cap` (rows: the GPUs and batches)."""
+    total = comp = 0.0
+    for start, steps, flat in position_spans(cap, p0, n):
+        t, c = (sum_max_affine(c0 + c1 * cap, 0.0, m0 + m1 * cap, 0.0, start, steps) if flat
+                else sum_max_affine(c0, c1, m0, m1, start, steps))
+        total, comp = total + t, comp + c
+    return total, comp
+
+
+def overlapped_seconds(c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """gemm.overlapped_seconds on arrays."""
+    big, small = np.maximum(c, m), np.minimum(c, m)
+    ratio = small / np.maximum(big, _TINY)
+    return np.where(small <= 0.0, big, big * (1.0 + ratio ** OVERLAP_EXPONENT) ** (1.0 / OVERLAP_EXPONENT))
+
+
+def pass_table(works: list[AffineWork], which: list[int], batches: list[int], consts: list[np.ndarray]
+               ) -> tuple[list, list]:
+    """(seconds of one pass of each phase, rows x P; its split, rows x P x 4 in roofline.LIMITS' order) for each row:
+    batch batches[i] of works[which[i]] (works of one Flat.key) on the GPU whose gpu_constants are consts[i]
+    (roofline.pass_seconds and phase_split).
+    A FLOP rate of 0 (no such path on the GPU, or a group without FLOPs) is infinite here: its compute takes 0 s, as
+    roofline's 'if flops_s else 0.0' has it."""
+    fl = works[0].flat if len(works) == 1 else _stacked(works, np.array(which))
+    n_phases, n_groups = fl.phase_of.shape
+    b = np.array(batches, dtype=np.float64).reshape(1, -1)
+    c = np.array(consts, dtype=np.float64).T  # (columns, rows)
+    bw, on_gpu, sms, kpl, launch_s, host_s, latency_on = c[:7]
+    step_host = c[7:7 + n_phases]
+    rate = c[7 + n_phases:7 + n_phases + n_groups]
+    flops, nbytes = fl.lines[0:4:2] + fl.lines[1:4:2] * b  # a + c x b of both at once
+    if fl.gemm_of.shape[1]:
+        shaped = c[7 + n_phases + n_groups:7 + n_phases + 2 * n_groups] > 0
+        m = fl.gemm_lines[0] + fl.gemm_lines[1] * b
+        padded, units, slots = _quantized(m, fl.gemm_cols, fl.gemm_k_steps, sms, np.maximum(sms, 1.0))
+        # each GEMM's FLOPs / its efficiency: m n k count x padded cols TILE_N slots / (m n units); where a group's
+        # shape does not apply (no GEMMs, no SM count, a kernel's own rate) the figure is masked
+        work_g = fl.gemm_of @ (m * fl.gemm_size)
+        time_g = fl.gemm_of @ (padded * fl.gemm_padded_size * slots / units)
+        rate = rate * np.where(shaped, work_g / np.maximum(time_g, _TINY), 1.0)
+        tiled = ((fl.gemm_of @ (m >= MMA_ROWS)) > 0) & (on_gpu > 0)
+        if not fl.all_flops:
+            tiled &= fl.has_flops
+    else:
+        tiled = np.zeros(rate.shape, dtype=bool)
+    if not fl.all_flops:
+        rate = np.where(fl.has_flops, rate, np.inf)
+    c0, m0 = flops / rate, nbytes / bw
+    if fl.alu_of.shape[1]:
+        alu = c[7 + n_phases + 2 * n_groups:]
+        alu_s = fl.alu_of @ ((fl.alu_lines[0] + fl.alu_lines[1] * b) / alu)
+        c0 = np.where(fl.has_alu, np.maximum(c0, alu_s), c0)
+    # position-independent groups: every step the same, tiled GEMMs overlapping in part
+    total = np.where(tiled, overlapped_seconds(c0, m0), np.maximum(c0, m0)) * fl.steps
+    comp = np.where(c0 >= m0, total, 0.0)
+    pos = fl.positional
+    if pos.size:
+        PL = fl.pos_lines
+        fpp, bpp = PL[0::2] + PL[1::2] * b
+        c1, m1 = fpp / rate[pos], bpp / bw
+        t, cb = sum_max_affine(c0[pos], c1, m0[pos], m1, fl.pos_p0, fl.pos_steps)
+        for i, j, cap in fl.capped:
+            t[i], cb[i] = _sum_capped(c0[j], c1[i], m0[j], m1[i], cap, int(fl.p0[j, 0]), int(fl.steps[j, 0]))
+        total[pos], comp[pos] = t, cb
+    groups_s, comp_s = fl.phase_of @ total, fl.phase_of @ comp
+    launches, host_kernels, latency = fl.phase_lines[0::2] + fl.phase_lines[1::2] * b
+    fused = fl.phase_kernels * kpl
+    overhead = fl.phase_steps * (fused + launches) * launch_s
+    host = fl.phase_steps * (fused + host_kernels) * host_s
+    latency_s = fl.phase_steps * latency * latency_on
+    busy = groups_s + overhead + latency_s
+    seconds = np.maximum(busy, host) + step_host
+    split = np.empty((b.shape[1], n_phases, 4))
+    split[:, :, 0], split[:, :, 1] = comp_s.T, (groups_s - comp_s).T
+    split[:, :, 2] = (overhead + latency_s + np.maximum(0.0, host - busy) + step_host).T
+    split[:, :, 3] = 0.0
+    return seconds.T.tolist(), split.tolist()
