@@ -172,9 +172,6 @@ class RuntimeProfile:
     # reads the cache `heads / kv_heads` times over (Setup.kv_repeat); empty: the kernel reads the KV heads as cached
     kv_heads_repeated_on: tuple[str, ...] = ()
     kv_heads_repeated_source: str = ""
-    # the runtime's own all-reduce kernels for small tensor-parallel messages over NVLink (data/custom_allreduce.yaml);
-    # None: every collective through NCCL
-    custom_allreduce: CustomAllReduce | None = None
     # the only precisions (data/precisions.yaml ids) it runs, with why; () = any (AutoAWQ: its own checkpoints)
     precisions: tuple[str, ...] = ()
     precisions_source: str = ""
@@ -182,6 +179,9 @@ class RuntimeProfile:
     # run at GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
     fp16_accumulate: bool = False
     fp16_accumulate_source: str = ""
+    # the runtime's own all-reduce kernels for small tensor-parallel messages over NVLink (data/custom_allreduce.yaml);
+    # None: every collective through NCCL
+    custom_allreduce: CustomAllReduce | None = None
 
     def fixed(self) -> tuple[str, ...]:
         """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
