@@ -18,14 +18,14 @@ from planner.engine.feasibility import (Reason, attention_on, build_reasons, con
                                         precision_on, support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
-from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
+from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, check_runtime, pinned_builds, resolve_setup
 from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
 from planner.inputs.builds import Build, BuildMatrix
 from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import AUTO_SHARDING, ZERO_STAGES, Generate, Infer, Train, Workload
 from planner.inputs.precisions import EXPERTS_SCOPE, AttentionBackend
-from planner.inputs.runtimes import Efficiency
+from planner.inputs.runtimes import Efficiency, Training
 from planner.inputs.work import Setup
 
 EfficiencyAdjust = Callable[[GPU, Efficiency], Efficiency]
@@ -265,6 +265,8 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
     reasons += notes
+    if isinstance(w, Train) and plan.gpus > 1:  # the runtime's own overlap for this layout (its training block)
+        eff = eff.for_layout(w.sharding, m.shard_units)
     usable = usable_gb(gpu, plan.memory_target)
     at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
     per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
@@ -373,13 +375,14 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
                      _split_of=partial(_split_of, f, entries, passes))
 
 
-def _layouts(plan: Plan) -> tuple[Plan, ...]:
-    """The plans an auto-sharded training plan chooses among: each concrete layout of jobs.ZERO_STAGES in order of
-    stage (DDP on one GPU, where nothing is partitioned); () for any other plan."""
+def _layouts(plan: Plan, training: Training | None) -> tuple[Plan, ...]:
+    """The plans an auto-sharded training plan chooses among: each concrete layout of jobs.ZERO_STAGES that the
+    runtime runs (its `training` block; every one without it), in order of stage (DDP on one GPU, where nothing is
+    partitioned); () for any other plan."""
     w = plan.workload
     if not isinstance(w, Train) or w.sharding != AUTO_SHARDING:
         return ()
-    names = tuple(ZERO_STAGES) if plan.gpus > 1 else ("ddp",)
+    names = (training.shardings() if training else tuple(ZERO_STAGES)) if plan.gpus > 1 else ("ddp",)
     return tuple(replace(plan, workload=replace(w, sharding=name)) for name in names)
 
 
@@ -421,7 +424,7 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
     builds (the GPU's build notes; none without a matrix). Training with sharding auto: each layout, the cheapest
     that fits (_pick_layout)."""
-    layouts = _layouts(plan)
+    layouts = _layouts(plan, efficiency.training)
     if layouts:
         return _pick_layout(plan, [estimate_on(p, gpu, setup, efficiency, prices, builds, fallback, pinned)
                                    for p in layouts])
@@ -512,7 +515,8 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. Each estimate
     equals estimate_gpu's (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
-    layouts = _layouts(plan)
+    check_runtime(plan, facts.runtimes)
+    layouts = _layouts(plan, facts.runtimes.get(plan.runtime).training)
     if layouts:  # sharding auto: each layout swept, the cheapest that fits per GPU (as estimate_on)
         gpus = list(gpus)
         per_layout = [estimate_many(p, gpus, facts, adjust) for p in layouts]

@@ -112,8 +112,9 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"})
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
-                      f"({e.efficiency.dp_comm_overlap:g} overlap, data/runtimes.yaml)" if ph.comm_hidden_s else
-                      "; not overlapped with compute")
+                      f"({overlap_text(e)})" if ph.comm_hidden_s else
+                      f"; not overlapped with compute ({overlap_text(e)})" if ph.name == "train micro-step"
+                      else "; not overlapped with compute")
             rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
                          "time s": ph.comm_s * ph.passes, "limited by": "communication",
@@ -123,6 +124,21 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
                                     + hidden})
     return rows
+
+
+def overlap_text(e: Estimate) -> str:
+    """Where the share of data-parallel collectives that may hide under compute comes from: the runtime's schedule
+    for the plan's layout (its training block) or its one overlap figure."""
+    eff, w = e.efficiency, e.plan.workload
+    t = eff.training
+    sharding = getattr(w, "sharding", "")
+    layout = "ddp" if e.parallelism == "data" else e.parallelism
+    if t is not None and layout in dict(t.overlap):
+        exposed = (f", less {t.exposed_layers:g} of {e.plan.model.shard_units} layers' collectives left exposed"
+                   if t.exposed_layers else "")
+        return (f"{eff.dp_comm_overlap:.3g} may overlap: {eff.runtime}'s {layout} schedule "
+                f"{dict(t.overlap)[layout]:g}{exposed}; data/runtimes.yaml training.overlap: {t.overlap_source}")
+    return f"{eff.dp_comm_overlap:g} overlap{f' under {sharding}' if sharding else ''}, data/runtimes.yaml"
 
 
 def step_time_tables(e: Estimate) -> tuple[list[dict], list[dict]]:
