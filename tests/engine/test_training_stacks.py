@@ -2,6 +2,8 @@
 sharding auto chooses among the runtime's own layouts; each layout's data-parallel collectives hide as its runtime's
 documented schedule says (data/runtimes.yaml training blocks)."""
 
+import json
+
 import pytest
 
 from planner.engine.estimate import estimate_all, estimate_gpu
@@ -72,3 +74,11 @@ def test_megatron_leaves_one_of_32_layers_collectives_exposed():
     ph = _micro_step(estimate_gpu(_train("megatron-lm", "fsdp"), A100, FACTS))
     assert ph.comm_s == pytest.approx((ph.comm_s + ph.comm_hidden_s) / 32)
 
+
+
+def test_planner_runtimes_lists_each_stacks_jobs_layouts_and_overlap():
+    res = run("runtimes", "--format", "json")
+    rows = {r["id"]: r for r in json.loads(res.stdout)}
+    assert res.returncode == 0 and rows["vllm"]["jobs"] == "generate,infer" and rows["vllm"]["layouts"] is None
+    assert rows["deepspeed"]["jobs"] == "train" and rows["deepspeed"]["overlap"] == "ddp 0,zero1 0,zero2 0,fsdp 1"
+    assert rows["megatron-lm"]["layouts"] == "ddp,zero1,fsdp,tp,pp,cp" and rows["megatron-lm"]["exposed_layers"] == 1
