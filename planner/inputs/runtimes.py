@@ -207,11 +207,17 @@ class RuntimeProfile:
     jobs_source: str = ""
     training: Training | None = None  # how it trains (None: it does not, or trains as DDP/FSDP with dp_comm_overlap)
 
-    def refuses(self, job: str, sharding: str | None = None, gpus: int = 1) -> str:
-        """Why this runtime cannot run a `job` (with `sharding` over `gpus` GPUs when training), '' when it can."""
+    def refuses(self, job: str, sharding: str | None = None, gpus: int = 1, model_parallel: tuple[str, ...] = ()
+                ) -> str:
+        """Why this runtime cannot run a `job` (with `sharding` over `gpus` GPUs when training, splitting the model
+        along `model_parallel`: names among tp, pp, cp), '' when it can."""
         if job not in self.jobs:
             return f"runtime {self.id}: {self.name} runs {' and '.join(self.jobs)} jobs, not {job}"
         t = self.training
+        lacking = [name for name in model_parallel if t and name not in t.layouts]
+        if job == "train" and lacking:
+            return (f"layout: runtime {self.id} has no {' or '.join(lacking)} parallelism (its layouts: "
+                    f"{', '.join(t.layouts)}); choose a runtime that has, or a layout without it")
         if job == "train" and sharding and gpus > 1 and t and sharding in SHARDING_LAYOUTS and not t.runs(sharding):
             return (f"sharding {sharding}: runtime {self.id} does not run it (its layouts: {', '.join(t.layouts)}); "
                     f"choose sharding {', '.join(t.shardings() + ('auto',))}")

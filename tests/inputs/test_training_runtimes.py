@@ -94,3 +94,14 @@ def test_a_record_without_jobs_runs_every_job(tmp_path):
     path.write_text(BASE)
     r = load_runtimes(path).get("x")
     assert r.jobs == ("generate", "infer", "train") and r.training is None and r.refuses("train", "zero2", 8) == ""
+
+
+def test_a_model_parallel_split_the_stack_lacks_is_refused_naming_it():
+    """DeepSpeed declares tensor and pipeline parallel but not context parallel; Megatron declares all three."""
+    rts = load_runtimes()
+    assert rts.get("deepspeed").refuses("train", "zero1", 16, ("tp", "pp")) == ""
+    why = rts.get("deepspeed").refuses("train", "zero1", 16, ("tp", "cp"))
+    assert why.startswith("layout: runtime deepspeed has no cp parallelism")
+    assert rts.get("megatron-lm").refuses("train", "fsdp", 64, ("tp", "pp", "cp")) == ""
+    assert rts.get("hf-accelerate-fsdp").refuses("train", "fsdp", 16, ("tp", "pp")).startswith(
+        "layout: runtime hf-accelerate-fsdp has no tp or pp parallelism")
