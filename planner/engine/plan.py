@@ -81,7 +81,7 @@ def check_runtime(plan: Plan, runtimes: Runtimes) -> None:
     to train, a training stack asked to generate), or a training sharding it does not support (raises ValueError
     naming the field)."""
     w = plan.workload
-    why = runtimes.get(plan.runtime).refuses(w.kind, getattr(w, "sharding", None), plan.gpus)
+    why = runtimes.get(plan.runtime).refuses(w.kind, w.sharding if isinstance(w, Train) else None, plan.gpus)
     if why and w.kind not in runtimes.get(plan.runtime).jobs:
         others = [r.id for r in runtimes.runtimes if w.kind in r.jobs]
         why += f": choose one that does ({', '.join(others)})"

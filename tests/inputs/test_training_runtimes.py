@@ -5,7 +5,8 @@ import pytest
 
 from planner.base.schema import DataFileError
 from planner.engine.phases import FSDP_COLLECTIVES_PER_STEP
-from planner.inputs.runtimes import TRAIN_LAYOUTS, load_runtimes
+from planner.inputs.jobs import ZERO_STAGES
+from planner.inputs.runtimes import SHARDING_LAYOUTS, TRAIN_LAYOUTS, load_runtimes
 
 TRAINING_STACKS = ("megatron-lm", "torchtitan", "deepspeed", "hf-accelerate-fsdp", "maxtext")
 BASE = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
@@ -78,6 +79,7 @@ def test_accelerate_fsdp_exposes_the_backward_gather_without_prefetch():
     (TRAINING.format(layouts="[ddp]", overlap="{fsdp: 1.0}"), "fsdp"),
     (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.5}"), "ddp"),
     (TRAINING.format(layouts="[ddp]", overlap="{tp: 1.0}"), "tp"),
+    (TRAINING.format(layouts="[ddp, zero3]", overlap="{ddp: 1.0}"), "overlap"),  # zero3 runs fsdp: no figure
     ("    jobs: [generate]\n    jobs_source: s\n" + TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}"),
      "training"),
 ])
@@ -105,3 +107,8 @@ def test_a_model_parallel_split_the_stack_lacks_is_refused_naming_it():
     assert rts.get("megatron-lm").refuses("train", "fsdp", 64, ("tp", "pp", "cp")) == ""
     assert rts.get("hf-accelerate-fsdp").refuses("train", "fsdp", 16, ("tp", "pp")).startswith(
         "layout: runtime hf-accelerate-fsdp has no tp or pp parallelism")
+
+
+def test_every_timed_sharding_maps_to_declared_layouts():
+    assert set(SHARDING_LAYOUTS) == set(ZERO_STAGES)
+    assert all(set(names) <= set(TRAIN_LAYOUTS) for names in SHARDING_LAYOUTS.values())
