@@ -63,7 +63,7 @@ def test_manual_attention_has_no_kernel_rate_in_either_pass():
 
 def test_explain_names_the_backward_rate():
     text = _groups()["attention backward"].formula
-    assert "x 2.5 (the backward: 2.5x the forward's FLOPs, QK^T recomputed)" in text
+    assert "x 2.5 (the backward: 2.5x the forward's FLOPs, QK^T recomputed inside the kernel" in text
     assert "FlashAttention-2's backward is published = datasheet peak x its fraction (SM 8.x 0.52, SM 9.x 0.31)" in text
 
 

@@ -136,7 +136,9 @@ def train_attention_text(s: Setup, manual: bool, passes: float, bwd: float | Non
     """A training step's attention forward (bwd None: `passes` forwards, 2 with a recomputation) or backward (`bwd`
     times the forward's FLOPs; Q, K, V, O read and their gradients written: 2x the forward's bytes)."""
     what = (f"{passes:g} (forward{' + its recomputation' if passes > 1 else ''})" if bwd is None else
-            f"{bwd:g} (the backward: {bwd:g}x the forward's FLOPs{', QK^T recomputed' if not manual else ''})")
+            f"{bwd:g} (the backward: {bwd:g}x the forward's FLOPs"
+            + (", QK^T recomputed inside the kernel, as selective recomputation would (Korthikanti et al. 2022): "
+               "no scores are stored" if not manual else "") + ")")
     qkvo = f"Q,K,V,O x {passes:g}" if bwd is None else "Q,K,V,O and their gradients"
     return (f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x {what}; "
             f"bytes = {qkvo}" + (f" + {score_words}" + (" + dropout on the probabilities" if dropout else "")
