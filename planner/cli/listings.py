@@ -1,5 +1,5 @@
-"""`planner gpus`, `planner models` and `planner backends`: the catalog, the model presets and the attention
-backends per GPU architecture."""
+"""`planner gpus`, `planner models`, `planner runtimes` and `planner backends`: the catalog, the model presets, the
+runtimes and the attention backends per GPU architecture."""
 
 from __future__ import annotations
 
@@ -50,5 +50,20 @@ def cmd_models(a: argparse.Namespace) -> int:
     rows = [{"id": m.id, "name": m.name, "kind": m.kind, "params": m.params, "active_params": m.active_params,
              **m.listing()}
             for m in load_models().models]
+    print(emit(rows, a.format))
+    return 0
+
+
+def cmd_runtimes(a: argparse.Namespace) -> int:
+    """Each runtime: the jobs it runs, whether it fuses elementwise chains, and for training its layouts and the
+    share of each layout's data-parallel collectives its documented schedule overlaps."""
+    rows = []
+    for r in load_facts().runtimes.runtimes:
+        t = r.training
+        rows.append({"id": r.id, "name": r.name.split(" (")[0], "jobs": ",".join(r.jobs),
+                     "fuses_elementwise": r.fuses_elementwise,
+                     "layouts": ",".join(t.layouts) if t else None,
+                     "overlap": ",".join(f"{k} {v:g}" for k, v in t.overlap) if t else None,
+                     "exposed_layers": t.exposed_layers if t and t.exposed_layers else None})
     print(emit(rows, a.format))
     return 0

@@ -26,6 +26,7 @@ COMMANDS = {
     "estimate": ("planner.cli.estimate", "cmd_estimate"),
     "gpus": ("planner.cli.listings", "cmd_gpus"),
     "models": ("planner.cli.listings", "cmd_models"),
+    "runtimes": ("planner.cli.listings", "cmd_runtimes"),
     "backends": ("planner.cli.listings", "cmd_backends"),
     "serve": ("planner.cli.serve", "cmd_serve"),
     "launch": ("planner.cli.launch", "cmd_launch"),
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _formatted(sub, "gpus", "list the GPU catalog (--include-cpu: and the CPU devices)")
     p.add_argument("--include-cpu", action="store_true", help="also list the CPU devices of data/cpus.yaml")
     _formatted(sub, "models", "list model presets")
+    _formatted(sub, "runtimes", "list the runtimes (data/runtimes.yaml): the jobs each runs, and for training its "
+               "layouts and the share of data-parallel collectives it overlaps per layout")
     p = _formatted(sub, "backends", "attention backends per GPU architecture (which kernel each compute "
                    "capability gets, O(S) or O(S^2) memory, speed vs FlashAttention-2)")
     p.add_argument("--precision", default="fp16", help="the plan's precision: attention runs in its activation dtype")

@@ -7,11 +7,12 @@ import argparse
 import json
 from datetime import date
 
-from planner.validation import loso, measured, predict_first
+from planner.validation import loso, measured, predict_first, train_buckets
 from planner.validation.uncertainty import MAX_BIAS_PCT, band_levels, coverage, write_uncertainty
 from planner.views.charts import validation_chart
 from planner.views.report import (coverage_rows, csv_text, emit, fmt, loso_rows, prediction_first_text, text_table,
-                                  validation_headline_text, validation_rows, validation_summary_text)
+                                  train_bucket_text, validation_headline_text, validation_rows,
+                                  validation_summary_text)
 
 
 def _ratio_pairs(ratios: list) -> list[dict]:
@@ -71,11 +72,13 @@ def cmd_validate(a: argparse.Namespace) -> int:
     first_cover = coverage(residuals, lambda r: r.source, levels, predicted_first)
     report = measured.run_validation(a.measurements, priors=True)
     rows = validation_rows(report)
+    buckets = train_buckets.bucket_summary(train_buckets.train_scores(held_out, a.measurements))
     if a.format == "json":
         print(json.dumps({"prediction_first": first, "leave_one_source_out": summary,
                           "speedup_ratios": loso.ratio_summary(ratios),
                           "speedup_pairs": _ratio_pairs(ratios), "band_coverage": coverage_rows(cover, levels),
                           "band_coverage_predicted_first": coverage_rows(first_cover, levels),
+                          "training_by_gpu_count": buckets,
                           "rows": rows, "summary": report.summary("test") + report.summary("tune")}, indent=2))
     elif a.format == "csv":
         print(csv_text(rows), end="")
@@ -91,6 +94,8 @@ def cmd_validate(a: argparse.Namespace) -> int:
         print()
         print(validation_headline_text(summary, loso.ratio_summary(ratios), cover, levels, MAX_BIAS_PCT,
                                        loso.RATIO_TARGET_PCT, first_cover))
+        print()
+        print(train_bucket_text(buckets, train_buckets.TARGET_APE_PCT, train_buckets.TARGET_BIAS_PCT))
     if a.plot:
         validation_chart(report).save(a.plot)
         print(f"\nplot written to {a.plot}")

@@ -21,7 +21,7 @@ from planner.engine.feasibility import (Reason, attention_on, build_reasons, con
                                         precision_on, support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
-from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, pinned_builds, resolve_setup
+from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, check_runtime, pinned_builds, resolve_setup
 from planner.engine.roofline import LIMITS, PhaseTime, pass_seconds, phase_split, time_phase, work_split
 from planner.engine.train_layout import SPLIT_SHARDINGS, layout_candidates, layout_words
 from planner.inputs.builds import Build, BuildMatrix
@@ -29,7 +29,7 @@ from planner.inputs.catalog import GPU, PRICE_TIERS, Price
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import AUTO_SHARDING, ZERO_STAGES, Generate, Infer, Train, Workload
 from planner.inputs.precisions import EXPERTS_SCOPE, AttentionBackend
-from planner.inputs.runtimes import Efficiency
+from planner.inputs.runtimes import Efficiency, Training
 from planner.inputs.work import Setup
 
 EfficiencyAdjust = Callable[[GPU, Efficiency], Efficiency]
@@ -361,6 +361,8 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
     reasons += notes
+    if isinstance(w, Train) and plan.gpus > 1:  # the runtime's own overlap for this layout (its training block)
+        eff = eff.for_layout(w.sharding, m.shard_units)
     usable = usable_gb(gpu, plan.memory_target)
     at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
     per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
@@ -513,27 +515,32 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
                   partial(_split_of, f, entries, [n for _, n in passes]))
 
 
-def _layouts(plan: Plan) -> tuple[Plan, ...]:
-    """The plans an auto training plan chooses among: with sharding auto each concrete sharding of jobs.ZERO_STAGES
-    in order of stage (DDP where nothing is partitioned); with layout auto each model-parallel layout of
-    train_layout.layout_candidates, split ones only with zero1 or fsdp when the sharding is auto too (Megatron-LM's
-    distributed optimizer, TorchTitan's FSDP); () for any other plan."""
+def _layouts(plan: Plan, training: Training | None) -> tuple[Plan, ...]:
+    """The plans an auto training plan chooses among, among what the runtime runs (its `training` block; every one
+    without it): with sharding auto each concrete sharding of jobs.ZERO_STAGES in order of stage (DDP where nothing
+    is partitioned); with layout auto each model-parallel layout of train_layout.layout_candidates whose parts the
+    runtime has, split ones only with zero1 or fsdp when the sharding is auto too (Megatron-LM's distributed
+    optimizer, TorchTitan's FSDP); () for any other plan."""
     w = plan.workload
     if not isinstance(w, Train) or (w.sharding != AUTO_SHARDING and not w.layout.auto):
         return ()
+    runs = training.shardings() if training else tuple(ZERO_STAGES)
     out = []
     for lay in layout_candidates(plan.model, w.input_size, plan.gpus) if w.layout.auto else (w.layout,):
+        if w.layout.auto and training and any(p not in training.layouts for p in lay.parts()):
+            continue  # the runtime has no such parallelism (check_runtime names it for a layout the user gave)
         dp = plan.gpus // lay.model_parallel
         if w.sharding != AUTO_SHARDING:
             names = (w.sharding,) if dp > 1 or ZERO_STAGES.get(w.sharding) not in (1, 2) else ()
         else:
-            names = ("ddp",) if dp == 1 else SPLIT_SHARDINGS if lay.splits and w.layout.auto else tuple(ZERO_STAGES)
+            names = ("ddp",) if dp == 1 else tuple(
+                n for n in (SPLIT_SHARDINGS if lay.splits and w.layout.auto else tuple(ZERO_STAGES)) if n in runs)
         if w.global_batch and w.global_batch % ((plan.batch or 1) * dp):
             continue  # its data-parallel ranks do not divide the global batch (check_layout would refuse it)
         out += [replace(plan, workload=replace(w, sharding=name, layout=lay)) for name in names]
     if not out:
         raise ValueError(f"global batch {w.global_batch:,} is not a multiple of micro-batch {plan.batch or 1} x the "
-                         "data-parallel ranks of any layout: make it a multiple of the GPUs per job")
+                         "data-parallel ranks of any layout the runtime runs: make it a multiple of the GPUs per job")
     return tuple(out)
 
 
@@ -587,7 +594,7 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
     runtime's efficiency on this GPU, its prices per tier, and the PyTorch build matrix with the plan's pinned
     builds (the GPU's build notes; none without a matrix). Training with sharding auto: each layout, the cheapest
     that fits (_pick_layout)."""
-    layouts = _layouts(plan)
+    layouts = _layouts(plan, efficiency.training)
     if layouts:
         return _pick_layout(plan, [estimate_on(p, gpu, setup, efficiency, prices, builds, fallback, pinned)
                                    for p in layouts])
@@ -683,7 +690,8 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     CLI estimate does not), timing every pass it covers on arrays (_swept); None: every pass timed one by one. Each
     estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py)."""
     check_plan(plan)
-    layouts = _layouts(plan)
+    check_runtime(plan, facts.runtimes)
+    layouts = _layouts(plan, facts.runtimes.get(plan.runtime).training)
     if layouts:  # sharding auto: each layout swept, the cheapest that fits per GPU (as estimate_on)
         gpus = list(gpus)
         per_layout = [estimate_many(p, gpus, facts, adjust, arrays) for p in layouts]

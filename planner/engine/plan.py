@@ -79,6 +79,21 @@ def _pin(builds: BuildMatrix, text: str) -> tuple[Build, ...]:
     return builds.pin(text)
 
 
+def check_runtime(plan: Plan, runtimes: Runtimes) -> None:
+    """Reject a plan its runtime cannot run, whatever the GPU: a job the runtime does not run (a serving engine asked
+    to train, a training stack asked to generate), or a training sharding or model-parallel layout it does not
+    support (raises ValueError naming the field)."""
+    w = plan.workload
+    train = isinstance(w, Train)
+    why = runtimes.get(plan.runtime).refuses(w.kind, w.sharding if train else None, plan.gpus,
+                                             w.layout.parts() if train and not w.layout.auto else ())
+    if why and w.kind not in runtimes.get(plan.runtime).jobs:
+        others = [r.id for r in runtimes.runtimes if w.kind in r.jobs]
+        why += f": choose one that does ({', '.join(others)})"
+    if why:
+        raise ValueError(why)
+
+
 def check_plan(plan: Plan) -> None:
     """Reject plans no GPU could run, with a message naming the input (raises ValueError)."""
     w, m = plan.workload, plan.model

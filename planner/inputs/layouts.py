@@ -46,6 +46,10 @@ class Layout:
         """Whether the layout splits the model or its sequences at all (otherwise: data parallel / FSDP only)."""
         return self.model_parallel > 1
 
+    def parts(self) -> tuple[str, ...]:
+        """The kinds of model parallelism it uses, as runtimes declare them: among 'tp', 'pp', 'cp'."""
+        return tuple(name for name, degree in (("tp", self.tp), ("pp", self.pp), ("cp", self.cp)) if degree > 1)
+
     def text(self) -> str:
         """The layout as parse_layout reads it back ('' for none, 'auto')."""
         if self.auto:

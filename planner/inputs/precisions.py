@@ -187,7 +187,8 @@ class KVDtype:
 
 ATTENTION_DTYPES = ("fp32", "fp16", "bf16", "fp8")  # dtypes an attention kernel may accept (tf32 runs as fp32)
 _KERNEL_FIELDS = ("min_sm", "max_sm", "max_head_dim", "dtypes", "scores_materialized", "speed_vs_fa2", "speed_source",
-                  "amd", "fraction_of_peak", "fraction_source", "decode_latency_us", "decode_latency_source")
+                  "amd", "fraction_of_peak", "fraction_source", "backward_fraction_of_peak", "backward_fraction_source",
+                  "decode_latency_us", "decode_latency_source")
 MAX_DECODE_LATENCY_US = 1000.0  # parser cap on a decode-attention call's fixed latency (the figure: the reference's)
 # Where the decode latency comes from, in the words the estimate's explanations use (its source: the reference record)
 DECODE_LATENCY_ORIGIN = "FlashAttention-2's decode kernel, timed on an H100: data/precisions.yaml"
@@ -237,6 +238,11 @@ class AttentionBackend(CachedHash):
     # where it is published, times speed_vs_fa2 (set on load, with_reference); () for kernels that materialize the
     # scores (their matmuls are GEMMs at the matmul ceiling) or without a published reference
     peak_fractions: tuple[tuple[int, float], ...] = ()
+    # the same for the training backward pass (FlashAttention-2's backward is slower than its forward): the reference
+    # record's `backward_fraction_of_peak`, and this kernel's (x speed_vs_fa2), set on load as the forward's
+    backward_reference_fraction: tuple[tuple[int, float], ...] = ()
+    backward_reference_source: str = ""
+    backward_peak_fractions: tuple[tuple[int, float], ...] = ()
     # GPU microseconds one decode-attention call (a layer's, one new token per sequence) takes beyond its bytes: the
     # reference kernel's measured latency, carried by every backend (set on load, with_reference), and its source
     decode_latency_us: float = 0.0
@@ -266,8 +272,12 @@ class AttentionBackend(CachedHash):
                           decode_latency_source=ref.decode_latency_source)
         if self.scores_materialized:
             return latency
+        scaled = lambda fractions: tuple((major, f * self.speed_vs_fa2) for major, f in fractions)  # noqa: E731
         return replace(latency, reference_fraction=ref.reference_fraction, reference_source=ref.reference_source,
-                       peak_fractions=tuple((major, f * self.speed_vs_fa2) for major, f in ref.reference_fraction))
+                       peak_fractions=scaled(ref.reference_fraction),
+                       backward_reference_fraction=ref.backward_reference_fraction,
+                       backward_reference_source=ref.backward_reference_source,
+                       backward_peak_fractions=scaled(ref.backward_reference_fraction))
 
     def peak_fraction_on(self, cc: tuple[int, int] | None) -> float:
         """peak_fractions on a GPU of compute capability `cc` (0: none known there: the matmul ceiling applies)."""
@@ -420,19 +430,36 @@ def _kernel(rec: Record, common: dict) -> AttentionBackend:
 
 def _fraction_of_peak(rec: Record) -> dict:
     """The reference kernel's optional `fraction_of_peak: {smN: fraction}` (per compute-capability major), with
-    `fraction_source`; only the reference (speed_vs_fa2 1) may give it."""
-    sub = rec.child("fraction_of_peak", required=False)
+    `fraction_source`, and `backward_fraction_of_peak` (the training backward's, same keys) with
+    `backward_fraction_source`; only the reference (speed_vs_fa2 1) may give them."""
+    out = {}
+    for field, source, key in (("fraction_of_peak", "fraction_source", "reference"),
+                               ("backward_fraction_of_peak", "backward_fraction_source", "backward_reference")):
+        fractions = _fractions(rec, field)
+        if fractions is not None:
+            out |= {f"{key}_fraction": fractions, f"{key}_source": rec.text(source)}
+    if "backward_reference_fraction" in out and "reference_fraction" not in out:
+        raise rec.fail("backward_fraction_of_peak", "given only with the forward's fraction_of_peak")
+    if "backward_reference_fraction" in out and \
+            {m for m, _ in out["backward_reference_fraction"]} != {m for m, _ in out["reference_fraction"]}:
+        raise rec.fail("backward_fraction_of_peak", "expected the same compute-capability majors as fraction_of_peak")
+    return out
+
+
+def _fractions(rec: Record, field: str) -> tuple[tuple[int, float], ...] | None:
+    """`field: {smN: fraction}` as ((N, fraction), ...) sorted, None when absent; only the reference kernel."""
+    sub = rec.child(field, required=False)
     if sub is None:
-        return {}
+        return None
     if rec.number("speed_vs_fa2", lo=0.05, hi=10) != 1:
-        raise rec.fail("fraction_of_peak", "only the reference kernel (speed_vs_fa2: 1) gives FlashAttention-2's "
-                                           "fraction of peak; the others scale it by their speed")
+        raise rec.fail(field, "only the reference kernel (speed_vs_fa2: 1) gives FlashAttention-2's "
+                              "fraction of peak; the others scale it by their speed")
     out = []
     for key in sub.data:
         if not re.fullmatch(r"sm\d{1,2}", str(key)):
             raise sub.fail(str(key), "expected a compute-capability major as smN (sm8, sm9)")
         out.append((int(str(key)[2:]), sub.number(key, lo=0.05, hi=1.0)))
-    return {"reference_fraction": tuple(sorted(out)), "reference_source": rec.text("fraction_source")}
+    return tuple(sorted(out))
 
 
 def _decode_latency(rec: Record) -> dict:

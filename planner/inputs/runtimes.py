@@ -18,6 +18,7 @@ from planner import DATA_DIR
 from planner.base.safe_parse import shown
 from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, suggest, unique_ids
 from planner.inputs.custom_allreduce import CUSTOM_ALLREDUCE_FILE, CustomAllReduce, load_custom_allreduce
+from planner.inputs.jobs import ZERO_STAGES
 
 RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
 TUNED_FILE = DATA_DIR / "runtimes_tuned.yaml"
@@ -48,6 +49,44 @@ TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": TUNED_BW_BOUNDS, "mem_bw_efficiency.g
 # kernels the way another does (launch_family) takes these from it, as tuned there.
 LAUNCH_PARAMS = ("launch_overhead_us", "host_us_per_kernel")
 MAX_TUNED_SOURCES = 200  # cap on a tuned record's list of sources (a parser cap, far above what validation/ holds)
+# The jobs a runtime may run (Workload.kind); a record without `jobs` runs all of them.
+JOB_KINDS = ("generate", "infer", "train")
+# Training layouts a runtime's `training.layouts` may declare: data parallel (ddp), ZeRO stages 1-3 (zero3 is what
+# DeepSpeed calls FSDP's full sharding), PyTorch-style FSDP, tensor (+ sequence), pipeline and context parallel. The
+# planner times ddp, zero1, zero2 and fsdp (jobs.ZERO_STAGES); tp, pp and cp are declared for the layouts other
+# parts of the planner add.
+TRAIN_LAYOUTS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tp", "pp", "cp")
+# A plan's sharding (jobs.ZERO_STAGES) and the declared layouts that run it: FSDP's full sharding is ZeRO stage 3.
+# (one entry per timed sharding: tests/inputs/test_training_runtimes.py keeps the two in step)
+SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "fsdp": ("fsdp", "zero3")}
+
+
+@dataclass(frozen=True)
+class Training:
+    """How a runtime trains (its `training` block): the layouts it supports, and per timed sharding the fraction of
+    its data-parallel collectives that may run under compute (its documented default schedule, not a fit), less the
+    `exposed_layers` layers' worth of collectives the schedule leaves exposed (the first gather or last reduce that
+    has no compute beside it)."""
+
+    layouts: tuple[str, ...]
+    layouts_source: str
+    overlap: tuple[tuple[str, float], ...]
+    overlap_source: str
+    exposed_layers: float = 0.0
+
+    def runs(self, sharding: str) -> bool:
+        """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
+        return any(layout in self.layouts for layout in SHARDING_LAYOUTS.get(sharding, (sharding,)))
+
+    def shardings(self) -> tuple[str, ...]:
+        """The timed shardings this runtime runs, in ZeRO-stage order (what sharding auto chooses among)."""
+        return tuple(name for name in ZERO_STAGES if self.runs(name))
+
+    def overlap_fraction(self, sharding: str, layers: int) -> float:
+        """Fraction of `sharding`'s data-parallel collectives that may hide under compute for a model of `layers`
+        layers (0-1): the documented fraction less the exposed layers' share."""
+        frac = dict(self.overlap).get(sharding, 0.0)
+        return max(0.0, frac * (1.0 - self.exposed_layers / max(layers, 1)))
 
 
 @dataclass(frozen=True)
@@ -81,6 +120,15 @@ class Efficiency:
     step_host_us: float = 0.0  # serial CPU time per step (see the class docstring)
     runtime: str = ""  # the id of the runtime profile these come from ('' when built by hand)
     precisions: tuple[str, ...] = ()  # the only precisions the runtime runs (RuntimeProfile.precisions); () = any
+    training: Training | None = None  # the runtime's training block (None: dp_comm_overlap for every layout)
+
+    def for_layout(self, sharding: str, layers: int) -> Efficiency:
+        """These efficiencies with the data-parallel overlap of `sharding` (a jobs.ZERO_STAGES name) for a model of
+        `layers` layers, when the runtime declares one (Training.overlap_fraction); else unchanged."""
+        t = self.training
+        if t is None or sharding not in dict(t.overlap):
+            return self
+        return replace(self, dp_comm_overlap=t.overlap_fraction(sharding, layers))
 
 
 @dataclass(frozen=True)
@@ -182,6 +230,25 @@ class RuntimeProfile:
     # the runtime's own all-reduce kernels for small tensor-parallel messages over NVLink (data/custom_allreduce.yaml);
     # None: every collective through NCCL
     custom_allreduce: CustomAllReduce | None = None
+    jobs: tuple[str, ...] = JOB_KINDS  # the jobs it runs (JOB_KINDS); the others are refused, naming the runtime
+    jobs_source: str = ""
+    training: Training | None = None  # how it trains (None: it does not, or trains as DDP/FSDP with dp_comm_overlap)
+
+    def refuses(self, job: str, sharding: str | None = None, gpus: int = 1, model_parallel: tuple[str, ...] = ()
+                ) -> str:
+        """Why this runtime cannot run a `job` (with `sharding` over `gpus` GPUs when training, splitting the model
+        along `model_parallel`: names among tp, pp, cp), '' when it can."""
+        if job not in self.jobs:
+            return f"runtime {self.id}: {self.name} runs {' and '.join(self.jobs)} jobs, not {job}"
+        t = self.training
+        lacking = [name for name in model_parallel if t and name not in t.layouts]
+        if job == "train" and lacking:
+            return (f"layout: runtime {self.id} has no {' or '.join(lacking)} parallelism (its layouts: "
+                    f"{', '.join(t.layouts)}); choose a runtime that has, or a layout without it")
+        if job == "train" and sharding and gpus > 1 and t and sharding in SHARDING_LAYOUTS and not t.runs(sharding):
+            return (f"sharding {sharding}: runtime {self.id} does not run it (its layouts: {', '.join(t.layouts)}); "
+                    f"choose sharding {', '.join(t.shardings() + ('auto',))}")
+        return ""
 
     def fixed(self) -> tuple[str, ...]:
         """The TUNABLE_PARAMS its own rows never tune: the held ones and those its launch family sets."""
@@ -206,7 +273,7 @@ class RuntimeProfile:
         return Efficiency(value(f"mem_bw_efficiency.{memory_class}"), dict(self.compute_efficiency)[memory_class],
                           value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
                           value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
-                          runtime=self.id, precisions=self.precisions)
+                          runtime=self.id, precisions=self.precisions, training=self.training)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -266,6 +333,51 @@ def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
                       sub.number("launch_overhead_us", lo=PER_KERNEL_US_BOUNDS[0], hi=PER_KERNEL_US_BOUNDS[1]),
                       sub.number("host_memory_gb", lo=0, hi=64),
                       sub.text("source")), ""
+
+
+def _jobs(rec: Record) -> dict:
+    """The optional `jobs` list (JOB_KINDS, with `jobs_source`) and `training` block; a runtime that trains on
+    several GPUs declares its layouts there (a record without `jobs` runs every job)."""
+    jobs = rec.strings("jobs", required=False)
+    for job in jobs:
+        if job not in JOB_KINDS:
+            raise rec.fail("jobs", f"expected names among {', '.join(JOB_KINDS)}, got {shown(job)}")
+    out = dict(jobs=jobs, jobs_source=" ".join(rec.text("jobs_source").split())) if jobs else {}
+    training = _training(rec)
+    if training is not None:
+        if "train" not in (jobs or JOB_KINDS):
+            raise rec.fail("training", "a training block on a runtime whose jobs do not include train")
+        out["training"] = training
+    return out
+
+
+def _training(rec: Record) -> Training | None:
+    """The optional `training` block: {layouts, layouts_source, overlap: {sharding: fraction}, overlap_source,
+    exposed_layers}."""
+    sub = rec.child("training", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers"))
+    layouts = sub.strings("layouts")
+    if not layouts:
+        raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
+    for layout in layouts:
+        if layout not in TRAIN_LAYOUTS:
+            raise sub.fail("layouts", f"expected names among {', '.join(TRAIN_LAYOUTS)}, got {shown(layout)}")
+    over = sub.child("overlap")
+    over.check_keys(tuple(SHARDING_LAYOUTS))
+    t = Training(tuple(layouts), " ".join(sub.text("layouts_source").split()),
+                 tuple((name, over.number(name, lo=0, hi=1)) for name in SHARDING_LAYOUTS if name in over.data),
+                 " ".join(sub.text("overlap_source").split()),
+                 sub.number("exposed_layers", required=False, lo=0, hi=1000) or 0.0)
+    for name, _ in t.overlap:
+        if not t.runs(name):
+            raise over.fail(name, f"an overlap for a sharding the layouts do not list ({', '.join(t.layouts)})")
+    missing = [name for name in t.shardings() if name not in over.data]
+    if missing:
+        raise sub.fail("overlap", f"expected a fraction for every sharding the layouts run; {', '.join(missing)} "
+                                  "has none")
+    return t
 
 
 @dataclass(frozen=True)
@@ -328,7 +440,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "dp_comm_overlap_source", "fuses_elementwise", "fuses_elementwise_source",
                         "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
-                        "precisions_source", "fp16_accumulate", "fp16_accumulate_source"))
+                        "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
+                        "training"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -359,6 +472,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
+        out[-1] = replace(out[-1], **_jobs(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

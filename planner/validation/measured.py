@@ -32,7 +32,7 @@ from collections.abc import Callable
 from planner import ROOT_DIR
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
-from planner.engine.plan import Plan, check_plan
+from planner.engine.plan import Plan, check_plan, check_runtime
 from planner.inputs.catalog import GPU, Catalog, load_catalog
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
@@ -395,6 +395,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
+    check_runtime(plan, facts.runtimes)
     e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)

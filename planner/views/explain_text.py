@@ -116,8 +116,9 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"})
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
-                      f"({e.efficiency.dp_comm_overlap:g} overlap, data/runtimes.yaml)" if ph.comm_hidden_s else
-                      "; not overlapped with compute")
+                      f"({overlap_text(e)})" if ph.comm_hidden_s else
+                      f"; not overlapped with compute ({overlap_text(e)})" if ph.name == "train micro-step"
+                      else "; not overlapped with compute")
             rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
                          "time s": ph.comm_s * ph.passes, "limited by": "communication",
@@ -131,6 +132,21 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
                                     + hidden})
     return rows
+
+
+def overlap_text(e: Estimate) -> str:
+    """Where the share of data-parallel collectives that may hide under compute comes from: the runtime's schedule
+    for the plan's layout (its training block) or its one overlap figure."""
+    eff, w = e.efficiency, e.plan.workload
+    t = eff.training
+    sharding = getattr(w, "sharding", "")
+    layout = "ddp" if e.parallelism == "data" else e.parallelism
+    if t is not None and layout in dict(t.overlap):
+        exposed = (f", less {t.exposed_layers:g} of {e.plan.model.shard_units} layers' collectives left exposed"
+                   if t.exposed_layers else "")
+        return (f"{eff.dp_comm_overlap:.3g} may overlap: {eff.runtime}'s {layout} schedule "
+                f"{dict(t.overlap)[layout]:g}{exposed}; data/runtimes.yaml training.overlap: {t.overlap_source}")
+    return f"{eff.dp_comm_overlap:g} overlap{f' under {sharding}' if sharding else ''}, data/runtimes.yaml"
 
 
 def step_time_tables(e: Estimate) -> tuple[list[dict], list[dict]]:
@@ -197,7 +213,11 @@ def mfu_rows(e: Estimate) -> list[tuple[str, str, str]]:
     if share is None:
         return []
     path = e.gpu.run_path(e.setup.precision.compute_path)
-    return [("Model FLOPs utilization (MFU)",
+    return [*([("Where the training time goes", parts, "each op group's time over the job's (the step-time table "
+                "below), with the share of its path's dense peak its FLOPs reach; launch gaps and communication "
+                "left exposed as parts of their own: MFU is what is left of the peak after all of them")]
+              if (parts := time_parts_text(e)) else []),
+            ("Model FLOPs utilization (MFU)",
              f"{share:.1%} = {TRAIN_FORWARD_MULTIPLE} x {forward_flops_per_sample(e):.4g} forward FLOPs per sample x "
              f"{e.plan.workload.items:,} samples / ({e.seconds:,.1f} s x {e.plan.gpus} GPU(s) x "
              f"{e.gpu.peak_tflops(path):g} {path} TFLOPS dense peak); {tokens_per_s_per_gpu(e) or 0:,.0f} tokens/s "
@@ -206,6 +226,28 @@ def mfu_rows(e: Estimate) -> list[tuple[str, str, str]]:
              "checkpointing is not counted (planner/engine/utilization.py)"
              + ("; an FP8 run (Transformer Engine) against the BF16 dense peak, as TorchTitan and NVIDIA report "
                 "FP8 runs" if e.setup.precision.fp8_training else ""))]
+
+
+def time_parts_text(e: Estimate) -> str:
+    """'linear layers (fwd+bwd) 62 % (0.81 of peak), attention backward 9 % (0.52 of peak), ...': each part's share
+    of the job's time, largest first, over every phase; '' without time."""
+    parts: dict[str, list[float]] = {}  # name -> [seconds, FLOPs, FLOPs the dense peak does in those seconds]
+    for ph in e.phases:
+        for g in ph.groups:
+            p = parts.setdefault(g.name, [0.0, 0.0, 0.0])
+            p[0] += g.time_s * ph.passes
+            p[1] += g.flops * ph.passes
+            p[2] += g.time_s * ph.passes * g.peak_tflops * 1e12
+        for name, seconds in (("kernel launch gaps", ph.overhead_s + ph.latency_s), ("exposed communication",
+                                                                                   ph.comm_s)):
+            parts.setdefault(name, [0.0, 0.0, 0.0])[0] += seconds * ph.passes
+    total = sum(p[0] for p in parts.values())
+    if not total:
+        return ""
+    shown = sorted(((n, p) for n, p in parts.items() if p[0] / total >= 0.005), key=lambda kv: -kv[1][0])
+    # a memory-bound part's share of the peak (an optimizer update's 0.02) says nothing: shown from a tenth up
+    return ", ".join(f"{n} {p[0] / total:.0%}" + (f" ({p[1] / p[2]:.2f} of peak)" if p[2] and p[1] >= 0.1 * p[2]
+                                                  else "") for n, p in shown)
 
 
 def _announced_note(g, fields: tuple[str, ...]) -> str:

@@ -19,13 +19,13 @@ from planner.inputs.builds import load_builds
 from planner.inputs.cloud_prices import RUNPOD, load_cloud_prices, parse_providers
 from planner.inputs.catalog import (CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS, STALE_AFTER_DAYS,
                                     load_catalog)
-from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
+from planner.inputs.jobs import AUTO_SHARDING, BOUNDS, OPTIMIZERS, SHARDINGS, Generate, Infer, Train
 from planner.inputs.layouts import parse_layout
 from planner.inputs.models import ModelProfile, load_models, parse_decoder, parse_model_text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS
 from planner.inputs.ownership import Owned
 from planner.inputs.precisions import load_rules
-from planner.inputs.runtimes import load_runtimes
+from planner.inputs.runtimes import RuntimeProfile, load_runtimes
 from planner.views.format import fmt_count
 
 CUSTOM = "custom"  # the model id of a model edited in the page or uploaded
@@ -373,11 +373,20 @@ def number_text(x: float | int) -> str:
     return repr(float(x))
 
 
-# The plan sentence's words for a multi-GPU training layout (ddp: none, the default)
+# The plan sentence's words for a multi-GPU training layout (ddp: none, the default; auto: _sharding_phrase)
 SHARDING_PHRASES = {"zero1": ", ZeRO-1 (optimizer states partitioned over the GPUs)",
                     "zero2": ", ZeRO-2 (optimizer states and gradients partitioned over the GPUs)",
-                    "fsdp": ", FSDP-sharded over the GPUs",
-                    "auto": ", the cheapest of DDP, ZeRO-1, ZeRO-2 and FSDP that fits"}
+                    "fsdp": ", FSDP-sharded over the GPUs"}
+SHARDING_NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "fsdp": "FSDP"}
+
+
+def _sharding_phrase(shard: str, runtime: RuntimeProfile) -> str:
+    """The plan sentence's words for `shard`; auto names the layouts the runtime runs (its training block)."""
+    if shard != AUTO_SHARDING:
+        return SHARDING_PHRASES.get(shard, "")
+    names = [SHARDING_NAMES[s] for s in (runtime.training.shardings() if runtime.training else SHARDING_NAMES)]
+    return f", the cheapest of {', '.join(names[:-1])} and {names[-1]} that fits" if len(names) > 1 else \
+        f", {names[0]}"
 
 
 def layout_phrase(text: str) -> str:
@@ -429,7 +438,7 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
                f"{', activation checkpointing' if inputs.ckpt else ''}"
                f"{f', gradient accumulation {inputs.accum}' if inputs.accum > 1 else ''}"
                f"{f', global batch {inputs.gbatch:,}' if inputs.gbatch else ''}"
-               f"{SHARDING_PHRASES.get(inputs.shard, '') if inputs.gpus > 1 else ''}"
+               f"{_sharding_phrase(inputs.shard, load_runtimes().get(inputs.rt)) if inputs.gpus > 1 else ''}"
                f"{f', layout {layout_phrase(inputs.lay)}' if inputs.lay and inputs.gpus > 1 else ''})")
     runtime = load_runtimes().get(inputs.rt).name
     batch = "auto batch" if inputs.batch is None else f"batch {inputs.batch}"

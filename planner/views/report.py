@@ -399,3 +399,16 @@ def backend_rows(rules: PrecisionRules) -> list[dict]:
                      "speed_vs_fa2": b.speed_vs_fa2 if kernel else None,
                      "min_pytorch": version_text(b.min_pytorch) if b.min_pytorch else None})
     return rows
+
+
+def train_bucket_text(buckets: list[dict], target_ape: float, target_bias: float) -> str:
+    """The training rows by GPU count (planner.validation.train_buckets.bucket_summary) as a titled table, the
+    sources tuned on listed in full below it (a table cell would cut them)."""
+    head = (f"training rows by GPU count: leave one source out (and predicted-first rows with the current engine); "
+            f"target per bucket: median |error| <= {target_ape:g} %, median bias within +-{target_bias:g} % "
+            "(+ = the planner faster)")
+    shown = [{k: d[k] for k in ("gpus", "set", "rows", "median_ape", "p90_ape", "median_bias_pct", "meets",
+                                "predicted_first")} for d in buckets]
+    tuned = [f"  {d['gpus']} GPUs, {d['set']}: sources {d['sources']}; their runtimes tuned on {d['tuned_on']} "
+             "(each row's own source left out)" for d in buckets]
+    return "\n".join([head, text_table(shown), *tuned])

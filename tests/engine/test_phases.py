@@ -65,8 +65,9 @@ def test_manual_attention_materializes_scores():
 
     def attn(backend, fused):
         s = replace(_setup("bf16", "bf16", backend), fused_elementwise=fused)
-        return _group(_phase(train_phases(m, Train(8, 1024, 1), s, 1, 8.0, 1), "train micro-step").groups,
-                      "attention (fwd+bwd)")
+        groups = _phase(train_phases(m, Train(8, 1024, 1), s, 1, 8.0, 1), "train micro-step").groups
+        fwd, bwd = _group(groups, "attention forward"), _group(groups, "attention backward")
+        return fwd._replace(bytes=fwd.bytes + bwd.bytes)  # forward and backward together
     scores = 6 * 12 * 1024 * 1024 * 2  # layers x heads x S^2 x 2 bytes, one sequence
     # fused scale+mask+softmax: forward QK^T write, softmax read+write, AV read (4); backward dP write, P read,
     # softmax backward read P, dP + write dS, dS read by dQ and dK (7)

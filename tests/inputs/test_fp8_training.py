@@ -50,7 +50,7 @@ def test_only_the_layers_linear_gemms_run_at_fp8():
     assert g[FP8_LINEAR_GROUP].flops == pytest.approx(2 * 3 * T * LAYER_WEIGHTS)  # fwd + 2x bwd
     assert g[HEAD_GROUP].compute_path == "bf16"
     assert g[HEAD_GROUP].flops == pytest.approx(2 * 3 * T * VOCAB * H)
-    for name in ("attention (fwd+bwd)", "elementwise & norms (fwd+bwd)", CAST_GROUP):
+    for name in ("attention forward", "attention backward", "elementwise & norms (fwd+bwd)", CAST_GROUP):
         assert g[name].compute_path == "bf16"
     # FP8 changes the rate, not the work: the same FLOPs as BF16 mixed precision's one linear group
     assert g[FP8_LINEAR_GROUP].flops + g[HEAD_GROUP].flops == pytest.approx(

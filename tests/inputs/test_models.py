@@ -281,6 +281,12 @@ def _group(groups, name):
     return next(g for g in groups if g.name.startswith(name))
 
 
+def _attention(groups):
+    """A training step's attention, forward and backward groups together (FLOPs and bytes summed)."""
+    fwd, bwd = _group(groups, "attention forward"), _group(groups, "attention backward")
+    return fwd._replace(flops=fwd.flops + bwd.flops, bytes=fwd.bytes + bwd.bytes)
+
+
 def test_manual_attention_computes_every_score_and_its_backward_is_twice_the_forward():
     m = load_models().get("gpt2-124m")  # 12 layers, 12 heads x 64 = 768
     S, B = 1024, 2
@@ -288,8 +294,8 @@ def test_manual_attention_computes_every_score_and_its_backward_is_twice_the_for
     manual = _group(m.forward_work(_setup("fp16", "manual"), B, S), "attention").flops
     assert fused == 4 * 12 * 768 * B * S * (S + 1) / 2  # causal: query t attends t keys
     assert manual == 4 * 12 * 768 * B * S * S  # softmax(QK^T)V fills the whole S x S matrix, then masks it
-    train_manual = _group(m.train_work(_setup("fp16", "manual"), B, S, False), "attention").flops
-    train_fused = _group(m.train_work(_setup("fp16"), B, S, False), "attention").flops
+    train_manual = _attention(m.train_work(_setup("fp16", "manual"), B, S, False)).flops
+    train_fused = _attention(m.train_work(_setup("fp16"), B, S, False)).flops
     assert train_manual == manual * (1 + 2)  # dQ, dK, dP, dV: 4 matmuls for the forward's 2
     assert train_fused == fused * (1 + 2.5)  # FlashAttention-2 recomputes QK^T: 5 matmuls (Dao 2023)
 
@@ -699,12 +705,12 @@ def test_bert_large_eager_training_traffic_of_one_layer_by_hand():
     # softmax r/w, AV read = 8 passes, backward 9; dropout on the probabilities 10 bytes per score;
     # Q, K, V, O read/written 3x (forward + 2x backward); the output's head-layout copy h forward, 2 copies backward
     scores = heads * S * S
-    attn = _group(m.train_work(s, 1, S, False), "attention")
+    attn = _attention(m.train_work(s, 1, S, False))
     assert attn.bytes == 24 * (scores * ((8 + 9) * b + 10) + S * (3 * 4 * h * b + (2 + 4) * h * b))
     # a runtime that fuses elementwise chains: 3 x the fused forward, scores 4 + 7 passes, no dropout kernels
     fused = replace(s, fused_elementwise=True)
     assert _group(m.train_work(fused, 1, S, False), "elementwise").bytes == 3 * S * 24 * forward * b + logits
-    assert _group(m.train_work(fused, 1, S, False), "attention").bytes == 24 * (scores * (4 + 7) * b
+    assert _attention(m.train_work(fused, 1, S, False)).bytes == 24 * (scores * (4 + 7) * b
                                                                                + S * 3 * 4 * h * b)
 
 

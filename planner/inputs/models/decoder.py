@@ -93,6 +93,10 @@ def dropout_bytes_per_elem(act_bytes: float) -> float:
     gradient and the mask, write the gradient)."""
     return 2 * (2 * act_bytes + DROPOUT_MASK_BYTES)
 FLASH_BWD_FLOP_RATIO = 2.5  # FlashAttention-2 backward = 5 matmuls vs 2 forward (Dao 2023)
+# A training step's attention, timed as two groups: the forward (with its recomputation under checkpointing) and the
+# backward, each at its kernel's own measured rate (AttentionBackend.peak_fractions, backward_peak_fractions)
+ATTENTION_FORWARD_GROUP = "attention forward"
+ATTENTION_BACKWARD_GROUP = "attention backward"
 # A KV cache appended by torch.cat (Hugging Face's DynamicCache) is copied whole each step: read once, written once.
 KV_CONCAT_PASSES = 2.0
 # KV heads repeated to the query heads before attention (Hugging Face's repeat_kv: expand + reshape, a copy): the
@@ -967,14 +971,14 @@ class DecoderProfile(CachedHash):
         attn_fwd = m.attn_flops_per_key() * batch * layer_keys
         # FlashAttention's backward recomputes QK^T (5 matmuls vs 2 forward); a manual backward is the usual 2x
         bwd = FLASH_BWD_FLOP_RATIO if not manual else BACKWARD_FORWARD_RATIO
-        attn_mult = 1 + bwd + ckpt
         qkvo = T * m.attn_layers * (2 * m.q_dim + 2 * m.kv_dim) * b
-        layout_copy = (T * m.attn_layers * m.q_dim * (HEAD_LAYOUT_COPY_FWD * forwards + HEAD_LAYOUT_COPY_BWD) * b
-                       if manual and eager else 0.0)
+        copy = T * m.attn_layers * m.q_dim * b if manual and eager else 0.0  # the head-layout copy's elements
         score_elems = batch * m.heads * m.attn_layers * S * S if manual else 0.0
         fwd_passes, bwd_passes = score_passes(s)
-        scores = score_elems * ((fwd_passes * forwards + bwd_passes) * b
-                                + (dropout_bytes_per_elem(b) * forwards if dropout else 0.0))
+        # forward (and its recomputation) and backward apart: each runs at its own kernel rate (peak_fractions)
+        fwd_bytes = forwards * (qkvo + copy * HEAD_LAYOUT_COPY_FWD + score_elems * (
+            fwd_passes * b + (dropout_bytes_per_elem(b) if dropout else 0.0)))
+        bwd_bytes = BACKWARD_FORWARD_RATIO * qkvo + copy * HEAD_LAYOUT_COPY_BWD + score_elems * bwd_passes * b
         elem = (T * (m.eager_act_traffic_elems * forwards + m.eager_backward_traffic_elems) * b if eager
                 else fb * T * m.act_traffic_elems * b)
         elem_text = text.train_elementwise_text(eager, checkpointing, fb, b, m.act_traffic_elems,
@@ -994,10 +998,14 @@ class DecoderProfile(CachedHash):
         return (
             *linear,
             *m.scan_groups(s, batch, S, passes=fb, state_passes=0.0),
-            OpGroup("attention (fwd+bwd)", attn_fwd * attn_mult, qkvo * fb + scores + layout_copy, s.attention_path,
-                    text.train_attention_text(s, manual, attn_mult, bwd, fb, text.score_text(s, score_passes(s), False),
+            OpGroup(ATTENTION_FORWARD_GROUP, attn_fwd * forwards, fwd_bytes, s.attention_path,
+                    text.train_attention_text(s, manual, forwards, None, text.score_text(s, score_passes(s), False),
                                               dropout),
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
+            OpGroup(ATTENTION_BACKWARD_GROUP, attn_fwd * bwd, bwd_bytes, s.attention_path,
+                    text.train_attention_text(s, manual, bwd, bwd, text.score_text(s, score_passes(s), False),
+                                              False),
+                    rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.backward_peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
                     elem + hidden_drop + 3 * T * m.logits_vocab * float(FP32_BYTES), s.attention_path,
                     elem_text),

@@ -21,14 +21,16 @@ def describe(layers: int, hidden: int, context: int, experts: int, experts_per_t
     return f"decoder · {layers} layers · hidden {hidden} · context {context:,}{moe}"
 
 
-def kernel_rate_text(s: Setup) -> str:
-    """How fast the attention kernel runs its FLOPs where its own rate is known ('' otherwise: the matmul ceiling)."""
+def kernel_rate_text(s: Setup, backward: bool = False) -> str:
+    """How fast the attention kernel runs its FLOPs (its backward pass's with `backward`) where its own rate is known
+    ('' otherwise: the matmul ceiling)."""
     k = s.attention
-    if not k.peak_fractions:
+    fractions = k.backward_reference_fraction if backward else k.reference_fraction
+    if not (k.backward_peak_fractions if backward else k.peak_fractions):
         return ""
-    per = ", ".join(f"SM {major}.x {f:.2f}" for major, f in k.reference_fraction)
-    return (f"; rate on GPUs where FlashAttention-2's is published = datasheet peak x its fraction ({per}) x "
-            f"{k.speed_vs_fa2:g} ({k.id} vs FlashAttention-2)")
+    per = ", ".join(f"SM {major}.x {f:.2f}" for major, f in fractions)
+    return (f"; rate on GPUs where FlashAttention-2's {'backward ' if backward else ''}is published = datasheet peak x "
+            f"its fraction ({per}) x {k.speed_vs_fa2:g} ({k.id} vs FlashAttention-2)")
 
 
 @lru_cache(maxsize=256)
@@ -138,12 +140,18 @@ def train_linear_text(fb: float, checkpointing: bool, rows: int, note: str) -> s
             "backward transposes" + note)
 
 
-def train_attention_text(s: Setup, manual: bool, attn_mult: float, bwd: float, fb: float, score_words: str,
+def train_attention_text(s: Setup, manual: bool, passes: float, bwd: float | None, score_words: str,
                          dropout: bool) -> str:
-    return (f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x "
-            f"{attn_mult:g} (bwd = {bwd:g}x fwd); bytes = Q,K,V,O x {fb:g}"
-            + (f" + {score_words}" + (" + dropout on the probabilities" if dropout else "")
-               if manual else "") + kernel_rate_text(s))
+    """A training step's attention forward (bwd None: `passes` forwards, 2 with a recomputation) or backward (`bwd`
+    times the forward's FLOPs; Q, K, V, O read and their gradients written: 2x the forward's bytes)."""
+    what = (f"{passes:g} (forward{' + its recomputation' if passes > 1 else ''})" if bwd is None else
+            f"{bwd:g} (the backward: {bwd:g}x the forward's FLOPs"
+            + (", QK^T recomputed inside the kernel, as selective recomputation would (Korthikanti et al. 2022): "
+               "no scores are stored" if not manual else "") + ")")
+    qkvo = f"Q,K,V,O x {passes:g}" if bwd is None else "Q,K,V,O and their gradients"
+    return (f"FLOPs = 4 x layers x heads x head_dim x {'S^2' if manual else 'S(S+1)/2'} x batch x {what}; "
+            f"bytes = {qkvo}" + (f" + {score_words}" + (" + dropout on the probabilities" if dropout else "")
+                                 if manual else "") + kernel_rate_text(s, backward=bwd is not None))
 
 
 # Memory items: each a template MemoryItem fills with its numbers.
