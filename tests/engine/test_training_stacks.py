@@ -3,6 +3,7 @@ sharding auto chooses among the runtime's own layouts; each layout's data-parall
 documented schedule says (data/runtimes.yaml training blocks)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +11,7 @@ from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
+from planner.inputs.layouts import Layout
 from planner.inputs.models import load_models
 from tests.fixtures.cli_run import run
 
@@ -82,3 +84,17 @@ def test_planner_runtimes_lists_each_stacks_jobs_layouts_and_overlap():
     assert res.returncode == 0 and rows["vllm"]["jobs"] == "generate,infer" and rows["vllm"]["layouts"] is None
     assert rows["deepspeed"]["jobs"] == "train" and rows["deepspeed"]["overlap"] == "ddp 0,zero1 0,zero2 0,fsdp 1"
     assert rows["megatron-lm"]["layouts"] == "ddp,zero1,fsdp,tp,pp,cp" and rows["megatron-lm"]["exposed_layers"] == 1
+
+
+def test_a_layout_part_the_runtime_lacks_is_refused_and_auto_leaves_it_out():
+    # Accelerate's FSDP plugin declares no tensor parallel (data/runtimes.yaml: ddp, zero2, fsdp); DeepSpeed's
+    # training engine no context parallel (ddp, zero1-3, tp, pp)
+    plan = _train("hf-accelerate-fsdp")
+    with pytest.raises(ValueError, match=r"^layout: runtime hf-accelerate-fsdp has no tp parallelism"):
+        estimate_all(replace(plan, workload=replace(plan.workload, layout=Layout(tp=2))), FACTS, ["a100-sxm-80gb"])
+    with pytest.raises(ValueError, match=r"^layout: runtime deepspeed has no cp parallelism"):
+        estimate_all(replace(_train("deepspeed"), workload=replace(plan.workload, layout=Layout(cp=2))), FACTS,
+                     ["a100-sxm-80gb"])
+    auto = replace(plan, workload=replace(plan.workload, layout=Layout(auto=True), sharding="auto"))
+    e = estimate_gpu(auto, A100, FACTS)
+    assert e.setup.tp == 1 and e.setup.pp == 1 and e.setup.cp == 1  # only its own layouts were candidates
