@@ -64,7 +64,7 @@ def test_tensor_parallel_rows_wait_for_a_tp_field():
 
 
 @pytest.mark.parametrize("name, runtimes", [
-    ("ninehills-yi6b-rtx4090.yaml", {"pytorch-eager", "vllm", "fastertransformer"}),
+    ("ninehills-yi6b-rtx4090.yaml", {"pytorch-eager", "vllm", "turbomind"}),
     ("jan-tensorrt-llm-geforce.yaml", {"tensorrt-llm", "llama.cpp"}),
 ])
 def test_decode_sources_load_and_map_to_profiles(name, runtimes):
