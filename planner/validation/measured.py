@@ -54,11 +54,10 @@ FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
     "torch-compile": "torch-compile", "nanogpt": "torch-compile", "vllm": "vllm", "tensorrt-llm": "tensorrt-llm",
     "mlc-llm": "mlc-llm", "llm.c": "llm.c", "llm-foundry": "llm-foundry",
-    # LMDeploy's TurboMind is FasterTransformer's code carried on ('It's based on NVIDIA's FasterTransformer'; its
-    # LLaMA 'is modified from Gpt-NeoX model in FasterTransformer': InternLM/lmdeploy docs/en/inference/turbomind.md
-    # @f44ba31c): C++ fused kernels launched one by one, no CUDA graph call in its src/ at that commit, which is
-    # the fastertransformer profile
-    "lmdeploy": "fastertransformer",
+    # LMDeploy's TurboMind carries FasterTransformer's code on ('It's based on NVIDIA's FasterTransformer':
+    # InternLM/lmdeploy docs/en/inference/turbomind.md @f44ba31c) and launches as it does (its launch family), but is
+    # another engine (its own LLaMA kernels, a persistent batch): its own profile, not FasterTransformer's fractions
+    "lmdeploy": "turbomind",
     # their own profiles (data/runtimes.yaml), not one family: both launch kernels one by one without CUDA graphs, but
     # FasterTransformer from C++ (9 kernels a GPT layer, vocabulary-split LM head) and DeepSpeed-Inference v0.7 from
     # Python through PyTorch (20 a BLOOM layer, LM head whole on every GPU)

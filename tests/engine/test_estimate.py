@@ -691,3 +691,19 @@ def test_collectives_beyond_one_node_need_a_known_fabric():
     # H100 SXM nodes have a fabric (ndr-400): the same DDP plan runs, over 2 nodes
     h100 = estimate_gpu(train, cat.get("h100-sxm"), FACTS)
     assert h100.feasible and any("2 nodes of up to 8 GPUs" in r.text for r in h100.reasons)
+
+
+def test_turbomind_reads_gpt20b_at_its_own_prior_fraction_and_launches_as_fastertransformer():
+    """LMDeploy's TurboMind has a profile of its own (data/runtimes.yaml turbomind): GPT-20B on one A100-SXM4-80GB at
+    batch 1 reads its 44 x 12 x 6144^2 layer weights and its 51200 x 6144 tied embedding, 2 B each (40.49 GB), every
+    decode step at the fused-kernel engines' prior fraction 0.85 of 2039 GB/s (23.36 ms; no other source tunes it),
+    while its launch gaps and host time are FasterTransformer's, its launch family (the same 400 launches a step)."""
+    plan = lambda rt: Plan(_gpt20b(), Generate(1, 200, 200), "fp16", batch=1, runtime=rt)  # noqa: E731
+    decode = {rt: next(ph for ph in estimate_all(plan(rt), FACTS, gpu_names=["a100-sxm-80gb"])[0].phases
+                       if ph.name == "decode") for rt in ("turbomind", "fastertransformer")}
+    tm, ft = decode["turbomind"], decode["fastertransformer"]
+    weights_b = 44 * 12 * 6144 ** 2 * 2 + 51200 * 6144 * 2
+    read_s = sum(g.time_s for g in tm.groups) / tm.steps
+    assert read_s == pytest.approx(weights_b / (0.85 * 2039e9), rel=0.02)  # + the KV cache and activations (< 2 %)
+    assert tm.overhead_s == pytest.approx(ft.overhead_s) and tm.host_s == pytest.approx(ft.host_s)
+    assert tm.overhead_s / tm.steps == pytest.approx((44 * 9 + 5 * 9 / 11) * 2.1e-6, rel=1e-3)

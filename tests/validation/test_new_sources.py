@@ -79,7 +79,7 @@ def test_a_layout_that_does_not_divide_the_gpus_is_refused_naming_tp(tmp_path):
 
 
 @pytest.mark.parametrize("name, runtimes", [
-    ("ninehills-yi6b-rtx4090.yaml", {"pytorch-eager", "vllm", "fastertransformer"}),
+    ("ninehills-yi6b-rtx4090.yaml", {"pytorch-eager", "vllm", "turbomind"}),
     ("jan-tensorrt-llm-geforce.yaml", {"tensorrt-llm", "llama.cpp"}),
 ])
 def test_decode_sources_load_and_map_to_profiles(name, runtimes):
