@@ -543,15 +543,16 @@ def test_the_serving_tab_sizes_a_deployment_from_the_link():
     names the cheapest in a sentence, lists it first and offers its launch command; the link keeps the rate."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params.update({"model": "llama-3-8b", "rt": "vllm", "cmp": "h100-sxm", "prompt": "512", "gen": "256",
-                            "srate": "20", "sttft": "500", "stpot": "50"})
+                            "srate": "20", "sttft": "500", "stpot": "50", "slen": "sharegpt"})
     at.session_state["view"] = "Serving"
     at.run()
     _ok(at)
+    assert at.selectbox(key="slen").value == "sharegpt"  # the lengths spread as ShareGPT's, from the link
     assert any(m.value.startswith("Cheapest") and "serving 20 requests" in m.value for m in at.markdown)
     table = next(t.value for t in at.table if "replicas" in t.value.columns)
     assert table.iloc[0]["why"] == "best" and table.iloc[0]["gpu"] == "h100-sxm"
     assert any(c.value.split()[0] in ("vllm", "python", "trtllm-serve", "llama-server") for c in at.code)
-    assert _link(at)["srate"] == "20" and _link(at)["sttft"] == "500"
+    assert _link(at)["srate"] == "20" and _link(at)["sttft"] == "500" and _link(at)["slen"] == "sharegpt"
 
 
 CALIBRATION_EXAMPLE = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))[0]

@@ -86,11 +86,11 @@ def mine(key: str, _plan, _own, _table, _assumptions, _overheads, _cal) -> list:
 
 @st.cache_resource(max_entries=32, show_spinner="Simulating each runtime's scheduler at that rate…")
 def deployment(key: str, _plan, _gpus, _table, _prompt: int, _output: int, _rate: float, _ttft_s: float,
-               _tpot_s: float):
+               _tpot_s: float, _lengths: str):
     """The Serving tab's deployment answer (planner.views.tab_tables.deployment_answer) for one distinct plan, GPUs,
     prices, lengths, rate and targets: a simulation per candidate, shared by every session that asks the same."""
     return tab_tables.deployment_answer(_plan, _gpus, screens.with_prices(facts(), _table), _prompt, _output, _rate,
-                                        _ttft_s, _tpot_s)
+                                        _ttft_s, _tpot_s, _lengths)
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu
+from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.calibration import tables as calibration_tables
 from planner.views import calibration_text, charts, plan_inputs, screens, tab_tables
 from planner.views.cache_key import content_key
@@ -95,13 +96,18 @@ def serving(plan, inputs, table, cmp_ids) -> None:
                 f"{md_escape(plan.model.kind)} profile.")
         return
     prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3, c4 = st.columns(4)
     ttft = c1.number_input("p95 time to first token target (ms)", 1.0, plan_inputs.MAX_TTFT_MS, step=100.0,
                            key="sttft", persist_state=KEEP)
     tpot = c2.number_input("p95 time per output token target (ms)", 1.0, plan_inputs.MAX_TPOT_MS, step=5.0,
                            key="stpot", persist_state=KEEP)
     rate = c3.number_input("Requests per second to serve (0 = none)", 0.0, plan_inputs.MAX_SERVING_RATE, step=1.0,
                            key="srate", persist_state=KEEP)
+    lengths = c4.selectbox("Request lengths", LENGTH_SPREADS, key="slen", persist_state=KEEP,
+                           format_func=tab_tables.LENGTH_WORDS.get,
+                           help="fixed: every request at the job's lengths; ShareGPT-like: spread around them "
+                           "(exponential, cut at 1,024 prompt and 2,048 total tokens) as the serving benchmarks' "
+                           "ShareGPT samples are")
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
                "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
     gpus = [resources.gpu(g) for g in cmp_ids]
@@ -109,17 +115,21 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     rows = tab_tables.serving_rows(plan, gpus, facts, prompt, max(output, 2), ttft / 1e3, tpot / 1e3)
     columns.small_table(rows, {"$ per 1M tokens at max": lambda usd: f"${fmt_sig(usd, 3)}"})
     if rate > 0:
-        _deployment(plan, inputs, table, gpus, prompt, max(output, 2), rate, ttft / 1e3, tpot / 1e3)
+        _deployment(plan, inputs, table, gpus, prompt, max(output, 2), rate, ttft / 1e3, tpot / 1e3, lengths)
 
 
-def _deployment(plan, inputs, table, gpus, prompt, output, rate, ttft_s, tpot_s) -> None:
+def _deployment(plan, inputs, table, gpus, prompt, output, rate, ttft_s, tpot_s, lengths) -> None:
     """The cheapest replicas x GPU x tensor parallel x runtime of the compared GPUs meeting the p95 targets at the
     rate (a simulation of each runtime's scheduler, shared by sessions asking the same), the runner-ups, and the
     hand-off."""
     key = content_key(plan, [g.id for g in gpus], (inputs.psrc, table.source, table.as_of, inputs.myprice), prompt,
-                      output, rate, ttft_s, tpot_s)
-    sentence, rows, command, service = resources.deployment(key, plan, gpus, table, prompt, output, rate, ttft_s,
-                                                            tpot_s)
+                      output, rate, ttft_s, tpot_s, lengths)
+    try:
+        sentence, rows, command, service = resources.deployment(key, plan, gpus, table, prompt, output, rate, ttft_s,
+                                                                tpot_s, lengths)
+    except ValueError as exc:  # lengths a ShareGPT-like spread cannot keep: the message names them
+        st.error(md_escape(str(exc)))
+        return
     st.markdown(md_escape(sentence))
     columns.small_table(rows, {})
     if command:
@@ -201,7 +211,7 @@ def tab_area(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table,
     now = state.inputs()
     if not st.session_state.get("_full_run") and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab,
                                                          srate=inputs.srate, sttft=inputs.sttft,
-                                                         stpot=inputs.stpot) != inputs:
+                                                         stpot=inputs.stpot, slen=inputs.slen) != inputs:
         st.rerun(scope="app")
     try:
         tabs_of(view, now, plan, table, cal, cal_ests, est_key)

@@ -12,6 +12,7 @@ from planner.clients.live_prices import API_KEY_ENV, RUNPOD_GRAPHQL_URL
 from planner.inputs.catalog import STALE_AFTER_DAYS
 from planner.inputs.ownership import LIMITS as OWN_LIMITS
 from planner.inputs.price_snapshot import PRICES_DIR
+from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.inputs.runtimes import TUNED_FILE
 from planner.validation.measured import MEASUREMENTS_FILE, PREDICTIONS_DIR
 from planner.validation.uncertainty import UNCERTAINTY_FILE
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --rate: output tokens per request (default 256)")
     p.add_argument("--trace", default=None, metavar="FILE",
                    help="with --rate: request lengths, one 'input,output' line (or JSON {input, output}) each")
-    p.add_argument("--lengths", choices=("fixed", "sharegpt"), default="fixed",
+    p.add_argument("--lengths", choices=LENGTH_SPREADS, default="fixed",
                    help="with --rate: every request at --input-tokens/--output-tokens (fixed, the default), or "
                    "spread around them as ShareGPT's are in the serving benchmarks (sharegpt: exponential, cut at "
                    "1,024 prompt and 2,048 total tokens)")

@@ -54,11 +54,11 @@ def cmd_serve(a: argparse.Namespace) -> int:
 def _requests(a: argparse.Namespace) -> Requests:
     if a.trace and a.lengths != "fixed":
         raise ValueError("--lengths: a trace gives each request's lengths; leave --lengths out with --trace")
-    if a.lengths == "sharegpt":
+    if a.lengths != "fixed":
         try:
-            return Requests.sharegpt_like(int(a.input_tokens), int(a.output_tokens))
+            return Requests.spread(int(a.input_tokens), int(a.output_tokens), a.lengths)
         except ValueError as exc:
-            raise ValueError(f"--lengths sharegpt: {exc}") from None
+            raise ValueError(f"--lengths {a.lengths}: {exc}") from None
     if a.trace:
         try:
             prompts, outputs = load_trace(a.trace)

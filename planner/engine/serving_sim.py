@@ -51,6 +51,7 @@ from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.serving_runtimes import Scheduler
+from planner.inputs.serving_trace import LENGTH_SPREADS
 
 PAIR_PROBE_TOKENS = 2048  # prefill lengths N, 2N, 3N whose second difference gives the attention per pair
 WARMUP_SHARE = 0.1  # the first requests of a run, left out of its latency statistics (the system starts empty)
@@ -421,6 +422,16 @@ class Requests:
     @property
     def longest(self) -> int:
         return max(p + o for p, o in zip(self.prompts, self.outputs))
+
+    @classmethod
+    def spread(cls, prompt: int, output: int, lengths: str) -> Requests:
+        """Requests at `prompt`/`output` tokens (LENGTH_SPREADS: 'fixed', each request at them; 'sharegpt',
+        spread around them as sharegpt_like draws); ValueError naming `lengths` otherwise."""
+        if lengths == "sharegpt":
+            return cls.sharegpt_like(prompt, output)
+        if lengths != "fixed":
+            raise ValueError(f"lengths: expected one of {', '.join(LENGTH_SPREADS)}")
+        return cls((prompt,), (output,))
 
     @classmethod
     def sharegpt_like(cls, mean_prompt: float, mean_output: float, rows: int = SPREAD_ROWS) -> Requests:

@@ -10,6 +10,10 @@ from pathlib import Path
 from planner.base.files import UserFileError, read_regular
 from planner.inputs.jobs import BOUNDS
 
+# how a request's lengths are drawn: every request at the given lengths, or spread around them as ShareGPT's are in
+# the serving benchmarks (planner.engine.serving_sim.Requests.spread)
+LENGTH_SPREADS = ("fixed", "sharegpt")
+
 MAX_TRACE_BYTES = 4_000_000
 MAX_TRACE_ROWS = 100_000
 MAX_TOKENS = 1_000_000  # per request, input or output

@@ -25,6 +25,7 @@ from planner.inputs.models import ModelProfile, load_models, parse_decoder, pars
 from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS
 from planner.inputs.ownership import Owned
 from planner.inputs.precisions import load_rules
+from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.inputs.runtimes import RuntimeProfile, load_runtimes
 from planner.views.format import fmt_count
 
@@ -97,6 +98,7 @@ class Inputs:
     srate: float = 0.0
     sttft: float = 1000.0
     stpot: float = 50.0
+    slen: str = "fixed"  # the requests' lengths: each at the job's (fixed) or spread as ShareGPT's (sharegpt)
 
     @property
     def custom_prices(self) -> dict[str, float]:
@@ -224,6 +226,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "srate": lambda t: float(parse_number(t, 0, MAX_SERVING_RATE, False)),
     "sttft": lambda t: float(parse_number(t, 1, MAX_TTFT_MS, False)),
     "stpot": lambda t: float(parse_number(t, 1, MAX_TPOT_MS, False)),
+    "slen": choice_parser(lambda: LENGTH_SPREADS),
 }
 
 

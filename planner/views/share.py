@@ -61,7 +61,7 @@ JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"
               "train": ("samples", "size", "epochs", "tokens", "opt", "ckpt", "accum", "shard", "lay",
                          "gbatch")}
 VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "cpus", "gpu",
-               "cmp", "own", "tab", "srate", "sttft", "stpot")
+               "cmp", "own", "tab", "srate", "sttft", "stpot", "slen")
 KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}
 
 

@@ -21,6 +21,9 @@ BIAS_COLUMN = "median bias % (+ = estimate too fast)"
 VERDICT_COLUMN = "meets target (and bias ±10 %)"
 
 
+# the Serving tab's names for serving_trace.LENGTH_SPREADS
+LENGTH_WORDS = {"fixed": "Fixed (the job's)", "sharegpt": "ShareGPT-like spread"}
+
 def accuracy_rows() -> tuple[list[dict], date]:
     """The leave-one-source-out accuracy per regime as last written by `planner validate --write-uncertainty`, with
     accuracy targets, for the page's Accuracy tab; and the date it was written."""
@@ -52,12 +55,14 @@ def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | No
 
 
 def deployment_answer(plan, gpus, facts, prompt: int, output: int, rate: float, ttft_s: float,
-                      tpot_s: float) -> tuple[str, list[dict], str | None, str | None]:
+                      tpot_s: float, lengths: str = "fixed") -> tuple[str, list[dict], str | None, str | None]:
     """The Serving tab's deployment: a sentence, the best and runner-up rows (planner.engine.deployment over `gpus`
     and every serving runtime), and the best's launch command and SkyServe YAML (None when nothing meets the SLO; a
-    disaggregated best: one unit's commands, and a service where planner.views.skyserve_split writes one)."""
+    disaggregated best: one unit's commands, and a service where planner.views.skyserve_split writes one).
+    `lengths`: each request at prompt/output tokens, or spread around them (serving_trace.LENGTH_SPREADS)."""
     schedulers = load_schedulers()
-    dep = search(plan, facts, schedulers, list(gpus), Requests((prompt,), (output,)), rate, Slo(ttft_s, tpot_s))
+    dep = search(plan, facts, schedulers, list(gpus), Requests.spread(prompt, output, lengths), rate,
+                 Slo(ttft_s, tpot_s))
     rows = summary_rows(dep)
     slo = f"p95 TTFT <= {ttft_s * 1e3:g} ms and p95 TPOT <= {tpot_s * 1e3:g} ms"
     if dep.best is None:

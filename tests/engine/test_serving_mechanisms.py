@@ -111,3 +111,12 @@ def test_an_slo_below_one_step_is_refused_with_the_step_it_misses():
         assert "one decode step alone takes" in c.why and "above the p95 TPOT target of 0.1 ms" in c.why
         step_ms = float(c.why.split("takes ")[1].split(" ms")[0])
         assert 16e9 / 3.35e12 * 1e3 < step_ms < 20
+
+
+def test_requests_spread_fixed_keeps_the_lengths_and_an_unknown_spread_is_named():
+    fixed = Requests.spread(512, 256, "fixed")
+    assert fixed.prompts == (512,) and fixed.outputs == (256,)
+    spread = Requests.spread(512, 256, "sharegpt")
+    assert abs(sum(spread.prompts) / len(spread.prompts) - 512) < 0.5 and len(set(spread.prompts)) > 10
+    with pytest.raises(ValueError, match="^lengths: expected one of fixed, sharegpt"):
+        Requests.spread(512, 256, "poisson")

@@ -419,3 +419,11 @@ def test_a_training_layout_and_global_batch_travel_in_the_link():
     assert e.parallelism == "zero1 with tp=2,pp=2,v=2" and e.data_ranks == 2
     _, warned = decode({"job": ["train"], "lay": ["tp=2,tp=4"]})
     assert any("lay" in str(w) and "given twice" in str(w) for w in warned)
+
+
+def test_the_serving_lengths_travel_and_a_bad_value_is_named():
+    inputs, warnings = decode({"srate": "4", "slen": "sharegpt"})
+    assert not warnings and inputs.slen == "sharegpt" and encode(inputs)["slen"] == "sharegpt"
+    assert "slen" not in encode(DEFAULTS)  # fixed, the default, stays out of the link
+    back, warned = decode({"slen": "poisson"})
+    assert back.slen == "fixed" and [w.param for w in warned] == ["slen"] and "sharegpt" in str(warned[0])
