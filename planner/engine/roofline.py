@@ -178,20 +178,27 @@ def _kernel_fraction(g: OpGroup, gpu: GPU) -> float:
     return 0.0
 
 
-def _flops_s_tiled(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
-    """(achieved FLOP/s, whether its GEMMs run as tiles: gemm.tiled) of a group. The rate: matmul ceiling x runtime
-    factor x shape efficiency x kernel rate factor, or for a kernel whose own rate is known on this GPU generation
-    (fused attention) the datasheet peak x that fraction. Integer ALU work (ALU_PATH) is counted in instructions
-    measured on the runtime's own kernel, so the runtime's GEMM factor does not scale it again."""
-    shape, is_tiled = gemm_shape(g.gemms, gpu.sm_count) if g.gemms else (1.0, False)
-    if g.peak_fractions:
-        fraction = _kernel_fraction(g, gpu)
-        if fraction:
-            return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction, is_tiled
+def group_rate(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
+    """(FLOP/s before the GEMM shape, whether the GEMM shape then applies) of a group: for a kernel whose own rate is
+    known on this GPU generation (fused attention) the datasheet peak x that fraction (no shape); else the matmul
+    ceiling x runtime factor x kernel rate factor (x the fp16-accumulate speedup where the group accumulates in
+    fp16). Integer ALU work (ALU_PATH) is counted in instructions measured on the runtime's own kernel, so the
+    runtime's GEMM factor does not scale it again. The catalog sweep (planner.engine.sweep) reads it too."""
+    fraction = _kernel_fraction(g, gpu) if g.peak_fractions else 0.0
+    if fraction:
+        return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction, False
     factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
     if g.accumulate16:  # fp16 accumulation: GeForce tensor cores run it at twice the catalog's fp32-accumulate rate
         factor *= gpu.fp16_accumulate_speedup
-    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * shape * g.rate_factor, is_tiled
+    return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * g.rate_factor, True
+
+
+def _flops_s_tiled(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
+    """(achieved FLOP/s, whether its GEMMs run as tiles: gemm.tiled) of a group: group_rate x the GEMM shape's
+    efficiency where the shape applies."""
+    shape, is_tiled = gemm_shape(g.gemms, gpu.sm_count) if g.gemms else (1.0, False)
+    rate, shaped = group_rate(g, gpu, eff)
+    return rate * shape if shaped else rate, is_tiled
 
 
 def _alu_seconds(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
@@ -199,9 +206,14 @@ def _alu_seconds(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
     its path's rate as a group of its own would run them (_flops_s_tiled, unshaped)."""
     total = 0.0
     for path, flops in g.alu:
-        rate = gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * (1.0 if path == ALU_PATH else eff.compute_efficiency)
+        rate = alu_rate(path, gpu, eff)
         total += flops / rate if rate else 0.0
     return total
+
+
+def alu_rate(path: str, gpu: GPU, eff: Efficiency) -> float:
+    """FLOP/s of a pipelined item's instructions on `path` (the runtime's GEMM factor only for a matmul path)."""
+    return gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * (1.0 if path == ALU_PATH else eff.compute_efficiency)
 
 
 def _terms(g: OpGroup, flops_s: float, bw: float, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:

@@ -31,11 +31,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
+from planner.base.units import BYTES_PER_GB
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, TILE_K, TILE_M, TILE_N
 from planner.engine.phases import Phase, job_passes
-from planner.engine.roofline import kernel_latency_s, position_spans, step_host_seconds
-from planner.inputs.catalog import ALU_PATH, GPU
+from planner.engine.roofline import alu_rate, group_rate, kernel_latency_s, position_spans, step_host_seconds
+from planner.inputs.catalog import GPU
 from planner.inputs.jobs import Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
@@ -190,8 +190,9 @@ def _off(line: tuple[float, float], b: int, y: float) -> bool:
 
 def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]) -> AffineGroup | str:
     """The group's lines from three probes, or why it is not affine."""
-    if (g1.name, g1.compute_path, g1.rate_factor, g1.peak_fractions, g1.cap_pos) != \
-            (g3.name, g3.compute_path, g3.rate_factor, g3.peak_fractions, g3.cap_pos) or g2.name != g1.name:
+    if (g1.name, g1.compute_path, g1.rate_factor, g1.peak_fractions, g1.cap_pos, g1.accumulate16) != \
+            (g3.name, g3.compute_path, g3.rate_factor, g3.peak_fractions, g3.cap_pos, g3.accumulate16) \
+            or g2.name != g1.name:
         return f"its groups differ between batches {b[0]} and {b[2]}"
     if [p for p, _ in g1.alu] != [p for p, _ in g2.alu] or [p for p, _ in g1.alu] != [p for p, _ in g3.alu]:
         return f"{g1.name}: its pipelined instructions differ between batches"
@@ -262,28 +263,20 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
     """What pass_table needs of one GPU under one runtime for `work`, flat: bytes/s, on a GPU (1/0), SMs, the
     runtime's kernels per fused kernel, launch and host seconds per kernel, whether kernels' own latencies count
     (roofline.kernel_latency_s); per phase its serial host seconds per pass (roofline.step_host_seconds); per group
-    its FLOP/s before the GEMM shape (roofline._flops_s_tiled's factors), then per group whether the shape applies (0:
+    its FLOP/s before the GEMM shape (roofline.group_rate), then per group whether the shape applies (0:
     no GEMMs, no SM count, or a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A
     rate of 0 (no such path here) is written as infinite: pass_table then charges its work 0 s, as roofline does."""
     out = [gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency, float(gpu.kind != "cpu"), float(gpu.sm_count),
            eff.kernels_per_layer_factor, eff.launch_overhead_us * 1e-6, eff.host_us_per_kernel * 1e-6,
            kernel_latency_s(_ONE_LATENCY, gpu)]
     out += [step_host_seconds(ap.phase, eff) if eff.step_host_us else 0.0 for ap in work.phases]
-    cc = gpu.compute_capability
     shaped, alu = [], []
     for ap in work.phases:
         for ag in ap.groups:
-            g = ag.group
-            fraction = next((f for major, f in g.peak_fractions if cc and major == cc[0]), 0.0)
-            if fraction:
-                out.append(gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction)
-            else:
-                factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
-                out.append(gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * g.rate_factor)
-            shaped.append(0.0 if fraction or not ag.gemms or gpu.sm_count <= 0 else 1.0)
-            for path, _ in g.alu:
-                factor = 1.0 if path == ALU_PATH else eff.compute_efficiency
-                alu.append(gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * factor)
+            rate, by_shape = group_rate(ag.group, gpu, eff)
+            out.append(rate)
+            shaped.append(1.0 if by_shape and ag.gemms and gpu.sm_count > 0 else 0.0)
+            alu += [alu_rate(path, gpu, eff) for path, _ in ag.group.alu]
     return np.array([r if i < 7 + len(work.phases) or r else math.inf for i, r in enumerate(out)] + shaped
                     + [r or math.inf for r in alu])
 

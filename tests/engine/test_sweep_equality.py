@@ -158,6 +158,17 @@ def test_the_sweeps_seconds_are_what_explain_shows(fields):
             assert e.seconds > 0
 
 
+def test_llama_cpps_fp16_accumulating_prompts_are_the_same_both_ways():
+    """llama.cpp's F16 GEMMs accumulate in fp16, which GeForce cards run at twice the catalog's rate (an RTX 3090's
+    prompt GEMMs): the sweep times them with that speedup as every GPU's own estimate does (the example hypothesis
+    found when the two paths timed it apart: 910.5 s against 457.0 s on the RTX 3090)."""
+    plan = _plan({"model": "cfdna-gen", "job": "generate", "prec": "fp16", "rt": "llama.cpp"})
+    ests = {e.gpu.id: e for e in estimate_all(plan, FACTS, arrays=sweep)}
+    for e in ests.values():
+        _same(e, estimate_gpu(plan, e.gpu, FACTS))
+    assert ests["rtx-3090"].feasible
+
+
 @pytest.mark.parametrize("prec", ["bf16", "mxfp4"])
 def test_a_decode_crossing_the_sliding_window_is_the_same_both_ways(prec):
     """gpt-oss-20b's 128-token window layers: a 100-token prompt and 200 new tokens cross the window mid-decode (the
