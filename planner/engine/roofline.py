@@ -61,6 +61,7 @@ class PhaseTime:
     comm_calls: float = 0.0  # collective calls per step
     comm_protocols: str = ""  # the NCCL protocol each kind of collective takes, in words
     latency_s: float = 0.0  # per pass: the kernels' own fixed latencies (OpGroup.latency_s: decode attention)
+    contention_s: float = 0.0  # per pass: how much longer the compute beside a hidden collective takes (contention_s)
 
     @property
     def gpu_s(self) -> float:
@@ -74,7 +75,7 @@ class PhaseTime:
 
     @property
     def pass_s(self) -> float:
-        return self.gpu_s + self.host_bound_s + self.step_host_s + self.comm_s
+        return self.gpu_s + self.host_bound_s + self.step_host_s + self.comm_s + self.contention_s
 
     @property
     def total_s(self) -> float:
@@ -86,7 +87,7 @@ class PhaseTime:
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
                 "overhead": (self.overhead_s + self.latency_s + self.host_bound_s + self.step_host_s) * self.passes,
-                "communication": self.comm_s * self.passes}
+                "communication": (self.comm_s + self.contention_s) * self.passes}
 
 
 LIMITS = ("compute", "memory", "overhead", "communication")  # what a step's time is limited by
@@ -314,12 +315,30 @@ def _protocol_words(picks: list[tuple[float, float, float, float, str]]) -> str:
                      for calls, sent, steps, seconds, how in picks)
 
 
+# Compute kernels that run beside an NCCL collective are slower than alone: the collective's kernel holds SMs (one CTA
+# per channel, up to 32 channels) and its copies take HBM bandwidth (each byte sent is written and read again, NCCL
+# issue #1428). Lee et al., 'Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep
+# Learning: Performance and Power Implications', arXiv 2507.03114 (2025-07-03, read 2026-11-27), abstract: GPT and
+# LLaMA training on 4 x A100, H100, MI250 and MI210, the compute overlapped with communication 18.9 % slower on
+# average (at most 40.0 %) than with none beside it. Measured, not fitted to this project's rows.
+OVERLAP_COMPUTE_SLOWDOWN = 0.189
+CONTENTION_ORIGIN = "Lee et al., arXiv 2507.03114 (2025): 4 x A100, H100, MI250, MI210, GPT and LLaMA training"
+
+
 def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:
     """Seconds of a pass's collectives that run under its compute: the runtime's overlap share of a data-parallel
-    collective, at most the compute itself; none for tensor parallel (each layer waits for the last all-reduce)."""
+    collective, at most the compute as it runs beside them (compute_s x (1 + OVERLAP_COMPUTE_SLOWDOWN)); none for
+    tensor parallel (each layer waits for the last all-reduce)."""
     if not (ph.comm_overlaps and eff.dp_comm_overlap and math.isfinite(comm_s)):
         return 0.0
-    return min(eff.dp_comm_overlap * comm_s, compute_s)
+    return min(eff.dp_comm_overlap * comm_s, compute_s * (1 + OVERLAP_COMPUTE_SLOWDOWN))
+
+
+def contention_seconds(hidden_s: float) -> float:
+    """Seconds a collective hidden for hidden_s adds to the compute beside it: that compute runs
+    1 + OVERLAP_COMPUTE_SLOWDOWN times slower, so the window does hidden_s / (1 + slowdown) of its work and the rest
+    runs after it: hidden_s x slowdown / (1 + slowdown)."""
+    return hidden_s * OVERLAP_COMPUTE_SLOWDOWN / (1 + OVERLAP_COMPUTE_SLOWDOWN)
 
 
 def _phase_comm(ph: Phase, gpu: GPU) -> tuple[Link | None, list, float]:
@@ -338,7 +357,7 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + latency + overhead)
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
-                     ph.comm_calls, _protocol_words(picks), latency)
+                     ph.comm_calls, _protocol_words(picks), latency, contention_seconds(hidden))
 
 
 def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
@@ -355,7 +374,7 @@ def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
     host_bound = max(0.0, host - gpu_s)
     return {"compute": cb * ph.passes, "memory": (groups_s - cb) * ph.passes,
             "overhead": (overhead + latency + host_bound + step_host_seconds(ph, eff)) * ph.passes,
-            "communication": (comm - hidden) * ph.passes}
+            "communication": (comm - hidden + contention_seconds(hidden)) * ph.passes}
 
 
 def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
@@ -387,7 +406,8 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     seconds = (busy if busy > host else host) + (step_host_seconds(ph, eff) if eff.step_host_us else 0.0)
     if ph.comm:
         comm = _comm_seconds(ph, gpu)
-        seconds += comm - hidden_comm(ph, eff, comm, busy)
+        hidden = hidden_comm(ph, eff, comm, busy)
+        seconds += comm - hidden + contention_seconds(hidden)
     return seconds
 
 

@@ -13,6 +13,7 @@ from planner.engine.collectives import group_link
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import capacity_text
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
+from planner.engine.roofline import CONTENTION_ORIGIN, OVERLAP_COMPUTE_SLOWDOWN
 from planner.engine.train_layout import activations_in_flight, bubble_fraction, bubble_micro_steps, layout_of
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
 from planner.inputs.jobs import Train
@@ -131,6 +132,14 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     + f" ({ph.comm_protocols}) = "
                                     f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
                                     + hidden})
+        if ph.contention_s:
+            rows.append({"phase": ph.name, "op group": "compute slowed beside the collectives", "steps × passes": steps,
+                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
+                         "time s": ph.contention_s * ph.passes, "limited by": "communication",
+                         "formula": f"{ph.comm_hidden_s * ph.passes:,.4g} s under the compute x "
+                                    f"{OVERLAP_COMPUTE_SLOWDOWN:g} / (1 + {OVERLAP_COMPUTE_SLOWDOWN:g}): compute "
+                                    f"beside an NCCL collective runs {OVERLAP_COMPUTE_SLOWDOWN:.1%} slower on average "
+                                    f"(its kernel holds SMs, its copies HBM bandwidth; {CONTENTION_ORIGIN})"})
     return rows
 
 

@@ -638,8 +638,9 @@ def test_data_parallel_gradient_all_reduce_hides_under_backward_as_the_runtime_s
     eager = estimate_all(_plan(model="gpt2-124m", precision="bf16", batch=8, gpus=4, workload=train), FACTS,
                          gpu_names=["rtx-4090"])[0]
     micro = next(ph for ph in eager.phases if ph.name == "train micro-step")
-    # pytorch-eager overlaps DDP buckets fully (its training block: ddp 1.0): hidden up to the micro-step's own GPU time
-    assert micro.comm_hidden_s == pytest.approx(min(micro.comm_s + micro.comm_hidden_s, micro.gpu_s))
+    # pytorch-eager overlaps DDP buckets fully (its training block: ddp 1.0): hidden up to the micro-step's own GPU
+    # time as it runs beside the collective, 18.9 % slower (Lee et al. 2025; tests/engine/test_overlap_contention.py)
+    assert micro.comm_hidden_s == pytest.approx(min(micro.comm_s + micro.comm_hidden_s, micro.gpu_s * 1.189))
     # a runtime that overlaps nothing: no overlap figure, and no training block giving one per layout
     bare = estimate_gpu(eager.plan, eager.gpu, FACTS,
                         adjust=lambda g, e: replace(e, dp_comm_overlap=0.0, training=None))

@@ -47,7 +47,8 @@ from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 import planner.inputs.models.decoder_text as text
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
-from planner.inputs.models.eager_chains import rmsnorm_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes
+from planner.inputs.models.eager_chains import (rmsnorm_backward_chain_bytes, rmsnorm_chain_bytes,
+                                                rotary_backward_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes)
 from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.models.fp8_training import fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
@@ -739,18 +740,21 @@ class DecoderProfile(CachedHash):
         counts."""
         return not s.fused_elementwise and self.norm == "rmsnorm" and not self.encoder
 
-    def eager_chain_bytes(self, s: Setup) -> float:
-        """Bytes per token of one forward pass that eager LLaMA-family code moves beyond fused chains (0 otherwise):
-        2 norms per layer and the final one over the hidden vector, rotary over Q and K (latent attention: its RoPE
-        parts, rope_dim per head and the shared key) of the attention layers."""
+    def eager_chain_bytes(self, s: Setup, backward: bool = False) -> float:
+        """Bytes per token of one forward pass (backward: of its backward, eager_chains' *_backward_* figures) that
+        eager LLaMA-family code moves beyond fused chains (0 otherwise): 2 norms per layer and the final one over the
+        hidden vector, rotary over Q and K (latent attention: its RoPE parts, rope_dim per head and the shared key)
+        of the attention layers."""
         if not self.eager_llama_code(s):
             return 0.0
         a = s.precision.act_bytes
-        norms = (2 * self.layers + 1) * self.hidden * rmsnorm_chain_bytes(a)
+        norm, rotary = ((rmsnorm_backward_chain_bytes, rotary_backward_chain_bytes) if backward
+                        else (rmsnorm_chain_bytes, rotary_chain_bytes))
+        norms = (2 * self.layers + 1) * self.hidden * norm(a)
         if self.learned_pos_emb:
             return norms
         roped = self.rope_dim * (self.heads + 1) if self.kv_lora_rank else self.q_dim + self.kv_dim
-        return norms + self.attn_layers * roped * rotary_chain_bytes(a)
+        return norms + self.attn_layers * roped * rotary(a)
 
     def score_upcast_bytes(self, s: Setup) -> float:
         """Bytes per materialized score that eager LLaMA-family code's float32 softmax adds (0 otherwise)."""
@@ -981,9 +985,13 @@ class DecoderProfile(CachedHash):
         bwd_bytes = BACKWARD_FORWARD_RATIO * qkvo + copy * HEAD_LAYOUT_COPY_BWD + score_elems * bwd_passes * b
         elem = (T * (m.eager_act_traffic_elems * forwards + m.eager_backward_traffic_elems) * b if eager
                 else fb * T * m.act_traffic_elems * b)
+        # eager LLaMA-family code's float32 norms and rotary, forward (and recomputed) and their autograd backward
+        chains = (m.eager_chain_bytes(s), m.eager_chain_bytes(s, backward=True))
+        elem += T * (chains[0] * forwards + chains[1])
         elem_text = text.train_elementwise_text(eager, checkpointing, fb, b, m.act_traffic_elems,
                                                 m.eager_act_traffic_elems, m.eager_backward_traffic_elems,
-                                                DROPOUT_HIDDEN_SITES if dropout else None)
+                                                DROPOUT_HIDDEN_SITES if dropout else None) \
+            + text.train_chain_text(chains, checkpointing)
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
         read = m.read_total(T) + m.lm_head_params  # the experts some token was routed to

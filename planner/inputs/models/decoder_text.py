@@ -134,6 +134,16 @@ def train_elementwise_text(eager: bool, checkpointing: bool, fb: float, act_byte
     return text + " + fp32 logits, softmax, grad"
 
 
+def train_chain_text(chains: tuple[float, float], checkpointing: bool) -> str:
+    """What eager LLaMA-family code adds to a training micro-step's elementwise formula: its forward chains (per
+    token, recomputed too under checkpointing) and their backward ('' when it adds nothing)."""
+    fwd, bwd = chains
+    if not (fwd or bwd):
+        return ""
+    return (f" + tokens x ({fwd:,.0f}{' x 2' if checkpointing else ''} + {bwd:,.0f} backward) B (Hugging Face LLaMA "
+            "code op by op: RMSNorm in float32 and rotary on Q and K, and autograd's backward of each op)")
+
+
 def train_linear_text(fb: float, checkpointing: bool, rows: int, note: str) -> str:
     return (f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if checkpointing else ''}); "
             f"bytes = weights read {fb:g}x + fp32 grad accumulate; GEMMs of M = {rows:,} rows and their "

@@ -22,6 +22,11 @@ from __future__ import annotations
 
 from planner.base.units import FP32_BYTES
 
+# Kernels of the rotary embedding's backward per element of Q or K, as autograd runs them in eager PyTorch (each a
+# read and a write in the activation dtype a): the sin branch's product (2a), the negation's backward on half (a), the
+# cat's backward, two slice_backwards each writing a whole zeroed tensor and reading its half (1.5a each), their sum
+# (read 2a, write a), the cos branch's product (2a), the two branches' sum (3a).
+ROTARY_BACKWARD_PASSES = 14.0
 # Kernels of transformers' rotary embedding per element of Q or K, each a read and a write of the tensor in the
 # activation dtype a: q * cos (2a), -x2 on half the elements (a), cat (2a), * sin (2a), the sum (read 2a, write a).
 ROTARY_PASSES = 10.0
@@ -34,6 +39,29 @@ def rmsnorm_chain_bytes(act_bytes: float) -> float:
     a, f = act_bytes, float(FP32_BYTES)
     casts = (a + f) + (f + a) if a < f else 0.0
     return casts + 5 * f  # pow 2f, mean f, the rsqrt product 2f; the weight's product stands for the fused norm's 2a
+
+
+def rmsnorm_backward_chain_bytes(act_bytes: float) -> float:
+    """Bytes per hidden element that autograd's backward of LlamaRMSNorm moves op by op beyond a fused norm's backward
+    (read dY and x, write dx: 3 x act_bytes), a the activation bytes, f float32's 4: the weight's product, dY x w
+    (read a, write a), dY x y for the weight's gradient (read 2a, write a) and its sum over the tokens (read a); the
+    downcast's backward (read a, write f); the rsqrt product's, g x r (read f, write f) and g x x (read 2f, write f)
+    summed per token (read f); mean's backward dividing the expanded gradient (read f, write f); pow's, x^1, x 2 and
+    the product with the gradient (2f + 2f + 3f); the two paths' gradients of x added (read 2f, write f); the upcast's
+    backward (read f, write a). In bf16 96 B against the fused 6: 90 more (the ops as torch 2.13's autograd
+    dispatches them, counted in tests/inputs/test_eager_train_chains.py)."""
+    a, f = act_bytes, float(FP32_BYTES)
+    casts = (a + f) + (f + a) if a < f else 0.0
+    weight = 2 * a + 3 * a + a
+    product = 2 * f + 3 * f + f
+    mean_pow = 2 * f + (2 * f + 2 * f + 3 * f)
+    return casts + weight + product + mean_pow + 3 * f - 3 * a
+
+
+def rotary_backward_chain_bytes(act_bytes: float) -> float:
+    """Bytes per element of Q or K that autograd's backward of transformers' rotary embedding moves in eager PyTorch
+    (ROTARY_BACKWARD_PASSES x a); a fused runtime folds it into the kernels beside it."""
+    return ROTARY_BACKWARD_PASSES * act_bytes
 
 
 def rotary_chain_bytes(act_bytes: float) -> float:
