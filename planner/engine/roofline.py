@@ -15,7 +15,7 @@ from planner.engine.collectives import call_protocol, custom_allreduce_seconds, 
 from planner.engine.phases import Phase
 from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link
 from planner.inputs.runtimes import Efficiency
-from planner.inputs.work import OpGroup
+from planner.inputs.work import SMALL_KERNEL_US, OpGroup
 
 
 @dataclass(frozen=True)
@@ -217,14 +217,26 @@ def alu_rate(path: str, gpu: GPU, eff: Efficiency) -> float:
     return gpu.ceiling_tflops(path) * FLOPS_PER_TFLOP * (1.0 if path == ALU_PATH else eff.compute_efficiency)
 
 
+def small_kernel_floor_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
+    """Seconds per step a group's small kernels take at least (OpGroup.small_kernels x the runtime's kernels per
+    fused kernel x SMALL_KERNEL_US); none on a CPU device, which runs no GPU kernel."""
+    if not g.small_kernels or gpu.kind == "cpu":
+        return 0.0
+    return g.small_kernels * eff.kernels_per_layer_factor * SMALL_KERNEL_US * 1e-6
+
+
 def _terms(g: OpGroup, flops_s: float, bw: float, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
     """Compute and memory seconds of one step as affine functions of p: (c0, c1, m0, m1). A pipelined quantized
     kernel's instructions (OpGroup.alu) are compute too, on the CUDA cores beside the tensor cores' multiply-adds
-    (a GEMV's dot products are those instructions themselves): the compute side is the slower of the two."""
+    (a GEMV's dot products are those instructions themselves): the compute side is the slower of the two. Small
+    kernels take at least their minimum duration (small_kernel_floor_s): the memory side is at least that."""
     c0, c1 = (g.flops / flops_s, g.flops_per_pos / flops_s) if flops_s else (0.0, 0.0)
     if g.alu:
         c0 = max(c0, _alu_seconds(g, gpu, eff))
-    return c0, c1, g.bytes / bw, g.bytes_per_pos / bw
+    m0 = g.bytes / bw
+    if g.small_kernels:
+        m0 = max(m0, small_kernel_floor_s(g, gpu, eff))
+    return c0, c1, m0, g.bytes_per_pos / bw
 
 
 def _group_seconds(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int
@@ -397,6 +409,8 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
             compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
             if g.alu:  # _terms' rule
                 compute = max(compute, _alu_seconds(g, gpu, eff))
+            if g.small_kernels:  # _terms' rule
+                memory = max(memory, small_kernel_floor_s(g, gpu, eff))
             if is_tiled and on_gpu:  # time_group's rule
                 total += steps * overlapped_seconds(compute, memory)
             else:

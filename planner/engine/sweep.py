@@ -39,7 +39,7 @@ from planner.inputs.catalog import GPU
 from planner.inputs.jobs import Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
-from planner.inputs.work import OpGroup, Setup
+from planner.inputs.work import SMALL_KERNEL_US, OpGroup, Setup
 
 AFFINE_FROM = 16  # the smallest batch timed here: smaller passes are few per sweep, and a GEMV's regime lives there
 PROBE_STEPS = (1, 1 + 1024, 1 + 3 * 1024)  # probes above the floor: two to read the line, one to check it
@@ -96,6 +96,7 @@ class Flat(NamedTuple):
     phase_steps: np.ndarray  # (P, 1)
     phase_kernels: np.ndarray  # (P, 1): fused-block kernels per step
     phase_lines: np.ndarray  # (6, P, 1): a and c of PHASE_FIELDS
+    small_kernels: np.ndarray  # (G, 1): OpGroup.small_kernels (the same at every batch)
     key: tuple = ()  # what two works must share to be timed in one table (their figures may differ): _stacked
 
 
@@ -148,6 +149,7 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
         _column([ap.phase.kernels for ap in phases]),
         np.array([ap.lines[f][ac] for f in range(len(PHASE_FIELDS)) for ac in (0, 1) for ap in phases],
                  dtype=np.float64).reshape(2 * len(PHASE_FIELDS), len(phases), 1),
+        _column([ag.group.small_kernels for _, _, ag in groups]),
         (tuple(i for i, _, _ in groups), tuple(j for j, _ in gemms), tuple(j for j, _ in alu), tuple(has_flops),
          tuple(positional), tuple((ap.phase.steps, ap.phase.p0) for ap in phases),
          tuple(ag.group.cap_pos for _, _, ag in groups)))
@@ -155,7 +157,7 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
 
 # Flat's figures that differ between works of one key (along their last axis)
 _PER_WORK = ("lines", "pos_lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size",
-             "alu_lines", "phase_kernels", "phase_lines")
+             "alu_lines", "phase_kernels", "phase_lines", "small_kernels")
 
 
 def _stacked(works: list[AffineWork], which: np.ndarray) -> Flat:
@@ -188,11 +190,14 @@ def _off(line: tuple[float, float], b: int, y: float) -> bool:
     return abs(a + c * b - y) > AFFINE_TOLERANCE * max(abs(y), abs(a), abs(c * b), 1e-300)
 
 
+def _fixed_fields(g: OpGroup) -> tuple:
+    """A group's fields that must not change with the batch for its lines to hold."""
+    return g.name, g.compute_path, g.rate_factor, g.peak_fractions, g.cap_pos, g.small_kernels, g.accumulate16
+
+
 def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]) -> AffineGroup | str:
     """The group's lines from three probes, or why it is not affine."""
-    if (g1.name, g1.compute_path, g1.rate_factor, g1.peak_fractions, g1.cap_pos, g1.accumulate16) != \
-            (g3.name, g3.compute_path, g3.rate_factor, g3.peak_fractions, g3.cap_pos, g3.accumulate16) \
-            or g2.name != g1.name:
+    if _fixed_fields(g1) != _fixed_fields(g3) or _fixed_fields(g2) != _fixed_fields(g1):
         return f"its groups differ between batches {b[0]} and {b[2]}"
     if [p for p, _ in g1.alu] != [p for p, _ in g2.alu] or [p for p, _ in g1.alu] != [p for p, _ in g3.alu]:
         return f"{g1.name}: its pipelined instructions differ between batches"
@@ -375,6 +380,8 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
     if not fl.all_flops:
         rate = np.where(fl.has_flops, rate, np.inf)
     c0, m0 = flops / rate, nbytes / bw
+    # small kernels at their minimum duration (roofline.small_kernel_floor_s): on a GPU, at least this memory side
+    m0 = np.maximum(m0, fl.small_kernels * kpl * (SMALL_KERNEL_US * 1e-6) * on_gpu)
     if fl.alu_of.shape[1]:
         alu = c[7 + n_phases + 2 * n_groups:]
         alu_s = fl.alu_of @ ((fl.alu_lines[0] + fl.alu_lines[1] * b) / alu)

@@ -19,6 +19,15 @@ from planner.inputs.catalog import ALU_PATH
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.precisions import AttentionBackend, KVDtype, Precision, QuantKernel
 
+# The least GPU time a kernel that moves a few kB takes from its first block's start to its last block's end (a
+# norm or residual add over one token's hidden vector: launch of its blocks, a DRAM round trip or two for its
+# inputs, a block reduction, the write; the gap to the next kernel is apart: the runtime's launch_overhead_us).
+# Decode-path durations measured in Nsight/CUDA-event profiles: a residual add ~1.5 us and a Transformer Engine
+# RMSNorm ~2.9 us per decode step (NVIDIA/Megatron-LM PR #6463, 2026-08-11), a gated RMSNorm at batch 1 1.90 us
+# (lightseekorg/tokenspeed PR #1154, 2026-08-19), RMSNorm kernels over 4 tokens 0.86-1.54 us (Neroued/ninfer PR
+# #150, 2026): 0.9-2.9 us, 1.5 us taken. The excerpts read do not all name the GPU (engines of the Hopper and
+# Blackwell era); no A100 figure was found, so one value stands for every NVIDIA generation (not sized per one).
+SMALL_KERNEL_US = 1.5
 ACTIVATION_PATHS = ("fp32", "tf32", "fp16", "bf16")  # dtypes activations (and attention) can run in
 # A backward pass costs about two forwards: gradients w.r.t. inputs and w.r.t. weights (Kaplan et al. 2020: 6N
 # training FLOPs per token vs 2N forward).
@@ -75,6 +84,11 @@ class OpGroup(NamedTuple):
     # its 16-bit GEMMs accumulate in fp16 (Setup.accumulate16: a library kernel's or the runtime's): GeForce cards
     # run them at GPU.fp16_accumulate_speedup x the catalog's fp32-accumulate rate
     accumulate16: bool = False
+    # kernels a step of this group launches that each move little (norms, residual adds, the activation, rotary), in
+    # fused-block units as Phase.kernels: each runs at least the GPU's minimum kernel duration (roofline.
+    # SMALL_KERNEL_US), so the group's memory side per step is at least these x the runtime's kernels_per_layer_factor
+    # x that duration; 0 = no floor (a group whose kernels stream enough bytes to reach the bandwidth)
+    small_kernels: float = 0.0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)

@@ -28,6 +28,8 @@ def _plan(model="llama-2-7b", precision="fp16", batch=1, **kw):
 
 # A decode step's attention calls (one per layer) each take this fixed latency beyond their bytes (data/precisions.yaml)
 DECODE_LATENCY_S = FACTS.rules.attention("sdpa").decode_latency_us * 1e-6
+# a 32-layer decoder's small kernels (6 a layer, 4 outside) at their minimum duration, 1.5 us (planner/inputs/work.py)
+SMALL_32_LAYERS_S = (6 * 32 + 4) * 1.5e-6
 
 
 def test_memory_bound_decode_scales_with_one_over_bandwidth():
@@ -36,7 +38,9 @@ def test_memory_bound_decode_scales_with_one_over_bandwidth():
     plan = _plan()
     t_slow = estimate_gpu(plan, slow, FACTS, adjust=NO_OVERHEAD).seconds
     t_fast = estimate_gpu(plan, fast, FACTS, adjust=NO_OVERHEAD).seconds
-    fixed = 256 * 32 * DECODE_LATENCY_S  # 256 decode steps x 32 layers: no bandwidth shortens it
+    # 256 decode steps x 32 layers' attention latency and x the small kernels' durations (x eager's 2.5 kernels per
+    # fused one): no bandwidth shortens them
+    fixed = 256 * (32 * DECODE_LATENCY_S + SMALL_32_LAYERS_S * 2.5)
     assert (t_slow - fixed) / (t_fast - fixed) == pytest.approx(2.0, rel=0.02)  # batch 1 reads every weight per token
 
 
@@ -46,8 +50,8 @@ def test_batch1_decode_of_a_7b_model_is_weights_over_bandwidth():
     decode = next(p for p in e.phases if p.name == "decode")
     weights_bytes = load_models().get("llama-2-7b").matmul_params * 2
     per_token = decode.total_s / decode.steps
-    # ~4 ms per token at 3.35 TB/s, plus 32 layers' attention latency (0.5 ms)
-    assert per_token == pytest.approx(weights_bytes / 3350e9 + 32 * DECODE_LATENCY_S, rel=0.05)
+    # ~4 ms per token at 3.35 TB/s, plus 32 layers' attention latency (0.5 ms) and 196 small kernels x 1.5 us (0.29 ms)
+    assert per_token == pytest.approx(weights_bytes / 3350e9 + 32 * DECODE_LATENCY_S + SMALL_32_LAYERS_S, rel=0.05)
 
 
 def test_a_decode_step_pays_each_layers_attention_latency_and_a_prefill_or_a_cpu_none():
@@ -705,6 +709,9 @@ def test_turbomind_reads_gpt20b_at_its_own_prior_fraction_and_launches_as_faster
     tm, ft = decode["turbomind"], decode["fastertransformer"]
     weights_b = 44 * 12 * 6144 ** 2 * 2 + 51200 * 6144 * 2
     read_s = sum(g.time_s for g in tm.groups) / tm.steps
-    assert read_s == pytest.approx(weights_b / (0.85 * 2039e9), rel=0.02)  # + the KV cache and activations (< 2 %)
+    # + 268 small kernels (6 a layer, 4 outside) x FasterTransformer's 0.818 kernels per fused one x 1.5 us (0.33 ms,
+    # their minimum duration) + the KV cache and activations (< 2 %)
+    small_s = (44 * 6 + 4) * 0.818 * 1.5e-6
+    assert read_s == pytest.approx(weights_b / (0.85 * 2039e9) + small_s, rel=0.02)
     assert tm.overhead_s == pytest.approx(ft.overhead_s) and tm.host_s == pytest.approx(ft.host_s)
     assert tm.overhead_s / tm.steps == pytest.approx((44 * 9 + 5 * 9 / 11) * 2.1e-6, rel=1e-3)

@@ -222,3 +222,16 @@ def test_a_sweeps_estimate_has_every_field_an_estimate_has():
     assert {e.feasible for e in ests} == {True, False}  # both kinds were built
     for e in ests:
         assert names <= set(vars(e)), sorted(names - set(vars(e)))
+
+
+def test_llama_cpp_fp16_on_geforce_keeps_its_fp16_accumulate_rate_in_the_arrays():
+    """llama.cpp's cuBLAS GEMMs on F16 weights accumulate in fp16, which GeForce cards run at twice the catalog's
+    fp32-accumulate rate (GPU.fp16_accumulate_speedup): a 20,000-sequence prefill of cfdna-gen is compute-bound, so
+    before the arrays applied that speedup they timed its linear layers at half the rate (RTX 4090: 0.0742 s against
+    0.0497 s, found by the hypothesis test above at 444696a). Both ways now agree on every GPU."""
+    plan = _plan({"model": "cfdna-gen", "job": "generate", "seqs": 20000, "prompt": 1, "gen": 1, "prec": "fp16",
+                  "rt": "llama.cpp", "batch": None})
+    swept = estimate_all(plan, FACTS, arrays=sweep)
+    assert any(e.gpu.id == "rtx-4090" and e.feasible for e in swept)
+    for e in swept:
+        _same(e, estimate_gpu(plan, e.gpu, FACTS))

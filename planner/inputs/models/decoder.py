@@ -106,6 +106,12 @@ KV_CONCAT_PASSES = 2.0
 KV_REPEAT_PASSES = 2.0
 # Kernels outside the layers per forward pass: embedding lookup, position add, final norm, LM head, sampling/loss.
 FIXED_KERNELS = 5
+# Of those kernels, the ones that move only a token's hidden vector or two (per layer: two norms, rotary or the
+# position add, two residual adds, the activation; outside the layers: embedding, position add, final norm,
+# sampling): at decode each takes the GPU's minimum kernel duration, not its bytes' time (OpGroup.small_kernels).
+# A layer's remaining kernels are its GEMMs (QKV, O, the MLP's matrices) and its attention.
+SMALL_KERNELS_PER_LAYER = 6
+SMALL_FIXED_KERNELS = FIXED_KERNELS - 1  # all but the LM head's GEMM
 GRAD_ACCUMULATE_BYTES = 2 * FP32_BYTES  # per matmul weight per micro-step: read and write its fp32 gradient
 # A mixture-of-experts layer's router: its matmul, then softmax and top-k (one fused kernel in Mixtral's HF code).
 ROUTER_KERNELS = 2
@@ -667,6 +673,12 @@ class DecoderProfile(CachedHash):
         return float(sum(n * self.kernels_per_layer(E, k, sh) for n, E, k, _, sh in self.mlp_kinds) + ssm
                      + FIXED_KERNELS)
 
+    @cached_property
+    def small_kernels_per_forward(self) -> float:
+        """Kernels per forward pass that move only a hidden vector or two per token (SMALL_KERNELS_PER_LAYER per
+        layer, SMALL_FIXED_KERNELS outside them), in fused-block units as kernels_per_forward."""
+        return float(self.layers * SMALL_KERNELS_PER_LAYER + SMALL_FIXED_KERNELS)
+
     @lru_cache(maxsize=4096)  # noqa: B019 (profiles are immutable; the batch search asks for the same shapes often)
     def linear_gemms(self, rows: int, logits: int, tp: int, head_tp: int | None = None) -> tuple[Gemm, ...]:
         """The forward GEMMs of one pass over `rows` tokens (batch x new tokens) with `logits` LM-head rows: per layer
@@ -825,7 +837,9 @@ class DecoderProfile(CachedHash):
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
             OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
-            OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path, elem_text),
+            OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
+                    elem_text + text.small_kernel_text(m.small_kernels_per_forward),
+                    small_kernels=m.small_kernels_per_forward),
         )
 
     def _gate_up_weights(self, tp: int) -> float:
@@ -917,6 +931,8 @@ class DecoderProfile(CachedHash):
                                       if manual else 0.0)
                 g = g._replace(flops=flops, bytes=unscored + kv_read + scores,
                             formula=g.formula + text.chunked_kv_text(chunks, c))
+            elif g.small_kernels:  # every pass launches the small kernels again
+                g = g._replace(small_kernels=g.small_kernels * chunks)
             out.append(g)
         return tuple(out)
 

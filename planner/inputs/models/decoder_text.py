@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN, EXPERTS_SCOPE
-from planner.inputs.work import Setup
+from planner.inputs.work import SMALL_KERNEL_US, Setup
 
 
 def describe(layers: int, hidden: int, context: int, experts: int, experts_per_token: int, shared_ffn: int,
@@ -78,6 +78,12 @@ def forward_formulas(s: Setup, name: str, note: str, score_words: str, swiglu: b
             + "; bytes = Q,K,V,O + KV-cache write"
             + (f" + {score_words}" if score_words else "") + kernel_rate_text(s),
             f"bytes = tokens x {traffic:,.0f} elements x {p.act_bytes:g} B ({how}) + logits")
+
+
+def small_kernel_text(kernels: float) -> str:
+    """Words for the elementwise group's floor: its small kernels at their minimum duration (OpGroup.small_kernels)."""
+    return (f"; at least {kernels:,.4g} small kernels x the runtime's kernels per fused kernel x "
+            f"{SMALL_KERNEL_US:g} us a step (a kernel's minimum duration: when their bytes take less, it binds)")
 
 
 def eager_chain_text(chain_bytes: float, upcast_bytes: float) -> tuple[str, str]:
