@@ -108,15 +108,11 @@ def validation_report():
     return measured.run_validation(priors=True)
 
 
-def _vega_spec(chart) -> dict:
-    """An Altair chart as the Vega-Lite spec st.vega_lite_chart sends, its datasets already Arrow IPC bytes
-    (Streamlit's own conversion, which it skips for bytes): a session drawing a chart another one drew pays neither
-    Altair (~10 ms a chart) nor the Arrow conversion. Not validated against the schema here (up to half of the
-    build): tests/views/test_charts.py validates every builder's spec."""
-    spec = chart.to_dict(validate=False)
-    if "datasets" in spec:
-        spec["datasets"] = {name: convert_anything_to_arrow_bytes(rows) for name, rows in spec["datasets"].items()}
-    return spec
+def _vega_spec(spec: dict) -> dict:
+    """A chart's Vega-Lite spec (planner.views.charts, a plain dict) as st.vega_lite_chart sends it, its datasets
+    already Arrow IPC bytes (Streamlit's own conversion, which it skips for bytes): a session drawing a chart another
+    one drew pays neither the spec nor the Arrow conversion."""
+    return {**spec, "datasets": {name: convert_anything_to_arrow_bytes(df) for name, df in spec["datasets"].items()}}
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
