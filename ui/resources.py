@@ -108,11 +108,17 @@ def validation_report():
     return measured.run_validation(priors=True)
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _arrow_bytes(name: str, _df) -> bytes:
+    """A chart's dataset as Arrow IPC bytes (Streamlit's own conversion, which it skips for bytes), by its name: a
+    digest of its content (planner.views.charts), so two charts of the same rows convert them once."""
+    return convert_anything_to_arrow_bytes(_df)
+
+
 def _vega_spec(spec: dict) -> dict:
     """A chart's Vega-Lite spec (planner.views.charts, a plain dict) as st.vega_lite_chart sends it, its datasets
-    already Arrow IPC bytes (Streamlit's own conversion, which it skips for bytes): a session drawing a chart another
-    one drew pays neither the spec nor the Arrow conversion."""
-    return {**spec, "datasets": {name: convert_anything_to_arrow_bytes(df) for name, df in spec["datasets"].items()}}
+    already Arrow bytes: a session drawing a chart another one drew pays neither the spec nor the conversion."""
+    return {**spec, "datasets": {name: _arrow_bytes(name, df) for name, df in spec["datasets"].items()}}
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)

@@ -60,12 +60,14 @@ def _dataset(df: pd.DataFrame, datasets: dict) -> dict:
     return {"name": name}
 
 
-def _layered(layers: list[tuple[pd.DataFrame, dict, dict]], **props) -> dict:
-    """A layer chart's spec from (data, mark, encoding) per layer and its top-level properties."""
+def _layered(layers: list[tuple], **props) -> dict:
+    """A layer chart's spec from (data, mark, encoding[, transform]) per layer and its top-level properties."""
     datasets: dict = {}
-    return {"config": VIEW_CONFIG,
-            "layer": [{"data": _dataset(df, datasets), "mark": mark, "encoding": enc} for df, mark, enc in layers],
-            **props, "$schema": VEGA_LITE_SCHEMA, "datasets": datasets}
+    specs = []
+    for df, mark, enc, *transform in layers:
+        specs.append({"data": _dataset(df, datasets), "mark": mark, "encoding": enc,
+                      **({"transform": transform[0]} if transform else {})})
+    return {"config": VIEW_CONFIG, "layer": specs, **props, "$schema": VEGA_LITE_SCHEMA, "datasets": datasets}
 
 
 def _single(df: pd.DataFrame, mark: dict, encoding: dict, **props) -> dict:
@@ -241,8 +243,9 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficienc
 
 def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> dict:
     """One quantity (throughput or job cost) vs batch size per GPU: the shape says what limits the steps
-    (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory."""
-    ok = df[df.feasible & df[y].notna()]
+    (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory.
+    Every layer reads the sweep's one dataset (the throughput and the cost charts share it), each taking its rows
+    with a Vega-Lite transform: the points that run and have a value; one rule per GPU that fits any batch."""
     ticks = sorted({int(b) for b in df.batch})  # the batches swept: whole numbers, never 1.2 or 1.6
     x = _f("batch:Q", axis={"format": "d", "labelOverlap": "greedy", "values": ticks},
            scale={"base": 2, "type": "log"}, title="Batch size (per GPU, log2)")
@@ -251,20 +254,21 @@ def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> dict:
     tip = [_f("gpu:N", title="GPU"), _f("batch:Q"), _f("bound:N", title="limited by"),
            _f(f"{y}:Q", format=",.4g", title=y_title), _f("memory_gb:Q", format=".3g", title="memory GB"),
            _f("usable_gb:Q", format=".3g", title="usable GB")]
-    limits = df.drop_duplicates("gpu")[["gpu", "max_batch"]]
+    ok = [{"filter": {"field": "feasible", "equal": True}}, {"filter": {"field": y, "valid": True}}]
+    limits = [{"aggregate": [{"op": "count", "as": "points"}], "groupby": ["gpu", "max_batch"]},
+              {"filter": {"field": "max_batch", "gte": 1}}]
     return _layered([
-        (ok, {"type": "line", "opacity": 0.5},
-         dict(color=color, x=x, y=_f(f"{y}:Q", scale={"type": "log"}, title=f"{y_title} (log)"))),
-        (ok, {"type": "point", "filled": True, "size": 70},
-         dict(color=color, shape=_f("bound:N", title="Limited by"), tooltip=tip, x=x, y=_f(f"{y}:Q"))),
-        (limits[limits.max_batch >= 1], {"type": "rule", "strokeDash": [5, 4]},
+        (df, {"type": "line", "opacity": 0.5},
+         dict(color=color, x=x, y=_f(f"{y}:Q", scale={"type": "log"}, title=f"{y_title} (log)")), ok),
+        (df, {"type": "point", "filled": True, "size": 70},
+         dict(color=color, shape=_f("bound:N", title="Limited by"), tooltip=tip, x=x, y=_f(f"{y}:Q")), ok),
+        (df, {"type": "rule", "strokeDash": [5, 4]},
          dict(color=color, tooltip=[_f("gpu:N", title="GPU"), _f("max_batch:Q", title="largest batch that fits")],
-              x=_f("max_batch:Q")))],
+              x=_f("max_batch:Q")), limits)],
         autosize=FIT_WIDTH, height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
                                  "Dashed line: the largest batch that fits in the usable memory; "
                                  "beyond it, out of memory. Shape: what limits the steps at that batch.",
                                  f"Source: {ESTIMATE_SOURCE}."))
-
 
 
 # ---------------------------------------------------------------- memory
