@@ -93,6 +93,13 @@ def deployment(key: str, _plan, _gpus, _table, _prompt: int, _output: int, _rate
                                         _ttft_s, _tpot_s)
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def batch_frame(key: str, _plan, _gpus, _table, _adjust):
+    """The Batch size tab's sweep (planner.views.charts.batch_sweep) for one distinct plan (key: the ranking's, with
+    the compared GPUs): a click on the tab or another session asking the same sweeps nothing again."""
+    return charts.batch_sweep(_plan, _gpus, screens.with_prices(facts(), _table), _adjust)
+
+
 @st.cache_resource(max_entries=128, show_spinner=False)
 def ranking_view(key: str, _ranked, _cal_ests, _inputs, _mine, _today: date) -> screens.RankingView:
     return screens.ranking_view(_ranked, _cal_ests, _inputs, _mine, _today)
