@@ -190,8 +190,9 @@ def _off(line: tuple[float, float], b: int, y: float) -> bool:
 
 def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]) -> AffineGroup | str:
     """The group's lines from three probes, or why it is not affine."""
-    if (g1.name, g1.compute_path, g1.rate_factor, g1.peak_fractions, g1.cap_pos) != \
-            (g3.name, g3.compute_path, g3.rate_factor, g3.peak_fractions, g3.cap_pos) or g2.name != g1.name:
+    if (g1.name, g1.compute_path, g1.rate_factor, g1.peak_fractions, g1.cap_pos, g1.accumulate16) != \
+            (g3.name, g3.compute_path, g3.rate_factor, g3.peak_fractions, g3.cap_pos, g3.accumulate16) \
+            or g2.name != g1.name:
         return f"its groups differ between batches {b[0]} and {b[2]}"
     if [p for p, _ in g1.alu] != [p for p, _ in g2.alu] or [p for p, _ in g1.alu] != [p for p, _ in g3.alu]:
         return f"{g1.name}: its pipelined instructions differ between batches"
@@ -279,6 +280,8 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
                 out.append(gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction)
             else:
                 factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
+                if g.accumulate16:  # roofline._flops_s_tiled: GeForce runs fp16 accumulation at its own rate
+                    factor *= gpu.fp16_accumulate_speedup
                 out.append(gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * g.rate_factor)
             shaped.append(0.0 if fraction or not ag.gemms or gpu.sm_count <= 0 else 1.0)
             for path, _ in g.alu:
