@@ -132,6 +132,12 @@ def test_batch_chart_marks_the_memory_limit():
     assert marks == {"line", "point", "rule"}  # the rule marks the largest batch that fits
     rule = next(layer for layer in _layers(spec) if "rule" in str(layer["mark"]))
     assert rule["encoding"]["x"]["field"] == "max_batch"
+    # one dataset, the sweep's rows; the line and points keep those that run and have a value, the rule one per GPU
+    assert len(spec["datasets"]) == 1 and len(next(iter(spec["datasets"].values()))) == len(df)
+    drawn = [layer for layer in _layers(spec) if layer is not rule]
+    assert all({"filter": {"field": "feasible", "equal": True}} in layer["transform"] and
+               {"filter": {"field": "tokens_per_s", "valid": True}} in layer["transform"] for layer in drawn)
+    assert rule["transform"][0]["groupby"] == ["gpu", "max_batch"]
     assert "Batch size (per GPU, log2)" in _axis_titles(spec)
 
 
