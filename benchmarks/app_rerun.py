@@ -1,25 +1,38 @@
-"""Benchmark: how long the page's script takes to rerun after an input changes, for the full GPU catalog.
+"""Benchmark: how long the page's script takes to rerun after an input changes, for the full GPU catalog, here and at
+another commit, alternating so both see the same load.
+
+    python3 benchmarks/app_rerun.py                        # this tree alone, 20 reruns per tab
+    python3 benchmarks/app_rerun.py 6 --base 444696a       # and 444696a's page, in turns (3 rounds)
 
 The figure is server-side: app.py stores (end - start) of each script run in st.session_state['_run_ms'];
 this script drives the page with streamlit.testing.v1.AppTest (no browser), changes one input per rerun
 (precision, sequences, price tier, runtime in turn) and prints the median and 90th percentile per open tab.
 The page keeps rankings per distinct plan across sessions (st.cache_resource), so the script clears that cache
 before each measured rerun: every one recomputes the ranking, as a plan nobody asked before does. The last column
-is a rerun of the same plan (a click on a tab or a row: the cached ranking). Target: under 300 ms with the default
-tab (the first one, 'Explain a GPU').
-Run: python3 benchmarks/app_rerun.py [reruns per tab, default 20]
+is a rerun of the same plan (a click on a tab or a row: the cached ranking). Target: 30 ms for every tab.
+The other commit runs this same script from a temporary worktree (`--tree`), so both are measured by one code.
 """
 
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from base_tree import base_worktree
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 CHANGES = [("selectbox", "prec", ["fp16", "bf16", "fp32"]),
            ("number_input", "seqs", [500_000, 1_000_000, 250_000]),
@@ -33,9 +46,9 @@ def _q(values: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
-def measure(tab: str, reruns: int) -> tuple[list[float], list[float], list[float]]:
+def measure(tree: Path, tab: str, reruns: int) -> tuple[list[float], list[float], list[float]]:
     """(script ms after an input change, AppTest wall ms of the same runs, script ms of a same-plan rerun)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(tree / "app.py"), default_timeout=120)
     at.session_state["view"] = tab
     at.run()  # first run: imports, data files, caches
     at.run()
@@ -54,17 +67,54 @@ def measure(tab: str, reruns: int) -> tuple[list[float], list[float], list[float
     return script_ms, wall_ms, cached_ms
 
 
-def main(reruns: int = 20) -> None:
-    from planner.inputs.catalog import load_catalog
+def measure_all(tree: Path, reruns: int) -> dict[str, list[list[float]]]:
+    logging.disable(logging.WARNING)  # AppTest's bare-mode warnings
+    return {tab: list(measure(tree, tab, reruns)) for tab in TABS}
 
-    print(f"rerun after an input change, full catalog ({len(load_catalog().gpus)} GPUs), {reruns} reruns per tab")
-    print(f"{'open tab':16} {'script median':>14} {'script p90':>11} {'AppTest wall median':>20} "
+
+def _run_tree(tree: Path, reruns: int) -> dict[str, list[list[float]]]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(reruns), "--tree", str(tree), "--json"],
+                          cwd=tempfile.gettempdir(), env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report(name: str, results: dict[str, list[list[float]]]) -> None:
+    print(f"{name}: {'open tab':16} {'script median':>14} {'script p90':>11} {'AppTest wall median':>20} "
           f"{'same plan median':>17}")
-    for tab in TABS:
-        script, wall, cached = measure(tab, reruns)
-        print(f"{tab:16} {statistics.median(script):11.0f} ms {_q(script, 0.9):8.0f} ms "
+    for tab, (script, wall, cached) in results.items():
+        print(f"{'':{len(name) + 2}}{tab:16} {statistics.median(script):11.0f} ms {_q(script, 0.9):8.0f} ms "
               f"{statistics.median(wall):17.0f} ms {statistics.median(cached):14.0f} ms")
 
 
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("reruns", nargs="?", type=int, default=20, help="reruns per tab and round")
+    ap.add_argument("--base", help="a commit to compare with, run alternately from a temporary worktree")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds with --base")
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    tree = Path(a.tree) if a.tree else ROOT
+    if a.json:
+        print(json.dumps(measure_all(tree, a.reruns)))
+        return
+    results: dict[str, dict[str, list[list[float]]]] = {}
+    trees = {"this tree": ROOT}
+    with base_worktree(a.base) if a.base else nullcontext() as base:
+        if base:
+            trees[f"base {a.base}"] = base
+        for _ in range(a.rounds if a.base else 1):
+            for name, t in trees.items():
+                for tab, lists in _run_tree(t, a.reruns).items():
+                    into = results.setdefault(name, {}).setdefault(tab, [[], [], []])
+                    for acc, v in zip(into, lists):
+                        acc.extend(v)
+    print(f"rerun after an input change, full catalog, {a.reruns} reruns per tab and round (load: "
+          f"{os.getloadavg()[0]:.1f})")
+    for name, r in results.items():
+        report(name, r)
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    main()

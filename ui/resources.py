@@ -93,6 +93,13 @@ def deployment(key: str, _plan, _gpus, _table, _prompt: int, _output: int, _rate
                                         _ttft_s, _tpot_s, _lengths)
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def batch_frame(key: str, _plan, _gpus, _table, _adjust):
+    """The Batch size tab's sweep (planner.views.charts.batch_sweep) for one distinct plan (key: the ranking's, with
+    the compared GPUs): a click on the tab or another session asking the same sweeps nothing again."""
+    return charts.batch_sweep(_plan, _gpus, screens.with_prices(facts(), _table), _adjust)
+
+
 @st.cache_resource(max_entries=128, show_spinner=False)
 def ranking_view(key: str, _ranked, _cal_ests, _inputs, _mine, _today: date) -> screens.RankingView:
     return screens.ranking_view(_ranked, _cal_ests, _inputs, _mine, _today)
@@ -108,15 +115,17 @@ def validation_report():
     return measured.run_validation(priors=True)
 
 
-def _vega_spec(chart) -> dict:
-    """An Altair chart as the Vega-Lite spec st.vega_lite_chart sends, its datasets already Arrow IPC bytes
-    (Streamlit's own conversion, which it skips for bytes): a session drawing a chart another one drew pays neither
-    Altair (~10 ms a chart) nor the Arrow conversion. Not validated against the schema here (up to half of the
-    build): tests/views/test_charts.py validates every builder's spec."""
-    spec = chart.to_dict(validate=False)
-    if "datasets" in spec:
-        spec["datasets"] = {name: convert_anything_to_arrow_bytes(rows) for name, rows in spec["datasets"].items()}
-    return spec
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _arrow_bytes(name: str, _df) -> bytes:
+    """A chart's dataset as Arrow IPC bytes (Streamlit's own conversion, which it skips for bytes), by its name: a
+    digest of its content (planner.views.charts), so two charts of the same rows convert them once."""
+    return convert_anything_to_arrow_bytes(_df)
+
+
+def _vega_spec(spec: dict) -> dict:
+    """A chart's Vega-Lite spec (planner.views.charts, a plain dict) as st.vega_lite_chart sends it, its datasets
+    already Arrow bytes: a session drawing a chart another one drew pays neither the spec nor the conversion."""
+    return {**spec, "datasets": {name: _arrow_bytes(name, df) for name, df in spec["datasets"].items()}}
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)

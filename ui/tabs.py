@@ -52,9 +52,9 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
                     resources.chart("calibration_chart", df)
 
 
-def _batch_size(plan, inputs, table, cal, cmp_ids) -> None:
+def _batch_size(plan, inputs, table, cal, cmp_ids, est_key: str) -> None:
     gpus = [resources.gpu(g) for g in cmp_ids]
-    df = charts.batch_sweep(plan, gpus, screens.with_prices(resources.facts(), table), cal.adjust if cal else None)
+    df = resources.batch_frame(content_key(est_key, cmp_ids), plan, gpus, table, cal.adjust if cal else None)
     per_gpu = int(df.items_per_gpu.min()) if len(df) else 0  # the engine's rule (ranking.batch_sweep), per GPU
     if len(df) and df.batch.max() >= per_gpu and per_gpu < 64:
         st.caption(f"The job has only {per_gpu:,} item(s) per GPU, so no batch can be larger: raise the job size "
@@ -63,7 +63,7 @@ def _batch_size(plan, inputs, table, cal, cmp_ids) -> None:
     resources.chart("batch_chart", df, "cost_usd", f"Job cost ($, RunPod {inputs.tier})")
 
 
-def chart_tab(name: str, view: screens.RankingView, inputs, plan, table, cal, cal_ests, cmp_ids) -> None:
+def chart_tab(name: str, view: screens.RankingView, inputs, plan, table, cal, cal_ests, cmp_ids, est_key: str) -> None:
     rows = view.rows
     if name == "Cost vs time":
         unit = time_unit(e.seconds for e in rows)
@@ -80,7 +80,7 @@ def chart_tab(name: str, view: screens.RankingView, inputs, plan, table, cal, ca
         else:
             resources.chart("roofline_chart", ceilings, points)
     elif name == "Batch size":
-        _batch_size(plan, inputs, table, cal, cmp_ids)
+        _batch_size(plan, inputs, table, cal, cmp_ids, est_key)
     elif name == "Memory":
         resources.chart("memory_chart", charts.memory_data([e for e in rows if e.gpu.id in cmp_ids]))
     elif name == "Serving":
@@ -199,7 +199,7 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
             if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                 st.info("No GPU can run this plan: nothing to compare.")
             else:
-                chart_tab(name, view, inputs, plan, table, cal, cal_ests, cmp_ids)
+                chart_tab(name, view, inputs, plan, table, cal, cal_ests, cmp_ids, est_key)
 
 
 @st.fragment

@@ -85,9 +85,10 @@ class Estimate:
 
     @property
     def bound(self) -> str:
-        if not self.work:
-            return "-"
-        return max(self.split, key=self.split.get)
+        """What limits most of the job's seconds ("-" without work: the split is empty exactly then). Read from the
+        split, so that a sweep's estimate does not build its phases for the ranking's column."""
+        split = self.split
+        return max(split, key=split.get) if split else "-"
 
     def cost(self, tier: str | None = None) -> float | None:
         return self.cost_usd.get(tier or self.plan.price_tier)

@@ -1,13 +1,16 @@
-"""Altair charts of a ranking: cost vs time with the Pareto front, roofline, batch-size sweep, memory.
+"""Charts of a ranking: cost vs time with the Pareto front, roofline, batch-size sweep, memory.
 
-Each chart has a pure data builder (estimates -> pandas DataFrame, testable by value) and a chart
-builder (DataFrame -> Altair chart, testable through `to_dict()`). Axis titles carry units; titles
-name where the numbers come from. No streamlit here.
+Each chart has a pure data builder (estimates -> pandas DataFrame, testable by value) and a chart builder
+(DataFrames -> a Vega-Lite spec as a plain dict, its datasets the DataFrames themselves, named by a digest of their
+content). The page draws those with st.vega_lite_chart: building the same spec through Altair's objects cost 10-25 ms
+a chart, most of a chart tab's rerun. Axis titles carry units; titles name where the numbers come from. The
+validation plot, drawn once per server and saved to HTML by the CLI, stays an Altair chart. No streamlit here.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import altair as alt
@@ -20,6 +23,7 @@ from planner.engine.plan import Plan
 from planner.inputs.facts import Facts
 from planner.engine.roofline import attainable_tflops, ridge_point
 from planner.validation.measured import ValidationReport
+from planner.views.cache_key import content_key
 from planner.views.format import short_name
 
 ESTIMATE_SOURCE = "planner estimate (roofline model, data/gpus.yaml datasheet peaks, data/runtimes.yaml efficiencies)"
@@ -28,8 +32,49 @@ MEMORY_ORDER = ("weights", "gradients", "optimizer", "kv_cache", "activations", 
 MEMORY_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#9c755f")
 
 
-def _title(text: str, *subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text, subtitle=list(subtitle), anchor="start", subtitleColor="#666")
+# The Vega-Lite version the specs are written for: the one Altair 6 (installed with streamlit) validates against and
+# Streamlit's frontend draws (tests/views/test_charts.py validates every spec against that schema)
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
+# Vega-Lite's default view size, which Altair writes into every spec; kept so the specs are what they were
+VIEW_CONFIG = {"view": {"continuousWidth": 300, "continuousHeight": 300}}
+FIELD_TYPES = {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}
+
+
+def _title(text: str, *subtitle: str) -> dict:
+    return {"text": text, "anchor": "start", "subtitle": list(subtitle), "subtitleColor": "#666"}
+
+
+def _f(shorthand: str, **props) -> dict:
+    """A channel's definition from Altair's shorthand: "sum(gb):Q" -> aggregate, field and type, then `props`."""
+    name, kind = shorthand.rsplit(":", 1)
+    agg = re.fullmatch(r"(\w+)\((\w+)\)", name)
+    head = {"aggregate": agg[1], "field": agg[2]} if agg else {"field": name}
+    return {**head, "type": FIELD_TYPES[kind], **props}
+
+
+def _dataset(df: pd.DataFrame, datasets: dict) -> dict:
+    """A layer's data: `df` named by a digest of its content in `datasets` (equal data, one dataset and one name, as
+    Altair names them; a new plan's data gets a new name, so the browser draws the chart anew)."""
+    name = f"data-{content_key(df)}"
+    datasets[name] = df
+    return {"name": name}
+
+
+def _layered(layers: list[tuple], **props) -> dict:
+    """A layer chart's spec from (data, mark, encoding[, transform]) per layer and its top-level properties."""
+    datasets: dict = {}
+    specs = []
+    for df, mark, enc, *transform in layers:
+        specs.append({"data": _dataset(df, datasets), "mark": mark, "encoding": enc,
+                      **({"transform": transform[0]} if transform else {})})
+    return {"config": VIEW_CONFIG, "layer": specs, **props, "$schema": VEGA_LITE_SCHEMA, "datasets": datasets}
+
+
+def _single(df: pd.DataFrame, mark: dict, encoding: dict, **props) -> dict:
+    """A one-layer chart's spec."""
+    datasets: dict = {}
+    return {"config": VIEW_CONFIG, "data": _dataset(df, datasets), "mark": mark, "encoding": encoding, **props,
+            "$schema": VEGA_LITE_SCHEMA, "datasets": datasets}
 
 
 # Streamlit sizes charts with Vega-Lite's autosize "fit": a fixed height includes the title, axes and legends, so a
@@ -38,7 +83,7 @@ def _title(text: str, *subtitle: str) -> alt.TitleParams:
 BAND_PX = 30
 # "fit" squeezes a tall title and a legend into the given height and can push the title out of the SVG; fit-x fits
 # the width and lets the height grow by what surrounds the plot
-FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+FIT_WIDTH = {"contains": "padding", "type": "fit-x"}
 
 # ---------------------------------------------------------------- Pareto front
 
@@ -85,35 +130,35 @@ def _log_domain(values: pd.Series) -> list[float]:
     return [float(values.min()) / 1.3, float(values.max()) * 1.3]
 
 
-def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> alt.LayerChart:
+def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> dict:
     """Job cost vs job time for every GPU (log-log), the Pareto front joined by a line and labelled."""
-    x = alt.X("time:Q", scale=alt.Scale(type="log", domain=_log_domain(df.time), nice=False),
-              title=f"Time for the whole job ({unit}, log scale)")
-    y = alt.Y("cost_usd:Q", scale=alt.Scale(type="log", domain=_log_domain(df.cost_usd), nice=False),
-              title=f"Cost of the job ($, RunPod {tier}, log scale)")
-    tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("estimate:N"),
-           alt.Tooltip("time:Q", title=unit, format=".3g"), alt.Tooltip("cost_usd:Q", title="$", format=",.3g"),
-           alt.Tooltip("usd_hr:Q", title="$/GPU-h", format=".3g"), alt.Tooltip("on_front:N", title="Pareto front")]
-    enc = dict(x=x, y=y, tooltip=tip, color=alt.Color(
-        "on_front:N", title="On the Pareto front", scale=alt.Scale(domain=[True, False], range=["#d62728", "#9e9e9e"])))
+    x = _f("time:Q", scale={"domain": _log_domain(df.time), "nice": False, "type": "log"},
+           title=f"Time for the whole job ({unit}, log scale)")
+    y = _f("cost_usd:Q", scale={"domain": _log_domain(df.cost_usd), "nice": False, "type": "log"},
+           title=f"Cost of the job ($, RunPod {tier}, log scale)")
+    tip = [_f("gpu:N", title="GPU"), _f("estimate:N"), _f("time:Q", format=".3g", title=unit),
+           _f("cost_usd:Q", format=",.3g", title="$"), _f("usd_hr:Q", format=".3g", title="$/GPU-h"),
+           _f("on_front:N", title="Pareto front")]
+    enc = dict(color=_f("on_front:N", scale={"domain": [True, False], "range": ["#d62728", "#9e9e9e"]},
+                        title="On the Pareto front"), tooltip=tip, x=x, y=y)
     if (df.estimate == "calibrated").any():  # analytic and calibrated side by side
-        enc["shape"] = alt.Shape("estimate:N", title="Estimate",
-                                 scale=alt.Scale(domain=["analytic", "calibrated"], range=["circle", "diamond"]))
-    points = alt.Chart(df).mark_point(size=70, filled=True, opacity=0.85).encode(**enc)
+        enc["shape"] = _f("estimate:N", scale={"domain": ["analytic", "calibrated"], "range": ["circle", "diamond"]},
+                          title="Estimate")
     front = df[df.on_front]
-    line = alt.Chart(front).mark_line(color="#d62728", strokeDash=[4, 3]).encode(
-        x="time:Q", y="cost_usd:Q", detail="estimate:N", order="time:Q")
     named = front[front.estimate == "analytic"].sort_values("time")
+    at = dict(text=_f("label:N"), x=_f("time:Q"), y=_f("cost_usd:Q"))
     # neighbours on the front sit close together: alternate labels above and below their points
-    above = alt.Chart(named.iloc[::2]).mark_text(align="left", dx=7, dy=-9, fontSize=11).encode(
-        x="time:Q", y="cost_usd:Q", text="label:N")
-    below = alt.Chart(named.iloc[1::2]).mark_text(align="right", dx=-7, dy=12, fontSize=11).encode(
-        x="time:Q", y="cost_usd:Q", text="label:N")
-    return alt.layer(points, line, above, below).properties(
+    return _layered([
+        (df, {"type": "point", "filled": True, "opacity": 0.85, "size": 70}, enc),
+        (front, {"type": "line", "color": "#d62728", "strokeDash": [4, 3]},
+         dict(detail=_f("estimate:N"), order=_f("time:Q"), x=_f("time:Q"), y=_f("cost_usd:Q"))),
+        (named.iloc[::2], {"type": "text", "align": "left", "dx": 7, "dy": -9, "fontSize": 11}, at),
+        (named.iloc[1::2], {"type": "text", "align": "right", "dx": -7, "dy": 12, "fontSize": 11}, at)],
         autosize=FIT_WIDTH, height=480, title=_title("Cost vs time: every GPU that can run the job",
-                                 "Red: the Pareto front (nothing else is both faster and cheaper). "
-                                 "Down-left is better.",
-                                 f"Source: {ESTIMATE_SOURCE}; prices per GPU-hour x GPUs x hours."))
+                                                     "Red: the Pareto front (nothing else is both faster and cheaper). "
+                                                     "Down-left is better.",
+                                                     f"Source: {ESTIMATE_SOURCE}; prices per GPU-hour x GPUs x hours."))
+
 
 
 # ---------------------------------------------------------------- roofline
@@ -154,29 +199,28 @@ def roofline_data(estimates: Sequence[Estimate]) -> tuple[pd.DataFrame, pd.DataF
     return pd.DataFrame(ceilings), pd.DataFrame(points)
 
 
-def roofline_chart(ceilings: pd.DataFrame, points: pd.DataFrame) -> alt.LayerChart:
+def roofline_chart(ceilings: pd.DataFrame, points: pd.DataFrame) -> dict:
     """Attainable TFLOPS vs arithmetic intensity (log-log), one ceiling per GPU, the job's point on each."""
     path = points.path.iloc[0] if len(points) else "-"
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"),
-              title="Arithmetic intensity (FLOP per byte of DRAM traffic, log)")
-    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title=f"Attainable TFLOPS ({path}, dense, log)")
-    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=280))
-    roof = alt.Chart(ceilings).mark_line(strokeWidth=2).encode(
-        x=x, y=y, color=color, tooltip=[alt.Tooltip("gpu:N", title="GPU"),
-                                        alt.Tooltip("peak_tflops:Q", title="peak TFLOPS", format=".4g"),
-                                        alt.Tooltip("mem_bw_gbps:Q", title="bandwidth GB/s", format=",.0f")])
-    dots = alt.Chart(points).mark_point(size=110, filled=True, stroke="black", strokeWidth=1).encode(
-        x=x, y=y, color=color, shape=alt.Shape("bound:N", title="Limited by"),
-        tooltip=[alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"),
-                 alt.Tooltip("tflops:Q", title="average TFLOPS", format=".3g"),
-                 alt.Tooltip("bound:N", title="limited by")])
-    return alt.layer(roof, dots).properties(
+    x = _f("intensity:Q", scale={"type": "log"}, title="Arithmetic intensity (FLOP per byte of DRAM traffic, log)")
+    y = _f("tflops:Q", scale={"type": "log"}, title=f"Attainable TFLOPS ({path}, dense, log)")
+    color = _f("gpu:N", legend={"labelLimit": 280}, scale={"scheme": "tableau10"}, title="GPU")
+    roof = dict(color=color, tooltip=[_f("gpu:N", title="GPU"), _f("peak_tflops:Q", format=".4g", title="peak TFLOPS"),
+                                      _f("mem_bw_gbps:Q", format=",.0f", title="bandwidth GB/s")], x=x, y=y)
+    dots = dict(color=color, shape=_f("bound:N", title="Limited by"),
+                tooltip=[_f("gpu:N", title="GPU"), _f("intensity:Q", format=".3g", title="FLOP/byte"),
+                         _f("tflops:Q", format=".3g", title="average TFLOPS"), _f("bound:N", title="limited by")],
+                x=x, y=y)
+    return _layered([
+        (ceilings, {"type": "line", "strokeWidth": 2}, roof),
+        (points, {"type": "point", "filled": True, "size": 110, "stroke": "black", "strokeWidth": 1}, dots)],
         autosize=FIT_WIDTH, height=480, title=_title("Roofline: where the job sits on each GPU",
                                  "Lines: min(peak TFLOPS, intensity x bandwidth). Points: the job's FLOPs / bytes "
                                  "and its average TFLOPS over the whole run. Left of a line's bend = memory-bound; "
                                  "right = compute-bound.",
                                  "Source: ceilings from data/gpus.yaml datasheet peaks; points from the "
                                  f"{ESTIMATE_SOURCE}."))
+
 
 
 # ---------------------------------------------------------------- batch-size sweep
@@ -197,28 +241,30 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficienc
                                        "items_per_gpu"])
 
 
-def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> alt.LayerChart:
+def batch_chart(df: pd.DataFrame, y: str, y_title: str) -> dict:
     """One quantity (throughput or job cost) vs batch size per GPU: the shape says what limits the steps
-    (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory."""
-    ok = df[df.feasible & df[y].notna()]
+    (memory bandwidth, compute, launch overhead), the dashed rule marks the largest batch that fits in memory.
+    Every layer reads the sweep's one dataset (the throughput and the cost charts share it), each taking its rows
+    with a Vega-Lite transform: the points that run and have a value; one rule per GPU that fits any batch."""
     ticks = sorted({int(b) for b in df.batch})  # the batches swept: whole numbers, never 1.2 or 1.6
-    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="Batch size (per GPU, log2)",
-              axis=alt.Axis(values=ticks, format="d", labelOverlap="greedy"))
-    color = alt.Color("gpu:N", title="GPU", scale=alt.Scale(scheme="tableau10"),
-                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
-    tip = [alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("batch:Q"), alt.Tooltip("bound:N", title="limited by"),
-           alt.Tooltip(f"{y}:Q", title=y_title, format=",.4g"),
-           alt.Tooltip("memory_gb:Q", title="memory GB", format=".3g"),
-           alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")]
-    limits = df.drop_duplicates("gpu")[["gpu", "max_batch"]]
-    rule = alt.Chart(limits[limits.max_batch >= 1]).mark_rule(strokeDash=[5, 4]).encode(
-        x="max_batch:Q", color=color, tooltip=[alt.Tooltip("gpu:N", title="GPU"),
-                                               alt.Tooltip("max_batch:Q", title="largest batch that fits")])
-    line = alt.Chart(ok).mark_line(opacity=0.5).encode(
-        x=x, y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log"), title=f"{y_title} (log)"), color=color)
-    pts = alt.Chart(ok).mark_point(size=70, filled=True).encode(
-        x=x, y=f"{y}:Q", color=color, shape=alt.Shape("bound:N", title="Limited by"), tooltip=tip)
-    return alt.layer(line, pts, rule).properties(
+    x = _f("batch:Q", axis={"format": "d", "labelOverlap": "greedy", "values": ticks},
+           scale={"base": 2, "type": "log"}, title="Batch size (per GPU, log2)")
+    color = _f("gpu:N", legend={"columns": 2, "labelLimit": 320, "orient": "bottom"}, scale={"scheme": "tableau10"},
+               title="GPU")
+    tip = [_f("gpu:N", title="GPU"), _f("batch:Q"), _f("bound:N", title="limited by"),
+           _f(f"{y}:Q", format=",.4g", title=y_title), _f("memory_gb:Q", format=".3g", title="memory GB"),
+           _f("usable_gb:Q", format=".3g", title="usable GB")]
+    ok = [{"filter": {"field": "feasible", "equal": True}}, {"filter": {"field": y, "valid": True}}]
+    limits = [{"aggregate": [{"op": "count", "as": "points"}], "groupby": ["gpu", "max_batch"]},
+              {"filter": {"field": "max_batch", "gte": 1}}]
+    return _layered([
+        (df, {"type": "line", "opacity": 0.5},
+         dict(color=color, x=x, y=_f(f"{y}:Q", scale={"type": "log"}, title=f"{y_title} (log)")), ok),
+        (df, {"type": "point", "filled": True, "size": 70},
+         dict(color=color, shape=_f("bound:N", title="Limited by"), tooltip=tip, x=x, y=_f(f"{y}:Q")), ok),
+        (df, {"type": "rule", "strokeDash": [5, 4]},
+         dict(color=color, tooltip=[_f("gpu:N", title="GPU"), _f("max_batch:Q", title="largest batch that fits")],
+              x=_f("max_batch:Q")), limits)],
         autosize=FIT_WIDTH, height=400, title=_title(f"{y_title.split(' (')[0]} vs batch size",
                                  "Dashed line: the largest batch that fits in the usable memory; "
                                  "beyond it, out of memory. Shape: what limits the steps at that batch.",
@@ -240,29 +286,31 @@ def memory_data(estimates: Iterable[Estimate]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["gpu", "item", "gb", "formula", "order", "vram_gb", "usable_gb", "batch"])
 
 
-def memory_chart(df: pd.DataFrame) -> alt.LayerChart:
+def memory_chart(df: pd.DataFrame) -> dict:
     """Stacked memory per GPU (GB) with a black tick at its VRAM and a red one at its usable memory."""
     label = df.assign(label=df.gpu.map(short_name) + " · batch " + df.batch.astype(str))
-    y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
-    bars = alt.Chart(label).mark_bar().encode(
-        x=alt.X("sum(gb):Q", title="Memory per GPU (GB, decimal)"), y=y,
-        color=alt.Color("item:N", title="Used by", sort=[m.replace("_", " ") for m in MEMORY_ORDER],
-                        scale=alt.Scale(domain=[m.replace("_", " ") for m in MEMORY_ORDER], range=list(MEMORY_COLOURS)),
-                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=200)),
-        order=alt.Order("order:Q"),
-        tooltip=[alt.Tooltip("gpu:N", title="GPU"), alt.Tooltip("item:N", title="used by"),
-                 alt.Tooltip("gb:Q", title="GB", format=".3g"), alt.Tooltip("formula:N")])
-    vram = alt.Chart(label.drop_duplicates("label")).mark_tick(color="black", thickness=3, size=22).encode(
-        x="vram_gb:Q", y=y, tooltip=[alt.Tooltip("vram_gb:Q", title="VRAM GB", format=".3g")])
-    usable = alt.Chart(label.drop_duplicates("label")).mark_tick(color="#d62728", thickness=3, size=22).encode(
-        x="usable_gb:Q", y=y, tooltip=[alt.Tooltip("usable_gb:Q", title="usable GB", format=".3g")])
-    return alt.layer(bars, vram, usable).properties(
-        autosize=FIT_WIDTH, height=alt.Step(BAND_PX), title=_title("Memory breakdown at the batch each GPU runs",
+    y = _f("label:N", axis={"labelLimit": 320}, sort=None, title=None)
+    names = [m.replace("_", " ") for m in MEMORY_ORDER]
+    bars = dict(color=_f("item:N", legend={"columns": 3, "labelLimit": 200, "orient": "bottom"},
+                         scale={"domain": names, "range": list(MEMORY_COLOURS)}, sort=names, title="Used by"),
+                order=_f("order:Q"),
+                tooltip=[_f("gpu:N", title="GPU"), _f("item:N", title="used by"), _f("gb:Q", format=".3g", title="GB"),
+                         _f("formula:N")],
+                x=_f("sum(gb):Q", title="Memory per GPU (GB, decimal)"), y=y)
+    per_gpu = label.drop_duplicates("label")
+    return _layered([
+        (label, {"type": "bar"}, bars),
+        (per_gpu, {"type": "tick", "color": "black", "size": 22, "thickness": 3},
+         dict(tooltip=[_f("vram_gb:Q", format=".3g", title="VRAM GB")], x=_f("vram_gb:Q"), y=y)),
+        (per_gpu, {"type": "tick", "color": "#d62728", "size": 22, "thickness": 3},
+         dict(tooltip=[_f("usable_gb:Q", format=".3g", title="usable GB")], x=_f("usable_gb:Q"), y=y))],
+        autosize=FIT_WIDTH, height={"step": BAND_PX}, title=_title("Memory breakdown at the batch each GPU runs",
                                               "Black tick: the GPU's VRAM in decimal GB (data/gpus.yaml GiB x "
                                               "1.074). Red tick: the usable memory (the memory target of what the "
                                               "GPU reports); bars past it do not fit.",
                                               "Source: planner memory model (planner/memory.py formulas; hover "
                                               "for each)."))
+
 
 
 # ---------------------------------------------------------------- step time of one estimate
@@ -274,16 +322,15 @@ def time_split_data(e: Estimate) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["phase", "limit", "seconds"])
 
 
-def time_split_chart(df: pd.DataFrame) -> alt.Chart:
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("sum(seconds):Q", title="Seconds of the whole job"),
-        y=alt.Y("phase:N", title=None, sort=None),
-        color=alt.Color("limit:N", title="Limited by",
-                        scale=alt.Scale(domain=["memory", "compute", "overhead", "communication"],
-                                        range=["#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c"])),
-        tooltip=["phase:N", "limit:N", alt.Tooltip("seconds:Q", format=",.4g")],
-    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX),
-                 title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
+def time_split_chart(df: pd.DataFrame) -> dict:
+    return _single(df, {"type": "bar"}, dict(
+        color=_f("limit:N", scale={"domain": ["memory", "compute", "overhead", "communication"],
+                                   "range": ["#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c"]}, title="Limited by"),
+        tooltip=[_f("phase:N"), _f("limit:N"), _f("seconds:Q", format=",.4g")],
+        x=_f("sum(seconds):Q", title="Seconds of the whole job"), y=_f("phase:N", sort=None, title=None)),
+        autosize=FIT_WIDTH, height={"step": BAND_PX},
+        title=_title("Where the time goes", f"Source: {ESTIMATE_SOURCE}."))
+
 
 
 def rate_column(plan_job: str, is_decoder: bool) -> tuple[str, str]:
@@ -311,26 +358,26 @@ def calibration_data(points: Iterable[Mapping]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["point", "estimate", "measured_s", "predicted_s", "error_pct"])
 
 
-def calibration_chart(df: pd.DataFrame) -> alt.LayerChart:
+def calibration_chart(df: pd.DataFrame) -> dict:
     """Predicted vs measured seconds of each benchmark point, analytic and calibrated, with the y = x line."""
     lo = float(min(df.measured_s.min(), df.predicted_s.min())) / 1.5
     hi = float(max(df.measured_s.max(), df.predicted_s.max())) * 1.5
-    scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
-    diag = alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(color="gray", strokeDash=[4, 4]).encode(
-        x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
-    pts = alt.Chart(df).mark_point(size=80, filled=True).encode(
-        x=alt.X("measured_s:Q", scale=scale, title="Measured on your device (s, log)"),
-        y=alt.Y("predicted_s:Q", scale=scale, title="Planner estimate (s, log)"),
-        color=alt.Color("estimate:N", title="Estimate", scale=alt.Scale(domain=["analytic", "calibrated"],
-                                                                        range=["#9e9e9e", "#d62728"])),
-        tooltip=["point:N", "estimate:N", alt.Tooltip("measured_s:Q", format=".3g"),
-                 alt.Tooltip("predicted_s:Q", format=".3g"),
-                 alt.Tooltip("error_pct:Q", title="error %", format="+.0f")])
-    return alt.layer(diag, pts).properties(
+    scale = {"domain": [lo, hi], "nice": False, "type": "log"}
+    pts = dict(color=_f("estimate:N", scale={"domain": ["analytic", "calibrated"], "range": ["#9e9e9e", "#d62728"]},
+                        title="Estimate"),
+               tooltip=[_f("point:N"), _f("estimate:N"), _f("measured_s:Q", format=".3g"),
+                        _f("predicted_s:Q", format=".3g"), _f("error_pct:Q", format="+.0f", title="error %")],
+               x=_f("measured_s:Q", scale=scale, title="Measured on your device (s, log)"),
+               y=_f("predicted_s:Q", scale=scale, title="Planner estimate (s, log)"))
+    return _layered([
+        (pd.DataFrame({"x": [lo, hi]}), {"type": "line", "color": "gray", "strokeDash": [4, 4]},
+         dict(x=_f("x:Q", scale=scale), y=_f("x:Q", scale=scale))),
+        (df, {"type": "point", "filled": True, "size": 80}, pts)],
         autosize=FIT_WIDTH, height=380, title=_title("Your benchmark: estimate vs measurement",
                                  "On the dashed line the estimate equals the measurement. Grey: datasheet priors; "
                                  "red: with your calibration.",
                                  "Source: your bench result file (python -m planner.bench)."))
+
 
 
 # ---------------------------------------------------------------- validation
@@ -376,15 +423,15 @@ def job_cost_data(job, usd_hr: float | None, gpus: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["part", "seconds", "usd", "order"])
 
 
-def job_cost_chart(df: pd.DataFrame) -> alt.Chart:
+def job_cost_chart(df: pd.DataFrame) -> dict:
     """One stacked bar: the billed time of the whole job by part (compute next to start, download, warm-up...)."""
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("sum(seconds):Q", title="Billed seconds of the whole job"),
-        color=alt.Color("part:N", title="Part", sort=alt.SortField("order")),
-        order=alt.Order("order:Q"),
-        tooltip=["part:N", alt.Tooltip("seconds:Q", format=",.4g"), alt.Tooltip("usd:Q", title="$", format=",.3g")],
-    ).properties(autosize=FIT_WIDTH, height=120, title=_title("The whole job: compute and what a rented pod also bills",
-                                         f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml."))
+    return _single(df, {"type": "bar"}, dict(
+        color=_f("part:N", sort={"field": "order"}, title="Part"), order=_f("order:Q"),
+        tooltip=[_f("part:N"), _f("seconds:Q", format=",.4g"), _f("usd:Q", format=",.3g", title="$")],
+        x=_f("sum(seconds):Q", title="Billed seconds of the whole job")),
+        autosize=FIT_WIDTH, height=120, title=_title("The whole job: compute and what a rented pod also bills",
+                                                     f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml."))
+
 
 
 def whole_jobs_data(rows: Iterable[Estimate], ranked: ranking.Ranking, top: int = 10) -> pd.DataFrame:
@@ -403,13 +450,14 @@ def whole_jobs_data(rows: Iterable[Estimate], ranked: ranking.Ranking, top: int 
     return pd.DataFrame(from_parts, columns=["gpu", "rank", "part", "seconds", "order"])
 
 
-def whole_jobs_chart(df: pd.DataFrame) -> alt.Chart:
+def whole_jobs_chart(df: pd.DataFrame) -> dict:
     """Per GPU, one stacked bar of the whole job's billed time: compute next to start, download, warm-up..."""
-    return alt.Chart(df).mark_bar().encode(
-        y=alt.Y("gpu:N", title=None, sort=alt.SortField("rank"), axis=alt.Axis(labelLimit=260)),
-        x=alt.X("sum(seconds):Q", title="Billed seconds of the whole job"),
-        color=alt.Color("part:N", title="Part", sort=alt.SortField("order")), order=alt.Order("order:Q"),
-        tooltip=["gpu:N", "part:N", alt.Tooltip("seconds:Q", format=",.4g")],
-    ).properties(autosize=FIT_WIDTH, height=alt.Step(BAND_PX),
-                 title=_title("The whole job on the top GPUs: compute and the pod's overheads",
-                              f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml (each with its source)."))
+    return _single(df, {"type": "bar"}, dict(
+        color=_f("part:N", sort={"field": "order"}, title="Part"), order=_f("order:Q"),
+        tooltip=[_f("gpu:N"), _f("part:N"), _f("seconds:Q", format=",.4g")],
+        x=_f("sum(seconds):Q", title="Billed seconds of the whole job"),
+        y=_f("gpu:N", axis={"labelLimit": 260}, sort={"field": "rank"}, title=None)),
+        autosize=FIT_WIDTH, height={"step": BAND_PX},
+        title=_title("The whole job on the top GPUs: compute and the pod's overheads",
+                     f"Source: {ESTIMATE_SOURCE}; overheads: data/job_costs.yaml (each with its source)."))
+

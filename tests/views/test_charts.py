@@ -1,6 +1,12 @@
-"""Chart data and specs: Pareto front by hand, roofline physics, batch sweep, memory sums, units on every axis."""
+"""Chart data and specs: Pareto front by hand, roofline physics, batch sweep, memory sums, units on every axis; every
+spec valid Vega-Lite (the builders write plain dicts: the schema Altair ships checks them here)."""
 
+import json
+
+import jsonschema
 import pytest
+from altair.vegalite.v6.schema import SCHEMA_URL
+from altair.vegalite.v6.schema.core import load_schema
 
 from planner.views import charts
 from planner.inputs.catalog import load_catalog
@@ -25,6 +31,16 @@ def _plan(model="cfdna-gen", workload=DEFAULT_WORKLOAD, precision="fp16", **kw):
 @pytest.fixture(scope="module")
 def ranking():
     return estimate_all(_plan(price_tier="community"), FACTS)
+
+
+def _valid(spec):
+    """The spec with its DataFrames as the rows the browser receives, checked against the Vega-Lite schema its
+    $schema names; returns the spec."""
+    assert spec["$schema"] == SCHEMA_URL
+    inline = {**spec, "datasets": {k: json.loads(df.to_json(orient="records")) for k, df in spec["datasets"].items()}}
+    jsonschema.validate(inline, load_schema())
+    json.dumps({k: v for k, v in spec.items() if k != "datasets"}, allow_nan=False)  # the rest is plain JSON
+    return spec
 
 
 def _layers(spec):
@@ -60,7 +76,7 @@ def test_cost_time_data_marks_exactly_the_front(ranking):
 
 
 def test_cost_time_chart_labels_units_and_source(ranking):
-    spec = charts.cost_time_chart(charts.cost_time_data(ranking, unit=("min", 60.0)), "community", "min").to_dict()
+    spec = _valid(charts.cost_time_chart(charts.cost_time_data(ranking, unit=("min", 60.0)), "community", "min"))
     titles = _axis_titles(spec)
     assert "Time for the whole job (min, log scale)" in titles
     assert any(t.startswith("Cost of the job ($, RunPod community") for t in titles)
@@ -87,7 +103,7 @@ def test_roofline_ceilings_are_datasheet_physics_and_points_sit_under_them(ranki
 
 def test_roofline_chart_spec_names_axes():
     e = estimate_gpu(_plan(), CATALOG.get("rtx-4090"), FACTS)
-    spec = charts.roofline_chart(*charts.roofline_data([e])).to_dict()
+    spec = _valid(charts.roofline_chart(*charts.roofline_data([e])))
     titles = _axis_titles(spec)
     assert any("FLOP per byte" in t for t in titles) and any("TFLOPS (fp16" in t for t in titles)
 
@@ -111,11 +127,17 @@ def test_batch_sweep_memory_limit_and_throughput():
 
 def test_batch_chart_marks_the_memory_limit():
     df = charts.batch_sweep(_plan(), [CATALOG.get("rtx-4090"), CATALOG.get("a100-sxm-80gb")], FACTS)
-    spec = charts.batch_chart(df, "tokens_per_s", "Throughput (generated tokens/s)").to_dict()
+    spec = _valid(charts.batch_chart(df, "tokens_per_s", "Throughput (generated tokens/s)"))
     marks = {layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in _layers(spec)}
     assert marks == {"line", "point", "rule"}  # the rule marks the largest batch that fits
     rule = next(layer for layer in _layers(spec) if "rule" in str(layer["mark"]))
     assert rule["encoding"]["x"]["field"] == "max_batch"
+    # one dataset, the sweep's rows; the line and points keep those that run and have a value, the rule one per GPU
+    assert len(spec["datasets"]) == 1 and len(next(iter(spec["datasets"].values()))) == len(df)
+    drawn = [layer for layer in _layers(spec) if layer is not rule]
+    assert all({"filter": {"field": "feasible", "equal": True}} in layer["transform"] and
+               {"filter": {"field": "tokens_per_s", "valid": True}} in layer["transform"] for layer in drawn)
+    assert rule["transform"][0]["groupby"] == ["gpu", "max_batch"]
     assert "Batch size (per GPU, log2)" in _axis_titles(spec)
 
 
@@ -125,7 +147,7 @@ def test_memory_data_sums_to_each_estimate(ranking):
     for e in chosen:
         assert df[df.gpu == e.gpu.name].gb.sum() == pytest.approx(e.memory.total_gb)
         assert df[df.gpu == e.gpu.name].vram_gb.iloc[0] == pytest.approx(e.gpu.vram_gib * 2**30 / 1e9)
-    spec = charts.memory_chart(df).to_dict()
+    spec = _valid(charts.memory_chart(df))
     assert {layer["mark"]["type"] for layer in _layers(spec)} == {"bar", "tick"}
     tick = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "tick")
     assert tick["encoding"]["x"]["field"] == "vram_gb"  # the capacity, in the unit of the bars
@@ -140,16 +162,15 @@ def test_time_split_adds_up_to_the_job_time():
 
 
 def test_explain_charts_are_valid_vega_lite_with_titled_axes():
-    """The page builds chart specs without Altair's schema check (app.py _vega_spec); here every builder the
-    explain panel draws is checked against the Vega-Lite schema (to_dict validates by default)."""
+    """Every builder the explain panel draws writes a valid Vega-Lite spec with titled axes."""
     from planner.engine.job_cost import job_cost
     from planner.inputs.job_costs import load_job_costs
     e = estimate_gpu(_plan(model="gpt2-124m", workload=Train(1000, 256, 1.0), precision="bf16", price_tier="community"),
                      CATALOG.get("a100-sxm-80gb"), FACTS)
-    split = charts.time_split_chart(charts.time_split_data(e)).to_dict(validate=True)
+    split = _valid(charts.time_split_chart(charts.time_split_data(e)))
     assert "Seconds of the whole job" in _axis_titles(split)
     job = job_cost(e, load_job_costs())
-    bill = charts.job_cost_chart(charts.job_cost_data(job, 1.5, e.plan.gpus)).to_dict(validate=True)
+    bill = _valid(charts.job_cost_chart(charts.job_cost_data(job, 1.5, e.plan.gpus)))
     assert "Billed seconds of the whole job" in _axis_titles(bill)
 
 
@@ -159,7 +180,7 @@ def test_calibration_chart_from_points():
     df = charts.calibration_data(points)
     assert list(df.estimate) == ["analytic", "calibrated"]
     assert df.error_pct.tolist() == pytest.approx([-90.0, 10.0])
-    spec = charts.calibration_chart(df).to_dict()
+    spec = _valid(charts.calibration_chart(df))
     assert "Measured on your device (s, log)" in _axis_titles(spec)
     labelled = [{**points[0], "label": "m forward b1 tokens=64 fp32"},
                 {**points[0], "label": "m forward b1 tokens=128 fp32"}]
@@ -174,12 +195,12 @@ def test_whole_jobs_stack_the_billed_parts_per_gpu_in_ranking_order(ranking):
     df = charts.whole_jobs_data(ranking, rank(ranking, overheads), top=3)
     firsts = [e for e in ranking if e.feasible][:3]
     assert df.groupby("rank").seconds.sum().tolist() == pytest.approx([job_cost(e, overheads).billed_s for e in firsts])
-    spec = charts.whole_jobs_chart(df).to_dict()
+    spec = _valid(charts.whole_jobs_chart(df))
     assert "Billed seconds of the whole job" in _axis_titles(spec)
 
 
-def _chart_layers(chart):
-    return chart.to_dict()["layer"]
+def _chart_layers(spec):
+    return _valid(spec)["layer"]
 
 
 def test_memory_colours_keep_their_meaning_between_plans():
