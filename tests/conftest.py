@@ -24,9 +24,42 @@ SLOW_MODULES = ("tests/test_app.py", "tests/test_app_providers.py", "tests/test_
                 "tests/validation/test_loso.py", "tests/validation/test_validation.py")
 NETWORK_LOCAL = ("tests/clients/",)  # they serve HTTP on 127.0.0.1 and talk to it
 E2E = ("tests/e2e/",)
-# Modules whose module-scoped fixtures take 15-40 s (a bench run, model traces): each module's tests share one xdist
-# worker (--dist loadgroup), or every worker that runs one of them would build the fixture again.
-ONE_WORKER = ("tests/bench/test_bench.py", "tests/profiling/test_profiler_references.py")
+# Expensive module-scoped fixtures (a bench run, a model's trace): the tests that use one share one xdist worker
+# (--dist loadgroup: one group per fixture and parameter), or every worker that ran one of them would build it again;
+# the two modules' other tests go wherever a worker is free.
+SHARED_FIXTURES = {"tests/bench/test_bench.py": ("quick_run",),
+                   "tests/profiling/test_profiler_references.py": ("sea", "betarho", "gpt2", "encoder")}
+# Every browser test on one worker: one served app (whose caches then serve every page), one Chromium.
+ONE_GROUP = {"tests/e2e/": "e2e"}
+# Scheduling order, longest first (pyproject.toml runs xdist with --no-loadscope-reorder, so it hands the groups and
+# tests out in this order, not by how many tests a group has): a long group handed out last would leave the other
+# worker idle while it runs. Durations in benchmarks/RESULTS.md ('The test suite's schedule'); the rest follows in
+# collection order.
+HEAVY_FIRST = ("e2e", "test_bench-quick_run", "tests/bench/test_bench.py::test_your_own_model",
+               "test_profiler_references-sea", "test_profiler_references-betarho-", "full_loso",
+               "test_profiler_references-gpt2-", "tests/profiling/test_profiler.py", "tests/test_fuzz.py",
+               "tests/clients/test_skypilot_optimizer.py", "tests/test_app.py", "tests/bench/", "tests/profiling/")
+
+
+def _group(item, where: str) -> str | None:
+    """The xdist group an item joins by where it is and which shared fixture it uses (None: no group)."""
+    for prefix, group in ONE_GROUP.items():
+        if where.startswith(prefix):
+            return group
+    for name in SHARED_FIXTURES.get(where, ()):
+        if name in item.fixturenames:
+            param = getattr(item, "callspec", None) and item.callspec.params.get(name)
+            return f"{Path(where).stem}-{name}" + (f"-{param}" if param else "")
+    return None
+
+
+def _rank(item) -> int:
+    """The item's place in HEAVY_FIRST: its group or its node id's start (len(HEAVY_FIRST) when not listed)."""
+    names = [m.args[0] for m in item.iter_markers("xdist_group") if m.args] + [item.nodeid]
+    for i, key in enumerate(HEAVY_FIRST):
+        if any(n == key or n.startswith(key) for n in names):
+            return i
+    return len(HEAVY_FIRST)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
@@ -38,8 +71,10 @@ def pytest_collection_modifyitems(config, items):
                                (E2E, pytest.mark.e2e)):
             if where.startswith(prefixes):
                 item.add_marker(mark)
-        if where.startswith(ONE_WORKER):
-            item.add_marker(pytest.mark.xdist_group(Path(where).stem))
+        group = _group(item, where)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=_rank)  # stable: within a rank, collection order (and pytest's grouping by fixture parameter)
 
 
 @pytest.fixture(scope="session")

@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                         "--clock wall)")
     p.add_argument("--clock", choices=("wall", "cpu"), default=None,
                    help="CPU device: process CPU time of one thread (default: stable on a shared machine) or wall time")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="timing rounds per workload point (default: 21 with --quick, 5 otherwise; --model: 8 with "
+                        "--quick, 6 otherwise), each as long as a default one: fewer finish sooner and measure noisier")
     p.add_argument("--out", default=None, help="result file (default: <date>_<device>-<name>.json here)")
     p.add_argument("--model", default=None, metavar="MODULE:FACTORY",
                    help="measure your own model (the factory `python -m planner profile` traces) instead of the "
@@ -72,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--input, --arg and --profile go with --model MODULE:FACTORY")
     if a.model and not a.input:
         p.error("--model needs --input NAME=SIZES (e.g. --input tokens=64,128,256,512)")
+    if a.rounds is not None and not 1 <= a.rounds <= 1000:
+        p.error(f"--rounds {a.rounds}: give 1 to 1000 timing rounds per point")
     start = time.perf_counter()
     show = _progress(start)
     show("importing torch")
@@ -110,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             args = dict(parse_factory_arg(x) for x in a.arg or ())
             doc = profile_document(a.profile) if a.profile else None
             result = run_model_bench(a.model, sizes, args, size_name, device, a.quick, a.precision, doc, show, clock,
-                                     anchors=a.anchors)
+                                     rounds=a.rounds, anchors=a.anchors)
         else:
-            result = run_bench(device, a.quick, a.precision, a.compile_, show, clock)
+            result = run_bench(device, a.quick, a.precision, a.compile_, show, clock, rounds=a.rounds)
     except (ProfileError, DataFileError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -210,6 +210,11 @@ def _document(quick: bool, env: dict, micro: dict, workloads: list[dict], compil
     return doc
 
 
+def _point_time(default_s: float, default_rounds: int, rounds: int | None) -> float:
+    """A point's timing in all for `rounds` rounds (None: the default), each round as long as a default one."""
+    return default_s if rounds is None else default_s / default_rounds * rounds
+
+
 def run_bench(device: str, quick: bool = False, precision: str | None = None, compile_: bool | None = None,
               progress: Callable[[str], None] = lambda text: None, clock: str = "wall",
               points: list[Point] | None = None, rounds: int | None = None,
@@ -218,7 +223,8 @@ def run_bench(device: str, quick: bool = False, precision: str | None = None, co
     planner.inputs.bench_result.parse_result).
 
     points: the workload points to time (default: `workload_points` for the device and mode); each is timed for
-    about workload_time_s in all, over `rounds` interleaved rounds."""
+    about workload_time_s in all, over `rounds` interleaved rounds (defaults: the mode's; `rounds` alone keeps each
+    round as long as a default one)."""
     t0 = time.perf_counter()
     precision = precision or default_precision(device)
     compile_ = (not quick) if compile_ is None else compile_
@@ -226,8 +232,9 @@ def run_bench(device: str, quick: bool = False, precision: str | None = None, co
     micro = run_micro(device, quick, precision, clock, progress)
     points = points if points is not None else workload_points(device, quick, precision, compile_)
     # many short rounds: background load on a shared machine comes and goes within seconds
-    rows = run_points(points, device, workload_time_s or (QUICK_POINT_S if quick else 2.0),
-                      rounds or (QUICK_ROUNDS if quick else 5), progress, clock)
+    default_rounds, default_time_s = (QUICK_ROUNDS, QUICK_POINT_S) if quick else (5, 2.0)
+    rows = run_points(points, device, workload_time_s or _point_time(default_time_s, default_rounds, rounds),
+                      rounds or default_rounds, progress, clock)
     recheck_micro(micro, device, quick, precision, clock, progress)
     if compile_:
         compile_status = "; ".join(f"{r['workload']}: " + (f"ok, compiled in {r['compile_s']:.1f} s"
@@ -254,10 +261,12 @@ def run_model_bench(spec: str, sizes: tuple[int, ...], args: dict, size_name: st
         profile_doc, trace_s = traced_profile(spec, sizes, args, size_name, progress)
     env = _start(device, clock, progress)
     micro = run_micro(device, quick, precision, clock, progress)
-    rows = (run_points(anchor_points(device, precision), device, QUICK_POINT_S, QUICK_ROUNDS, progress, clock)
-            if anchors else [])
-    run = run_model(spec, sizes, args, size_name, device, precision, profile_doc,
-                    point_time_s or (0.7 if quick else 2.0), rounds or (8 if quick else 6), clock, progress)
+    rows = (run_points(anchor_points(device, precision), device, _point_time(QUICK_POINT_S, QUICK_ROUNDS, rounds),
+                       rounds or QUICK_ROUNDS, progress, clock) if anchors else [])
+    default_rounds, default_time_s = (8, 0.7) if quick else (6, 2.0)
+    point_s = point_time_s or _point_time(default_time_s, default_rounds, rounds)
+    run = run_model(spec, sizes, args, size_name, device, precision, profile_doc, point_s, rounds or default_rounds,
+                    clock, progress)
     if trace_s is not None:
         run["trace_s"] = trace_s
     recheck_micro(micro, device, quick, precision, clock, progress)

@@ -207,6 +207,7 @@ def test_a_parameter_is_deployed_only_when_every_fold_would_tune_it_too():
     assert deployable(moving) == ("two sources, two rows each", "three sources, one row each")
 
 
+@FULL_LOSO  # the same rows' terms, memoised per process: on the worker that already ran the search
 def test_the_committed_tuned_file_is_what_the_search_gives_today():
     """data/runtimes_tuned.yaml must be rewritten (`planner validate --write-tuned`) when rows or priors change."""
     committed = {r.id: (dict(r.tuned.values), r.tuned.rows, r.tuned.sources)
@@ -249,6 +250,7 @@ def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_sou
         assert (r.result.predicted == pytest.approx(r.untuned.predicted, rel=1e-3)) == same
 
 
+@FULL_LOSO
 def test_the_search_stops_where_no_single_parameter_can_lower_its_loss():
     """A coordinate search is done when no grid value of any one parameter, the others held, lowers its loss. On
     FasterTransformer's own rows (the fold that predicts LMDeploy), bandwidth and the kernel gap traded along a
