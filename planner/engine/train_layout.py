@@ -8,7 +8,9 @@ What each GPU does per micro-step (one micro-batch through its pipeline stage):
   tp x pp only: a CP rank reads its whole stage's weights for its tokens. With sequence parallel every norm, dropout
   and residual runs on 1/tp of the tokens (Korthikanti et al., 'Reducing Activation Recomputation in Large
   Transformer Models', 2022, https://arxiv.org/abs/2205.05198, sec. 4.2.2), so elementwise traffic splits over tp
-  too. GEMM shape efficiency is judged on the unsplit layers' shapes (a 1/tp-wide matrix's tile waste not counted).
+  too. GEMM shape efficiency is judged on the shapes one GPU runs (the model's train_work lists them under the
+  layout: M = tokens / cp, Megatron-LM's column-parallel N and row-parallel K / tp), so the tile and wave waste of
+  TP's narrower matrices counts (planner.engine.gemm).
   Each stage holds layers/pp layers and the same share of the embeddings and LM head (in Megatron-LM the first and
   last stages hold those as well: the slowest stage, not modelled).
 - TP: per layer, forward 2 all-gathers and 2 reduce-scatters of the micro-batch's hidden states (b x s/cp x h), the
@@ -99,7 +101,8 @@ def _split_text(s: Setup) -> str:
 
 def split_groups(groups: tuple[OpGroup, ...], s: Setup) -> tuple[OpGroup, ...]:
     """A micro-step's op groups (the whole model, one micro-batch) as one GPU of the layout runs them: FLOPs / (tp x
-    pp x cp); bytes of GEMM groups (weights) / (tp x pp), of the rest (activations) / (tp x pp x cp)."""
+    pp x cp); bytes of GEMM groups (weights) / (tp x pp), of the rest (activations) / (tp x pp x cp). The GEMM shapes
+    stay as the model gave them: already one GPU's (ModelProfile.train_work)."""
     model, weights = s.tp * s.pp * s.cp, s.tp * s.pp
     if model == 1:
         return groups

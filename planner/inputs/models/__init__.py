@@ -77,7 +77,9 @@ class ModelProfile(Protocol):
 
     def check_size(self, size: int) -> None: ...  # ValueError naming the field when the model can't run at `size`
     # The work methods return op groups whose matmul groups carry their GEMM shapes (OpGroup.gemms: M = batch x
-    # tokens of the step, N and K from the weights; training adds the backward transposes, work.training_gemms).
+    # tokens of the step, N and K from the weights; training adds the backward transposes, work.training_gemms, and
+    # lists one GPU's shapes under s's layout: M / cp, tensor parallel's split N or K / tp, while its FLOPs and bytes
+    # stay the whole model's).
     # A kind that cannot know its shapes (generic formulas, traces) leaves gemms empty: the ceiling applies unshaped.
     def forward_work(self, s: Setup, batch: int, size: int) -> tuple[OpGroup, ...]: ...
     def train_work(self, s: Setup, batch: int, size: int, checkpointing: bool) -> tuple[OpGroup, ...]: ...

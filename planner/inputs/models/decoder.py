@@ -975,7 +975,12 @@ class DecoderProfile(CachedHash):
         eager PyTorch runs every op as its own kernel, so its backward is counted op by op
         (eager_backward_traffic_elems), manual attention's scores take the eager passes (score_passes) and a model with
         dropout pays each dropout kernel (two hidden sites per layer, and the attention probabilities of manual
-        attention), forward and backward; a fused runtime folds dropout into the kernels beside it."""
+        attention), forward and backward; a fused runtime folds dropout into the kernels beside it.
+
+        FLOPs and bytes are the whole model's (planner.engine.train_layout.split_groups gives each GPU its share); the
+        GEMM shapes (OpGroup.gemms) are one GPU's under s's layout, so their tile and wave quantization counts: M =
+        its 1/cp of the tokens, column-parallel N and row-parallel K / tp, the LM head's vocabulary / tp (Megatron-LM:
+        Shoeybi et al. 2019, https://arxiv.org/abs/1909.08053, sec. 3)."""
         m, p = self, s.precision
         b = p.act_bytes
         ckpt = 1.0 if checkpointing else 0.0  # one recomputed forward
@@ -1011,14 +1016,16 @@ class DecoderProfile(CachedHash):
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
         read = m.read_total(T) + m.lm_head_params  # the experts some token was routed to
+        rows = max(1, T // s.cp)  # one GPU's GEMM rows: its 1/cp of the tokens (sequence parallel gathers tp's)
         linear = ((OpGroup("linear layers (fwd+bwd)", 2.0 * fb * T * m.matmul_params,
                            read * (b * fb + float(GRAD_ACCUMULATE_BYTES)), p.compute_path,
                            text.train_linear_text(fb, checkpointing, T, m._experts_note(T)),
-                           gemms=training_gemms(m.linear_gemms(T, T, 1), checkpointing)),)
+                           gemms=training_gemms(m.linear_gemms(rows, rows, s.tp), checkpointing)),)
                   if p.fp8_training is None else  # Transformer Engine: the layers' GEMMs in FP8, the LM head not
                   fp8_linear_groups(p.fp8_training, m.linear_gemms(T, 0, 1), m.lm_head_gemm(T, 1), T, m.active_total,
                                     m.read_total(T), m.lm_head_params, b, p.compute_path, s.attention_path,
-                                    checkpointing, float(GRAD_ACCUMULATE_BYTES), m._experts_note(T)))
+                                    checkpointing, float(GRAD_ACCUMULATE_BYTES), m._experts_note(T),
+                                    (m.linear_gemms(rows, 0, s.tp), m.lm_head_gemm(rows, s.tp))))
         return (
             *linear,
             *m.scan_groups(s, batch, S, passes=fb, state_passes=0.0),

@@ -118,8 +118,10 @@ class EncoderDecoderProfile(CachedHash):
                passes: float = 1.0) -> OpGroup:
         """The decoder layers' cross-attention over `dec_tokens` new tokens each: Q and O over them, K and V over
         `enc_tokens` encoder tokens (0 in decode: cached), the attention over `keys` keys per new token (0 in decode:
-        the decoder's attention group counts them), the cross cache written. x `passes` (training)."""
-        d, p, tp, L = self.dec, s.precision, s.tp, self.dec.layers
+        the decoder's attention group counts them), the cross cache written. x `passes` (training: the whole
+        model's FLOPs and bytes, which train_layout.split_groups splits over tp; the GEMM shapes one GPU's)."""
+        d, p, L = self.dec, s.precision, self.dec.layers
+        tp = 1 if passes > 1 else s.tp  # the work's split; the GEMMs below are split by s.tp either way
         rows_q, rows_kv = batch * dec_tokens, batch * enc_tokens
         proj = 2.0 * L * (rows_q * 2 * d.hidden * d.q_dim + rows_kv * 2 * d.hidden * d.kv_dim) / tp
         attn = d.attn_flops_per_key() * L * batch * dec_tokens * keys / tp
@@ -127,8 +129,8 @@ class EncoderDecoderProfile(CachedHash):
         weights = L * (2 * d.hidden * d.q_dim + (2 * d.hidden * d.kv_dim if enc_tokens else 0)) * weight_bytes / tp
         cache = rows_kv * L * 2 * d.kv_dim * s.kv_dtype.bytes / tp
         acts = (rows_q * 2 * d.q_dim + rows_kv * 2 * d.kv_dim) * L * p.act_bytes / tp
-        gemms = ((rows_q, max(1, d.q_dim // tp), d.hidden, L), (rows_q, d.hidden, max(1, d.q_dim // tp), L),
-                 *(((rows_kv, max(1, 2 * d.kv_dim // tp), d.hidden, L),) if rows_kv else ()))
+        gemms = ((rows_q, max(1, d.q_dim // s.tp), d.hidden, L), (rows_q, d.hidden, max(1, d.q_dim // s.tp), L),
+                 *(((rows_kv, max(1, 2 * d.kv_dim // s.tp), d.hidden, L),) if rows_kv else ()))
         return OpGroup("cross-attention", (proj + attn) * passes, (weights + cache + acts) * passes, p.compute_path,
                        f"FLOPs = 2 x {L} decoder layers x (Q, O over {what} + K, V over {enc_tokens:,} encoder "
                        f"tokens) + 4 x heads x head_dim x {keys:,.0f} keys per token; bytes = Q, O"

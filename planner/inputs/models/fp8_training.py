@@ -32,10 +32,14 @@ def cast_elements(layer_gemms: tuple[Gemm, ...], forwards: float) -> tuple[float
 def fp8_linear_groups(recipe: Fp8Training, layer_gemms: tuple[Gemm, ...], head_gemms: tuple[Gemm, ...],
                       tokens: int, layer_params: int, layer_read: float, head_params: int, act_bytes: float,
                       head_path: str, cast_path: str, checkpointing: bool, grad_bytes: float,
-                      note: str) -> tuple[OpGroup, ...]:
+                      note: str, shaped: tuple[tuple[Gemm, ...], tuple[Gemm, ...]] | None = None
+                      ) -> tuple[OpGroup, ...]:
     """The linear work of one training micro-step over `tokens` tokens under `recipe`: the layers' FP8 GEMMs
     (layer_params weights per token, layer_read weights read), the LM head in `head_path` (head_params) and the
-    casts; grad_bytes: what each weight's fp32 gradient costs per micro-step (its read and write)."""
+    casts; grad_bytes: what each weight's fp32 gradient costs per micro-step (its read and write). `shaped`: the
+    layers' and LM head's GEMMs at the shapes one GPU of a training layout runs them (tensor parallel's split), for
+    their tile and wave quantization; None: layer_gemms and head_gemms as they are."""
+    layer_shapes, head_shapes = shaped if shaped is not None else (layer_gemms, head_gemms)
     fb = forward_equivalents(checkpointing)
     forwards = 2.0 if checkpointing else 1.0
     ckpt = " + recomputed forward" if checkpointing else ""
@@ -49,12 +53,12 @@ def fp8_linear_groups(recipe: Fp8Training, layer_gemms: tuple[Gemm, ...], head_g
                 f"weights at the {recipe.gemm_path} rate (QKV, output projection, MLP: Transformer Engine); bytes = "
                 f"{layer_read:,.0f} weights x ({FP8_BYTES:g} B FP8 x {fb:g} passes + {grad_bytes:g} B fp32 gradient "
                 f"read+write){note}",
-                gemms=training_gemms(layer_gemms, checkpointing)),
+                gemms=training_gemms(layer_shapes, checkpointing)),
         *((OpGroup(HEAD_GROUP, 2.0 * fb * tokens * head_params, head_params * (act_bytes * fb + grad_bytes), head_path,
                    f"FLOPs = 2 x {fb:g} passes x {tokens:,} tokens x {head_params:,} LM-head weights in {head_path} "
                    f"(Transformer Engine leaves the LM head to the model's dtype); bytes = {head_params:,} x "
                    f"({act_bytes:g} B x {fb:g} + {grad_bytes:g} B)",
-                   gemms=training_gemms(head_gemms, checkpointing)),) if head_params else ()),
+                   gemms=training_gemms(head_shapes, checkpointing)),) if head_params else ()),
         OpGroup(CAST_GROUP, 0.0, cast_bytes, cast_path,
                 f"bytes = (activations {per_forward:,.0f} x {forwards:g} forward(s) + weights {w:,.0f} + output "
                 f"gradients {dy:,.0f}) elements x {recipe.cast_bytes:g} B (read {recipe.cast_read_bytes:g} B BF16, "
