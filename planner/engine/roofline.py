@@ -150,13 +150,18 @@ def position_spans(cap: int, p0: int, n: int) -> tuple[tuple[int, int, bool], ..
 
 def _sum_terms(terms: tuple[float, float, float, float], cap: int, p0: int, n: int) -> tuple[float, float]:
     """sum_max_affine over the steps, span by span when the group is capped at a position (cap > 0)."""
-    if not cap:
-        return sum_max_affine(*terms, p0, n)
+    return capped_sum(terms, cap, p0, n) if cap else sum_max_affine(*terms, p0, n)
+
+
+def capped_sum(terms: tuple, cap: int, p0: int, n: int, summed=sum_max_affine) -> tuple:
+    """(total, compute-bound part) of a group capped at position `cap` over n steps from p0: span by span
+    (position_spans), a flat span at the cap's terms. `summed`: sum_max_affine, or the catalog sweep's twin on arrays
+    (planner.engine.sweep.sum_max_affine), whose terms are then arrays of GPUs and batches."""
     c0, c1, m0, m1 = terms
     total = comp = 0.0
     for start, steps, flat in position_spans(cap, p0, n):
-        t, c = (sum_max_affine(c0 + c1 * cap, 0.0, m0 + m1 * cap, 0.0, start, steps) if flat
-                else sum_max_affine(c0, c1, m0, m1, start, steps))
+        t, c = (summed(c0 + c1 * cap, 0.0, m0 + m1 * cap, 0.0, start, steps) if flat
+                else summed(c0, c1, m0, m1, start, steps))
         total, comp = total + t, comp + c
     return total, comp
 

@@ -34,7 +34,7 @@ import numpy as np
 from planner.base.units import BYTES_PER_GB
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, TILE_K, TILE_M, TILE_N
 from planner.engine.phases import Phase, job_passes
-from planner.engine.roofline import alu_rate, group_rate, kernel_latency_s, position_spans, step_host_seconds
+from planner.engine.roofline import alu_rate, capped_sum, group_rate, kernel_latency_s, step_host_seconds
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
@@ -332,13 +332,8 @@ def sum_max_affine(c0, c1, m0, m1, p0, n) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sum_capped(c0, c1, m0, m1, cap: int, p0: int, n: int):
-    """roofline._sum_terms of one group capped at position `cap` (rows: the GPUs and batches)."""
-    total = comp = 0.0
-    for start, steps, flat in position_spans(cap, p0, n):
-        t, c = (sum_max_affine(c0 + c1 * cap, 0.0, m0 + m1 * cap, 0.0, start, steps) if flat
-                else sum_max_affine(c0, c1, m0, m1, start, steps))
-        total, comp = total + t, comp + c
-    return total, comp
+    """roofline.capped_sum of one group capped at position `cap` on arrays (rows: the GPUs and batches)."""
+    return capped_sum((c0, c1, m0, m1), cap, p0, n, sum_max_affine)
 
 
 def overlapped_seconds(c: np.ndarray, m: np.ndarray) -> np.ndarray:
