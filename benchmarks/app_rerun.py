@@ -20,17 +20,13 @@ import json
 import logging
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from base_tree import base_worktree
+from base_tree import add_compare_arguments, alternated, run_in_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,13 +68,6 @@ def measure_all(tree: Path, reruns: int) -> dict[str, list[list[float]]]:
     return {tab: list(measure(tree, tab, reruns)) for tab in TABS}
 
 
-def _run_tree(tree: Path, reruns: int) -> dict[str, list[list[float]]]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(reruns), "--tree", str(tree), "--json"],
-                          cwd=tempfile.gettempdir(), env=env, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def report(name: str, results: dict[str, list[list[float]]]) -> None:
     print(f"{name}: {'open tab':16} {'script median':>14} {'script p90':>11} {'AppTest wall median':>20} "
           f"{'same plan median':>17}")
@@ -90,26 +79,18 @@ def report(name: str, results: dict[str, list[list[float]]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("reruns", nargs="?", type=int, default=20, help="reruns per tab and round")
-    ap.add_argument("--base", help="a commit to compare with, run alternately from a temporary worktree")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds with --base")
-    ap.add_argument("--tree", help=argparse.SUPPRESS)
-    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    add_compare_arguments(ap)
     a = ap.parse_args()
     tree = Path(a.tree) if a.tree else ROOT
     if a.json:
         print(json.dumps(measure_all(tree, a.reruns)))
         return
     results: dict[str, dict[str, list[list[float]]]] = {}
-    trees = {"this tree": ROOT}
-    with base_worktree(a.base) if a.base else nullcontext() as base:
-        if base:
-            trees[f"base {a.base}"] = base
-        for _ in range(a.rounds if a.base else 1):
-            for name, t in trees.items():
-                for tab, lists in _run_tree(t, a.reruns).items():
-                    into = results.setdefault(name, {}).setdefault(tab, [[], [], []])
-                    for acc, v in zip(into, lists):
-                        acc.extend(v)
+    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, [str(a.reruns)])):
+        for tab, lists in figures.items():
+            into = results.setdefault(name, {}).setdefault(tab, [[], [], []])
+            for acc, v in zip(into, lists):
+                acc.extend(v)
     print(f"rerun after an input change, full catalog, {a.reruns} reruns per tab and round (load: "
           f"{os.getloadavg()[0]:.1f})")
     for name, r in results.items():

@@ -20,16 +20,13 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from base_tree import base_worktree
+from base_tree import add_compare_arguments, alternated, run_in_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALES = (1, 4, 16)
@@ -120,14 +117,6 @@ def measure(repeats: int) -> dict:
             for k, v in out.items()}
 
 
-def _run_tree(tree: Path, repeats: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--repeats",
-                           str(repeats), "--json"], cwd=tempfile.gettempdir(), env=env, check=True,
-                          capture_output=True, text=True)
-    return json.loads(done.stdout)
-
-
 def report(name: str, rounds: list[dict]) -> None:
     """Median over rounds of each figure's median."""
     med = lambda key, i: statistics.median(r[key][i] for r in rounds)  # noqa: E731
@@ -146,11 +135,8 @@ def report(name: str, rounds: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", help="a commit to compare with, run alternately from a temporary worktree")
     ap.add_argument("--repeats", type=int, default=30, help="sweeps per figure at 1x (fewer at 4x and 16x)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds with --base")
-    ap.add_argument("--tree", help=argparse.SUPPRESS)  # the tree this process imports planner from
-    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    add_compare_arguments(ap)
     a = ap.parse_args()
     if a.json:
         print(json.dumps(measure(a.repeats)))
@@ -158,12 +144,10 @@ def main() -> None:
     if not a.base:
         report("this tree", [measure(a.repeats)])
         return
-    with base_worktree(a.base) as base:
-        trees = {"this tree": ROOT, f"base {a.base}": base}
-        rounds = {name: [] for name in trees}
-        for _ in range(a.rounds):
-            for name, tree in trees.items():
-                rounds[name].append(_run_tree(tree, a.repeats))
+    rounds: dict[str, list[dict]] = {}
+    again = ["--repeats", str(a.repeats)]
+    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, again)):
+        rounds.setdefault(name, []).append(figures)
     for name, rs in rounds.items():
         report(name, rs)
 

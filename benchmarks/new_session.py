@@ -17,18 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
-from contextlib import nullcontext
 from pathlib import Path
 
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from base_tree import base_worktree
+from base_tree import add_compare_arguments, alternated, run_in_tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the engine's caches, of the tree this process imports planner from (engine_catalog reads --tree)
@@ -56,34 +52,19 @@ def measure(tree: Path, runs: int) -> dict[str, list[float]]:
     return out
 
 
-def _run_tree(tree: Path, runs: int) -> dict[str, list[float]]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--runs", str(runs),
-                           "--json"], cwd=tempfile.gettempdir(), env=env, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", help="a commit to compare with, run alternately from a temporary worktree")
     ap.add_argument("--runs", type=int, default=10, help="new sessions of each kind per round")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds with --base")
-    ap.add_argument("--tree", help=argparse.SUPPRESS)
-    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    add_compare_arguments(ap)
     a = ap.parse_args()
     tree = Path(a.tree) if a.tree else ROOT
     if a.json:
         print(json.dumps(measure(tree, a.runs)))
         return
     results: dict[str, dict[str, list[float]]] = {}
-    trees = {"this tree": ROOT}
-    with base_worktree(a.base) if a.base else nullcontext() as base:
-        if base:
-            trees[f"base {a.base}"] = base
-        for _ in range(a.rounds if a.base else 1):
-            for name, t in trees.items():
-                for k, v in _run_tree(t, a.runs).items():
-                    results.setdefault(name, {}).setdefault(k, []).extend(v)
+    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, ["--runs", str(a.runs)])):
+        for k, v in figures.items():
+            results.setdefault(name, {}).setdefault(k, []).extend(v)
     print("a new session's first script run (server time, default plan)")
     for name, r in results.items():
         print(f"  {name:16} ranking shared by another session: median {statistics.median(r['shared']):5.0f} ms; "
