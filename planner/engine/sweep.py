@@ -190,6 +190,19 @@ def _off(line: tuple[float, float], b: int, y: float) -> bool:
     return abs(a + c * b - y) > AFFINE_TOLERANCE * max(abs(y), abs(a), abs(c * b), 1e-300)
 
 
+def _field_lines(probes: tuple, names: tuple[str, ...], b: tuple[int, int, int]) -> tuple | str:
+    """Each named field's line (a, c) through the first two probes, or the name of the first field the third probe
+    is off."""
+    lines = []
+    for f in names:
+        y1, y2, y3 = (getattr(x, f) for x in probes)
+        line = _line(y1, y2, b[0], b[1])
+        if _off(line, b[2], y3):
+            return f
+        lines.append(line)
+    return tuple(lines)
+
+
 def _fixed_fields(g: OpGroup) -> tuple:
     """A group's fields that must not change with the batch for its lines to hold."""
     return g.name, g.compute_path, g.rate_factor, g.peak_fractions, g.cap_pos, g.small_kernels, g.accumulate16
@@ -203,12 +216,9 @@ def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]
         return f"{g1.name}: its pipelined instructions differ between batches"
     if len(g1.gemms) != len(g2.gemms) or len(g1.gemms) != len(g3.gemms):
         return f"{g1.name}: its GEMMs differ between batches"
-    lines = []
-    for f in GROUP_FIELDS:
-        line = _line(getattr(g1, f), getattr(g2, f), b[0], b[1])
-        if _off(line, b[2], getattr(g3, f)):
-            return f"{g1.name}: {f} is not affine in the batch"
-        lines.append(line)
+    lines = _field_lines((g1, g2, g3), GROUP_FIELDS, b)
+    if isinstance(lines, str):
+        return f"{g1.name}: {lines} is not affine in the batch"
     alu = []
     for (_, y1), (_, y2), (_, y3) in zip(g1.alu, g2.alu, g3.alu):
         line = _line(y1, y2, b[0], b[1])
@@ -222,7 +232,7 @@ def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]
                 or m1 - slope * b[0] + slope * b[2] != m3:
             return f"{g1.name}: a GEMM's rows are not affine in the batch"
         gemms.append((m1 - slope * b[0], slope, n1, k1, c1))
-    return AffineGroup(g1, tuple(lines), tuple(alu), tuple(gemms))
+    return AffineGroup(g1, lines, tuple(alu), tuple(gemms))
 
 
 def _affine_phase(p1: Phase, p2: Phase, p3: Phase, b: tuple[int, int, int]) -> AffinePhase | str:
@@ -237,13 +247,10 @@ def _affine_phase(p1: Phase, p2: Phase, p3: Phase, b: tuple[int, int, int]) -> A
         if isinstance(g, str):
             return f"{p1.name}: {g}"
         groups.append(g)
-    lines = []
-    for f in PHASE_FIELDS:
-        line = _line(getattr(p1, f), getattr(p2, f), b[0], b[1])
-        if _off(line, b[2], getattr(p3, f)):
-            return f"{p1.name}: {f} is not affine in the batch"
-        lines.append(line)
-    return AffinePhase(p1, tuple(groups), tuple(lines))
+    lines = _field_lines((p1, p2, p3), PHASE_FIELDS, b)
+    if isinstance(lines, str):
+        return f"{p1.name}: {lines} is not affine in the batch"
+    return AffinePhase(p1, tuple(groups), lines)
 
 
 @lru_cache(maxsize=1024)
