@@ -137,6 +137,9 @@ def _serving_table_whole(page, panel, preset) -> None:
     assert header[0] == "GPU" and "Max concurrency in target" in header and "gpu_id" not in header, header
     names = {load_catalog().get(g).name for g in preset.inputs.cmp}
     assert rows and {r[0] for r in rows} <= names and all(len(r) == len(header) for r in rows), (rows, names)
+    lengths = panel.locator(".st-key-slen")  # the requests' lengths, shown as chosen (the link's slen or fixed)
+    assert lengths.get_by_text("Request lengths").is_visible(), preset.id
+    assert lengths.locator("input").input_value() == "Fixed (the job's)", preset.id
     assert page.evaluate(CLIPPED, "[data-testid='stMain']") == [], f"{preset.id}: serving text cut at 1280x800"
 
 
