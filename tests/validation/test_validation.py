@@ -397,3 +397,25 @@ def test_the_search_stays_inside_each_parameters_physical_bounds():
         for name, v in rt.tuned.values:
             lo, hi = stated[name.split(".")[0]]
             assert lo <= v <= hi, (rt.id, name, v)
+
+
+def test_own_timings_turn_each_record_into_the_row_a_published_table_would_give():
+    """validation/own_timings.py: a decode record's tokens/s is batch x generated tokens over its least disturbed run
+    (8 x 256 / 6.4 s = 320), prefill keeps the median seconds, training gives samples per second (32 / 0.04 s = 800);
+    the rows load through the published rows' own checks."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "validation" / "own_timings.py"
+    spec = importlib.util.spec_from_file_location("own_timings", path)
+    own = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(own)
+    decode = own.row_of(0, {"regime": "decode", "model": "llama", "batch": 8, "prompt_tokens": 128, "gen_tokens": 256,
+                            "min_s": 6.4, "median_s": 9.0}, "h100-sxm")
+    assert decode["metric"] == "tokens_per_s" and decode["value"] == pytest.approx(320.0)
+    assert decode["model"] == "llama-2-7b" and decode["prompt_tokens"] == 128
+    prefill = own.row_of(1, {"regime": "prefill", "model": "llama", "batch": 1, "prompt_tokens": 2048,
+                             "median_s": 0.0657, "min_s": 0.065}, "h100-sxm")
+    assert prefill["metric"] == "step_seconds" and prefill["value"] == 0.0657
+    train = own.row_of(2, {"regime": "train", "model": "bert", "batch": 32, "seq_len": 384, "median_s": 0.04},
+                       "h100-sxm")
+    assert train["metric"] == "samples_per_s" and train["value"] == pytest.approx(800.0)
+    assert train["model"] == "bert-base-squad" and train["seq_len"] == 384
