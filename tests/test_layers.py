@@ -45,6 +45,7 @@ SCRIPT_EXCEPTIONS = {
     "torch": {"validation.count_kernels": "counts a model's kernels on the GPU",
               "validation.measure_hf": "times Hugging Face models on the GPU",
               "validation.probe_hf": "profiles a Hugging Face model on the GPU",
+              "validation.probe_train": "profiles Hugging Face training steps on the GPU",
               "examples.models.betarho": "a model factory for `planner profile`: a torch model by nature",
               "examples.models.gpt2": "a model factory for `planner profile`: a torch model by nature",
               "examples.models.sea": "a model factory for `planner profile`: a torch model by nature"},
