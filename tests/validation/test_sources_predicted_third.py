@@ -53,8 +53,9 @@ def test_iog_rows_are_three_metrics_of_each_poisson_run():
 
 
 def test_gpustack_rows_express_the_servers_flags():
-    rows = load_rows(SERVING / "gpustack-gpt-oss.yaml")
-    assert all(r.precision == "mxfp4" and r.model in ("gpt-oss-20b", "gpt-oss-120b") for r in rows)
+    rows = load_rows(SERVING / "gpustack-performance-lab.yaml")
+    oss = [r for r in rows if r.model.startswith("gpt-oss")]
+    assert all(r.precision == "mxfp4" for r in oss) and {r.model for r in oss} == {"gpt-oss-20b", "gpt-oss-120b"}
     # --async-scheduling is the only setting that overlaps vLLM's host work with the GPU step
     assert all((r.host_overlap is True) == ("-async-" in r.id) for r in rows)
     # the 32K case: --random-input-len 32000 for each of 100 requests, 3,200,000 input tokens in all
@@ -63,8 +64,23 @@ def test_gpustack_rows_express_the_servers_flags():
     assert {(r.model, r.gpu, r.tp) for r in rows if r.tp > 1} == {("gpt-oss-120b", "h100-sxm", 2),
                                                                  ("gpt-oss-120b", "h100-sxm", 4),
                                                                  ("gpt-oss-120b", "a100-sxm-80gb", 2)}
+    # closed loops run on one GPU at fixed lengths (planner.engine.serving's concurrency model)
     closed = [r for r in rows if r.concurrency is not None]
-    assert {r.concurrency for r in closed} == {4} and all(r.tp == 1 for r in closed)
+    assert all(r.tp == 1 and r.lengths == "fixed" for r in closed)
+    # Qwen3-8B: 100 ShareGPT prompts, 23,260 input and 22,061 generated tokens -> means 232.6 and 220.6
+    qwen = [r for r in rows if r.model == "qwen3-8b"]
+    assert {(r.input_tokens, r.output_tokens) for r in qwen} == {(233, 221)}
+    assert {(r.runtime, r.concurrency) for r in qwen} == {("vllm", 1), ("vllm", 2), ("vllm", 4), ("vllm", 8),
+                                                          ("sglang", 4), ("tensorrt-llm", 4)}
+
+
+def test_qwen3_8b_profile_has_the_model_cards_parameter_count():
+    # the model card: 8.2B parameters, 6.95B of them outside the embeddings
+    m = validation_models().get("qwen3-8b")
+    q_width = m.heads * m.head_dim
+    per_layer = 2 * m.hidden * q_width + 2 * m.hidden * m.kv_heads * m.head_dim + 3 * m.hidden * m.ffn
+    assert abs(m.layers * per_layer / 6.95e9 - 1) < 0.005
+    assert abs((m.layers * per_layer + 2 * m.vocab * m.hidden) / 8.2e9 - 1) < 0.01
 
 
 def test_hamel_rows_count_the_new_tokens_each_script_generates():
