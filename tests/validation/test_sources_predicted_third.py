@@ -58,12 +58,14 @@ def test_gpustack_rows_express_the_servers_flags():
     assert all(r.precision == "mxfp4" for r in oss) and {r.model for r in oss} == {"gpt-oss-20b", "gpt-oss-120b"}
     # --async-scheduling is the only setting that overlaps vLLM's host work with the GPU step
     assert all((r.host_overlap is True) == ("-async-" in r.id) for r in rows)
-    # the 32K case: --random-input-len 32000 for each of 100 requests, 3,200,000 input tokens in all
-    assert {r.input_tokens for r in rows if "rand32k" in r.id} == {32000}
-    # tensor parallel only where the command sets -tp: the 120b on H100 at 2 and 4, on A100 at 2
+    # the 32K case: --random-input-len 32000 for each of 100 requests, 3,200,000 input tokens in all (gpt-oss)
+    assert {r.input_tokens for r in oss if "rand32k" in r.id} == {32000}
+    # tensor parallel only where the command sets it: the 120b on H100 at 2 and 4, on A100 at 2; DeepSeek-R1 at 8
     assert {(r.model, r.gpu, r.tp) for r in rows if r.tp > 1} == {("gpt-oss-120b", "h100-sxm", 2),
                                                                  ("gpt-oss-120b", "h100-sxm", 4),
-                                                                 ("gpt-oss-120b", "a100-sxm-80gb", 2)}
+                                                                 ("gpt-oss-120b", "a100-sxm-80gb", 2),
+                                                                 ("deepseek-v3", "h200-sxm", 8)}
+    assert all(r.precision == "fp8" and r.tp == 8 for r in rows if r.model == "deepseek-v3")
     # closed loops run on one GPU at fixed lengths (planner.engine.serving's concurrency model)
     closed = [r for r in rows if r.concurrency is not None]
     assert all(r.tp == 1 and r.lengths == "fixed" for r in closed)
