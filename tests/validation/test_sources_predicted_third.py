@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from planner import ROOT_DIR
 from planner.inputs.facts import load_facts
+from planner.inputs.models import load_models
 from planner.validation.loso import source_of
 from planner.validation.measured import load_measurements, plan_for, validation_models
 from planner.validation.serving_first import load_rows
@@ -37,8 +38,21 @@ def test_argonne_multi_gpu_rows_plan_tensor_parallel_vllm():
         assert (plan.runtime, plan.gpus, plan.parallel) == ("vllm", row.gpus, "tensor")
 
 
+def serving_rows(stem: str):
+    """A serving source's rows: the main file and its rows whose model only validation/models_extra.yaml has."""
+    return load_rows(SERVING / f"{stem}.yaml") + load_rows(SERVING / f"{stem}-extra-models.yaml")
+
+
+def test_serving_files_split_by_where_the_model_is():
+    # planner.validation.serving_first plans a serving row with load_models(): the main files name only its models
+    presets = {m.id for m in load_models().models}
+    for stem in ("iog-vllm085-serving", "gpustack-performance-lab"):
+        assert {r.model for r in load_rows(SERVING / f"{stem}.yaml")} <= presets
+        assert not {r.model for r in load_rows(SERVING / f"{stem}-extra-models.yaml")} & presets
+
+
 def test_iog_rows_are_three_metrics_of_each_poisson_run():
-    rows = load_rows(SERVING / "iog-vllm085-serving.yaml")
+    rows = serving_rows("iog-vllm085-serving")
     runs = {r.id.rsplit("-", 1)[0] for r in rows}
     assert len(rows) == 3 * len(runs)
     assert {r.rate for r in rows} == {1.0, 4.0, 8.0, 16.0, 32.0} and all(r.concurrency is None for r in rows)
@@ -53,7 +67,7 @@ def test_iog_rows_are_three_metrics_of_each_poisson_run():
 
 
 def test_gpustack_rows_express_the_servers_flags():
-    rows = load_rows(SERVING / "gpustack-performance-lab.yaml")
+    rows = serving_rows("gpustack-performance-lab")
     oss = [r for r in rows if r.model.startswith("gpt-oss")]
     assert all(r.precision == "mxfp4" for r in oss) and {r.model for r in oss} == {"gpt-oss-20b", "gpt-oss-120b"}
     # --async-scheduling is the only setting that overlaps vLLM's host work with the GPU step
