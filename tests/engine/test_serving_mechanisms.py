@@ -1,5 +1,6 @@
 """Serving mechanisms the scored rows pointed at (validation/REPORT.md): multi-step scheduling rounds, the per-step
-CPU work as the engine charges it, the front end's time per request, and a ShareGPT-like spread of lengths. Each
+CPU work as the engine charges it, the front end's time per request, an overlapped scheduler's late admission, and a
+ShareGPT-like spread of lengths. Each
 expected figure is derived by hand from a flat step model or from the runtime's data."""
 
 from dataclasses import replace
@@ -38,6 +39,24 @@ def test_a_multi_step_round_makes_a_new_request_wait_for_its_end():
     # the measured share starts at request int(2 x 0.1) = 0: both requests are in ttft_s
     assert one.ttft_s.tolist() == pytest.approx([0.01, 0.015])
     assert four.ttft_s.tolist() == pytest.approx([0.01, 0.045])
+
+
+def test_an_overlapped_scheduler_sees_a_new_request_a_step_later():
+    """SGLang's overlap loop receives requests as it launches step i+1, while the GPU runs step i. A arrives at 0 on
+    an idle engine: received at once, prefill 0-10 ms. B arrives at 15 ms, during A's first decode step (10-20 ms),
+    which was launched at 10 ms: B is received as the step 20-30 ms launches and rides 30-40 ms (TTFT 25 ms, 15 ms
+    at step boundaries). B at 5 ms, during A's prefill: received at 10 ms, rides 20-30 ms (TTFT 25 ms, not 15).
+    Whether the steps mix prompts with decodes or not, the same."""
+    over = replace(MIXED, host_overlapped=True)
+    def ttft(sched, second: float) -> list[float]:
+        return simulate(_flat(), sched, [0.0, second], [10, 10], [20, 20]).ttft_s.tolist()
+
+    for sched in (over, replace(over, mixed_batches=False)):
+        assert ttft(sched, 0.015) == pytest.approx([0.01, 0.025])
+        assert ttft(sched, 0.005) == pytest.approx([0.01, 0.025])
+    assert ttft(MIXED, 0.005) == pytest.approx([0.01, 0.015])
+    lone = simulate(_flat(), over, [0.0], [100], [10])
+    assert lone.ttft_s[0] == pytest.approx(STEP) and lone.e2e_s[0] == pytest.approx(10 * STEP)
 
 
 def test_a_lone_request_runs_as_fast_in_rounds():
