@@ -440,9 +440,12 @@ class Requests:
     @classmethod
     def spread(cls, prompt: int, output: int, lengths: str) -> Requests:
         """Requests at `prompt`/`output` tokens (LENGTH_SPREADS: 'fixed', each request at them; 'sharegpt',
-        spread around them as sharegpt_like draws); ValueError naming `lengths` otherwise."""
+        spread around them as sharegpt_like draws; 'uniform', as uniform draws); ValueError naming `lengths`
+        otherwise."""
         if lengths == "sharegpt":
             return cls.sharegpt_like(prompt, output)
+        if lengths == "uniform":
+            return cls.uniform(prompt, output)
         if lengths != "fixed":
             raise ValueError(f"lengths: expected one of {', '.join(LENGTH_SPREADS)}")
         return cls((prompt,), (output,))
@@ -472,6 +475,22 @@ class Requests:
         outputs = spread(mean_output, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT, "output")
         outputs = np.minimum(outputs, SHAREGPT_MAX_TOTAL - prompts)
         return cls(tuple(prompts.tolist()), tuple(outputs.tolist()))
+
+    @classmethod
+    def uniform(cls, mean_prompt: float, mean_output: float, rows: int = SPREAD_ROWS) -> Requests:
+        """`rows` requests whose lengths are spread evenly from 1 to twice the given means (tokens), as the serving
+        benchmarks' random dataset draws them at its default range ratio 0 (SGLang bench_serving
+        sample_random_requests, --random-range-ratio 0.0: np.random.randint(max(int(L x ratio), 1), L + 1) for the
+        prompt, from int(L x ratio) for the output; read 2026-11-27): a mean m is a length L = 2m. An output is at
+        least 1 token (a request is served to its first token). Prompt and output lengths independent (paired by a
+        fixed shuffle). Deterministic."""
+        q = (np.arange(rows) + 0.5) / rows  # the uniform's quantiles
+
+        def spread(mean: float) -> np.ndarray:
+            return np.maximum(1, np.rint(q * 2 * mean)).astype(int)
+
+        prompts = np.random.default_rng(0).permutation(spread(mean_prompt))
+        return cls(tuple(prompts.tolist()), tuple(spread(mean_output).tolist()))
 
     def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
         """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or

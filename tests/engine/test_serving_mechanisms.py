@@ -119,6 +119,17 @@ def test_a_sharegpt_spread_keeps_the_means_within_the_benchmarks_cuts():
     assert r == Requests.sharegpt_like(220, 200)  # deterministic
 
 
+def test_a_uniform_spread_runs_evenly_from_one_to_twice_the_means():
+    """The benchmarks' random dataset at range ratio 0 draws a prompt of mean 4 uniformly on 1..8 and an output of
+    mean 3 on 0..6. Four rows at the quantiles 1/8, 3/8, 5/8, 7/8: prompts 8 x q = 1, 3, 5, 7 (mean 4), outputs 6 x q
+    = 0.75, 2.25, 3.75, 5.25, rounded 1, 2, 4, 5 (mean 3); the prompts shuffled, the outputs in order."""
+    r = Requests.uniform(4, 3, rows=4)
+    assert sorted(r.prompts) == [1, 3, 5, 7] and r.outputs == (1, 2, 4, 5)
+    assert Requests.spread(4, 3, "uniform") == Requests.uniform(4, 3)
+    wide = Requests.uniform(512, 512)
+    assert min(wide.prompts) == 1 and max(wide.prompts) == 1023 and sum(wide.prompts) / len(wide.prompts) == 512
+
+
 def test_an_slo_below_one_step_is_refused_with_the_step_it_misses():
     """A p95 TPOT target of 0.1 ms is below any decode step of an 8B model (its 16 GB of weights over 3.35 TB/s
     take ~5 ms): no deployment, and each candidate says which step misses by how much."""
@@ -137,5 +148,5 @@ def test_requests_spread_fixed_keeps_the_lengths_and_an_unknown_spread_is_named(
     assert fixed.prompts == (512,) and fixed.outputs == (256,)
     spread = Requests.spread(512, 256, "sharegpt")
     assert abs(sum(spread.prompts) / len(spread.prompts) - 512) < 0.5 and len(set(spread.prompts)) > 10
-    with pytest.raises(ValueError, match="^lengths: expected one of fixed, sharegpt"):
+    with pytest.raises(ValueError, match="^lengths: expected one of fixed, sharegpt, uniform"):
         Requests.spread(512, 256, "poisson")
