@@ -284,7 +284,8 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
 
     while finished < n and events < limit:
         events += 1
-        horizon = seen if late and (b or prefilling) else now
+        # with nothing left to run, the overlapped loop launched no step ahead: it receives at the step's end
+        horizon = seen if late and (b or prefilling or waiting) else now
         while nxt < n and enter[nxt] <= horizon:
             waiting.append(nxt)
             nxt += 1

@@ -57,6 +57,14 @@ def test_an_overlapped_scheduler_sees_a_new_request_a_step_later():
     assert ttft(MIXED, 0.005) == pytest.approx([0.01, 0.015])
     lone = simulate(_flat(), over, [0.0], [100], [10])
     assert lone.ttft_s[0] == pytest.approx(STEP) and lone.e2e_s[0] == pytest.approx(10 * STEP)
+    # A wants one token, so after its prefill nothing is left to run and no step was launched ahead: B (at 5 ms) is
+    # received as A's step ends and rides 10-20 ms (TTFT 15 ms)
+    assert simulate(_flat(), over, [0.0, 0.005], [10, 10], [1, 1]).ttft_s.tolist() == pytest.approx([0.01, 0.015])
+    # whole prompts of 3,000 tokens in a 4,096-token budget, one a step: A runs 0-10 ms while B waits, so the loop
+    # launches B's step (10-20 ms) ahead; C, arriving at 5 ms, is received at 10 ms and rides 20-30 ms (TTFT 25 ms)
+    whole = replace(over, chunked_prefill=False)
+    run = simulate(_flat(), whole, [0.0, 0.0, 0.005], [3000, 3000, 10], [1, 1, 1])
+    assert run.ttft_s.tolist() == pytest.approx([0.01, 0.02, 0.025])
 
 
 def test_a_lone_request_runs_as_fast_in_rounds():
