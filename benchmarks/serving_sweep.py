@@ -1,9 +1,10 @@
-"""A rate sweep of the serving simulation, timed: Llama-3-8B bf16 on one H100 SXM under vLLM, 512 + 256 tokens per
-request, 8 rates (fractions of the simulated saturation rate), 600 requests each; the step model built once.
+"""A rate sweep of the serving simulation, timed: Llama-3-8B bf16 on one H100 SXM under vLLM (or another engine),
+512 + 256 tokens per request, 8 rates (fractions of the simulated saturation rate), 600 requests each; the step model
+built once.
 Prints the median of `runs` repetitions of (step model, saturation, 8-point sweep) in milliseconds, and the sweep;
 then the same 8 rates served disaggregated (1 prefill + 1 decode server: both pools simulated and combined).
 
-    python3 benchmarks/serving_sweep.py [runs]
+    python3 benchmarks/serving_sweep.py [runs] [runtime]   (runtime: a serving engine of data/serving.yaml, vllm)
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from planner.inputs.serving_runtimes import load_schedulers  # noqa: E402
 SHARES = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0)
 
 
-def main(runs: int) -> None:
+def main(runs: int, runtime: str = "vllm") -> None:
     facts = load_facts()
-    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime="vllm")
+    prof = load_schedulers().get(runtime)
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime=prof.efficiency_of)
     gpu = facts.catalog.get("h100-sxm")
-    sched = load_schedulers().get("vllm").on(gpu.id, gpu.vram_gib)
+    sched = prof.on(gpu.id, gpu.vram_gib)
     reqs, slo = Requests((512,), (256,)), Slo(0.5, 0.05)
     build, sat_ms, sweep_ms = [], [], []
     for _ in range(runs):
@@ -64,4 +66,4 @@ def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 7)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 7, sys.argv[2] if len(sys.argv) > 2 else "vllm")

@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lengths", choices=LENGTH_SPREADS, default="fixed",
                    help="with --rate: every request at --input-tokens/--output-tokens (fixed, the default), or "
                    "spread around them as ShareGPT's are in the serving benchmarks (sharegpt: exponential, cut at "
-                   "1,024 prompt and 2,048 total tokens)")
+                   "1,024 prompt and 2,048 total tokens), or uniform from 1 to twice them as the benchmarks' random "
+                   "dataset draws them (uniform)")
     p.add_argument("--runtimes", default=None, help="with --rate: serving runtimes to consider, comma-separated "
                    "(default: every one of data/serving.yaml: vllm, sglang, tensorrt-llm, llama.cpp)")
     p.add_argument("--requests", type=number_in(50, 20_000, "requests", integer=True), default=600,

@@ -23,7 +23,8 @@ the tokens it produced prefilled again), as vLLM and SGLang do.
 Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
 the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
-A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time, one that schedules
+A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time but sees a new request a
+step later (simulate), one that schedules
 once per round of k steps (vLLM's multi-step scheduling) a k-th of it (scheduler_efficiency); such a scheduler admits
 new requests only between rounds, and every request reaches it after the front end's time (simulate).
 
@@ -201,7 +202,10 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     latencies count from its arrival. A scheduler of k > 1 steps per round (multi-step scheduling) admits requests
     only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
     arrives meanwhile; a step that carries prompt tokens is a round of its own, as vLLM's multi-step scheduler
-    forces a single step when a batch has prefills (vLLM issue #7528)."""
+    forces a single step when a batch has prefills (vLLM issue #7528). An overlapped scheduler (host_overlapped:
+    SGLang's event_loop_overlap) receives requests as it launches a step, while the GPU still runs the previous
+    one: a request arriving during step i is received as step i+1 launches and rides step i+2, a step later than
+    a scheduler that receives at step boundaries (an idle engine receives it at once)."""
     n = len(arrivals)
     enter = [a + sched.request_overhead_s for a in arrivals] if sched.request_overhead_s else arrivals
     per_round, round_left = sched.steps_per_round, 0
@@ -212,6 +216,10 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     cap, budget, seqs = st.kv_tokens, sched.token_budget, sched.max_num_seqs
     key_s = st.key_s
     now, nxt, g, s_ctx, b = 0.0, 0, 0, 0, 0
+    # an overlapped scheduler receives requests as it launches a step, one step ahead of the GPU (simulate's
+    # docstring): a request is seen at the start of the step that just ended, not at its end
+    late = sched.host_overlapped
+    seen = 0.0  # when the scheduler last received requests
     waiting: deque[int] = deque()
     prefilling: list[list[int]] = []  # [rid, tokens done]
     kv_pref = 0  # KV tokens held by prompts being prefilled
@@ -276,13 +284,15 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
 
     while finished < n and events < limit:
         events += 1
-        while nxt < n and enter[nxt] <= now:
+        # with nothing left to run, the overlapped loop launched no step ahead: it receives at the step's end
+        horizon = seen if late and (b or prefilling or waiting) else now
+        while nxt < n and enter[nxt] <= horizon:
             waiting.append(nxt)
             nxt += 1
         if not b:
             round_left = 0  # a round ends when no request is left in it
         if not (b or prefilling or waiting):
-            now = enter[nxt]
+            now = seen = enter[nxt]
             continue
         ctx = s_ctx + b * g
         if b and ctx + b + kv_pref > cap:
@@ -338,6 +348,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
                 rows += entry[1] + x >= target[entry[0]]
                 pairs += x * entry[1] + x * (x + 1) / 2
             dt = st.seconds(b, p, ctx, pairs, b + rows) if sched.mixed_batches else st.seconds(0, p, 0, pairs, rows)
+            seen = now
             now += dt
             if sched.mixed_batches and b:
                 itl.append(dt + gap)
@@ -369,13 +380,16 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             k = min(k, round_left)
         elif nxt < n and can_admit and not waiting:
             dt_arr = enter[nxt] - now
-            if slope > 0:
-                a2 = slope / 2
-                lin = d0 - slope / 2
-                k_arr = (-lin + math.sqrt(lin * lin + 4 * a2 * dt_arr)) / (2 * a2)
-            else:
-                k_arr = dt_arr / d0
-            k = min(k, max(1, math.ceil(k_arr)))
+            if dt_arr <= 0:  # arrived during the last step, unseen (late): the next step's start receives it
+                k = 1
+            else:  # it arrives during step ceil(k_arr); an overlapped scheduler sees it a step later
+                if slope > 0:
+                    a2 = slope / 2
+                    lin = d0 - slope / 2
+                    k_arr = (-lin + math.sqrt(lin * lin + 4 * a2 * dt_arr)) / (2 * a2)
+                else:
+                    k_arr = dt_arr / d0
+                k = min(k, max(1, math.ceil(k_arr) + late))
         k = max(k, 1)
         total = k * d0 + slope * k * (k - 1) / 2
         if gap:
@@ -388,6 +402,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         else:
             itl.append(total / k)
             itl_w.append(b * k)
+        seen = now + total - (d0 + slope * (k - 1))  # the start of the stretch's last step
         now += total
         g += k
         if per_round > 1:
@@ -426,9 +441,12 @@ class Requests:
     @classmethod
     def spread(cls, prompt: int, output: int, lengths: str) -> Requests:
         """Requests at `prompt`/`output` tokens (LENGTH_SPREADS: 'fixed', each request at them; 'sharegpt',
-        spread around them as sharegpt_like draws); ValueError naming `lengths` otherwise."""
+        spread around them as sharegpt_like draws; 'uniform', as uniform draws); ValueError naming `lengths`
+        otherwise."""
         if lengths == "sharegpt":
             return cls.sharegpt_like(prompt, output)
+        if lengths == "uniform":
+            return cls.uniform(prompt, output)
         if lengths != "fixed":
             raise ValueError(f"lengths: expected one of {', '.join(LENGTH_SPREADS)}")
         return cls((prompt,), (output,))
@@ -458,6 +476,22 @@ class Requests:
         outputs = spread(mean_output, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT, "output")
         outputs = np.minimum(outputs, SHAREGPT_MAX_TOTAL - prompts)
         return cls(tuple(prompts.tolist()), tuple(outputs.tolist()))
+
+    @classmethod
+    def uniform(cls, mean_prompt: float, mean_output: float, rows: int = SPREAD_ROWS) -> Requests:
+        """`rows` requests whose lengths are spread evenly from 1 to twice the given means (tokens), as the serving
+        benchmarks' random dataset draws them at its default range ratio 0 (SGLang bench_serving
+        sample_random_requests, --random-range-ratio 0.0: np.random.randint(max(int(L x ratio), 1), L + 1) for the
+        prompt, from int(L x ratio) for the output; read 2026-11-27): a mean m is a length L = 2m. An output is at
+        least 1 token (a request is served to its first token). Prompt and output lengths independent (paired by a
+        fixed shuffle). Deterministic."""
+        q = (np.arange(rows) + 0.5) / rows  # the uniform's quantiles
+
+        def spread(mean: float) -> np.ndarray:
+            return np.maximum(1, np.rint(q * 2 * mean)).astype(int)
+
+        prompts = np.random.default_rng(0).permutation(spread(mean_prompt))
+        return cls(tuple(prompts.tolist()), tuple(spread(mean_output).tolist()))
 
     def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
         """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or

@@ -11,8 +11,9 @@ from planner.base.files import UserFileError, read_regular
 from planner.inputs.jobs import BOUNDS
 
 # how a request's lengths are drawn: every request at the given lengths, or spread around them as ShareGPT's are in
-# the serving benchmarks (planner.engine.serving_sim.Requests.spread)
-LENGTH_SPREADS = ("fixed", "sharegpt")
+# the serving benchmarks, or uniform up to twice them as the benchmarks' random dataset draws them
+# (planner.engine.serving_sim.Requests.spread)
+LENGTH_SPREADS = ("fixed", "sharegpt", "uniform")
 
 MAX_TRACE_BYTES = 4_000_000
 MAX_TRACE_ROWS = 100_000

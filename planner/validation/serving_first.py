@@ -28,6 +28,7 @@ from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
 from planner.inputs.serving_runtimes import load_schedulers
+from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.validation.predict_first import PredictFirstError, git_state, slug
 
 SERVING_DIR = ROOT_DIR / "validation" / "serving"
@@ -53,7 +54,8 @@ class ServingRow:
     precision: str = "bf16"
     # conditions a row may carry beyond the defaults: the KV cache's dtype (the engine's flag, e.g. fp8), the
     # scheduler's steps per round (vLLM --num-scheduler-steps), and the lengths' spread ('fixed': every request at
-    # the given lengths; 'sharegpt': serving_sim.Requests.sharegpt_like around them)
+    # the given lengths; 'sharegpt': serving_sim.Requests.sharegpt_like around them; 'uniform':
+    # serving_sim.Requests.uniform, the benchmarks' random dataset)
     kv_dtype: str | None = None
     scheduler_steps: int = 1
     lengths: str = "fixed"
@@ -62,7 +64,7 @@ class ServingRow:
     host_overlap: bool | None = None
 
 
-LENGTHS = ("fixed", "sharegpt")
+LENGTHS = LENGTH_SPREADS
 
 
 def load_rows(path: str | Path) -> list[ServingRow]:
@@ -115,8 +117,7 @@ def predict(row: ServingRow, facts: Facts) -> float:
     s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)
     if row.host_overlap is not None:
         s = replace(s, host_overlapped=row.host_overlap)
-    reqs = (Requests.sharegpt_like(row.input_tokens, row.output_tokens) if row.lengths == "sharegpt"
-            else Requests((row.input_tokens,), (row.output_tokens,)))
+    reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths)
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
     if row.metric == "saturation_output_tokens_per_s":
         return saturation_rate(st, s, reqs) * sum(reqs.outputs) / len(reqs.outputs)

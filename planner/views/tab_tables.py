@@ -22,7 +22,8 @@ VERDICT_COLUMN = "meets target (and bias ±10 %)"
 
 
 # the Serving tab's names for serving_trace.LENGTH_SPREADS
-LENGTH_WORDS = {"fixed": "Fixed (the job's)", "sharegpt": "ShareGPT-like spread"}
+LENGTH_WORDS = {"fixed": "Fixed (the job's)", "sharegpt": "ShareGPT-like spread",
+                "uniform": "Uniform (benchmarks' random set)"}
 
 def accuracy_rows() -> tuple[list[dict], date]:
     """The leave-one-source-out accuracy per regime as last written by `planner validate --write-uncertainty`, with

@@ -1,5 +1,6 @@
 """Serving mechanisms the scored rows pointed at (validation/REPORT.md): multi-step scheduling rounds, the per-step
-CPU work as the engine charges it, the front end's time per request, and a ShareGPT-like spread of lengths. Each
+CPU work as the engine charges it, the front end's time per request, an overlapped scheduler's late admission, and a
+ShareGPT-like spread of lengths. Each
 expected figure is derived by hand from a flat step model or from the runtime's data."""
 
 from dataclasses import replace
@@ -38,6 +39,32 @@ def test_a_multi_step_round_makes_a_new_request_wait_for_its_end():
     # the measured share starts at request int(2 x 0.1) = 0: both requests are in ttft_s
     assert one.ttft_s.tolist() == pytest.approx([0.01, 0.015])
     assert four.ttft_s.tolist() == pytest.approx([0.01, 0.045])
+
+
+def test_an_overlapped_scheduler_sees_a_new_request_a_step_later():
+    """SGLang's overlap loop receives requests as it launches step i+1, while the GPU runs step i. A arrives at 0 on
+    an idle engine: received at once, prefill 0-10 ms. B arrives at 15 ms, during A's first decode step (10-20 ms),
+    which was launched at 10 ms: B is received as the step 20-30 ms launches and rides 30-40 ms (TTFT 25 ms, 15 ms
+    at step boundaries). B at 5 ms, during A's prefill: received at 10 ms, rides 20-30 ms (TTFT 25 ms, not 15).
+    Whether the steps mix prompts with decodes or not, the same."""
+    over = replace(MIXED, host_overlapped=True)
+    def ttft(sched, second: float) -> list[float]:
+        return simulate(_flat(), sched, [0.0, second], [10, 10], [20, 20]).ttft_s.tolist()
+
+    for sched in (over, replace(over, mixed_batches=False)):
+        assert ttft(sched, 0.015) == pytest.approx([0.01, 0.025])
+        assert ttft(sched, 0.005) == pytest.approx([0.01, 0.025])
+    assert ttft(MIXED, 0.005) == pytest.approx([0.01, 0.015])
+    lone = simulate(_flat(), over, [0.0], [100], [10])
+    assert lone.ttft_s[0] == pytest.approx(STEP) and lone.e2e_s[0] == pytest.approx(10 * STEP)
+    # A wants one token, so after its prefill nothing is left to run and no step was launched ahead: B (at 5 ms) is
+    # received as A's step ends and rides 10-20 ms (TTFT 15 ms)
+    assert simulate(_flat(), over, [0.0, 0.005], [10, 10], [1, 1]).ttft_s.tolist() == pytest.approx([0.01, 0.015])
+    # whole prompts of 3,000 tokens in a 4,096-token budget, one a step: A runs 0-10 ms while B waits, so the loop
+    # launches B's step (10-20 ms) ahead; C, arriving at 5 ms, is received at 10 ms and rides 20-30 ms (TTFT 25 ms)
+    whole = replace(over, chunked_prefill=False)
+    run = simulate(_flat(), whole, [0.0, 0.0, 0.005], [3000, 3000, 10], [1, 1, 1])
+    assert run.ttft_s.tolist() == pytest.approx([0.01, 0.02, 0.025])
 
 
 def test_a_lone_request_runs_as_fast_in_rounds():
@@ -100,6 +127,17 @@ def test_a_sharegpt_spread_keeps_the_means_within_the_benchmarks_cuts():
     assert r == Requests.sharegpt_like(220, 200)  # deterministic
 
 
+def test_a_uniform_spread_runs_evenly_from_one_to_twice_the_means():
+    """The benchmarks' random dataset at range ratio 0 draws a prompt of mean 4 uniformly on 1..8 and an output of
+    mean 3 on 0..6. Four rows at the quantiles 1/8, 3/8, 5/8, 7/8: prompts 8 x q = 1, 3, 5, 7 (mean 4), outputs 6 x q
+    = 0.75, 2.25, 3.75, 5.25, rounded 1, 2, 4, 5 (mean 3); the prompts shuffled, the outputs in order."""
+    r = Requests.uniform(4, 3, rows=4)
+    assert sorted(r.prompts) == [1, 3, 5, 7] and r.outputs == (1, 2, 4, 5)
+    assert Requests.spread(4, 3, "uniform") == Requests.uniform(4, 3)
+    wide = Requests.uniform(512, 512)
+    assert min(wide.prompts) == 1 and max(wide.prompts) == 1023 and sum(wide.prompts) / len(wide.prompts) == 512
+
+
 def test_an_slo_below_one_step_is_refused_with_the_step_it_misses():
     """A p95 TPOT target of 0.1 ms is below any decode step of an 8B model (its 16 GB of weights over 3.35 TB/s
     take ~5 ms): no deployment, and each candidate says which step misses by how much."""
@@ -118,5 +156,5 @@ def test_requests_spread_fixed_keeps_the_lengths_and_an_unknown_spread_is_named(
     assert fixed.prompts == (512,) and fixed.outputs == (256,)
     spread = Requests.spread(512, 256, "sharegpt")
     assert abs(sum(spread.prompts) / len(spread.prompts) - 512) < 0.5 and len(set(spread.prompts)) > 10
-    with pytest.raises(ValueError, match="^lengths: expected one of fixed, sharegpt"):
+    with pytest.raises(ValueError, match="^lengths: expected one of fixed, sharegpt, uniform"):
         Requests.spread(512, 256, "poisson")
