@@ -26,9 +26,9 @@ from planner.engine.serving import serving_point
 from planner.engine.serving_sim import Requests, saturation_rate, serve_rate, step_times
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
-from planner.inputs.models import load_models
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.inputs.serving_trace import LENGTH_SPREADS
+from planner.validation.measured import validation_models
 from planner.validation.predict_first import PredictFirstError, git_state, slug
 
 SERVING_DIR = ROOT_DIR / "validation" / "serving"
@@ -103,7 +103,7 @@ def predict(row: ServingRow, facts: Facts) -> float:
     """The planner's value of `row`'s metric from its conditions alone."""
     sched = load_schedulers().get(row.runtime)
     gpu = facts.catalog.get(row.gpu)
-    plan = Plan(load_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
+    plan = Plan(validation_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
     if row.concurrency is not None:
