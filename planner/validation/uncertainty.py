@@ -9,9 +9,11 @@ MIN_CELL_ROWS rows takes the 5th-95th percentiles of its own regime's rows (neve
 its own rows; a regime with fewer rows than that has no band.
 
 Where no measurement backs a range there is none, and the reason says so, rather than another regime's width: a
-regime with too few rows, a runtime no source measured in that regime (other than the one its profile was drawn
-from), a model kind no row is of (generic or traced profiles), a CPU device (no published CPU measurement in
-validation/).
+regime with too few rows, a model kind no row is of (generic or traced profiles), a CPU device (no published CPU
+measurement in validation/). Where the evidence is thin, the range is wider and says why: a runtime no source
+measured in that regime (other than the one its profile was drawn from) takes its regime's WIDE band, the
+THIN_QUANTILES of every row of the regime (all runtimes, both memory classes), never narrower than the regime's own
+cells: the spread of the planner's errors on runtimes it had seen, standing in for one whose error nobody measured.
 
 Calibrated band: a calibration (python -m planner.bench) fits the efficiencies of the GPU it ran on, which
 removes that GPU's own bias. The calibrated quantiles are those of the residuals after dividing each row's
@@ -54,12 +56,15 @@ FALLBACK_QUANTILES = (0.05, 0.95)  # a cell too small for its own quantiles take
 TARGET_COVERAGE = 0.8
 QUANTILE_LADDER = ((0.10, 0.90), (0.075, 0.925), (0.05, 0.95), (0.025, 0.975), (0.0, 1.0))
 MIN_CELL_ROWS = 5  # fewer rows than this: the cell takes its regime's range; a regime with fewer has no band
+# A runtime without rows of its own in a regime: a 95 % range of every runtime's residuals stands in for its 80 % one,
+# since its own error is unknown and the prediction-first rows show unseen sources' errors wider than seen ones'.
+THIN_QUANTILES = (0.025, 0.975)
 NO_MEASUREMENT = "no measurement behind this range"
 CELL_FIELDS = ("regime", "gpu_class", "n", "quantiles", "low", "high", "calibrated_low", "calibrated_high", "fallback")
 HEADER_FIELDS = ("schema_version", "generated", "source", "residuals", "quantiles", "method", "accuracy", "evidence",
                  "cells")
 ACCURACY_FIELDS = ("regime", "rows", "median_ape", "p90_ape", "median_bias_pct", "target_ape", "meets")
-EVIDENCE_FIELDS = ("rows", "runtimes", "model_kinds")
+EVIDENCE_FIELDS = ("rows", "runtimes", "model_kinds", "wide_low", "wide_high")
 
 
 def regime_for(train: bool, decodes: bool, tensor_parallel: bool, batch: int) -> str:
@@ -105,6 +110,8 @@ class Evidence:
     rows: int
     runtimes: tuple[tuple[str, int], ...]
     model_kinds: tuple[tuple[str, int], ...]
+    wide_low: float | None = None  # the regime's wide band (THIN_QUANTILES) for runtimes without rows; None: none
+    wide_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -180,9 +187,12 @@ def _counts(rec: Record, name: str) -> tuple[tuple[str, int], ...]:
 def _parse_evidence(rec: Record) -> Evidence:
     rec.check_keys(("regime", *EVIDENCE_FIELDS))
     ev = Evidence(rec.text("regime", choices=REGIMES), rec.number("rows", lo=0, hi=10**6, integer=True),
-                  _counts(rec, "runtimes"), _counts(rec, "model_kinds"))
+                  _counts(rec, "runtimes"), _counts(rec, "model_kinds"), _quantile_field(rec, "wide_low", 0.01, 1.0),
+                  _quantile_field(rec, "wide_high", 1.0, 100.0))
     if sum(n for _, n in ev.runtimes) != ev.rows:
         raise rec.fail("runtimes", f"the runtimes' rows must add up to rows ({ev.rows})")
+    if (ev.wide_low is None) != (ev.wide_high is None):
+        raise rec.fail("wide_low", "give both wide_low and wide_high, or neither (no wide band)")
     return ev
 
 
@@ -244,6 +254,15 @@ def meets_target(regime: str, median_ape: float | None, median_bias_pct: float |
     return target, median_ape <= target and abs(median_bias_pct) <= MAX_BIAS_PCT
 
 
+def _runtime_gap(e, ev: Evidence, regime: str) -> str:
+    """Why the regime's rows hold none of the estimate's runtime ('' when they do)."""
+    if e.plan.runtime in dict(ev.runtimes):
+        return ""
+    # the evidence is the leave-one-source-out rows: a runtime measured only by the publication its profile was
+    # drawn from (TensorRT-LLM: NVIDIA's tables) has none, as one never measured
+    return f"no source other than its profile's own measured {e.plan.runtime} in {regime}"
+
+
 def band_note(e, path: str | Path = UNCERTAINTY_FILE) -> str:
     """Why a feasible estimate has no band ('' when it has one, or when it can't run and needs none)."""
     if not e.feasible or not e.seconds:
@@ -259,11 +278,24 @@ def band_note(e, path: str | Path = UNCERTAINTY_FILE) -> str:
     if kind not in dict(ev.model_kinds):
         return f"{NO_MEASUREMENT}: no published {regime} measurement of a {kind} model (only of " \
                f"{', '.join(k for k, _ in ev.model_kinds)} models)"
-    if e.plan.runtime not in dict(ev.runtimes):
-        # the evidence is the leave-one-source-out rows: a runtime measured only by the publication its profile was
-        # drawn from (TensorRT-LLM: NVIDIA's tables) has none, as one never measured (vLLM)
-        return f"{NO_MEASUREMENT}: no source other than its profile's own measured {e.plan.runtime} in {regime}"
+    gap = _runtime_gap(e, ev, regime)
+    if gap and ev.wide_low is None:
+        return f"{NO_MEASUREMENT}: {gap}"
     return ""
+
+
+def band_basis(e, path: str | Path = UNCERTAINTY_FILE) -> str:
+    """Why a band is the regime's wide one (thin evidence: its runtime has no rows of its own in the regime); '' for
+    a band drawn from rows of its own runtime, or for no band at all (band_note says why)."""
+    if not e.feasible or not e.seconds or band_note(e, path):
+        return ""
+    regime = regime_of(e)
+    gap = _runtime_gap(e, load_uncertainty(path).evidence_for(regime), regime)
+    if not gap:
+        return ""
+    lo, hi = THIN_QUANTILES
+    return (f"widened: {gap}, so the range is the {100 * lo:g}th-{100 * hi:g}th percentiles of the planner's errors "
+            f"on every published {regime} measurement of other runtimes")
 
 
 def band(e, calibrated: bool = False, path: str | Path = UNCERTAINTY_FILE) -> tuple[float, float] | None:
@@ -284,7 +316,11 @@ def band_or_note(e, calibrated: bool = False,
     note = band_note(e, path)
     if note:
         return note
-    cell = load_uncertainty(path).cell(regime_of(e), e.gpu.memory_class)
+    table, regime = load_uncertainty(path), regime_of(e)
+    ev = table.evidence_for(regime)
+    if _runtime_gap(e, ev, regime):
+        return e.seconds * ev.wide_low, e.seconds * ev.wide_high
+    cell = table.cell(regime, e.gpu.memory_class)
     if calibrated or str(e.efficiency.source).startswith("calibrated"):
         lo, hi = cell.calibrated_low, cell.calibrated_high
     else:
@@ -386,13 +422,22 @@ def cells_from_rows(rows, levels: Mapping[str, tuple[float, float]] | None = Non
     return cells
 
 
-def evidence_from_rows(rows) -> list[Evidence]:
-    """Per regime, the residual rows behind its band by runtime and model kind (RowResult.model_kind)."""
+def evidence_from_rows(rows, cells: Iterable[Cell] = ()) -> list[Evidence]:
+    """Per regime, the residual rows behind its band by runtime and model kind (RowResult.model_kind), and its wide
+    band for runtimes without rows: the THIN_QUANTILES of all its rows, widened to hold each of its `cells`' bands
+    and 1 (none for a regime with fewer than MIN_CELL_ROWS rows, which has no band at all)."""
+    cells = list(cells)
     out = []
     for g in REGIMES:
         members = [r for r in rows if r.regime == g and r.seconds_ratio]
+        wide = (None, None)
+        if len(members) >= MIN_CELL_ROWS:
+            ratios = [r.seconds_ratio for r in members]
+            own = [c for c in cells if c.regime == g and c.low is not None]
+            wide = (round(min([quantile(ratios, THIN_QUANTILES[0]), 1.0] + [c.low for c in own]), 3),
+                    round(max([quantile(ratios, THIN_QUANTILES[1]), 1.0] + [c.high for c in own]), 3))
         out.append(Evidence(g, len(members), tuple(sorted(Counter(r.runtime for r in members).items())),
-                            tuple(sorted(Counter(r.model_kind for r in members).items()))))
+                            tuple(sorted(Counter(r.model_kind for r in members).items())), *wide))
     return out
 
 
@@ -465,11 +510,14 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
                   "least the 5th/95th percentiles of its own regime's rows, widened to cover its rows; a regime with "
                   "fewer rows than "
                   "that has no band; calibrated_* = the same after dividing each ratio by the median of its (GPU, "
-                  "runtime, regime) group, shrunk toward 1 if wider than low/high. A runtime or model kind without "
-                  "rows in a regime (evidence) gets no band in it.",
+                  "runtime, regime) group, shrunk toward 1 if wider than low/high. A model kind without rows in a "
+                  "regime gets no band in it; a runtime without rows in a regime (evidence) gets the regime's wide "
+                  f"band: the {THIN_QUANTILES[0]:g}/{THIN_QUANTILES[1]:g} quantiles of all its rows, widened to "
+                  "hold its cells' bands (evidence wide_low/wide_high).",
         "accuracy": [{k: a[k] for k in ACCURACY_FIELDS} for a in accuracy],
         "evidence": [{"regime": ev.regime, "rows": ev.rows, "runtimes": dict(ev.runtimes),
-                      "model_kinds": dict(ev.model_kinds)} for ev in evidence_from_rows(rows)],
+                      "model_kinds": dict(ev.model_kinds), "wide_low": ev.wide_low, "wide_high": ev.wide_high}
+                     for ev in evidence_from_rows(rows, cells)],
         "cells": [{"regime": c.regime, "gpu_class": c.gpu_class, "n": c.n, "quantiles": list(c.quantiles),
                    "low": c.low, "high": c.high,
                    "calibrated_low": c.calibrated_low, "calibrated_high": c.calibrated_high,

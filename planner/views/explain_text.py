@@ -32,6 +32,10 @@ def range_sentence(e: Estimate, calibrated: bool = False) -> str:
         return f"Likely range: the band file could not be read ({exc})."
     if isinstance(b, str):
         return f"Likely range: {b}."
+    basis = uncertainty.band_basis(e) if b else ""
+    if basis:
+        return (f"Likely range (80 %, widened): {fmt_seconds(b[0])} – {fmt_seconds(b[1])}, {basis} "
+                f"(data/uncertainty.yaml).")
     if b:
         regime = uncertainty.regime_of(e)
         return (f"Likely range (80 %): {fmt_seconds(b[0])} – {fmt_seconds(b[1])}, from the planner's errors on "

@@ -24,7 +24,7 @@ from planner.inputs.precisions import PrecisionRules
 from planner.inputs.work import Setup
 from planner.inputs.price_snapshot import PriceTable, utc_today
 from planner.validation.loso import LOSO_SET, UNTUNED_SET, LosoRow
-from planner.validation.uncertainty import REGIMES, band_or_note
+from planner.validation.uncertainty import REGIMES, band_basis, band_or_note
 from planner.validation.measured import SPLIT_RULE, TUNE_MODULUS, ValidationReport
 from planner.views.cluster_text import cluster_json
 from planner.views.format import short_name
@@ -72,6 +72,13 @@ def layout_json(e: Estimate) -> dict | None:
             "bubble_fraction": _r(bubble_fraction(s.pp, m, s.vpp), 4)}
 
 
+def range_note(e: Estimate, b) -> str | None:
+    """What an export says beside the range `b` (band_or_note's answer): why there is none, or why it is widened."""
+    if isinstance(b, str):
+        return b
+    return (band_basis(e) or None) if b else None
+
+
 def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None = None,
                  stale_after_days: int = STALE_AFTER_DAYS) -> dict:
     """One ranking row with every figure and its inputs (the JSON schema of `planner estimate`); with a ranking
@@ -92,7 +99,7 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         "layout": layout_json(e),
         "seconds": _r(e.seconds, 3),
         "seconds_range": [_r(x, 3) for x in b] if isinstance(b, tuple) else None,
-        "seconds_range_note": b if isinstance(b, str) else None,
+        "seconds_range_note": range_note(e, b),
         "bound": e.bound,
         "step_time_breakdown_s": {k: _r(v, 4) for k, v in e.split.items()},
         "phases": [{
@@ -149,7 +156,7 @@ def flat_row(e: Estimate, ranked: Ranking | None = None, today: date | None = No
     return {
         "gpu_id": e.gpu.id, "gpu": e.gpu.name, "feasible": e.feasible, "batch": e.batch,
         "seconds": _r(e.seconds, 2), "seconds_low": _r(low, 2), "seconds_high": _r(high, 2),
-        "range_note": b if isinstance(b, str) else None, "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
+        "range_note": range_note(e, b), "bound": e.bound, "items_per_s": _r(e.items_per_s, 2),
         "tokens_per_s": _r(e.tokens_per_s, 1), "mfu": _r(mfu(e), 3),
         "usd_per_hr": _r(price.usd_hr, 3) if price else None,
         **price_age_fields(price, today or utc_today(), stale_after_days),

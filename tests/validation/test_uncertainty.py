@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ from planner.engine.plan import Plan
 from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
-from planner.validation.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_levels, band_note,
-                                       band_or_note, cells_from_rows, coverage, evidence_from_rows, load_uncertainty,
+from planner.validation.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_basis, band_levels,
+                                       band_note, band_or_note, cells_from_rows, coverage, evidence_from_rows, load_uncertainty,
                                        rate_band, regime_of, write_uncertainty)
 from planner.validation.measured import RowResult
 from planner.inputs.jobs import Generate, Infer, Train
@@ -31,10 +32,11 @@ def cell(regime: str, cls: str, low: float | None, high: float | None, cal_low: 
             "calibrated_high": cal_high if cal_high is not None else high, "fallback": fallback}
 
 
-def evidence(regime: str, runtimes: dict | None = None, kinds: dict | None = None) -> dict:
+def evidence(regime: str, runtimes: dict | None = None, kinds: dict | None = None, wide=(None, None)) -> dict:
     runtimes = {"llama.cpp": 10, "tensorrt-llm": 5} if runtimes is None else runtimes
     return {"regime": regime, "rows": sum(runtimes.values()), "runtimes": runtimes,
-            "model_kinds": {"decoder": sum(runtimes.values())} if kinds is None else kinds}
+            "model_kinds": {"decoder": sum(runtimes.values())} if kinds is None else kinds,
+            "wide_low": wide[0], "wide_high": wide[1]}
 
 
 def write_bands(tmp_path: Path, cells: list[dict], name: str = "u.yaml", evidences: list[dict] | None = None,
@@ -123,6 +125,29 @@ def test_band_is_clamped_to_contain_the_estimate(tmp_path):
     path = write_bands(tmp_path, all_cells(**{f"{B1}/gddr": cell(B1, "gddr", 1.0, 1.5)}))
     e = decode_estimate("rtx-4090")
     assert band(e, path=path) == pytest.approx((e.seconds, 1.5 * e.seconds))
+
+
+def test_a_runtime_no_source_measured_takes_the_regimes_wide_band_and_says_why(tmp_path):
+    """Evidence with a wide band (0.5-3.0): a runtime without rows of its own in the regime gets seconds x 0.5 to
+    seconds x 3.0, calibrated or not, and the note says it is widened and for which runtime; a runtime with rows keeps
+    its cell's +-10 %."""
+    evid = [evidence(g, wide=(0.5, 3.0)) for g in REGIMES]
+    path = write_bands(tmp_path, all_cells(), evidences=evid)
+    e = decode_estimate("rtx-4090", runtime="pytorch-eager")  # only llama.cpp and tensorrt-llm in the evidence
+    assert band(e, path=path) == pytest.approx((0.5 * e.seconds, 3.0 * e.seconds))
+    assert band(e, calibrated=True, path=path) == pytest.approx((0.5 * e.seconds, 3.0 * e.seconds))
+    assert band_note(e, path=path) == ""
+    basis = band_basis(e, path=path)
+    assert basis.startswith("widened") and "pytorch-eager" in basis and B1 in basis
+    seen = decode_estimate("rtx-4090")
+    assert band(seen, path=path) == pytest.approx((0.9 * seen.seconds, 1.1 * seen.seconds))
+    assert band_basis(seen, path=path) == ""
+
+
+def test_a_wide_band_needs_both_ends(tmp_path):
+    evid = [evidence(g, wide=(0.5, None) if g == B1 else (None, None)) for g in REGIMES]
+    with pytest.raises(DataFileError, match="wide_low"):
+        load_uncertainty(write_bands(tmp_path, all_cells(), evidences=evid))
 
 
 def test_a_runtime_no_source_measured_in_the_regime_has_no_band_and_says_so(tmp_path):
@@ -279,6 +304,18 @@ def test_evidence_counts_rows_by_runtime_and_model_kind():
     ev = {e.regime: e for e in evidence_from_rows(rows)}
     assert ev[B1].rows == 2 and dict(ev[B1].runtimes) == {"llama.cpp": 1, "vllm": 1}
     assert dict(ev[B1].model_kinds) == {"decoder": 2} and ev["prefill"].rows == 0
+    assert ev[B1].wide_low is None and ev[B1].wide_high is None  # 2 rows < MIN_CELL_ROWS: no band, no wide band
+
+
+def test_the_wide_band_is_the_regimes_95_percent_range_never_narrower_than_its_cells():
+    """41 ratios 0.6, 0.62, ..., 1.4 (step 0.02): their 2.5th / 97.5th percentiles (linear interpolation at positions
+    1.0 and 39.0) are 0.62 and 1.38; a cell band reaching 1.5 widens the high end to 1.5."""
+    rows = [_res(f"r{i}", 0.6 + 0.02 * i, gpu=f"g{i}") for i in range(41)]
+    [ev] = [e for e in evidence_from_rows(rows) if e.regime == B1]
+    assert (ev.wide_low, ev.wide_high) == pytest.approx((0.62, 1.38))
+    wide_cell = replace(_cell(cells_from_rows(rows)), high=1.5)
+    [ev] = [e for e in evidence_from_rows(rows, [wide_cell]) if e.regime == B1]
+    assert (ev.wide_low, ev.wide_high) == pytest.approx((0.62, 1.5))
 
 
 def test_coverage_judges_each_source_by_a_band_its_rows_did_not_shape():
@@ -301,6 +338,7 @@ def test_writer_round_trips_through_the_loader(tmp_path):
     assert table.accuracy[0].regime == B1 and table.accuracy[0].meets is False
     assert table.residuals == "hand-made residuals" and len(table.cells) == len(REGIMES) * 2
     assert table.evidence_for(B1).rows == 6 and table.cell("train", "hbm").low is None
+    assert table.evidence_for(B1).wide_low is not None and table.evidence_for("train").wide_low is None
 
 
 def test_calibration_removes_each_gpus_own_bias():
