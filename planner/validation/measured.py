@@ -33,7 +33,7 @@ from planner import ROOT_DIR
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.plan import Plan, check_plan, check_runtime
-from planner.inputs.catalog import GPU, Catalog, load_catalog
+from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
@@ -84,7 +84,8 @@ ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
-              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp")
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp",
+              "node_gpus")
 SPLITS = ("tune", "test", "excluded")
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
@@ -128,6 +129,9 @@ class Measurement:
     # a training row's tensor-parallel degree and pipeline stages (the data-parallel/FSDP ranks are gpus / (tp x pp))
     tp: int = 1
     pp: int = 1
+    # GPUs per server as the source states them, where fewer than the catalog's node (KempnerForge's 4-GPU H200
+    # nodes): collectives of more GPUs cross the fabric between nodes (None: the catalog's node)
+    node_gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         custom_allreduce=rec.flag("custom_allreduce", default=True),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
+        node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
@@ -395,7 +400,9 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
     check_runtime(plan, facts.runtimes)
-    e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules, runtimes=runtimes), adjust)
+    gpu = catalog.get(row.gpu)
+    e = estimate_gpu(plan, gpu.in_nodes_of(row.node_gpus) if row.node_gpus else gpu,
+                     replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
     return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))

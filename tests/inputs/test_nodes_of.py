@@ -1,0 +1,71 @@
+"""A GPU in servers smaller than its catalog node (GPU.in_nodes_of), and the validation rows that state their node size
+(KempnerForge's 4-GPU H200 nodes): hand-derived link sizes and bandwidths."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from planner.base.schema import DataFileError
+from planner.engine.collectives import group_link
+from planner.inputs.catalog import load_catalog
+from planner.validation.measured import load_measurements, predict_row
+
+NDR_GBITS_PER_GPU = 400  # data/interconnects.yaml, fabric ndr-400: one 400 Gb/s NIC per GPU
+NDR_BUSBW_FRACTION = 0.96  # the same fabric's busbw_fraction
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return load_catalog().get("h200-sxm")
+
+
+def test_nvlink_reaches_only_the_smaller_node(h200):
+    four = h200.in_nodes_of(4)
+    assert h200.link_for(8).fabric is None  # the catalog's 8-GPU NVSwitch board
+    assert four.node_gpus == 4
+    assert four.link_for(4).fabric is None and four.link_for(4).kind.id == "nvlink"
+    eight = four.link_for(8)
+    assert eight.fabric is not None and eight.nodes == 2  # 8 GPUs in nodes of 4: two nodes
+
+
+def test_a_node_as_large_as_the_catalogs_changes_nothing(h200):
+    assert h200.in_nodes_of(8) is h200
+    assert h200.in_nodes_of(16) is h200
+
+
+def test_data_parallel_group_beside_tp4_crosses_the_fabric_one_gpu_a_node(h200):
+    """TP 4 x FSDP 8 on 32 GPUs: the FSDP group's members sit 4 ranks apart. In nodes of 4 each node holds one of
+    them, so its ring runs at one NIC's rate: 400 Gb/s / 8 x 0.96 = 48 GB/s; in the catalog's nodes of 8, two
+    members share a node and the ring's slowest hop is a node's two NICs: 96 GB/s."""
+    one_nic = NDR_GBITS_PER_GPU / 8 * NDR_BUSBW_FRACTION * 1e9
+    link4 = group_link(h200.in_nodes_of(4), 8, 4)
+    assert (link4.nodes, link4.node_gpus) == (8, 1)
+    simple4 = next(r for r in link4.rates if r.id == "simple")
+    assert simple4.bytes_per_s == pytest.approx(one_nic)
+    link8 = group_link(h200, 8, 4)
+    assert (link8.nodes, link8.node_gpus) == (4, 2)
+    assert next(r for r in link8.rates if r.id == "simple").bytes_per_s == pytest.approx(2 * one_nic)
+
+
+def test_a_row_in_4_gpu_nodes_takes_longer_where_fsdp_leaves_the_node():
+    """The 70B TP 4 x FSDP 8 row: its all-gathers leave the node either way, but at half the catalog node's NIC
+    bandwidth a micro-step hides twice the seconds of collectives (the same bytes)."""
+    row = next(r for r in load_measurements() if r.id.startswith("kf-14_32gpu_70b"))
+    assert row.node_gpus == 4
+    small = predict_row(row).estimate
+    big = predict_row(replace(row, node_gpus=None)).estimate
+    micro = lambda e: next(p for p in e.phases if p.name == "train micro-step")  # noqa: E731
+    assert micro(small).comm_hidden_s == pytest.approx(2 * micro(big).comm_hidden_s, rel=0.02)
+    assert small.seconds > big.seconds
+
+
+def test_node_gpus_out_of_range_is_refused_naming_the_field(tmp_path: Path):
+    text = Path("validation/measurements.yaml").read_text()
+    head, _, rest = text.partition("\n- id: kf-14_32gpu")
+    row = "- id: kf-14_32gpu" + rest.split("\n- id:")[0]
+    bad = "schema_version: 1\nrows:\n" + row.replace("node_gpus: 4", "node_gpus: 0")
+    path = tmp_path / "rows.yaml"
+    path.write_text(bad)
+    with pytest.raises(DataFileError, match="node_gpus"):
+        load_measurements(path)
