@@ -59,6 +59,8 @@ TRAIN_LAYOUTS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tp", "pp", "cp")
 # A plan's sharding (jobs.ZERO_STAGES) and the declared layouts that run it: FSDP's full sharding is ZeRO stage 3.
 # (one entry per timed sharding: tests/inputs/test_training_runtimes.py keeps the two in step)
 SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "fsdp": ("fsdp", "zero3")}
+# A training block's grad_reduce_dtype (FSDP's MixedPrecisionPolicy.reduce_dtype) as bytes per gradient element
+GRAD_REDUCE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,10 @@ class Training:
     overlap: tuple[tuple[str, float], ...]
     overlap_source: str
     exposed_layers: float = 0.0
+    # bytes per gradient element FSDP's reduce-scatter sends (GRAD_REDUCE_BYTES of the block's grad_reduce_dtype);
+    # 0: the compute dtype's, FSDP's default when the mixed-precision policy names no reduce dtype
+    grad_reduce_bytes: float = 0.0
+    grad_reduce_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -357,7 +363,8 @@ def _training(rec: Record) -> Training | None:
     sub = rec.child("training", required=False)
     if sub is None:
         return None
-    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers"))
+    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
+                    "grad_reduce_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -370,6 +377,10 @@ def _training(rec: Record) -> Training | None:
                  tuple((name, over.number(name, lo=0, hi=1)) for name in SHARDING_LAYOUTS if name in over.data),
                  " ".join(sub.text("overlap_source").split()),
                  sub.number("exposed_layers", required=False, lo=0, hi=1000) or 0.0)
+    reduce = sub.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES))
+    if reduce:
+        t = replace(t, grad_reduce_bytes=GRAD_REDUCE_BYTES[reduce],
+                    grad_reduce_source=" ".join(sub.text("grad_reduce_source").split()))
     for name, _ in t.overlap:
         if not t.runs(name):
             raise over.fail(name, f"an overlap for a sharding the layouts do not list ({', '.join(t.layouts)})")
@@ -396,6 +407,18 @@ def nccl_only(runtimes: Runtimes) -> Runtimes:
     """The same runtimes with every collective through NCCL (no custom all-reduce): what a runtime's older versions,
     or one run with its custom all-reduce disabled, do."""
     return Runtimes(tuple(replace(r, custom_allreduce=None) for r in runtimes.runtimes))
+
+
+def with_grad_reduce(runtimes: Runtimes, runtime_id: str, dtype: str, source: str) -> Runtimes:
+    """The same runtimes with `runtime_id`'s FSDP reducing gradients in `dtype` (a GRAD_REDUCE_BYTES name): a run
+    whose code sets the mixed-precision policy's reduce dtype (a validation row's stated condition)."""
+    out = []
+    for r in runtimes.runtimes:
+        if r.id == runtime_id:
+            t = r.training or Training(TRAIN_LAYOUTS, "", (), "")
+            r = replace(r, training=replace(t, grad_reduce_bytes=GRAD_REDUCE_BYTES[dtype], grad_reduce_source=source))
+        out.append(r)
+    return Runtimes(tuple(out))
 
 
 def _tuned_record(rec: Record) -> Tuned:

@@ -39,8 +39,9 @@ from planner.inputs.jobs import Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
-from planner.inputs.runtimes import (HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES, TUNABLE_PARAMS,
-                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only)
+from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
+                                     TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only,
+                                     with_grad_reduce)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -85,8 +86,9 @@ METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp",
-              "node_gpus")
+              "node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype")
 SPLITS = ("tune", "test", "excluded")
+MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
 # fully_shard (kempnerforge/distributed/parallel.py) over dp_shard GPUs; fms-fsdp's rows where its table says
@@ -132,6 +134,12 @@ class Measurement:
     # GPUs per server as the source states them, where fewer than the catalog's node (KempnerForge's 4-GPU H200
     # nodes): collectives of more GPUs cross the fabric between nodes (None: the catalog's node)
     node_gpus: int | None = None
+    # the network between nodes, Gb/s per node, where the source states it (fms-fsdp: '128 GPUs with 400Gbps');
+    # None: the catalog's fabric (data/interconnects.yaml)
+    fabric_gbits_per_node: float | None = None
+    # the dtype the run's FSDP reduce-scatters gradients in where its code sets one (GRAD_REDUCE_BYTES; None: the
+    # runtime's own, data/runtimes.yaml training.grad_reduce_dtype, else the compute dtype)
+    grad_reduce_dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -258,6 +266,8 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
+        fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
+        grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
@@ -391,6 +401,14 @@ class RowPrediction:
     note: str  # the exclusion and the mapping note, joined
 
 
+def row_gpu(row: Measurement, catalog: Catalog) -> GPU:
+    """The row's GPU in the cluster its source states: nodes of row.node_gpus, row.fabric_gbits_per_node between."""
+    gpu = catalog.get(row.gpu)
+    if row.node_gpus:
+        gpu = gpu.in_nodes_of(row.node_gpus)
+    return gpu.with_fabric_gbits(row.fabric_gbits_per_node) if row.fabric_gbits_per_node else gpu
+
+
 def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
                 adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> RowPrediction:
     """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml)."""
@@ -399,10 +417,10 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
+    if row.grad_reduce_dtype:
+        runtimes = with_grad_reduce(runtimes, plan.runtime, row.grad_reduce_dtype, f"validation row {row.id}")
     check_runtime(plan, facts.runtimes)
-    gpu = catalog.get(row.gpu)
-    e = estimate_gpu(plan, gpu.in_nodes_of(row.node_gpus) if row.node_gpus else gpu,
-                     replace(facts, rules=rules, runtimes=runtimes), adjust)
+    e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
     return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))

@@ -12,7 +12,7 @@ from planner.inputs.catalog import load_catalog
 from planner.validation.measured import load_measurements, predict_row
 
 NDR_GBITS_PER_GPU = 400  # data/interconnects.yaml, fabric ndr-400: one 400 Gb/s NIC per GPU
-NDR_BUSBW_FRACTION = 0.96  # the same fabric's busbw_fraction
+NDR_BUSBW_FRACTION = 0.96  # the same fabric's busbw_fraction (HDR's too)
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +51,24 @@ def test_data_parallel_group_beside_tp4_crosses_the_fabric_one_gpu_a_node(h200):
 def test_a_row_in_4_gpu_nodes_takes_longer_where_fsdp_leaves_the_node():
     """The 70B TP 4 x FSDP 8 row: its all-gathers leave the node either way, but at half the catalog node's NIC
     bandwidth a micro-step hides twice the seconds of collectives (the same bytes)."""
-    row = next(r for r in load_measurements() if r.id.startswith("kf-14_32gpu_70b"))
+    row = replace(next(r for r in load_measurements() if r.id.startswith("kf-14_32gpu_70b")), grad_reduce_dtype=None)
     assert row.node_gpus == 4
     small = predict_row(row).estimate
     big = predict_row(replace(row, node_gpus=None)).estimate
     micro = lambda e: next(p for p in e.phases if p.name == "train micro-step")  # noqa: E731
     assert micro(small).comm_hidden_s == pytest.approx(2 * micro(big).comm_hidden_s, rel=0.02)
     assert small.seconds > big.seconds
+
+
+def test_a_network_stated_per_node_is_shared_by_its_gpus():
+    """fms-fsdp's '128 A100s with 400Gbps': 400 Gb/s a node of 8 = 50 GB/s, x 0.96 bus = 48 GB/s for a ring across
+    the nodes, where the catalog's A100 cluster (one 200 Gb/s HDR NIC per GPU) gives the node 8 x 25 x 0.96 = 192
+    GB/s."""
+    a100 = load_catalog().get("a100-sxm-80gb")
+    rate = lambda g: next(r for r in g.link_for(128).rates if r.id == "simple").bytes_per_s  # noqa: E731
+    assert rate(a100.with_fabric_gbits(400)) == pytest.approx(400 / 8 * NDR_BUSBW_FRACTION * 1e9)
+    assert rate(a100) == pytest.approx(8 * 200 / 8 * NDR_BUSBW_FRACTION * 1e9)
+    assert "400 Gb/s a node of 8" in a100.with_fabric_gbits(400).link_for(128).describe()
 
 
 def test_node_gpus_out_of_range_is_refused_naming_the_field(tmp_path: Path):
