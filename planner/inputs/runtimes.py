@@ -61,6 +61,7 @@ TRAIN_LAYOUTS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tp", "pp", "cp")
 SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "fsdp": ("fsdp", "zero3")}
 # A training block's grad_reduce_dtype (FSDP's MixedPrecisionPolicy.reduce_dtype) as bytes per gradient element
 GRAD_REDUCE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+TP_GATHERS = ("per-module", "per-projection")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ class Training:
     # 0: the compute dtype's, FSDP's default when the mixed-precision policy names no reduce dtype
     grad_reduce_bytes: float = 0.0
     grad_reduce_source: str = ""
+    # how its tensor parallel (with sequence parallel) gathers a layer's inputs (TP_GATHERS): once per module, its
+    # projections reading the one copy (per-module), or once for each column-parallel projection (per-projection)
+    tp_gather: str = "per-module"
+    tp_gather_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -364,7 +369,7 @@ def _training(rec: Record) -> Training | None:
     if sub is None:
         return None
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
-                    "grad_reduce_source"))
+                    "grad_reduce_source", "tp_gather", "tp_gather_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -381,6 +386,9 @@ def _training(rec: Record) -> Training | None:
     if reduce:
         t = replace(t, grad_reduce_bytes=GRAD_REDUCE_BYTES[reduce],
                     grad_reduce_source=" ".join(sub.text("grad_reduce_source").split()))
+    gather = sub.text("tp_gather", required=False, choices=TP_GATHERS)
+    if gather:
+        t = replace(t, tp_gather=gather, tp_gather_source=" ".join(sub.text("tp_gather_source").split()))
     for name, _ in t.overlap:
         if not t.runs(name):
             raise over.fail(name, f"an overlap for a sharding the layouts do not list ({', '.join(t.layouts)})")
@@ -409,14 +417,14 @@ def nccl_only(runtimes: Runtimes) -> Runtimes:
     return Runtimes(tuple(replace(r, custom_allreduce=None) for r in runtimes.runtimes))
 
 
-def with_grad_reduce(runtimes: Runtimes, runtime_id: str, dtype: str, source: str) -> Runtimes:
-    """The same runtimes with `runtime_id`'s FSDP reducing gradients in `dtype` (a GRAD_REDUCE_BYTES name): a run
-    whose code sets the mixed-precision policy's reduce dtype (a validation row's stated condition)."""
+def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
+    """The same runtimes with `runtime_id`'s training block changed as `changes` say (Training's fields): a run whose
+    code sets what its stack's default does not (a validation row's stated condition: FSDP's reduce dtype, its own
+    tensor-parallel plan)."""
     out = []
     for r in runtimes.runtimes:
         if r.id == runtime_id:
-            t = r.training or Training(TRAIN_LAYOUTS, "", (), "")
-            r = replace(r, training=replace(t, grad_reduce_bytes=GRAD_REDUCE_BYTES[dtype], grad_reduce_source=source))
+            r = replace(r, training=replace(r.training or Training(TRAIN_LAYOUTS, "", (), ""), **changes))
         out.append(r)
     return Runtimes(tuple(out))
 

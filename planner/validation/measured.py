@@ -40,8 +40,8 @@ from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
-                                     TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only,
-                                     with_grad_reduce)
+                                     TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
+                                     nccl_only, with_training)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -86,7 +86,7 @@ METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp",
-              "node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype")
+              "node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather")
 SPLITS = ("tune", "test", "excluded")
 MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
@@ -140,6 +140,9 @@ class Measurement:
     # the dtype the run's FSDP reduce-scatters gradients in where its code sets one (GRAD_REDUCE_BYTES; None: the
     # runtime's own, data/runtimes.yaml training.grad_reduce_dtype, else the compute dtype)
     grad_reduce_dtype: str | None = None
+    # how the run's tensor parallel gathers a layer's inputs where its code sets its own plan (TP_GATHERS; None: the
+    # runtime's)
+    tp_gather: str | None = None
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
         fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
         grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
+        tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS),
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
@@ -417,8 +421,12 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
+    said = f"validation row {row.id}"
     if row.grad_reduce_dtype:
-        runtimes = with_grad_reduce(runtimes, plan.runtime, row.grad_reduce_dtype, f"validation row {row.id}")
+        runtimes = with_training(runtimes, plan.runtime, grad_reduce_bytes=GRAD_REDUCE_BYTES[row.grad_reduce_dtype],
+                                 grad_reduce_source=said)
+    if row.tp_gather:
+        runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
     check_runtime(plan, facts.runtimes)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)

@@ -9,7 +9,7 @@ from planner.engine.plan import Plan, resolve_setup
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Train
 from planner.inputs.models import load_models
-from planner.inputs.runtimes import load_runtimes, with_grad_reduce
+from planner.inputs.runtimes import load_runtimes, with_training
 from planner.inputs.work import Setup
 
 FACTS = load_facts()
@@ -47,7 +47,7 @@ def test_torchtitan_reduces_the_gradients_in_fp32():
 
 
 def test_a_row_that_sets_fp32_reduce_gets_it_on_its_runtime_only():
-    runtimes = with_grad_reduce(load_runtimes(), "pytorch-eager", "fp32", "test")
+    runtimes = with_training(load_runtimes(), "pytorch-eager", grad_reduce_bytes=4.0, grad_reduce_source="test")
     assert runtimes.get("pytorch-eager").training.grad_reduce_bytes == 4.0
     assert runtimes.get("torch-compile").training.grad_reduce_bytes == 0.0
     assert runtimes.get("pytorch-eager").training.layouts == load_runtimes().get("pytorch-eager").training.layouts
