@@ -47,6 +47,7 @@ from planner.validation.uncertainty import REGIMES, meets_target, quantile, regi
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
 MODELS_EXTRA_FILE = VALIDATION_DIR / "models_extra.yaml"
+CONDITIONS_AFTER_FILE = VALIDATION_DIR / "conditions_read_after.yaml"
 # Predictions committed before their rows were measured (planner.validation.predict_first writes them)
 PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 
@@ -83,10 +84,12 @@ FRAMEWORK_RUNTIME = {
 AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
+# a row's cluster and stack, where its source states what the catalog and runtime defaults do not
+CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp",
-              "node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather")
+              *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
@@ -268,10 +271,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         custom_allreduce=rec.flag("custom_allreduce", default=True),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
-        node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
-        fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
-        grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
-        tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS),
+        **_cluster_conditions(rec),
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
@@ -291,6 +291,36 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         raise rec.fail("tp", "tp and pp describe a training row's layout; an inference row over several GPUs runs "
                              "tensor parallel over all of them")
     return m
+
+
+def _cluster_conditions(rec: Record) -> dict:
+    """A row's optional cluster and stack conditions (CLUSTER_FIELDS), checked: Measurement's keyword arguments."""
+    return dict(node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
+                fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
+                grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
+                tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS))
+
+
+@lru_cache(maxsize=4)
+def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str, dict]:
+    """By row id, the cluster and stack conditions read from a source after its rows' predictions were committed
+    (validation/conditions_read_after.yaml): a committed row may not change, so they stay apart and only the current
+    engine's predictions of those rows use them (post hoc). Each entry names its source."""
+    out: dict[str, dict] = {}
+    for i, raw in enumerate(load_yaml(path, "rows")):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", *CLUSTER_FIELDS, "source"))
+        rec.text("source")
+        out[rec.text("id")] = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
+    unique_ids(path, out)
+    return out
+
+
+def as_known_now(row: Measurement) -> Measurement:
+    """The row with the conditions read from its source after its prediction was committed (conditions_read_after):
+    what the current engine predicts it with (a field the row states itself is kept)."""
+    extra = {k: v for k, v in conditions_read_after().get(row.id, {}).items() if getattr(row, k) is None}
+    return replace(row, **extra) if extra else row
 
 
 def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | Path = MODELS_EXTRA_FILE,
@@ -415,7 +445,9 @@ def row_gpu(row: Measurement, catalog: Catalog) -> GPU:
 
 def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
                 adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> RowPrediction:
-    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml)."""
+    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml), with
+    the conditions its source was read for since (as_known_now)."""
+    row = as_known_now(row)
     facts = load_facts()
     catalog, models = catalog or facts.catalog, models or validation_models()
     plan, rules, note = plan_for(row, models, facts.rules)

@@ -9,7 +9,7 @@ import pytest
 from planner.base.schema import DataFileError
 from planner.engine.collectives import group_link
 from planner.inputs.catalog import load_catalog
-from planner.validation.measured import load_measurements, predict_row
+from planner.validation.measured import as_known_now, conditions_read_after, load_measurements, predict_row
 
 NDR_GBITS_PER_GPU = 400  # data/interconnects.yaml, fabric ndr-400: one 400 Gb/s NIC per GPU
 NDR_BUSBW_FRACTION = 0.96  # the same fabric's busbw_fraction (HDR's too)
@@ -50,11 +50,13 @@ def test_data_parallel_group_beside_tp4_crosses_the_fabric_one_gpu_a_node(h200):
 
 def test_a_row_in_4_gpu_nodes_takes_longer_where_fsdp_leaves_the_node():
     """The 70B TP 4 x FSDP 8 row: its all-gathers leave the node either way, but at half the catalog node's NIC
-    bandwidth a micro-step hides twice the seconds of collectives (the same bytes)."""
-    row = replace(next(r for r in load_measurements() if r.id.startswith("kf-14_32gpu_70b")), grad_reduce_dtype=None)
-    assert row.node_gpus == 4
-    small = predict_row(row).estimate
-    big = predict_row(replace(row, node_gpus=None)).estimate
+    bandwidth a micro-step hides twice the seconds of collectives (the same bytes; bf16 reduce in both)."""
+    row = next(r for r in load_measurements() if r.id.startswith("kf-14_32gpu_70b"))
+    assert row.node_gpus is None  # a committed row keeps its fields; the node size is a condition read after
+    assert as_known_now(row).node_gpus == 4
+    # renamed, so that no condition read after applies: the node size alone differs
+    small = predict_row(replace(row, id="nodes-of-4", node_gpus=4, grad_reduce_dtype="bf16")).estimate
+    big = predict_row(replace(row, id="nodes-of-8", grad_reduce_dtype="bf16")).estimate
     micro = lambda e: next(p for p in e.phases if p.name == "train micro-step")  # noqa: E731
     assert micro(small).comm_hidden_s == pytest.approx(2 * micro(big).comm_hidden_s, rel=0.02)
     assert small.seconds > big.seconds
@@ -71,12 +73,16 @@ def test_a_network_stated_per_node_is_shared_by_its_gpus():
     assert "400 Gb/s a node of 8" in a100.with_fabric_gbits(400).link_for(128).describe()
 
 
-def test_node_gpus_out_of_range_is_refused_naming_the_field(tmp_path: Path):
-    text = Path("validation/measurements.yaml").read_text()
-    head, _, rest = text.partition("\n- id: kf-14_32gpu")
-    row = "- id: kf-14_32gpu" + rest.split("\n- id:")[0]
-    bad = "schema_version: 1\nrows:\n" + row.replace("node_gpus: 4", "node_gpus: 0")
-    path = tmp_path / "rows.yaml"
-    path.write_text(bad)
+def test_every_condition_read_after_names_a_measured_row():
+    ids = {r.id for r in load_measurements()}
+    assert set(conditions_read_after()) <= ids
+
+
+def test_a_condition_out_of_range_is_refused_naming_the_field(tmp_path: Path):
+    path = tmp_path / "after.yaml"
+    path.write_text("schema_version: 1\nrows:\n- id: x\n  node_gpus: 0\n  source: test\n")
     with pytest.raises(DataFileError, match="node_gpus"):
-        load_measurements(path)
+        conditions_read_after(path)
+    path.write_text("schema_version: 1\nrows:\n- id: x\n  tp_gather: per-layer\n  source: test\n")
+    with pytest.raises(DataFileError, match="tp_gather"):
+        conditions_read_after(path)
