@@ -12,8 +12,10 @@ Run: python3 -m torch.distributed.run --nproc_per_node=2 validation/count_tp_col
 import sys
 
 import torch
+import torch._inductor.config as inductor_config
 import torch.distributed as dist
 import torch.nn as nn
+from torch._functorch.aot_autograd import aot_module_simplified
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Shard
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
@@ -57,12 +59,9 @@ def main(mode: str) -> None:
         "down_proj": RowwiseParallel(**row)})
     graphs = []
     if mode == "inductor":
-        import torch._inductor.config as inductor_config
         inductor_config.post_grad_custom_post_pass = lambda g: graphs.append(counts_of(g))
         fn = torch.compile(block)
     else:
-        from torch._functorch.aot_autograd import aot_module_simplified
-
         def backend(gm, inputs):
             def keep(g, _):
                 graphs.append(counts_of(g.graph))
