@@ -44,6 +44,7 @@ SCRIPT_EXCEPTIONS = {
     "urllib.request": {"benchmarks.browser_page": "polls the local server's health endpoint before timing it"},
     "torch": {"validation.count_kernels": "counts a model's kernels on the GPU",
               "validation.measure_hf": "times Hugging Face models on the GPU",
+              "validation.count_tp_collectives": "counts a tensor-parallel block's collectives on two CPU ranks",
               "validation.probe_hf": "profiles a Hugging Face model on the GPU",
               "validation.probe_train": "profiles Hugging Face training steps on the GPU",
               "examples.models.betarho": "a model factory for `planner profile`: a torch model by nature",

@@ -29,6 +29,7 @@ OPTIMIZER_KERNELS = 10
 # FSDP (ZeRO-3) per micro-step: all-gather the weights for forward and again for backward, reduce-scatter the
 # gradients (Rajbhandari et al. 2020, ZeRO: 3x the parameter volume vs 2x for DDP).
 FSDP_COLLECTIVES_PER_STEP = 3
+FSDP_REDUCES_PER_STEP = 1  # of them, the gradients' reduce-scatter (the rest gather weights)
 # Mixed-precision training keeps fp32 master weights and a 16-bit copy (the memory model's "autocast copy"): autocast
 # casts each fp32 weight to 16 bits once per forward (PyTorch docs, torch.autocast: casts of leaf tensors are cached
 # inside an autocast-enabled region), reading 4 B and writing 2 B per parameter per micro-step; with fp16, GradScaler
@@ -279,11 +280,15 @@ def zero_comm(params: float, s: Setup, grad_accum: int) -> tuple[dict, dict]:
 
 
 def _fsdp_comm(m: ModelProfile, s: Setup, params: float) -> dict:
-    """FSDP per micro-step: per shard unit (of this pipeline stage's), all-gathers for forward and backward and a
-    reduce-scatter of the gradients, in the compute dtype (each (k-1)/k of the unit's size and k-1 ring steps);
-    `params` the GPU's share of the model before sharding (all of it without TP or PP)."""
+    """FSDP per micro-step: per shard unit (of this pipeline stage's), all-gathers for forward and backward in the
+    compute dtype and a reduce-scatter of the gradients in the runtime's reduce dtype (Setup.grad_reduce_bytes; the
+    compute dtype when it names none), each (k-1)/k of the unit's size and k-1 ring steps; `params` the GPU's share
+    of the model before sharding (all of it without TP or PP)."""
     k, calls = s.shard, FSDP_COLLECTIVES_PER_STEP * m.shard_units / s.pp
-    sent = FSDP_COLLECTIVES_PER_STEP * ring_fraction(k) * params * s.precision.act_bytes
+    act = s.precision.act_bytes
+    per_param = (FSDP_COLLECTIVES_PER_STEP - FSDP_REDUCES_PER_STEP) * act + FSDP_REDUCES_PER_STEP * (
+        s.grad_reduce_bytes or act)
+    sent = ring_fraction(k) * params * per_param
     return dict(comm=((sent, calls * (k - 1), calls),), comm_gpus=k, comm_overlaps=True)
 
 

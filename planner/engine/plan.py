@@ -66,7 +66,9 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  kv_concat=rt.kv_cache_concat, kv_repeat=plan.attention in rt.kv_heads_repeated_on,
                  custom_ar=rt.custom_allreduce,
                  mlp_gemv=precision.kernel is not None and rt.id in precision.kernel.mlp_gemv_on,
-                 fp16_accumulate=rt.fp16_accumulate)
+                 fp16_accumulate=rt.fp16_accumulate,
+                 grad_reduce_bytes=rt.training.grad_reduce_bytes if rt.training else 0.0,
+                 tp_gather_per_projection=bool(rt.training and rt.training.tp_gather == "per-projection"))
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

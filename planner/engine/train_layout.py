@@ -50,8 +50,6 @@ from planner.inputs.layouts import Layout
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import ALL_GATHER, ALL_REDUCE, Collective, MemoryItem, OpGroup, Setup
 
-# With sequence parallel each of TP's all-reduces runs as a reduce-scatter and an all-gather (the same bytes)
-SP_CALLS_PER_ALLREDUCE = 2
 # A micro-step's TP collectives in forward-pass units: forward, backward (the same again), and a recomputed forward
 TP_BACKWARD_FORWARDS = 1
 # CP: the backward passes K and V again and sends their gradients back (2 forward exchanges' worth)
@@ -113,17 +111,32 @@ def split_groups(groups: tuple[OpGroup, ...], s: Setup) -> tuple[OpGroup, ...]:
                  for g in groups)
 
 
+def tp_calls_per_allreduce(m: ModelProfile, s: Setup, checkpointing: bool) -> float:
+    """Sequence-parallel collectives per micro-step for each of the model's forward all-reduces: forward (and its
+    recompute) an all-gather before the column-parallel matmuls and a reduce-scatter after the row-parallel one; the
+    backward the transposes, an all-gather of the output's gradient and a reduce-scatter of the input's. A stack that
+    gathers per projection (Setup.tp_gather_per_projection) reduce-scatters each projection's input gradient apart
+    (m.tp_projections_per_gather of them) and, eager, gathers for each in the forward too; compiled, the forward's
+    identical gathers merge into one (AOTAutograd's common-subexpression pass in the min-cut partitioner Inductor
+    uses: counted in torch 2.13 on a KempnerForge-style block, validation/REPORT.md)."""
+    per = m.tp_projections_per_gather if s.tp_gather_per_projection else 1.0
+    forward_gathers = 1.0 if s.fused_elementwise else per
+    forwards = 1 + (1 if checkpointing else 0)
+    return forwards * (forward_gathers + 1) + TP_BACKWARD_FORWARDS * (1 + per)
+
+
 def tp_collectives(m: ModelProfile, s: Setup, tokens: int, checkpointing: bool) -> tuple[Collective, ...]:
-    """One micro-step's TP (+SP) collectives on a stage: the model's forward all-reduces of `tokens` / cp rows, as a
-    reduce-scatter and an all-gather each, x (forward + backward + recompute) / pp."""
+    """One micro-step's TP (+SP) collectives on a stage: the model's forward all-reduces of `tokens` / cp rows, each
+    tp_calls_per_allreduce all-gathers and reduce-scatters of the same bytes (4 per forward-equivalent: forward,
+    backward, recompute), / pp."""
     if s.tp == 1:
         return ()
-    passes = (1 + TP_BACKWARD_FORWARDS + (1 if checkpointing else 0)) / s.pp
     one = replace(s, pp=1, cp=1, vpp=1)
     out = []
     for c in m.tensor_parallel_comm(one, max(1, tokens // s.cp), 0):
-        calls = SP_CALLS_PER_ALLREDUCE if c.kind == ALL_REDUCE else 1
-        out.append(Collective(ALL_GATHER, c.message_bytes, c.count * calls * passes))
+        calls = tp_calls_per_allreduce(m, s, checkpointing) if c.kind == ALL_REDUCE else (
+            1 + TP_BACKWARD_FORWARDS + (1 if checkpointing else 0))
+        out.append(Collective(ALL_GATHER, c.message_bytes, c.count * calls / s.pp))
     return tuple(out)
 
 

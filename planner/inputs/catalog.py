@@ -350,6 +350,29 @@ class GPU:
         link = next((k for k in self.links if k.max_gpus is None or n_gpus <= k.max_gpus), None)
         return link.for_gpus(n_gpus) if link is not None and link.fabric else link
 
+    def in_nodes_of(self, node_gpus: int) -> GPU:
+        """This GPU in servers of `node_gpus` GPUs (fewer than its catalog node holds, e.g. a 4-GPU board): no link
+        inside a node reaches more, and the cluster's fabric joins nodes of that size. Itself when `node_gpus` is
+        not smaller than its node or it has no node size."""
+        if not self.node_gpus or node_gpus >= self.node_gpus:
+            return self
+        links = tuple(replace(k, node_gpus=node_gpus) if k.fabric
+                      else replace(k, max_gpus=min(k.max_gpus or node_gpus, node_gpus)) for k in self.links)
+        return replace(self, links=links, node_gpus=node_gpus)
+
+    def with_fabric_gbits(self, gbits_per_node: float) -> GPU:
+        """This GPU's cluster with `gbits_per_node` Gb/s of network between nodes shared by a node's GPUs (a cluster
+        that states its network per node, e.g. '128 A100s with 400 Gbps'), at the fabric's bus fraction and
+        latencies. Itself when it has no fabric."""
+        if not self.node_gpus:
+            return self
+        per_gpu = gbits_per_node / self.node_gpus
+
+        def slower(f: Fabric) -> Fabric:
+            return replace(f, gbits_per_gpu=per_gpu, name=f"{f.name}, here {gbits_per_node:g} Gb/s a node of "
+                                                          f"{self.node_gpus}")
+        return replace(self, links=tuple(replace(k, fabric=slower(k.fabric)) if k.fabric else k for k in self.links))
+
     def peak_tflops(self, path: str) -> float | None:
         """Dense peak for a compute path ('fp32', 'tf32', 'fp16', 'bf16', 'fp8', 'int8'), or ALU_PATH: 32-bit
         integer instructions x 2 (FLOP-equivalents, as a fused multiply-add counts 2)."""

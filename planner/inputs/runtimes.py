@@ -59,6 +59,9 @@ TRAIN_LAYOUTS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tp", "pp", "cp")
 # A plan's sharding (jobs.ZERO_STAGES) and the declared layouts that run it: FSDP's full sharding is ZeRO stage 3.
 # (one entry per timed sharding: tests/inputs/test_training_runtimes.py keeps the two in step)
 SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "fsdp": ("fsdp", "zero3")}
+# A training block's grad_reduce_dtype (FSDP's MixedPrecisionPolicy.reduce_dtype) as bytes per gradient element
+GRAD_REDUCE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+TP_GATHERS = ("per-module", "per-projection")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,14 @@ class Training:
     overlap: tuple[tuple[str, float], ...]
     overlap_source: str
     exposed_layers: float = 0.0
+    # bytes per gradient element FSDP's reduce-scatter sends (GRAD_REDUCE_BYTES of the block's grad_reduce_dtype);
+    # 0: the compute dtype's, FSDP's default when the mixed-precision policy names no reduce dtype
+    grad_reduce_bytes: float = 0.0
+    grad_reduce_source: str = ""
+    # how its tensor parallel (with sequence parallel) gathers a layer's inputs (TP_GATHERS): once per module, its
+    # projections reading the one copy (per-module), or once for each column-parallel projection (per-projection)
+    tp_gather: str = "per-module"
+    tp_gather_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -357,7 +368,8 @@ def _training(rec: Record) -> Training | None:
     sub = rec.child("training", required=False)
     if sub is None:
         return None
-    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers"))
+    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
+                    "grad_reduce_source", "tp_gather", "tp_gather_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -370,6 +382,13 @@ def _training(rec: Record) -> Training | None:
                  tuple((name, over.number(name, lo=0, hi=1)) for name in SHARDING_LAYOUTS if name in over.data),
                  " ".join(sub.text("overlap_source").split()),
                  sub.number("exposed_layers", required=False, lo=0, hi=1000) or 0.0)
+    reduce = sub.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES))
+    if reduce:
+        t = replace(t, grad_reduce_bytes=GRAD_REDUCE_BYTES[reduce],
+                    grad_reduce_source=" ".join(sub.text("grad_reduce_source").split()))
+    gather = sub.text("tp_gather", required=False, choices=TP_GATHERS)
+    if gather:
+        t = replace(t, tp_gather=gather, tp_gather_source=" ".join(sub.text("tp_gather_source").split()))
     for name, _ in t.overlap:
         if not t.runs(name):
             raise over.fail(name, f"an overlap for a sharding the layouts do not list ({', '.join(t.layouts)})")
@@ -396,6 +415,18 @@ def nccl_only(runtimes: Runtimes) -> Runtimes:
     """The same runtimes with every collective through NCCL (no custom all-reduce): what a runtime's older versions,
     or one run with its custom all-reduce disabled, do."""
     return Runtimes(tuple(replace(r, custom_allreduce=None) for r in runtimes.runtimes))
+
+
+def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
+    """The same runtimes with `runtime_id`'s training block changed as `changes` say (Training's fields): a run whose
+    code sets what its stack's default does not (a validation row's stated condition: FSDP's reduce dtype, its own
+    tensor-parallel plan)."""
+    out = []
+    for r in runtimes.runtimes:
+        if r.id == runtime_id:
+            r = replace(r, training=replace(r.training or Training(TRAIN_LAYOUTS, "", (), ""), **changes))
+        out.append(r)
+    return Runtimes(tuple(out))
 
 
 def _tuned_record(rec: Record) -> Tuned:

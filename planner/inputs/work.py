@@ -175,6 +175,10 @@ class Setup(CachedHash):
     mlp_gemv: bool = False
     # the runtime's fp16 GEMMs on unquantized weights accumulate in fp16 (RuntimeProfile.fp16_accumulate: llama.cpp)
     fp16_accumulate: bool = False
+    # bytes per gradient element FSDP's reduce-scatter sends (Training.grad_reduce_bytes; 0: the compute dtype's)
+    grad_reduce_bytes: float = 0.0
+    # the stack's tensor parallel gathers each column-parallel projection's input apart (Training.tp_gather)
+    tp_gather_per_projection: bool = False
 
     @property
     def lm_head_tp(self) -> int:

@@ -33,19 +33,21 @@ from planner import ROOT_DIR
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.plan import Plan, check_plan, check_runtime
-from planner.inputs.catalog import GPU, Catalog, load_catalog
+from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
-from planner.inputs.runtimes import (HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES, TUNABLE_PARAMS,
-                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only)
+from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
+                                     TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
+                                     nccl_only, with_training)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
 MODELS_EXTRA_FILE = VALIDATION_DIR / "models_extra.yaml"
+CONDITIONS_AFTER_FILE = VALIDATION_DIR / "conditions_read_after.yaml"
 # Predictions committed before their rows were measured (planner.validation.predict_first writes them)
 PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 
@@ -82,10 +84,14 @@ FRAMEWORK_RUNTIME = {
 AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
+# a row's cluster and stack, where its source states what the catalog and runtime defaults do not
+CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
-              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp")
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp",
+              *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
+MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
 # fully_shard (kempnerforge/distributed/parallel.py) over dp_shard GPUs; fms-fsdp's rows where its table says
@@ -128,6 +134,18 @@ class Measurement:
     # a training row's tensor-parallel degree and pipeline stages (the data-parallel/FSDP ranks are gpus / (tp x pp))
     tp: int = 1
     pp: int = 1
+    # GPUs per server as the source states them, where fewer than the catalog's node (KempnerForge's 4-GPU H200
+    # nodes): collectives of more GPUs cross the fabric between nodes (None: the catalog's node)
+    node_gpus: int | None = None
+    # the network between nodes, Gb/s per node, where the source states it (fms-fsdp: '128 GPUs with 400Gbps');
+    # None: the catalog's fabric (data/interconnects.yaml)
+    fabric_gbits_per_node: float | None = None
+    # the dtype the run's FSDP reduce-scatters gradients in where its code sets one (GRAD_REDUCE_BYTES; None: the
+    # runtime's own, data/runtimes.yaml training.grad_reduce_dtype, else the compute dtype)
+    grad_reduce_dtype: str | None = None
+    # how the run's tensor parallel gathers a layer's inputs where its code sets its own plan (TP_GATHERS; None: the
+    # runtime's)
+    tp_gather: str | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +271,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         custom_allreduce=rec.flag("custom_allreduce", default=True),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
+        **_cluster_conditions(rec),
     )
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
@@ -272,6 +291,36 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         raise rec.fail("tp", "tp and pp describe a training row's layout; an inference row over several GPUs runs "
                              "tensor parallel over all of them")
     return m
+
+
+def _cluster_conditions(rec: Record) -> dict:
+    """A row's optional cluster and stack conditions (CLUSTER_FIELDS), checked: Measurement's keyword arguments."""
+    return dict(node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
+                fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
+                grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
+                tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS))
+
+
+@lru_cache(maxsize=4)
+def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str, dict]:
+    """By row id, the cluster and stack conditions read from a source after its rows' predictions were committed
+    (validation/conditions_read_after.yaml): a committed row may not change, so they stay apart and only the current
+    engine's predictions of those rows use them (post hoc). Each entry names its source."""
+    out: dict[str, dict] = {}
+    for i, raw in enumerate(load_yaml(path, "rows")):
+        rec = Record.of(path, i, raw)
+        rec.check_keys(("id", *CLUSTER_FIELDS, "source"))
+        rec.text("source")
+        out[rec.text("id")] = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
+    unique_ids(path, out)
+    return out
+
+
+def as_known_now(row: Measurement) -> Measurement:
+    """The row with the conditions read from its source after its prediction was committed (conditions_read_after):
+    what the current engine predicts it with (a field the row states itself is kept)."""
+    extra = {k: v for k, v in conditions_read_after().get(row.id, {}).items() if getattr(row, k) is None}
+    return replace(row, **extra) if extra else row
 
 
 def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | Path = MODELS_EXTRA_FILE,
@@ -386,16 +435,32 @@ class RowPrediction:
     note: str  # the exclusion and the mapping note, joined
 
 
+def row_gpu(row: Measurement, catalog: Catalog) -> GPU:
+    """The row's GPU in the cluster its source states: nodes of row.node_gpus, row.fabric_gbits_per_node between."""
+    gpu = catalog.get(row.gpu)
+    if row.node_gpus:
+        gpu = gpu.in_nodes_of(row.node_gpus)
+    return gpu.with_fabric_gbits(row.fabric_gbits_per_node) if row.fabric_gbits_per_node else gpu
+
+
 def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
                 adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> RowPrediction:
-    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml)."""
+    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml), with
+    the conditions its source was read for since (as_known_now)."""
+    row = as_known_now(row)
     facts = load_facts()
     catalog, models = catalog or facts.catalog, models or validation_models()
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
+    said = f"validation row {row.id}"
+    if row.grad_reduce_dtype:
+        runtimes = with_training(runtimes, plan.runtime, grad_reduce_bytes=GRAD_REDUCE_BYTES[row.grad_reduce_dtype],
+                                 grad_reduce_source=said)
+    if row.tp_gather:
+        runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
     check_runtime(plan, facts.runtimes)
-    e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules, runtimes=runtimes), adjust)
+    e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
     return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))

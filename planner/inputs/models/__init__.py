@@ -65,6 +65,8 @@ class ModelProfile(Protocol):
     @property
     def tensor_parallel_heads(self) -> int | None: ...  # units tensor parallel splits; None: no TP modelled
     @property
+    def tp_projections_per_gather(self) -> float: ...  # column-parallel matmuls reading one TP-gathered input (mean)
+    @property
     def quantizable_params(self) -> int: ...  # weights a quantized precision stores at its own bytes (the rest 16-bit)
     # those of them a precision of scope `scope` (Precision.quantized_weights: 'all', 'layers', 'experts') quantizes
     def quantized_params(self, scope: str) -> int: ...

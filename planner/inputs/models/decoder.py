@@ -221,6 +221,13 @@ class DecoderProfile(CachedHash):
         return self.kv_heads
 
     @property
+    def tp_projections_per_gather(self) -> float:
+        """Column-parallel matmuls that read one of tensor parallel's gathered inputs, averaged over a layer's two:
+        Q, K and V after the attention norm, the MLP's gate and up (SwiGLU) or up (GELU) after the MLP norm. A stack
+        that gathers per module (Megatron-LM's fused QKV, TorchTitan's PrepareModuleInput) gathers once either way."""
+        return (3 + self.mlp_matrices - 1) / 2
+
+    @property
     def shard_units(self) -> int:
         """Blocks FSDP gathers one at a time: one per layer."""
         return self.layers

@@ -90,6 +90,10 @@ class EncoderDecoderProfile(CachedHash):
         return self.dec.kv_heads
 
     @property
+    def tp_projections_per_gather(self) -> float:
+        return self.dec.tp_projections_per_gather
+
+    @property
     def quantizable_params(self) -> int:
         return self.enc.quantizable_params + self.dec.quantizable_params + self.dec.layers * self.cross_matmul_params
 

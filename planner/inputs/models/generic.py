@@ -94,6 +94,7 @@ class GenericProfile(CachedHash):
     counts_tokens = False
     trained_context = None
     tensor_parallel_heads = None  # no tensor-parallel split is modelled for a formula profile
+    tp_projections_per_gather = 1.0  # (nor its gathers)
     shard_units = 1  # FSDP gathers the whole model at once
 
     @property

@@ -156,6 +156,7 @@ class TracedProfile(CachedHash):
     can_generate = False
     trained_context = None
     tensor_parallel_heads = None  # traced on one device: no tensor-parallel split is modelled
+    tp_projections_per_gather = 1.0  # (nor its gathers)
     shard_units = 1  # FSDP gathers the whole model at once
     attention_head_dim = None  # the trace measures the code's own attention, not its head width
 
