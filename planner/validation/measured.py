@@ -40,7 +40,8 @@ from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES, TUNABLE_PARAMS,
-                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only)
+                                     TUNED_BW_BOUNDS, Efficiency, load_runtimes, nccl_only,
+                                     opted_in)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -84,7 +85,8 @@ ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
-              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp")
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
+              "opt_in_allreduce", "tp", "pp")
 SPLITS = ("tune", "test", "excluded")
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
@@ -125,6 +127,9 @@ class Measurement:
     # the runtime ran its own all-reduce kernel where it has one (data/custom_allreduce.yaml); False: a version or
     # setting that sent every collective through NCCL
     custom_allreduce: bool = True
+    # the run switched on the runtime's opt-in all-reduce (data/custom_allreduce.yaml `opt_in`, e.g. gpt-fast's
+    # ENABLE_INTRA_NODE_COMM=1 for PyTorch's intra-node all-reduce)
+    opt_in_allreduce: bool = False
     # a training row's tensor-parallel degree and pipeline stages (the data-parallel/FSDP ranks are gpus / (tp x pp))
     tp: int = 1
     pp: int = 1
@@ -251,6 +256,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         grad_accum=rec.number("grad_accum", required=False, lo=1, hi=10**4, integer=True) or 1,
         checkpointing=rec.flag("checkpointing", default=False),
         custom_allreduce=rec.flag("custom_allreduce", default=True),
+        opt_in_allreduce=rec.flag("opt_in_allreduce", default=False),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
     )
@@ -394,6 +400,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
+    runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
     check_runtime(plan, facts.runtimes)
     e = estimate_gpu(plan, catalog.get(row.gpu), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
