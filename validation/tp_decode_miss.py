@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from planner.validation.loso import source_of  # noqa: E402
 from planner.validation.measured import load_measurements, predict_row  # noqa: E402
 
 TP_REGIME = "decode, tensor parallel"
@@ -34,11 +35,30 @@ def speed_ratio(metric: str, measured: float, predicted: float) -> float:
     return measured / predicted if metric in TIME_METRICS else predicted / measured
 
 
+def implied_call_seconds(job_seconds: float, ratio: float, comm_seconds: float, calls: float) -> float:
+    """Seconds each of a job's `calls` collectives would take if the whole miss were in them: (the collectives'
+    modelled seconds + job seconds x (ratio - 1)) / calls (ratio = predicted / measured speed)."""
+    return (comm_seconds + job_seconds * (ratio - 1)) / calls
+
+
+def row_miss(row, base_ratio: float | None = None) -> tuple[float, float, float, float]:
+    """(speed ratio, collective calls per step, modelled seconds per call, implied seconds per call) of a tensor-
+    parallel row, the speed ratio first divided by `base_ratio` (the one-GPU miss) when given."""
+    p = predict_row(row)
+    e = p.estimate
+    ratio = speed_ratio(row.metric, row.value, p.predicted)
+    calls = sum(ph.comm_calls * ph.steps * ph.passes for ph in e.phases)
+    comm = sum(ph.comm_s * ph.passes for ph in e.phases)
+    steps = max((ph.steps * ph.passes for ph in e.phases if ph.comm_calls), default=0)
+    tp_ratio = ratio / base_ratio if base_ratio else ratio
+    return ratio, calls / steps, comm / calls, implied_call_seconds(e.seconds, tp_ratio, comm, calls)
+
+
 def single_gpu_ratio(rows, source: str, framework: str) -> float | None:
     """Median speed ratio of a source's one-GPU decode rows of the same framework (None without any)."""
     ratios = []
     for r in rows:
-        if r.source.split(",")[0].split(":")[0] != source or r.framework != framework or r.gpus != 1:
+        if source_of(r) != source or r.framework != framework or r.gpus != 1:
             continue
         if r.regime != "decode":
             continue
@@ -62,17 +82,10 @@ def main(argv: list[str]) -> None:
         p = predict_row(row)
         if p.regime != TP_REGIME or not p.predicted or p.excluded:
             continue
-        e = p.estimate
-        ratio = speed_ratio(r.metric, r.value, p.predicted)
-        base = single_gpu_ratio(rows, r.source.split(",")[0].split(":")[0], r.framework) if single else None
-        tp_ratio = ratio / base if base else ratio
-        calls = sum(ph.comm_calls * ph.steps * ph.passes for ph in e.phases)
-        comm = sum(ph.comm_s * ph.passes for ph in e.phases)
-        steps = max((ph.steps * ph.passes for ph in e.phases if ph.comm_calls), default=0)
-        missing = e.seconds * (tp_ratio - 1)
-        print(f"{r.id[:62]:<62} {e.plan.runtime:<20} {ratio:6.3f} {base or float('nan'):6.3f} "
-              f"{calls / steps if steps else 0:10.0f} {comm / calls * 1e6 if calls else 0:9.1f} "
-              f"{(comm + missing) / calls * 1e6 if calls else 0:10.1f}")
+        base = single_gpu_ratio(rows, source_of(r), r.framework) if single else None
+        ratio, per_step, model_s, implied_s = row_miss(row, base)
+        print(f"{r.id[:62]:<62} {p.plan.runtime:<20} {ratio:6.3f} {base or float('nan'):6.3f} "
+              f"{per_step:10.0f} {model_s * 1e6:9.1f} {implied_s * 1e6:10.1f}")
 
 
 if __name__ == "__main__":
