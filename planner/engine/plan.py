@@ -64,7 +64,7 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  unpack_pipelined=rt.id in precision.pipelined_on,
                  fused_elementwise=rt.fuses_elementwise, lm_head_split=rt.tp_lm_head_split,
                  kv_concat=rt.kv_cache_concat, kv_repeat=plan.attention in rt.kv_heads_repeated_on,
-                 custom_ar=rt.custom_allreduce,
+                 custom_ar=rt.planned_allreduce,
                  mlp_gemv=precision.kernel is not None and rt.id in precision.kernel.mlp_gemv_on,
                  fp16_accumulate=rt.fp16_accumulate,
                  grad_reduce_bytes=rt.training.grad_reduce_bytes if rt.training else 0.0,

@@ -162,13 +162,20 @@ class LinkProtocol:
 @dataclass(frozen=True)
 class LinkKind:
     """A way GPUs exchange data (data/interconnects.yaml): what fraction of the link a collective reaches as bus
-    bandwidth at large sizes, and the NCCL protocols that run over it, each with its latencies."""
+    bandwidth at large sizes, the NCCL protocols that run over it, each with its latencies, and the latency a ring hop
+    takes beyond NCCL's model on a GPU generation where it was measured ((compute capability, us), exact match)."""
 
     id: str
     name: str
     busbw_fraction: float
     protocols: tuple[LinkProtocol, ...]
     source: str
+    hop_added_us: tuple[tuple[tuple[int, int], float], ...] = ()
+
+    def added_hop_us(self, compute_capability: tuple[int, int] | None) -> float:
+        """Microseconds each ring hop takes beyond NCCL's model between GPUs of this compute capability (0 where no
+        measurement says otherwise)."""
+        return dict(self.hop_added_us).get(compute_capability, 0.0) if compute_capability else 0.0
 
 
 @dataclass(frozen=True)
@@ -243,7 +250,8 @@ class Link:
         """Each protocol's latencies and bandwidth on this link, in seconds and bytes per second."""
         if self.fabric:
             return tuple(self._cluster_rate(p) for p in self.kind.protocols)
-        return tuple(ProtocolRate(p.id, p.call_latency_us * 1e-6, p.hop_latency_us * 1e-6,
+        added = self.kind.added_hop_us(self.compute_capability)
+        return tuple(ProtocolRate(p.id, p.call_latency_us * 1e-6, (p.hop_latency_us + added) * 1e-6,
                                   p.busbw_gbps(self.bus_gbps, self.compute_capability) * BYTES_PER_GB)
                      for p in self.kind.protocols)
 
@@ -258,7 +266,8 @@ class Link:
             fabric_gbps = min(fabric_gbps, f.ll_cap_gbps(nodes))
         gbps = min(p.busbw_gbps(self.bus_gbps, self.compute_capability), fabric_gbps)
         overhead = f.net_overhead_us * (SIMPLE_NET_OVERHEAD_FACTOR if p.id == "simple" else 1)
-        inside, across = max(p.hop_latency_us, overhead), dict(f.hop_latency_us)[p.id]
+        inside = max(p.hop_latency_us + self.kind.added_hop_us(self.compute_capability), overhead)
+        across = dict(f.hop_latency_us)[p.id]
         hop_us = ((n - nodes) * inside + (nodes - 1) * across) / (n - 1)
         return ProtocolRate(p.id, p.call_latency_us * 1e-6, hop_us * 1e-6, gbps * BYTES_PER_GB)
 
@@ -807,6 +816,16 @@ def _link_protocols(rec: Record, shares: dict[str, tuple[float, tuple]]) -> tupl
     return tuple(out)
 
 
+def _hop_added(rec: Record) -> tuple[tuple[tuple[int, int], float], ...]:
+    """A link kind's optional `hop_latency_added_us`: compute capability ("8.0") -> microseconds a ring hop takes
+    beyond NCCL's model between GPUs of that generation (measured; see the file's source)."""
+    sub = rec.child("hop_latency_added_us", required=False)
+    if sub is None:
+        return ()
+    return tuple(sorted((parse_compute_capability(k, lambda why, k=k: sub.fail(k, why)),
+                         sub.number(k, lo=0.0, hi=100.0)) for k in sub.data))
+
+
 @lru_cache(maxsize=4)
 def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
     """The link kinds of data/interconnects.yaml by id, each with NCCL's protocols over it; each of nvlink,
@@ -816,9 +835,9 @@ def load_link_kinds(path: str | Path = LINKS_FILE) -> dict[str, LinkKind]:
     parsed = []
     for i, raw in enumerate(sections["links"]):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "name", "busbw_fraction", "protocols", "source"))
+        rec.check_keys(("id", "name", "busbw_fraction", "protocols", "hop_latency_added_us", "source"))
         parsed.append(LinkKind(rec.text("id"), rec.text("name"), rec.number("busbw_fraction", lo=0.05, hi=1.0),
-                               _link_protocols(rec, shares), rec.text("source")))
+                               _link_protocols(rec, shares), rec.text("source"), _hop_added(rec)))
     unique_ids(path, (k.id for k in parsed))
     kinds = {k.id: k for k in parsed}
     for needed in REQUIRED_LINKS:

@@ -31,7 +31,8 @@ class CustomKernel:
 class CustomAllReduce:
     """A runtime's custom all-reduce: the GPU counts it runs on, the largest message it takes (bytes, exclusive: a
     larger one goes to NCCL), the message size below which each GPU count runs one-shot ((at most n GPUs, bytes),
-    ascending), and its two kernels."""
+    ascending), and its two kernels. `opt_in`: the setting a user must give to turn it on ('' when the runtime runs
+    it by default); an opt-in kernel is not planned unless a run says it was on (Runtimes.opted_in)."""
 
     runtime: str
     gpus: tuple[int, ...]
@@ -40,6 +41,7 @@ class CustomAllReduce:
     one_shot: CustomKernel
     two_shot: CustomKernel
     source: str
+    opt_in: str = ""
 
     def takes(self, message_bytes: float, n: int) -> bool:
         """Whether an all-reduce of `message_bytes` over n GPUs runs in the runtime's own kernel (else NCCL)."""
@@ -84,12 +86,13 @@ def load_custom_allreduce(path: str | Path = CUSTOM_ALLREDUCE_FILE) -> dict[str,
     out = []
     for i, raw in enumerate(sections["runtimes"]):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", "gpus", "max_bytes", "one_shot_below_bytes", "source"))
+        rec.check_keys(("id", "gpus", "max_bytes", "one_shot_below_bytes", "opt_in", "source"))
         gpus = rec.raw("gpus")
         if not (isinstance(gpus, list) and gpus and all(isinstance(n, int) and not isinstance(n, bool)
                                                        and 2 <= n <= MAX_GPUS for n in gpus)):
             raise rec.fail("gpus", f"expected a list of GPU counts from 2 to {MAX_GPUS}")
         out.append(CustomAllReduce(rec.text("id"), tuple(gpus), rec.number("max_bytes", lo=1, hi=MAX_MESSAGE_BYTES),
-                                   _bounds(rec), kernels["one-shot"], kernels["two-shot"], rec.text("source")))
+                                   _bounds(rec), kernels["one-shot"], kernels["two-shot"], rec.text("source"),
+                                   rec.text("opt_in", required=False, max_len=200) or ""))
     unique_ids(path, (c.runtime for c in out))
     return {c.runtime: c for c in out}

@@ -245,6 +245,12 @@ class RuntimeProfile:
     jobs_source: str = ""
     training: Training | None = None  # how it trains (None: it does not, or trains as DDP/FSDP with dp_comm_overlap)
 
+    @property
+    def planned_allreduce(self) -> CustomAllReduce | None:
+        """The custom all-reduce a plan on this runtime runs: its own kernel unless that is opt-in (then NCCL)."""
+        ar = self.custom_allreduce
+        return ar if ar is not None and not ar.opt_in else None
+
     def refuses(self, job: str, sharding: str | None = None, gpus: int = 1, model_parallel: tuple[str, ...] = ()
                 ) -> str:
         """Why this runtime cannot run a `job` (with `sharding` over `gpus` GPUs when training, splitting the model
@@ -427,6 +433,12 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
             r = replace(r, training=replace(r.training or Training(TRAIN_LAYOUTS, "", (), ""), **changes))
         out.append(r)
     return Runtimes(tuple(out))
+@lru_cache(maxsize=4)
+def opted_in(runtimes: Runtimes) -> Runtimes:
+    """The same runtimes with every opt-in custom all-reduce switched on (a run that set the runtime's switch, e.g.
+    gpt-fast's ENABLE_INTRA_NODE_COMM=1)."""
+    return Runtimes(tuple(replace(r, custom_allreduce=replace(r.custom_allreduce, opt_in=""))
+                          if r.custom_allreduce is not None else r for r in runtimes.runtimes))
 
 
 def _tuned_record(rec: Record) -> Tuned:

@@ -207,7 +207,7 @@ RATIO_TARGET_PCT = 15.0  # the accuracy target for speed-up ratios: within 15 % 
 # What a ratio varies, and the row fields that must match for two rows to form one (everything else the estimate
 # depends on). Each group is ordered by the varied quantity; its first row is the base every other row is compared to.
 _SAME = ("gpu", "gpus", "model", "framework", "regime", "metric", "attention", "kv_dtype", "checkpointing",
-         "custom_allreduce")
+         "custom_allreduce", "opt_in_allreduce")
 RATIO_KINDS = {
     "precision": (_SAME + ("batch", "prompt_tokens", "gen_tokens", "seq_len", "micro_batch", "grad_accum"),
                   lambda r: -r.weight_bits, lambda r: f"{r.precision} {r.weight_bits:g} b/w"),

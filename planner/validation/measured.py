@@ -41,7 +41,7 @@ from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
-                                     nccl_only, with_training)
+                                     nccl_only, opted_in, with_training)
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -88,8 +88,8 @@ METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
-              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce", "tp", "pp",
-              *CLUSTER_FIELDS)
+              "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
+              "opt_in_allreduce", "tp", "pp", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
@@ -131,6 +131,9 @@ class Measurement:
     # the runtime ran its own all-reduce kernel where it has one (data/custom_allreduce.yaml); False: a version or
     # setting that sent every collective through NCCL
     custom_allreduce: bool = True
+    # the run switched on the runtime's opt-in all-reduce (data/custom_allreduce.yaml `opt_in`, e.g. gpt-fast's
+    # ENABLE_INTRA_NODE_COMM=1 for PyTorch's intra-node all-reduce)
+    opt_in_allreduce: bool = False
     # a training row's tensor-parallel degree and pipeline stages (the data-parallel/FSDP ranks are gpus / (tp x pp))
     tp: int = 1
     pp: int = 1
@@ -269,6 +272,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         grad_accum=rec.number("grad_accum", required=False, lo=1, hi=10**4, integer=True) or 1,
         checkpointing=rec.flag("checkpointing", default=False),
         custom_allreduce=rec.flag("custom_allreduce", default=True),
+        opt_in_allreduce=rec.flag("opt_in_allreduce", default=False),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         **_cluster_conditions(rec),
@@ -459,6 +463,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
                                  grad_reduce_source=said)
     if row.tp_gather:
         runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
+    runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
     check_runtime(plan, facts.runtimes)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)

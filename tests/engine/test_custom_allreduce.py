@@ -2,13 +2,20 @@
 planner/engine/collectives.py custom_allreduce_seconds), against the published per-size table it was read from and
 NCCL's ring."""
 
+from dataclasses import replace
+
 import pytest
 
 from planner.engine.collectives import allreduce_seconds, custom_allreduce_seconds, custom_link
 from planner.base.schema import DataFileError
 from planner.inputs.catalog import load_catalog
 from planner.inputs.custom_allreduce import load_custom_allreduce
-from planner.inputs.runtimes import load_runtimes
+from planner.engine.estimate import estimate_all
+from planner.engine.plan import Plan
+from planner.inputs.facts import load_facts
+from planner.inputs.jobs import Generate
+from planner.inputs.models import load_models
+from planner.inputs.runtimes import load_runtimes, opted_in
 
 CUSTOM = load_custom_allreduce()
 H100 = load_catalog().get("h100-sxm")
@@ -74,3 +81,27 @@ def test_a_malformed_file_names_the_record_and_field(tmp_path):
     bad.write_text(text.replace("link_share: 0.58", "link_share: 5.8", 1))
     with pytest.raises(DataFileError, match=r"'one-shot'.*link_share"):
         load_custom_allreduce(bad)
+
+
+def test_pytorchs_intra_node_all_reduce_is_planned_only_when_switched_on():
+    """gpt-fast's tensor parallel sets ENABLE_INTRA_NODE_COMM=1 (its README), so c10d all-reduces bf16 messages up to
+    256 KiB in PyTorch's one-shot kernel; a torch.compile plan without the switch goes through NCCL. Llama-2-7B
+    (hidden 4096, 32 layers) over 8 A100-SXM4-80GB (NVLink 300 GB/s one way), batch 1, per decode step: 64
+    all-reduces of 4096 x 2 = 8,192 B (the LM head stays whole on every GPU under gpt-fast's tp.py: no logits
+    all-gather). Switched on, one-shot: 3.7 + 7 x 0.3 + 7 x 8192 / (0.58 x 300e3 B/us) = 5.8 + 0.329563 = 6.129563
+    us each, 392.292 us a step. NCCL: LL, 6.6 us + 14 hops x (0.6 + 1.28 on A100) us + 2 x 7/8 x 8192 B / 87.7e3 B/us
+    = 33.083466 us each, 2117.342 us a step."""
+    facts = load_facts()
+    plan = Plan(load_models().get("llama-2-7b"), Generate(1, 5, 200), "bf16", batch=1, gpus=8, parallel="tensor",
+                runtime="torch-compile")
+
+    def per_step(runtimes):
+        e = estimate_all(plan, replace(facts, runtimes=runtimes), gpu_names=["a100-sxm-80gb"])[0]
+        decode = next(ph for ph in e.phases if ph.name == "decode")
+        return decode.comm_s / decode.steps
+
+    assert facts.runtimes.get("torch-compile").custom_allreduce.opt_in == "ENABLE_INTRA_NODE_COMM=1"
+    assert facts.runtimes.get("torch-compile").planned_allreduce is None
+    assert per_step(facts.runtimes) == pytest.approx(2117.342e-6, rel=1e-5)
+    assert per_step(opted_in(facts.runtimes)) == pytest.approx(392.292e-6, rel=1e-5)
+    assert opted_in(facts.runtimes).get("vllm").planned_allreduce == facts.runtimes.get("vllm").planned_allreduce

@@ -22,7 +22,7 @@ from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
 from planner.validation.uncertainty import load_uncertainty
 from planner.validation.measured import (MEASUREMENTS_FILE, RowResult, ValidationReport, load_measurements,
-                                         run_validation, split_of, validation_models)
+                                         predict_row, run_validation, split_of, validation_models)
 from planner.views.charts import validation_chart
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.facts import load_facts
@@ -365,6 +365,28 @@ def test_the_fixed_cost_fit_recovers_the_bandwidth_and_cost_it_was_given():
     assert all(f == pytest.approx(t, rel=1e-9) for _, _, t, f, _ in fitted)
     with pytest.raises(ValueError, match="batch-1"):
         fit.fit([replace(rows[0], batch=8)], catalog, models, rules)
+
+
+def test_the_tp_miss_script_spreads_a_rows_miss_over_its_collective_calls():
+    """validation/tp_decode_miss.py: a job of 10 s planned 20 % too fast (speed ratio 1.2) with 1 s of collectives
+    in 1,000 calls would need each call to take (1 + 10 x 0.2) / 1000 = 3 ms; a step-time metric's ratio is measured /
+    predicted; a row measured exactly at its prediction implies the modelled time per call (gpt-fast's Llama-2-70B TP8:
+    2 all-reduces for each of 80 layers and none for the logits, its LM head whole on every GPU, in the prompt's pass
+    and each of 199 decode steps: 160 x 200 / 199 calls per decode step)."""
+    import importlib.util
+    from dataclasses import replace
+    path = Path(__file__).resolve().parents[2] / "validation" / "tp_decode_miss.py"
+    spec = importlib.util.spec_from_file_location("tp_decode_miss", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.implied_call_seconds(10.0, 1.2, 1.0, 1000) == pytest.approx(3e-3)
+    assert script.speed_ratio("step_seconds", 2.0, 1.6) == pytest.approx(1.25)
+    assert script.speed_ratio("tokens_per_s", 100.0, 120.0) == pytest.approx(1.2)
+    row = {r.id: r for r in load_measurements()}["gf-llama2-70b-bf16-a100sxm80-tp8"]
+    exact = replace(row, value=predict_row(row).predicted)
+    ratio, per_step, model_s, implied_s = script.row_miss(exact)
+    assert ratio == pytest.approx(1.0) and per_step == pytest.approx(160 * 200 / 199)
+    assert implied_s == pytest.approx(model_s)
 
 
 @pytest.mark.parametrize("metric, measured, predicted, speed_pct", [
