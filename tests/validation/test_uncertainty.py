@@ -13,8 +13,8 @@ from planner.engine.estimate import estimate_all
 from planner.inputs.models import load_models
 from planner.base.schema import DataFileError
 from planner.validation.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIMES, band, band_basis, band_levels,
-                                       band_note, band_or_note, cells_from_rows, coverage, evidence_from_rows, load_uncertainty,
-                                       rate_band, regime_of, write_uncertainty)
+                                            band_note, band_or_note, cells_from_rows, coverage, evidence_from_rows,
+                                            load_uncertainty, rate_band, regime_of, write_uncertainty)
 from planner.validation.measured import RowResult
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
