@@ -321,6 +321,7 @@ class _Fixed(NamedTuple):
     usable_gb: float
     gb_at_1: float  # memory per GPU at batch 1 (decimal GB)
     gb_per_item: float  # memory per extra item in the batch (0.0 when batch 1 does not fit)
+    fits: int  # the largest batch the memory holds, whatever the job's size (0: none; NO_LIMIT: memory sets none)
     memo: dict  # one pass's seconds and alignment note per phase (_pass_memo)
 
 
@@ -368,16 +369,28 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
     per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
     return _Fixed(gpu, eff, tuple(reasons), any(r.blocking for r in reasons), s, parallelism,
-                  1 if parallelism == "tensor" else data_ranks(plan), usable, at_1, per_item, {})
+                  1 if parallelism == "tensor" else data_ranks(plan), usable, at_1, per_item,
+                  _fits(usable, at_1, per_item), {})
+
+
+NO_LIMIT = 2 ** 62  # _Fixed.fits where memory sets no limit (a whole number the sweep's int64 arrays hold)
+
+
+def _fits(usable: float, at_1: float, per_item: float) -> int:
+    """memory.max_batch from two evaluations (GB at batch 1, GB per extra item) without the job's limit: the
+    largest batch that fits in `usable` GB, 0 if none, NO_LIMIT if the batch costs no memory."""
+    if at_1 > usable:
+        return 0
+    if per_item <= 0:
+        return NO_LIMIT
+    return int(min(NO_LIMIT, 1 + (usable - at_1) // per_item))
 
 
 def _fit(f: _Fixed, limit: int) -> int:
     """memory.max_batch from the fixed part's two evaluations: the largest batch (<= limit) that fits, 0 if none."""
-    if f.gb_at_1 > f.usable_gb:
+    if not f.fits:
         return 0
-    if f.gb_per_item <= 0:
-        return limit
-    return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
+    return limit if f.fits == NO_LIMIT else max(1, min(limit, f.fits))
 
 
 _TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
@@ -483,21 +496,26 @@ def _blocked(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizi
                      prices=prices, cost_usd={}, items_per_s=None, tokens_per_s=None)
 
 
-def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing, seconds: float,
-           align: Reason | None, tokens: float | None, passes: tuple | partial, split_of: partial) -> Estimate:
-    """A feasible estimate from its sizing, its seconds and the job's tokens (_tokens); `passes`: the passes, or what
-    builds them when asked (_passes_of); `split_of`: what computes its split when asked (_split_of). Built as
-    _estimate does, from a dict: the sweep builds hundreds."""
-    reasons, tier = z.reasons, plan.price_tier
+def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: tuple[tuple[Reason, ...], int, int],
+           seconds: float, align: Reason | None, tokens: float | None, passes: tuple | partial, split_of: partial,
+           cost_usd: Mapping[str, float | None] | None = None) -> Estimate:
+    """A feasible estimate from its sizing `z` (its reasons, batch and largest batch that fits), its seconds and the
+    job's tokens (_tokens); `passes`: the passes, or what builds them when asked (_passes_of); `split_of`: what
+    computes its split when asked (_split_of); `cost_usd`: job_cost_usd per tier where the sweep computed it on
+    arrays. Built as _estimate does, from a dict: the sweep builds hundreds."""
+    reasons, batch, fit = z
+    tier = plan.price_tier
     if align:
         reasons += (align,)
     if prices.get(tier) is None:
         reasons += (Reason("price", False, f"no {tier} price for {f.gpu.name}: enter your own $/h"),)
+    if cost_usd is None:
+        cost_usd = {t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS}
     e = object.__new__(Estimate)
     object.__setattr__(e, "__dict__", {
-        "gpu": f.gpu, "plan": plan, "setup": f.setup, "feasible": True, "reasons": reasons, "batch": z.batch,
-        "max_batch": z.fit, "parallelism": f.parallelism, "seconds": seconds, "efficiency": f.efficiency,
-        "prices": prices, "cost_usd": {t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+        "gpu": f.gpu, "plan": plan, "setup": f.setup, "feasible": True, "reasons": reasons, "batch": batch,
+        "max_batch": fit, "parallelism": f.parallelism, "seconds": seconds, "efficiency": f.efficiency,
+        "prices": prices, "cost_usd": cost_usd,
         "items_per_s": plan.workload.items / seconds if seconds else None,
         "tokens_per_s": tokens / seconds if tokens and seconds else None,
         "passes" if isinstance(passes, tuple) else "_passes_of": passes, "_split_of": split_of})
@@ -512,7 +530,7 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
     passes = job_passes(plan.model, plan.workload, f.setup, z.batch, z.per_gpu, f.n_dp)
     entries = [_pass_memo(f, ph) for ph, _ in passes]
     seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
-    return _timed(plan, f, prices, z, seconds, _alignment(f, passes), _tokens(plan), passes,
+    return _timed(plan, f, prices, (z.reasons, z.batch, z.fit), seconds, _alignment(f, passes), _tokens(plan), passes,
                   partial(_split_of, f, entries, [n for _, n in passes]))
 
 
@@ -712,7 +730,7 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         parts.append((f, prices.for_gpu(g)))
     if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
         return [_sized(plan, f, p) for f, p in parts]
-    return _swept(plan, shape, parts, arrays)
+    return _swept(plan, shape, parts, arrays, fixed)
 
 
 def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
@@ -729,79 +747,120 @@ def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
 
 
 def _swept_split(f: _Fixed, pieces: list[tuple]) -> dict[str, float]:
-    """_split_of of a swept estimate's passes: each piece (memo entries, None, n) or (None, a timed row, n)."""
+    """_split_of of a swept estimate's passes: each piece (memo entries, None, n) or (None, its split per phase as
+    sweep.timed_passes gives it, n)."""
     entries, counts = [], []
-    for found, row, n in pieces:
-        found = found or [[None, None, None, values] for values in row[1]]
+    for found, split, n in pieces:
+        found = found or [[None, None, None, values] for values in split.tolist()]
         entries += found
         counts += [n] * len(found)
     return _split_of(f, entries, counts)
 
 
-def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType
-           ) -> list[Estimate]:
-    """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered): every pass of a batch the model's
-    work is affine in (sweep.affine_work) timed on arrays, all GPUs sharing that work at once (sweep.pass_table),
-    each GPU's row remembered by its batch (a job of another size at the same batch times nothing again); the other
-    passes one by one as _sized does. Each estimate's phases are built when asked (Explain, JSON)."""
+_COLUMNS = "columns"  # a plan shape's fixed parts' key of its sweeps' columns (_columns)
+_COLUMN_SETS = 16  # lists of devices whose columns are kept per plan shape (the catalog, the batch chart's GPUs)
+
+
+_SIZES_KEPT = 8  # job sizes (and fixed batches) whose timed passes a sweep's columns keep
+
+
+class _Sweep(NamedTuple):
+    """A sweep's devices, their job sized and timed (_timed_sweep): each one's largest batch that fits, batch,
+    reasons (None: blocked, or nothing fits), items per GPU, the pieces of its split (_swept_split), seconds and
+    alignment note."""
+
+    fit: list[int]
+    batch: list[int]
+    sized: list[tuple[Reason, ...] | None]
+    per_gpu: list[int]
+    pieces: list[list | None]
+    seconds: object  # the sweep's array of seconds per device
+    align: list[Reason | None]
+
+
+def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleType) -> tuple:
+    """(sweep.Columns of these fixed parts, each one's _terms_memo or None where blocked, {(items, batch): _Sweep}),
+    built once per plan shape and list of devices and kept with the plan shape's fixed parts while they are the same
+    objects."""
+    held = fixed.get(_COLUMNS)
+    if held is None:
+        held = fixed[_COLUMNS] = {}
+    key = tuple(map(id, fs))
+    found = held.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], fs)):
+        if len(held) >= _COLUMN_SETS:
+            held.clear()
+        terms = [None if f.blocked else _terms_memo(f, m, shape, arrays) for f in fs]
+        cols = arrays.columns([f.n_dp for f in fs], [f.fits for f in fs], [t and (t[0], t[1]) for t in terms])
+        found = held[key] = (list(fs), cols, terms, {})
+    return found[1:]
+
+
+def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, terms: list, arrays: ModuleType) -> _Sweep:
+    """The devices' batches (batch=auto on arrays: sweep.auto_batches; a batch the user fixed sized per device, with
+    its memory reasons), every pass past its work's floor (sweep.affine_work) timed at once per group of works
+    (sweep.timed_passes), the other passes one by one as _sized does (_pass_memo)."""
     m, w = plan.model, plan.workload
-    new: dict[tuple, tuple[list, dict, list, list, list, list]] = {}  # Flat.key -> pass_table's arguments, rows
-    pending = []
-    for f, prices in parts:
-        z = _sizing(plan, f)
-        if z.blocked:
-            pending.append(_blocked(plan, f, prices, z))
+    per_rank = [items_per_gpu(w, n) for n in cols.ranks]
+    if plan.batch is None and min(per_rank) >= 1:
+        fit_l, batch_l = arrays.auto_batches(cols, per_rank)
+        sized = [f.reasons if not f.blocked and b else None for f, b in zip(fs, fit_l)]
+    else:  # a fixed batch: its memory reasons per device
+        zs = [_sizing(plan, f) for f in fs]
+        fit_l, batch_l = [z.fit for z in zs], [z.batch for z in zs]
+        sized = [None if z.blocked else z.reasons for z in zs]
+    timed = arrays.timed_passes(cols, per_rank, batch_l, [r is not None for r in sized])
+    seconds = timed.seconds
+    pieces_of, aligns = [None] * len(fs), [None] * len(fs)
+    for i, f in enumerate(fs):
+        if sized[i] is None:
             continue
-        memo_f = f.memo
-        memo = memo_f.get(_TERMS) or _terms_memo(f, m, shape, arrays)
-        work = memo[0]
-        batch = z.batch
-        full, rest = divmod(z.per_gpu, batch)
-        pieces, align = [], None
-        for b, n in ((batch, float(full)), (rest, 1.0)) if rest else ((batch, float(full)),):
-            if b > work.floor and not work.refused:
-                row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
-                if row is None:  # remembered once timed: sessions' threads share the memo
-                    row = [None, None, memo_f, -b]
-                    todo = new.get(work.flat.key)
-                    if todo is None:
-                        todo = new[work.flat.key] = ([], {}, [], [], [], [])
-                    works, index, which, batches, consts, rows = todo
-                    if id(work) not in index:
-                        index[id(work)] = len(works)
-                        works.append(work)
-                    which.append(index[id(work)])
-                    batches.append(b)
-                    consts.append(memo[1])
-                    rows.append(row)
-                pieces.append((None, row, n))
-                if b == batch:
-                    if memo[2] is None:
-                        memo[2] = (alignment_reason((work.phases[0].phase,), f.gpu, f.setup),)
-                    align = memo[2][0]
-            else:
-                one = job_passes(m, w, f.setup, b, b, f.n_dp)
-                pieces.append(([_pass_memo(f, ph) for ph, _ in one], None, n))
-                if b == batch:
-                    align = _alignment(f, one)
-        pending.append((f, prices, z, pieces, align))
-    for works, _, which, batches, consts, rows in new.values():  # one table per key: most plans have one
-        for row, t, values in zip(rows, *arrays.pass_table(works, which, batches, consts)):
-            row[0], row[1] = t, values
-            key, memo_f = row.pop(), row.pop()
-            _make_room(memo_f)
-            memo_f[key] = row
-    out, tokens = [], _tokens(plan)
-    for item in pending:
-        if isinstance(item, Estimate):
-            out.append(item)
+        pieces, total = [], 0.0
+        for b, n, on, split in ((batch_l[i], timed.full[i], timed.on_batch[i], timed.split_batch[i]),
+                                (timed.rest[i], 1, timed.rest[i] and timed.on_rest[i], timed.split_rest[i])):
+            if on:
+                pieces.append((None, split, float(n)))
+            elif b:  # at or below the work's floor, or its work refused: pass by pass
+                entries = [_pass_memo(f, ph) for ph, _ in job_passes(m, w, f.setup, b, b, f.n_dp)]
+                total += sum([e[1] * n for e in entries])
+                pieces.append((entries, None, float(n)))
+        pieces_of[i] = pieces
+        if total:
+            seconds[i] += total
+        if timed.on_batch[i]:
+            memo = terms[i]
+            if memo[2] is None:
+                memo[2] = (alignment_reason((memo[0].phases[0].phase,), f.gpu, f.setup),)
+            aligns[i] = memo[2][0]
+        else:
+            aligns[i] = _alignment(f, job_passes(m, w, f.setup, batch_l[i], batch_l[i], f.n_dp))
+    return _Sweep(fit_l, batch_l, sized, timed.per_gpu, pieces_of, seconds, aligns)
+
+
+def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType,
+           fixed: dict) -> list[Estimate]:
+    """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered), on arrays where it is arithmetic over
+    the devices (_timed_sweep, kept for the last few job sizes: a view's change times nothing again), then the cost
+    per tier (sweep.job_costs_usd). Each estimate's phases are built when asked (Explain, JSON)."""
+    m, w = plan.model, plan.workload
+    fs = [f for f, _ in parts]
+    cols, terms, sweeps = _columns(fixed, fs, m, shape, arrays)
+    key = (w.items, plan.batch)
+    z = sweeps.get(key)
+    if z is None:
+        if len(sweeps) >= _SIZES_KEPT:
+            del sweeps[next(iter(sweeps))]  # the oldest
+        z = sweeps[key] = _timed_sweep(plan, fs, cols, terms, arrays)
+    costs = list(zip(*arrays.job_costs_usd(z.seconds, plan.gpus,
+                                           arrays.usd_per_hour(cols, [p for _, p in parts], PRICE_TIERS))))
+    seconds, tokens = z.seconds.tolist(), _tokens(plan)
+    out = []
+    for i, f in enumerate(fs):
+        reasons, b = z.sized[i], z.batch[i]
+        if reasons is None:  # blocked, or nothing fits: as _sized (memory's reasons)
+            out.append(_sized(plan, *parts[i]))
             continue
-        f, prices, z, pieces, align = item
-        seconds = 0  # each phase's seconds x its passes, summed in order (as sum() in _sized)
-        for found, row, n in pieces:
-            for t in (e[1] for e in found) if found else row[0]:
-                seconds += t * n
-        out.append(_timed(plan, f, prices, z, seconds, align, tokens,
-                          partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
-                          partial(_swept_split, f, pieces)))
+        out.append(_timed(plan, f, parts[i][1], (reasons, b, z.fit[i]), seconds[i], z.align[i], tokens,
+                          partial(job_passes, m, w, f.setup, b, z.per_gpu[i], f.n_dp),
+                          partial(_swept_split, f, z.pieces[i]), dict(zip(PRICE_TIERS, costs[i]))))
     return out
