@@ -766,22 +766,22 @@ _SIZES_KEPT = 8  # job sizes (and fixed batches) whose timed passes a sweep's co
 
 class _Sweep(NamedTuple):
     """A sweep's devices, their job sized and timed (_timed_sweep): each one's largest batch that fits, batch,
-    reasons (None: blocked, or nothing fits), items per GPU, the pieces of its split (_swept_split), seconds and
-    alignment note."""
+    reasons (None: blocked, or nothing fits), the passes timed on arrays (sweep.Timed), those timed one by one
+    ({device: the pieces of its split, as _swept_split reads them}), seconds and alignment note."""
 
     fit: list[int]
     batch: list[int]
     sized: list[tuple[Reason, ...] | None]
-    per_gpu: list[int]
-    pieces: list[list | None]
+    timed: tuple  # sweep.Timed
+    by_pass: dict[int, list]
     seconds: object  # the sweep's array of seconds per device
     align: list[Reason | None]
 
 
 def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleType) -> tuple:
-    """(sweep.Columns of these fixed parts, each one's _terms_memo or None where blocked, {(items, batch): _Sweep}),
-    built once per plan shape and list of devices and kept with the plan shape's fixed parts while they are the same
-    objects."""
+    """(sweep.Columns of these fixed parts, each one's _terms_memo or None where blocked, the alignment note of each
+    one's work past its floor, {(items, batch): _Sweep}), built once per plan shape and list of devices and kept with
+    the plan shape's fixed parts while they are the same objects."""
     held = fixed.get(_COLUMNS)
     if held is None:
         held = fixed[_COLUMNS] = {}
@@ -792,11 +792,13 @@ def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleTy
             held.clear()
         terms = [None if f.blocked else _terms_memo(f, m, shape, arrays) for f in fs]
         cols = arrays.columns([f.n_dp for f in fs], [f.fits for f in fs], [t and (t[0], t[1]) for t in terms])
-        found = held[key] = (list(fs), cols, terms, {})
+        aligns = [alignment_reason((t[0].phases[0].phase,), f.gpu, f.setup) if t and not t[0].refused else None
+                  for f, t in zip(fs, terms)]
+        found = held[key] = (list(fs), cols, aligns, {})
     return found[1:]
 
 
-def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, terms: list, arrays: ModuleType) -> _Sweep:
+def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, aligns: list, arrays: ModuleType) -> _Sweep:
     """The devices' batches (batch=auto on arrays: sweep.auto_batches; a batch the user fixed sized per device, with
     its memory reasons), every pass past its work's floor (sweep.affine_work) timed at once per group of works
     (sweep.timed_passes), the other passes one by one as _sized does (_pass_memo)."""
@@ -810,31 +812,34 @@ def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, terms: list, arrays: Module
         fit_l, batch_l = [z.fit for z in zs], [z.batch for z in zs]
         sized = [None if z.blocked else z.reasons for z in zs]
     timed = arrays.timed_passes(cols, per_rank, batch_l, [r is not None for r in sized])
-    seconds = timed.seconds
-    pieces_of, aligns = [None] * len(fs), [None] * len(fs)
-    for i, f in enumerate(fs):
-        if sized[i] is None:
-            continue
+    seconds, aligns, by_pass = timed.seconds, list(aligns), {}
+    for i in timed.by_pass:
+        f = fs[i]
         pieces, total = [], 0.0
-        for b, n, on, split in ((batch_l[i], timed.full[i], timed.on_batch[i], timed.split_batch[i]),
-                                (timed.rest[i], 1, timed.rest[i] and timed.on_rest[i], timed.split_rest[i])):
-            if on:
+        for b, n, rest in ((batch_l[i], timed.full[i], False), (timed.rest[i], 1, True)):
+            split = arrays.split_of(timed, i, rest)
+            if split is not None:
                 pieces.append((None, split, float(n)))
             elif b:  # at or below the work's floor, or its work refused: pass by pass
                 entries = [_pass_memo(f, ph) for ph, _ in job_passes(m, w, f.setup, b, b, f.n_dp)]
                 total += sum([e[1] * n for e in entries])
                 pieces.append((entries, None, float(n)))
-        pieces_of[i] = pieces
-        if total:
-            seconds[i] += total
-        if timed.on_batch[i]:
-            memo = terms[i]
-            if memo[2] is None:
-                memo[2] = (alignment_reason((memo[0].phases[0].phase,), f.gpu, f.setup),)
-            aligns[i] = memo[2][0]
-        else:
+        by_pass[i] = pieces
+        seconds[i] += total
+        if not timed.on_batch[i]:
             aligns[i] = _alignment(f, job_passes(m, w, f.setup, batch_l[i], batch_l[i], f.n_dp))
-    return _Sweep(fit_l, batch_l, sized, timed.per_gpu, pieces_of, seconds, aligns)
+    return _Sweep(fit_l, batch_l, sized, timed, by_pass, seconds, aligns)
+
+
+def _sweep_split(f: _Fixed, z: _Sweep, i: int, arrays: ModuleType) -> dict[str, float]:
+    """Estimate.split of device i of sweep `z` (_swept_split of its pieces)."""
+    pieces = z.by_pass.get(i)
+    if pieces is None:  # both its passes timed on arrays
+        t = z.timed
+        pieces = [(None, arrays.split_of(t, i, False), float(t.full[i]))]
+        if t.rest[i]:
+            pieces.append((None, arrays.split_of(t, i, True), 1.0))
+    return _swept_split(f, pieces)
 
 
 def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType,
@@ -844,16 +849,16 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
     per tier (sweep.job_costs_usd). Each estimate's phases are built when asked (Explain, JSON)."""
     m, w = plan.model, plan.workload
     fs = [f for f, _ in parts]
-    cols, terms, sweeps = _columns(fixed, fs, m, shape, arrays)
+    cols, aligns, sweeps = _columns(fixed, fs, m, shape, arrays)
     key = (w.items, plan.batch)
     z = sweeps.get(key)
     if z is None:
         if len(sweeps) >= _SIZES_KEPT:
             del sweeps[next(iter(sweeps))]  # the oldest
-        z = sweeps[key] = _timed_sweep(plan, fs, cols, terms, arrays)
+        z = sweeps[key] = _timed_sweep(plan, fs, cols, aligns, arrays)
     costs = list(zip(*arrays.job_costs_usd(z.seconds, plan.gpus,
                                            arrays.usd_per_hour(cols, [p for _, p in parts], PRICE_TIERS))))
-    seconds, tokens = z.seconds.tolist(), _tokens(plan)
+    seconds, tokens, per_gpu = z.seconds.tolist(), _tokens(plan), z.timed.per_gpu
     out = []
     for i, f in enumerate(fs):
         reasons, b = z.sized[i], z.batch[i]
@@ -861,6 +866,6 @@ def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, P
             out.append(_sized(plan, *parts[i]))
             continue
         out.append(_timed(plan, f, parts[i][1], (reasons, b, z.fit[i]), seconds[i], z.align[i], tokens,
-                          partial(job_passes, m, w, f.setup, b, z.per_gpu[i], f.n_dp),
-                          partial(_swept_split, f, z.pieces[i]), dict(zip(PRICE_TIERS, costs[i]))))
+                          partial(job_passes, m, w, f.setup, b, per_gpu[i], f.n_dp),
+                          partial(_sweep_split, f, z, i, arrays), dict(zip(PRICE_TIERS, costs[i]))))
     return out

@@ -478,9 +478,9 @@ def auto_batches(cols: Columns, per_rank: list[int]) -> tuple[list[int], list[in
 
 
 class Timed(NamedTuple):
-    """timed_passes' answer per device: full passes at the batch and the rest's batch; whether each was timed here;
-    the seconds of those it timed (full x the batch's pass + the rest's); their splits (P x 4 arrays in
-    roofline.LIMITS' order, None where not timed here)."""
+    """timed_passes' answer per device: items per GPU, full passes at the batch and the rest's batch; whether each
+    was timed here; the seconds of those it timed (full x the batch's pass + the rest's); the live devices with a
+    pass not timed here (`by_pass`); where each timed pass's split is (split_of)."""
 
     per_gpu: list[int]
     full: list[int]
@@ -488,8 +488,9 @@ class Timed(NamedTuple):
     on_batch: list[bool]
     on_rest: list[bool]
     seconds: np.ndarray
-    split_batch: list
-    split_rest: list
+    by_pass: list[int]
+    splits: list[np.ndarray]  # per group of cols: its rows' splits (rows x P x 4)
+    at: np.ndarray  # (2, n, 2): per device, of its batch's and its rest's pass: (group, row) in splits (-1: none)
 
 
 def timed_passes(cols: Columns, per_rank: list[int], batches: list[int], live: list[bool]) -> Timed:
@@ -501,12 +502,13 @@ def timed_passes(cols: Columns, per_rank: list[int], batches: list[int], live: l
     full, rest = np.divmod(per_gpu, np.maximum(batch, 1))
     on_b, on_r = live & (batch > cols.floors), live & (rest > cols.floors)
     seconds = np.zeros(len(batch))
-    split_b, split_r = [None] * len(batch), [None] * len(batch)
-    for flat, stacked, members, consts in cols.groups:
+    splits, at = [], np.full((2, len(batch), 2), -1, dtype=np.intp)
+    for g, (flat, stacked, members, consts) in enumerate(cols.groups):
         at_b, at_r = on_b[members], on_r[members]
         mb, mr = members[at_b], members[at_r]
         nb = mb.size
         if not (nb or mr.size):
+            splits.append(None)
             continue
         if nb + mr.size < 2 * members.size:  # some rows are not timed here: the table's rows are the others
             rows = np.concatenate([np.flatnonzero(at_b), members.size + np.flatnonzero(at_r)])
@@ -516,12 +518,19 @@ def timed_passes(cols: Columns, per_rank: list[int], batches: list[int], live: l
         t, split = flat_pass_arrays(flat, np.concatenate([batch[mb], rest[mr]]), consts)
         seconds[mb] = (t[:nb] * full[mb, None]).sum(axis=1)
         seconds[mr] += t[nb:].sum(axis=1)
-        for k, i in enumerate(mb.tolist()):
-            split_b[i] = split[k]
-        for k, i in enumerate(mr.tolist(), nb):
-            split_r[i] = split[k]
-    return Timed(per_gpu.tolist(), full.tolist(), rest.tolist(), on_b.tolist(), on_r.tolist(), seconds, split_b,
-                 split_r)
+        splits.append(split)
+        at[0, mb, 0], at[0, mb, 1] = g, np.arange(nb)
+        at[1, mr, 0], at[1, mr, 1] = g, np.arange(nb, nb + mr.size)
+    by_pass = np.flatnonzero(live & ~(on_b & (on_r | (rest == 0)))).tolist()
+    return Timed(per_gpu.tolist(), full.tolist(), rest.tolist(), on_b.tolist(), on_r.tolist(), seconds, by_pass,
+                 splits, at)
+
+
+def split_of(timed: Timed, i: int, rest: bool) -> np.ndarray | None:
+    """The split per phase (P x 4, roofline.LIMITS' order) of device i's pass at its batch (or its rest's), None
+    where that pass was not timed here."""
+    g, k = timed.at[int(rest), i]
+    return None if g < 0 else timed.splits[g][k]
 
 
 def usd_per_hour(cols: Columns, prices: list, tiers: tuple[str, ...]) -> np.ndarray:
