@@ -699,7 +699,7 @@ def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = Non
 
 
 def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None,
-                  arrays: ModuleType | None = None) -> list[Estimate]:
+                  arrays: ModuleType | None = None, batches: list[int] | None = None) -> list[Estimate]:
     """The plan on each of `gpus` (catalog devices), in their order: the catalog sweep and the batch sweep.
 
     What does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each pass's time per phase,
@@ -707,7 +707,11 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. `arrays`: the
     sweep's array arithmetic (the module planner.engine.sweep, which imports numpy: the page passes it, a one-off
     CLI estimate does not), timing every pass it covers on arrays (_swept); None: every pass timed one by one. Each
-    estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py)."""
+    estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py).
+    `batches`: a batch for each GPU (a GPU may come more than once), each estimate then the plan's with its batch
+    (the batch chart's points: one sweep on arrays for all of them)."""
+    if batches is not None:
+        return _at_batches(plan, list(gpus), facts, adjust, arrays, batches)
     check_plan(plan)
     check_runtime(plan, facts.runtimes)
     layouts = _layouts(plan, facts.runtimes.get(plan.runtime).training)
@@ -715,10 +719,19 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         gpus = list(gpus)
         per_layout = [estimate_many(p, gpus, facts, adjust, arrays) for p in layouts]
         return [_pick_layout(plan, list(es)) for es in zip(*per_layout)]
+    if adjust is not None:
+        setup = resolve_setup(plan, facts.rules, facts.runtimes)
+        return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
+    shape, fixed, parts = _parts(plan, gpus, facts)
+    if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
+        return [_sized(plan, f, p) for f, p in parts]
+    return _swept(plan, shape, parts, arrays, fixed)
+
+
+def _parts(plan: Plan, gpus: Iterable[GPU], facts: Facts) -> tuple[Workload, dict, list[tuple]]:
+    """(the plan's shape, its fixed parts by GPU (_fixed_parts), each GPU's fixed part and prices)."""
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
-    if adjust is not None:
-        return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
     shape = job_shape(plan.workload)
     fixed = _fixed_parts(plan, shape, facts)
     fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
@@ -728,9 +741,29 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
         parts.append((f, prices.for_gpu(g)))
-    if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
-        return [_sized(plan, f, p) for f, p in parts]
-    return _swept(plan, shape, parts, arrays, fixed)
+    return shape, fixed, parts
+
+
+def _at_batches(plan: Plan, gpus: list[GPU], facts: Facts, adjust: EfficiencyAdjust | None,
+                arrays: ModuleType | None, batches: list[int]) -> list[Estimate]:
+    """estimate_many with a batch per GPU: one sweep on arrays where they cover the plan (_swept), else one sweep per
+    batch of the GPUs at it."""
+    plans = {b: replace(plan, batch=b) for b in batches}
+    for p in plans.values():
+        check_plan(p)
+    check_runtime(plan, facts.runtimes)
+    if arrays is None or adjust is not None or _layouts(plan, facts.runtimes.get(plan.runtime).training) \
+            or arrays.uncovered(plan.model, plan.workload):
+        at: dict[int, list[int]] = {}
+        for i, b in enumerate(batches):
+            at.setdefault(b, []).append(i)
+        out: list = [None] * len(gpus)
+        for b, idx in at.items():
+            for i, e in zip(idx, estimate_many(plans[b], [gpus[i] for i in idx], facts, adjust, arrays)):
+                out[i] = e
+        return out
+    shape, fixed, parts = _parts(plan, gpus, facts)
+    return _swept(plan, shape, parts, arrays, fixed, [plans[b] for b in batches])
 
 
 def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
@@ -778,6 +811,16 @@ class _Sweep(NamedTuple):
     align: list[Reason | None]
 
 
+def _work_alignment(f: _Fixed, terms: list | None) -> Reason | None:
+    """The alignment note of the fixed part's work past its floor (_terms_memo's, the same at every such batch),
+    remembered with its terms."""
+    if terms is None or terms[0].refused:
+        return None
+    if terms[2] is None:
+        terms[2] = (alignment_reason((terms[0].phases[0].phase,), f.gpu, f.setup),)
+    return terms[2][0]
+
+
 def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleType) -> tuple:
     """(sweep.Columns of these fixed parts, each one's _terms_memo or None where blocked, the alignment note of each
     one's work past its floor, {(items, batch): _Sweep}), built once per plan shape and list of devices and kept with
@@ -789,26 +832,26 @@ def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleTy
     found = held.get(key)
     if found is None or any(a is not b for a, b in zip(found[0], fs)):
         if len(held) >= _COLUMN_SETS:
-            held.clear()
+            held.pop(next(iter(held), None), None)  # the oldest (sessions' threads share it: one step)
         terms = [None if f.blocked else _terms_memo(f, m, shape, arrays) for f in fs]
         cols = arrays.columns([f.n_dp for f in fs], [f.fits for f in fs], [t and (t[0], t[1]) for t in terms])
-        aligns = [alignment_reason((t[0].phases[0].phase,), f.gpu, f.setup) if t and not t[0].refused else None
-                  for f, t in zip(fs, terms)]
-        found = held[key] = (list(fs), cols, aligns, {})
+        found = held[key] = (list(fs), cols, [_work_alignment(f, t) for f, t in zip(fs, terms)], {})
     return found[1:]
 
 
-def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, aligns: list, arrays: ModuleType) -> _Sweep:
+def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, aligns: list, arrays: ModuleType,
+                 plans: list[Plan] | None = None) -> _Sweep:
     """The devices' batches (batch=auto on arrays: sweep.auto_batches; a batch the user fixed sized per device, with
     its memory reasons), every pass past its work's floor (sweep.affine_work) timed at once per group of works
-    (sweep.timed_passes), the other passes one by one as _sized does (_pass_memo)."""
+    (sweep.timed_passes), the other passes one by one as _sized does (_pass_memo). `plans`: each device's plan (its
+    own batch), else `plan` for every device."""
     m, w = plan.model, plan.workload
     per_rank = [items_per_gpu(w, n) for n in cols.ranks]
-    if plan.batch is None and min(per_rank) >= 1:
+    if plans is None and plan.batch is None and min(per_rank) >= 1:
         fit_l, batch_l = arrays.auto_batches(cols, per_rank)
         sized = [f.reasons if not f.blocked and b else None for f, b in zip(fs, fit_l)]
     else:  # a fixed batch: its memory reasons per device
-        zs = [_sizing(plan, f) for f in fs]
+        zs = [_sizing(p, f) for p, f in zip(plans or [plan] * len(fs), fs)]
         fit_l, batch_l = [z.fit for z in zs], [z.batch for z in zs]
         sized = [None if z.blocked else z.reasons for z in zs]
     timed = arrays.timed_passes(cols, per_rank, batch_l, [r is not None for r in sized])
@@ -843,29 +886,30 @@ def _sweep_split(f: _Fixed, z: _Sweep, i: int, arrays: ModuleType) -> dict[str, 
 
 
 def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType,
-           fixed: dict) -> list[Estimate]:
+           fixed: dict, plans: list[Plan] | None = None) -> list[Estimate]:
     """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered), on arrays where it is arithmetic over
     the devices (_timed_sweep, kept for the last few job sizes: a view's change times nothing again), then the cost
-    per tier (sweep.job_costs_usd). Each estimate's phases are built when asked (Explain, JSON)."""
+    per tier (sweep.job_costs_usd). Each estimate's phases are built when asked (Explain, JSON). `plans`: each
+    device's plan (_at_batches: the same plan at a batch per device)."""
     m, w = plan.model, plan.workload
     fs = [f for f, _ in parts]
     cols, aligns, sweeps = _columns(fixed, fs, m, shape, arrays)
-    key = (w.items, plan.batch)
+    key = (w.items, plan.batch if plans is None else tuple(p.batch for p in plans))
     z = sweeps.get(key)
     if z is None:
         if len(sweeps) >= _SIZES_KEPT:
-            del sweeps[next(iter(sweeps))]  # the oldest
-        z = sweeps[key] = _timed_sweep(plan, fs, cols, aligns, arrays)
+            sweeps.pop(next(iter(sweeps), None), None)  # the oldest
+        z = sweeps[key] = _timed_sweep(plan, fs, cols, aligns, arrays, plans)
     costs = list(zip(*arrays.job_costs_usd(z.seconds, plan.gpus,
                                            arrays.usd_per_hour(cols, [p for _, p in parts], PRICE_TIERS))))
     seconds, tokens, per_gpu = z.seconds.tolist(), _tokens(plan), z.timed.per_gpu
     out = []
     for i, f in enumerate(fs):
-        reasons, b = z.sized[i], z.batch[i]
+        reasons, b, p = z.sized[i], z.batch[i], plans[i] if plans else plan
         if reasons is None:  # blocked, or nothing fits: as _sized (memory's reasons)
-            out.append(_sized(plan, *parts[i]))
+            out.append(_sized(p, *parts[i]))
             continue
-        out.append(_timed(plan, f, parts[i][1], (reasons, b, z.fit[i]), seconds[i], z.align[i], tokens,
+        out.append(_timed(p, f, parts[i][1], (reasons, b, z.fit[i]), seconds[i], z.align[i], tokens,
                           partial(job_passes, m, w, f.setup, b, per_gpu[i], f.n_dp),
                           partial(_sweep_split, f, z, i, arrays), dict(zip(PRICE_TIERS, costs[i]))))
     return out
