@@ -7,7 +7,8 @@ and data files done), here and at another commit, alternating so both see the sa
 Drives app.py with streamlit.testing.v1.AppTest (no browser): one session runs first (the server's start), then each
 round opens new sessions on the default plan: one with the ranking already computed by another session
 (st.cache_resource shares it), one with every shared cache cleared first (the first visitor of a plan), and one with
-the engine's own caches cleared too (a plan no session of this server has asked, as another model is). The figure is
+the engine's own caches cleared too (a plan no session of this server has asked, as another model is: the model
+profiles read again, untimed, as new objects; a server reads its data files once, at start). The figure is
 st.session_state['_run_ms'], the script's own start-to-end time. Prints the medians. The other commit runs this same
 script from a temporary worktree (`--tree`).
 """
@@ -29,6 +30,7 @@ from base_tree import add_compare_arguments, alternated, run_in_tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the engine's caches, of the tree this process imports planner from (engine_catalog reads --tree)
 from engine_catalog import ROOT, clear_engine_caches  # noqa: E402
+from planner.inputs.models import load_models  # noqa: E402
 
 
 def measure(tree: Path, runs: int) -> dict[str, list[float]]:
@@ -47,7 +49,8 @@ def measure(tree: Path, runs: int) -> dict[str, list[float]]:
         st.cache_resource.clear()
         out["cleared"].append(first_run())
         st.cache_resource.clear()
-        clear_engine_caches()
+        clear_engine_caches()  # load_models' too: its profiles, new objects, share no cache with the last run's
+        load_models()
         out["cold"].append(first_run())
     return out
 
