@@ -728,19 +728,36 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     return _swept(plan, shape, parts, arrays, fixed)
 
 
+_PARTS = "parts"  # a plan shape's fixed parts' key of its GPU lists' parts (_parts)
+_COLUMNS = "columns"  # a plan shape's fixed parts' key of its sweeps' columns (_columns)
+_COLUMN_SETS = 16  # lists of devices whose columns are kept per plan shape (the catalog, the batch chart's GPUs)
+
+
 def _parts(plan: Plan, gpus: Iterable[GPU], facts: Facts) -> tuple[Workload, dict, list[tuple]]:
-    """(the plan's shape, its fixed parts by GPU (_fixed_parts), each GPU's fixed part and prices)."""
+    """(the plan's shape, its fixed parts by GPU (_fixed_parts), each GPU's fixed part and prices), the last kept
+    per list of GPUs and price table (read-only: the same objects give the same parts)."""
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     shape = job_shape(plan.workload)
     fixed = _fixed_parts(plan, shape, facts)
-    fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
+    gpus, prices = list(gpus), facts.prices
+    kept = fixed.get(_PARTS)
+    if kept is None:
+        kept = fixed[_PARTS] = {}
+    key = (*map(id, gpus), id(prices))
+    found = kept.get(key)
+    if found is not None and found[1] is prices and all(f.gpu is g for (f, _), g in zip(found[0], gpus)):
+        return shape, fixed, found[0]
+    fallback = facts.rules.attention(DEFAULT_ATTENTION)
     parts = []
     for g in gpus:
         f = fixed.get(id(g))
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
         parts.append((f, prices.for_gpu(g)))
+    if len(kept) >= _COLUMN_SETS:
+        kept.pop(next(iter(kept), None), None)  # the oldest (sessions' threads share it: one step)
+    kept[key] = (parts, prices)
     return shape, fixed, parts
 
 
@@ -790,8 +807,6 @@ def _swept_split(f: _Fixed, pieces: list[tuple]) -> dict[str, float]:
     return _split_of(f, entries, counts)
 
 
-_COLUMNS = "columns"  # a plan shape's fixed parts' key of its sweeps' columns (_columns)
-_COLUMN_SETS = 16  # lists of devices whose columns are kept per plan shape (the catalog, the batch chart's GPUs)
 
 
 _SIZES_KEPT = 8  # job sizes (and fixed batches) whose timed passes a sweep's columns keep
