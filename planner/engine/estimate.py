@@ -394,7 +394,7 @@ def _fit(f: _Fixed, limit: int) -> int:
 
 
 _TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
-_MEMO_LIMIT = 64  # passes (or batches' rows) remembered per GPU and plan shape: a few dozen job sizes' worth
+_MEMO_LIMIT = 64  # passes timed one by one remembered per GPU and plan shape: a few dozen job sizes' worth
 
 
 def _make_room(memo: dict) -> None:
