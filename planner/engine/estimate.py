@@ -837,9 +837,9 @@ def _work_alignment(f: _Fixed, terms: list | None) -> Reason | None:
 
 
 def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleType) -> tuple:
-    """(sweep.Columns of these fixed parts, each one's _terms_memo or None where blocked, the alignment note of each
-    one's work past its floor, {(items, batch): _Sweep}), built once per plan shape and list of devices and kept with
-    the plan shape's fixed parts while they are the same objects."""
+    """(sweep.Columns of these fixed parts (their terms: _terms_memo, none where blocked), the alignment note of
+    each one's work past its floor, {(items, batch): _Sweep}), built once per plan shape and list of devices and kept
+    with the plan shape's fixed parts while they are the same objects."""
     held = fixed.get(_COLUMNS)
     if held is None:
         held = fixed[_COLUMNS] = {}

@@ -11,6 +11,10 @@ compute against memory per group, the decode positions' closed form (roofline.su
 GEMMs (gemm.overlapped_seconds), the host against the GPU. The object path stays the explanation (Explain, JSON):
 tests/engine/test_sweep_equality.py keeps the two equal (relative 1e-9) on generated plans.
 
+The catalog's devices are columns (`Columns`, built once per plan shape and list of devices): a sweep sizes
+batch=auto for all of them at once (`auto_batches`), times each one's full passes and its rest in one table per
+group of works (`timed_passes`) and prices every tier (`job_costs_usd`).
+
 What this path does not cover, each timed by the object path instead (`uncovered`, `affine_work`):
 - a calibration (a function the sweep cannot key on), training jobs (micro-steps and optimizer steps, their
   collectives), a job kind this does not know;
@@ -354,19 +358,15 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
                ) -> tuple[list, list]:
     """(seconds of one pass of each phase, rows x P; its split, rows x P x 4 in roofline.LIMITS' order) for each row:
     batch batches[i] of works[which[i]] (works of one Flat.key) on the GPU whose gpu_constants are consts[i]
-    (roofline.pass_seconds and phase_split), as lists (pass_arrays as arrays)."""
-    seconds, split = pass_arrays(works, which, batches, consts)
+    (roofline.pass_seconds and phase_split), as lists (flat_pass_arrays: as arrays)."""
+    fl = works[0].flat if len(works) == 1 else _stacked(works, np.array(which))
+    seconds, split = flat_pass_arrays(fl, batches, consts)
     return seconds.tolist(), split.tolist()
 
 
-def pass_arrays(works: list[AffineWork], which, batches, consts) -> tuple[np.ndarray, np.ndarray]:
-    """pass_table's figures as arrays (rows x P, rows x P x 4); `consts` a list of gpu_constants or their rows x C
-    array."""
-    return flat_pass_arrays(works[0].flat if len(works) == 1 else _stacked(works, np.array(which)), batches, consts)
-
-
 def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]:
-    """pass_arrays of the rows of `fl` (one work's, or works' stacked per row: _stacked).
+    """pass_table's figures as arrays (rows x P, rows x P x 4) for the rows of `fl` (one work's, or works' stacked
+    per row: _stacked); `consts` a list of gpu_constants or their rows x C array.
     A FLOP rate of 0 (no such path on the GPU, or a group without FLOPs) is infinite here: its compute takes 0 s, as
     roofline's 'if flops_s else 0.0' has it."""
     n_phases, n_groups = fl.phase_of.shape
@@ -428,7 +428,7 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
 
 class Columns(NamedTuple):
     """A sweep's devices (one plan shape, a list of GPUs) as columns, built once (columns): what the job's size then
-    reads of each, and its pass's terms grouped by Flat.key, one pass_arrays call per group."""
+    reads of each, and its pass's terms grouped by Flat.key, one flat_pass_arrays call per group."""
 
     ranks: tuple[int, ...]  # the distinct data-parallel rank counts
     rank_of: np.ndarray  # (n,) each device's index into ranks
@@ -440,6 +440,7 @@ class Columns(NamedTuple):
 
 
 NEVER = np.iinfo(np.int64).max  # a floor no batch passes
+PRICE_TABLES_KEPT = 8  # price tables whose $/h columns a Columns keeps (live refreshes make new ones)
 
 
 def columns(n_dp: list[int], fits: list[int], terms: list[tuple[AffineWork, np.ndarray] | None]) -> Columns:
@@ -495,8 +496,8 @@ class Timed(NamedTuple):
 
 def timed_passes(cols: Columns, per_rank: list[int], batches: list[int], live: list[bool]) -> Timed:
     """Each live device's job (per_rank[k] items per data-parallel rank, as auto_batches) in passes of its batch:
-    its full passes and the rest timed on arrays where they are past its floor (one pass_arrays call per group of
-    cols), summed phase by phase as estimate._sized sums them."""
+    its full passes and the rest timed on arrays where they are past its floor (one flat_pass_arrays call per group
+    of cols), summed phase by phase as estimate._sized sums them."""
     per_gpu = np.array(per_rank, dtype=np.int64)[cols.rank_of]
     batch, live = np.array(batches, dtype=np.int64), np.array(live, dtype=bool)
     full, rest = np.divmod(per_gpu, np.maximum(batch, 1))
@@ -539,7 +540,7 @@ def usd_per_hour(cols: Columns, prices: list, tiers: tuple[str, ...]) -> np.ndar
     key = tuple(map(id, prices))
     held = cols.prices.get(key)
     if held is None or any(a is not b for a, b in zip(held[0], prices)):
-        if len(cols.prices) >= 8:
+        if len(cols.prices) >= PRICE_TABLES_KEPT:
             cols.prices.clear()
         usd = [[p.usd_hr if p is not None else math.nan for p in (m.get(t) for m in prices)] for t in tiers]
         held = cols.prices[key] = (list(prices), np.array(usd, dtype=np.float64).reshape(len(tiers), len(prices)))
