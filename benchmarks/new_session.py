@@ -6,8 +6,10 @@ and data files done), here and at another commit, alternating so both see the sa
 
 Drives app.py with streamlit.testing.v1.AppTest (no browser): one session runs first (the server's start), then each
 round opens new sessions on the default plan: one with the ranking already computed by another session
-(st.cache_resource shares it), one with every shared cache cleared first (the first visitor of a plan), and one with
-the engine's own caches cleared too (a plan no session of this server has asked, as another model is). The figure is
+(st.cache_resource shares it), one with every shared cache of a plan cleared first (the first visitor of a plan:
+app_rerun.clear_plan_caches, which keeps the server's constants; `--clear-all`: every one), and one with
+the engine's own caches cleared too (a plan no session of this server has asked, as another model is: the model
+profiles read again, untimed, as new objects; a server reads its data files once, at start). The figure is
 st.session_state['_run_ms'], the script's own start-to-end time. Prints the medians. The other commit runs this same
 script from a temporary worktree (`--tree`).
 """
@@ -21,17 +23,18 @@ import statistics
 import sys
 from pathlib import Path
 
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from app_rerun import clear_plan_caches
 from base_tree import add_compare_arguments, alternated, run_in_tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the engine's caches, of the tree this process imports planner from (engine_catalog reads --tree)
 from engine_catalog import ROOT, clear_engine_caches  # noqa: E402
+from planner.inputs.models import load_models  # noqa: E402
 
 
-def measure(tree: Path, runs: int) -> dict[str, list[float]]:
+def measure(tree: Path, runs: int, clear_all: bool = False) -> dict[str, list[float]]:
     logging.disable(logging.WARNING)  # AppTest's bare-mode warnings
 
     def first_run() -> float:
@@ -44,10 +47,11 @@ def measure(tree: Path, runs: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"shared": [], "cleared": [], "cold": []}
     for _ in range(runs):
         out["shared"].append(first_run())
-        st.cache_resource.clear()
+        clear_plan_caches(clear_all)
         out["cleared"].append(first_run())
-        st.cache_resource.clear()
-        clear_engine_caches()
+        clear_plan_caches(clear_all)
+        clear_engine_caches()  # load_models' too: its profiles, new objects, share no cache with the last run's
+        load_models()
         out["cold"].append(first_run())
     return out
 
@@ -55,14 +59,17 @@ def measure(tree: Path, runs: int) -> dict[str, list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10, help="new sessions of each kind per round")
+    ap.add_argument("--clear-all", action="store_true", help="clear every st.cache_resource, the server's constants "
+                    "too (app_rerun.SERVER_CONSTANTS)")
     add_compare_arguments(ap)
     a = ap.parse_args()
     tree = Path(a.tree) if a.tree else ROOT
     if a.json:
-        print(json.dumps(measure(tree, a.runs)))
+        print(json.dumps(measure(tree, a.runs, a.clear_all)))
         return
     results: dict[str, dict[str, list[float]]] = {}
-    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, ["--runs", str(a.runs)])):
+    again = ["--runs", str(a.runs)] + ["--clear-all"] * a.clear_all
+    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, again)):
         for k, v in figures.items():
             results.setdefault(name, {}).setdefault(k, []).extend(v)
     print("a new session's first script run (server time, default plan)")

@@ -194,8 +194,9 @@ def _own_gpus() -> None:
     ss, sb = st.session_state, st.sidebar
     own = resources.own_default()
     sb.subheader("5 · Your own GPUs (optional)")
-    sb.multiselect("GPUs you own", resources.committed_facts().catalog.ids(), key="own_ids", max_selections=MAX_OWNED,
-                   format_func=lambda gid: short_name(resources.gpu(gid).name), placeholder="Pick the cards you have",
+    catalog = resources.committed_facts().catalog  # once: the picker names every GPU
+    sb.multiselect("GPUs you own", catalog.ids(), key="own_ids", max_selections=MAX_OWNED,
+                   format_func=lambda gid: short_name(catalog.get(gid).name), placeholder="Pick the cards you have",
                    help="Each kind runs the plan on all its cards together; a verdict and a row on top of the table "
                         "compare owning them with renting as many")
     for gid in ss.own_ids:

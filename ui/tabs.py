@@ -166,12 +166,13 @@ def accuracy() -> None:
 
 def _explain_tab(view: screens.RankingView, inputs, cal_ests, est_key: str, default_gpu: str) -> None:
     ss = st.session_state
-    options = [""] + [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
+    catalog = resources.facts().catalog  # once: the picker names every device (resources.gpu reads the session)
+    options = [""] + [g.id for g in catalog.selection(inputs.cpus)]
     if ss.get("gpu") not in options:  # a CPU named by a link or a click while CPUs are left out
         ss.gpu = ""
     picked = st.selectbox("GPU to explain (or click a row of the table)", options, key="gpu", persist_state=KEEP,
-                          format_func=lambda gid: resources.gpu(gid).name if gid else
-                          f"Top of the ranking ({short_name(resources.gpu(default_gpu).name)})")
+                          format_func=lambda gid: catalog.get(gid).name if gid else
+                          f"Top of the ranking ({short_name(catalog.get(default_gpu).name)})")
     chosen = picked or default_gpu
     e = next((x for x in view.ranking.estimates if x.gpu.id == chosen), None)
     explain.explain(e, cal_ests.get(chosen), view.ranking, inputs, est_key)

@@ -321,6 +321,7 @@ class _Fixed(NamedTuple):
     usable_gb: float
     gb_at_1: float  # memory per GPU at batch 1 (decimal GB)
     gb_per_item: float  # memory per extra item in the batch (0.0 when batch 1 does not fit)
+    fits: int  # the largest batch the memory holds, whatever the job's size (0: none; NO_LIMIT: memory sets none)
     memo: dict  # one pass's seconds and alignment note per phase (_pass_memo)
 
 
@@ -368,20 +369,32 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     at_1 = breakdown(m, w, s, 1, eff.cuda_context_gb).total_gb
     per_item = breakdown(m, w, s, 2, eff.cuda_context_gb).total_gb - at_1 if at_1 <= usable else 0.0
     return _Fixed(gpu, eff, tuple(reasons), any(r.blocking for r in reasons), s, parallelism,
-                  1 if parallelism == "tensor" else data_ranks(plan), usable, at_1, per_item, {})
+                  1 if parallelism == "tensor" else data_ranks(plan), usable, at_1, per_item,
+                  _fits(usable, at_1, per_item), {})
+
+
+NO_LIMIT = 2 ** 62  # _Fixed.fits where memory sets no limit (a whole number the sweep's int64 arrays hold)
+
+
+def _fits(usable: float, at_1: float, per_item: float) -> int:
+    """memory.max_batch from two evaluations (GB at batch 1, GB per extra item) without the job's limit: the
+    largest batch that fits in `usable` GB, 0 if none, NO_LIMIT if the batch costs no memory."""
+    if at_1 > usable:
+        return 0
+    if per_item <= 0:
+        return NO_LIMIT
+    return int(min(NO_LIMIT, 1 + (usable - at_1) // per_item))
 
 
 def _fit(f: _Fixed, limit: int) -> int:
     """memory.max_batch from the fixed part's two evaluations: the largest batch (<= limit) that fits, 0 if none."""
-    if f.gb_at_1 > f.usable_gb:
+    if not f.fits:
         return 0
-    if f.gb_per_item <= 0:
-        return limit
-    return int(max(1, min(limit, 1 + (f.usable_gb - f.gb_at_1) // f.gb_per_item)))
+    return limit if f.fits == NO_LIMIT else max(1, min(limit, f.fits))
 
 
 _TERMS = "terms"  # the fixed part's memo key of its pass as terms of the batch (_terms_memo)
-_MEMO_LIMIT = 64  # passes (or batches' rows) remembered per GPU and plan shape: a few dozen job sizes' worth
+_MEMO_LIMIT = 64  # passes timed one by one remembered per GPU and plan shape: a few dozen job sizes' worth
 
 
 def _make_room(memo: dict) -> None:
@@ -483,21 +496,26 @@ def _blocked(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizi
                      prices=prices, cost_usd={}, items_per_s=None, tokens_per_s=None)
 
 
-def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: _Sizing, seconds: float,
-           align: Reason | None, tokens: float | None, passes: tuple | partial, split_of: partial) -> Estimate:
-    """A feasible estimate from its sizing, its seconds and the job's tokens (_tokens); `passes`: the passes, or what
-    builds them when asked (_passes_of); `split_of`: what computes its split when asked (_split_of). Built as
-    _estimate does, from a dict: the sweep builds hundreds."""
-    reasons, tier = z.reasons, plan.price_tier
+def _timed(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None], z: tuple[tuple[Reason, ...], int, int],
+           seconds: float, align: Reason | None, tokens: float | None, passes: tuple | partial, split_of: partial,
+           cost_usd: Mapping[str, float | None] | None = None) -> Estimate:
+    """A feasible estimate from its sizing `z` (its reasons, batch and largest batch that fits), its seconds and the
+    job's tokens (_tokens); `passes`: the passes, or what builds them when asked (_passes_of); `split_of`: what
+    computes its split when asked (_split_of); `cost_usd`: job_cost_usd per tier where the sweep computed it on
+    arrays. Built as _estimate does, from a dict: the sweep builds hundreds."""
+    reasons, batch, fit = z
+    tier = plan.price_tier
     if align:
         reasons += (align,)
     if prices.get(tier) is None:
         reasons += (Reason("price", False, f"no {tier} price for {f.gpu.name}: enter your own $/h"),)
+    if cost_usd is None:
+        cost_usd = {t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS}
     e = object.__new__(Estimate)
     object.__setattr__(e, "__dict__", {
-        "gpu": f.gpu, "plan": plan, "setup": f.setup, "feasible": True, "reasons": reasons, "batch": z.batch,
-        "max_batch": z.fit, "parallelism": f.parallelism, "seconds": seconds, "efficiency": f.efficiency,
-        "prices": prices, "cost_usd": {t: job_cost_usd(seconds, plan.gpus, prices.get(t)) for t in PRICE_TIERS},
+        "gpu": f.gpu, "plan": plan, "setup": f.setup, "feasible": True, "reasons": reasons, "batch": batch,
+        "max_batch": fit, "parallelism": f.parallelism, "seconds": seconds, "efficiency": f.efficiency,
+        "prices": prices, "cost_usd": cost_usd,
         "items_per_s": plan.workload.items / seconds if seconds else None,
         "tokens_per_s": tokens / seconds if tokens and seconds else None,
         "passes" if isinstance(passes, tuple) else "_passes_of": passes, "_split_of": split_of})
@@ -512,7 +530,7 @@ def _sized(plan: Plan, f: _Fixed, prices: Mapping[str, Price | None]) -> Estimat
     passes = job_passes(plan.model, plan.workload, f.setup, z.batch, z.per_gpu, f.n_dp)
     entries = [_pass_memo(f, ph) for ph, _ in passes]
     seconds = sum([entry[1] * n for entry, (_, n) in zip(entries, passes)])  # phase_seconds of each phase, in order
-    return _timed(plan, f, prices, z, seconds, _alignment(f, passes), _tokens(plan), passes,
+    return _timed(plan, f, prices, (z.reasons, z.batch, z.fit), seconds, _alignment(f, passes), _tokens(plan), passes,
                   partial(_split_of, f, entries, [n for _, n in passes]))
 
 
@@ -681,7 +699,7 @@ def estimate_all(plan: Plan, facts: Facts, gpu_names: Iterable[str] | None = Non
 
 
 def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None,
-                  arrays: ModuleType | None = None) -> list[Estimate]:
+                  arrays: ModuleType | None = None, batches: list[int] | None = None) -> list[Estimate]:
     """The plan on each of `gpus` (catalog devices), in their order: the catalog sweep and the batch sweep.
 
     What does not depend on the job's size is kept per plan shape and GPU (_Fixed), and each pass's time per phase,
@@ -689,7 +707,11 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     With a calibration (`adjust`, a function the cache could not key on) every GPU is estimated anew. `arrays`: the
     sweep's array arithmetic (the module planner.engine.sweep, which imports numpy: the page passes it, a one-off
     CLI estimate does not), timing every pass it covers on arrays (_swept); None: every pass timed one by one. Each
-    estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py)."""
+    estimate equals estimate_gpu's, exactly without `arrays`, within 1e-9 with (tests/engine/test_sweep_equality.py).
+    `batches`: a batch for each GPU (a GPU may come more than once), each estimate then the plan's with its batch
+    (the batch chart's points: one sweep on arrays for all of them)."""
+    if batches is not None:
+        return _at_batches(plan, list(gpus), facts, adjust, arrays, batches)
     check_plan(plan)
     check_runtime(plan, facts.runtimes)
     layouts = _layouts(plan, facts.runtimes.get(plan.runtime).training)
@@ -697,22 +719,68 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         gpus = list(gpus)
         per_layout = [estimate_many(p, gpus, facts, adjust, arrays) for p in layouts]
         return [_pick_layout(plan, list(es)) for es in zip(*per_layout)]
+    if adjust is not None:
+        setup = resolve_setup(plan, facts.rules, facts.runtimes)
+        return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
+    shape, fixed, parts = _parts(plan, gpus, facts)
+    if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
+        return [_sized(plan, f, p) for f, p in parts]
+    return _swept(plan, shape, parts, arrays, fixed)
+
+
+_PARTS = "parts"  # a plan shape's fixed parts' key of its GPU lists' parts (_parts)
+_COLUMNS = "columns"  # a plan shape's fixed parts' key of its sweeps' columns (_columns)
+_COLUMN_SETS = 16  # lists of devices whose columns are kept per plan shape (the catalog, the batch chart's GPUs)
+
+
+def _parts(plan: Plan, gpus: Iterable[GPU], facts: Facts) -> tuple[Workload, dict, list[tuple]]:
+    """(the plan's shape, its fixed parts by GPU (_fixed_parts), each GPU's fixed part and prices), the last kept
+    per list of GPUs and price table (read-only: the same objects give the same parts)."""
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
-    if adjust is not None:
-        return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
     shape = job_shape(plan.workload)
     fixed = _fixed_parts(plan, shape, facts)
-    fallback, prices = facts.rules.attention(DEFAULT_ATTENTION), facts.prices
+    gpus, prices = list(gpus), facts.prices
+    kept = fixed.get(_PARTS)
+    if kept is None:
+        kept = fixed[_PARTS] = {}
+    key = (*map(id, gpus), id(prices))
+    found = kept.get(key)
+    if found is not None and found[1] is prices and all(f.gpu is g for (f, _), g in zip(found[0], gpus)):
+        return shape, fixed, found[0]
+    fallback = facts.rules.attention(DEFAULT_ATTENTION)
     parts = []
     for g in gpus:
         f = fixed.get(id(g))
         if f is None or f.gpu is not g:
             f = fixed[id(g)] = _fixed(plan, g, setup, efficiency_on(plan, g, facts), facts.builds, fallback, pinned)
         parts.append((f, prices.for_gpu(g)))
-    if arrays is None or arrays.uncovered(plan.model, plan.workload):  # pass by pass (sweep.uncovered says why)
-        return [_sized(plan, f, p) for f, p in parts]
-    return _swept(plan, shape, parts, arrays)
+    if len(kept) >= _COLUMN_SETS:
+        kept.pop(next(iter(kept), None), None)  # the oldest (sessions' threads share it: one step)
+    kept[key] = (parts, prices)
+    return shape, fixed, parts
+
+
+def _at_batches(plan: Plan, gpus: list[GPU], facts: Facts, adjust: EfficiencyAdjust | None,
+                arrays: ModuleType | None, batches: list[int]) -> list[Estimate]:
+    """estimate_many with a batch per GPU: one sweep on arrays where they cover the plan (_swept), else one sweep per
+    batch of the GPUs at it."""
+    plans = {b: replace(plan, batch=b) for b in batches}
+    for p in plans.values():
+        check_plan(p)
+    check_runtime(plan, facts.runtimes)
+    if arrays is None or adjust is not None or _layouts(plan, facts.runtimes.get(plan.runtime).training) \
+            or arrays.uncovered(plan.model, plan.workload):
+        at: dict[int, list[int]] = {}
+        for i, b in enumerate(batches):
+            at.setdefault(b, []).append(i)
+        out: list = [None] * len(gpus)
+        for b, idx in at.items():
+            for i, e in zip(idx, estimate_many(plans[b], [gpus[i] for i in idx], facts, adjust, arrays)):
+                out[i] = e
+        return out
+    shape, fixed, parts = _parts(plan, gpus, facts)
+    return _swept(plan, shape, parts, arrays, fixed, [plans[b] for b in batches])
 
 
 def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
@@ -729,79 +797,134 @@ def _terms_memo(f: _Fixed, m, shape: Workload, arrays: ModuleType) -> list:
 
 
 def _swept_split(f: _Fixed, pieces: list[tuple]) -> dict[str, float]:
-    """_split_of of a swept estimate's passes: each piece (memo entries, None, n) or (None, a timed row, n)."""
+    """_split_of of a swept estimate's passes: each piece (memo entries, None, n) or (None, its split per phase as
+    sweep.timed_passes gives it, n)."""
     entries, counts = [], []
-    for found, row, n in pieces:
-        found = found or [[None, None, None, values] for values in row[1]]
+    for found, split, n in pieces:
+        found = found or [[None, None, None, values] for values in split.tolist()]
         entries += found
         counts += [n] * len(found)
     return _split_of(f, entries, counts)
 
 
-def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType
-           ) -> list[Estimate]:
-    """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered): every pass of a batch the model's
-    work is affine in (sweep.affine_work) timed on arrays, all GPUs sharing that work at once (sweep.pass_table),
-    each GPU's row remembered by its batch (a job of another size at the same batch times nothing again); the other
-    passes one by one as _sized does. Each estimate's phases are built when asked (Explain, JSON)."""
+
+
+_SIZES_KEPT = 8  # job sizes (and fixed batches) whose timed passes a sweep's columns keep
+
+
+class _Sweep(NamedTuple):
+    """A sweep's devices, their job sized and timed (_timed_sweep): each one's largest batch that fits, batch,
+    reasons (None: blocked, or nothing fits), the passes timed on arrays (sweep.Timed), those timed one by one
+    ({device: the pieces of its split, as _swept_split reads them}), seconds and alignment note."""
+
+    fit: list[int]
+    batch: list[int]
+    sized: list[tuple[Reason, ...] | None]
+    timed: tuple  # sweep.Timed
+    by_pass: dict[int, list]
+    seconds: object  # the sweep's array of seconds per device
+    align: list[Reason | None]
+
+
+def _work_alignment(f: _Fixed, terms: list | None) -> Reason | None:
+    """The alignment note of the fixed part's work past its floor (_terms_memo's, the same at every such batch),
+    remembered with its terms."""
+    if terms is None or terms[0].refused:
+        return None
+    if terms[2] is None:
+        terms[2] = (alignment_reason((terms[0].phases[0].phase,), f.gpu, f.setup),)
+    return terms[2][0]
+
+
+def _columns(fixed: dict, fs: list[_Fixed], m, shape: Workload, arrays: ModuleType) -> tuple:
+    """(sweep.Columns of these fixed parts (their terms: _terms_memo, none where blocked), the alignment note of
+    each one's work past its floor, {(items, batch): _Sweep}), built once per plan shape and list of devices and kept
+    with the plan shape's fixed parts while they are the same objects."""
+    held = fixed.get(_COLUMNS)
+    if held is None:
+        held = fixed[_COLUMNS] = {}
+    key = tuple(map(id, fs))
+    found = held.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], fs)):
+        if len(held) >= _COLUMN_SETS:
+            held.pop(next(iter(held), None), None)  # the oldest (sessions' threads share it: one step)
+        terms = [None if f.blocked else _terms_memo(f, m, shape, arrays) for f in fs]
+        cols = arrays.columns([f.n_dp for f in fs], [f.fits for f in fs], [t and (t[0], t[1]) for t in terms])
+        found = held[key] = (list(fs), cols, [_work_alignment(f, t) for f, t in zip(fs, terms)], {})
+    return found[1:]
+
+
+def _timed_sweep(plan: Plan, fs: list[_Fixed], cols, aligns: list, arrays: ModuleType,
+                 plans: list[Plan] | None = None) -> _Sweep:
+    """The devices' batches (batch=auto on arrays: sweep.auto_batches; a batch the user fixed sized per device, with
+    its memory reasons), every pass past its work's floor (sweep.affine_work) timed at once per group of works
+    (sweep.timed_passes), the other passes one by one as _sized does (_pass_memo). `plans`: each device's plan (its
+    own batch), else `plan` for every device."""
     m, w = plan.model, plan.workload
-    new: dict[tuple, tuple[list, dict, list, list, list, list]] = {}  # Flat.key -> pass_table's arguments, rows
-    pending = []
-    for f, prices in parts:
-        z = _sizing(plan, f)
-        if z.blocked:
-            pending.append(_blocked(plan, f, prices, z))
+    per_rank = [items_per_gpu(w, n) for n in cols.ranks]
+    if plans is None and plan.batch is None and min(per_rank) >= 1:
+        fit_l, batch_l = arrays.auto_batches(cols, per_rank)
+        sized = [f.reasons if not f.blocked and b else None for f, b in zip(fs, fit_l)]
+    else:  # a fixed batch: its memory reasons per device
+        zs = [_sizing(p, f) for p, f in zip(plans or [plan] * len(fs), fs)]
+        fit_l, batch_l = [z.fit for z in zs], [z.batch for z in zs]
+        sized = [None if z.blocked else z.reasons for z in zs]
+    timed = arrays.timed_passes(cols, per_rank, batch_l, [r is not None for r in sized])
+    seconds, aligns, by_pass = timed.seconds, list(aligns), {}
+    for i in timed.by_pass:
+        f = fs[i]
+        pieces, total = [], 0.0
+        for b, n, rest in ((batch_l[i], timed.full[i], False), (timed.rest[i], 1, True)):
+            split = arrays.split_of(timed, i, rest)
+            if split is not None:
+                pieces.append((None, split, float(n)))
+            elif b:  # at or below the work's floor, or its work refused: pass by pass
+                entries = [_pass_memo(f, ph) for ph, _ in job_passes(m, w, f.setup, b, b, f.n_dp)]
+                total += sum([e[1] * n for e in entries])
+                pieces.append((entries, None, float(n)))
+        by_pass[i] = pieces
+        seconds[i] += total
+        if not timed.on_batch[i]:
+            aligns[i] = _alignment(f, job_passes(m, w, f.setup, batch_l[i], batch_l[i], f.n_dp))
+    return _Sweep(fit_l, batch_l, sized, timed, by_pass, seconds, aligns)
+
+
+def _sweep_split(f: _Fixed, z: _Sweep, i: int, arrays: ModuleType) -> dict[str, float]:
+    """Estimate.split of device i of sweep `z` (_swept_split of its pieces)."""
+    pieces = z.by_pass.get(i)
+    if pieces is None:  # both its passes timed on arrays
+        t = z.timed
+        pieces = [(None, arrays.split_of(t, i, False), float(t.full[i]))]
+        if t.rest[i]:
+            pieces.append((None, arrays.split_of(t, i, True), 1.0))
+    return _swept_split(f, pieces)
+
+
+def _swept(plan: Plan, shape: Workload, parts: list[tuple[_Fixed, Mapping[str, Price | None]]], arrays: ModuleType,
+           fixed: dict, plans: list[Plan] | None = None) -> list[Estimate]:
+    """estimate_many's sweep of a plan the arithmetic covers (sweep.uncovered), on arrays where it is arithmetic over
+    the devices (_timed_sweep, kept for the last few job sizes: a view's change times nothing again), then the cost
+    per tier (sweep.job_costs_usd). Each estimate's phases are built when asked (Explain, JSON). `plans`: each
+    device's plan (_at_batches: the same plan at a batch per device)."""
+    m, w = plan.model, plan.workload
+    fs = [f for f, _ in parts]
+    cols, aligns, sweeps = _columns(fixed, fs, m, shape, arrays)
+    key = (w.items, plan.batch if plans is None else tuple(p.batch for p in plans))
+    z = sweeps.get(key)
+    if z is None:
+        if len(sweeps) >= _SIZES_KEPT:
+            sweeps.pop(next(iter(sweeps), None), None)  # the oldest
+        z = sweeps[key] = _timed_sweep(plan, fs, cols, aligns, arrays, plans)
+    costs = list(zip(*arrays.job_costs_usd(z.seconds, plan.gpus,
+                                           arrays.usd_per_hour(cols, [p for _, p in parts], PRICE_TIERS))))
+    seconds, tokens, per_gpu = z.seconds.tolist(), _tokens(plan), z.timed.per_gpu
+    out = []
+    for i, f in enumerate(fs):
+        reasons, b, p = z.sized[i], z.batch[i], plans[i] if plans else plan
+        if reasons is None:  # blocked, or nothing fits: as _sized (memory's reasons)
+            out.append(_sized(p, *parts[i]))
             continue
-        memo_f = f.memo
-        memo = memo_f.get(_TERMS) or _terms_memo(f, m, shape, arrays)
-        work = memo[0]
-        batch = z.batch
-        full, rest = divmod(z.per_gpu, batch)
-        pieces, align = [], None
-        for b, n in ((batch, float(full)), (rest, 1.0)) if rest else ((batch, float(full)),):
-            if b > work.floor and not work.refused:
-                row = memo_f.get(-b)  # a batch's row: negative keys, apart from the passes' ids
-                if row is None:  # remembered once timed: sessions' threads share the memo
-                    row = [None, None, memo_f, -b]
-                    todo = new.get(work.flat.key)
-                    if todo is None:
-                        todo = new[work.flat.key] = ([], {}, [], [], [], [])
-                    works, index, which, batches, consts, rows = todo
-                    if id(work) not in index:
-                        index[id(work)] = len(works)
-                        works.append(work)
-                    which.append(index[id(work)])
-                    batches.append(b)
-                    consts.append(memo[1])
-                    rows.append(row)
-                pieces.append((None, row, n))
-                if b == batch:
-                    if memo[2] is None:
-                        memo[2] = (alignment_reason((work.phases[0].phase,), f.gpu, f.setup),)
-                    align = memo[2][0]
-            else:
-                one = job_passes(m, w, f.setup, b, b, f.n_dp)
-                pieces.append(([_pass_memo(f, ph) for ph, _ in one], None, n))
-                if b == batch:
-                    align = _alignment(f, one)
-        pending.append((f, prices, z, pieces, align))
-    for works, _, which, batches, consts, rows in new.values():  # one table per key: most plans have one
-        for row, t, values in zip(rows, *arrays.pass_table(works, which, batches, consts)):
-            row[0], row[1] = t, values
-            key, memo_f = row.pop(), row.pop()
-            _make_room(memo_f)
-            memo_f[key] = row
-    out, tokens = [], _tokens(plan)
-    for item in pending:
-        if isinstance(item, Estimate):
-            out.append(item)
-            continue
-        f, prices, z, pieces, align = item
-        seconds = 0  # each phase's seconds x its passes, summed in order (as sum() in _sized)
-        for found, row, n in pieces:
-            for t in (e[1] for e in found) if found else row[0]:
-                seconds += t * n
-        out.append(_timed(plan, f, prices, z, seconds, align, tokens,
-                          partial(job_passes, m, w, f.setup, z.batch, z.per_gpu, f.n_dp),
-                          partial(_swept_split, f, pieces)))
+        out.append(_timed(p, f, parts[i][1], (reasons, b, z.fit[i]), seconds[i], z.align[i], tokens,
+                          partial(job_passes, m, w, f.setup, b, per_gpu[i], f.n_dp),
+                          partial(_sweep_split, f, z, i, arrays), dict(zip(PRICE_TIERS, costs[i]))))
     return out

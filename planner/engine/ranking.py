@@ -158,8 +158,8 @@ class SweepPoint:
 def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: EfficiencyAdjust | None = None,
                 arrays: ModuleType | None = None) -> list[SweepPoint]:
     """Each GPU at each batch of batch_grid, up to the items each GPU batches (the engine's own rule,
-    estimate.items_per_gpu); points past the memory limit are kept, infeasible. Every batch is one sweep of the GPUs
-    that plot it (estimate_many: the fixed parts are shared by every batch; `arrays` as there)."""
+    estimate.items_per_gpu); points past the memory limit are kept, infeasible. All points are one sweep
+    (estimate_many with a batch per point: the fixed parts are shared by every batch; `arrays` as there)."""
     gpus = list(gpus)
     autos = estimate_many(replace(plan, batch=None), gpus, facts, adjust, arrays)
     grids = []
@@ -170,11 +170,7 @@ def batch_sweep(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficienc
         if per_rank:  # a global batch takes the micro-batches that divide it (check_layout refuses the others)
             grid = [b for b in grid if per_rank % b == 0]
         grids.append((limit, grid))
-    at: dict[int, list[int]] = {}  # batch -> the indexes of the GPUs that plot it
-    for i, (_, grid) in enumerate(grids):
-        for b in grid:
-            at.setdefault(b, []).append(i)
-    found = {(i, b): e for b, idx in at.items()
-             for i, e in zip(idx, estimate_many(replace(plan, batch=b), [gpus[i] for i in idx], facts, adjust, arrays))}
-    return [SweepPoint(gpu, b, auto.max_batch, limit, found[(i, b)])
-            for i, (gpu, auto, (limit, grid)) in enumerate(zip(gpus, autos, grids)) for b in grid]
+    points = [(gpu, b) for gpu, (_, grid) in zip(gpus, grids) for b in grid]
+    found = iter(estimate_many(plan, [g for g, _ in points], facts, adjust, arrays, [b for _, b in points]))
+    return [SweepPoint(gpu, b, auto.max_batch, limit, next(found))
+            for gpu, auto, (limit, grid) in zip(gpus, autos, grids) for b in grid]

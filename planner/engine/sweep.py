@@ -11,6 +11,10 @@ compute against memory per group, the decode positions' closed form (roofline.su
 GEMMs (gemm.overlapped_seconds), the host against the GPU. The object path stays the explanation (Explain, JSON):
 tests/engine/test_sweep_equality.py keeps the two equal (relative 1e-9) on generated plans.
 
+The catalog's devices are columns (`Columns`, built once per plan shape and list of devices): a sweep sizes
+batch=auto for all of them at once (`auto_batches`), times each one's full passes and its rest in one table per
+group of works (`timed_passes`) and prices every tier (`job_costs_usd`).
+
 What this path does not cover, each timed by the object path instead (`uncovered`, `affine_work`):
 - a calibration (a function the sweep cannot key on), training jobs (micro-steps and optimizer steps, their
   collectives), a job kind this does not know;
@@ -31,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.base.units import BYTES_PER_GB
+from planner.base.units import BYTES_PER_GB, SECONDS_PER_HOUR
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, TILE_K, TILE_M, TILE_N
 from planner.engine.phases import Phase, job_passes
 from planner.engine.roofline import alu_rate, capped_sum, group_rate, kernel_latency_s, step_host_seconds
@@ -354,10 +358,17 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
                ) -> tuple[list, list]:
     """(seconds of one pass of each phase, rows x P; its split, rows x P x 4 in roofline.LIMITS' order) for each row:
     batch batches[i] of works[which[i]] (works of one Flat.key) on the GPU whose gpu_constants are consts[i]
-    (roofline.pass_seconds and phase_split).
+    (roofline.pass_seconds and phase_split), as lists (flat_pass_arrays: as arrays)."""
+    fl = works[0].flat if len(works) == 1 else _stacked(works, np.array(which))
+    seconds, split = flat_pass_arrays(fl, batches, consts)
+    return seconds.tolist(), split.tolist()
+
+
+def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]:
+    """pass_table's figures as arrays (rows x P, rows x P x 4) for the rows of `fl` (one work's, or works' stacked
+    per row: _stacked); `consts` a list of gpu_constants or their rows x C array.
     A FLOP rate of 0 (no such path on the GPU, or a group without FLOPs) is infinite here: its compute takes 0 s, as
     roofline's 'if flops_s else 0.0' has it."""
-    fl = works[0].flat if len(works) == 1 else _stacked(works, np.array(which))
     n_phases, n_groups = fl.phase_of.shape
     b = np.array(batches, dtype=np.float64).reshape(1, -1)
     c = np.array(consts, dtype=np.float64).T  # (columns, rows)
@@ -412,4 +423,133 @@ def pass_table(works: list[AffineWork], which: list[int], batches: list[int], co
     split[:, :, 0], split[:, :, 1] = comp_s.T, (groups_s - comp_s).T
     split[:, :, 2] = (overhead + latency_s + np.maximum(0.0, host - busy) + step_host).T
     split[:, :, 3] = 0.0
-    return seconds.T.tolist(), split.tolist()
+    return seconds.T, split
+
+
+class Columns(NamedTuple):
+    """A sweep's devices (one plan shape, a list of GPUs) as columns, built once (columns): what the job's size then
+    reads of each, and its pass's terms grouped by Flat.key, one flat_pass_arrays call per group."""
+
+    ranks: tuple[int, ...]  # the distinct data-parallel rank counts
+    rank_of: np.ndarray  # (n,) each device's index into ranks
+    fits: np.ndarray  # (n,) int64: the largest batch its memory holds (estimate._Fixed.fits)
+    floors: np.ndarray  # (n,) int64: batches above this are timed here (NEVER: a blocked or refused device's)
+    groups: tuple  # per Flat.key: (the members' works as one Flat, whether stacked per row (_stacked), the
+    # members' indices, their gpu_constants); rows: the members at their batch, then at the rest's
+    prices: dict  # {ids of price mappings: (the mappings, $/h per tier x device, NaN for none)} (usd_per_hour)
+
+
+NEVER = np.iinfo(np.int64).max  # a floor no batch passes
+PRICE_TABLES_KEPT = 8  # price tables whose $/h columns a Columns keeps (live refreshes make new ones)
+
+
+def columns(n_dp: list[int], fits: list[int], terms: list[tuple[AffineWork, np.ndarray] | None]) -> Columns:
+    """Columns of devices with these data-parallel ranks, memory limits and (work, gpu_constants) terms (None: a
+    device whose passes are not timed here: blocked, or its work refused)."""
+    ranks = tuple(sorted(set(n_dp)))
+    floors = np.full(len(n_dp), NEVER, dtype=np.int64)
+    by_key: dict = {}
+    for i, t in enumerate(terms):
+        if t is None or t[0].refused:
+            continue
+        work, consts = t
+        floors[i] = work.floor
+        works, index, which, members, rows = by_key.setdefault(work.flat.key, ([], {}, [], [], []))
+        if id(work) not in index:
+            index[id(work)] = len(works)
+            works.append(work)
+        which.append(index[id(work)])
+        members.append(i)
+        rows.append(consts)
+    groups = tuple((works[0].flat if len(works) == 1 else _stacked(works, np.array(which * 2, dtype=np.intp)),
+                    len(works) > 1, np.array(members, dtype=np.intp), np.array(rows * 2, dtype=np.float64))
+                   for works, _, which, members, rows in by_key.values())
+    return Columns(ranks, np.array([ranks.index(r) for r in n_dp], dtype=np.intp),
+                   np.array(fits, dtype=np.int64), floors, groups, {})
+
+
+def auto_batches(cols: Columns, per_rank: list[int]) -> tuple[list[int], list[int]]:
+    """(the largest batch that fits, the balanced batch) of each device whose data-parallel ranks each take
+    per_rank[k] items (>= 1; k: its index into cols.ranks): estimate._fit and estimate.auto_batch on arrays, in whole
+    numbers (ceil(a / b) = -(-a // b), the same as the floats' below 2^53)."""
+    per_gpu = np.array(per_rank, dtype=np.int64)[cols.rank_of]
+    fit = np.where(cols.fits > 0, np.maximum(1, np.minimum(per_gpu, cols.fits)), 0)
+    passes = -(-per_gpu // np.maximum(fit, 1))
+    return fit.tolist(), (-(-per_gpu // passes)).tolist()
+
+
+class Timed(NamedTuple):
+    """timed_passes' answer per device: items per GPU, full passes at the batch and the rest's batch; whether each
+    was timed here; the seconds of those it timed (full x the batch's pass + the rest's); the live devices with a
+    pass not timed here (`by_pass`); where each timed pass's split is (split_of)."""
+
+    per_gpu: list[int]
+    full: list[int]
+    rest: list[int]
+    on_batch: list[bool]
+    on_rest: list[bool]
+    seconds: np.ndarray
+    by_pass: list[int]
+    splits: list[np.ndarray]  # per group of cols: its rows' splits (rows x P x 4)
+    at: np.ndarray  # (2, n, 2): per device, of its batch's and its rest's pass: (group, row) in splits (-1: none)
+
+
+def timed_passes(cols: Columns, per_rank: list[int], batches: list[int], live: list[bool]) -> Timed:
+    """Each live device's job (per_rank[k] items per data-parallel rank, as auto_batches) in passes of its batch:
+    its full passes and the rest timed on arrays where they are past its floor (one flat_pass_arrays call per group
+    of cols), summed phase by phase as estimate._sized sums them."""
+    per_gpu = np.array(per_rank, dtype=np.int64)[cols.rank_of]
+    batch, live = np.array(batches, dtype=np.int64), np.array(live, dtype=bool)
+    full, rest = np.divmod(per_gpu, np.maximum(batch, 1))
+    on_b, on_r = live & (batch > cols.floors), live & (rest > cols.floors)
+    seconds = np.zeros(len(batch))
+    splits, at = [], np.full((2, len(batch), 2), -1, dtype=np.intp)
+    for g, (flat, stacked, members, consts) in enumerate(cols.groups):
+        at_b, at_r = on_b[members], on_r[members]
+        mb, mr = members[at_b], members[at_r]
+        nb = mb.size
+        if not (nb or mr.size):
+            splits.append(None)
+            continue
+        if nb + mr.size < 2 * members.size:  # some rows are not timed here: the table's rows are the others
+            rows = np.concatenate([np.flatnonzero(at_b), members.size + np.flatnonzero(at_r)])
+            consts = consts[rows]
+            if stacked:
+                flat = flat._replace(**{name: getattr(flat, name)[..., rows] for name in _PER_WORK})
+        t, split = flat_pass_arrays(flat, np.concatenate([batch[mb], rest[mr]]), consts)
+        seconds[mb] = (t[:nb] * full[mb, None]).sum(axis=1)
+        seconds[mr] += t[nb:].sum(axis=1)
+        splits.append(split)
+        at[0, mb, 0], at[0, mb, 1] = g, np.arange(nb)
+        at[1, mr, 0], at[1, mr, 1] = g, np.arange(nb, nb + mr.size)
+    by_pass = np.flatnonzero(live & ~(on_b & (on_r | (rest == 0)))).tolist()
+    return Timed(per_gpu.tolist(), full.tolist(), rest.tolist(), on_b.tolist(), on_r.tolist(), seconds, by_pass,
+                 splits, at)
+
+
+def split_of(timed: Timed, i: int, rest: bool) -> np.ndarray | None:
+    """The split per phase (P x 4, roofline.LIMITS' order) of device i's pass at its batch (or its rest's), None
+    where that pass was not timed here."""
+    g, k = timed.at[int(rest), i]
+    return None if g < 0 else timed.splits[g][k]
+
+
+def usd_per_hour(cols: Columns, prices: list, tiers: tuple[str, ...]) -> np.ndarray:
+    """$/h per GPU of each tier (tiers x devices; NaN: no price) from each device's price mappings, kept in cols
+    while they are the same objects."""
+    key = tuple(map(id, prices))
+    held = cols.prices.get(key)
+    if held is None or any(a is not b for a, b in zip(held[0], prices)):
+        if len(cols.prices) >= PRICE_TABLES_KEPT:
+            cols.prices.clear()
+        usd = [[p.usd_hr if p is not None else math.nan for p in (m.get(t) for m in prices)] for t in tiers]
+        held = cols.prices[key] = (list(prices), np.array(usd, dtype=np.float64).reshape(len(tiers), len(prices)))
+    return held[1]
+
+
+def job_costs_usd(seconds: np.ndarray, n_gpus: int, usd: np.ndarray) -> list[list[float | None]]:
+    """cost.job_cost_usd on arrays, the same operations in the same order: per tier (usd's rows) and device, None
+    without a price or a finite time."""
+    cost = seconds / SECONDS_PER_HOUR * n_gpus * usd
+    ok = (np.isfinite(usd) & np.isfinite(seconds)).tolist()
+    return [[c if k else None for c, k in zip(row, oks)] for row, oks in zip(cost.tolist(), ok)]

@@ -229,3 +229,50 @@ def test_llama_cpp_fp16_on_geforce_keeps_its_fp16_accumulate_rate_in_the_arrays(
     assert any(e.gpu.id == "rtx-4090" and e.feasible for e in swept)
     for e in swept:
         _same(e, estimate_gpu(plan, e.gpu, FACTS))
+
+
+def test_a_rest_at_or_below_the_floor_is_timed_pass_by_pass_beside_the_arrays():
+    """6,405 sequences at a fixed batch of 64: 100 passes of 64, past the arrays' floor (sweep.AFFINE_FROM), and a
+    rest of 5 sequences below it, timed pass by pass. Passes are independent, so the job takes 100 times a job of 64
+    sequences plus a job of 5, on every GPU; and each estimate is estimate_gpu's."""
+    from planner.engine.sweep import AFFINE_FROM
+    plan = _plan({"seqs": 6_405, "batch": 64})
+    assert 5 <= AFFINE_FROM < 64  # the case this test is about: one pass on arrays, one not
+    one = {e.gpu.id: e for e in estimate_all(_plan({"seqs": 64, "batch": 64}), FACTS)}
+    rest = {e.gpu.id: e for e in estimate_all(_plan({"seqs": 5, "batch": 64}), FACTS)}
+    feasible = 0
+    for e in estimate_all(plan, FACTS, arrays=sweep):
+        _same(e, estimate_gpu(plan, e.gpu, FACTS))
+        if e.feasible:
+            feasible += 1
+            assert e.seconds == pytest.approx(100 * one[e.gpu.id].seconds + rest[e.gpu.id].seconds, rel=REL)
+    assert feasible
+
+
+def test_a_kept_sweep_answers_another_tier_and_a_size_asked_again():
+    """The sweep keeps its last job sizes' timed passes (estimate._swept): another price tier of a kept size, and a
+    size asked again after others (more than are kept), are still every GPU's own estimate, their costs and price
+    notes those of the tier asked."""
+    sizes = [700_001 + 1_000 * k for k in range(10)]
+    asked = [(sizes[0], "community"), (sizes[0], "spot"), *[(s, "secure") for s in sizes[1:]], (sizes[0], "spot")]
+    for seqs, tier in asked:
+        plan = _plan({"seqs": seqs, "tier": tier})
+        swept = estimate_all(plan, FACTS, arrays=sweep)
+        if seqs == sizes[0]:  # a few sizes are checked against every GPU's own estimate; the others are timed only
+            for e in swept:
+                _same(e, estimate_gpu(plan, e.gpu, FACTS))
+                assert e.price is e.prices.get(tier) and e.plan.price_tier == tier
+
+
+@pytest.mark.parametrize("arrays", [sweep, None])
+def test_a_batch_per_gpu_is_each_gpus_own_estimate_at_it(arrays):
+    """estimate_many with a batch per GPU (the batch chart's points, a GPU more than once) equals estimate_gpu of the
+    plan at that batch, with the arrays (one sweep) and without them (one sweep per batch)."""
+    from planner.engine.estimate import estimate_many
+    plan = _plan({"seqs": 200_003})
+    gpus = [FACTS.catalog.get(g) for g in ("h100-sxm", "rtx-4090", "h100-sxm", "a100-sxm-80gb", "rtx-4090")]
+    batches = [64, 4096, 8, 1_000_000, 7]
+    found = estimate_many(plan, gpus, FACTS, arrays=arrays, batches=batches)
+    assert [(e.gpu, e.batch) for e in found] == [(g, min(b, 200_003)) for g, b in zip(gpus, batches)]
+    for e, g, b in zip(found, gpus, batches):
+        _same(e, estimate_gpu(replace(plan, batch=b), g, FACTS))
