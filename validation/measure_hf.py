@@ -47,7 +47,8 @@ def timed(fn, device: str, warmup: int, runs: int) -> dict:
         fn()
         sync(device)
         times.append(time.perf_counter() - t0)
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "runs": runs}
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "runs": runs,
+            "times_s": times}
 
 
 def build(kind: str, config: dict, quick: bool, device: str, dtype: torch.dtype):
@@ -124,10 +125,20 @@ def environment(device: str) -> dict:
     return env
 
 
-def plan(quick: bool) -> list[tuple]:
+# Prompt lengths of the long-context set: decode after short and long inputs (up to Llama-2's 4,096 positions less the
+# 64 generated tokens), the question issue 37 asks of eager transformers.
+LONG_PROMPTS = (128, 1024, 2048, 4032)
+
+
+def plan(quick: bool, which: str = "default") -> list[tuple]:
     """(model kind, config, dtype, job, args): Llama-2-7B decode over batch and length, its prefill, GPT-2 decode
-    at batch 1 (launch-bound), BERT-base SQuAD-shaped and GPT-2 training steps."""
+    at batch 1 (launch-bound), BERT-base SQuAD-shaped and GPT-2 training steps. which='long-context': Llama-2-7B at
+    batch 1, 64 tokens after each of LONG_PROMPTS, and the 1,024-token generation again (is its slowness the first
+    call's?)."""
     bf16 = torch.bfloat16
+    if which == "long-context":
+        return [("llama", LLAMA2_7B, bf16, "generate", (1, p, 64)) for p in LONG_PROMPTS] + [
+            ("llama", LLAMA2_7B, bf16, "generate", (1, 128, 1024))]
     if quick:
         return [("llama", LLAMA2_7B, bf16, "generate", (1, 16, 8)), ("llama", LLAMA2_7B, bf16, "prefill", (1, 64)),
                 ("bert", BERT_BASE, torch.float32, "train", (2, 64, bf16))]
@@ -143,12 +154,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--set", choices=("default", "long-context"), default="default", dest="which")
+    ap.add_argument("--dry-run", action="store_true", help="write the workloads' conditions without timing them "
+                                                           "(for predictions made before measuring)")
     a = ap.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     doc = {"kind": "hf-transformers timings (validation/measure_hf.py)", "environment": environment(device),
            "records": []}
     models: dict[str, object] = {}
-    for kind, config, dtype, job, args in plan(a.quick):
+    for kind, config, dtype, job, args in plan(a.quick, a.which):
+        if a.dry_run:
+            rec = ({"regime": "decode", "batch": args[0], "prompt_tokens": args[1], "gen_tokens": args[2]}
+                   if job == "generate" else {"regime": job, "batch": args[0]})
+            doc["records"].append(dict(rec, model=kind, dtype=str(dtype).replace("torch.", ""), job=job))
+            continue
         key = f"{kind}-{dtype}"
         if key not in models:
             models.clear()
@@ -159,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind} {job} {args} ...", flush=True)
         try:
             if job == "generate":
-                rec = generate_record(model, *args, device=device, runs=1 if args[2] > 512 else 2)
+                runs = 3 if a.which == "long-context" else 1 if args[2] > 512 else 2
+                rec = generate_record(model, *args, device=device, runs=runs)
             elif job == "prefill":
                 rec = prefill_record(model, *args, device=device)
             else:
@@ -171,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                    attn_implementation=getattr(getattr(model, "config", None), "_attn_implementation", None))
         doc["records"].append(rec)
         print("  ", {k: v for k, v in rec.items() if k != "config"}, flush=True)
+        a.out.write_text(json.dumps(doc, indent=1))
+    if a.dry_run:
         a.out.write_text(json.dumps(doc, indent=1))
     return 0
 

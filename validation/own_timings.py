@@ -4,7 +4,8 @@ An analysis of this project's own measurements, not part of the planner and not 
 published): each record of `validation/measure_hf.py` becomes a row in measurements.yaml's form and is predicted with
 the engine as it is (runtime pytorch-eager as tuned, SDPA). Decode uses the least disturbed run (`min_s`: the device
 hosts' wall-clock noise reached 3x, measured/README.md) and counts the prompt's prefill, as generate() does; prefill
-and training use the median of their ten runs.
+and training use the median of their ten runs. A file of workloads not yet timed (`measure_hf.py --dry-run`) gets the
+planner's predictions alone, to be committed before the timings exist.
 
 Run from the repository root: `python3 validation/own_timings.py FILE GPU_ID [FILE GPU_ID ...]`.
 """
@@ -20,7 +21,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the planner of this checkout, not an installed one
 
-from planner.validation.measured import evaluate_row, load_measurements  # noqa: E402
+from planner.validation.measured import evaluate_row, load_measurements, predict_row  # noqa: E402
 
 # measure_hf.py's model names -> the planner's profiles (the same published configurations).
 PROFILE = {"llama": "llama-2-7b", "gpt2": "gpt2-124m", "bert": "bert-base-squad"}
@@ -33,6 +34,9 @@ def row_of(index: int, record: dict, gpu: str) -> dict:
                source="this project's own timing", conditions="validation/measure_hf.py", regime=record["regime"],
                batch=record["batch"], prompt_tokens=record.get("prompt_tokens", 0),
                gen_tokens=record.get("gen_tokens", 0))
+    if "median_s" not in record:  # a workload planned, not yet timed (measure_hf.py --dry-run): a prediction only
+        metric = {"decode": "tokens_per_s", "prefill": "step_seconds"}.get(record["regime"], "samples_per_s")
+        return dict(row, metric=metric, seq_len=record.get("seq_len"))
     if record["regime"] == "decode":
         return dict(row, metric="tokens_per_s", value=record["batch"] * record["gen_tokens"] / record["min_s"])
     if record["regime"] == "prefill":
@@ -44,16 +48,21 @@ def compare(path: Path, gpu: str) -> list[str]:
     """Lines `model regime batch prompt gen metric measured planner error` for every record of one file."""
     records = json.loads(path.read_text())["records"]
     doc = {"schema_version": 1, "as_of": "2026-11-27", "rows": [row_of(i, r, gpu) for i, r in enumerate(records)]}
+    planned = not any("value" in r for r in doc["rows"])
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
         yaml.safe_dump(doc, f)
         f.flush()
-        rows = load_measurements(f.name)
+        rows = load_measurements(f.name, measured=not planned)
     lines = []
     for row in rows:
+        head = (f"{row.model:16s} {row.regime:8s} b{row.batch:<3d} prompt {row.prompt_tokens:<5d} "
+                f"gen {row.gen_tokens:<5d} {row.metric:14s}")
+        if planned:
+            lines.append(f"{head} planner {predict_row(row).predicted:10.4g}")
+            continue
         result, _ = evaluate_row(row)
-        lines.append(f"{row.model:16s} {row.regime:8s} b{row.batch:<3d} prompt {row.prompt_tokens:<5d} "
-                     f"gen {row.gen_tokens:<5d} {row.metric:14s} measured {row.value:10.4g} "
-                     f"planner {result.predicted:10.4g} error {result.error_pct:+6.1f} %")
+        lines.append(f"{head} measured {row.value:10.4g} planner {result.predicted:10.4g} "
+                     f"error {result.error_pct:+6.1f} %")
     return lines
 
 

@@ -441,3 +441,6 @@ def test_own_timings_turn_each_record_into_the_row_a_published_table_would_give(
                        "h100-sxm")
     assert train["metric"] == "samples_per_s" and train["value"] == pytest.approx(800.0)
     assert train["model"] == "bert-base-squad" and train["seq_len"] == 384
+    planned = own.row_of(3, {"regime": "decode", "model": "llama", "batch": 1, "prompt_tokens": 4032,
+                             "gen_tokens": 64}, "h100-sxm")  # measure_hf.py --dry-run: no time yet
+    assert "value" not in planned and planned["metric"] == "tokens_per_s"
