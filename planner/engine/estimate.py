@@ -13,6 +13,7 @@ from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 
+from planner.engine.cluster import asks_cluster, cluster_note, on_cluster
 from planner.engine.collectives import custom_link
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
@@ -361,7 +362,8 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
-    reasons += notes
+    shape = cluster_note(plan, gpu)
+    reasons += notes + ([shape] if shape else [])
     if isinstance(w, Train) and plan.gpus > 1:  # the runtime's own overlap for this layout (its training block)
         eff = eff.for_layout(w.sharding, m.shard_units)
     usable = usable_gb(gpu, plan.memory_target)
@@ -610,7 +612,9 @@ def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust |
 
 def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None,
                  setup: Setup | None = None) -> Estimate:
-    """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing)."""
+    """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing), in the
+    plan's cluster (planner.engine.cluster.on_cluster)."""
+    gpu = on_cluster(plan, gpu)
     return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules, facts.runtimes),
                        efficiency_on(plan, gpu, facts, adjust), facts.prices.for_gpu(gpu), facts.builds,
                        facts.rules.attention(DEFAULT_ATTENTION), pinned_builds(plan, facts.builds))
@@ -698,6 +702,8 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
         per_layout = [estimate_many(p, gpus, facts, adjust, arrays) for p in layouts]
         return [_pick_layout(plan, list(es)) for es in zip(*per_layout)]
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
+    if asks_cluster(plan):  # the plan's nodes and network between them, on every GPU
+        gpus = [on_cluster(plan, g) for g in gpus]
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     if adjust is not None:
         return [estimate_gpu(plan, g, facts, adjust, setup) for g in gpus]
