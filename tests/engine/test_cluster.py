@@ -6,11 +6,12 @@ from dataclasses import replace
 
 import pytest
 
+from planner.engine import sweep
 from planner.engine.cluster import on_cluster
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan, check_plan
 from planner.inputs.facts import load_facts
-from planner.inputs.jobs import Train
+from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import load_models
 
 # data/interconnects.yaml: NVLink's bus fraction and NCCL Simple latencies (us); fabric ndr-400, the H100 SXM's
@@ -109,3 +110,15 @@ def test_the_sweep_applies_the_cluster_to_every_gpu(facts, ddp16):
 def test_cluster_inputs_out_of_bounds_are_refused_naming_the_field(ddp16, field, value, words):
     with pytest.raises(ValueError, match=words):
         check_plan(replace(ddp16, **{field: value}))
+
+
+def test_the_array_sweep_times_a_cluster_as_pass_by_pass(facts):
+    """Tensor-parallel generation over 16 GPUs in nodes of 4 (every all-reduce crosses the network): the page's
+    array sweep and the one-by-one estimate agree (tests/engine/test_sweep_equality.py's 1e-9)."""
+    plan = Plan(load_models().get("llama-3-70b"), Generate(1000, 100, 100), gpus=16, parallel="tensor", node_gpus=4,
+                fabric_gbits_per_node=800)
+    one = estimate_all(plan, facts)
+    swept = estimate_all(plan, facts, arrays=sweep)
+    assert [e.gpu.id for e in one] == [e.gpu.id for e in swept]
+    timed = [(a.seconds, b.seconds) for a, b in zip(one, swept) if a.seconds]
+    assert timed and all(b == pytest.approx(a, rel=1e-9) for a, b in timed)
