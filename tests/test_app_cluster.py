@@ -26,6 +26,10 @@ def _texts(at: AppTest) -> str:
     return re.sub(r"\\(.)", r"\1", "\n".join(str(s) for s in shown)).replace("\u2060", "")
 
 
+def _ranking(at: AppTest):
+    return next(d.value for d in at.dataframe if "gpu_id" in d.value.columns)
+
+
 def _keys(at: AppTest) -> set[str]:
     return {w.key for w in at.sidebar.number_input}
 
@@ -36,7 +40,9 @@ def test_cluster_inputs_appear_for_several_gpus_and_travel_in_the_link():
     assert not {"node", "fab"} & _keys(at)  # one GPU crosses no node: nothing to ask
     at.sidebar.number_input(key="gpus").set_value(16).run()
     assert {"node", "fab"} <= _keys(at)
+    catalog_nodes = _ranking(at)
     at.sidebar.number_input(key="node").set_value(4).run()
+    assert not _ranking(at).equals(catalog_nodes)  # the DDP all-reduce crosses the network more often: slower
     at.sidebar.number_input(key="fab").set_value(800.0).run()
     assert not at.exception
     link = _link(at)
