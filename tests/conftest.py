@@ -19,6 +19,7 @@ CALIBRATION_EXAMPLES = sorted((DATA_DIR / "calibrations").glob("*_cpu-*.json"))
 # search, drive the page through AppTest or run SkyPilot's optimizer, about a second or more a test on the 2-core
 # machine.
 SLOW_MODULES = ("tests/test_app.py", "tests/test_app_providers.py", "tests/test_app_training_runtimes.py",
+                "tests/test_app_cluster.py",
                 "tests/test_fuzz.py", "tests/test_packaging.py",
                 "tests/bench/", "tests/profiling/", "tests/clients/test_skypilot_optimizer.py",
                 "tests/validation/test_loso.py", "tests/validation/test_validation.py")

@@ -164,6 +164,8 @@ def _gpus_and_prices() -> None:
     c1, c2 = sb.columns([2, 3])
     c1.number_input("GPUs per job", *_bounds("gpus"), key="gpus", help=field_help("gpus"))
     c2.selectbox("Price tier", PRICE_TIERS, key="tier", help=field_help("tier"))
+    if ss.gpus > 1:  # a job on one GPU crosses no node
+        _cluster()
     sb.multiselect("Providers you rent from", plan_inputs.providers(), key="prov_ids", help=field_help("prov"),
                    placeholder="RunPod when none is picked")
     sb.selectbox("Parallelism", PARALLEL_MODES, key="par", help=field_help("par"))
@@ -188,6 +190,15 @@ def _gpus_and_prices() -> None:
                                 help=dict(default.sources).get(key, ""))
             st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
                        "links).")
+
+
+def _cluster() -> None:
+    """Your cluster's nodes and network (0: each GPU's as the catalog gives it); the link keeps them."""
+    c1, c2 = st.sidebar.columns(2)
+    c1.number_input("GPUs per node (0 = catalog's)", 0, _bounds("node_gpus")[1], key="node", persist_state=KEEP,
+                    help=field_help("node"))
+    c2.number_input("Network Gb/s per node (0 = catalog's)", 0.0, _bounds("fabric_gbits_per_node")[1], step=100.0,
+                    format="%g", key="fab", persist_state=KEEP, help=field_help("fab"))
 
 
 def _own_gpus() -> None:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 
+from planner.engine.cluster import asks_cluster, cluster_note, on_cluster
 from planner.engine.collectives import custom_link
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
@@ -362,7 +363,8 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
     ctx = context_reason(m, w)
     reasons += [ctx] if ctx else []
     s, parallelism, notes = _parallelism(plan, gpu, setup, eff.cuda_context_gb)
-    reasons += notes
+    shape = cluster_note(plan, gpu)
+    reasons += notes + ([shape] if shape else [])
     if isinstance(w, Train) and plan.gpus > 1:  # the runtime's own overlap for this layout (its training block)
         eff = eff.for_layout(w.sharding, m.shard_units)
     usable = usable_gb(gpu, plan.memory_target)
@@ -628,7 +630,9 @@ def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust |
 
 def estimate_gpu(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None,
                  setup: Setup | None = None) -> Estimate:
-    """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing)."""
+    """Estimate `plan` on `gpu` with the loaded facts (its prices from facts.prices, or its catalog listing), in the
+    plan's cluster (planner.engine.cluster.on_cluster)."""
+    gpu = on_cluster(plan, gpu)
     return estimate_on(plan, gpu, setup or resolve_setup(plan, facts.rules, facts.runtimes),
                        efficiency_on(plan, gpu, facts, adjust), facts.prices.for_gpu(gpu), facts.builds,
                        facts.rules.attention(DEFAULT_ATTENTION), pinned_builds(plan, facts.builds))
@@ -737,6 +741,8 @@ def _parts(plan: Plan, gpus: Iterable[GPU], facts: Facts) -> tuple[Workload, dic
     """(the plan's shape, its fixed parts by GPU (_fixed_parts), each GPU's fixed part and prices), the last kept
     per list of GPUs and price table (read-only: the same objects give the same parts)."""
     pinned = pinned_builds(plan, facts.builds)  # an unknown pinned version fails here, before any GPU
+    if asks_cluster(plan):  # the plan's nodes and network between them, on every GPU
+        gpus = [on_cluster(plan, g) for g in gpus]
     setup = resolve_setup(plan, facts.rules, facts.runtimes)  # shared by every GPU (each resolves its attention kernel)
     shape = job_shape(plan.workload)
     fixed = _fixed_parts(plan, shape, facts)

@@ -43,6 +43,8 @@ class Plan:
     memory_target: float = MEMORY_TARGET_DEFAULT  # fraction of the reported memory a plan may fill
     pytorch: str | None = None
     parallel: str = "auto"  # one of PARALLEL_MODES
+    node_gpus: int | None = None  # GPUs per node of the user's cluster (None: each GPU's catalog node)
+    fabric_gbits_per_node: float | None = None  # network between nodes, Gb/s per node (None: the catalog's fabric)
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
@@ -119,6 +121,7 @@ def check_plan(plan: Plan) -> None:
     if not bound.lo <= plan.memory_target * 100 <= bound.hi:
         raise ValueError(f"memory target must be between {bound.lo:g} % and {bound.hi:g} % of the memory the GPU "
                          "reports")
+    check_cluster(plan)
     if plan.price_tier not in PRICE_TIERS:
         raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
     if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):
@@ -143,6 +146,17 @@ def check_plan(plan: Plan) -> None:
     if isinstance(w, Infer) and w.n_samples < 1:
         raise ValueError("infer needs samples >= 1")
     m.check_size(w.input_size)
+
+
+def check_cluster(plan: Plan) -> None:
+    """Reject cluster inputs outside their BOUNDS, naming the field (raises ValueError)."""
+    for name, value, unit in (("node_gpus", plan.node_gpus, "GPUs per node"),
+                              ("fabric_gbits_per_node", plan.fabric_gbits_per_node, "Gb/s per node")):
+        b = BOUNDS[name]
+        if value is not None and not (b.lo <= value <= b.hi and (not b.integer or value == int(value))):
+            whole = "a whole number of " if b.integer else ""
+            raise ValueError(f"{name}: {value:g} is not {whole}{unit} between {b.lo:g} and {b.hi:g} (or leave it out "
+                             "for the catalog's)")
 
 
 def check_layout(plan: Plan) -> None:

@@ -46,6 +46,10 @@ BOUNDS = {
     "train_tokens": Bound(0, 10**15, integer=False),
     # percent of the memory the GPU reports that a plan may fill (planner.engine.plan.MEMORY_TARGET_DEFAULT)
     "memory_target_pct": Bound(50, 100, integer=False),
+    # the user's cluster (planner.engine.cluster), each optional: GPUs per node from 1 to 72, the largest NVLink domain
+    # of the catalog (GB200/GB300 NVL72); the network between nodes per node, Gb/s, from 10 (10 GbE) to 57,600 (72
+    # GPUs x one 800 Gb/s ConnectX-8 each, GB300 NVL72: data/interconnects.yaml, fabric cx8-800)
+    "node_gpus": Bound(1, 72), "fabric_gbits_per_node": Bound(10, 57_600, integer=False),
 }
 
 

@@ -19,7 +19,7 @@ from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per
 from planner.inputs.jobs import Train
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.validation import uncertainty
-from planner.views.cluster_text import cluster_rows
+from planner.views.cluster_text import cluster_rows, shape_rows
 from planner.views.format import fmt_seconds, md_escape
 
 
@@ -211,7 +211,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
         attention_row(e),
     ]
-    rows += layout_rows(e) + link_rows(e) + cluster_rows(e) + mfu_rows(e)
+    rows += layout_rows(e) + shape_rows(e) + link_rows(e) + cluster_rows(e) + mfu_rows(e)
     rows.append(model_row(e.plan.model))
     price = e.price
     if price:

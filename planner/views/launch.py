@@ -164,9 +164,12 @@ def skypilot_tier_note(ranking: list[Estimate], tier: str) -> str | None:
     return tier_sentence(ranking, tier, load_skypilot_names(), load_multi_node_names())
 
 
-def node_layout(gpus: int) -> tuple[int, int]:
-    """(nodes, GPUs per node) for a plan's GPUs: one node up to MAX_GPUS_PER_NODE, beyond it nodes of the largest
+def node_layout(gpus: int, node_gpus: int | None = None) -> tuple[int, int]:
+    """(nodes, GPUs per node) for a plan's GPUs: in nodes of `node_gpus` (the plan's own cluster) when it is at most
+    MAX_GPUS_PER_NODE and divides the count; else one node up to MAX_GPUS_PER_NODE, beyond it nodes of the largest
     power of two up to that which divides the count (16 -> 2 x 8, 12 -> 3 x 4)."""
+    if node_gpus and node_gpus <= MAX_GPUS_PER_NODE and gpus % node_gpus == 0:
+        return gpus // node_gpus, node_gpus
     if gpus <= MAX_GPUS_PER_NODE:
         return 1, gpus
     per_node = next(n for n in (8, 4, 2, 1) if n <= MAX_GPUS_PER_NODE and gpus % n == 0)
@@ -289,7 +292,7 @@ def skypilot_task(ranking: list[Estimate], names: dict[str, str], spot: bool, li
     """
     launch_setup = launch_setup or load_launch_setup()
     plan = next((e.plan for e in ranking if e.feasible), None)
-    nodes, per_node = node_layout(plan.gpus) if plan else (1, 0)
+    nodes, per_node = node_layout(plan.gpus, plan.node_gpus) if plan else (1, 0)
     # the names clouds with multi-node clusters rent: a plan beyond one node needs them, and a GPU that RunPod offers
     # only outside its secure cloud is still rentable elsewhere under one of them
     multi_node = multi_node if multi_node is not None else load_multi_node_names()

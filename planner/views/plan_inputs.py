@@ -75,6 +75,8 @@ class Inputs:
     rt: str = "pytorch-eager"
     gpus: int = 1
     par: str = "auto"  # how the GPUs share the job (PARALLEL_MODES)
+    node: int = 0  # GPUs per node of your cluster (0 = each GPU's catalog node)
+    fab: float = 0.0  # network between nodes, Gb/s per node (0 = each GPU's catalog fabric)
     tier: str = "secure"
     prov: str = RUNPOD  # the providers whose prices rank the plan, comma-separated (planner.inputs.cloud_prices)
     mem: float = float(MEMORY_TARGET_DEFAULT_PCT)  # percent of the reported memory a plan may fill
@@ -139,6 +141,12 @@ def choice_parser(options: Callable[[], Sequence[str]], case: bool = False) -> C
         hint = f"; did you mean {', '.join(near)}?" if near else f"; expected one of {listed}"
         raise ValueError(f"unknown value {shown(text)}{hint}")
     return parse
+
+
+def _unless_zero(name: str) -> Callable[[str], float | int]:
+    """A parser for an optional input within BOUNDS[name]: '', '0' or 'auto' for none (0)."""
+    parse = _bounded(name)
+    return lambda t: 0 if str(t).strip().lower() in ("", "0", "auto") else parse(t)
 
 
 def _batch(text: str) -> int | None:
@@ -214,6 +222,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "batch": _batch, "prec": choice_parser(_precisions), "kv": choice_parser(_kv_dtypes), "attn": _attention,
     "pt": _pytorch,
     "rt": choice_parser(_runtimes), "gpus": _bounded("gpus"), "par": choice_parser(lambda: PARALLEL_MODES),
+    "node": _unless_zero("node_gpus"), "fab": _unless_zero("fabric_gbits_per_node"),
     "tier": choice_parser(lambda: PRICE_TIERS), "prov": _providers,
     "mem": _bounded("memory_target_pct"),
     "psrc": choice_parser(lambda: PRICE_SOURCES), "vendor": choice_parser(lambda: VENDORS),
@@ -243,6 +252,12 @@ class PlanField:
     flag: str
     help: str
     choices: Callable[[], Sequence[str]] | None = None  # listed after the help, drawn from the data when asked
+
+
+def _span(name: str) -> str:
+    """'1 to 72' for BOUNDS[name], as a field's help shows it."""
+    b = BOUNDS[name]
+    return f"{b.lo:,g} to {b.hi:,g}"
 
 
 def _attention_ids() -> list[str]:
@@ -293,6 +308,13 @@ PLAN_FIELDS = (
     PlanField("par", "--parallel", "how the GPUs share the job: auto (tensor parallel only when the weights don't fit "
               "one GPU), data (a whole copy per GPU; training: DDP or FSDP) or tensor (split every layer, inference; "
               "2 all-reduces per layer over the GPU's link)", lambda: PARALLEL_MODES),
+    PlanField("node", "--gpus-per-node", "GPUs per node (server) of your cluster, "
+              f"{_span('node_gpus')}, e.g. 4 for 4-GPU boards: collectives of more GPUs cross the network between "
+              "nodes; a GPU whose node holds fewer keeps its own (0 = each GPU's node as the catalog gives it)"),
+    PlanField("fab", "--fabric-gbps", "your cluster's network between nodes in Gb/s (gigabits per second) per node "
+              f"({_span('fabric_gbits_per_node')}), shared by the node's GPUs, e.g. 3200 for 8 x 400 Gb/s InfiniBand "
+              "NDR; a GPU with no known network between nodes keeps none (0 = each GPU's fabric as the catalog gives "
+              "it, data/interconnects.yaml)"),
     PlanField("tier", "--price-tier", "secure (a data center's on-demand: RunPod secure cloud, Lambda, Nebius...), "
               "community (a marketplace's hosts: RunPod community cloud, Vast.ai) or spot", lambda: PRICE_TIERS),
     PlanField("prov", "--providers", "the providers you rent from, comma-separated, or all: per GPU and tier the "
@@ -416,7 +438,13 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
                          inputs.shard, layout=parse_layout(inputs.lay), global_batch=inputs.gbatch)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
-                inputs.mem / 100, inputs.pt or None, inputs.par)
+                inputs.mem / 100, inputs.pt or None, inputs.par, inputs.node or None, inputs.fab or None)
+
+
+def cluster_phrase(inputs: Inputs) -> str:
+    """'nodes of 4 GPUs with 800 Gb/s between nodes per node': the cluster the inputs state ('' for none)."""
+    nodes = f"nodes of {inputs.node} GPUs" if inputs.node else "nodes"
+    return nodes + (f" with {number_text(inputs.fab)} Gb/s between nodes per node" if inputs.fab else "")
 
 
 def size_name(model: ModelProfile) -> str:
@@ -448,6 +476,8 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     gpus = f"{inputs.gpus} GPUs per job" if inputs.gpus > 1 else "1 GPU"
     if inputs.gpus > 1 and inputs.par != "auto":
         gpus += f" ({inputs.par} parallel)"
+    if inputs.gpus > 1 and (inputs.node or inputs.fab):
+        gpus += f" in {cluster_phrase(inputs)}"
     memory = (f", memory filled to at most {number_text(inputs.mem)} % of what each GPU reports"
               if inputs.mem != DEFAULTS.mem else "")
     trains_as = load_rules().precision(inputs.prec).train_as if inputs.job == "train" else None

@@ -26,7 +26,7 @@ from planner.inputs.price_snapshot import PriceTable, utc_today
 from planner.validation.loso import LOSO_SET, UNTUNED_SET, LosoRow
 from planner.validation.uncertainty import REGIMES, band_basis, band_or_note
 from planner.validation.measured import SPLIT_RULE, TUNE_MODULUS, ValidationReport
-from planner.views.cluster_text import cluster_json
+from planner.views.cluster_text import cluster_json, shape_json
 from planner.views.format import short_name
 
 
@@ -121,6 +121,7 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
         "tokens_per_s": _r(e.tokens_per_s, 1),
         "tokens_per_s_per_gpu": _r(tokens_per_s_per_gpu(e), 1),
         "mfu": _r(mfu(e), 4),
+        "cluster": shape_json(e),
         "cluster_offers": cluster_json(e),
         "price_tier": e.plan.price_tier,
         "usd_per_hr": {t: (_r(p.usd_hr, 4) if p else None) for t, p in e.prices.items()},

@@ -62,6 +62,7 @@ JOB_FIELDS = {"generate": ("seqs", "prompt", "gen"), "infer": ("samples", "size"
                          "gbatch")}
 VIEW_FIELDS = ("psrc", "myprice", "cal", "stale", "vendor", "minvram", "maxusd", "feasible", "priced", "cpus", "gpu",
                "cmp", "own", "tab", "srate", "sttft", "stpot", "slen")
+CLUSTER_FIELDS = ("node", "fab")  # GPUs per node and Gb/s per node between nodes (0: the catalog's)
 KNOWN_PARAMS = ({f.name for f in fields(Inputs)} - {"arch", "spec"}) | set(ARCH_PARAM.values()) | {SPEC_PARAM}
 
 
@@ -314,6 +315,8 @@ def _shown(name: str, value: Any) -> str:
         return "the latest builds"
     if name == "mygpu" and not value:
         return "none of yours"
+    if name in CLUSTER_FIELDS and not value:
+        return "the catalog's"
     return _text(value)
 
 
@@ -356,6 +359,9 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     if inputs.par != DEFAULTS.par:
         out["par"] = inputs.par
+    for name in CLUSTER_FIELDS:  # your cluster's nodes and network, when stated
+        if getattr(inputs, name):
+            out[name] = _text(getattr(inputs, name))
     if inputs.prov != DEFAULTS.prov:  # the providers whose prices rank the plan
         out["prov"] = inputs.prov
     if inputs.mygpu:

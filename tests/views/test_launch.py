@@ -336,6 +336,8 @@ def test_a_16_gpu_plan_is_two_nodes_of_eight_on_clouds_with_multi_node(skypilot)
     assert any("h200-sxm" in n and "no multi-node" in n for n in notes)
     assert not any(e.feasible for e in ranking if e.gpu.id in ("h100-nvl", "rtx-4090"))
     assert launch.node_layout(8) == (1, 8) and launch.node_layout(12) == (3, 4) and launch.node_layout(24) == (3, 8)
+    assert launch.node_layout(16, 4) == (4, 4)  # a plan's own nodes of 4
+    assert launch.node_layout(12, 8) == (3, 4)  # 8 does not divide 12: as without
 
 
 def test_a_one_node_plan_has_no_num_nodes_and_keeps_runpods_gpus(skypilot):

@@ -74,6 +74,7 @@ inputs_strategy = st.builds(
     pt=st.sampled_from(["", "1.13.1+cu116", "2.4.1", "2.14.0+rocm7.14"]),
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
     par=st.sampled_from(["auto", "data", "tensor"]),
+    node=st.sampled_from([0, 1, 4, 72]), fab=st.sampled_from([0.0, 10.0, 1600.0, 2437.5, 57600.0]),
     tier=st.sampled_from(["secure", "community", "spot"]), mem=st.sampled_from([50.0, 85.5, 90.0, 100.0]),
     psrc=st.sampled_from(plan_inputs.PRICE_SOURCES),
     myprice=st.lists(st.tuples(st.sampled_from(GPU_IDS), st.sampled_from([0.19, 0.44, 2.5, 12.0])),
