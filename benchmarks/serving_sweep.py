@@ -4,7 +4,8 @@ built once.
 Prints the median of `runs` repetitions of (step model, saturation, 8-point sweep) in milliseconds, and the sweep;
 then the same 8 rates served disaggregated (1 prefill + 1 decode server: both pools simulated and combined).
 
-    python3 benchmarks/serving_sweep.py [runs] [runtime]   (runtime: a serving engine of data/serving.yaml, vllm)
+    python3 benchmarks/serving_sweep.py [runs] [runtime] [engine]   (runtime: a serving engine of data/serving.yaml,
+    vllm; engine: one of its older generations, e.g. vLLM's v0, whose steps pay CPU work per sequence)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -27,12 +29,14 @@ from planner.inputs.serving_runtimes import load_schedulers  # noqa: E402
 SHARES = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0)
 
 
-def main(runs: int, runtime: str = "vllm") -> None:
+def main(runs: int, runtime: str = "vllm", engine: str | None = None) -> None:
     facts = load_facts()
     prof = load_schedulers().get(runtime)
     plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime=prof.efficiency_of)
     gpu = facts.catalog.get("h100-sxm")
     sched = prof.on(gpu.id, gpu.vram_gib)
+    if engine:
+        sched = replace(sched, host_us_per_seq=prof.host_us_per_seq(engine))
     reqs, slo = Requests((512,), (256,)), Slo(0.5, 0.05)
     build, sat_ms, sweep_ms = [], [], []
     for _ in range(runs):
@@ -66,4 +70,5 @@ def main(runs: int, runtime: str = "vllm") -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 7, sys.argv[2] if len(sys.argv) > 2 else "vllm")
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 7, sys.argv[2] if len(sys.argv) > 2 else "vllm",
+         sys.argv[3] if len(sys.argv) > 3 else None)

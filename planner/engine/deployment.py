@@ -292,8 +292,8 @@ def step_times_floor(st: StepTimes, reqs: Requests) -> tuple[float, float]:
     p = max(reqs.prompts)
     budget = st.max_tokens
     chunks, rest = divmod(p, budget)
-    ttft = chunks * st.seconds(0, budget, 0, budget * (budget + 1) / 2, 0) + \
-        (st.seconds(0, rest, 0, rest * (rest + 1) / 2 + rest * chunks * budget, 1) if rest else 0.0)
+    ttft = chunks * st.seconds(0, budget, 0, budget * (budget + 1) / 2, 0, 1) + \
+        (st.seconds(0, rest, 0, rest * (rest + 1) / 2 + rest * chunks * budget, 1, 1) if rest else 0.0)
     return ttft, st.seconds(1, 0, reqs.mean_context, 0.0, 1)
 
 

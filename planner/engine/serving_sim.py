@@ -23,6 +23,8 @@ the tokens it produced prefilled again), as vLLM and SGLang do.
 Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
 the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
+An older engine generation's CPU work per sequence (vLLM V0: Scheduler.host_us_per_seq) adds to each step in
+series with the GPU's, per sequence the step carries (seq_host_seconds), beside the runtime's per-step host time.
 A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time but sees a new request a
 step later (simulate), one that schedules
 once per round of k steps (vLLM's multi-step scheduling) a k-th of it (scheduler_efficiency); such a scheduler admits
@@ -83,6 +85,7 @@ class StepTimes:
     kv_tokens: int  # tokens the KV cache holds
     kv_gb_per_token: float
     fixed_gb: float  # weights, activations at the step budget, CUDA context: what the KV cache cannot use
+    seq_host_s: float = 0.0  # serial CPU seconds per sequence in a step (seq_host_seconds)
 
     @property
     def max_tokens(self) -> int:
@@ -95,9 +98,11 @@ class StepTimes:
             return one
         return one + (every - one) * (rows - 1) / (tokens - 1)
 
-    def seconds(self, b: int, p: int, ctx: int, pairs: float, rows: int) -> float:
-        """One step: b decode rows attending ctx keys in all, p prompt tokens with `pairs` query-key pairs."""
-        return self.dense(b + p, rows) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
+    def seconds(self, b: int, p: int, ctx: int, pairs: float, rows: int, prompts: int = 0) -> float:
+        """One step: b decode rows attending ctx keys in all, p prompt tokens (of `prompts` requests) with `pairs`
+        query-key pairs; the engine's CPU work for its b + prompts sequences in series."""
+        return (self.dense(b + p, rows) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
+                + self.seq_host_s * (b + prompts))
 
 
 def _grid(top: int) -> np.ndarray:
@@ -122,6 +127,17 @@ def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -
     if sched.steps_per_round > 1:
         return p, replace(eff, step_host_us=eff.step_host_us / sched.steps_per_round)
     return p, eff
+
+
+def seq_host_seconds(sched: Scheduler) -> float:
+    """Serial CPU seconds per sequence per step under `sched` (Scheduler.host_us_per_seq: vLLM V0's scheduler,
+    input preparation and output processing, each a Python loop over the step's sequences): none where the
+    scheduler's CPU work overlaps the GPU's, a k-th of it with k steps a round (multi-step scheduling prepares the
+    round's later steps on the GPU and processes their outputs once), as scheduler_efficiency treats the per-step
+    part."""
+    if sched.host_overlapped:
+        return 0.0
+    return sched.host_us_per_seq * 1e-6 / sched.steps_per_round
 
 
 def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ctx_ref: int) -> StepTimes:
@@ -158,7 +174,7 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     free = usable_gb(gpu, sched.memory_fraction) - fixed_gb
     kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
     one_t = interp(one)
-    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb)
+    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(sched))
 
 
 def kv_split(plan: Plan, s, sched: Scheduler, context_gb: float) -> tuple[float, float]:
@@ -347,7 +363,9 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             for entry, x in pieces:
                 rows += entry[1] + x >= target[entry[0]]
                 pairs += x * entry[1] + x * (x + 1) / 2
-            dt = st.seconds(b, p, ctx, pairs, b + rows) if sched.mixed_batches else st.seconds(0, p, 0, pairs, rows)
+            n_in = len(pieces)
+            dt = (st.seconds(b, p, ctx, pairs, b + rows, n_in) if sched.mixed_batches
+                  else st.seconds(0, p, 0, pairs, rows, n_in))
             seen = now
             now += dt
             if sched.mixed_batches and b:
@@ -372,7 +390,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         # a decode-only stretch of k steps: up to the next completion, arrival that can enter, or the KV limit
         k = heap[0][0] - g
         k = min(k, (cap - ctx - kv_pref) // b)
-        d0 = st.dense(b, b) + key_s[b] * ctx
+        d0 = st.dense(b, b) + key_s[b] * ctx + st.seq_host_s * b
         slope = key_s[b] * b  # each step's keys grow by b
         can_admit = b + len(prefilling) < seqs
         if per_round > 1:  # a round runs its k steps whatever arrives (simulate's docstring)

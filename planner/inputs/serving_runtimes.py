@@ -16,6 +16,8 @@ from planner.base.schema import Record, UnknownNameError, load_yaml, suggest, un
 SERVING_FILE = DATA_DIR / "serving.yaml"
 MAX_TIERS = 8
 MAX_KV_DTYPES = 8
+MAX_ENGINES = 8
+MAX_HOST_US_PER_SEQ = 1_000.0  # a millisecond of CPU per sequence per step: beyond any engine's profile
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -57,6 +59,9 @@ class Scheduler:
     # seconds a request spends in the engine's front end before the scheduler sees it (HTTP and OpenAI server,
     # tokenisation): added to its TTFT and end-to-end time, not to the GPU's steps
     request_overhead_s: float = 0.0
+    # microseconds of serial CPU work per sequence in a step (scheduling it, building its inputs, processing its
+    # output), on top of the runtime profile's per-step step_host_us; an engine generation's (SchedulerProfile.engines)
+    host_us_per_seq: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,19 @@ class SchedulerProfile:
     kv_cache_source: str = ""
     request_overhead_s: float = 0.0
     request_overhead_source: str = ""
+    # (engine generation id, serial CPU microseconds per sequence per step) of older generations of the same server
+    # (vLLM's V0 engine); the scheduler as `on` gives it is the current generation's, with none
+    engines: tuple[tuple[str, float], ...] = ()
+    engines_source: str = ""
+
+    def host_us_per_seq(self, engine: str) -> float:
+        """Serial CPU microseconds per sequence per step of `engine`, one of `engines`; ValueError naming it
+        otherwise."""
+        table = dict(self.engines)
+        if engine not in table:
+            known = ", ".join(table) or "none"
+            raise ValueError(f"engine: {self.id} has no engine generation {engine[:40]!r} (known: {known})")
+        return table[engine]
 
     def kv_flags(self, kv_dtype: str) -> str | None:
         """The launch flags that give this engine a `kv_dtype` KV cache (None: it has none)."""
@@ -151,6 +169,23 @@ def _kv_flags(rec: Record) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _engines(rec: Record) -> tuple[tuple[str, float], ...]:
+    """engines: {generation id: {host_us_per_seq: us}}, at most MAX_ENGINES of them."""
+    raw = rec.data.get("engines") or {}
+    if not isinstance(raw, dict) or len(raw) > MAX_ENGINES:
+        raise rec.fail("engines", f"expected a mapping of at most {MAX_ENGINES} engine generation ids to "
+                                  "{host_us_per_seq: microseconds}")
+    out = []
+    for name, spec in raw.items():
+        us = spec.get("host_us_per_seq") if isinstance(spec, dict) else None
+        if not isinstance(name, str) or not isinstance(spec, dict) or set(spec) != {"host_us_per_seq"} \
+                or isinstance(us, bool) or not isinstance(us, (int, float)) or not 0 <= us <= MAX_HOST_US_PER_SEQ:
+            raise rec.fail("engines", f"expected '{str(name)[:20]}: {{host_us_per_seq: 0..{MAX_HOST_US_PER_SEQ:g}}}', "
+                                      f"got {str(spec)[:60]!r}")
+        out.append((name.lower(), float(us)))
+    return tuple(out)
+
+
 def _sourced(rec: Record, flag: str, source: str) -> str:
     """The source text of a yes/no fact (required once the flag is given)."""
     return " ".join((rec.text(source, required=flag in rec.data) or "").split())
@@ -166,7 +201,7 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "memory_fraction", "tiers", "launch", "port", "readiness_path", "source",
                         "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
                         "host_overlap_source", "kv_cache_dtypes", "kv_cache_source", "request_overhead_ms",
-                        "request_overhead_source"))
+                        "request_overhead_source", "engines", "engines_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -181,6 +216,7 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             rec.flag("host_overlapped", default=False), _sourced(rec, "host_overlapped", "host_overlap_source"),
             _kv_flags(rec), _sourced(rec, "kv_cache_dtypes", "kv_cache_source"),
             (rec.number("request_overhead_ms", required=False, lo=0, hi=10_000) or 0.0) / 1e3,
-            _sourced(rec, "request_overhead_ms", "request_overhead_source")))
+            _sourced(rec, "request_overhead_ms", "request_overhead_source"), _engines(rec),
+            _sourced(rec, "engines", "engines_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

@@ -62,6 +62,9 @@ class ServingRow:
     # whether the engine's CPU work overlaps the GPU's step (None: data/serving.yaml's host_overlapped for the
     # runtime; False for a version before the overlap, e.g. SGLang before v0.4)
     host_overlap: bool | None = None
+    # the server's engine generation when it is not the one data/serving.yaml's scheduler models (None), e.g.
+    # vLLM's V0 engine ('v0', 'v0-sync': SchedulerProfile.engines): its CPU work per sequence per step
+    engine: str | None = None
 
 
 LENGTHS = LENGTH_SPREADS
@@ -74,7 +77,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
-                        "host_overlap"))
+                        "host_overlap", "engine"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -92,7 +95,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                rec.text("kv_dtype", required=False) or None,
                                int(rec.number("scheduler_steps", required=False, lo=1, hi=64, integer=True) or 1),
                                rec.text("lengths", required=False, choices=LENGTHS) or "fixed",
-                               rec.flag("host_overlap") if "host_overlap" in rec.data else None))
+                               rec.flag("host_overlap") if "host_overlap" in rec.data else None,
+                               rec.text("engine", required=False) or None))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -107,8 +111,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
     if row.concurrency is not None:
-        if row.scheduler_steps != 1 or row.lengths != "fixed":
-            raise ValueError(f"{row.id}: a concurrency row takes neither scheduler_steps nor lengths")
+        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None:
+            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths and engine")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)
@@ -117,6 +121,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
     s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)
     if row.host_overlap is not None:
         s = replace(s, host_overlapped=row.host_overlap)
+    if row.engine is not None:
+        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine))
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths)
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
     if row.metric == "saturation_output_tokens_per_s":

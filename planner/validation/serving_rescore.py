@@ -18,7 +18,8 @@ from planner.validation.serving_first import LENGTHS, SERVING_DIR, ServingRow, l
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
-OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap")  # the row conditions a post-hoc entry may set
+# the row conditions a post-hoc entry may set
+OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -37,6 +38,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["lengths"] = rec.text("lengths", choices=LENGTHS)
         if "host_overlap" in rec.data:
             cond["host_overlap"] = rec.flag("host_overlap")
+        if "engine" in rec.data:
+            cond["engine"] = rec.text("engine")
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))
