@@ -66,7 +66,9 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  kv_concat=rt.kv_cache_concat, kv_repeat=plan.attention in rt.kv_heads_repeated_on,
                  custom_ar=rt.custom_allreduce,
                  mlp_gemv=precision.kernel is not None and rt.id in precision.kernel.mlp_gemv_on,
-                 fp16_accumulate=rt.fp16_accumulate)
+                 fp16_accumulate=rt.fp16_accumulate,
+                 autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,
+                 foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach")
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

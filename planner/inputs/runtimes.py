@@ -59,6 +59,8 @@ TRAIN_LAYOUTS = ("ddp", "zero1", "zero2", "zero3", "fsdp", "tp", "pp", "cp")
 # A plan's sharding (jobs.ZERO_STAGES) and the declared layouts that run it: FSDP's full sharding is ZeRO stage 3.
 # (one entry per timed sharding: tests/inputs/test_training_runtimes.py keeps the two in step)
 SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "fsdp": ("fsdp", "zero3")}
+# How a runtime's optimizer runs (Training.optimizer_kernels)
+OPTIMIZER_KERNELS = ("fused", "foreach")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,15 @@ class Training:
     overlap: tuple[tuple[str, float], ...]
     overlap_source: str
     exposed_layers: float = 0.0
+    # Mixed precision as torch.autocast over float32 weights (eager PyTorch's default recipe, torch.amp docs): the
+    # ops on autocast's float32 list (layer_norm, softmax, cross_entropy, pow, ...) keep float32 activations and each
+    # 16-bit matmul casts its float32 input (planner/inputs/models/autocast_chains.py). False: the runtime holds
+    # 16-bit weights (FSDP/DeepSpeed mixed precision) or fuses its kernels, so no such activations.
+    autocast_fp32_weights: bool = False
+    # The optimizer's kernels: 'fused' (one kernel per parameter chunk: read weights, grads, states once) or
+    # 'foreach' (torch.optim's default on CUDA: one multi-tensor kernel per arithmetic step, jobs.FOREACH_TRAFFIC)
+    optimizer_kernels: str = "fused"
+    precision_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -351,13 +362,26 @@ def _jobs(rec: Record) -> dict:
     return out
 
 
+def _training_precision(sub: Record) -> tuple[bool, str, str]:
+    """A training block's (autocast_fp32_weights, optimizer_kernels, precision_source); a source is required when
+    either is given."""
+    autocast = sub.flag("autocast_fp32_weights", default=False)
+    kernels = sub.text("optimizer_kernels", required=False) or "fused"
+    if kernels not in OPTIMIZER_KERNELS:
+        raise sub.fail("optimizer_kernels", f"expected one of {', '.join(OPTIMIZER_KERNELS)}, got {shown(kernels)}")
+    given = "autocast_fp32_weights" in sub.data or "optimizer_kernels" in sub.data
+    source = sub.text("precision_source", required=given) or ""
+    return autocast, kernels, " ".join(source.split())
+
+
 def _training(rec: Record) -> Training | None:
     """The optional `training` block: {layouts, layouts_source, overlap: {sharding: fraction}, overlap_source,
     exposed_layers}."""
     sub = rec.child("training", required=False)
     if sub is None:
         return None
-    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers"))
+    sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers",
+                    "autocast_fp32_weights", "optimizer_kernels", "precision_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -369,7 +393,8 @@ def _training(rec: Record) -> Training | None:
     t = Training(tuple(layouts), " ".join(sub.text("layouts_source").split()),
                  tuple((name, over.number(name, lo=0, hi=1)) for name in SHARDING_LAYOUTS if name in over.data),
                  " ".join(sub.text("overlap_source").split()),
-                 sub.number("exposed_layers", required=False, lo=0, hi=1000) or 0.0)
+                 sub.number("exposed_layers", required=False, lo=0, hi=1000) or 0.0,
+                 *_training_precision(sub))
     for name, _ in t.overlap:
         if not t.runs(name):
             raise over.fail(name, f"an overlap for a sharding the layouts do not list ({', '.join(t.layouts)})")

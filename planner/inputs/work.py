@@ -175,6 +175,10 @@ class Setup(CachedHash):
     mlp_gemv: bool = False
     # the runtime's fp16 GEMMs on unquantized weights accumulate in fp16 (RuntimeProfile.fp16_accumulate: llama.cpp)
     fp16_accumulate: bool = False
+    # training: the runtime runs torch.autocast over float32 weights (Training.autocast_fp32_weights), and its
+    # optimizer as torch.optim's foreach kernels rather than one fused kernel (Training.optimizer_kernels)
+    autocast_fp32_weights: bool = False
+    foreach_optimizer: bool = False
 
     @property
     def lm_head_tp(self) -> int:

@@ -150,6 +150,20 @@ def train_chain_text(chains: tuple[float, float], checkpointing: bool) -> str:
             "code op by op: RMSNorm in float32 and rotary on Q and K, and autograd's backward of each op)")
 
 
+def autocast_text(stream: tuple[float, float], loss_per_logit: float, checkpointing: bool, logits: bool) -> str:
+    """What torch.autocast over float32 weights adds to a training micro-step's elementwise formula: the float32
+    residual stream, LayerNorms and casts per token (forward, recomputed too, and backward), and the float32 loss's
+    bytes per logit ('' when neither applies)."""
+    fwd, bwd = stream
+    text = (f" + tokens x ({fwd:,.0f}{' x 2' if checkpointing else ''} + {bwd:,.0f} backward) B (op by op: under "
+            "autocast over fp32 weights the fp32 residual stream, LayerNorms and their casts for the linear modules; "
+            "a Python GELU's eight ops)"
+            if fwd or bwd else "")
+    if logits:
+        text += f" + logits x {loss_per_logit:g} B (the loss over fp32 logits, forward and backward)"
+    return text
+
+
 def train_linear_text(fb: float, checkpointing: bool, rows: int, note: str) -> str:
     return (f"FLOPs = {2 * fb:g} x tokens x matmul params (fwd 2, bwd 4{', recompute 2' if checkpointing else ''}); "
             f"bytes = weights read {fb:g}x + fp32 grad accumulate; GEMMs of M = {rows:,} rows and their "
