@@ -72,20 +72,22 @@ def test_an_autocast_step_pays_the_stream_the_loss_and_the_gelu():
     """Tiny GPT-2 in bf16, 32 tokens: autocast over float32 weights against the same runtime without it adds per token
     the stream 2 layers x 64 x (28 + 48) = 9,728 B, the loss 128 logits x (48 - 12) = 4,608 B and the GELU's float32
     share 2 x 256 x ((72 - 32) + (112 - 50)) = 52,224 B: 2,129,920 B in all. The Python GELU against one GELU kernel
-    (same autocast): 2 x 256 x (72 + 112) x 32 = 3,014,656 B. torch.compile fuses every chain: no difference."""
+    (same autocast): 2 x 256 x (72 + 112) x 32 = 3,014,656 B. Under FSDP (weights gathered in 16 bits) autocast
+    adds nothing. torch.compile fuses every chain: no difference."""
     m = _model()
     assert _elementwise(m) - _elementwise(m, autocast_fp32_weights=False) == pytest.approx(2_129_920)
+    assert _elementwise(m, shard=2) == pytest.approx(_elementwise(m, autocast_fp32_weights=False))
     assert _elementwise(m) - _elementwise(_model("gelu")) == pytest.approx(3_014_656)
     assert _elementwise(m, "torch-compile") == pytest.approx(_elementwise(_model("gelu"), "torch-compile"))
 
 
 def test_only_eager_pytorch_runs_autocast_over_float32_weights_and_foreach_adamw():
-    """pytorch-eager declares both; every training stack that holds 16-bit weights (FSDP/DeepSpeed mixed precision)
-    or fuses its kernels declares neither."""
+    """pytorch-eager declares both; every training stack that holds 16-bit weights (FSDP/DeepSpeed mixed precision,
+    apex AMP O2) or fuses its kernels declares neither."""
     runtimes = load_runtimes()
     eager = runtimes.get("pytorch-eager").training
     assert eager.autocast_fp32_weights and eager.optimizer_kernels == "foreach"
-    for rid in ("torch-compile", "llm.c", "llm-foundry", "megatron-lm", "torchtitan", "deepspeed",
+    for rid in ("apex-amp-o2", "torch-compile", "llm.c", "llm-foundry", "megatron-lm", "torchtitan", "deepspeed",
                 "hf-accelerate-fsdp", "maxtext"):
         t = runtimes.get(rid).training
         assert t is None or (not t.autocast_fp32_weights and t.optimizer_kernels == "fused"), rid

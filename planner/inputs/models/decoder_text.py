@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from planner.inputs.models.autocast_chains import fused_loss_bytes
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN, EXPERTS_SCOPE
 from planner.inputs.work import SMALL_KERNEL_US, Setup
 
@@ -137,7 +138,7 @@ def train_elementwise_text(eager: bool, checkpointing: bool, fb: float, act_byte
     if dropout_sites is not None:
         text += (f" + dropout: {dropout_sites} sites x hidden per layer, each reading x and writing y "
                  f"and a 1-byte mask, its backward reading the gradient and the mask")
-    return text + " + fp32 logits, softmax, grad"
+    return text
 
 
 def train_chain_text(chains: tuple[float, float], checkpointing: bool) -> str:
@@ -160,7 +161,9 @@ def autocast_text(stream: tuple[float, float], loss_per_logit: float, checkpoint
             "a Python GELU's eight ops)"
             if fwd or bwd else "")
     if logits:
-        text += f" + logits x {loss_per_logit:g} B (the loss over fp32 logits, forward and backward)"
+        text += (f" + logits x {loss_per_logit:g} B (the loss over fp32 logits, forward and backward"
+                 + (": the upcast, log_softmax and nll_loss op by op)" if loss_per_logit > fused_loss_bytes()
+                    else ": written, read by softmax, its gradient written)"))
     return text
 
 
