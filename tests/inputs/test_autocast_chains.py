@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from planner.base.schema import DataFileError
+from planner.bench.model import MLP, gelu_tanh_chain
 from planner.engine.plan import Plan, resolve_setup
 from planner.inputs.jobs import Train, optimizer_traffic
-from planner.inputs.models import parse_model_text
+from planner.inputs.models import load_models, parse_model_text
 from planner.inputs.models.autocast_chains import (gelu_tanh_chain_bytes, loss_bytes, stream_backward_bytes,
                                                    stream_forward_bytes)
 from planner.inputs.precisions import load_rules
@@ -77,6 +78,7 @@ def test_an_autocast_step_pays_the_stream_the_loss_and_the_gelu():
     m = _model()
     assert _elementwise(m) - _elementwise(m, autocast_fp32_weights=False) == pytest.approx(2_129_920)
     assert _elementwise(m, shard=2) == pytest.approx(_elementwise(m, autocast_fp32_weights=False))
+    assert _elementwise(m, zero_stage=2) == pytest.approx(_elementwise(m, autocast_fp32_weights=False))
     assert _elementwise(m) - _elementwise(_model("gelu")) == pytest.approx(3_014_656)
     assert _elementwise(m, "torch-compile") == pytest.approx(_elementwise(_model("gelu"), "torch-compile"))
 
@@ -121,3 +123,12 @@ def test_a_bad_precision_declaration_names_its_field(tmp_path, block, field):
     with pytest.raises(DataFileError) as exc:
         load_runtimes(path)
     assert exc.value.field == field and "'x'" in exc.value.record
+
+
+def test_the_bench_runs_the_profiles_gelu_chain_as_the_tanh_gelu():
+    """The bench's model (planner/bench/model.py) follows gelu_tanh_chain with NewGELUActivation's formula, which is
+    the tanh approximation torch's own GELU computes with approximate='tanh' (Hendrycks and Gimpel 2016, eq. 2)."""
+    x = torch.linspace(-6.0, 6.0, 1001, dtype=torch.float64)
+    assert torch.allclose(gelu_tanh_chain(x), torch.nn.functional.gelu(x, approximate="tanh"), atol=1e-12)
+    gpt2 = load_models().get("gpt2-124m")
+    assert gpt2.gelu_tanh_chain and MLP(gpt2, 8).gelu is gelu_tanh_chain

@@ -776,11 +776,11 @@ class DecoderProfile(CachedHash):
 
     def autocast_upcasts(self, s: Setup) -> bool:
         """Whether `s`'s runtime trains under torch.autocast over float32 weights, op by op, in a 16-bit precision:
-        its loss then runs over float32 logits (autocast_chains.loss_bytes). Not under FSDP (s.shard > 1), whose
-        mixed precision gathers 16-bit weights (MixedPrecision(param_dtype=...), pytorch.org/docs/stable/fsdp.html,
-        read 2026-11-27)."""
+        its loss then runs over float32 logits (autocast_chains.loss_bytes). Not under FSDP (s.shard > 1, or
+        SHARD_GRAD_OP, the zero2 of PyTorch's layouts), whose mixed precision gathers 16-bit weights
+        (MixedPrecision(param_dtype=...), pytorch.org/docs/stable/fsdp.html, read 2026-11-27)."""
         return (s.autocast_fp32_weights and not s.fused_elementwise and s.precision.act_bytes < FP32_BYTES
-                and s.shard == 1)
+                and s.shard == 1 and s.zero_stage != 2)
 
     def autocast_stream_bytes(self, s: Setup) -> tuple[float, float]:
         """(forward, backward) bytes per token that autocast's float32 residual stream, LayerNorms and casts add to a
