@@ -1,12 +1,15 @@
 """A real torch decoder built from a planner DecoderProfile (random weights), with a preallocated KV cache.
 
 The architecture follows the profile field by field: RMSNorm or LayerNorm, biases or none, RoPE or learned
-positions, SwiGLU or GELU MLP (or a mixture of such experts with a top-k router and a shared MLP, as Mixtral and
+positions, SwiGLU or GELU MLP (transformers' Python tanh GELU where the profile's gelu_tanh_chain says so; or a
+mixture of such experts with a top-k router and a shared MLP, as Mixtral and
 Qwen-MoE), grouped-query attention through scaled_dot_product_attention, tied or separate LM head. Parameter count
 equals `DecoderProfile.params` (checked in tests/bench/test_bench.py).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +32,11 @@ def rope_tables(p: DecoderProfile, length: int, device, dtype) -> tuple[torch.Te
     return ang.cos().to(dtype), ang.sin().to(dtype)
 
 
+def gelu_tanh_chain(x: torch.Tensor) -> torch.Tensor:
+    """transformers' NewGELUActivation (activation_function gelu_new), its eight ops as the model code runs them."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
@@ -42,10 +50,11 @@ class MLP(nn.Module):
         self.up = nn.Linear(p.hidden, ffn, bias=p.bias)
         self.gate = nn.Linear(p.hidden, ffn, bias=p.bias) if p.ffn_kind == "swiglu" else None
         self.down = nn.Linear(ffn, p.hidden, bias=p.bias)
+        self.gelu = gelu_tanh_chain if p.gelu_tanh_chain else F.gelu
 
     def forward(self, h):
         # separate gate and up matrices as in LLaMA (a fused matrix split by chunk() makes strided, slow SiLU on CPU)
-        return self.down(F.silu(self.gate(h)) * self.up(h) if self.gate is not None else F.gelu(self.up(h)))
+        return self.down(F.silu(self.gate(h)) * self.up(h) if self.gate is not None else self.gelu(self.up(h)))
 
 
 class MoE(nn.Module):

@@ -62,7 +62,7 @@ def make_callable(pt: Point, device: str, shared: dict | None = None):
     if pt.kind == "train":
         model = build(p, device, torch.float32)
         model.train()
-        try:  # fused update, as the planner's optimizer traffic assumes (OPTIMIZER_TRAFFIC)
+        try:  # fused update: the planner estimates these points with optimizer adamw-fused (its 28 B a parameter)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         except (RuntimeError, ValueError):
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -24,6 +24,8 @@ from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
 
 DEVICE_CLASSES = ("hbm", "gddr", "cpu", "mps")
+# the bench's training points step torch.optim.AdamW(fused=True) (planner/bench/workload.py)
+BENCH_OPTIMIZER = "adamw-fused"
 FIT_RUNTIME = "pytorch-eager"  # the workload points run eager PyTorch; compiled points are shown, not fitted
 # Host dispatch per kernel (as data/runtimes.yaml counts kernels) of bare torch ops on the host behind eager PyTorch's
 # tuned host_us_per_kernel: a GPU calibration scales a runtime's host dispatch by its fitted value over this one.
@@ -73,7 +75,7 @@ def point_plan(kind: str, model: ModelProfile, batch: int, size: int, precision:
                runtime: str = FIT_RUNTIME) -> Plan:
     """The planner plan a workload point is estimated as (see planner/bench/workload.py)."""
     workload = {"decode": lambda: Generate(batch, size, 2), "forward": lambda: Infer(batch, size),
-                "train": lambda: Train(batch, size, 1.0, "adamw")}[kind]()
+                "train": lambda: Train(batch, size, 1.0, BENCH_OPTIMIZER)}[kind]()
     return Plan(model, workload, precision, None, "sdpa", runtime, batch)
 
 

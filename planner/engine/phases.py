@@ -16,7 +16,7 @@ from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traff
 from planner.engine.memory import zero_state_bytes
 from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, pp_comm_fields,
                                          pp_message_bytes, split_groups, tp_collectives)
-from planner.inputs.jobs import OPTIMIZER_TRAFFIC, Generate, Infer, Train, Workload
+from planner.inputs.jobs import Generate, Infer, Train, Workload, optimizer_traffic
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.models import ModelProfile
 from planner.inputs.work import ALL_REDUCE, OpGroup, Setup, fold_pipelined, forward_equivalents
@@ -26,6 +26,7 @@ from planner.inputs.work import ALL_REDUCE, OpGroup, Setup, fold_pipelined, forw
 # launch about ten kernels per step whatever the model size.
 OPTIMIZER_FLOPS_PER_PARAM = 10.0
 OPTIMIZER_KERNELS = 10
+FOREACH_WORDS = " as torch.optim's foreach kernels, one per step of the update"
 # FSDP (ZeRO-3) per micro-step: all-gather the weights for forward and again for backward, reduce-scatter the
 # gradients (Rajbhandari et al. 2020, ZeRO: 3x the parameter volume vs 2x for DDP).
 FSDP_COLLECTIVES_PER_STEP = 3
@@ -231,10 +232,11 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
     if comm:
         comm["comm_stride"] = s.tp * s.cp  # a data-parallel group's members sit tp x cp ranks apart
     micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **comm)
-    traffic = OPTIMIZER_TRAFFIC[optimizer]
+    traffic = optimizer_traffic(optimizer, s.foreach_optimizer)
     unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0  # GradScaler: read and write each fp32 gradient
     opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / k, (traffic + unscale) * params / k, "fp32",
-                  f"bytes = {traffic:g} B/param ({optimizer}: read weights, grads, states; write weights, states)"
+                  f"bytes = {traffic:g} B/param ({optimizer}{FOREACH_WORDS if s.foreach_optimizer else ''}: read "
+                  "weights, grads, states; write weights, states)"
                   + (f" + {unscale:g} B/param (fp16 loss scaling: the gradients unscaled in place)" if unscale else "")
                   + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
     return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0)
@@ -252,11 +254,12 @@ def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpoi
     micro_comm["comm_stride"] = step_comm["comm_stride"] = stride
     kernels = m.kernels_per_forward * forward_equivalents(checkpointing) / s.pp
     micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **micro_comm)
-    traffic = OPTIMIZER_TRAFFIC[optimizer]
+    traffic = optimizer_traffic(optimizer, s.foreach_optimizer)
     copy = s.precision.act_bytes if s.precision.act_bytes < FP32_BYTES else 0.0
     unscale = 2 * FP32_BYTES if s.precision.id == "fp16" else 0.0
     opt = OpGroup("optimizer update", OPTIMIZER_FLOPS_PER_PARAM * params / n, (traffic + copy + unscale) * params / n,
-                  "fp32", f"bytes = ({traffic:g} B/param ({optimizer}: read weights, grads, states; write weights, "
+                  "fp32", f"bytes = ({traffic:g} B/param ({optimizer}{FOREACH_WORDS if s.foreach_optimizer else ''}: "
+                  "read weights, grads, states; write weights, "
                   f"states) + {copy:g} B (the updated 16-bit copy) + {unscale:g} B (fp16 unscaling)) on this GPU's "
                   f"1/{n} partition (ZeRO-{s.zero_stage})")
     return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0, **step_comm)

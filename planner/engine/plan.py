@@ -70,7 +70,9 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  mlp_gemv=precision.kernel is not None and rt.id in precision.kernel.mlp_gemv_on,
                  fp16_accumulate=rt.fp16_accumulate,
                  grad_reduce_bytes=rt.training.grad_reduce_bytes if rt.training else 0.0,
-                 tp_gather_per_projection=bool(rt.training and rt.training.tp_gather == "per-projection"))
+                 tp_gather_per_projection=bool(rt.training and rt.training.tp_gather == "per-projection"),
+                 autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,
+                 foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach")
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

@@ -9,10 +9,30 @@ from planner.base.units import FP32_BYTES
 from planner.inputs.layouts import NO_LAYOUT, Layout
 
 # Optimizer-state bytes per parameter, kept in fp32: Adam/AdamW hold two moments (m, v), SGD with momentum one.
-OPTIMIZERS = {"adam": 2.0 * FP32_BYTES, "adamw": 2.0 * FP32_BYTES, "sgd": 1.0 * FP32_BYTES}
+# 'adamw' runs as the runtime runs it (Training.optimizer_kernels); 'adamw-fused' is AdamW asked for fused kernels
+# whatever the runtime (torch.optim.AdamW(fused=True), apex FusedAdam: the bench's training points).
+OPTIMIZERS = {"adam": 2.0 * FP32_BYTES, "adamw": 2.0 * FP32_BYTES, "adamw-fused": 2.0 * FP32_BYTES,
+              "sgd": 1.0 * FP32_BYTES}
 # DRAM bytes per parameter of one fused optimizer step, all fp32: Adam reads weight, grad, m, v (16 B) and writes
 # weight, m, v (12 B) = 28 B; SGD with momentum reads weight, grad, momentum and writes weight, momentum = 20 B.
-OPTIMIZER_TRAFFIC = {"adam": 7.0 * FP32_BYTES, "adamw": 7.0 * FP32_BYTES, "sgd": 5.0 * FP32_BYTES}
+OPTIMIZER_TRAFFIC = {"adam": 7.0 * FP32_BYTES, "adamw": 7.0 * FP32_BYTES, "adamw-fused": 7.0 * FP32_BYTES,
+                     "sgd": 5.0 * FP32_BYTES}
+# torch.optim's foreach Adam/AdamW (the default on CUDA when neither foreach nor fused is given:
+# torch.optim.optimizer._default_to_fused_or_foreach; adam.py _multi_tensor_adam, torch 2.13.0, read 2026-11-27) runs
+# one multi-tensor kernel per step of the update, each reading and writing float32 tensors per parameter: AdamW's
+# decoupled decay params *= 1 - lr wd (read 1, write 1), exp_avg.lerp_(grad) (read 2, write 1),
+# exp_avg_sq *= beta2 (1, 1), exp_avg_sq.addcmul_(grad, grad) (2, 1: grad passed twice, read once),
+# sqrt(exp_avg_sq) into a new tensor (1, 1), its division by the bias correction (1, 1), + eps (1, 1),
+# params.addcdiv_(exp_avg, that) (3, 1) = 20 tensors of 4 B; Adam's default weight_decay 0 skips the decay (18).
+# Fused AdamW (fused=True, apex/DeepSpeed FusedAdam) reads weights, grads and both moments and writes three: the 7 of
+# OPTIMIZER_TRAFFIC. SGD and adamw-fused keep OPTIMIZER_TRAFFIC either way.
+FOREACH_TRAFFIC = {"adam": 18.0 * FP32_BYTES, "adamw": 20.0 * FP32_BYTES}
+
+
+def optimizer_traffic(optimizer: str, foreach: bool) -> float:
+    """Bytes per parameter an optimizer step moves: torch.optim's foreach kernels (FOREACH_TRAFFIC) or one fused
+    kernel (OPTIMIZER_TRAFFIC)."""
+    return FOREACH_TRAFFIC.get(optimizer, OPTIMIZER_TRAFFIC[optimizer]) if foreach else OPTIMIZER_TRAFFIC[optimizer]
 # Multi-GPU training layouts (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
 # Parameter Models", sec. 5, https://arxiv.org/abs/1910.02054, read 2026-11-27): ddp keeps every state on every GPU;
 # ZeRO stage 1 partitions the optimizer states over the GPUs, stage 2 the gradients too, stage 3 (fsdp: PyTorch FSDP

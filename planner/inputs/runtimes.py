@@ -62,6 +62,8 @@ SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "
 # A training block's grad_reduce_dtype (FSDP's MixedPrecisionPolicy.reduce_dtype) as bytes per gradient element
 GRAD_REDUCE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
 TP_GATHERS = ("per-module", "per-projection")
+# How a runtime's optimizer runs (Training.optimizer_kernels)
+OPTIMIZER_KERNELS = ("fused", "foreach")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,15 @@ class Training:
     # projections reading the one copy (per-module), or once for each column-parallel projection (per-projection)
     tp_gather: str = "per-module"
     tp_gather_source: str = ""
+    # Mixed precision as torch.autocast over float32 weights (eager PyTorch's default recipe, torch.amp docs): the
+    # ops on autocast's float32 list (layer_norm, softmax, cross_entropy, pow, ...) keep float32 activations and each
+    # 16-bit matmul casts its float32 input (planner/inputs/models/autocast_chains.py). False: the runtime holds
+    # 16-bit weights (FSDP/DeepSpeed mixed precision) or fuses its kernels, so no such activations.
+    autocast_fp32_weights: bool = False
+    # The optimizer's kernels: 'fused' (one kernel per parameter chunk: read weights, grads, states once) or
+    # 'foreach' (torch.optim's default on CUDA: one multi-tensor kernel per arithmetic step, jobs.FOREACH_TRAFFIC)
+    optimizer_kernels: str = "fused"
+    precision_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -368,6 +379,18 @@ def _jobs(rec: Record) -> dict:
     return out
 
 
+def _training_precision(sub: Record) -> tuple[bool, str, str]:
+    """A training block's (autocast_fp32_weights, optimizer_kernels, precision_source); a source is required when
+    either is given."""
+    autocast = sub.flag("autocast_fp32_weights", default=False)
+    kernels = sub.text("optimizer_kernels", required=False) or "fused"
+    if kernels not in OPTIMIZER_KERNELS:
+        raise sub.fail("optimizer_kernels", f"expected one of {', '.join(OPTIMIZER_KERNELS)}, got {shown(kernels)}")
+    given = "autocast_fp32_weights" in sub.data or "optimizer_kernels" in sub.data
+    source = sub.text("precision_source", required=given) or ""
+    return autocast, kernels, " ".join(source.split())
+
+
 def _training(rec: Record) -> Training | None:
     """The optional `training` block: {layouts, layouts_source, overlap: {sharding: fraction}, overlap_source,
     exposed_layers}."""
@@ -375,7 +398,8 @@ def _training(rec: Record) -> Training | None:
     if sub is None:
         return None
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
-                    "grad_reduce_source", "tp_gather", "tp_gather_source"))
+                    "grad_reduce_source", "tp_gather", "tp_gather_source", "autocast_fp32_weights",
+                    "optimizer_kernels", "precision_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -395,6 +419,8 @@ def _training(rec: Record) -> Training | None:
     gather = sub.text("tp_gather", required=False, choices=TP_GATHERS)
     if gather:
         t = replace(t, tp_gather=gather, tp_gather_source=" ".join(sub.text("tp_gather_source").split()))
+    autocast, kernels, precision_source = _training_precision(sub)
+    t = replace(t, autocast_fp32_weights=autocast, optimizer_kernels=kernels, precision_source=precision_source)
     for name, _ in t.overlap:
         if not t.runs(name):
             raise over.fail(name, f"an overlap for a sharding the layouts do not list ({', '.join(t.layouts)})")

@@ -179,6 +179,10 @@ class Setup(CachedHash):
     grad_reduce_bytes: float = 0.0
     # the stack's tensor parallel gathers each column-parallel projection's input apart (Training.tp_gather)
     tp_gather_per_projection: bool = False
+    # training: the runtime runs torch.autocast over float32 weights (Training.autocast_fp32_weights), and its
+    # optimizer as torch.optim's foreach kernels rather than one fused kernel (Training.optimizer_kernels)
+    autocast_fp32_weights: bool = False
+    foreach_optimizer: bool = False
 
     @property
     def lm_head_tp(self) -> int:

@@ -54,6 +54,7 @@ PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 # Framework named in a row -> runtime profile in data/runtimes.yaml.
 FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
+    "apex-amp-o2": "apex-amp-o2",
     "torch-compile": "torch-compile", "nanogpt": "torch-compile", "vllm": "vllm", "tensorrt-llm": "tensorrt-llm",
     "mlc-llm": "mlc-llm", "llm.c": "llm.c", "llm-foundry": "llm-foundry",
     # LMDeploy's TurboMind carries FasterTransformer's code on ('It's based on NVIDIA's FasterTransformer':

@@ -9,7 +9,7 @@ import yaml
 
 from planner.inputs.catalog import load_catalog
 from planner.inputs.precisions import load_rules
-from planner.inputs.runtimes import RUNTIMES_FILE, load_runtimes
+from planner.inputs.runtimes import RUNTIMES_FILE, TUNED_FILE, load_runtimes, load_tuned
 from planner.validation.loso import (DRAWN_FROM, DeployedTuning, deployable, leave_one_source_out, loso_summary,
                                 ratio_summary, source_of, speedup_ratios, tune_deployed, write_tuned)
 from planner.validation.measured import (FRAMEWORK_RUNTIME, GRIDS, Measurement, _loss, adjust_for, evaluate_row,
@@ -210,8 +210,9 @@ def test_a_parameter_is_deployed_only_when_every_fold_would_tune_it_too():
 @FULL_LOSO  # the same rows' terms, memoised per process: on the worker that already ran the search
 def test_the_committed_tuned_file_is_what_the_search_gives_today():
     """data/runtimes_tuned.yaml must be rewritten (`planner validate --write-tuned`) when rows or priors change."""
-    committed = {r.id: (dict(r.tuned.values), r.tuned.rows, r.tuned.sources)
-                 for r in load_runtimes().runtimes if r.tuned is not None and not r.tuned.runtime}  # its own rows
+    # each runtime's own entry in the file (a profile merges its launch family's values into its own: _with_family)
+    own = load_tuned(TUNED_FILE, [r.id for r in load_runtimes().runtimes])
+    committed = {rid: (dict(t.values), t.rows, t.sources) for rid, t in own.items()}
     fresh = {t.runtime: (t.values, len(t.rows), t.sources) for t in tune_deployed()}
     assert committed == fresh
     for r in load_runtimes().runtimes:  # a held prior is never tuned

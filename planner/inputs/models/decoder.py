@@ -46,6 +46,8 @@ from typing import Any
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
 import planner.inputs.models.decoder_text as text
+from planner.inputs.models.autocast_chains import (fused_loss_bytes, gelu_tanh_chain_bytes, loss_bytes,
+                                                   stream_backward_bytes, stream_forward_bytes)
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.models.eager_chains import (rmsnorm_backward_chain_bytes, rmsnorm_chain_bytes,
                                                 rotary_backward_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes)
@@ -185,6 +187,9 @@ class DecoderProfile(CachedHash):
     ssm_heads: int = 0  # Mamba-2: heads (0: Mamba-1)
     ssm_groups: int = 0  # Mamba-2: groups sharing B and C
     dropout: bool = False  # dropout layers active in training (p > 0: BERT's hidden and attention-probs dropout)
+    # the MLP's GELU is Hugging Face's NewGELUActivation (activation_function gelu_new: GPT-2), a chain of eight
+    # elementwise ops in Python rather than one kernel (autocast_chains.gelu_tanh_chain_bytes)
+    gelu_tanh_chain: bool = False
     cross_check: str = ""  # where the profile disagrees with what its source reports, and why
     kind: str = field(default="decoder", init=False)
 
@@ -258,6 +263,7 @@ class DecoderProfile(CachedHash):
         its provenance, not the page's cross-check note."""
         kinds = {f: getattr(self, f) for f in LAYER_KIND_FIELDS if getattr(self, f)}
         return {"kind": self.kind, "id": self.id, "source": self.source, "dropout": self.dropout,
+                **({"gelu_tanh_chain": True} if self.gelu_tanh_chain else {}),
                 **self._form_fields(), **kinds}
 
     def describe(self) -> str:
@@ -775,6 +781,33 @@ class DecoderProfile(CachedHash):
         roped = self.rope_dim * (self.heads + 1) if self.kv_lora_rank else self.q_dim + self.kv_dim
         return norms + self.attn_layers * roped * rotary(a)
 
+    def autocast_upcasts(self, s: Setup) -> bool:
+        """Whether `s`'s runtime trains under torch.autocast over float32 weights, op by op, in a 16-bit precision:
+        its loss then runs over float32 logits (autocast_chains.loss_bytes). Not under FSDP (s.shard > 1, or
+        SHARD_GRAD_OP, the zero2 of PyTorch's layouts), whose mixed precision gathers 16-bit weights
+        (MixedPrecision(param_dtype=...), pytorch.org/docs/stable/fsdp.html, read 2026-11-27)."""
+        return (s.autocast_fp32_weights and not s.fused_elementwise and s.precision.act_bytes < FP32_BYTES
+                and s.shard == 1 and s.zero_stage != 2)
+
+    def autocast_stream_bytes(self, s: Setup) -> tuple[float, float]:
+        """(forward, backward) bytes per token that autocast's float32 residual stream, LayerNorms and casts add to a
+        training pass of the layers under autocast_upcasts with LayerNorm (an RMSNorm model's float32 chains are
+        eager_chains'), and Hugging Face's GELU chain in eager PyTorch (autocast_chains)."""
+        fwd = bwd = 0.0
+        a = s.precision.act_bytes
+        if self.autocast_upcasts(s) and self.norm == "layernorm":
+            per = self.layers * self.hidden
+            fwd, bwd = per * stream_forward_bytes(a), per * stream_backward_bytes(a)
+        if self.gelu_tanh_chain and not s.fused_elementwise:  # its ops, in float32 under autocast
+            gelu = gelu_tanh_chain_bytes(a, self.autocast_upcasts(s))
+            per = self.layers * self.token_ffn
+            fwd, bwd = fwd + per * gelu[0], bwd + per * gelu[1]
+        return fwd, bwd
+
+    def loss_bytes_per_logit(self, s: Setup) -> float:
+        """Bytes per logit element a training step's loss moves, forward and backward."""
+        return loss_bytes(s.precision.act_bytes) if self.autocast_upcasts(s) else fused_loss_bytes()
+
     def score_upcast_bytes(self, s: Setup) -> float:
         """Bytes per materialized score that eager LLaMA-family code's float32 softmax adds (0 otherwise)."""
         if not (self.eager_llama_code(s) and s.attention.scores_materialized):
@@ -1016,10 +1049,14 @@ class DecoderProfile(CachedHash):
         # eager LLaMA-family code's float32 norms and rotary, forward (and recomputed) and their autograd backward
         chains = (m.eager_chain_bytes(s), m.eager_chain_bytes(s, backward=True))
         elem += T * (chains[0] * forwards + chains[1])
+        # autocast over float32 weights: the float32 residual stream, norms and casts, forward (and recomputed) and back
+        stream = m.autocast_stream_bytes(s)
+        elem += T * (stream[0] * forwards + stream[1])
         elem_text = text.train_elementwise_text(eager, checkpointing, fb, b, m.act_traffic_elems,
                                                 m.eager_act_traffic_elems, m.eager_backward_traffic_elems,
                                                 DROPOUT_HIDDEN_SITES if dropout else None) \
-            + text.train_chain_text(chains, checkpointing)
+            + text.train_chain_text(chains, checkpointing) + text.autocast_text(stream, m.loss_bytes_per_logit(s),
+                                                                              checkpointing, bool(m.logits_vocab))
         hidden_drop = T * m.layers * DROPOUT_HIDDEN_SITES * m.hidden * dropout_bytes_per_elem(b) * forwards \
             if dropout else 0.0
         read = m.read_total(T) + m.lm_head_params  # the experts some token was routed to
@@ -1045,7 +1082,7 @@ class DecoderProfile(CachedHash):
                                               False),
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.backward_peak_fractions),
             OpGroup("elementwise & norms (fwd+bwd)", 0.0,
-                    elem + hidden_drop + 3 * T * m.logits_vocab * float(FP32_BYTES), s.attention_path,
+                    elem + hidden_drop + T * m.logits_vocab * m.loss_bytes_per_logit(s), s.attention_path,
                     elem_text),
         )
 

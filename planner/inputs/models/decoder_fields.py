@@ -69,8 +69,8 @@ LAYER_FIELDS = (
 )
 SSM_FIELDS = ("ssm_inner", "ssm_state", "ssm_conv")
 ENCODER_FLAGS = ("encoder", "pooler")  # an encoder (bidirectional, no generation) and its pooler
-FIELDS = (("id", "kind", "source", "dropout", "cross_check") + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS)
-          + ENCODER_FLAGS)
+FIELDS = (("id", "kind", "source", "dropout", "gelu_tanh_chain", "cross_check")
+          + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS) + ENCODER_FLAGS)
 
 
 def read_decoder(rec: Record) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def read_decoder(rec: Record) -> dict[str, Any]:
         tied_embeddings=rec.flag("tied_embeddings"), norm=rec.text("norm", choices=A["norm"].choices),
         learned_pos_emb=rec.flag("learned_pos_emb", default=False), bias=rec.flag("bias", default=False),
         source=rec.text("source"), experts=experts, experts_per_token=top_k, shared_ffn=shared_ffn,
-        dropout=rec.flag("dropout", default=False),
+        dropout=rec.flag("dropout", default=False), gelu_tanh_chain=rec.flag("gelu_tanh_chain", default=False),
         cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
     )
 

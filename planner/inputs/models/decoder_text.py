@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from planner.inputs.models.autocast_chains import fused_loss_bytes
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN, EXPERTS_SCOPE
 from planner.inputs.work import SMALL_KERNEL_US, Setup
 
@@ -137,7 +138,7 @@ def train_elementwise_text(eager: bool, checkpointing: bool, fb: float, act_byte
     if dropout_sites is not None:
         text += (f" + dropout: {dropout_sites} sites x hidden per layer, each reading x and writing y "
                  f"and a 1-byte mask, its backward reading the gradient and the mask")
-    return text + " + fp32 logits, softmax, grad"
+    return text
 
 
 def train_chain_text(chains: tuple[float, float], checkpointing: bool) -> str:
@@ -148,6 +149,22 @@ def train_chain_text(chains: tuple[float, float], checkpointing: bool) -> str:
         return ""
     return (f" + tokens x ({fwd:,.0f}{' x 2' if checkpointing else ''} + {bwd:,.0f} backward) B (Hugging Face LLaMA "
             "code op by op: RMSNorm in float32 and rotary on Q and K, and autograd's backward of each op)")
+
+
+def autocast_text(stream: tuple[float, float], loss_per_logit: float, checkpointing: bool, logits: bool) -> str:
+    """What torch.autocast over float32 weights adds to a training micro-step's elementwise formula: the float32
+    residual stream, LayerNorms and casts per token (forward, recomputed too, and backward), and the float32 loss's
+    bytes per logit ('' when neither applies)."""
+    fwd, bwd = stream
+    text = (f" + tokens x ({fwd:,.0f}{' x 2' if checkpointing else ''} + {bwd:,.0f} backward) B (op by op: under "
+            "autocast over fp32 weights the fp32 residual stream, LayerNorms and their casts for the linear modules; "
+            "a Python GELU's eight ops)"
+            if fwd or bwd else "")
+    if logits:
+        text += (f" + logits x {loss_per_logit:g} B (the loss over fp32 logits, forward and backward"
+                 + (": the upcast, log_softmax and nll_loss op by op)" if loss_per_logit > fused_loss_bytes()
+                    else ": written, read by softmax, its gradient written)"))
+    return text
 
 
 def train_linear_text(fb: float, checkpointing: bool, rows: int, note: str) -> str:

@@ -282,6 +282,10 @@ DROPOUT_KEYS = ("resid_pdrop", "attn_pdrop", "embd_pdrop", "hidden_dropout_prob"
                 "attention_dropout", "hidden_dropout", "dropout")
 
 
+# transformers' ACT2FN name of NewGELUActivation, GPT-2's default activation_function (activations.py, read 2026-11-27)
+GELU_TANH_CHAIN = "gelu_new"
+
+
 def _trains_with_dropout(config: Mapping[str, Any]) -> bool:
     """Whether any dropout of the config is active in training (p > 0; p = 0 launches no kernel in PyTorch)."""
     return any(isinstance(config.get(k), (int, float)) and not isinstance(config.get(k), bool) and config[k] > 0
@@ -407,6 +411,7 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
         "norm": "layernorm" if is_gpt2 else "rmsnorm", "learned_pos_emb": is_gpt2,
         "bias": is_gpt2 or _model_type(config) == "gpt_oss",
         "source": source, **_experts(config, get, ffn), "dropout": _trains_with_dropout(config),
+        "gelu_tanh_chain": is_gpt2 and get("activation_function") == GELU_TANH_CHAIN,
     }
     if config.get("head_dim"):
         data["head_dim"] = config["head_dim"]
