@@ -64,6 +64,9 @@ class Phase(NamedTuple):
     # all-reduces it may run there instead of NCCL's ring (0: NCCL); used only over NVLink (roofline._protocol_picks)
     custom_ar: CustomAllReduce | None = None
     custom_messages: tuple[float, ...] = ()
+    # sequences each step carries (a generate job's batch): an engine generation's CPU work per sequence
+    # (Efficiency.host_us_per_seq) is charged for each; 0 where a phase is not a serving engine's step
+    sequences: int = 0
 
     @property
     def comm_bytes(self) -> float:
@@ -129,11 +132,11 @@ def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tu
     chunks = s.prefill_chunks(P)
     prefill = fold_pipelined(m.prefill_work(s, batch, P))
     phases = [Phase("prefill", prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
-                    host_rounds=chunks, **_group_costs(prefill))]
+                    host_rounds=chunks, **_group_costs(prefill), sequences=batch)]
     if G > 1:
         decode = fold_pipelined(m.decode_work(s, batch))
         phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **_tp_comm(m, s, batch, batch),
-                            **_group_costs(decode)))
+                            **_group_costs(decode), sequences=batch))
     return tuple(phases)
 
 

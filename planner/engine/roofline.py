@@ -275,8 +275,9 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
 
 
 def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
-    """Serial CPU time per pass: the runtime's per-step host work, once per step (or per prefill chunk)."""
-    return (ph.host_rounds or ph.steps) * eff.step_host_us * 1e-6
+    """Serial CPU time per pass: the runtime's per-step host work and its engine generation's per sequence the
+    step carries (Efficiency.step_host_seconds), once per step (or per prefill chunk)."""
+    return (ph.host_rounds or ph.steps) * eff.step_host_seconds(ph.sequences)
 
 
 def _launch_host(ph: Phase, eff: Efficiency) -> tuple[float, float, float]:
@@ -422,7 +423,8 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
                 total += steps * (compute if compute > memory else memory)
     _, overhead, host = _launch_host(ph, eff)
     busy = total + overhead + (kernel_latency_s(ph, gpu) if ph.latency_s else 0.0)  # most phases have none
-    seconds = (busy if busy > host else host) + (step_host_seconds(ph, eff) if eff.step_host_us else 0.0)
+    serial = step_host_seconds(ph, eff) if eff.step_host_us or eff.host_us_per_seq else 0.0
+    seconds = (busy if busy > host else host) + serial
     if ph.comm:
         comm = _comm_seconds(ph, gpu)
         hidden = hidden_comm(ph, eff, comm, busy)

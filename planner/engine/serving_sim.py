@@ -24,7 +24,8 @@ Disaggregated serving (Pools): a prefill server runs the prompts to their first 
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
 the prompt's KV transfer over kv_link (NVLink inside a node, the fabric between nodes) to each request's TTFT.
 An older engine generation's CPU work per sequence (vLLM V0: Scheduler.host_us_per_seq) adds to each step in
-series with the GPU's, per sequence the step carries (seq_host_seconds), beside the runtime's per-step host time.
+series with the GPU's, per sequence the step carries (seq_host_seconds), beside the runtime's per-step host time:
+host(b) = Efficiency.step_host_seconds(b), the definition the decode estimate (roofline) charges too.
 A scheduler whose CPU work overlaps the GPU's (SGLang since v0.4) adds no per-step host time but sees a new request a
 step later (simulate), one that schedules
 once per round of k steps (vLLM's multi-step scheduling) a k-th of it (scheduler_efficiency); such a scheduler admits
@@ -117,36 +118,38 @@ def _grid(top: int) -> np.ndarray:
 
 
 def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -> tuple[Plan, Efficiency]:
-    """`plan` on `sched`'s runtime profile and that profile's efficiencies on `gpu`; a scheduler whose CPU work
-    overlaps the GPU's (Scheduler.host_overlapped) adds no per-step host time, and one that schedules once per
-    round of k steps (Scheduler.steps_per_round) pays it once per round: step_host_us / k a step."""
+    """`plan` on `sched`'s runtime profile and that profile's efficiencies on `gpu`, with the engine generation's
+    CPU work per sequence (Scheduler.host_us_per_seq: vLLM V0's scheduler, input preparation and output
+    processing, each a Python loop over the step's sequences) beside the per-step part, so that a step's host time
+    is Efficiency.step_host_seconds, as in the decode estimate. A scheduler whose CPU work overlaps the GPU's
+    (Scheduler.host_overlapped) adds neither, and one that schedules once per round of k steps
+    (Scheduler.steps_per_round: multi-step scheduling prepares the round's later steps on the GPU and processes
+    their outputs once) pays both once per round: a k-th of each a step."""
     p = replace(plan, runtime=sched.efficiency_of)
-    eff = efficiency_on(p, gpu, facts)
+    eff = replace(efficiency_on(p, gpu, facts), host_us_per_seq=sched.host_us_per_seq)
     if sched.host_overlapped:
-        return p, replace(eff, step_host_us=0.0)
-    if sched.steps_per_round > 1:
-        return p, replace(eff, step_host_us=eff.step_host_us / sched.steps_per_round)
-    return p, eff
+        return p, replace(eff, step_host_us=0.0, host_us_per_seq=0.0)
+    k = sched.steps_per_round
+    return p, replace(eff, step_host_us=eff.step_host_us / k, host_us_per_seq=eff.host_us_per_seq / k)
 
 
-def seq_host_seconds(sched: Scheduler) -> float:
-    """Serial CPU seconds per sequence per step under `sched` (Scheduler.host_us_per_seq: vLLM V0's scheduler,
-    input preparation and output processing, each a Python loop over the step's sequences): none where the
-    scheduler's CPU work overlaps the GPU's, a k-th of it with k steps a round (multi-step scheduling prepares the
-    round's later steps on the GPU and processes their outputs once), as scheduler_efficiency treats the per-step
-    part."""
-    if sched.host_overlapped:
-        return 0.0
-    return sched.host_us_per_seq * 1e-6 / sched.steps_per_round
+def seq_host_seconds(eff: Efficiency) -> float:
+    """Serial CPU seconds per sequence per step under `eff` (scheduler_efficiency's): the per-sequence part of
+    Efficiency.step_host_seconds (its slope in the sequences), which the simulation charges for the sequences each
+    step carries (decodes and prompt chunks: StepTimes.seconds)."""
+    return eff.host_us_per_seq * 1e-6
 
 
 def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ctx_ref: int) -> StepTimes:
     """The step model of `plan`'s model on `tp` of `gpu` under `sched` (its runtime's efficiencies), asked of the
     engine at a grid of token counts; `ctx_ref` is a typical context (keys) for the decode attention's slope.
     ValueError naming the cause when the runtime can't run there."""
-    p, eff = scheduler_efficiency(plan, gpu, facts, sched)
-    if eff.unsupported:
-        raise ValueError(f"{gpu.name}: {eff.unsupported}")
+    p, host_eff = scheduler_efficiency(plan, gpu, facts, sched)
+    if host_eff.unsupported:
+        raise ValueError(f"{gpu.name}: {host_eff.unsupported}")
+    # the engine's phases time the per-step part; the per-sequence part is charged per sequence the simulated
+    # step carries (StepTimes.seconds), which counts prompt chunks the phases can't tell from finished prompts
+    eff = replace(host_eff, host_us_per_seq=0.0)
     s = replace(setup_on(p, gpu, facts), tp=tp)
     m = plan.model
     top = max(sched.token_budget, sched.max_num_seqs) + 1
@@ -174,7 +177,7 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     free = usable_gb(gpu, sched.memory_fraction) - fixed_gb
     kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
     one_t = interp(one)
-    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(sched))
+    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff))
 
 
 def kv_split(plan: Plan, s, sched: Scheduler, context_gb: float) -> tuple[float, float]:

@@ -125,6 +125,9 @@ class Efficiency:
       a step takes the longer of the two, so a small-batch decode in eager PyTorch is host-bound.
     step_host_us: CPU time on the critical path of every step (building the step's graph, scheduling, sampling):
       the GPU waits for it, so it adds to the step whatever the GPU does.
+    host_us_per_seq: serial CPU time per sequence a step carries, on top of step_host_us: an older engine
+      generation's Python loop over the step's sequences (vLLM V0; data/serving.yaml `engines`, picked by
+      with_engine_generation); 0 for the current generations. A step's host time is step_host_seconds.
     dp_comm_overlap: fraction of a data-parallel collective (DDP gradient all-reduce, FSDP gathers) that may run
       under the step's compute (capped at that compute); tensor-parallel collectives never overlap (each layer needs
       the previous one's all-reduced output).
@@ -143,6 +146,14 @@ class Efficiency:
     runtime: str = ""  # the id of the runtime profile these come from ('' when built by hand)
     precisions: tuple[str, ...] = ()  # the only precisions the runtime runs (RuntimeProfile.precisions); () = any
     training: Training | None = None  # the runtime's training block (None: dp_comm_overlap for every layout)
+    host_us_per_seq: float = 0.0  # serial CPU time per sequence per step (see the class docstring)
+
+    def step_host_seconds(self, sequences: float) -> float:
+        """Serial CPU seconds of one step carrying `sequences` sequences, in series with its GPU work: the
+        runtime's per-step work plus its engine generation's per sequence, step_host_us + sequences x
+        host_us_per_seq (vLLM V0 at batch 200: 1.9 ms + 200 x 90 us, RFC #6801's '20ms'). The one definition
+        the decode estimate (roofline.step_host_seconds) and the serving simulation (serving_sim) both use."""
+        return (self.step_host_us + sequences * self.host_us_per_seq) * 1e-6
 
     def for_layout(self, sharding: str, layers: int) -> Efficiency:
         """These efficiencies with the data-parallel overlap of `sharding` (a jobs.ZERO_STAGES name) for a model of
@@ -255,6 +266,9 @@ class RuntimeProfile:
     jobs: tuple[str, ...] = JOB_KINDS  # the jobs it runs (JOB_KINDS); the others are refused, naming the runtime
     jobs_source: str = ""
     training: Training | None = None  # how it trains (None: it does not, or trains as DDP/FSDP with dp_comm_overlap)
+    # serial CPU time per sequence per step of an older engine generation a run names (with_engine_generation;
+    # see Efficiency): never in data/runtimes.yaml, whose profiles are the current generations'
+    host_us_per_seq: float = 0.0
 
     @property
     def planned_allreduce(self) -> CustomAllReduce | None:
@@ -301,7 +315,8 @@ class RuntimeProfile:
         return Efficiency(value(f"mem_bw_efficiency.{memory_class}"), dict(self.compute_efficiency)[memory_class],
                           value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
                           value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
-                          runtime=self.id, precisions=self.precisions, training=self.training)
+                          runtime=self.id, precisions=self.precisions, training=self.training,
+                          host_us_per_seq=self.host_us_per_seq)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -313,7 +328,7 @@ class RuntimeProfile:
         return Efficiency(c.mem_bw_efficiency, c.compute_efficiency, c.launch_overhead_us,
                           self.kernels_per_layer_factor, c.host_memory_gb,
                           f"prior for {self.name} on CPUs (data/runtimes.yaml)", step_host_us=self.step_host_us,
-                          runtime=self.id)
+                          runtime=self.id, host_us_per_seq=self.host_us_per_seq)
 
 
 def _by_class(rec: Record, field: str) -> tuple[tuple[str, float], ...]:
@@ -459,6 +474,14 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
             r = replace(r, training=replace(r.training or Training(TRAIN_LAYOUTS, "", (), ""), **changes))
         out.append(r)
     return Runtimes(tuple(out))
+def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float) -> Runtimes:
+    """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step: an
+    older generation of its engine (vLLM V0, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq), which a
+    run stated (a validation row's `engine`). The runtimes as loaded are the current generation's, with none."""
+    return Runtimes(tuple(replace(r, host_us_per_seq=host_us_per_seq) if r.id == runtime_id else r
+                          for r in runtimes.runtimes))
+
+
 @lru_cache(maxsize=4)
 def opted_in(runtimes: Runtimes) -> Runtimes:
     """The same runtimes with every opt-in custom all-reduce switched on (a run that set the runtime's switch, e.g.

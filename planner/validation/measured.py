@@ -41,7 +41,8 @@ from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
-                                     nccl_only, opted_in, with_training)
+                                     nccl_only, opted_in, with_engine_generation, with_training)
+from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -90,7 +91,7 @@ CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "engine", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
@@ -150,6 +151,10 @@ class Measurement:
     # how the run's tensor parallel gathers a layer's inputs where its code sets its own plan (TP_GATHERS; None: the
     # runtime's)
     tp_gather: str | None = None
+    # the serving engine's generation as the row's source names its version (vLLM: 'v0-sync' before 0.6.0, 'v0'
+    # for 0.6-0.10 with VLLM_USE_V1=0, 'v1'): its CPU work per sequence per step, data/serving.yaml `engines`
+    # (None: the current generation, as estimates take it)
+    engine: str | None = None
 
 
 @dataclass(frozen=True)
@@ -276,8 +281,10 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         opt_in_allreduce=rec.flag("opt_in_allreduce", default=False),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
-        **_cluster_conditions(rec),
+        engine=rec.text("engine", required=False) or None, **_cluster_conditions(rec),
     )
+    if m.engine is not None:
+        _check_engine(rec, m.framework, m.engine)
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
     if regime == "prefill" and m.prompt_tokens < 1:
@@ -298,6 +305,25 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
     return m
 
 
+def engine_host_us_per_seq(framework: str, engine: str) -> float:
+    """The serial CPU microseconds per sequence per step of `framework`'s serving engine in generation `engine`
+    (data/serving.yaml `engines`); ValueError naming the field when its engine has no such generation."""
+    runtime = FRAMEWORK_RUNTIME[framework]
+    try:
+        profile = load_schedulers().get(runtime)
+    except UnknownNameError:
+        raise ValueError(f"engine: {framework} is not a serving engine of data/serving.yaml; only rows of one "
+                         "(vllm) may name an engine generation") from None
+    return profile.host_us_per_seq(engine)
+
+
+def _check_engine(rec: Record, framework: str, engine: str) -> None:
+    try:
+        engine_host_us_per_seq(framework, engine)
+    except ValueError as exc:
+        raise rec.fail("engine", str(exc)) from None
+
+
 def _cluster_conditions(rec: Record) -> dict:
     """A row's optional cluster and stack conditions (CLUSTER_FIELDS), checked: Measurement's keyword arguments."""
     return dict(node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
@@ -314,9 +340,12 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "source"))
         rec.text("source")
-        out[rec.text("id")] = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
+        cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
+        if rec.text("engine", required=False):
+            cond["engine"] = rec.text("engine")  # checked against the row's engine where the row is predicted
+        out[rec.text("id")] = cond
     unique_ids(path, out)
     return out
 
@@ -465,6 +494,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.tp_gather:
         runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
     runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
+    if row.engine:
+        runtimes = with_engine_generation(runtimes, plan.runtime, engine_host_us_per_seq(row.framework, row.engine))
     check_runtime(plan, facts.runtimes)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)

@@ -18,6 +18,7 @@ from planner.engine.train_layout import activations_in_flight, bubble_fraction, 
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
 from planner.inputs.jobs import Train
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
+from planner.inputs.runtimes import Efficiency
 from planner.validation import uncertainty
 from planner.views.cluster_text import cluster_rows, shape_rows
 from planner.views.format import fmt_seconds, md_escape
@@ -118,7 +119,8 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
                          "time s": ph.step_host_s * ph.passes, "limited by": "overhead",
                          "formula": f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
-                                    "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"})
+                                    "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"
+                                    + per_seq_text(e.efficiency)})
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
                       f"({overlap_text(e)})" if ph.comm_hidden_s else
@@ -145,6 +147,14 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     f"beside an NCCL collective runs {OVERLAP_COMPUTE_SLOWDOWN:.1%} slower on average "
                                     f"(its kernel holds SMs, its copies HBM bandwidth; {CONTENTION_ORIGIN})"})
     return rows
+
+
+def per_seq_text(eff: Efficiency) -> str:
+    """The step host row's per-sequence part, where the runtime's engine generation has one (vLLM V0)."""
+    if not eff.host_us_per_seq:
+        return ""
+    return (f", + batch x {eff.host_us_per_seq:g} us a sequence of the engine generation's CPU work (vLLM V0: "
+            "data/serving.yaml engines)")
 
 
 def overlap_text(e: Estimate) -> str:

@@ -72,11 +72,17 @@ def test_a_prefill_only_step_pays_for_its_prompts_alone():
 def test_the_per_sequence_work_is_hidden_when_overlapped_and_shared_by_a_round():
     """seq_host_seconds: host_us_per_seq in seconds; none when the CPU work overlaps the GPU's (SGLang's scheduler);
     a tenth of it with 10 steps a round (multi-step scheduling), as the per-step host work is treated."""
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 512, 256), "bf16", runtime="vllm")
+    gpu = FACTS.catalog.get("h100-sxm")
+
+    def per_seq(sched: Scheduler) -> float:
+        return seq_host_seconds(scheduler_efficiency(plan, gpu, FACTS, sched)[1])
+
     v0 = replace(MIXED, host_us_per_seq=78.0)
-    assert seq_host_seconds(v0) == pytest.approx(78e-6)
-    assert seq_host_seconds(replace(v0, host_overlapped=True)) == 0.0
-    assert seq_host_seconds(replace(v0, steps_per_round=10)) == pytest.approx(7.8e-6)
-    assert seq_host_seconds(MIXED) == 0.0  # the current engine (V1): no per-sequence term
+    assert per_seq(v0) == pytest.approx(78e-6)
+    assert per_seq(replace(v0, host_overlapped=True)) == 0.0
+    assert per_seq(replace(v0, steps_per_round=10)) == pytest.approx(7.8e-6)
+    assert per_seq(MIXED) == 0.0  # the current engine (V1): no per-sequence term
 
 
 def test_the_v0_engines_come_from_the_data_with_their_source_and_bounds():

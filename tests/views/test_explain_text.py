@@ -1,12 +1,15 @@
 """The explanation of one GPU: step-time rows, the inputs behind its figures, the memory sentence, its caption."""
 
+from dataclasses import replace
+
 import pytest
 
-from planner.engine.estimate import estimate_all
+from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.models import load_models
+from planner.inputs.runtimes import with_engine_generation
 from planner.views import explain_text, ranking_table
 from tests.fixtures.plans import ranking_of
 
@@ -167,3 +170,18 @@ def test_an_fp8_training_run_states_its_mfu_against_the_bf16_peak():
                                    precision="fp8-te", gpus=8, batch=1) if e.gpu.id == "h100-sxm")
     (name, value, source), = [r for r in explain_text.mfu_rows(e) if r[0] == "Model FLOPs utilization (MFU)"]
     assert "x 989 bf16 TFLOPS dense peak" in value and "against the BF16 dense peak" in source
+
+
+def test_the_step_host_row_names_an_engine_generation_s_per_sequence_work():
+    """A vLLM V0 estimate (a validation row's `engine`) explains its host row with the per-sequence term; the
+    default (V1) names only the per-step work."""
+    plan = Plan(load_models().get("llama-3-8b"), Generate(64, 128, 65), "bf16", runtime="vllm")
+    gpu = FACTS.catalog.get("h100-sxm")
+    old = replace(FACTS, runtimes=with_engine_generation(FACTS.runtimes, "vllm", 78.0))
+
+    def host_formulas(facts) -> list[str]:
+        rows = explain_text.step_time_rows(estimate_gpu(plan, gpu, facts))
+        return [r["formula"] for r in rows if r["op group"].startswith("host work per step")]
+
+    assert host_formulas(old) and all("78 us a sequence" in f for f in host_formulas(old))
+    assert host_formulas(FACTS) and not any("a sequence" in f for f in host_formulas(FACTS))

@@ -1,0 +1,50 @@
+"""A validation row's `engine` (vLLM's engine generation, from the version its source names): checked on load,
+and the row predicted with that generation's CPU work per sequence per step (issue 32 item 6)."""
+
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from planner.base.schema import DataFileError
+from planner.inputs.serving_runtimes import load_schedulers
+from planner.validation.measured import (MEASUREMENTS_FILE, conditions_read_after, load_measurements, predict_row,
+                                         prediction_first_ids)
+
+ROW_ID = "vllm-pr2192-llama2-70b-fp16-a100sxm80x4-tp4-b64-p256-o256"
+
+
+def _raw_row(row_id: str) -> dict:
+    return next(r for r in yaml.safe_load(MEASUREMENTS_FILE.read_text())["rows"] if r["id"] == row_id)
+
+
+def test_a_v0_row_pays_each_sequence_s_cpu_work_on_every_step():
+    """PR #2192's batch-64 row (vLLM 0.2, 'v0-sync'): one prefill round and 255 decode steps, each carrying the 64
+    sequences: 256 x 64 x host_us_per_seq more than the same row on the current engine (1.47 s at 90 us)."""
+    row = next(r for r in load_measurements() if r.id == ROW_ID)
+    assert row.engine == "v0-sync"
+    us = load_schedulers().get("vllm").host_us_per_seq("v0-sync")
+    old, now = predict_row(row), predict_row(replace(row, engine=None))
+    assert old.predicted - now.predicted == pytest.approx(256 * 64 * us * 1e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"engine": "v2"}, "no engine generation 'v2'"),
+    ({"engine": "v0", "framework": "llama.cpp"}, r"no engine generation 'v0' \(known: none\)"),
+    ({"engine": "v0", "framework": "hf-transformers"}, "not a serving engine"),
+])
+def test_a_row_s_engine_is_checked_on_load_naming_the_field(tmp_path, change, words):
+    path = tmp_path / "rows.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": [_raw_row(ROW_ID) | change]}))
+    with pytest.raises(DataFileError, match=f"engine.*{words}"):
+        load_measurements(path)
+
+
+def test_committed_rows_get_their_engine_post_hoc_only():
+    """A row predicted before measured keeps its committed fields: its engine comes from conditions_read_after,
+    and every such entry names a generation vLLM's scheduler knows."""
+    committed = prediction_first_ids()
+    rows = {r.id: r for r in load_measurements()}
+    engines = dict(load_schedulers().get("vllm").engines)
+    after = {k: v["engine"] for k, v in conditions_read_after().items() if "engine" in v}
+    assert after and all(rows[k].engine is None and k in committed and e in engines for k, e in after.items())
