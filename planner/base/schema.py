@@ -96,11 +96,11 @@ def suggest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     return [by_norm[h] for h in hits]
 
 
-def parse_yaml(text: str, path: str | Path) -> Any:
+def parse_yaml(text: str, path: str | Path, max_bytes: int = MAX_TEXT_BYTES) -> Any:
     """YAML text from `path` (a file or an upload's name), parsed with the safe caps and every string checked
     (safe_parse.check_text_values); DataFileError otherwise."""
     try:
-        doc = load_yaml_text(text, str(path))
+        doc = load_yaml_text(text, str(path), max_bytes)
         check_text_values(doc, str(path))
         return doc
     except TextError as exc:
@@ -113,29 +113,31 @@ def parse_yaml(text: str, path: str | Path) -> Any:
         raise DataFileError(path, where, "-", f"not valid YAML ({getattr(exc, 'problem', None) or 'syntax'})") from None
 
 
-def load_yaml(path: str | Path, top_key: str, dated: bool = False) -> list[Mapping[str, Any]]:
-    """Parse a YAML data file and return its list under `top_key`, checking schema_version (and read_on)."""
-    return load_sections(path, (top_key,), dated)[top_key]
+def load_yaml(path: str | Path, top_key: str, dated: bool = False,
+              max_bytes: int = MAX_TEXT_BYTES) -> list[Mapping[str, Any]]:
+    """Parse a YAML data file and return its list under `top_key`, checking schema_version (and read_on); a file
+    larger than `max_bytes` is refused."""
+    return load_sections(path, (top_key,), dated, max_bytes)[top_key]
 
 
-def read_file_bytes(path: str | Path, what: str = "data file") -> bytes:
-    """A regular file of at most MAX_TEXT_BYTES (files.read_regular: a device, a pipe or a directory is refused
+def read_file_bytes(path: str | Path, what: str = "data file", max_bytes: int = MAX_TEXT_BYTES) -> bytes:
+    """A regular file of at most `max_bytes` (files.read_regular: a device, a pipe or a directory is refused
     before a byte is read); DataFileError naming the file otherwise."""
     try:
-        return read_regular(path, MAX_TEXT_BYTES, what)
+        return read_regular(path, max_bytes, what)
     except UserFileError as exc:
         raise DataFileError(path, "-", "-", str(exc).removeprefix(f"{path}: ")) from None
 
 
-def load_document(path: str | Path, dated: bool = False) -> dict[str, Any]:
+def load_document(path: str | Path, dated: bool = False, max_bytes: int = MAX_TEXT_BYTES) -> dict[str, Any]:
     """A YAML data file parsed once: a mapping with schema_version 1; `dated` files must say when their figures were
     read (top-level `read_on: YYYY-MM-DD`). DataFileError naming the file and field otherwise."""
     path = Path(path)
     try:
-        text = read_file_bytes(path).decode("utf-8")
+        text = read_file_bytes(path, max_bytes=max_bytes).decode("utf-8")
     except UnicodeDecodeError:
         raise DataFileError(path, "-", "-", "not UTF-8 text") from None
-    doc = parse_yaml(text, path)
+    doc = parse_yaml(text, path, max_bytes)
     if not isinstance(doc, dict):
         raise DataFileError(path, "-", "-", "expected a mapping at the top level")
     if doc.get("schema_version") != 1:
@@ -156,9 +158,10 @@ def sections_of(doc: Mapping[str, Any], path: str | Path, keys: Iterable[str]) -
     return out
 
 
-def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False) -> dict[str, list[Mapping[str, Any]]]:
+def load_sections(path: str | Path, keys: Iterable[str], dated: bool = False,
+                  max_bytes: int = MAX_TEXT_BYTES) -> dict[str, list[Mapping[str, Any]]]:
     """Parse a YAML data file once (load_document) and return each of `keys` (each a non-empty list)."""
-    return sections_of(load_document(path, dated), path, keys)
+    return sections_of(load_document(path, dated, max_bytes), path, keys)
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,9 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "casper-hansen/AutoAWQ",
                                    # predicted before measured at the session's merged head (validation/README.md 30-36)
                                    "KempnerInstitute/KempnerForge", "foundation-model-stack/fms-fsdp",
-                                   "jzhang38/TinyLlama", "ninehills/llm-inference-benchmark", "janhq/docs"}
+                                   "jzhang38/TinyLlama", "ninehills/llm-inference-benchmark", "janhq/docs",
+                                   # predicted before measured, evening of 2026-11-27 (validation/README.md 37-40)
+                                   "argonne-lcf/LLM-Inference-Bench", "hamelsmu/llama-inference"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
