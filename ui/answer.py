@@ -37,7 +37,7 @@ def presets_block(where, inputs: plan_inputs.Inputs) -> None:
             for p in presets:
                 st.button(p.question, key=f"preset_{p.id}", on_click=callbacks.apply_preset, args=(p.id,),
                           width="stretch")
-    p = next((p for p in presets if p.id == st.session_state.get("_preset")), None)
+    p = next((p for p in presets if p.id == state.page().get("preset")), None)
     if p and share.encode(replace(p.inputs, tab=inputs.tab)) == share.encode(inputs):  # still the example's plan
         with st.expander(f"**{md_escape(p.question)}** · what the example assumes", icon=":material/lightbulb:"):
             st.info(f"{p.answer_hint}  \n*Assumed:* {p.assumptions}")
@@ -217,19 +217,20 @@ def main(inputs: plan_inputs.Inputs) -> None:
     c_title, c_presets = st.columns([5, 1.3], vertical_alignment="bottom")
     c_title.markdown("### GPU cost & throughput planner")
     presets_block(c_presets, inputs)
-    if ss._link_warnings:
+    page = state.page()
+    if page["link_warnings"]:
         st.warning("Some values in this link could not be used; they fell back to defaults:\n\n"
-                   + "\n".join(f"- {md_escape(w, 300)}" for w in ss._link_warnings), icon=":material/link_off:")
+                   + "\n".join(f"- {md_escape(w, 300)}" for w in page["link_warnings"]), icon=":material/link_off:")
     a = compute(inputs)
     if a is None:
         return
     st.markdown(f"**Plan:** {md_escape(plan_inputs.plan_sentence(inputs, a.model), 1000)}")
     prices.show_status(a.table, inputs)
     picked = _clicked(a.view)
-    if picked and picked != ss.get("_picked"):
+    if picked and picked != page.get("picked"):
         ss.gpu = picked
         ss.view = TABS[0]
-    ss._picked = picked
+    page["picked"] = picked
     if a.mine:
         own_cards(a.mine, inputs.tier)
     answer_box(a, ss.get("gpu") or "")

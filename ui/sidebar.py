@@ -35,7 +35,7 @@ def _arch_bounds(param: str) -> tuple[int, int]:
 
 
 def _message(key: str) -> None:
-    msg = st.session_state.pop(key, None)
+    msg = state.page().pop(key, None)
     if msg:
         (st.sidebar.error if msg[0] == "error" else st.sidebar.success)(msg[1])
 
@@ -88,7 +88,7 @@ def _model():
         if box.open:
             st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model",
                              on_change=callbacks.on_upload_model, label_visibility="collapsed", max_upload_size=1)
-    _message("_upload_msg")
+    _message("upload_msg")
     return m
 
 
@@ -175,7 +175,7 @@ def _gpus_and_prices() -> None:
              format_func={"snapshot": "Snapshot (dated)", "live": "Live from RunPod"}.get)
     if ss.psrc == "live":
         sb.button("Refresh prices", on_click=callbacks.refresh_prices, icon=":material/refresh:")
-        msg = ss.pop("_refresh_msg", None)
+        msg = state.page().pop("refresh_msg", None)
         if msg:
             sb.caption(msg)
     default = resources.overheads_default()
@@ -184,6 +184,7 @@ def _gpus_and_prices() -> None:
         if box.open:
             for key, label, step in state.JOB_COST_WIDGETS:
                 lo, hi = JOB_COST_LIMITS[key]
+                ss.setdefault(f"jc_{key}", float(getattr(default, key)))  # a key from the first opening on
                 st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}", persist_state=KEEP,
                                 help=dict(default.sources).get(key, ""))
             st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
@@ -246,7 +247,7 @@ def _own_gpu() -> None:
                              on_change=callbacks.on_own_gpu_yaml, max_upload_size=1,
                              help="name, memory_gb, memory_type (hbm|gddr), mem_bw_gbps, dense_tflops: {fp32: .., "
                                   "bf16: ..}, compute_capability (8.9, gfx942 or unknown), usd_hr")
-    _message("_own_gpu_msg")
+    _message("own_gpu_msg")
     if ss.get("mygpu"):
         sb.caption(f"Ranked with the rest: {md_escape(ss.mygpu, 400)}")
         sb.button("Remove your GPU", on_click=callbacks.remove_own_gpu)
@@ -259,8 +260,8 @@ def _calibration(fleet) -> None:
                "for a fleet): each one's measured efficiencies replace the priors for its GPU.")
     sb.file_uploader("Benchmark results", key="upload_cal", on_change=callbacks.on_upload_cal, max_upload_size=5,
                      accept_multiple_files=True, label_visibility="collapsed")
-    _message("_cal_msg")
-    if ss.cal and uploads.cpu_results(ss.get("_cal_result")):
+    _message("cal_msg")
+    if ss.cal and uploads.cpu_results(state.page().get("cal_result")):
         now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
         ss.setdefault("cal_cpu", now)
         cpus = [calibration_measured.THIS_MACHINE, *(c.id for c in resources.facts().catalog.cpus)]

@@ -16,11 +16,10 @@ from planner.views import plan_inputs, share
 from ui import resources
 
 BATCH_N_DEFAULT = 8
-ARCH_KEYS = [f.param for f in share.ARCH_FIELDS]
 INPUT_FIELDS = frozenset(f.name for f in fields(plan_inputs.Inputs))
 STATE_KEYS = [f.name for f in fields(plan_inputs.Inputs)
               if f.name not in ("arch", "spec", "batch", "myprice", "cal", "cmp", "own", "tab", "prov")]
-STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "myprice", "cal", "own_ids", "prov_ids", "view", *ARCH_KEYS]
+STATE_KEYS += ["batch_auto", "batch_n", "cmp", "spec", "cal", "own_ids", "prov_ids", "view"]
 TABS = tuple(plan_inputs.TABS.values())
 TAB_IDS = {label: tab_id for tab_id, label in plan_inputs.TABS.items()}
 # The whole-job and owning assumptions: (field, label, step); they stay on the page, not in links
@@ -35,26 +34,41 @@ OWN_WIDGETS = (("lifetime_years", "Lifetime (years)", 0.5), ("utilization", "Pow
 # st.session_state each run would do the same, at a price: each widget would then be told its value anew every
 # rerun, and the browser redraws it.
 KEEP = "page"
+# The page's own state (no widget's: your prices, the link's warnings, messages, the row last clicked) lives under
+# one session-state key, a dict. Every selectbox, radio, number or text input and slider reads the whole session
+# state once per run (Streamlit 1.67's SessionState.filtered_state, each key through __getitem__, ~5 us a key), so a
+# key costs every widget of every run; for the same reason the custom model's fields and the whole-job assumptions
+# enter the session state only when their widgets are drawn (benchmarks/RESULTS.md, issue 35 round 5).
+PAGE_KEY = "_page"
+
+
+def page() -> dict:
+    """The page's non-widget state of this session (PAGE_KEY), created empty on first use."""
+    ss = st.session_state
+    if PAGE_KEY not in ss:
+        ss[PAGE_KEY] = {}
+    return ss[PAGE_KEY]
 
 
 def load(inputs: plan_inputs.Inputs) -> None:
     """Put inputs into the widgets' session state (first run, presets, uploads)."""
     ss = st.session_state
     for name in STATE_KEYS:
-        if hasattr(inputs, name) and name not in ("cmp", "myprice"):
+        if hasattr(inputs, name) and name != "cmp":
             ss[name] = getattr(inputs, name)
     ss.batch_auto = inputs.batch is None
     ss.batch_n = inputs.batch or BATCH_N_DEFAULT
     ss.cmp = list(inputs.cmp)
-    ss.myprice = dict(inputs.myprice)
+    page()["myprice"] = dict(inputs.myprice)
     ss.own_ids = [o.gpu_id for o in inputs.own]
     ss.prov_ids = inputs.prov.split(",")
     for o in inputs.own:
         ss[f"own_n_{o.gpu_id}"] = o.count
         ss[f"own_paid_{o.gpu_id}"] = float(o.paid_usd or 0.0)
     ss.view = plan_inputs.TABS[inputs.tab]
-    load_arch(dict(inputs.arch) if inputs.arch else arch_for(inputs.model))
-    ss._prev_model = inputs.model
+    if inputs.model == plan_inputs.CUSTOM:  # a preset's fields are loaded when 'Custom' is picked (on_model)
+        load_arch(dict(inputs.arch) if inputs.arch else arch_for(inputs.model))
+    page()["prev_model"] = inputs.model
 
 
 def arch_for(model_id: str) -> dict:
@@ -78,7 +92,8 @@ def inputs() -> plan_inputs.Inputs:
     ss = st.session_state
     values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
     values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
-                  myprice=tuple(sorted(ss.myprice.items())), own=_owned(), tab=TAB_IDS.get(ss.get("view"), "explain"),
+                  myprice=tuple(sorted(page()["myprice"].items())), own=_owned(),
+                  tab=TAB_IDS.get(ss.get("view"), "explain"),
                   prov=",".join(ss.prov_ids) or plan_inputs.DEFAULTS.prov)
     if ss.model == plan_inputs.CUSTOM and not ss.spec:
         values["arch"] = plan_inputs.arch_items(_arch_from_state())
@@ -97,10 +112,7 @@ def _owned() -> tuple[Owned, ...]:
 def init() -> None:
     """First run of a session: the link's plan into the widgets, its warnings kept to show."""
     ss = st.session_state
-    default = resources.overheads_default()
-    for key, _, _ in JOB_COST_WIDGETS:  # read every run, drawn only while their expander is open
-        ss.setdefault(f"jc_{key}", float(getattr(default, key)))
-    if "_ready" in ss:
+    if PAGE_KEY in ss:
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
     decoded, warnings = share.decode(params)
@@ -108,9 +120,7 @@ def init() -> None:
     load(decoded)
     if view in TABS and "tab" not in params:  # a tab opened before the link was read stays open
         ss.view = view
-    ss._link_warnings = [str(w) for w in warnings]
-    ss._fresh = not params
-    ss._ready = True
+    page()["link_warnings"] = [str(w) for w in warnings]
 
 
 def sync_url(now: plan_inputs.Inputs) -> None:
@@ -121,9 +131,10 @@ def sync_url(now: plan_inputs.Inputs) -> None:
 
 
 def overheads() -> JobOverheads:
-    """The whole job's assumptions with the page's changes."""
+    """The whole job's assumptions with the page's changes (the widgets' keys exist once their expander opened)."""
     ss = st.session_state
-    return with_values(resources.overheads_default(), {k: float(ss[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS})
+    return with_values(resources.overheads_default(),
+                       {k: float(ss[f"jc_{k}"]) for k, _, _ in JOB_COST_WIDGETS if f"jc_{k}" in ss})
 
 
 def own_assumptions() -> OwnAssumptions:

@@ -45,7 +45,7 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
             if a.seconds and c.seconds:
                 st.markdown(f"This plan on **{md_escape(device.name, 80)}**: {fmt_seconds(a.seconds)} analytic, "
                             f"**{fmt_seconds(c.seconds)} calibrated**.")
-            result = (st.session_state.get("_cal_result") or {}).get(cal.device_name)
+            result = (state.page().get("cal_result") or {}).get(cal.device_name)
             if result is not None:
                 df = charts.calibration_data(calibration_tables.point_table(result, cal))
                 if len(df):
@@ -210,11 +210,13 @@ def tab_area(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table,
     alone, not the ranking and the sidebar; a change here that moves the ranking (your own price for a GPU) reruns
     the page."""
     now = state.inputs()
-    if not st.session_state.get("_full_run") and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab,
+    full_run = state.page().get("full_run")
+    if not full_run and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab,
                                                          srate=inputs.srate, sttft=inputs.sttft,
                                                          stpot=inputs.stpot, slen=inputs.slen) != inputs:
         st.rerun(scope="app")
     try:
         tabs_of(view, now, plan, table, cal, cal_ests, est_key)
     finally:
-        state.sync_url(state.inputs())  # a rerun of the fragment alone ends here, not at the end of the script
+        if not full_run:  # a rerun of the fragment alone ends here; a full run, at the end of the script (app.py)
+            state.sync_url(state.inputs())
