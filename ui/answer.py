@@ -47,16 +47,17 @@ def presets_block(where, inputs: plan_inputs.Inputs) -> None:
 
 def filters() -> None:
     """The ranking's filters (inside the 'Filters' popover)."""
-    st.selectbox("Vendor", plan_inputs.VENDORS, key="vendor", persist_state=KEEP)
-    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", persist_state=KEEP, format="%g",
-                    help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
-    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", persist_state=KEEP,
-                    format="%g")
-    st.checkbox("Can run it", key="feasible", persist_state=KEEP, help="Hide the GPUs that can't run this plan")
-    st.checkbox("Has a price", key="priced", persist_state=KEEP,
+    st.selectbox("Vendor", plan_inputs.VENDORS, key=state.drawn("vendor"), persist_state=KEEP)
+    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key=state.drawn("minvram"), persist_state=KEEP,
+                    format="%g", help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
+    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key=state.drawn("maxusd"),
+                    persist_state=KEEP, format="%g")
+    st.checkbox("Can run it", key=state.drawn("feasible"), persist_state=KEEP,
+                help="Hide the GPUs that can't run this plan")
+    st.checkbox("Has a price", key=state.drawn("priced"), persist_state=KEEP,
                 help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
                 "them; type your own price in 'Explain a GPU')")
-    st.checkbox("Include CPUs", key="cpus", persist_state=KEEP,
+    st.checkbox("Include CPUs", key=state.drawn("cpus"), persist_state=KEEP,
                 help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
                 "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
 

@@ -18,7 +18,7 @@ def _after_model_change() -> None:
     ss = st.session_state
     m = state.current_model()
     if m is not None:
-        ss.size = plan_inputs.default_size(m)
+        state.put("size", plan_inputs.default_size(m))
         if ss.job == "generate" and not m.can_generate:
             ss.job = "infer"
 

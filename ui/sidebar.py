@@ -100,39 +100,39 @@ def _job(m) -> None:
     if ss.job == "generate":
         sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs", persist_state=KEEP)
         c1, c2 = sb.columns(2)
-        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", persist_state=KEEP,
+        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key=state.drawn("prompt"), persist_state=KEEP,
                         help=field_help("prompt"))
-        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen", persist_state=KEEP)
+        c2.number_input("New tokens each", *_bounds("gen_tokens"), key=state.drawn("gen"), persist_state=KEEP)
     else:
         sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
-                        key="samples", persist_state=KEEP)
+                        key=state.drawn("samples"), persist_state=KEEP)
         sb.number_input(f"Input size ({plan_inputs.size_name(m)})" if m is not None else "Input size",
-                        *_bounds("input_size"), key="size", persist_state=KEEP)
+                        *_bounds("input_size"), key=state.drawn("size"), persist_state=KEEP)
     if ss.job == "train":
         c1, c2 = sb.columns(2)
-        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
-        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
-        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
+        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key=state.drawn("epochs"), persist_state=KEEP)
+        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key=state.drawn("opt"), persist_state=KEEP)
+        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key=state.drawn("accum"), persist_state=KEEP)
         if m is None or m.counts_tokens:
             sb.number_input("Train tokens (0 = samples x epochs)", *_bounds("train_tokens"), step=1e9,
-                            format="%.4g", key="tokens", persist_state=KEEP, help=field_help("tokens"))
-            if ss.tokens:
+                            format="%.4g", key=state.drawn("tokens"), persist_state=KEEP, help=field_help("tokens"))
+            if ss.tokens:  # drawn just above
                 sb.caption("Samples and epochs are not used while train tokens are set (the plan at the top of "
                            "the page says how many samples hold them).")
-        sb.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
-        sb.radio("Several GPUs train with", SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
+        sb.checkbox("Activation checkpointing", key=state.drawn("ckpt"), persist_state=KEEP, help=field_help("ckpt"))
+        sb.radio("Several GPUs train with", SHARDINGS, key=state.drawn("shard"), persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                               "fsdp": "FSDP (ZeRO-3)", "auto": "Auto (cheapest that fits)"}.get,
                  help=field_help("shard"))
         c1, c2 = sb.columns(2)
-        c1.text_input("Layout (tp, pp, v, cp)", key="lay", persist_state=KEEP, max_chars=MAX_LAYOUT_CHARS,
+        c1.text_input("Layout (tp, pp, v, cp)", key=state.drawn("lay"), persist_state=KEEP, max_chars=MAX_LAYOUT_CHARS,
                       placeholder="auto, or tp=2,pp=4", help=field_help("lay"))
-        c2.number_input("Global batch (0 = off)", *_bounds("global_batch"), key="gbatch", persist_state=KEEP,
-                        help=field_help("gbatch"))
+        c2.number_input("Global batch (0 = off)", *_bounds("global_batch"), key=state.drawn("gbatch"),
+                        persist_state=KEEP, help=field_help("gbatch"))
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:
         sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),
-                        key="batch_n", persist_state=KEEP)
+                        key=state.drawn("batch_n"), persist_state=KEEP)
 
 
 def _software() -> None:
@@ -144,8 +144,8 @@ def _software() -> None:
     c1.selectbox("Precision", [p.id for p in rules.precisions], key="prec",
                  help="; ".join(f"{p.id}: {p.note}" for p in rules.precisions))
     if ss.job == "generate":
-        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in rules.kv_dtypes], key="kv", persist_state=KEEP,
-                     help="auto = the activation dtype")
+        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in rules.kv_dtypes], key=state.drawn("kv"),
+                     persist_state=KEEP, help="auto = the activation dtype")
     sb.selectbox("Attention", [a.id for a in rules.attention_backends], key="attn",
                  format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
                  help="; ".join(f"{a.id}: {a.name}" for a in rules.attention_backends) + ". Each GPU's notes say "

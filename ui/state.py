@@ -40,6 +40,12 @@ KEEP = "page"
 # key costs every widget of every run; for the same reason the custom model's fields and the whole-job assumptions
 # enter the session state only when their widgets are drawn (benchmarks/RESULTS.md, issue 35 round 5).
 PAGE_KEY = "_page"
+# Widgets drawn only in some runs (a closed popover's, another job's, another tab's): until first drawn, their values
+# wait in the page's dict (put, drawn, value), not as session-state keys.
+HIDEABLE = frozenset({"vendor", "minvram", "maxusd", "feasible", "priced", "cpus",  # the Filters popover
+                      "epochs", "opt", "accum", "tokens", "ckpt", "shard", "lay", "gbatch",  # training
+                      "prompt", "gen", "kv", "samples", "size", "batch_n",  # one job's or a fixed batch's
+                      "sttft", "stpot", "srate", "slen"})  # the Serving tab
 
 
 def page() -> dict:
@@ -50,14 +56,42 @@ def page() -> dict:
     return ss[PAGE_KEY]
 
 
+def _held() -> dict:
+    return page().setdefault("held", {})
+
+
+def put(key: str, value) -> None:
+    """Set an input: into its widget's session-state key, or held in the page's dict while a HIDEABLE widget has
+    never been drawn (one place for each key, always)."""
+    ss = st.session_state
+    if key in HIDEABLE and key not in ss:
+        _held()[key] = value
+    else:
+        ss[key] = value
+
+
+def drawn(key: str) -> str:
+    """The key of a HIDEABLE widget about to be drawn: a value held for it moves into the session state."""
+    held = _held()
+    if key in held:
+        st.session_state[key] = held.pop(key)
+    return key
+
+
+def value(key: str):
+    """An input's value, wherever it is (put)."""
+    held = _held()
+    return held[key] if key in held else st.session_state[key]
+
+
 def load(inputs: plan_inputs.Inputs) -> None:
     """Put inputs into the widgets' session state (first run, presets, uploads)."""
     ss = st.session_state
     for name in STATE_KEYS:
         if hasattr(inputs, name) and name != "cmp":
-            ss[name] = getattr(inputs, name)
+            put(name, getattr(inputs, name))
     ss.batch_auto = inputs.batch is None
-    ss.batch_n = inputs.batch or BATCH_N_DEFAULT
+    put("batch_n", inputs.batch or BATCH_N_DEFAULT)
     ss.cmp = list(inputs.cmp)
     page()["myprice"] = dict(inputs.myprice)
     ss.own_ids = [o.gpu_id for o in inputs.own]
@@ -90,8 +124,9 @@ def _arch_from_state() -> dict:
 def inputs() -> plan_inputs.Inputs:
     """The plan the widgets hold now."""
     ss = st.session_state
-    values = {k: ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
-    values.update(batch=None if ss.batch_auto else int(ss.batch_n), cmp=tuple(ss.cmp),
+    held = _held()
+    values = {k: held[k] if k in held else ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
+    values.update(batch=None if ss.batch_auto else int(value("batch_n")), cmp=tuple(ss.cmp),
                   myprice=tuple(sorted(page()["myprice"].items())), own=_owned(),
                   tab=TAB_IDS.get(ss.get("view"), "explain"),
                   prov=",".join(ss.prov_ids) or plan_inputs.DEFAULTS.prov)

@@ -98,14 +98,15 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
     c1, c2, c3 = st.columns(3)
     ttft = c1.number_input("p95 time to first token target (ms)", 1.0, plan_inputs.MAX_TTFT_MS, step=100.0,
-                           key="sttft", persist_state=KEEP)
+                           key=state.drawn("sttft"), persist_state=KEEP)
     tpot = c2.number_input("p95 time per output token target (ms)", 1.0, plan_inputs.MAX_TPOT_MS, step=5.0,
-                           key="stpot", persist_state=KEEP)
+                           key=state.drawn("stpot"), persist_state=KEEP)
     rate = c3.number_input("Requests per second to serve (0 = none)", 0.0, plan_inputs.MAX_SERVING_RATE, step=1.0,
-                           key="srate", persist_state=KEEP)
+                           key=state.drawn("srate"), persist_state=KEEP)
     # a row of its own: four inputs in one row wrap their labels at laptop width
     lengths = st.columns(3)[0].selectbox(
-        "Request lengths", LENGTH_SPREADS, key="slen", persist_state=KEEP, format_func=tab_tables.LENGTH_WORDS.get,
+        "Request lengths", LENGTH_SPREADS, key=state.drawn("slen"), persist_state=KEEP,
+        format_func=tab_tables.LENGTH_WORDS.get,
         help="fixed: every request at the job's lengths; ShareGPT-like: spread around them (exponential, cut at 1,024 "
         "prompt and 2,048 total tokens) as the serving benchmarks' ShareGPT samples are")
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
