@@ -45,7 +45,7 @@ PAGE_KEY = "_page"
 HIDEABLE = frozenset({"vendor", "minvram", "maxusd", "feasible", "priced", "cpus",  # the Filters popover
                       "epochs", "opt", "accum", "tokens", "ckpt", "shard", "lay", "gbatch",  # training
                       "prompt", "gen", "kv", "samples", "size", "batch_n",  # one job's or a fixed batch's
-                      "sttft", "stpot", "srate", "slen"})  # the Serving tab
+                      "sttft", "stpot", "srate", "slen", "cmp"})  # the Serving and comparing tabs
 
 
 def page() -> dict:
@@ -92,7 +92,7 @@ def load(inputs: plan_inputs.Inputs) -> None:
             put(name, getattr(inputs, name))
     ss.batch_auto = inputs.batch is None
     put("batch_n", inputs.batch or BATCH_N_DEFAULT)
-    ss.cmp = list(inputs.cmp)
+    put("cmp", list(inputs.cmp))
     page()["myprice"] = dict(inputs.myprice)
     ss.own_ids = [o.gpu_id for o in inputs.own]
     ss.prov_ids = inputs.prov.split(",")
@@ -126,7 +126,7 @@ def inputs() -> plan_inputs.Inputs:
     ss = st.session_state
     held = _held()
     values = {k: held[k] if k in held else ss[k] for k in STATE_KEYS if k in INPUT_FIELDS}
-    values.update(batch=None if ss.batch_auto else int(value("batch_n")), cmp=tuple(ss.cmp),
+    values.update(batch=None if ss.batch_auto else int(value("batch_n")), cmp=tuple(value("cmp")),
                   myprice=tuple(sorted(page()["myprice"].items())), own=_owned(),
                   tab=TAB_IDS.get(ss.get("view"), "explain"),
                   prov=",".join(ss.prov_ids) or plan_inputs.DEFAULTS.prov)

@@ -181,7 +181,7 @@ def _explain_tab(view: screens.RankingView, inputs, cal_ests, est_key: str, defa
 
 def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, cal, cal_ests: dict,
             est_key: str) -> None:
-    ss, rows = st.session_state, view.rows
+    rows = view.rows
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [view.ranking.estimates[0].gpu.id])[0]
     cmp_ids = list(inputs.cmp) or feasible_ids[:3]
@@ -194,9 +194,9 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
                 continue
             if name in COMPARING:
                 shown_ids = [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
-                ss.cmp = [g for g in ss.cmp if g in shown_ids]
+                state.put("cmp", [g for g in state.value("cmp") if g in shown_ids])
                 st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)", shown_ids,
-                               key="cmp", persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
+                               key=state.drawn("cmp"), persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
                                format_func=lambda gid: resources.gpu(gid).name)
             if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                 st.info("No GPU can run this plan: nothing to compare.")
