@@ -29,7 +29,7 @@ with resources.run_slots():  # sessions take turns (ui/resources.py: RUN_SLOTS)
         answer.main(inputs)  # the answer first: the browser draws the ranking before the sidebar's ~30 widgets arrive
     finally:
         try:
-            sidebar.sidebar(answer.fleet_of(inputs))
+            sidebar.sidebar(answer.fleet_of(inputs), inputs)
         finally:
             state.sync_url(state.inputs())
             st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3

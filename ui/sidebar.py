@@ -68,7 +68,7 @@ def _architecture() -> None:
     st.checkbox("Biases in linear layers (GPT-2)", key="m_bias", persist_state=KEEP)
 
 
-def _model():
+def _model(inputs: plan_inputs.Inputs):
     ss, sb = st.session_state, st.sidebar
     sb.subheader("1 · Model")
     sb.selectbox("Model", [m.id for m in resources.models().models] + [plan_inputs.CUSTOM], key="model",
@@ -79,7 +79,7 @@ def _model():
             _architecture()
     elif ss.model == plan_inputs.CUSTOM:
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
-    m = state.current_model()
+    m = state.model_of(inputs)  # the run's plan: drawing the widgets above changed no value
     if m is not None:
         sb.caption(f"{md_escape(m.name, 120)}: {fmt_count(m.params)} parameters · {md_escape(m.describe())}")
     # the closed expanders below draw their widgets only when opened: nothing to send or lay out on every rerun
@@ -274,10 +274,11 @@ def _calibration(fleet) -> None:
         sb.button("Remove calibration", on_click=callbacks.remove_calibration)
 
 
-def sidebar(fleet) -> None:
-    """Every input of the plan; `fleet` is the calibration in use (None without one)."""
+def sidebar(fleet, inputs: plan_inputs.Inputs) -> None:
+    """Every input of the plan (`inputs`: the values they hold at the run's start); `fleet` is the calibration in use
+    (None without one)."""
     st.sidebar.header("Your plan")
-    m = _model()
+    m = _model(inputs)
     _job(m)
     _software()
     _gpus_and_prices()

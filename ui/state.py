@@ -180,7 +180,12 @@ def own_assumptions() -> OwnAssumptions:
 
 def current_model():
     """The model the widgets name, or None when the custom one is not valid."""
+    return model_of(inputs())
+
+
+def model_of(plan: plan_inputs.Inputs):
+    """The model a plan names, or None when the custom one is not valid."""
     try:
-        return plan_inputs.resolve_model(inputs())
+        return plan_inputs.resolve_model(plan)
     except (DataFileError, UnknownNameError):
         return None
