@@ -52,3 +52,15 @@ def test_a_linked_value_for_a_hidden_widget_applies_and_shows_when_drawn():
     assert at.number_input(key="minvram").value == 40.0
     at.number_input(key="minvram").set_value(80.0).run()
     assert at.query_params["minvram"] == "80" and at.query_params["epochs"] == "3.5"
+
+
+def test_explaining_gpus_in_turn_keeps_one_price_box_key():
+    at = _app({"tier": "secure", "gpu": "h100-sxm"})
+    box = "price_in_h100-sxm_secure"
+    listed = at.number_input(key=box).value
+    at.number_input(key=box).set_value(listed + 1.0).run()  # typed, not used ('Use this price' not clicked)
+    for gpu in ("rtx-4090", "a40", "h100-sxm"):
+        at.selectbox(key="gpu").set_value(gpu).run()
+        assert not at.exception
+    assert [k for k in at.session_state if k.startswith("price_in_")] == [box]
+    assert at.number_input(key=box).value == listed  # the listed price again, not the one typed and left
