@@ -3,6 +3,7 @@ commit, alternating so both see the same load.
 
     python3 benchmarks/rerun_state_share.py                     # this tree alone, 24 reruns
     python3 benchmarks/rerun_state_share.py --base 5b588e4      # and 5b588e4's page, in turns (3 rounds)
+    python3 benchmarks/rerun_state_share.py --explained 20      # after explaining 20 GPUs in turn (a longer session)
 
 Streamlit 1.67's selectbox, radio, number and text inputs, slider and date widgets each read
 SessionState.filtered_state, which walks every session-state key and reads each value through __getitem__. This
@@ -43,12 +44,14 @@ def _timed_filtered_state(original):
     return property(timed)
 
 
-def measure(tree: Path, reruns: int) -> dict[str, list[float]]:
+def measure(tree: Path, reruns: int, explained: int = 0) -> dict[str, list[float]]:
     logging.disable(logging.WARNING)  # AppTest's bare-mode warnings
     SessionState.filtered_state = _timed_filtered_state(SessionState.filtered_state.fget)
     at = AppTest.from_file(str(tree / "app.py"), default_timeout=120)
     at.run()
     at.run()
+    for gpu in at.selectbox(key="gpu").options[1:explained + 1]:  # a session that looked at several GPUs
+        at.selectbox(key="gpu").set_value(gpu).run()
     out: dict[str, list[float]] = {"run_ms": [], "calls": [], "keys": [], "state_ms": []}
     for i in range(reruns):
         widget, key, values = CHANGES[i % len(CHANGES)]
@@ -68,17 +71,20 @@ def measure(tree: Path, reruns: int) -> dict[str, list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("reruns", nargs="?", type=int, default=24, help="reruns per round")
+    ap.add_argument("--explained", type=int, default=0, help="GPUs explained in turn before the reruns")
     add_compare_arguments(ap)
     a = ap.parse_args()
     tree = Path(a.tree) if a.tree else ROOT
     if a.json:
-        print(json.dumps(measure(tree, a.reruns)))
+        print(json.dumps(measure(tree, a.reruns, a.explained)))
         return
     results: dict[str, dict[str, list[float]]] = {}
-    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, [str(a.reruns)])):
+    again = [str(a.reruns), "--explained", str(a.explained)]
+    for name, figures in alternated(a.base, a.rounds, lambda t: run_in_tree(__file__, t, again)):
         for k, v in figures.items():
             results.setdefault(name, {}).setdefault(k, []).extend(v)
-    print(f"a rerun after an input change, 'Explain a GPU' open, plan caches cleared (load {os.getloadavg()[0]:.1f})")
+    print(f"a rerun after an input change, 'Explain a GPU' open, plan caches cleared, {a.explained} GPUs explained "
+          f"before (load {os.getloadavg()[0]:.1f})")
     for name, r in results.items():
         med = {k: statistics.median(v) for k, v in r.items()}
         print(f"  {name:16} script median {med['run_ms']:5.1f} ms; filtered_state: {med['calls']:.0f} calls over "
