@@ -23,14 +23,14 @@ div.block-container {padding-top: 1.2rem; padding-left: 1.5rem; padding-right: 1
 
 with resources.run_slots():  # sessions take turns (ui/resources.py: RUN_SLOTS)
     state.init()
-    st.session_state._full_run = True  # the tabs' fragment, rerun alone, finds it False
+    state.page()["full_run"] = True  # the tabs' fragment, rerun alone, finds it False
     inputs = state.inputs()
     try:
         answer.main(inputs)  # the answer first: the browser draws the ranking before the sidebar's ~30 widgets arrive
     finally:
         try:
-            sidebar.sidebar(answer.fleet_of(inputs))
+            sidebar.sidebar(answer.fleet_of(inputs), inputs)
         finally:
             state.sync_url(state.inputs())
             st.session_state._run_ms = (time.perf_counter() - _T0) * 1e3
-            st.session_state._full_run = False
+            state.page()["full_run"] = False

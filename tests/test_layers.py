@@ -40,7 +40,8 @@ LIBRARY_USERS = {"requests": NETWORK, "urllib.request": NETWORK, "http.client": 
 SCRIPT_EXCEPTIONS = {
     "streamlit": {"benchmarks.app_rerun": "runs app.py under streamlit.testing's AppTest to time a rerun",
                   "benchmarks.concurrent_sessions": "decodes the app's websocket frames with streamlit's protobufs",
-                  "benchmarks.new_session": "runs app.py under streamlit.testing's AppTest to time a new session"},
+                  "benchmarks.new_session": "runs app.py under streamlit.testing's AppTest to time a new session",
+                  "benchmarks.rerun_state_share": "times streamlit's SessionState.filtered_state in an AppTest rerun"},
     "urllib.request": {"benchmarks.browser_page": "polls the local server's health endpoint before timing it"},
     "torch": {"validation.count_kernels": "counts a model's kernels on the GPU",
               "validation.measure_hf": "times Hugging Face models on the GPU",

@@ -37,7 +37,7 @@ def presets_block(where, inputs: plan_inputs.Inputs) -> None:
             for p in presets:
                 st.button(p.question, key=f"preset_{p.id}", on_click=callbacks.apply_preset, args=(p.id,),
                           width="stretch")
-    p = next((p for p in presets if p.id == st.session_state.get("_preset")), None)
+    p = next((p for p in presets if p.id == state.page().get("preset")), None)
     if p and share.encode(replace(p.inputs, tab=inputs.tab)) == share.encode(inputs):  # still the example's plan
         with st.expander(f"**{md_escape(p.question)}** · what the example assumes", icon=":material/lightbulb:"):
             st.info(f"{p.answer_hint}  \n*Assumed:* {p.assumptions}")
@@ -47,16 +47,17 @@ def presets_block(where, inputs: plan_inputs.Inputs) -> None:
 
 def filters() -> None:
     """The ranking's filters (inside the 'Filters' popover)."""
-    st.selectbox("Vendor", plan_inputs.VENDORS, key="vendor", persist_state=KEEP)
-    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key="minvram", persist_state=KEEP, format="%g",
-                    help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
-    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key="maxusd", persist_state=KEEP,
-                    format="%g")
-    st.checkbox("Can run it", key="feasible", persist_state=KEEP, help="Hide the GPUs that can't run this plan")
-    st.checkbox("Has a price", key="priced", persist_state=KEEP,
+    st.selectbox("Vendor", plan_inputs.VENDORS, key=state.drawn("vendor"), persist_state=KEEP)
+    st.number_input("Min VRAM (GB)", 0.0, MAX_VRAM_GB, step=8.0, key=state.drawn("minvram"), persist_state=KEEP,
+                    format="%g", help="Decimal GB, like the VRAM column (a '24 GB' card holds 25.8 GB)")
+    st.number_input("Max $/GPU-h (0 = any)", 0.0, CUSTOM_MAX_USD_HR, step=0.25, key=state.drawn("maxusd"),
+                    persist_state=KEEP, format="%g")
+    st.checkbox("Can run it", key=state.drawn("feasible"), persist_state=KEEP,
+                help="Hide the GPUs that can't run this plan")
+    st.checkbox("Has a price", key=state.drawn("priced"), persist_state=KEEP,
                 help="Hide the GPUs without a $/h in this tier (RunPod doesn't rent "
                 "them; type your own price in 'Explain a GPU')")
-    st.checkbox("Include CPUs", key="cpus", persist_state=KEEP,
+    st.checkbox("Include CPUs", key=state.drawn("cpus"), persist_state=KEEP,
                 help="Rank the CPU devices too (data/cpus.yaml): what the job costs "
                 "when it falls back to the CPU. They have no listed price: type your own in 'Explain a GPU'")
 
@@ -217,19 +218,20 @@ def main(inputs: plan_inputs.Inputs) -> None:
     c_title, c_presets = st.columns([5, 1.3], vertical_alignment="bottom")
     c_title.markdown("### GPU cost & throughput planner")
     presets_block(c_presets, inputs)
-    if ss._link_warnings:
+    page = state.page()
+    if page["link_warnings"]:
         st.warning("Some values in this link could not be used; they fell back to defaults:\n\n"
-                   + "\n".join(f"- {md_escape(w, 300)}" for w in ss._link_warnings), icon=":material/link_off:")
+                   + "\n".join(f"- {md_escape(w, 300)}" for w in page["link_warnings"]), icon=":material/link_off:")
     a = compute(inputs)
     if a is None:
         return
     st.markdown(f"**Plan:** {md_escape(plan_inputs.plan_sentence(inputs, a.model), 1000)}")
     prices.show_status(a.table, inputs)
     picked = _clicked(a.view)
-    if picked and picked != ss.get("_picked"):
+    if picked and picked != page.get("picked"):
         ss.gpu = picked
         ss.view = TABS[0]
-    ss._picked = picked
+    page["picked"] = picked
     if a.mine:
         own_cards(a.mine, inputs.tier)
     answer_box(a, ss.get("gpu") or "")

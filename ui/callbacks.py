@@ -18,17 +18,18 @@ def _after_model_change() -> None:
     ss = st.session_state
     m = state.current_model()
     if m is not None:
-        ss.size = plan_inputs.default_size(m)
+        state.put("size", plan_inputs.default_size(m))
         if ss.job == "generate" and not m.can_generate:
             ss.job = "infer"
 
 
 def on_model() -> None:
     ss = st.session_state
-    if ss.model == plan_inputs.CUSTOM and ss._prev_model != plan_inputs.CUSTOM:
+    page = state.page()
+    if ss.model == plan_inputs.CUSTOM and page.get("prev_model") != plan_inputs.CUSTOM:
         ss.spec = ""
-        state.load_arch(state.arch_for(ss._prev_model))
-    ss._prev_model = ss.model
+        state.load_arch(state.arch_for(page.get("prev_model", plan_inputs.CUSTOM)))
+    page["prev_model"] = ss.model
     _after_model_change()
 
 
@@ -38,10 +39,10 @@ def on_upload_model() -> None:
     if f is None:
         return
     up = uploads.model_upload(f.getvalue(), f.name)
-    ss._upload_msg = ("success" if up.ok else "error", up.message)
+    state.page()["upload_msg"] = ("success" if up.ok else "error", up.message)
     if not up.ok:
         return
-    ss.model = ss._prev_model = plan_inputs.CUSTOM
+    ss.model = state.page()["prev_model"] = plan_inputs.CUSTOM
     ss.spec = up.spec
     if up.arch:
         state.load_arch(up.arch)
@@ -50,9 +51,9 @@ def on_upload_model() -> None:
 
 def _use_calibration(up: uploads.CalibrationUpload) -> None:
     ss = st.session_state
-    ss._cal_msg = ("success" if up.ok else "error", up.message)
+    state.page()["cal_msg"] = ("success" if up.ok else "error", up.message)
     if up.ok:
-        ss.cal, ss._cal_result = up.query, up.results
+        ss.cal, state.page()["cal_result"] = up.query, up.results
 
 
 def on_upload_cal() -> None:
@@ -64,28 +65,28 @@ def on_upload_cal() -> None:
 def on_cal_cpu() -> None:
     ss = st.session_state
     name = resources.gpu(ss.cal_cpu).name if ss.cal_cpu else ""
-    _use_calibration(uploads.refit_for_cpu(ss.get("_cal_result") or {}, ss.cal_cpu, name))
+    _use_calibration(uploads.refit_for_cpu(state.page().get("cal_result") or {}, ss.cal_cpu, name))
 
 
 def remove_calibration() -> None:
-    st.session_state.update(cal="", _cal_result=None)
+    st.session_state.cal = ""
+    state.page()["cal_result"] = None
 
 
 def apply_preset(preset_id: str) -> None:
     p = next(p for p in load_all_presets()[0] if p.id == preset_id)
     state.load(p.inputs)
-    st.session_state._link_warnings = []
-    st.session_state._preset = preset_id
+    state.page().update(link_warnings=[], preset=preset_id)
     st.session_state.presets_open = False  # the question is answered below: the popover must not cover it
 
 
 def set_price(gpu_id: str, value: float | None) -> None:
-    prices_now = dict(st.session_state.myprice)
+    prices_now = dict(state.page()["myprice"])
     if value is None:
         prices_now.pop(gpu_id, None)
     else:
         prices_now[gpu_id] = float(value)
-    st.session_state.myprice = prices_now
+    state.page()["myprice"] = prices_now
 
 
 def head_dim() -> None:
@@ -97,8 +98,8 @@ def head_dim() -> None:
 
 def refresh_prices() -> None:
     if not live_prices.request_refresh(time.monotonic()):
-        st.session_state._refresh_msg = (f"Live prices were refreshed less than "
-                                         f"{live_prices.MIN_REFRESH_INTERVAL_S / 60:g} minutes ago; these are current.")
+        state.page()["refresh_msg"] = (f"Live prices were refreshed less than "
+                                       f"{live_prices.MIN_REFRESH_INTERVAL_S / 60:g} minutes ago; these are current.")
 
 
 
@@ -108,10 +109,10 @@ def on_own_gpu() -> None:
     try:
         ss.mygpu = own_gpu.own_gpu_text(ss.own_name, ss.own_mem, ss.own_memtype, ss.own_bw,
                                         {p: ss[f"own_r_{p}"] for p in own_gpu.FORM_PATHS}, ss.own_cc, ss.own_usd)
-        ss._own_gpu_msg = ("success", f"{own_gpu.parse_own_gpu(ss.mygpu).name} is ranked with the rest, marked "
-                                      "(yours)")
+        state.page()["own_gpu_msg"] = ("success", f"{own_gpu.parse_own_gpu(ss.mygpu).name} is ranked with the rest, "
+                                                  "marked (yours)")
     except ValueError as exc:
-        ss._own_gpu_msg = ("error", f"{exc}. Nothing was changed.")
+        state.page()["own_gpu_msg"] = ("error", f"{exc}. Nothing was changed.")
 
 
 def on_own_gpu_yaml() -> None:
@@ -127,12 +128,12 @@ def on_own_gpu_yaml() -> None:
             raise ValueError(f"your GPU's YAML file is {len(data):,} bytes; a description is at most "
                              f"{own_gpu.MAX_YAML_BYTES:,}")
         ss.mygpu = own_gpu.own_gpu_from_yaml(data.decode("utf-8"))
-        ss._own_gpu_msg = ("success", f"{own_gpu.parse_own_gpu(ss.mygpu).name} is ranked with the rest, marked "
-                                      "(yours)")
+        state.page()["own_gpu_msg"] = ("success", f"{own_gpu.parse_own_gpu(ss.mygpu).name} is ranked with the rest, "
+                                                  "marked (yours)")
     except UnicodeDecodeError:
-        ss._own_gpu_msg = ("error", "your GPU's YAML file is not UTF-8 text. Nothing was changed.")
+        state.page()["own_gpu_msg"] = ("error", "your GPU's YAML file is not UTF-8 text. Nothing was changed.")
     except ValueError as exc:
-        ss._own_gpu_msg = ("error", f"{exc}. Nothing was changed.")
+        state.page()["own_gpu_msg"] = ("error", f"{exc}. Nothing was changed.")
 
 
 def remove_own_gpu() -> None:

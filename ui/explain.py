@@ -9,7 +9,7 @@ from planner.inputs.catalog import CUSTOM_MAX_USD_HR, CUSTOM_MIN_USD_HR
 from planner.views import explain_text, plan_inputs
 from planner.views.cache_key import content_key
 from planner.views.format import short_name
-from ui import callbacks, columns, resources
+from ui import callbacks, columns, resources, state
 from ui.state import KEEP
 
 
@@ -17,6 +17,12 @@ def _own_price(e, inputs: plan_inputs.Inputs) -> None:
     """Type a $/GPU-hour for this GPU; it applies to every tier and travels in the link."""
     g, price = e.gpu, e.price
     key = f"price_in_{g.id}_{inputs.tier}"  # per tier: switching tiers shows that tier's price, not a stale one
+    page = state.page()
+    if page.get("price_key", key) != key and page["price_key"] in st.session_state:
+        # the box of the GPU explained before goes (a price typed there and not used is forgotten): one such key at
+        # a time, not one per GPU and tier ever explained, each walked by every widget of every run (ui/state.py)
+        del st.session_state[page["price_key"]]
+    page["price_key"] = key
     current = inputs.custom_prices.get(g.id) or (price.usd_hr if price else 1.0)
     if key not in st.session_state:
         st.session_state[key] = float(min(max(current, CUSTOM_MIN_USD_HR), CUSTOM_MAX_USD_HR))

@@ -35,7 +35,7 @@ def _arch_bounds(param: str) -> tuple[int, int]:
 
 
 def _message(key: str) -> None:
-    msg = st.session_state.pop(key, None)
+    msg = state.page().pop(key, None)
     if msg:
         (st.sidebar.error if msg[0] == "error" else st.sidebar.success)(msg[1])
 
@@ -68,7 +68,7 @@ def _architecture() -> None:
     st.checkbox("Biases in linear layers (GPT-2)", key="m_bias", persist_state=KEEP)
 
 
-def _model():
+def _model(inputs: plan_inputs.Inputs):
     ss, sb = st.session_state, st.sidebar
     sb.subheader("1 · Model")
     sb.selectbox("Model", [m.id for m in resources.models().models] + [plan_inputs.CUSTOM], key="model",
@@ -79,7 +79,7 @@ def _model():
             _architecture()
     elif ss.model == plan_inputs.CUSTOM:
         sb.caption("Custom model from an uploaded YAML profile (formulas in its input size).")
-    m = state.current_model()
+    m = state.model_of(inputs)  # the run's plan: drawing the widgets above changed no value
     if m is not None:
         sb.caption(f"{md_escape(m.name, 120)}: {fmt_count(m.params)} parameters · {md_escape(m.describe())}")
     # the closed expanders below draw their widgets only when opened: nothing to send or lay out on every rerun
@@ -88,7 +88,7 @@ def _model():
         if box.open:
             st.file_uploader("Model file", type=["yaml", "yml", "json"], key="upload_model",
                              on_change=callbacks.on_upload_model, label_visibility="collapsed", max_upload_size=1)
-    _message("_upload_msg")
+    _message("upload_msg")
     return m
 
 
@@ -100,39 +100,39 @@ def _job(m) -> None:
     if ss.job == "generate":
         sb.number_input("Sequences to generate", *_bounds("sequences"), step=1000, key="seqs", persist_state=KEEP)
         c1, c2 = sb.columns(2)
-        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key="prompt", persist_state=KEEP,
+        c1.number_input("Prompt tokens", *_bounds("prompt_tokens"), key=state.drawn("prompt"), persist_state=KEEP,
                         help=field_help("prompt"))
-        c2.number_input("New tokens each", *_bounds("gen_tokens"), key="gen", persist_state=KEEP)
+        c2.number_input("New tokens each", *_bounds("gen_tokens"), key=state.drawn("gen"), persist_state=KEEP)
     else:
         sb.number_input("Samples" + (" per epoch" if ss.job == "train" else ""), *_bounds("samples"), step=1000,
-                        key="samples", persist_state=KEEP)
+                        key=state.drawn("samples"), persist_state=KEEP)
         sb.number_input(f"Input size ({plan_inputs.size_name(m)})" if m is not None else "Input size",
-                        *_bounds("input_size"), key="size", persist_state=KEEP)
+                        *_bounds("input_size"), key=state.drawn("size"), persist_state=KEEP)
     if ss.job == "train":
         c1, c2 = sb.columns(2)
-        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key="epochs", persist_state=KEEP)
-        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key="opt", persist_state=KEEP)
-        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key="accum", persist_state=KEEP)
+        c1.number_input("Epochs", *_bounds("epochs"), step=1.0, key=state.drawn("epochs"), persist_state=KEEP)
+        c2.selectbox("Optimizer", sorted(OPTIMIZERS), key=state.drawn("opt"), persist_state=KEEP)
+        c1.number_input("Grad. accumulation", *_bounds("grad_accum"), key=state.drawn("accum"), persist_state=KEEP)
         if m is None or m.counts_tokens:
             sb.number_input("Train tokens (0 = samples x epochs)", *_bounds("train_tokens"), step=1e9,
-                            format="%.4g", key="tokens", persist_state=KEEP, help=field_help("tokens"))
-            if ss.tokens:
+                            format="%.4g", key=state.drawn("tokens"), persist_state=KEEP, help=field_help("tokens"))
+            if ss.tokens:  # drawn just above
                 sb.caption("Samples and epochs are not used while train tokens are set (the plan at the top of "
                            "the page says how many samples hold them).")
-        sb.checkbox("Activation checkpointing", key="ckpt", persist_state=KEEP, help=field_help("ckpt"))
-        sb.radio("Several GPUs train with", SHARDINGS, key="shard", persist_state=KEEP, horizontal=True,
+        sb.checkbox("Activation checkpointing", key=state.drawn("ckpt"), persist_state=KEEP, help=field_help("ckpt"))
+        sb.radio("Several GPUs train with", SHARDINGS, key=state.drawn("shard"), persist_state=KEEP, horizontal=True,
                  format_func={"ddp": "DDP (full copies)", "zero1": "ZeRO-1", "zero2": "ZeRO-2",
                               "fsdp": "FSDP (ZeRO-3)", "auto": "Auto (cheapest that fits)"}.get,
                  help=field_help("shard"))
         c1, c2 = sb.columns(2)
-        c1.text_input("Layout (tp, pp, v, cp)", key="lay", persist_state=KEEP, max_chars=MAX_LAYOUT_CHARS,
+        c1.text_input("Layout (tp, pp, v, cp)", key=state.drawn("lay"), persist_state=KEEP, max_chars=MAX_LAYOUT_CHARS,
                       placeholder="auto, or tp=2,pp=4", help=field_help("lay"))
-        c2.number_input("Global batch (0 = off)", *_bounds("global_batch"), key="gbatch", persist_state=KEEP,
-                        help=field_help("gbatch"))
+        c2.number_input("Global batch (0 = off)", *_bounds("global_batch"), key=state.drawn("gbatch"),
+                        persist_state=KEEP, help=field_help("gbatch"))
     sb.checkbox("Auto batch (the cheapest batch that fits, per GPU)", key="batch_auto")
     if not ss.batch_auto:
         sb.number_input("Batch size (per GPU)" + (" (micro-batch)" if ss.job == "train" else ""), *_bounds("batch"),
-                        key="batch_n", persist_state=KEEP)
+                        key=state.drawn("batch_n"), persist_state=KEEP)
 
 
 def _software() -> None:
@@ -144,8 +144,8 @@ def _software() -> None:
     c1.selectbox("Precision", [p.id for p in rules.precisions], key="prec",
                  help="; ".join(f"{p.id}: {p.note}" for p in rules.precisions))
     if ss.job == "generate":
-        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in rules.kv_dtypes], key="kv", persist_state=KEEP,
-                     help="auto = the activation dtype")
+        c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in rules.kv_dtypes], key=state.drawn("kv"),
+                     persist_state=KEEP, help="auto = the activation dtype")
     sb.selectbox("Attention", [a.id for a in rules.attention_backends], key="attn",
                  format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
                  help="; ".join(f"{a.id}: {a.name}" for a in rules.attention_backends) + ". Each GPU's notes say "
@@ -177,7 +177,7 @@ def _gpus_and_prices() -> None:
              format_func={"snapshot": "Snapshot (dated)", "live": "Live from RunPod"}.get)
     if ss.psrc == "live":
         sb.button("Refresh prices", on_click=callbacks.refresh_prices, icon=":material/refresh:")
-        msg = ss.pop("_refresh_msg", None)
+        msg = state.page().pop("refresh_msg", None)
         if msg:
             sb.caption(msg)
     default = resources.overheads_default()
@@ -186,6 +186,7 @@ def _gpus_and_prices() -> None:
         if box.open:
             for key, label, step in state.JOB_COST_WIDGETS:
                 lo, hi = JOB_COST_LIMITS[key]
+                ss.setdefault(f"jc_{key}", float(getattr(default, key)))  # a key from the first opening on
                 st.number_input(label, float(lo), float(hi), step=step, key=f"jc_{key}", persist_state=KEEP,
                                 help=dict(default.sources).get(key, ""))
             st.caption("Defaults and their sources: data/job_costs.yaml. These settings stay on this page (not in "
@@ -257,7 +258,7 @@ def _own_gpu() -> None:
                              on_change=callbacks.on_own_gpu_yaml, max_upload_size=1,
                              help="name, memory_gb, memory_type (hbm|gddr), mem_bw_gbps, dense_tflops: {fp32: .., "
                                   "bf16: ..}, compute_capability (8.9, gfx942 or unknown), usd_hr")
-    _message("_own_gpu_msg")
+    _message("own_gpu_msg")
     if ss.get("mygpu"):
         sb.caption(f"Ranked with the rest: {md_escape(ss.mygpu, 400)}")
         sb.button("Remove your GPU", on_click=callbacks.remove_own_gpu)
@@ -270,8 +271,8 @@ def _calibration(fleet) -> None:
                "for a fleet): each one's measured efficiencies replace the priors for its GPU.")
     sb.file_uploader("Benchmark results", key="upload_cal", on_change=callbacks.on_upload_cal, max_upload_size=5,
                      accept_multiple_files=True, label_visibility="collapsed")
-    _message("_cal_msg")
-    if ss.cal and uploads.cpu_results(ss.get("_cal_result")):
+    _message("cal_msg")
+    if ss.cal and uploads.cpu_results(state.page().get("cal_result")):
         now = next((c.gpu_id or "" for c in fleet.members if c.device_class == "cpu"), "") if fleet else ""
         ss.setdefault("cal_cpu", now)
         cpus = [calibration_measured.THIS_MACHINE, *(c.id for c in resources.facts().catalog.cpus)]
@@ -284,10 +285,11 @@ def _calibration(fleet) -> None:
         sb.button("Remove calibration", on_click=callbacks.remove_calibration)
 
 
-def sidebar(fleet) -> None:
-    """Every input of the plan; `fleet` is the calibration in use (None without one)."""
+def sidebar(fleet, inputs: plan_inputs.Inputs) -> None:
+    """Every input of the plan (`inputs`: the values they hold at the run's start); `fleet` is the calibration in use
+    (None without one)."""
     st.sidebar.header("Your plan")
-    m = _model()
+    m = _model(inputs)
     _job(m)
     _software()
     _gpus_and_prices()

@@ -45,7 +45,7 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
             if a.seconds and c.seconds:
                 st.markdown(f"This plan on **{md_escape(device.name, 80)}**: {fmt_seconds(a.seconds)} analytic, "
                             f"**{fmt_seconds(c.seconds)} calibrated**.")
-            result = (st.session_state.get("_cal_result") or {}).get(cal.device_name)
+            result = (state.page().get("cal_result") or {}).get(cal.device_name)
             if result is not None:
                 df = charts.calibration_data(calibration_tables.point_table(result, cal))
                 if len(df):
@@ -98,14 +98,15 @@ def serving(plan, inputs, table, cmp_ids) -> None:
     prompt, output = (inputs.prompt, inputs.gen) if inputs.job == "generate" else (512, 256)
     c1, c2, c3 = st.columns(3)
     ttft = c1.number_input("p95 time to first token target (ms)", 1.0, plan_inputs.MAX_TTFT_MS, step=100.0,
-                           key="sttft", persist_state=KEEP)
+                           key=state.drawn("sttft"), persist_state=KEEP)
     tpot = c2.number_input("p95 time per output token target (ms)", 1.0, plan_inputs.MAX_TPOT_MS, step=5.0,
-                           key="stpot", persist_state=KEEP)
+                           key=state.drawn("stpot"), persist_state=KEEP)
     rate = c3.number_input("Requests per second to serve (0 = none)", 0.0, plan_inputs.MAX_SERVING_RATE, step=1.0,
-                           key="srate", persist_state=KEEP)
+                           key=state.drawn("srate"), persist_state=KEEP)
     # a row of its own: four inputs in one row wrap their labels at laptop width
     lengths = st.columns(3)[0].selectbox(
-        "Request lengths", LENGTH_SPREADS, key="slen", persist_state=KEEP, format_func=tab_tables.LENGTH_WORDS.get,
+        "Request lengths", LENGTH_SPREADS, key=state.drawn("slen"), persist_state=KEEP,
+        format_func=tab_tables.LENGTH_WORDS.get,
         help="fixed: every request at the job's lengths; ShareGPT-like: spread around them (exponential, cut at 1,024 "
         "prompt and 2,048 total tokens) as the serving benchmarks' ShareGPT samples are")
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
@@ -180,7 +181,7 @@ def _explain_tab(view: screens.RankingView, inputs, cal_ests, est_key: str, defa
 
 def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, cal, cal_ests: dict,
             est_key: str) -> None:
-    ss, rows = st.session_state, view.rows
+    rows = view.rows
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [view.ranking.estimates[0].gpu.id])[0]
     cmp_ids = list(inputs.cmp) or feasible_ids[:3]
@@ -193,9 +194,9 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
                 continue
             if name in COMPARING:
                 shown_ids = [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
-                ss.cmp = [g for g in ss.cmp if g in shown_ids]
+                state.put("cmp", [g for g in state.value("cmp") if g in shown_ids])
                 st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)", shown_ids,
-                               key="cmp", persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
+                               key=state.drawn("cmp"), persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
                                format_func=lambda gid: resources.gpu(gid).name)
             if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                 st.info("No GPU can run this plan: nothing to compare.")
@@ -210,11 +211,13 @@ def tab_area(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table,
     alone, not the ranking and the sidebar; a change here that moves the ranking (your own price for a GPU) reruns
     the page."""
     now = state.inputs()
-    if not st.session_state.get("_full_run") and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab,
+    full_run = state.page().get("full_run")
+    if not full_run and replace(now, gpu=inputs.gpu, cmp=inputs.cmp, tab=inputs.tab,
                                                          srate=inputs.srate, sttft=inputs.sttft,
                                                          stpot=inputs.stpot, slen=inputs.slen) != inputs:
         st.rerun(scope="app")
     try:
         tabs_of(view, now, plan, table, cal, cal_ests, est_key)
     finally:
-        state.sync_url(state.inputs())  # a rerun of the fragment alone ends here, not at the end of the script
+        if not full_run:  # a rerun of the fragment alone ends here; a full run, at the end of the script (app.py)
+            state.sync_url(state.inputs())
