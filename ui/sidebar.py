@@ -196,10 +196,11 @@ def _gpus_and_prices() -> None:
 def _cluster() -> None:
     """Your cluster's nodes and network (0: each GPU's as the catalog gives it); the link keeps them."""
     c1, c2 = st.sidebar.columns(2)
-    c1.number_input("GPUs per node (0 = catalog's)", 0, _bounds("node_gpus")[1], key="node", persist_state=KEEP,
+    c1.number_input("GPUs per node (0 = catalog's)", 0, _bounds("node_gpus")[1], key=state.drawn("node"),
+                    persist_state=KEEP,
                     help=field_help("node"))
     c2.number_input("Network Gb/s per node (0 = catalog's)", 0.0, _bounds("fabric_gbits_per_node")[1], step=100.0,
-                    format="%g", key="fab", persist_state=KEEP, help=field_help("fab"))
+                    format="%g", key=state.drawn("fab"), persist_state=KEEP, help=field_help("fab"))
 
 
 def _own_gpus() -> None:

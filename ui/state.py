@@ -45,7 +45,8 @@ PAGE_KEY = "_page"
 HIDEABLE = frozenset({"vendor", "minvram", "maxusd", "feasible", "priced", "cpus",  # the Filters popover
                       "epochs", "opt", "accum", "tokens", "ckpt", "shard", "lay", "gbatch",  # training
                       "prompt", "gen", "kv", "samples", "size", "batch_n",  # one job's or a fixed batch's
-                      "sttft", "stpot", "srate", "slen", "cmp"})  # the Serving and comparing tabs
+                      "sttft", "stpot", "srate", "slen", "cmp",  # the Serving and comparing tabs
+                      "node", "fab"})  # the cluster's shape, drawn for more than one GPU
 
 
 def page() -> dict:
