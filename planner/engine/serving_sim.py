@@ -460,14 +460,14 @@ class Requests:
         return max(p + o for p, o in zip(self.prompts, self.outputs))
 
     @classmethod
-    def spread(cls, prompt: int, output: int, lengths: str) -> Requests:
+    def spread(cls, prompt: int, output: int, lengths: str, rows: int = SPREAD_ROWS) -> Requests:
         """Requests at `prompt`/`output` tokens (LENGTH_SPREADS: 'fixed', each request at them; 'sharegpt',
-        spread around them as sharegpt_like draws; 'uniform', as uniform draws); ValueError naming `lengths`
-        otherwise."""
+        spread around them as sharegpt_like draws `rows` of them; 'uniform', as uniform draws); ValueError naming
+        `lengths` otherwise."""
         if lengths == "sharegpt":
-            return cls.sharegpt_like(prompt, output)
+            return cls.sharegpt_like(prompt, output, rows)
         if lengths == "uniform":
-            return cls.uniform(prompt, output)
+            return cls.uniform(prompt, output, rows)
         if lengths != "fixed":
             raise ValueError(f"lengths: expected one of {', '.join(LENGTH_SPREADS)}")
         return cls((prompt,), (output,))
@@ -516,9 +516,14 @@ class Requests:
 
     def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
         """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or
-        by time of day, says nothing here), or the one pair n times."""
+        by time of day, says nothing here), or the one pair n times. n equal to the rows: each row once, in a random
+        order (a benchmark's own requests served whole, so their mean lengths are the stated ones)."""
         k = len(self.prompts)
-        idx = np.random.default_rng(seed).integers(0, k, n).tolist() if k > 1 else [0] * n
+        rng = np.random.default_rng(seed)
+        if k == n > 1:
+            idx = rng.permutation(k).tolist()
+        else:
+            idx = rng.integers(0, k, n).tolist() if k > 1 else [0] * n
         return [self.prompts[i] for i in idx], [self.outputs[i] for i in idx]
 
 
@@ -556,6 +561,17 @@ def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
     gaps = np.random.default_rng(seed).exponential(1.0 / rate, n)
     gaps[0] = 0.0
     return np.cumsum(gaps).tolist()
+
+
+def benchmark_arrivals(rate: float, n: int, seed: int) -> list[float]:
+    """poisson_arrivals rescaled so the last comes at (n - 1) / rate, the expected span of a benchmark's n requests
+    at `rate`: a finite run's throughput is its tokens over that span, and one draw's span is off by about
+    1/sqrt(n) (7 % at 200 requests), a noise the planner can't know the sign of."""
+    t = poisson_arrivals(rate, n, seed)
+    if n < 2 or t[-1] <= 0:
+        return t
+    k = (n - 1) / rate / t[-1]
+    return [x * k for x in t]
 
 
 def _pcts(values: np.ndarray) -> dict[int, float]:
@@ -678,6 +694,19 @@ def combine_pools(st: StepTimes, reqs: Requests, pools: Pools, pre: Run, dec: Ru
     if over and point.meets_slo:
         point = replace(point, meets_slo=False)
     return replace(point, over_saturation=over)
+
+
+def burst_tokens_per_s(st: StepTimes, sched: Scheduler, reqs: Requests, n: int, seed: int = 0) -> float:
+    """Output tokens per second of `n` requests all sent at once (a benchmark's request rate inf), as vLLM's
+    benchmark_serving / `vllm bench serve` reports 'Output token throughput': every output token over the time from
+    the first request to the last completion, so the fill (every prompt prefilled first) and the drain (the longest
+    requests decoding in a shrinking batch) count. A finite run's figure, below saturation_rate's steady state.
+    ValueError when n is outside 1..MAX_REQUESTS."""
+    if not 1 <= n <= MAX_REQUESTS:
+        raise ValueError(f"requests: {n:,} outside 1..{MAX_REQUESTS:,}")
+    prompts, outputs = reqs.take(n, seed)
+    run = simulate(st, sched, [0.0] * n, prompts, outputs)
+    return run.output_tokens / run.span_s if run.span_s > 0 else 0.0
 
 
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:
