@@ -54,6 +54,7 @@ from planner.inputs.catalog import BITS_PER_BYTE, GPU
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.runtimes import Efficiency
+from planner.inputs.work import ATTENTION_GROUP
 from planner.inputs.serving_runtimes import Scheduler
 from planner.inputs.serving_trace import LENGTH_SPREADS
 
@@ -165,7 +166,7 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
         return phase_seconds(generate_phases(m, Generate(1, n, 1), s, 1, 1.0)[0], gpu, eff)
 
     n = PAIR_PROBE_TOKENS
-    pair_s = max(0.0, (prefill(3 * n) - 2 * prefill(2 * n) + prefill(n)) / (n * n))
+    pair_s = max(0.0, _second_difference(lambda t: attention_seconds(m, s, gpu, eff, t), n) / (n * n))
     one = np.array([max(prefill(t) - pair_s * t * (t + 1) / 2, 0.0) for t in sizes])
     every = np.array([decode(t, 1) for t in sizes])
     key = np.array([max(0.0, (decode(t, ctx_ref) - decode(t, 1)) / (t * (ctx_ref - 1))) for t in sizes])
@@ -178,6 +179,24 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
     one_t = interp(one)
     return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff))
+
+
+def _second_difference(f, n: int) -> float:
+    return f(3 * n) - 2 * f(2 * n) + f(n)
+
+
+def attention_seconds(model, s, gpu: GPU, eff: Efficiency, tokens: int) -> float:
+    """Seconds of one prompt's prefill of `tokens` tokens counting only its attention op group (ATTENTION_GROUP),
+    or the whole prefill when the model's phases name none. Its second difference over N, 2N, 3N is the attention's
+    quadratic part: the whole prefill's also carries the other groups' curvature (a mixture of experts' GEMMs
+    change shape with the tokens, through tile and wave quantization and the experts read, and a pass turning from
+    memory- to compute-bound bends the sum), which read as attention made gpt-oss's prompts cost more attention
+    than their whole prefill and left the rest at zero."""
+    ph = generate_phases(model, Generate(1, tokens, 1), s, 1, 1.0)[0]
+    attn = tuple(g for g in ph.groups if g.name == ATTENTION_GROUP)
+    if attn:
+        ph = ph._replace(groups=attn, comm=())
+    return phase_seconds(ph, gpu, eff)
 
 
 def kv_split(plan: Plan, s, sched: Scheduler, context_gb: float) -> tuple[float, float]:
