@@ -54,6 +54,7 @@ from planner.inputs.catalog import BITS_PER_BYTE, GPU
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.runtimes import Efficiency
+from planner.inputs.work import ATTENTION_GROUP
 from planner.inputs.serving_runtimes import Scheduler
 from planner.inputs.serving_trace import LENGTH_SPREADS
 
@@ -165,7 +166,7 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
         return phase_seconds(generate_phases(m, Generate(1, n, 1), s, 1, 1.0)[0], gpu, eff)
 
     n = PAIR_PROBE_TOKENS
-    pair_s = max(0.0, (prefill(3 * n) - 2 * prefill(2 * n) + prefill(n)) / (n * n))
+    pair_s = max(0.0, _second_difference(lambda t: attention_seconds(m, s, gpu, eff, t), n) / (n * n))
     one = np.array([max(prefill(t) - pair_s * t * (t + 1) / 2, 0.0) for t in sizes])
     every = np.array([decode(t, 1) for t in sizes])
     key = np.array([max(0.0, (decode(t, ctx_ref) - decode(t, 1)) / (t * (ctx_ref - 1))) for t in sizes])
@@ -178,6 +179,24 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
     one_t = interp(one)
     return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff))
+
+
+def _second_difference(f, n: int) -> float:
+    return f(3 * n) - 2 * f(2 * n) + f(n)
+
+
+def attention_seconds(model, s, gpu: GPU, eff: Efficiency, tokens: int) -> float:
+    """Seconds of one prompt's prefill of `tokens` tokens counting only its attention op group (ATTENTION_GROUP),
+    or the whole prefill when the model's phases name none. Its second difference over N, 2N, 3N is the attention's
+    quadratic part: the whole prefill's also carries the other groups' curvature (a mixture of experts' GEMMs
+    change shape with the tokens, through tile and wave quantization and the experts read, and a pass turning from
+    memory- to compute-bound bends the sum), which read as attention made gpt-oss's prompts cost more attention
+    than their whole prefill and left the rest at zero."""
+    ph = generate_phases(model, Generate(1, tokens, 1), s, 1, 1.0)[0]
+    attn = tuple(g for g in ph.groups if g.name == ATTENTION_GROUP)
+    if attn:
+        ph = ph._replace(groups=attn, comm=())
+    return phase_seconds(ph, gpu, eff)
 
 
 def kv_split(plan: Plan, s, sched: Scheduler, context_gb: float) -> tuple[float, float]:
@@ -460,14 +479,14 @@ class Requests:
         return max(p + o for p, o in zip(self.prompts, self.outputs))
 
     @classmethod
-    def spread(cls, prompt: int, output: int, lengths: str) -> Requests:
+    def spread(cls, prompt: int, output: int, lengths: str, rows: int = SPREAD_ROWS) -> Requests:
         """Requests at `prompt`/`output` tokens (LENGTH_SPREADS: 'fixed', each request at them; 'sharegpt',
-        spread around them as sharegpt_like draws; 'uniform', as uniform draws); ValueError naming `lengths`
-        otherwise."""
+        spread around them as sharegpt_like draws `rows` of them; 'uniform', as uniform draws); ValueError naming
+        `lengths` otherwise."""
         if lengths == "sharegpt":
-            return cls.sharegpt_like(prompt, output)
+            return cls.sharegpt_like(prompt, output, rows)
         if lengths == "uniform":
-            return cls.uniform(prompt, output)
+            return cls.uniform(prompt, output, rows)
         if lengths != "fixed":
             raise ValueError(f"lengths: expected one of {', '.join(LENGTH_SPREADS)}")
         return cls((prompt,), (output,))
@@ -516,9 +535,14 @@ class Requests:
 
     def take(self, n: int, seed: int = 0) -> tuple[list[int], list[int]]:
         """n requests' (prompts, outputs): the rows drawn at random with `seed` (a trace's order, often sorted or
-        by time of day, says nothing here), or the one pair n times."""
+        by time of day, says nothing here), or the one pair n times. n equal to the rows: each row once, in a random
+        order (a benchmark's own requests served whole, so their mean lengths are the stated ones)."""
         k = len(self.prompts)
-        idx = np.random.default_rng(seed).integers(0, k, n).tolist() if k > 1 else [0] * n
+        rng = np.random.default_rng(seed)
+        if k == n > 1:
+            idx = rng.permutation(k).tolist()
+        else:
+            idx = rng.integers(0, k, n).tolist() if k > 1 else [0] * n
         return [self.prompts[i] for i in idx], [self.outputs[i] for i in idx]
 
 
@@ -556,6 +580,17 @@ def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
     gaps = np.random.default_rng(seed).exponential(1.0 / rate, n)
     gaps[0] = 0.0
     return np.cumsum(gaps).tolist()
+
+
+def benchmark_arrivals(rate: float, n: int, seed: int) -> list[float]:
+    """poisson_arrivals rescaled so the last comes at (n - 1) / rate, the expected span of a benchmark's n requests
+    at `rate`: a finite run's throughput is its tokens over that span, and one draw's span is off by about
+    1/sqrt(n) (7 % at 200 requests), a noise the planner can't know the sign of."""
+    t = poisson_arrivals(rate, n, seed)
+    if n < 2 or t[-1] <= 0:
+        return t
+    k = (n - 1) / rate / t[-1]
+    return [x * k for x in t]
 
 
 def _pcts(values: np.ndarray) -> dict[int, float]:
@@ -678,6 +713,19 @@ def combine_pools(st: StepTimes, reqs: Requests, pools: Pools, pre: Run, dec: Ru
     if over and point.meets_slo:
         point = replace(point, meets_slo=False)
     return replace(point, over_saturation=over)
+
+
+def burst_tokens_per_s(st: StepTimes, sched: Scheduler, reqs: Requests, n: int, seed: int = 0) -> float:
+    """Output tokens per second of `n` requests all sent at once (a benchmark's request rate inf), as vLLM's
+    benchmark_serving / `vllm bench serve` reports 'Output token throughput': every output token over the time from
+    the first request to the last completion, so the fill (every prompt prefilled first) and the drain (the longest
+    requests decoding in a shrinking batch) count. A finite run's figure, below saturation_rate's steady state.
+    ValueError when n is outside 1..MAX_REQUESTS."""
+    if not 1 <= n <= MAX_REQUESTS:
+        raise ValueError(f"requests: {n:,} outside 1..{MAX_REQUESTS:,}")
+    prompts, outputs = reqs.take(n, seed)
+    run = simulate(st, sched, [0.0] * n, prompts, outputs)
+    return run.output_tokens / run.span_s if run.span_s > 0 else 0.0
 
 
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:

@@ -23,7 +23,8 @@ from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
 from planner.engine.plan import Plan
 from planner.engine.serving import serving_point
-from planner.engine.serving_sim import Requests, saturation_rate, serve_rate, step_times
+from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arrivals, burst_tokens_per_s,
+                                       saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.serving_runtimes import load_schedulers
@@ -65,6 +66,10 @@ class ServingRow:
     # the server's engine generation when it is not the one data/serving.yaml's scheduler models (None), e.g.
     # vLLM's V0 engine ('v0', 'v0-sync': SchedulerProfile.engines): its CPU work per sequence per step
     engine: str | None = None
+    # the benchmark's request count (--num-prompts) when the row is scored as that finite run (None: the
+    # simulation's defaults): a rate row simulates that many Poisson arrivals; a saturation row that many requests
+    # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s)
+    requests: int | None = None
 
 
 LENGTHS = LENGTH_SPREADS
@@ -77,7 +82,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
-                        "host_overlap", "engine"))
+                        "host_overlap", "engine", "requests"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -96,11 +101,17 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                int(rec.number("scheduler_steps", required=False, lo=1, hi=64, integer=True) or 1),
                                rec.text("lengths", required=False, choices=LENGTHS) or "fixed",
                                rec.flag("host_overlap") if "host_overlap" in rec.data else None,
-                               rec.text("engine", required=False) or None))
+                               rec.text("engine", required=False) or None,
+                               _requests(rec)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
     return rows
+
+
+def _requests(rec: Record) -> int | None:
+    n = rec.number("requests", required=False, lo=1, hi=MAX_REQUESTS, integer=True)
+    return None if n is None else int(n)
 
 
 def predict(row: ServingRow, facts: Facts) -> float:
@@ -111,8 +122,9 @@ def predict(row: ServingRow, facts: Facts) -> float:
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
     if row.concurrency is not None:
-        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None:
-            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths and engine")
+        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None:
+            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine and "
+                             f"requests")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)
@@ -123,11 +135,20 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, host_overlapped=row.host_overlap)
     if row.engine is not None:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine))
-    reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths)
+    # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
+    reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
+                           **({} if row.requests is None else {"rows": row.requests}))
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
     if row.metric == "saturation_output_tokens_per_s":
+        if row.requests is not None:
+            return burst_tokens_per_s(st, s, reqs, row.requests)
         return saturation_rate(st, s, reqs) * sum(reqs.outputs) / len(reqs.outputs)
-    pt = serve_rate(st, s, reqs, row.rate)
+    if row.requests is None:
+        pt = serve_rate(st, s, reqs, row.rate)
+    else:
+        prompts, outputs = reqs.take(row.requests)
+        pt = summarize(simulate(st, s, benchmark_arrivals(row.rate, row.requests, 0), prompts, outputs), row.rate,
+                       None, None)
     return {"ttft_median_ms": pt.ttft[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
             "output_tokens_per_s": pt.tokens_per_s}[row.metric]
 

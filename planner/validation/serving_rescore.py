@@ -14,12 +14,13 @@ from pathlib import Path
 
 from planner.base.schema import DataFileError, Record, load_yaml
 from planner.inputs.facts import Facts
+from planner.engine.serving_sim import MAX_REQUESTS
 from planner.validation.serving_first import LENGTHS, SERVING_DIR, ServingRow, load_rows, predict
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
-OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine")
+OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -40,6 +41,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["host_overlap"] = rec.flag("host_overlap")
         if "engine" in rec.data:
             cond["engine"] = rec.text("engine")
+        if "requests" in rec.data:
+            cond["requests"] = int(rec.number("requests", lo=1, hi=MAX_REQUESTS, integer=True))
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))

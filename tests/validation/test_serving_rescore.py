@@ -4,6 +4,7 @@ predictions, and each needs its reason."""
 import pytest
 
 from planner.base.schema import DataFileError
+from planner.engine.serving_sim import MAX_REQUESTS
 from planner.inputs.facts import load_facts
 from planner.validation.serving_first import load_rows, predict
 from planner.validation.serving_rescore import load_posthoc, with_posthoc
@@ -70,3 +71,23 @@ rows:
     fp8 = with_posthoc(bf16, _posthoc(tmp_path, "  - {rows: sat, kv_dtype: fp8, why: the checkpoint}\n"))
     facts = load_facts()
     assert predict(fp8, facts) > 1.1 * predict(bf16, facts)
+
+
+def test_a_benchmarks_request_count_applies_by_row_and_is_checked(tmp_path):
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(ROWS % "")
+    [row] = load_rows(rows)
+    assert row.requests is None
+    late = with_posthoc(row, _posthoc(tmp_path, "  - {rows: 'vllm-*', requests: 200, why: --num-prompts 200}\n"))
+    assert late.requests == 200
+    for bad in ("0", str(MAX_REQUESTS + 1), "1.5"):
+        with pytest.raises(DataFileError, match="requests"):
+            _posthoc(tmp_path, f"  - {{rows: 'a*', requests: {bad}, why: x}}\n")
+
+
+def test_a_concurrency_row_takes_no_request_count(tmp_path):
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(ROWS.replace("rate: 4.0", "concurrency: 4") % ", requests: 100")
+    [row] = load_rows(rows)
+    with pytest.raises(ValueError, match="requests"):
+        predict(row, load_facts())

@@ -53,8 +53,8 @@ from planner.inputs.models.eager_chains import (rmsnorm_backward_chain_bytes, rm
                                                 rotary_backward_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes)
 from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.models.fp8_training import fp8_linear_groups
-from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP, GEMV_GROUP, Collective,
-                                 Gemm, MemoryItem, OpGroup, Setup, call_costs,
+from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, ATTENTION_GROUP, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP,
+                                 GEMV_GROUP, Collective, Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups, mlp_gemv_groups, split_k_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
@@ -875,7 +875,7 @@ class DecoderProfile(CachedHash):
             *(split_k_groups(sum(r * n * c for r, n, _, c in m.linear_gemms(bt, 0, tp)), s, bt)
               if p.kernel is not None else ()),
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
-            OpGroup("attention", attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
+            OpGroup(ATTENTION_GROUP, attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
                     rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
                     elem_text + text.small_kernel_text(m.small_kernels_per_forward),
@@ -961,7 +961,7 @@ class DecoderProfile(CachedHash):
                             gemms=per_chunk + last + (() if s.quantized_gemv(batch)
                                                       else m.lm_head_gemm(batch, s.lm_head_tp)),
                             **costs)
-            elif g.name == "attention":
+            elif g.name == ATTENTION_GROUP:
                 manual = s.attention.scores_materialized
                 flops = m.attn_flops_per_key() * m.attn_layers * batch * scored / s.tp if manual else g.flops
                 kv_read = batch * earlier * m.kv_elems * s.kv_dtype.bytes / m.kv_split(s.tp)
@@ -992,7 +992,7 @@ class DecoderProfile(CachedHash):
         score_per_key = ((score_passes(s)[0] * s.precision.act_bytes + m.score_upcast_bytes(s)) * batch * m.heads / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
-        attn = OpGroup("attention", 0.0, attn.bytes, attn.compute_path,
+        attn = OpGroup(ATTENTION_GROUP, 0.0, attn.bytes, attn.compute_path,
                        text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us, m.kv_repeat_passes(s))
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else ""),

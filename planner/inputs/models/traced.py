@@ -21,13 +21,14 @@ from typing import Any
 from planner.base.safe_parse import shown
 from planner.base.schema import CachedHash, Record, check_number
 from planner.base.units import BYTES_PER_GB, FP32_BYTES
-from planner.inputs.work import EAGER_KERNELS_PER_FUSED, Collective, dequant_groups, MemoryItem, OpGroup, Setup
+from planner.inputs.work import (ATTENTION_GROUP, EAGER_KERNELS_PER_FUSED, Collective, dequant_groups, MemoryItem,
+                                 OpGroup, Setup)
 
 FIELDS = ("id", "kind", "name", "source", "input_size_name", "default_input_size", "params", "trace", "work",
           "kernels", "memory", "ops", "notes")
 TRACE_FIELDS = ("torch_version", "date", "factory", "args", "sizes", "tolerance_pct", "seconds", "autocast")
 STEPS = ("forward", "train", "train_checkpointed")  # traced steps, in the order the profiler runs them
-GROUPS = ("linear layers", "attention", "elementwise & norms")  # op groups, as the profiler sorts aten ops
+GROUPS = ("linear layers", ATTENTION_GROUP, "elementwise & norms")  # op groups, as the profiler sorts aten ops
 QUANTITIES = ("flops", "weight_bytes", "activation_bytes")  # per group and step; bytes at fp32
 MEMORY = tuple(f"{m}_{d}" for m in ("inference", "train", "train_checkpointed") for d in ("fp32", "bf16"))
 LAW_FIELDS = ("law", "coeffs", "points", "error_pct")
