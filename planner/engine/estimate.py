@@ -379,7 +379,8 @@ def waves_reason(plan: Plan, f: _Fixed, wanted: int, fit: int, per_gpu: int) -> 
     """The note that a generate batch of `wanted` sequences (of `per_gpu` on each GPU) runs `fit` at a time: its
     runtime's scheduler starts the others as running ones finish (the KV cache of the whole batch would not fit)."""
     m, w, s, eff = plan.model, plan.workload, f.setup, f.efficiency
-    kv_gb = breakdown(m, w, s, wanted, eff.cuda_context_gb).get("kv_cache")
+    # a sequence's cache is the same in a job of any size (breakdown of the job's shape: cached across sizes)
+    kv_gb = wanted * breakdown(m, job_shape(w), s, 1, eff.cuda_context_gb).get("kv_cache")
     full, rest = divmod(per_gpu, fit)
     waves = ", ".join([str(fit)] * full + ([str(rest)] if rest else []))
     per = " per GPU" if plan.gpus > 1 else ""
