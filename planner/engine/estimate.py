@@ -18,8 +18,8 @@ from planner.engine.collectives import custom_link
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.collectives import group_link
-from planner.engine.feasibility import (Reason, attention_on, build_reasons, context_reason, memory_reason,
-                                        precision_on, support_reasons)
+from planner.engine.feasibility import (Reason, attention_on, build_reasons, capacity_text, context_reason,
+                                        memory_reason, precision_on, support_reasons)
 from planner.engine.memory import MemoryBreakdown, breakdown, usable_gb
 from planner.engine.phases import Phase, job_passes
 from planner.engine.plan import DEFAULT_ATTENTION, Plan, check_plan, check_runtime, pinned_builds, resolve_setup
@@ -375,6 +375,22 @@ def _fixed(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, builds: B
                   _fits(usable, at_1, per_item), {})
 
 
+def waves_reason(plan: Plan, f: _Fixed, wanted: int, fit: int, per_gpu: int) -> Reason:
+    """The note that a generate batch of `wanted` sequences (of `per_gpu` on each GPU) runs `fit` at a time: its
+    runtime's scheduler starts the others as running ones finish (the KV cache of the whole batch would not fit)."""
+    m, w, s, eff = plan.model, plan.workload, f.setup, f.efficiency
+    # a sequence's cache is the same in a job of any size (breakdown of the job's shape: cached across sizes)
+    kv_gb = wanted * breakdown(m, job_shape(w), s, 1, eff.cuda_context_gb).get("kv_cache")
+    full, rest = divmod(per_gpu, fit)
+    waves = ", ".join([str(fit)] * full + ([str(rest)] if rest else []))
+    per = " per GPU" if plan.gpus > 1 else ""
+    return Reason("waves", False, f"runs {fit} sequences at a time: the KV cache of {wanted} needs {kv_gb:.1f} GB"
+                  f"{per}, and {plan.runtime}'s scheduler admits sequences while its paged KV cache has room in the "
+                  f"usable {f.usable_gb:.1f} GB{per} ({capacity_text(f.gpu, plan.memory_target)}; with the weights "
+                  f"and activations), starting the others as running ones finish: {full + bool(rest)} waves of "
+                  f"{waves} sequences, timed one after another")
+
+
 NO_LIMIT = 2 ** 62  # _Fixed.fits where memory sets no limit (a whole number the sweep's int64 arrays hold)
 
 
@@ -471,6 +487,11 @@ def _sizing(plan: Plan, f: _Fixed) -> _Sizing:
     fit = _fit(f, per_gpu)
     batch = min(plan.batch, per_gpu) if plan.batch else max(fit, 1)
     reasons, blocked = f.reasons, f.blocked
+    if plan.batch and 0 < fit < batch and f.efficiency.batch_waves and isinstance(w, Generate):
+        # its scheduler runs the batch a cacheful at a time (RuntimeProfile.batch_waves): passes of the largest batch
+        # that fits, the last one partial (phases.job_passes), as batch=auto runs them
+        reasons += (waves_reason(plan, f, batch, fit, per_gpu),)
+        batch = fit
     # batch=auto fills the usable memory by design (the target is its margin): only a batch the user fixed, or one
     # that does not fit at all, gets a memory reason
     if plan.batch or not fit:

@@ -21,7 +21,8 @@ from planner.inputs.work import Setup
 class Reason:
     code: str  # 'oom', 'memory', 'precision', 'kv_dtype', 'attention', 'pytorch_build', 'context', 'price',
     # 'parallelism', 'device' (runs on the CPU), 'runtime' (the runtime can't run on this device), 'alignment' (GEMM
-    # rows not 16-byte aligned: slower kernels than the estimate assumes)
+    # rows not 16-byte aligned: slower kernels than the estimate assumes), 'waves' (a generate batch larger than the
+    # KV cache runs a cacheful at a time)
     blocking: bool
     text: str
 

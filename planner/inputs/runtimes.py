@@ -147,6 +147,9 @@ class Efficiency:
     precisions: tuple[str, ...] = ()  # the only precisions the runtime runs (RuntimeProfile.precisions); () = any
     training: Training | None = None  # the runtime's training block (None: dp_comm_overlap for every layout)
     host_us_per_seq: float = 0.0  # serial CPU time per sequence per step (see the class docstring)
+    # its scheduler admits a generate job's sequences as its paged KV cache frees (RuntimeProfile.batch_waves): a
+    # batch that does not fit runs as waves of the largest batch that does; False: it runs whole or not at all
+    batch_waves: bool = False
 
     def step_host_seconds(self, sequences: float) -> float:
         """Serial CPU seconds of one step carrying `sequences` sequences, in series with its GPU work: the
@@ -269,6 +272,11 @@ class RuntimeProfile:
     # serial CPU time per sequence per step of an older engine generation a run names (with_engine_generation;
     # see Efficiency): never in data/runtimes.yaml, whose profiles are the current generations'
     host_us_per_seq: float = 0.0
+    # its scheduler admits a generate job's sequences while its paged KV cache has room and starts the rest as others
+    # finish (vLLM, TensorRT-LLM's in-flight batching); False: a batch runs whole or not at all, as Hugging Face's
+    # static batch and llama.cpp's do
+    batch_waves: bool = False
+    batch_waves_source: str = ""
 
     @property
     def planned_allreduce(self) -> CustomAllReduce | None:
@@ -316,7 +324,7 @@ class RuntimeProfile:
                           value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
                           value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
                           runtime=self.id, precisions=self.precisions, training=self.training,
-                          host_us_per_seq=self.host_us_per_seq)
+                          host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -376,6 +384,12 @@ def _cpu(rec: Record) -> tuple[CpuProfile | None, str]:
                       sub.number("launch_overhead_us", lo=PER_KERNEL_US_BOUNDS[0], hi=PER_KERNEL_US_BOUNDS[1]),
                       sub.number("host_memory_gb", lo=0, hi=64),
                       sub.text("source")), ""
+
+
+def _batch_waves(rec: Record) -> dict:
+    """The optional `batch_waves` flag with its `batch_waves_source` (required when true)."""
+    waves = rec.flag("batch_waves", default=False)
+    return dict(batch_waves=waves, batch_waves_source=rec.text("batch_waves_source", required=waves) or "")
 
 
 def _jobs(rec: Record) -> dict:
@@ -533,7 +547,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
-                        "training"))
+                        "training", "batch_waves", "batch_waves_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -564,7 +578,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
-        out[-1] = replace(out[-1], **_jobs(rec))
+        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
