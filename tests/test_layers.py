@@ -48,6 +48,7 @@ SCRIPT_EXCEPTIONS = {
               "validation.count_tp_collectives": "counts a tensor-parallel block's collectives on two CPU ranks",
               "validation.probe_hf": "profiles a Hugging Face model on the GPU",
               "validation.probe_train": "profiles Hugging Face training steps on the GPU",
+              "validation.probe_decode_attention": "times eager decode attention's kernels on the GPU",
               "examples.models.betarho": "a model factory for `planner profile`: a torch model by nature",
               "examples.models.gpt2": "a model factory for `planner profile`: a torch model by nature",
               "examples.models.sea": "a model factory for `planner profile`: a torch model by nature"},

@@ -238,6 +238,7 @@ def _terms(g: OpGroup, flops_s: float, bw: float, gpu: GPU, eff: Efficiency) -> 
     c0, c1 = (g.flops / flops_s, g.flops_per_pos / flops_s) if flops_s else (0.0, 0.0)
     if g.alu:
         c0 = max(c0, _alu_seconds(g, gpu, eff))
+    bw = bw * g.bw_factor  # a group whose kernels read slower than a stream (OpGroup.bw_factor)
     m0 = g.bytes / bw
     if g.small_kernels:
         m0 = max(m0, small_kernel_floor_s(g, gpu, eff))
@@ -268,7 +269,7 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_work(g.flops, g.flops_per_pos, g.cap_pos, p0, steps),
                      _sum_work(g.bytes, g.bytes_per_pos, g.cap_pos, p0, steps),
-                     gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw / BYTES_PER_GB,
+                     gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw * g.bw_factor / BYTES_PER_GB,
                      _sum_work(c0, c1, g.cap_pos, p0, steps), _sum_work(m0, m1, g.cap_pos, p0, steps),
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count),
                      _kernel_fraction(g, gpu), OVERLAP_EXPONENT if overlap else 0.0)
@@ -412,7 +413,7 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         if g.flops_per_pos or g.bytes_per_pos:
             total += _sum_terms(_terms(g, flops_s, bw, gpu, eff), g.cap_pos, p0, steps)[0]
         else:  # position-independent: every step costs the same
-            compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / bw
+            compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / (bw * g.bw_factor)
             if g.alu:  # _terms' rule
                 compute = max(compute, _alu_seconds(g, gpu, eff))
             if g.small_kernels:  # _terms' rule

@@ -101,6 +101,7 @@ class Flat(NamedTuple):
     phase_kernels: np.ndarray  # (P, 1): fused-block kernels per step
     phase_lines: np.ndarray  # (6, P, 1): a and c of PHASE_FIELDS
     small_kernels: np.ndarray  # (G, 1): OpGroup.small_kernels (the same at every batch)
+    bw_factor: np.ndarray  # (G, 1): OpGroup.bw_factor (the same at every batch)
     key: tuple = ()  # what two works must share to be timed in one table (their figures may differ): _stacked
 
 
@@ -154,6 +155,7 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
         np.array([ap.lines[f][ac] for f in range(len(PHASE_FIELDS)) for ac in (0, 1) for ap in phases],
                  dtype=np.float64).reshape(2 * len(PHASE_FIELDS), len(phases), 1),
         _column([ag.group.small_kernels for _, _, ag in groups]),
+        _column([ag.group.bw_factor for _, _, ag in groups]),
         (tuple(i for i, _, _ in groups), tuple(j for j, _ in gemms), tuple(j for j, _ in alu), tuple(has_flops),
          tuple(positional), tuple((ap.phase.steps, ap.phase.p0) for ap in phases),
          tuple(ag.group.cap_pos for _, _, ag in groups)))
@@ -161,7 +163,7 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
 
 # Flat's figures that differ between works of one key (along their last axis)
 _PER_WORK = ("lines", "pos_lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size",
-             "alu_lines", "phase_kernels", "phase_lines", "small_kernels")
+             "alu_lines", "phase_kernels", "phase_lines", "small_kernels", "bw_factor")
 
 
 def _stacked(works: list[AffineWork], which: np.ndarray) -> Flat:
@@ -209,7 +211,8 @@ def _field_lines(probes: tuple, names: tuple[str, ...], b: tuple[int, int, int])
 
 def _fixed_fields(g: OpGroup) -> tuple:
     """A group's fields that must not change with the batch for its lines to hold."""
-    return g.name, g.compute_path, g.rate_factor, g.peak_fractions, g.cap_pos, g.small_kernels, g.accumulate16
+    return (g.name, g.compute_path, g.rate_factor, g.peak_fractions, g.cap_pos, g.small_kernels, g.accumulate16,
+            g.bw_factor)
 
 
 def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]) -> AffineGroup | str:
@@ -397,7 +400,7 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
         tiled = np.zeros(rate.shape, dtype=bool)
     if not fl.all_flops:
         rate = np.where(fl.has_flops, rate, np.inf)
-    c0, m0 = flops / rate, nbytes / bw
+    c0, m0 = flops / rate, nbytes / (bw * fl.bw_factor)
     # small kernels at their minimum duration (roofline.small_kernel_floor_s): on a GPU, at least this memory side
     m0 = np.maximum(m0, fl.small_kernels * kpl * (SMALL_KERNEL_US * 1e-6) * on_gpu)
     if fl.alu_of.shape[1]:
@@ -411,7 +414,7 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
     if pos.size:
         PL = fl.pos_lines
         fpp, bpp = PL[0::2] + PL[1::2] * b
-        c1, m1 = fpp / rate[pos], bpp / bw
+        c1, m1 = fpp / rate[pos], bpp / (bw * fl.bw_factor[pos])
         t, cb = sum_max_affine(c0[pos], c1, m0[pos], m1, fl.pos_p0, fl.pos_steps)
         for i, j, cap in fl.capped:
             t[i], cb[i] = _sum_capped(c0[j], c1[i], m0[j], m1[i], cap, int(fl.p0[j, 0]), int(fl.steps[j, 0]))

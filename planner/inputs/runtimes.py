@@ -277,6 +277,12 @@ class RuntimeProfile:
     # static batch and llama.cpp's do
     batch_waves: bool = False
     batch_waves_source: str = ""
+    # attention backends (data/precisions.yaml ids) whose decode step the runtime runs as batched GEMMs of one query
+    # row (eager PyTorch's torch.matmul over the cache: QK^T and AV), which read the KV cache at score_gemm_kv_read
+    # of its streaming DRAM rate (Setup.kv_read_fraction); empty: its decode attention streams the cache
+    score_gemms_on: tuple[str, ...] = ()
+    score_gemm_kv_read: float = 1.0
+    score_gemm_source: str = ""
 
     @property
     def planned_allreduce(self) -> CustomAllReduce | None:
@@ -547,7 +553,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "tensor_parallel", "kv_cache_concat", "kv_cache_concat_source", "held", "launch_family",
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
-                        "training", "batch_waves", "batch_waves_source"))
+                        "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
+                        "score_gemm_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -578,12 +585,22 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
-        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec))
+        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
     custom = _custom_allreduce([r.id for r in out]) if Path(path) == RUNTIMES_FILE else {}
     return Runtimes(tuple(replace(r, tuned=_with_family(r, tuned), custom_allreduce=custom.get(r.id)) for r in out))
+
+
+def _score_gemms(rec: Record) -> dict:
+    """The optional `score_gemms_on` (attention backend ids) with the rate their GEMMs read the cache at,
+    `score_gemm_kv_read` (a fraction of the streaming rate), and `score_gemm_source`."""
+    on = rec.strings("score_gemms_on", required=False)
+    if not on:
+        return {}
+    return {"score_gemms_on": tuple(on), "score_gemm_kv_read": rec.number("score_gemm_kv_read", lo=0.05, hi=1.0),
+            "score_gemm_source": rec.text("score_gemm_source")}
 
 
 def _custom_allreduce(ids: list[str], path: str | Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, CustomAllReduce]:

@@ -89,6 +89,10 @@ class OpGroup(NamedTuple):
     # SMALL_KERNEL_US), so the group's memory side per step is at least these x the runtime's kernels_per_layer_factor
     # x that duration; 0 = no floor (a group whose kernels stream enough bytes to reach the bandwidth)
     small_kernels: float = 0.0
+    # the fraction of the runtime's DRAM rate this group's bytes move at (1: streaming kernels); below 1 where its
+    # kernels read slower than a stream (a decode step's score GEMMs over the KV cache, AttentionBackend.
+    # decode_kv_read_fraction, blended with the group's copies)
+    bw_factor: float = 1.0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -169,6 +173,9 @@ class Setup(CachedHash):
     # a decode step copies the cached K and V repeated to every query head before attending, and attention reads that
     # copy (RuntimeProfile.kv_heads_repeated_on: Hugging Face's repeat_kv)
     kv_repeat: bool = False
+    # the fraction of the streaming DRAM rate at which a decode step's attention reads the cache it attends: below 1
+    # where the runtime runs it as batched GEMMs of one query row (RuntimeProfile.score_gemms_on)
+    kv_read_fraction: float = 1.0
     custom_ar: CustomAllReduce | None = None  # the runtime's own all-reduce for small messages (None: NCCL only)
     # the runtime's fused MLP multiplies the gate and up projections in the precision's GEMV whatever the rows
     # (QuantKernel.mlp_gemv_on: AutoAWQ's fused QuantLlamaMLP)

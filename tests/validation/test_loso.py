@@ -245,12 +245,13 @@ def test_a_launch_familys_rows_set_deepspeed_inference_launch_costs_when_its_sou
     ds = [r for r in leave_one_source_out() if r.row.framework == "deepspeed-inference"]
     assert len(ds) == 6 and all(r.independent for r in ds)
     # its own priors are a stream's 2.1 us gap and gpt-fast's 24 us a launched op; where eager's rows tune to the same
-    # values (they do since the gap is held to its measured 1.3-2.1 us) the prediction is the untuned one
+    # values the prediction is the untuned one (where they differ it may still be: a GPU-bound row ignores the host)
     same = all(eager[n] == prior_params("deepspeed-inference")[n] for n in ("launch_overhead_us", "host_us_per_kernel"))
     for r in ds:
         want = evaluate_row(r.row, catalog, models, adjust_for("deepspeed-inference", params))[0].predicted
         assert r.result.predicted == pytest.approx(want, rel=1e-12)
-        assert (r.result.predicted == pytest.approx(r.untuned.predicted, rel=1e-3)) == same
+        if same:
+            assert r.result.predicted == pytest.approx(r.untuned.predicted, rel=1e-3)
 
 
 @FULL_LOSO

@@ -123,6 +123,12 @@ def decode_attention_text(kv_concat: bool, layers: int, latency_us: float, repea
             + latency_text(layers, latency_us))
 
 
+def decode_kv_read_text(fraction: float, bw_factor: float) -> str:
+    """How a score-writing kernel's decode reads the cache: its batched GEMMs' rate and the group's blended rate."""
+    return (f"; QK^T and AV run as batched GEMMs of one query row, reading the cache at {fraction:g} of the stream "
+            f"rate (measured: data/runtimes.yaml), so these bytes move at {bw_factor:.2f} of it")
+
+
 def train_elementwise_text(eager: bool, checkpointing: bool, fb: float, act_bytes: float, fused_elems: float,
                            eager_fwd_elems: float, eager_bwd_elems: float, dropout_sites: int | None) -> str:
     """A training micro-step's elementwise formula (dropout_sites: hidden dropout sites per layer, None without)."""
