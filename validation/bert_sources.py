@@ -58,6 +58,7 @@ POINTS = (
           LAMBDA.format("A100_80GB_PCIe_v1", "14-12-2022_22-40-13.txt")),
     Point("Lambda H100_80GB_SXM5_v1", "h100-sxm", 112, 353.9, "build 46164382",
           LAMBDA.format("H100_80GB_SXM5_v1", "14-02-2023_05-22-57.txt")),
+    # Lambda Cloud's V100 16 GB, taken as SXM2 (900 GB/s as the PCIe card)
     Point("Lambda V100_16GB_v1", "v100-sxm2-16gb", 16, 270.2, "build 46164382",
           LAMBDA.format("LambdaCloud_V100_16GB_v1", "16-12-2022_02-59-50.txt")),
     Point("DLE DGX-1 V100 32G (21.11)", "v100-sxm2-32gb", 16, 16 / 52 * 1e3, "pytorch:21.11-py3",
