@@ -63,9 +63,11 @@ def _dataset(df: pd.DataFrame, datasets: dict) -> dict:
 def _layered(layers: list[tuple], **props) -> dict:
     """A layer chart's spec from (data, mark, encoding[, transform]) per layer and its top-level properties."""
     datasets: dict = {}
+    named: dict[int, dict] = {}  # layers drawing the same frame (the batch chart's three): its digest once
     specs = []
     for df, mark, enc, *transform in layers:
-        specs.append({"data": _dataset(df, datasets), "mark": mark, "encoding": enc,
+        data = named.get(id(df)) or named.setdefault(id(df), _dataset(df, datasets))
+        specs.append({"data": dict(data), "mark": mark, "encoding": enc,
                       **({"transform": transform[0]} if transform else {})})
     return {"config": VIEW_CONFIG, "layer": specs, **props, "$schema": VEGA_LITE_SCHEMA, "datasets": datasets}
 
@@ -106,32 +108,43 @@ def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
 # ---------------------------------------------------------------- cost vs time
 
 
-def cost_time_data(estimates: Iterable[Estimate], calibrated: Mapping[str, Estimate] | None = None,
-                   unit: tuple[str, float] = ("s", 1.0)) -> pd.DataFrame:
-    """One row per feasible, priced GPU (and per calibrated estimate): time in `unit`, cost, on_front."""
+COST_TIME_COLUMNS = ("gpu_id", "gpu", "label", "estimate", "seconds", "time", "cost_usd", "usd_hr", "on_front")
+
+
+def cost_time_rows(estimates: Iterable[Estimate], calibrated: Mapping[str, Estimate] | None = None,
+                   unit: tuple[str, float] = ("s", 1.0)) -> list[dict]:
+    """One row (a dict of COST_TIME_COLUMNS) per feasible, priced GPU (and per calibrated estimate): time in `unit`,
+    cost, on_front. Plain rows, no DataFrame: a rerun keys the chart on them and builds its frame only on a miss."""
     rows = []
     for kind, ests in (("analytic", list(estimates)), ("calibrated", list((calibrated or {}).values()))):
+        part = []
         for e in ests:
             cost = e.cost()
             if e.feasible and e.seconds and cost is not None:
-                rows.append({"gpu_id": e.gpu.id, "gpu": e.gpu.name, "label": short_name(e.gpu.name), "estimate": kind,
-                             "seconds": e.seconds, "time": e.seconds / unit[1], "cost_usd": cost,
-                             "usd_hr": e.price.usd_hr if e.price else None})
-    df = pd.DataFrame(rows, columns=["gpu_id", "gpu", "label", "estimate", "seconds", "time", "cost_usd", "usd_hr"])
-    df["on_front"] = False
-    for kind in ("analytic", "calibrated"):
-        part = df[df.estimate == kind]
-        front = set(pareto_front(zip(part.gpu_id, part.seconds, part.cost_usd)))
-        df.loc[(df.estimate == kind) & df.gpu_id.isin(front), "on_front"] = True
-    return df
+                part.append({"gpu_id": e.gpu.id, "gpu": e.gpu.name, "label": short_name(e.gpu.name),
+                             "estimate": kind, "seconds": e.seconds, "time": e.seconds / unit[1], "cost_usd": cost,
+                             "usd_hr": e.price.usd_hr if e.price else None, "on_front": False})
+        front = set(pareto_front((r["gpu_id"], r["seconds"], r["cost_usd"]) for r in part))
+        for r in part:
+            r["on_front"] = r["gpu_id"] in front
+        rows += part
+    return rows
+
+
+def cost_time_data(estimates: Iterable[Estimate], calibrated: Mapping[str, Estimate] | None = None,
+                   unit: tuple[str, float] = ("s", 1.0)) -> pd.DataFrame:
+    """cost_time_rows as a DataFrame (columns COST_TIME_COLUMNS)."""
+    return pd.DataFrame(cost_time_rows(estimates, calibrated, unit), columns=list(COST_TIME_COLUMNS))
 
 
 def _log_domain(values: pd.Series) -> list[float]:
     return [float(values.min()) / 1.3, float(values.max()) * 1.3]
 
 
-def cost_time_chart(df: pd.DataFrame, tier: str, unit: str = "s") -> dict:
-    """Job cost vs job time for every GPU (log-log), the Pareto front joined by a line and labelled."""
+def cost_time_chart(data: pd.DataFrame | Sequence[Mapping], tier: str, unit: str = "s") -> dict:
+    """Job cost vs job time for every GPU (log-log), the Pareto front joined by a line and labelled; `data` is
+    cost_time_rows or cost_time_data."""
+    df = pd.DataFrame(data, columns=list(COST_TIME_COLUMNS))
     x = _f("time:Q", scale={"domain": _log_domain(df.time), "nice": False, "type": "log"},
            title=f"Time for the whole job ({unit}, log scale)")
     y = _f("cost_usd:Q", scale={"domain": _log_domain(df.cost_usd), "nice": False, "type": "log"},
