@@ -76,7 +76,7 @@ def test_cost_time_data_marks_exactly_the_front(ranking):
 
 
 def test_cost_time_chart_labels_units_and_source(ranking):
-    spec = _valid(charts.cost_time_chart(charts.cost_time_data(ranking, unit=("min", 60.0)), "community", "min"))
+    spec = _valid(charts.cost_time_chart(charts.cost_time_rows(ranking, unit=("min", 60.0)), "community", "min"))
     titles = _axis_titles(spec)
     assert "Time for the whole job (min, log scale)" in titles
     assert any(t.startswith("Cost of the job ($, RunPod community") for t in titles)
@@ -245,7 +245,6 @@ def test_batch_ticks_are_whole_batches():
 
 def test_pareto_labels_alternate_above_and_below():
     ests = estimate_all(_plan(), FACTS)
-    df = charts.cost_time_data(ests)
-    layers = _chart_layers(charts.cost_time_chart(df, "community"))
+    layers = _chart_layers(charts.cost_time_chart(charts.cost_time_rows(ests), "community"))
     texts = [layer for layer in layers if layer["mark"]["type"] == "text"]
     assert [t["mark"]["dy"] for t in texts] == [-9, 12]  # one layer above its points, one below
