@@ -187,6 +187,8 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [view.ranking.estimates[0].gpu.id])[0]
     cmp_ids = list(inputs.cmp) or feasible_ids[:3]
+    catalog = resources.facts().catalog  # once: the compare picker names every device (resources.gpu reads the
+    # session and the day for each)
     for name, tab in zip(TABS, st.tabs(TABS, key="view", on_change="rerun")):
         if not tab.open:
             continue
@@ -195,11 +197,11 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
                 _explain_tab(view, inputs, cal_ests, est_key, default_gpu)
                 continue
             if name in COMPARING:
-                shown_ids = [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
+                shown_ids = [g.id for g in catalog.selection(inputs.cpus)]
                 state.put("cmp", [g for g in state.value("cmp") if g in shown_ids])
                 st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)", shown_ids,
                                key=state.drawn("cmp"), persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
-                               format_func=lambda gid: resources.gpu(gid).name)
+                               format_func=lambda gid: catalog.get(gid).name)
             if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                 st.info("No GPU can run this plan: nothing to compare.")
             else:
