@@ -94,10 +94,12 @@ def deployment(key: str, _plan, _gpus, _table, _prompt: int, _output: int, _rate
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def batch_frame(key: str, _plan, _gpus, _table, _adjust):
+def batch_frame(key: str, _plan, _gpus, _table, _adjust) -> tuple:
     """The Batch size tab's sweep (planner.views.charts.batch_sweep) for one distinct plan (key: the ranking's, with
-    the compared GPUs): a click on the tab or another session asking the same sweeps nothing again."""
-    return charts.batch_sweep(_plan, _gpus, screens.with_prices(facts(), _table), _adjust)
+    the compared GPUs), with the fewest items per GPU and the largest batch in it (0, 0 when empty): a click on the
+    tab or another session asking the same sweeps and reads nothing again."""
+    df = charts.batch_sweep(_plan, _gpus, screens.with_prices(facts(), _table), _adjust)
+    return df, int(df.items_per_gpu.min()) if len(df) else 0, int(df.batch.max()) if len(df) else 0
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)
@@ -133,6 +135,8 @@ def _chart_spec(key: str, builder: str, _args: tuple) -> dict:
     return _vega_spec(getattr(charts, builder)(*_args))
 
 
-def chart(builder: str, *args) -> None:
-    """Draw charts.<builder>(*args), its spec shared by every session that draws the same."""
-    st.vega_lite_chart(_chart_spec(content_key(builder, args), builder, args), width="stretch")
+def chart(builder: str, *args, key: str = "") -> None:
+    """Draw charts.<builder>(*args), its spec shared by every session that draws the same. `key`: a digest of the
+    args' content the caller already holds (a cached frame's key with the other args), so that a rerun does not
+    pickle a DataFrame again to find the spec."""
+    st.vega_lite_chart(_chart_spec(content_key(builder, key or args), builder, args), width="stretch")

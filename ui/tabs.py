@@ -54,13 +54,15 @@ def calibration_panel(plan, fleet, ranked, cal_ests: dict) -> None:
 
 def _batch_size(plan, inputs, table, cal, cmp_ids, est_key: str) -> None:
     gpus = [resources.gpu(g) for g in cmp_ids]
-    df = resources.batch_frame(content_key(est_key, cmp_ids), plan, gpus, table, cal.adjust if cal else None)
-    per_gpu = int(df.items_per_gpu.min()) if len(df) else 0  # the engine's rule (ranking.batch_sweep), per GPU
-    if len(df) and df.batch.max() >= per_gpu and per_gpu < 64:
+    key = content_key(est_key, cmp_ids)
+    df, per_gpu, largest = resources.batch_frame(key, plan, gpus, table, cal.adjust if cal else None)
+    if len(df) and largest >= per_gpu and per_gpu < 64:  # the engine's rule (ranking.batch_sweep), per GPU
         st.caption(f"The job has only {per_gpu:,} item(s) per GPU, so no batch can be larger: raise the job size "
                    f"in the sidebar to see how larger batches would run.")
-    resources.chart("batch_chart", df, *charts.rate_column(inputs.job, plan.model.counts_tokens))
-    resources.chart("batch_chart", df, "cost_usd", f"Job cost ($, RunPod {inputs.tier})")
+    # the frame is the key's content: the charts are found by it, the frame is not pickled again
+    for y, title in (charts.rate_column(inputs.job, plan.model.counts_tokens),
+                     ("cost_usd", f"Job cost ($, RunPod {inputs.tier})")):
+        resources.chart("batch_chart", df, y, title, key=content_key(key, y, title))
 
 
 def chart_tab(name: str, view: screens.RankingView, inputs, plan, table, cal, cal_ests, cmp_ids, est_key: str) -> None:
@@ -68,11 +70,11 @@ def chart_tab(name: str, view: screens.RankingView, inputs, plan, table, cal, ca
     if name == "Cost vs time":
         unit = time_unit(e.seconds for e in rows)
         shown = {e.gpu.id for e in rows}
-        df = charts.cost_time_data(rows, {k: v for k, v in cal_ests.items() if k in shown}, unit)
-        if df.empty:
+        points = charts.cost_time_rows(rows, {k: v for k, v in cal_ests.items() if k in shown}, unit)
+        if not points:
             st.info("No GPU in the table can run this plan with a price.")
-        else:
-            resources.chart("cost_time_chart", df, inputs.tier, unit[0])
+        else:  # plain rows: the spec is found by them, its DataFrame built only when it is not cached
+            resources.chart("cost_time_chart", points, inputs.tier, unit[0])
     elif name == "Roofline":
         ceilings, points = charts.roofline_data([e for e in rows if e.gpu.id in cmp_ids])
         if points.empty:
@@ -185,6 +187,8 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
     feasible_ids = [e.gpu.id for e in rows if e.feasible]
     default_gpu = (feasible_ids or [e.gpu.id for e in rows] or [view.ranking.estimates[0].gpu.id])[0]
     cmp_ids = list(inputs.cmp) or feasible_ids[:3]
+    catalog = resources.facts().catalog  # once: the compare picker names every device (resources.gpu reads the
+    # session and the day for each)
     for name, tab in zip(TABS, st.tabs(TABS, key="view", on_change="rerun")):
         if not tab.open:
             continue
@@ -193,11 +197,11 @@ def tabs_of(view: screens.RankingView, inputs: plan_inputs.Inputs, plan, table, 
                 _explain_tab(view, inputs, cal_ests, est_key, default_gpu)
                 continue
             if name in COMPARING:
-                shown_ids = [g.id for g in resources.facts().catalog.selection(inputs.cpus)]
+                shown_ids = [g.id for g in catalog.selection(inputs.cpus)]
                 state.put("cmp", [g for g in state.value("cmp") if g in shown_ids])
                 st.multiselect("GPUs to compare (up to 6; empty = the top three that can run it)", shown_ids,
                                key=state.drawn("cmp"), persist_state=KEEP, max_selections=plan_inputs.MAX_CMP,
-                               format_func=lambda gid: resources.gpu(gid).name)
+                               format_func=lambda gid: catalog.get(gid).name)
             if name not in ("Accuracy", "Cost vs time") and not cmp_ids:
                 st.info("No GPU can run this plan: nothing to compare.")
             else:

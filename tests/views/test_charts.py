@@ -76,12 +76,34 @@ def test_cost_time_data_marks_exactly_the_front(ranking):
 
 
 def test_cost_time_chart_labels_units_and_source(ranking):
-    spec = _valid(charts.cost_time_chart(charts.cost_time_data(ranking, unit=("min", 60.0)), "community", "min"))
+    spec = _valid(charts.cost_time_chart(charts.cost_time_rows(ranking, unit=("min", 60.0)), "community", "min"))
     titles = _axis_titles(spec)
     assert "Time for the whole job (min, log scale)" in titles
     assert any(t.startswith("Cost of the job ($, RunPod community") for t in titles)
     assert any("Source:" in s for s in spec["title"]["subtitle"])
     assert "shape" not in _layers(spec)[0]["encoding"]  # no calibration, no analytic/calibrated legend
+
+
+def _taken(spec, layer):
+    """The rows of the spec's dataset that a layer draws, after its Vega-Lite filters."""
+    df = spec["datasets"][layer["data"]["name"]]
+    for step in layer.get("transform", []):
+        df = df[df[step["filter"]["field"]] == step["filter"]["equal"]]
+    return df
+
+
+def test_cost_time_layers_take_the_front_and_its_labels_from_one_dataset(ranking):
+    """One dataset for the four layers (one Arrow conversion a new plan): the points draw every row, the line exactly
+    the front, and the labels name each front point once, fastest first, alternating above and below."""
+    rows = charts.cost_time_rows(ranking, unit=("min", 60.0))
+    spec = _valid(charts.cost_time_chart(rows, "community", "min"))
+    assert len(spec["datasets"]) == 1
+    points, line, above, below = (_taken(spec, layer) for layer in _layers(spec))
+    front = charts.pareto_front((r["gpu_id"], r["seconds"], r["cost_usd"]) for r in rows)  # fastest first
+    assert len(front) >= 2 and list(points.gpu_id) == [r["gpu_id"] for r in rows]
+    assert sorted(line.gpu_id) == sorted(front)
+    assert list(above.sort_values("time").gpu_id) == front[0::2]
+    assert list(below.sort_values("time").gpu_id) == front[1::2]
 
 
 def test_roofline_ceilings_are_datasheet_physics_and_points_sit_under_them(ranking):
@@ -223,7 +245,6 @@ def test_batch_ticks_are_whole_batches():
 
 def test_pareto_labels_alternate_above_and_below():
     ests = estimate_all(_plan(), FACTS)
-    df = charts.cost_time_data(ests)
-    layers = _chart_layers(charts.cost_time_chart(df, "community"))
+    layers = _chart_layers(charts.cost_time_chart(charts.cost_time_rows(ests), "community"))
     texts = [layer for layer in layers if layer["mark"]["type"] == "text"]
     assert [t["mark"]["dy"] for t in texts] == [-9, 12]  # one layer above its points, one below
