@@ -16,26 +16,13 @@ from planner.inputs.models import load_models
 from planner.inputs.serving_runtimes import Scheduler, load_schedulers
 from planner.validation.serving_first import ServingRow, predict
 from planner.validation.serving_rescore import load_posthoc, with_posthoc
+from tests.fixtures.serving_engine import ENGINE_YAML
 
 FACTS = load_facts()
 STEP = 0.010  # every step's GPU work in the flat model, seconds
 HOST = 0.001  # CPU seconds per sequence per step in the flat model
 MIXED = Scheduler("t", "test", "vllm", 256, 4096, True, True, 0.9)
-ENGINE = """schema_version: 1
-read_on: 2026-11-27
-schedulers:
-  - id: eng
-    name: An engine
-    efficiency_of: vllm
-    mixed_batches: true
-    chunked_prefill: true
-    memory_fraction: 0.9
-    tiers: [{min_vram_gib: 0, max_num_seqs: 8, token_budget: 512}]
-    launch: eng serve {model} --port {port}
-    port: 8000
-    readiness_path: /health
-    source: its docs
-"""
+ENGINE = ENGINE_YAML
 
 
 def _flat(seq_host_s: float = HOST, tokens: int = 4096) -> StepTimes:

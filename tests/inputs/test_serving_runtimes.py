@@ -4,22 +4,9 @@ import pytest
 
 from planner.base.schema import DataFileError
 from planner.inputs.serving_runtimes import load_schedulers
+from tests.fixtures.serving_engine import ENGINE_YAML
 
-ENGINE = """schema_version: 1
-read_on: 2026-11-27
-schedulers:
-  - id: eng
-    name: An engine
-    efficiency_of: vllm
-    mixed_batches: true
-    chunked_prefill: true
-    memory_fraction: 0.9
-    tiers: [{min_vram_gib: 0, max_num_seqs: 8, token_budget: 512}]
-    launch: eng serve {model} --port {port}
-    port: 8000
-    readiness_path: /health
-    source: its docs
-"""
+ENGINE = ENGINE_YAML
 
 
 def test_the_front_end_time_reaches_the_scheduler_in_seconds(tmp_path):
