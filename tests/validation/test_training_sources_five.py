@@ -28,3 +28,23 @@ def test_megatron_bridge_rows_are_llama3_8b_fp8_ddp_on_one_8_gpu_domain():
     models, rules = validation_models(), load_facts().rules
     plan, _, _ = plan_for(rows[0], models, rules)
     assert plan.runtime == "megatron-lm" and plan.gpus == 8
+
+
+def test_nemo_maps_to_megatron_lm_and_its_rows_keep_the_tables_layout():
+    assert FRAMEWORK_RUNTIME["nemo"] == "megatron-lm"
+    rows = {r.model: r for r in load_measurements(TO_PREDICT / "nemo-2407-perf-summary.yaml", measured=False)}
+    assert {source_of(r) for r in rows.values()} == {"NVIDIA/NeMo"}
+    # the table: GBS = MBS x GA x GPUs / TP (PP 1, CP 1, VP 1), FP8 on DGX-H100, no recomputation
+    assert {(m, r.gpus, r.batch, r.micro_batch, r.grad_accum, r.tp, r.pp) for m, r in rows.items()} == {
+        ("llama-2-7b", 8, 128, 1, 16, 1, 1), ("nemo-gpt3-5b", 64, 2048, 4, 8, 1, 1),
+        ("nemo-gpt3-20b", 64, 256, 2, 4, 2, 1)}
+    assert all(r.gpu == "h100-sxm" and r.precision == "fp8" and not r.checkpointing for r in rows.values())
+
+
+def test_nemo_gpt3_shapes_count_the_parameters_of_their_configs():
+    models = validation_models()
+    # 5B: 24 layers x (12 d^2 + 13 d) with d 4096, + 50,304 x 4096 tied words + 2048 x 4096 positions, + final norm
+    d = 4096
+    by_hand = 24 * (12 * d * d + 13 * d) + 50304 * d + 2048 * d + 2 * d
+    assert abs(models.get("nemo-gpt3-5b").params - by_hand) / by_hand < 0.01
+    assert models.get("nemo-gpt3-20b").vocab == 50432  # 50,257 padded to 128 x TP 2
