@@ -48,3 +48,15 @@ def test_nemo_gpt3_shapes_count_the_parameters_of_their_configs():
     by_hand = 24 * (12 * d * d + 13 * d) + 50304 * d + 2048 * d + 2 * d
     assert abs(models.get("nemo-gpt3-5b").params - by_hand) / by_hand < 0.01
     assert models.get("nemo-gpt3-20b").vocab == 50432  # 50,257 padded to 128 x TP 2
+
+
+def test_bloom_row_is_the_tr11_layout_tp4_pp12_dp8():
+    assert FRAMEWORK_RUNTIME["megatron-deepspeed"] == "megatron-lm"
+    row, = load_measurements(TO_PREDICT / "bloom-176b-training.yaml", measured=False)
+    assert source_of(row) == "bigscience-workshop/bigscience"
+    # 384 GPUs / (TP 4 x PP 12) = 8 data-parallel ranks; GBS 2048 = MBS 2 x 128 micro-batches x 8 ranks
+    assert (row.gpus, row.tp, row.pp, row.micro_batch, row.grad_accum, row.batch) == (384, 4, 12, 2, 128, 2048)
+    assert row.checkpointing and row.metric == "step_seconds" and (row.node_gpus, row.fabric_gbits_per_node) == (8, 400)
+    # the README's own count: 70 x (12 h^2 + 13 h) + v h + 2 h, h 14336, v 250,880
+    by_hand = 70 * (12 * 14336**2 + 13 * 14336) + 250880 * 14336 + 2 * 14336
+    assert abs(validation_models().get(row.model).params - by_hand) / by_hand < 0.01
