@@ -80,6 +80,12 @@ FRAMEWORK_RUNTIME = {
     # TinyLlama's pretraining code (jzhang38/TinyLlama, lit-gpt on Lightning Fabric): FSDP, eager PyTorch with
     # FlashAttention-2 and fused layernorm/SwiGLU/rotary/cross-entropy kernels, no torch.compile
     "tinyllama": "pytorch-eager",
+    # NVIDIA Megatron Bridge (NVIDIA-NeMo/Megatron-Bridge): NeMo's trainer on Megatron Core + Transformer Engine
+    "megatron-bridge": "megatron-lm",
+    # NVIDIA NeMo 1 (megatron_gpt, NVIDIA/NeMo): trains through Megatron Core with Transformer Engine as well
+    "nemo": "megatron-lm",
+    # BigScience's Megatron-DeepSpeed fork: Megatron-LM's tensor-parallel layers and fused kernels, DeepSpeed's pipeline
+    "megatron-deepspeed": "megatron-lm",
 }
 # AutoAWQ's rows say precision int4 (the bits), and their id names the checkpoint's kernel version
 # (validation/to_predict/autoawq-rtx4090.yaml: awq-<model>-<gemv|gemm>-...), which is the precision that runs them
