@@ -108,6 +108,10 @@ MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): a
 # fully_shard (kempnerforge/distributed/parallel.py) over dp_shard GPUs; fms-fsdp's rows where its table says
 # 'FSDP' (FULL_SHARD; its HSDP rows are not written: hybrid sharding is not a planner layout)
 FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-compile", "fms-fsdp", "tinyllama")
+# NeMo's megatron_gpt (optimizer distributed_fused_adam) and Megatron Bridge's recipes (Megatron Core's distributed
+# optimizer) shard the optimizer states over the data-parallel ranks: ZeRO stage 1, as each row's conditions state;
+# Megatron-DeepSpeed's BF16 optimizer (BLOOM tr11) implements its own ZeRO-1 over ZeRO stage 0
+ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
@@ -422,7 +426,8 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
     precision, rules, note = precision_for(row, rules)
     if row.regime == "train":
         dp = row.gpus // (row.tp * row.pp)
-        sharding = "fsdp" if row.framework in FSDP_FRAMEWORKS and dp > 1 else "ddp"
+        sharding = ("ddp" if dp == 1 else "fsdp" if row.framework in FSDP_FRAMEWORKS
+                    else "zero1" if row.framework in ZERO1_FRAMEWORKS else "ddp")
         workload = Train(row.batch, row.seq_len, 1.0, "adamw", row.checkpointing, row.grad_accum, sharding,
                          layout=Layout(tp=row.tp, pp=row.pp))
         batch = row.micro_batch or math.ceil(row.batch / dp)

@@ -60,3 +60,16 @@ def test_bloom_row_is_the_tr11_layout_tp4_pp12_dp8():
     # the README's own count: 70 x (12 h^2 + 13 h) + v h + 2 h, h 14336, v 250,880
     by_hand = 70 * (12 * 14336**2 + 13 * 14336) + 250880 * 14336 + 2 * 14336
     assert abs(validation_models().get(row.model).params - by_hand) / by_hand < 0.01
+
+
+def test_megatron_stacks_shard_the_optimizer_over_data_parallel_ranks():
+    """NeMo's distributed_fused_adam and Megatron Core's distributed optimizer are ZeRO stage 1 (the rows' conditions
+    say so): a row of those frameworks over several data-parallel ranks is planned zero1, one rank stays ddp."""
+    from dataclasses import replace
+    from planner.inputs.precisions import load_rules
+    rows = load_measurements(TO_PREDICT / "nemo-2407-perf-summary.yaml", measured=False)
+    models, rules = validation_models(), load_rules()
+    plan, _, _ = plan_for(rows[0], models, rules)
+    assert plan.workload.sharding == "zero1"
+    one = replace(rows[0], gpus=rows[0].tp * rows[0].pp, batch=rows[0].micro_batch or 1, grad_accum=1)
+    assert plan_for(one, models, rules)[0].workload.sharding == "ddp"
