@@ -124,7 +124,9 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "KempnerInstitute/KempnerForge", "foundation-model-stack/fms-fsdp",
                                    "jzhang38/TinyLlama", "ninehills/llm-inference-benchmark", "janhq/docs",
                                    # predicted before measured, evening of 2026-11-27 (validation/README.md 37-40)
-                                   "argonne-lcf/LLM-Inference-Bench", "hamelsmu/llama-inference"}
+                                   "argonne-lcf/LLM-Inference-Bench", "hamelsmu/llama-inference",
+                                   "AUGMXNT/speed-benchmarking", "AUGMXNT/llm-tracker.info-vault", "ggml-org/ci",
+                                   "NVIDIA-NeMo/Megatron-Bridge", "NVIDIA/NeMo"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
