@@ -738,7 +738,7 @@ def estimate_many(plan: Plan, gpus: Iterable[GPU], facts: Facts, adjust: Efficie
     if batches is not None:
         return _at_batches(plan, list(gpus), facts, adjust, arrays, batches)
     check_plan(plan)
-    check_runtime(plan, facts.runtimes)
+    check_runtime(plan, facts.runtimes, facts.rules)
     layouts = _layouts(plan, facts.runtimes.get(plan.runtime).training)
     if layouts:  # sharding auto: each layout swept, the cheapest that fits per GPU (as estimate_on)
         gpus = list(gpus)
@@ -795,7 +795,7 @@ def _at_batches(plan: Plan, gpus: list[GPU], facts: Facts, adjust: EfficiencyAdj
     plans = {b: replace(plan, batch=b) for b in batches}
     for p in plans.values():
         check_plan(p)
-    check_runtime(plan, facts.runtimes)
+    check_runtime(plan, facts.runtimes, facts.rules)
     if arrays is None or adjust is not None or _layouts(plan, facts.runtimes.get(plan.runtime).training) \
             or arrays.uncovered(plan.model, plan.workload):
         at: dict[int, list[int]] = {}

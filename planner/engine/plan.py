@@ -86,10 +86,26 @@ def _pin(builds: BuildMatrix, text: str) -> tuple[Build, ...]:
     return builds.pin(text)
 
 
-def check_runtime(plan: Plan, runtimes: Runtimes) -> None:
+def attention_refusal(runtime: str, attention: str, rules: PrecisionRules) -> str:
+    """Why `runtime` cannot run the attention backend `attention` whatever the GPU, '' when it can: a runtime's own
+    kernel (llama.cpp-fa) runs under that runtime only, and a runtime with its own fused kernel runs it, not another
+    stack's fused kernel (llama.cpp's -fa 1 is not FlashAttention-2). Selectors (sdpa, xformers) and kernels that
+    write the scores (manual: llama.cpp's -fa 0) are left to the GPU checks."""
+    chosen = rules.attention(attention)
+    if chosen.runtimes and runtime not in chosen.runtimes:
+        return (f"attention: {chosen.id} is {' and '.join(chosen.runtimes)}'s own kernel and runtime {runtime} does "
+                f"not run it: choose sdpa, manual or a kernel {runtime} calls")
+    own = [b.id for b in rules.attention_backends if runtime in b.runtimes]
+    if own and chosen.id not in own and not chosen.is_selector and not chosen.scores_materialized:
+        return (f"attention: runtime {runtime} runs its own fused attention, not {chosen.id}: choose "
+                f"{' or '.join(own)} (or manual for unfused attention)")
+    return ""
+
+
+def check_runtime(plan: Plan, runtimes: Runtimes, rules: PrecisionRules) -> None:
     """Reject a plan its runtime cannot run, whatever the GPU: a job the runtime does not run (a serving engine asked
-    to train, a training stack asked to generate), or a training sharding or model-parallel layout it does not
-    support (raises ValueError naming the field)."""
+    to train, a training stack asked to generate), a training sharding or model-parallel layout it does not
+    support, or an attention backend it does not run (attention_refusal) (raises ValueError naming the field)."""
     w = plan.workload
     train = isinstance(w, Train)
     why = runtimes.get(plan.runtime).refuses(w.kind, w.sharding if train else None, plan.gpus,
@@ -97,6 +113,8 @@ def check_runtime(plan: Plan, runtimes: Runtimes) -> None:
     if why and w.kind not in runtimes.get(plan.runtime).jobs:
         others = [r.id for r in runtimes.runtimes if w.kind in r.jobs]
         why += f": choose one that does ({', '.join(others)})"
+    if not why:
+        why = attention_refusal(plan.runtime, plan.attention, rules)
     if why:
         raise ValueError(why)
 

@@ -188,7 +188,7 @@ class KVDtype:
 ATTENTION_DTYPES = ("fp32", "fp16", "bf16", "fp8")  # dtypes an attention kernel may accept (tf32 runs as fp32)
 _KERNEL_FIELDS = ("min_sm", "max_sm", "max_head_dim", "dtypes", "scores_materialized", "speed_vs_fa2", "speed_source",
                   "amd", "fraction_of_peak", "fraction_source", "backward_fraction_of_peak", "backward_fraction_source",
-                  "decode_latency_us", "decode_latency_source")
+                  "decode_latency_us", "decode_latency_source", "runtimes")
 MAX_DECODE_LATENCY_US = 1000.0  # parser cap on a decode-attention call's fixed latency (the figure: the reference's)
 # Where the decode latency comes from, in the words the estimate's explanations use (its source: the reference record)
 DECODE_LATENCY_ORIGIN = "FlashAttention-2's decode kernel, timed on an H100: data/precisions.yaml"
@@ -249,6 +249,9 @@ class AttentionBackend(CachedHash):
     decode_latency_source: str = ""
     # a selector whose priority list changed between its library's releases: oldest first (picks: the newest's)
     releases: tuple[SelectorRelease, ...] = ()
+    # the runtimes (data/runtimes.yaml ids) whose own kernel this is, the only ones that run it (llama.cpp's fused
+    # attention); () = a kernel of the PyTorch world, run by the runtimes that call it (RuntimeAttention checks)
+    runtimes: tuple[str, ...] = ()
 
     @property
     def is_selector(self) -> bool:
@@ -425,6 +428,7 @@ def _kernel(rec: Record, common: dict) -> AttentionBackend:
                             scores_materialized=rec.flag("scores_materialized"),
                             speed_vs_fa2=rec.number("speed_vs_fa2", lo=0.05, hi=10),
                             speed_source=rec.text("speed_source"), amd=rec.flag("amd"),
+                            runtimes=tuple(rec.strings("runtimes", required=False)),
                             **_fraction_of_peak(rec), **_decode_latency(rec))
 
 

@@ -53,6 +53,11 @@ CONDITIONS_AFTER_FILE = VALIDATION_DIR / "conditions_read_after.yaml"
 PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 
 # Framework named in a row -> runtime profile in data/runtimes.yaml.
+# A row's (framework, attention) read as the backend the framework actually runs: llama-bench rows with fa 1 were
+# recorded as flash-attn-2, the only fused choice the catalog had; llama.cpp runs its own kernel (llama.cpp-fa,
+# data/precisions.yaml), which the engine now refuses flash-attn-2 for (plan.attention_refusal). Committed
+# predictions keep what they were predicted with; this reads the rows as the current engine plans them (post hoc).
+ROW_ATTENTION_READ_AS = {("llama.cpp", "flash-attn-2"): "llama.cpp-fa"}
 FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
     "apex-amp-o2": "apex-amp-o2",
@@ -437,7 +442,8 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
         workload, batch = Generate(row.batch, max(1, row.prompt_tokens), row.gen_tokens), row.batch
     # inference over several GPUs runs tensor parallel, as the sources state (llama.cpp's layer split is excluded)
     parallel = "tensor" if row.regime != "train" and row.gpus > 1 and row.framework != "llama.cpp" else "auto"
-    plan = Plan(model, workload, precision, row.kv_dtype, row.attention, FRAMEWORK_RUNTIME[row.framework],
+    attention = ROW_ATTENTION_READ_AS.get((row.framework, row.attention), row.attention)
+    plan = Plan(model, workload, precision, row.kv_dtype, attention, FRAMEWORK_RUNTIME[row.framework],
                 batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET, parallel=parallel)
     return plan, rules, note
 
@@ -510,7 +516,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
     if row.engine:
         runtimes = with_engine_generation(runtimes, plan.runtime, engine_host_us_per_seq(row.framework, row.engine))
-    check_runtime(plan, facts.runtimes)
+    check_runtime(plan, facts.runtimes, facts.rules)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
