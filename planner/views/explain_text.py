@@ -84,6 +84,14 @@ def _overlap_text(g) -> str:
             f"overlap only in part ({OVERLAP_ORIGIN})")
 
 
+def _time_row(ph, steps: str, group: str, seconds_per_pass: float, limited_by: str, formula: str) -> dict:
+    """A step-table row of time with no FLOPs or bytes of its own (host work, collectives, contention): seconds per
+    pass x the phase's passes."""
+    return {"phase": ph.name, "op group": group, "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0,
+            "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0, "time s": seconds_per_pass * ph.passes,
+            "limited by": limited_by, "formula": formula}
+
+
 def step_time_rows(e: Estimate) -> list[dict]:
     """The 'Explain a GPU' step-time table: each op group of each phase, then its launches and communication;
     seconds and work are for the whole job (all passes)."""
@@ -108,44 +116,36 @@ def step_time_rows(e: Estimate) -> list[dict]:
                          "formula": f"steps x {ph.latency_s / ph.steps * 1e6:,.4g} us: each layer's attention call "
                                     f"takes a fixed latency beyond its KV bytes ({DECODE_LATENCY_ORIGIN})"})
         if ph.host_bound_s:
-            rows.append({"phase": ph.name, "op group": "waiting for the CPU (host-bound dispatch)",
-                         "steps × passes": steps, "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0,
-                         "memory s": 0.0, "time s": ph.host_bound_s * ph.passes, "limited by": "overhead",
-                         "formula": f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
-                                    "minus the GPU time it overlaps"})
+            rows.append(_time_row(ph, steps, "waiting for the CPU (host-bound dispatch)", ph.host_bound_s, "overhead",
+                                  f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
+                                  "minus the GPU time it overlaps"))
         if ph.step_host_s:
             rounds = "prefill chunks" if ph.steps == 1 else "steps"
-            rows.append({"phase": ph.name, "op group": "host work per step (the GPU waits)", "steps × passes": steps,
-                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
-                         "time s": ph.step_host_s * ph.passes, "limited by": "overhead",
-                         "formula": f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
-                                    "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"
-                                    + per_seq_text(e.efficiency)})
+            rows.append(_time_row(ph, steps, "host work per step (the GPU waits)", ph.step_host_s, "overhead",
+                                  f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
+                                  "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"
+                                  + per_seq_text(e.efficiency)))
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
                       f"({overlap_text(e)})" if ph.comm_hidden_s else
                       f"; not overlapped with compute ({overlap_text(e)})" if ph.name == "train micro-step"
                       else "; not overlapped with compute")
-            rows.append({"phase": ph.name, "op group": "GPU-to-GPU communication", "steps × passes": steps,
-                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
-                         "time s": ph.comm_s * ph.passes, "limited by": "communication",
-                         "formula": f"ring, {ph.comm_calls:,.4g} collectives per step, each at NCCL's fastest "
-                                    f"protocol for its size: bytes sent / the protocol's bus bandwidth + its call "
-                                    f"latency + ring steps x its hop latency"
-                                    + (" (a runtime's own all-reduce: its call and per-peer latencies + the bytes it "
-                                       "moves at its share of the NVLink bandwidth, data/custom_allreduce.yaml)"
-                                       if "the runtime's" in ph.comm_protocols else "")
-                                    + f" ({ph.comm_protocols}) = "
-                                    f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
-                                    + hidden})
+            rows.append(_time_row(ph, steps, "GPU-to-GPU communication", ph.comm_s, "communication",
+                                  f"ring, {ph.comm_calls:,.4g} collectives per step, each at NCCL's fastest "
+                                  f"protocol for its size: bytes sent / the protocol's bus bandwidth + its call "
+                                  f"latency + ring steps x its hop latency"
+                                  + (" (a runtime's own all-reduce: its call and per-peer latencies + the bytes it "
+                                     "moves at its share of the NVLink bandwidth, data/custom_allreduce.yaml)"
+                                     if "the runtime's" in ph.comm_protocols else "")
+                                  + f" ({ph.comm_protocols}) = "
+                                  f"{(ph.comm_s + ph.comm_hidden_s) / ph.steps * 1e6:,.4g} us per step, {ph.link}"
+                                  + hidden))
         if ph.contention_s:
-            rows.append({"phase": ph.name, "op group": "compute slowed beside the collectives", "steps × passes": steps,
-                         "TFLOP": 0.0, "GB moved": 0.0, "FLOP/byte": 0.0, "compute s": 0.0, "memory s": 0.0,
-                         "time s": ph.contention_s * ph.passes, "limited by": "communication",
-                         "formula": f"{ph.comm_hidden_s * ph.passes:,.4g} s under the compute x "
-                                    f"{OVERLAP_COMPUTE_SLOWDOWN:g} / (1 + {OVERLAP_COMPUTE_SLOWDOWN:g}): compute "
-                                    f"beside an NCCL collective runs {OVERLAP_COMPUTE_SLOWDOWN:.1%} slower on average "
-                                    f"(its kernel holds SMs, its copies HBM bandwidth; {CONTENTION_ORIGIN})"})
+            rows.append(_time_row(ph, steps, "compute slowed beside the collectives", ph.contention_s, "communication",
+                                  f"{ph.comm_hidden_s * ph.passes:,.4g} s under the compute x "
+                                  f"{OVERLAP_COMPUTE_SLOWDOWN:g} / (1 + {OVERLAP_COMPUTE_SLOWDOWN:g}): compute "
+                                  f"beside an NCCL collective runs {OVERLAP_COMPUTE_SLOWDOWN:.1%} slower on average "
+                                  f"(its kernel holds SMs, its copies HBM bandwidth; {CONTENTION_ORIGIN})"))
     return rows
 
 
