@@ -82,6 +82,13 @@ def test_accelerate_fsdp_exposes_the_backward_gather_without_prefetch():
     (TRAINING.format(layouts="[ddp, zero3]", overlap="{ddp: 1.0}"), "overlap"),  # zero3 runs fsdp: no figure
     ("    jobs: [generate]\n    jobs_source: s\n" + TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}"),
      "training"),
+    # how the stack runs mixed precision and its optimizer (planner/inputs/models/autocast_chains.py)
+    (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      optimizer_kernels: apex\n"
+     "      precision_source: s\n", "optimizer_kernels"),
+    (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      autocast_fp32_weights: yes-please\n"
+     "      precision_source: s\n", "autocast_fp32_weights"),
+    (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      autocast_fp32_weights: true\n",
+     "precision_source"),
 ])
 def test_a_bad_training_declaration_names_its_field(tmp_path, block, field):
     path = tmp_path / f"bad-{field}-{len(block)}.yaml"
