@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.engine.plan import PARALLEL_MODES
+from planner.engine.plan import PARALLEL_MODES, attention_choices
 from planner.inputs import own_gpu
 from planner.inputs.catalog import CUSTOM_MAX_USD_HR, MAX_STALE_DAYS, MAX_VRAM_GB, PRICE_TIERS
 from planner.inputs.job_costs import LIMITS as JOB_COST_LIMITS
@@ -146,7 +146,7 @@ def _software() -> None:
     if ss.job == "generate":
         c2.selectbox("KV-cache dtype", ["auto"] + [k.id for k in rules.kv_dtypes], key=state.drawn("kv"),
                      persist_state=KEEP, help="auto = the activation dtype")
-    sb.selectbox("Attention", [a.id for a in rules.attention_backends], key="attn",
+    sb.selectbox("Attention", attention_choices(ss.rt, rules, ss.attn), key="attn",
                  format_func=lambda a: "sdpa (auto: PyTorch's pick per GPU)" if a == "sdpa" else a,
                  help="; ".join(f"{a.id}: {a.name}" for a in rules.attention_backends) + ". Each GPU's notes say "
                  "which kernel it runs (data/precisions.yaml).")

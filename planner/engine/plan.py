@@ -102,6 +102,13 @@ def attention_refusal(runtime: str, attention: str, rules: PrecisionRules) -> st
     return ""
 
 
+def attention_choices(runtime: str, rules: PrecisionRules, current: str = "") -> tuple[str, ...]:
+    """The attention backends `runtime` runs (attention_refusal says none against them), in data/precisions.yaml's
+    order; `current`, when refused, is kept last so a link that asked for it still shows it, with the refusal."""
+    ids = tuple(b.id for b in rules.attention_backends if not attention_refusal(runtime, b.id, rules))
+    return ids + (current,) if current and current not in ids else ids
+
+
 def check_runtime(plan: Plan, runtimes: Runtimes, rules: PrecisionRules) -> None:
     """Reject a plan its runtime cannot run, whatever the GPU: a job the runtime does not run (a serving engine asked
     to train, a training stack asked to generate), a training sharding or model-parallel layout it does not
