@@ -1,0 +1,82 @@
+"""A training row's context parallel (`cp`) and interleaved pipeline (`vpp`, virtual stages per rank) fields, and the
+`megatron-lm` framework key: made-up rows, loaded and turned into plans; nothing is estimated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.base.schema import DataFileError
+from planner.engine.plan import check_plan
+from planner.inputs.facts import load_facts
+from planner.validation.measured import (FRAMEWORK_RUNTIME, ZERO1_FRAMEWORKS, load_measurements, plan_for,
+                                         validation_models)
+
+# Made up (no source): Llama-3-70B (80 layers, 8 KV heads) on 64 H100, TP 4 x PP 4 (4 virtual stages each) x CP 2
+# leaves 64 / (4 x 4 x 2) = 2 data-parallel ranks; batch 16 = micro-batch 1 x 8 micro-steps x 2 ranks
+CP_VPP_ROW = {
+    "id": "hand-llama3-70b-h100-x64-tp4-pp4-vpp4-cp2", "gpu": "h100-sxm", "gpus": 64, "model": "llama-3-70b",
+    "regime": "train", "framework": "megatron-lm", "precision": "bf16", "weight_bits": 16, "batch": 16,
+    "prompt_tokens": 0, "gen_tokens": 0, "seq_len": 8192, "metric": "tokens_per_s", "micro_batch": 1, "grad_accum": 8,
+    "tp": 4, "pp": 4, "cp": 2, "vpp": 4, "source": "hand-made test row", "conditions": "none",
+}
+
+
+def write_rows(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "to_predict.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": rows}, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_cp_and_vpp_reach_the_training_layout(tmp_path):
+    row, = load_measurements(write_rows(tmp_path, [CP_VPP_ROW]), measured=False)
+    assert (row.tp, row.pp, row.cp, row.vpp) == (4, 4, 2, 4)
+    plan, _, _ = plan_for(row, validation_models(), load_facts().rules)
+    lay = plan.workload.layout
+    assert (lay.tp, lay.pp, lay.cp, lay.vpp) == (4, 4, 2, 4) and lay.text() == "tp=4,pp=4,cp=2,v=4"
+    # two data-parallel ranks: Megatron-LM's distributed optimizer shards the states over them (ZeRO-1)
+    assert plan.workload.sharding == "zero1" and plan.runtime == "megatron-lm"
+    assert plan.batch == 1 and plan.workload.grad_accum == 8
+    check_plan(plan)  # the engine's own layout checks accept it (pp 4 x v 4 = 16 chunks divide 80 layers)
+
+
+def test_rows_without_cp_and_vpp_keep_one_of_each(tmp_path):
+    row = {k: v for k, v in CP_VPP_ROW.items() if k not in ("cp", "vpp")}
+    # without CP: 64 / (4 x 4) = 4 ranks, so the same 16 sequences are 1 x 4 micro-steps x 4 ranks
+    loaded, = load_measurements(write_rows(tmp_path, [{**row, "grad_accum": 4}]), measured=False)
+    assert (loaded.cp, loaded.vpp) == (1, 1)
+    lay = plan_for(loaded, validation_models(), load_facts().rules)[0].workload.layout
+    assert (lay.cp, lay.vpp) == (1, 1)
+
+
+def test_megatron_lm_key_is_its_own_profile_with_zero1():
+    assert FRAMEWORK_RUNTIME["megatron-lm"] == "megatron-lm" and "megatron-lm" in ZERO1_FRAMEWORKS
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"cp": 0}, "cp", "cp"),
+    ({"vpp": 0}, "vpp", "vpp"),
+    ({"cp": 2048}, "cp", "cp"),
+    ({"cp": 3}, "cp", "tp 4 x pp 4 x cp 3 = 48 GPUs per model copy does not divide the row's 64 GPUs"),
+    ({"pp": 1, "vpp": 2, "grad_accum": 2}, "vpp", "need pp 2 or more"),
+    # CP 2 halves the data-parallel ranks: 1 x 8 x 2 = 16, so a batch of 32 does not multiply out
+    ({"batch": 32}, "micro_batch", "x data-parallel ranks 2 (gpus / (tp x pp x cp)) != batch 32"),
+])
+def test_bad_layout_is_refused_naming_the_field(tmp_path, change, field, words):
+    path = write_rows(tmp_path, [{**CP_VPP_ROW, **change}])
+    with pytest.raises(DataFileError) as err:
+        load_measurements(path, measured=False)
+    assert err.value.field == field and words in str(err.value)
+
+
+@pytest.mark.parametrize("field", ["cp", "vpp"])
+def test_inference_row_refuses_a_training_layout(tmp_path, field):
+    decode = {"id": "hand-decode", "gpu": "h100-sxm", "gpus": 2, "model": "llama-3-8b", "regime": "decode",
+              "framework": "vllm", "precision": "bf16", "weight_bits": 16, "batch": 1, "prompt_tokens": 0,
+              "gen_tokens": 128, "seq_len": None, "metric": "tokens_per_s", field: 2, "source": "hand-made test row",
+              "conditions": "none"}
+    with pytest.raises(DataFileError) as err:
+        load_measurements(write_rows(tmp_path, [decode]), measured=False)
+    assert err.value.field == field and "training row's layout" in str(err.value)
