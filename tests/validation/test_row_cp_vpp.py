@@ -1,5 +1,6 @@
 """A training row's context parallel (`cp`) and interleaved pipeline (`vpp`, virtual stages per rank) fields, and the
-`megatron-lm` framework key: made-up rows, loaded and turned into plans; nothing is estimated."""
+`megatron-lm` framework key: made-up rows, loaded and turned into plans; and the dgxc-benchmarking Llama 3.1 rows
+written before their values (loaded only). Nothing is estimated."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from planner import ROOT_DIR
 from planner.base.schema import DataFileError
 from planner.engine.plan import check_plan
 from planner.inputs.facts import load_facts
+from planner.validation.loso import source_of
 from planner.validation.measured import (FRAMEWORK_RUNTIME, ZERO1_FRAMEWORKS, load_measurements, plan_for,
                                          validation_models)
 
@@ -80,3 +83,33 @@ def test_inference_row_refuses_a_training_layout(tmp_path, field):
     with pytest.raises(DataFileError) as err:
         load_measurements(write_rows(tmp_path, [decode]), measured=False)
     assert err.value.field == field and "training row's layout" in str(err.value)
+
+
+# ---------------------------------------------------------------- dgxc-benchmarking's Llama 3.1 rows (no values)
+
+DGXC_LLAMA = ROOT_DIR / "validation" / "to_predict" / "dgxc-benchmarking-llama31.yaml"
+
+
+def test_dgxc_llama_rows_keep_the_tables_layouts():
+    rows = load_measurements(DGXC_LLAMA, measured=False)
+    assert {source_of(r) for r in rows} == {"NVIDIA/dgxc-benchmarking"} and len(rows) == 78
+    layouts = {(r.model, r.precision, "nemo2502" in r.id): (r.tp, r.pp, r.vpp, r.cp) for r in rows}
+    # the tables' headings: 8B TP1 CP2; 70B TP4 PP4 VP5 CP2 (FP8 under NeMo 25.02.01: TP4 PP8 VP5 CP1);
+    # 405B TP8 PP9 VP7 CP2
+    assert layouts[("llama-3-8b", "bf16", False)] == (1, 1, 1, 2)
+    assert layouts[("llama-3-70b", "bf16", True)] == (4, 4, 5, 2)
+    assert layouts[("llama-3-70b", "fp8", True)] == (4, 8, 5, 1)
+    assert layouts[("dgxc-llama3.1-405b", "fp8", False)] == (8, 9, 7, 2)
+    for r in rows:
+        dp = r.gpus // (r.tp * r.pp * r.cp)
+        # weak scaling, MBS 1: 8B GBS 128 per 8 GPUs, 70B 128 per 64, 405B 252 per 576
+        per_gpus = {"llama-3-8b": (128, 8), "llama-3-70b": (128, 64), "dgxc-llama3.1-405b": (252, 576)}[r.model]
+        assert r.batch * per_gpus[1] == per_gpus[0] * r.gpus and r.micro_batch * r.grad_accum * dp == r.batch
+        assert r.framework == "nemo" and r.seq_len == 8192 and not r.checkpointing
+
+
+def test_dgxc_405b_shape_counts_its_configs_parameters():
+    # 126 x (h (h + 2 x 16 x 128) + h^2 + 3 h f) + 2 v h with h 16384, f 53248, v 51,200 (50,257 padded to 1,024)
+    h, f, v = 16384, 53248, 51200
+    by_hand = 126 * (h * (h + 2 * 16 * 128) + h * h + 3 * h * f) + 2 * v * h
+    assert abs(validation_models().get("dgxc-llama3.1-405b").params - by_hand) / by_hand < 0.001
