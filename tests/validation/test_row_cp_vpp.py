@@ -113,3 +113,21 @@ def test_dgxc_405b_shape_counts_its_configs_parameters():
     h, f, v = 16384, 53248, 51200
     by_hand = 126 * (h * (h + 2 * 16 * 128) + h * h + 3 * h * f) + 2 * v * h
     assert abs(validation_models().get("dgxc-llama3.1-405b").params - by_hand) / by_hand < 0.001
+
+
+def test_dgxc_gpt3_and_nemotron340b_rows_keep_their_configs_layouts():
+    rows = load_measurements(ROOT_DIR / "validation" / "to_predict" / "dgxc-benchmarking-gpt3-nemotron340b.yaml",
+                             measured=False)
+    assert {source_of(r) for r in rows} == {"NVIDIA/dgxc-benchmarking"} and len(rows) == 42
+    layouts = {(r.model, r.gpu, "nemo2412" in r.id): (r.tp, r.pp, r.vpp, r.cp) for r in rows}
+    # GPT-3 175B: the configs' VP 12 (NeMo 24.05) and VP 6 (24.12); Nemotron-4 340B: PP 8 on H100, PP 4 on GB200
+    assert layouts[("nemo-gpt3-175b", "h100-sxm", False)] == (4, 8, 12, 1)
+    assert layouts[("nemo-gpt3-175b", "h100-sxm", True)] == (4, 8, 6, 1)
+    assert layouts[("nemotron4-340b", "h100-sxm", False)] == (8, 8, 12, 1)
+    assert layouts[("nemotron4-340b", "gb200", False)] == (8, 4, 12, 1)
+    strong = [r for r in rows if "-strong-" in r.id]
+    # strong scaling keeps GBS 512: 128 GB200 / (TP 8 x PP 4) = 4 ranks x 128 micro-batches of 1
+    assert len(strong) == 6 and {r.batch for r in strong} == {512}
+    assert {(r.gpus, r.grad_accum) for r in strong} == {(128, 128), (256, 64), (512, 32)}
+    # 96 layers = 8 x 12 = 4 x 12 x 2 = 8 x 6 x 2 pipeline chunks: whole layers on every chunk
+    assert all(validation_models().get(r.model).layers % (r.pp * r.vpp) == 0 for r in rows)
