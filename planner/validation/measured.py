@@ -91,6 +91,8 @@ FRAMEWORK_RUNTIME = {
     "nemo": "megatron-lm",
     # BigScience's Megatron-DeepSpeed fork: Megatron-LM's tensor-parallel layers and fused kernels, DeepSpeed's pipeline
     "megatron-deepspeed": "megatron-lm",
+    # NVIDIA Megatron-LM itself (NVIDIA/Megatron-LM: pretrain_gpt.py on Megatron Core), the runtime profile's own stack
+    "megatron-lm": "megatron-lm",
 }
 # AutoAWQ's rows say precision int4 (the bits), and their id names the checkpoint's kernel version
 # (validation/to_predict/autoawq-rtx4090.yaml: awq-<model>-<gemv|gemm>-...), which is the precision that runs them
@@ -102,8 +104,11 @@ CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "engine", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
+# a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
+# give them); each is 1 unless the row states it
+LAYOUT_FIELDS = ("tp", "pp", "cp", "vpp")
 # The published rows with each source's own words (1.03 MB on 2026-11-27, 760 rows): the repository's evidence, read
 # under a cap of its own rather than an upload's (safe_parse.MAX_TEXT_BYTES); room for a few times as many sources.
 MEASUREMENTS_MAX_BYTES = 4_000_000
@@ -115,8 +120,11 @@ MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): a
 FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-compile", "fms-fsdp", "tinyllama")
 # NeMo's megatron_gpt (optimizer distributed_fused_adam) and Megatron Bridge's recipes (Megatron Core's distributed
 # optimizer) shard the optimizer states over the data-parallel ranks: ZeRO stage 1, as each row's conditions state;
-# Megatron-DeepSpeed's BF16 optimizer (BLOOM tr11) implements its own ZeRO-1 over ZeRO stage 0
-ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed")
+# Megatron-DeepSpeed's BF16 optimizer (BLOOM tr11) implements its own ZeRO-1 over ZeRO stage 0; Megatron-LM's
+# --use-distributed-optimizer is Megatron Core's DistributedOptimizer, 'Optimizer that shards state across
+# data-parallel ranks' (https://docs.nvidia.com/megatron-core/developer-guide/0.19.0/apidocs/core/
+# core.optimizer.distrib_optimizer.html, read 2026-11-27): gradients reduce-scattered, states sharded, ZeRO-1's layout
+ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed", "megatron-lm")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
@@ -154,9 +162,12 @@ class Measurement:
     # the run switched on the runtime's opt-in all-reduce (data/custom_allreduce.yaml `opt_in`, e.g. gpt-fast's
     # ENABLE_INTRA_NODE_COMM=1 for PyTorch's intra-node all-reduce)
     opt_in_allreduce: bool = False
-    # a training row's tensor-parallel degree and pipeline stages (the data-parallel/FSDP ranks are gpus / (tp x pp))
+    # a training row's tensor-parallel degree, pipeline stages, context-parallel degree and virtual pipeline stages
+    # per rank (interleaved 1F1B; 1: plain 1F1B); the data-parallel/FSDP ranks are gpus / (tp x pp x cp)
     tp: int = 1
     pp: int = 1
+    cp: int = 1
+    vpp: int = 1
     # GPUs per server as the source states them, where fewer than the catalog's node (KempnerForge's 4-GPU H200
     # nodes): collectives of more GPUs cross the fabric between nodes (None: the catalog's node)
     node_gpus: int | None = None
@@ -299,6 +310,8 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         opt_in_allreduce=rec.flag("opt_in_allreduce", default=False),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
+        cp=rec.number("cp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
+        vpp=rec.number("vpp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         engine=rec.text("engine", required=False) or None, **_cluster_conditions(rec),
     )
     if m.engine is not None:
@@ -308,19 +321,33 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
     if regime == "prefill" and m.prompt_tokens < 1:
         raise rec.fail("prompt_tokens", "a prefill row needs prompt_tokens >= 1")
     if regime == "train":
-        if m.gpus % (m.tp * m.pp):
-            raise rec.fail("tp", f"tp {m.tp} x pp {m.pp} does not divide the row's {m.gpus} GPUs")
-        dp = m.gpus // (m.tp * m.pp)
-        micro = m.micro_batch or math.ceil(m.batch / dp)
-        if micro * m.grad_accum * dp != m.batch:
-            raise rec.fail("micro_batch", f"micro_batch {micro} x grad_accum {m.grad_accum} x data-parallel ranks "
-                                          f"{dp} (gpus / (tp x pp)) != batch {m.batch} (sequences per optimizer step)")
+        _check_train_layout(rec, m)
     elif m.micro_batch is not None:
         raise rec.fail("micro_batch", "only train rows have a micro-batch")
-    elif m.tp > 1 or m.pp > 1:
-        raise rec.fail("tp", "tp and pp describe a training row's layout; an inference row over several GPUs runs "
-                             "tensor parallel over all of them")
+    else:
+        for field in LAYOUT_FIELDS:
+            if getattr(m, field) > 1:
+                raise rec.fail(field, "tp, pp, cp and vpp describe a training row's layout; an inference row over "
+                                      "several GPUs runs tensor parallel over all of them")
     return m
+
+
+def _check_train_layout(rec: Record, m: Measurement) -> None:
+    """A train row's layout and batches multiply out: tp x pp x cp divides the GPUs, virtual stages need a pipeline,
+    micro_batch x grad_accum x data-parallel ranks = batch (each failure names its field)."""
+    per_copy = m.tp * m.pp * m.cp
+    if m.gpus % per_copy:
+        field = "cp" if m.cp > 1 else "tp"
+        raise rec.fail(field, f"tp {m.tp} x pp {m.pp} x cp {m.cp} = {per_copy} GPUs per model copy does not divide "
+                              f"the row's {m.gpus} GPUs")
+    if m.vpp > 1 and m.pp < 2:
+        raise rec.fail("vpp", f"vpp {m.vpp} virtual stages per rank interleave a pipeline: they need pp 2 or more "
+                              f"(the row has pp {m.pp}); leave vpp out for a plain 1F1B or no pipeline")
+    dp = m.gpus // per_copy
+    micro = m.micro_batch or math.ceil(m.batch / dp)
+    if micro * m.grad_accum * dp != m.batch:
+        raise rec.fail("micro_batch", f"micro_batch {micro} x grad_accum {m.grad_accum} x data-parallel ranks "
+                                      f"{dp} (gpus / (tp x pp x cp)) != batch {m.batch} (sequences per optimizer step)")
 
 
 def engine_host_us_per_seq(framework: str, engine: str) -> float:
@@ -425,16 +452,21 @@ def precision_for(row: Measurement, rules: PrecisionRules) -> tuple[str, Precisi
     return derived.id, replace(rules, precisions=rules.precisions + (derived,)), note
 
 
+def row_layout(row: Measurement) -> Layout:
+    """The training layout a row states (tp, pp, cp and its virtual pipeline stages per rank)."""
+    return Layout(tp=row.tp, pp=row.pp, cp=row.cp, vpp=row.vpp)
+
+
 def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> tuple[Plan, PrecisionRules, str]:
     """The Plan that reproduces a row (see the module docstring), the rules it needs and a mapping note."""
     model = models.get(row.model)
     precision, rules, note = precision_for(row, rules)
     if row.regime == "train":
-        dp = row.gpus // (row.tp * row.pp)
+        dp = row.gpus // (row.tp * row.pp * row.cp)
         sharding = ("ddp" if dp == 1 else "fsdp" if row.framework in FSDP_FRAMEWORKS
                     else "zero1" if row.framework in ZERO1_FRAMEWORKS else "ddp")
         workload = Train(row.batch, row.seq_len, 1.0, "adamw", row.checkpointing, row.grad_accum, sharding,
-                         layout=Layout(tp=row.tp, pp=row.pp))
+                         layout=row_layout(row))
         batch = row.micro_batch or math.ceil(row.batch / dp)
     elif row.regime == "prefill":
         workload, batch = Generate(row.batch, row.prompt_tokens, 1), row.batch
