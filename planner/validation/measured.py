@@ -41,7 +41,8 @@ from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
-                                     nccl_only, opted_in, with_engine_generation, with_training)
+                                     nccl_only, opted_in, with_build, with_engine_generation,
+                                     with_training)
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
@@ -102,7 +103,7 @@ CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "engine", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "engine", "build", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 # The published rows with each source's own words (1.03 MB on 2026-11-27, 760 rows): the repository's evidence, read
 # under a cap of its own rather than an upload's (safe_parse.MAX_TEXT_BYTES); room for a few times as many sources.
@@ -173,6 +174,9 @@ class Measurement:
     # for 0.6-0.10 with VLLM_USE_V1=0, 'v1'): its CPU work per sequence per step, data/serving.yaml `engines`
     # (None: the current generation, as estimates take it)
     engine: str | None = None
+    # the runtime's build number where the source prints it (llama.cpp's 'build: 989 (bf83bff)'): the runtime then
+    # runs as that build did (RuntimeProfile.at_build: llama.cpp's prompt GEMM path); None: the current build
+    build: int | None = None
 
 
 @dataclass(frozen=True)
@@ -299,7 +303,8 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         opt_in_allreduce=rec.flag("opt_in_allreduce", default=False),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
-        engine=rec.text("engine", required=False) or None, **_cluster_conditions(rec),
+        engine=rec.text("engine", required=False) or None,
+        build=rec.number("build", required=False, lo=0, hi=10**6, integer=True), **_cluster_conditions(rec),
     )
     if m.engine is not None:
         _check_engine(rec, m.framework, m.engine)
@@ -514,6 +519,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.tp_gather:
         runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
     runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
+    if row.build is not None:
+        runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
         runtimes = with_engine_generation(runtimes, plan.runtime, engine_host_us_per_seq(row.framework, row.engine))
     check_runtime(plan, facts.runtimes, facts.rules)
