@@ -363,9 +363,11 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
+        if rec.number("build", required=False) is not None:
+            cond["build"] = rec.number("build", lo=0, hi=10**6, integer=True)
         if rec.text("engine", required=False):
             cond["engine"] = rec.text("engine")  # checked against the row's engine where the row is predicted
         out[rec.text("id")] = cond
