@@ -857,13 +857,16 @@ class DecoderProfile(CachedHash):
         chains = m.eager_chain_bytes(s)
         elem_bytes = (bt * (traffic * p.act_bytes + chains) / tp
                       + 2 * batch * logits_tokens * m.logits_vocab * float(FP32_BYTES))
-        if path is not None and path.act_convert_bytes:  # each GEMM's input converted (q8_1, fp16) before it runs
-            elem_bytes += path.act_convert_bytes * sum(r * k * c for r, _, k, c in m.linear_gemms(bt, 0, tp))
+        converted = (sum(r * k * c for r, _, k, c in m.linear_gemms(bt, 0, tp))
+                     if path is not None and path.act_convert_bytes else 0.0)
+        elem_bytes += converted * (path.act_convert_bytes if converted else 0.0)  # GEMM inputs to q8_1 or fp16
         lin_text, attn_text, elem_text = text.forward_formulas(
             s, name, note, text.score_text(s, score_passes(s), True) if scores else "", m.ffn_kind == "swiglu",
             m._forward_traffic(s))
         chain_words, upcast_words = text.eager_chain_text(chains, m.score_upcast_bytes(s))
         elem_text, attn_text = elem_text + chain_words, attn_text + upcast_words
+        if converted:
+            elem_text += text.converted_inputs_text(converted, path)
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
         gemv = s.quantized_gemv(bt)

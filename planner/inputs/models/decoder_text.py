@@ -111,6 +111,12 @@ def prompt_path_text(path, copied: float) -> str:
     return f"; prompt GEMM {path.id}: {rate}{copy}{acc}"
 
 
+def converted_inputs_text(elements: float, path) -> str:
+    """The elementwise group's words for the GEMM inputs a prompt GEMM path converts first (q8_1 for MMQ, fp16)."""
+    return (f" + {elements:,.0f} GEMM input elements x {path.act_convert_bytes:g} B converted before {path.id} "
+            f"(read fp32, write its input format)")
+
+
 def chunked_dequant_text(chunks: int, c: int) -> str:
     return f"; per chunk ({chunks} chunks of {c} tokens)"
 
