@@ -127,9 +127,18 @@ def precision_on(gpu: GPU, s: Setup, runtime: str) -> Setup:
 def _precision_on(cc: tuple[int, int] | None, s: Setup, runtime: str) -> Setup:
     """precision_on by compute capability: one object per triple (a cache key for the estimate's memo)."""
     p = s.precision.weight_only_on(cc, runtime)
-    if p is s.precision:
-        return s
-    return replace(s, precision=p, unpack_pipelined=runtime in p.pipelined_on)
+    if p is not s.precision:
+        s = replace(s, precision=p, unpack_pipelined=runtime in p.pipelined_on)
+    path = s.prompt_era.path_on(cc, prompt_weight_kind(p)) if s.prompt_era is not None else None
+    return replace(s, prompt_path=path) if path != s.prompt_path else s
+
+
+def prompt_weight_kind(p: Precision) -> str:
+    """Which of an era's path tables (prompt_gemm.WEIGHT_KINDS) a precision's weights take: 'quantized' for a
+    format the runtime unpacks, 'f16' for 16-bit float weights; '' for the others (no path)."""
+    if p.dequant_ops_per_weight:
+        return "quantized"
+    return "f16" if p.compute_path == "fp16" and p.weight_bytes == 2 else ""
 
 
 def fp8_training_problem(precision: str, device: str) -> str:

@@ -69,7 +69,7 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  kv_read_fraction=rt.score_gemm_kv_read if plan.attention in rt.score_gemms_on else 1.0,
                  custom_ar=rt.planned_allreduce,
                  mlp_gemv=precision.kernel is not None and rt.id in precision.kernel.mlp_gemv_on,
-                 fp16_accumulate=rt.fp16_accumulate,
+                 fp16_accumulate=rt.fp16_accumulate, prompt_era=rt.prompt_era,
                  grad_reduce_bytes=rt.training.grad_reduce_bytes if rt.training else 0.0,
                  tp_gather_per_projection=bool(rt.training and rt.training.tp_gather == "per-projection"),
                  autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,

@@ -193,7 +193,7 @@ def group_rate(g: OpGroup, gpu: GPU, eff: Efficiency) -> tuple[float, bool]:
     fraction = _kernel_fraction(g, gpu) if g.peak_fractions else 0.0
     if fraction:
         return gpu.run_peak_tflops(g.compute_path) * FLOPS_PER_TFLOP * fraction, False
-    factor = 1.0 if g.compute_path == ALU_PATH else eff.compute_efficiency
+    factor = 1.0 if g.compute_path == ALU_PATH else g.ceiling_fraction or eff.compute_efficiency
     if g.accumulate16:  # fp16 accumulation: GeForce tensor cores run it at twice the catalog's fp32-accumulate rate
         factor *= gpu.fp16_accumulate_speedup
     return gpu.ceiling_tflops(g.compute_path) * FLOPS_PER_TFLOP * factor * g.rate_factor, True

@@ -19,6 +19,7 @@ from planner.base.safe_parse import shown
 from planner.base.schema import DataFileError, Record, UnknownNameError, load_yaml, suggest, unique_ids
 from planner.inputs.custom_allreduce import CUSTOM_ALLREDUCE_FILE, CustomAllReduce, load_custom_allreduce
 from planner.inputs.jobs import ZERO_STAGES
+from planner.inputs.prompt_gemm import PromptEra, era_at, parse_prompt_gemm
 
 RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
 TUNED_FILE = DATA_DIR / "runtimes_tuned.yaml"
@@ -283,6 +284,19 @@ class RuntimeProfile:
     score_gemms_on: tuple[str, ...] = ()
     score_gemm_kv_read: float = 1.0
     score_gemm_source: str = ""
+    # the GEMM a pass above the quantized GEMV's tokens runs, by build and GPU (data/runtimes.yaml `prompt_gemm`:
+    # llama.cpp), oldest era first; estimates take the newest, a row naming its build that build's (at_build)
+    prompt_eras: tuple[PromptEra, ...] = ()
+
+    def at_build(self, build: int) -> RuntimeProfile:
+        """This runtime as its build `build` ran (its prompt_gemm era at that build); itself without eras."""
+        era = era_at(self.prompt_eras, build)
+        return replace(self, prompt_eras=(era,)) if era is not None else replace(self, prompt_eras=())
+
+    @property
+    def prompt_era(self) -> PromptEra | None:
+        """The era estimates take: the newest (or the one at_build kept)."""
+        return self.prompt_eras[-1] if self.prompt_eras else None
 
     @property
     def planned_allreduce(self) -> CustomAllReduce | None:
@@ -502,6 +516,12 @@ def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq:
                           for r in runtimes.runtimes))
 
 
+def with_build(runtimes: Runtimes, runtime_id: str, build: int) -> Runtimes:
+    """The same runtimes with `runtime_id` as its build `build` ran (RuntimeProfile.at_build: llama.cpp's prompt
+    GEMM of that build), which a run stated (a validation row's `build`)."""
+    return Runtimes(tuple(r.at_build(build) if r.id == runtime_id else r for r in runtimes.runtimes))
+
+
 @lru_cache(maxsize=4)
 def opted_in(runtimes: Runtimes) -> Runtimes:
     """The same runtimes with every opt-in custom all-reduce switched on (a run that set the runtime's switch, e.g.
@@ -554,7 +574,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
-                        "score_gemm_source"))
+                        "score_gemm_source", "prompt_gemm"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -585,7 +605,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
-        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec))
+        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec),
+                          prompt_eras=parse_prompt_gemm(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

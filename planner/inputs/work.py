@@ -18,6 +18,7 @@ from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import ALU_PATH
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.precisions import AttentionBackend, KVDtype, Precision, QuantKernel
+from planner.inputs.prompt_gemm import PromptEra, PromptPath
 
 # The least GPU time a kernel that moves a few kB takes from its first block's start to its last block's end (a
 # norm or residual add over one token's hidden vector: launch of its blocks, a DRAM round trip or two for its
@@ -93,6 +94,9 @@ class OpGroup(NamedTuple):
     # kernels read slower than a stream (a decode step's score GEMMs over the KV cache, AttentionBackend.
     # decode_kv_read_fraction, blended with the group's copies)
     bw_factor: float = 1.0
+    # > 0: its GEMMs run at this fraction of the matmul ceiling, measured on the path's own kernel (PromptPath.
+    # fraction: llama.cpp's MMQ, cuBLAS's SGEMM), in place of the runtime's compute_efficiency
+    ceiling_fraction: float = 0.0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -182,6 +186,10 @@ class Setup(CachedHash):
     mlp_gemv: bool = False
     # the runtime's fp16 GEMMs on unquantized weights accumulate in fp16 (RuntimeProfile.fp16_accumulate: llama.cpp)
     fp16_accumulate: bool = False
+    # the runtime's prompt GEMM era (RuntimeProfile.prompt_era: llama.cpp by build) and the path it gives this
+    # precision on the GPU at hand (precision_on resolves it per compute capability); None: the generic model
+    prompt_era: PromptEra | None = None
+    prompt_path: PromptPath | None = None
     # bytes per gradient element FSDP's reduce-scatter sends (Training.grad_reduce_bytes; 0: the compute dtype's)
     grad_reduce_bytes: float = 0.0
     # the stack's tensor parallel gathers each column-parallel projection's input apart (Training.tp_gather)
@@ -216,6 +224,13 @@ class Setup(CachedHash):
     def quantized_gemv(self, rows: int) -> bool:
         """A pass over `rows` tokens multiplies the quantized weights in a CUDA-core GEMV kernel."""
         return bool(self.precision.dequant_ops_per_weight) and 0 < rows <= self.gemv_tokens
+
+    def prompt_gemm(self, rows: int) -> PromptPath | None:
+        """The runtime's prompt GEMM path for a pass over `rows` tokens (Setup.prompt_path), None where the pass takes
+        the GEMV (at most the runtime's GEMV tokens: llama.cpp's mul_mat_vec kernels for F16 too) or there is none."""
+        if self.prompt_path is None or rows <= self.gemv_max_tokens:
+            return None
+        return self.prompt_path
 
     def pipelined(self, rows: int) -> bool:
         """A pass over `rows` tokens unpacks the quantized weights in a kernel that hides its instructions under its
@@ -308,6 +323,9 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
     A pipelined kernel's group (Setup.pipelined) is marked so: fold_pipelined moves its instructions onto the compute
     side of the matmul group listed just before it, whose weight stream hides them; any other is a group of its own,
     whose time adds to the stream's."""
+    path = s.prompt_gemm(rows)
+    if path is not None:
+        return prompt_copy_groups(quantized_weights, s, path)
     ops = s.precision.dequant_ops_per_weight
     if not ops or not quantized_weights:
         return ()
@@ -332,6 +350,22 @@ def dequant_groups(quantized_weights: float, s: Setup, rows: int = 1) -> tuple[O
     return (OpGroup(DEQUANT_GROUP, 2.0 * ops * quantized_weights, 0.0, "fp32",
                     f"FLOP-equivalents = 2 x {ops:g} instructions x {quantized_weights:,.0f} quantized weights "
                     f"({p.id}: unpack, convert, scale), once per pass", pipelined=piped),)
+
+
+def prompt_copy_groups(weights: float, s: Setup, path: PromptPath) -> tuple[OpGroup, ...]:
+    """The kernel a runtime's prompt GEMM path runs before its GEMM (Setup.prompt_gemm): `weights` weights
+    dequantized (a quantized format: its dequant_ops_per_weight) or converted (F16: one instruction each) into a
+    copy of path.buffer_bytes per weight, once per pass, reading the stored bytes and writing the copy; () for a path
+    that multiplies the stored blocks (MMQ: its unpacking is inside the kernel's measured rate)."""
+    p = s.precision
+    if not path.copies(bool(p.dequant_ops_per_weight), p.weight_bytes) or not weights:
+        return ()
+    ops = p.dequant_ops_per_weight or 1.0
+    what = "dequantized" if p.dequant_ops_per_weight else "converted"
+    return (OpGroup(DEQUANT_GROUP, 2.0 * ops * weights, weights * (p.weight_bytes + path.buffer_bytes), ALU_PATH,
+                    f"FLOP-equivalents = 2 x {ops:g} integer-slot instructions x {weights:,.0f} weights; bytes = read "
+                    f"{p.weight_bytes:g} B + write a {path.buffer_bytes:g} B copy per weight ({path.id}: {what} "
+                    f"into that copy once per pass, which the GEMM reads)"),)
 
 
 def mlp_gemv_groups(gate_up_weights: float, s: Setup, rows: int) -> tuple[OpGroup, ...]:

@@ -41,7 +41,8 @@ from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
-                                     nccl_only, opted_in, with_engine_generation, with_training)
+                                     nccl_only, opted_in, with_build, with_engine_generation,
+                                     with_training)
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
@@ -104,7 +105,7 @@ CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 # a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
 # give them); each is 1 unless the row states it
@@ -184,6 +185,9 @@ class Measurement:
     # for 0.6-0.10 with VLLM_USE_V1=0, 'v1'): its CPU work per sequence per step, data/serving.yaml `engines`
     # (None: the current generation, as estimates take it)
     engine: str | None = None
+    # the runtime's build number where the source prints it (llama.cpp's 'build: 989 (bf83bff)'): the runtime then
+    # runs as that build did (RuntimeProfile.at_build: llama.cpp's prompt GEMM path); None: the current build
+    build: int | None = None
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,8 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         cp=rec.number("cp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         vpp=rec.number("vpp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
-        engine=rec.text("engine", required=False) or None, **_cluster_conditions(rec),
+        engine=rec.text("engine", required=False) or None,
+        build=rec.number("build", required=False, lo=0, hi=10**6, integer=True), **_cluster_conditions(rec),
     )
     if m.engine is not None:
         _check_engine(rec, m.framework, m.engine)
@@ -385,9 +390,11 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
+        if rec.number("build", required=False) is not None:
+            cond["build"] = rec.number("build", lo=0, hi=10**6, integer=True)
         if rec.text("engine", required=False):
             cond["engine"] = rec.text("engine")  # checked against the row's engine where the row is predicted
         out[rec.text("id")] = cond
@@ -546,6 +553,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.tp_gather:
         runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
     runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
+    if row.build is not None:
+        runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
         runtimes = with_engine_generation(runtimes, plan.runtime, engine_host_us_per_seq(row.framework, row.engine))
     check_runtime(plan, facts.runtimes, facts.rules)

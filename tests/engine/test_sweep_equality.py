@@ -280,3 +280,15 @@ def test_a_batch_per_gpu_is_each_gpus_own_estimate_at_it(arrays):
     assert [(e.gpu, e.batch) for e in found] == [(g, min(b, 200_003)) for g, b in zip(gpus, batches)]
     for e, g, b in zip(found, gpus, batches):
         _same(e, estimate_gpu(replace(plan, batch=b), g, FACTS))
+
+
+def test_llama_cpp_quantized_prompts_take_each_gpus_own_path_in_the_arrays():
+    """llama.cpp's quantized prompt GEMM depends on the GPU (tests/engine/test_prompt_gemm.py): int8 MMQ from Turing
+    on, FP16 cuBLAS over an fp16 copy on a V100, the generic model on AMD. The arrays time every GPU as its own
+    estimate does: 2,000 Llama-2-7B Q4_K_M prompts of 600 tokens (two micro-batches each), 8 tokens generated."""
+    plan = _plan({"model": "llama-2-7b", "job": "generate", "seqs": 2000, "prompt": 600, "gen": 8,
+                  "prec": "q4_k_m", "rt": "llama.cpp", "batch": None})
+    swept = estimate_all(plan, FACTS, arrays=sweep)
+    assert {e.gpu.id for e in swept if e.feasible} >= {"rtx-4090", "v100-sxm2-32gb"}
+    for e in swept:
+        _same(e, estimate_gpu(plan, e.gpu, FACTS))

@@ -835,6 +835,12 @@ class DecoderProfile(CachedHash):
         lin_bytes = ((stored * (p.act_bytes if buffered else p.weight_bytes)
                       + (layer_read - stored) * p.outside_weight_bytes) / tp
                      + m.lm_head_params * p.outside_weight_bytes / head_tp)
+        # the runtime's prompt GEMM (llama.cpp by build and GPU; None: the generic model), chosen by a pass's rows: a
+        # prompt prefilled in chunks of the runtime's micro-batch (prefill_work) runs passes of that many tokens
+        path = s.prompt_gemm(batch * min(tokens, s.prefill_chunk or tokens))
+        copied = (m._path_weights(s, layer_read, stored)
+                  if path is not None and path.copies(bool(p.dequant_ops_per_weight), p.weight_bytes) else 0.0)
+        lin_bytes += copied * ((path.buffer_bytes - p.weight_bytes) if copied else 0.0)  # the GEMM reads the copy
         if s.attention.scores_materialized:  # softmax(QK^T)V computes every score; the causal mask only hides some
             layer_keys = m.attn_layers * tokens * keys_max
         else:
@@ -851,27 +857,36 @@ class DecoderProfile(CachedHash):
         chains = m.eager_chain_bytes(s)
         elem_bytes = (bt * (traffic * p.act_bytes + chains) / tp
                       + 2 * batch * logits_tokens * m.logits_vocab * float(FP32_BYTES))
+        converted = (sum(r * k * c for r, _, k, c in m.linear_gemms(bt, 0, tp))
+                     if path is not None and path.act_convert_bytes else 0.0)
+        elem_bytes += converted * (path.act_convert_bytes if converted else 0.0)  # GEMM inputs to q8_1 or fp16
         lin_text, attn_text, elem_text = text.forward_formulas(
             s, name, note, text.score_text(s, score_passes(s), True) if scores else "", m.ffn_kind == "swiglu",
             m._forward_traffic(s))
         chain_words, upcast_words = text.eager_chain_text(chains, m.score_upcast_bytes(s))
         elem_text, attn_text = elem_text + chain_words, attn_text + upcast_words
+        if converted:
+            elem_text += text.converted_inputs_text(converted, path)
         # a runtime's CUDA-core GEMV multiplies quantized weights without tensor-core tiles (its dot products are the
         # GEMV group's instructions); with the LM head when the format quantizes it too (GGUF)
         gemv = s.quantized_gemv(bt)
         # a fused MLP that keeps its gate and up projections on the library's GEMV (AutoAWQ's) unpacks them there
         gate_up = m._gate_up_weights(tp) if s.mlp_gemv and not gemv else 0.0
         return (
-            OpGroup("linear layers", lin_flops, lin_bytes, p.compute_path,
+            OpGroup("linear layers", lin_flops, lin_bytes, path.compute_path if path else p.compute_path,
                     lin_text + text.linear_extras(gemv, buffered, p.act_bytes)
-                    + (s.linear_note(bt) if p.kernel or s.fp16_accumulate else ""),
+                    + (text.prompt_path_text(path, copied) if path else
+                       s.linear_note(bt) if p.kernel or s.fp16_accumulate else ""),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's
-                    rate_factor=s.linear_rate(bt) if p.kernel else 1.0,
-                    accumulate16=s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False,
+                    rate_factor=(path.flops_per_op if path else s.linear_rate(bt) if p.kernel else 1.0),
+                    accumulate16=(path.accumulate16 if path else
+                                  s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False),
+                    ceiling_fraction=path.fraction if path else 0.0,
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
             *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
-            *(dequant_groups(m._quantized_read(s, stored) - gate_up, s, bt) if p.dequant_ops_per_weight else ()),
+            *(dequant_groups(m._path_weights(s, layer_read, stored) - gate_up, s, bt)
+              if p.dequant_ops_per_weight or copied else ()),
             *(split_k_groups(sum(r * n * c for r, n, _, c in m.linear_gemms(bt, 0, tp)), s, bt)
               if p.kernel is not None else ()),
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
@@ -889,6 +904,13 @@ class DecoderProfile(CachedHash):
             return 0.0
         return sum(n * 2 * self.hidden * f for n, E, _, f, _ in self.mlp_kinds if E == 1) / tp
 
+    def _path_weights(self, s: Setup, layer_read: float, stored: float) -> float:
+        """Weights per GPU a pass unpacks or converts: the quantized ones (_quantized_read), or every weight it reads
+        when the runtime's prompt GEMM converts 16-bit weights too (an F16 matrix into an fp32 copy)."""
+        if s.precision.dequant_ops_per_weight:
+            return self._quantized_read(s, stored)
+        return layer_read / s.tp + self.lm_head_params / s.lm_head_tp
+
     def _quantized_read(self, s: Setup, layer_read: float) -> float:
         """Quantized weights a pass unpacks per GPU: the layers' quantized matrices it reads (quantized_read), and the
         LM head when the format quantizes it too (GGUF files, gpt-fast)."""
@@ -901,7 +923,8 @@ class DecoderProfile(CachedHash):
         are unpacked once per chunk, in the runtime's GEMV for a chunk of at most its GEMV tokens."""
         m = self
         tokens = batch * (full * c + rest)
-        q = m._quantized_read(s, m.quantized_read(s.precision.quantized_weights, m.read_total(tokens), tokens))
+        layer_read = m.read_total(tokens)
+        q = m._path_weights(s, layer_read, m.quantized_read(s.precision.quantized_weights, layer_read, tokens))
         parts = [g._replace(flops=g.flops * full, bytes=g.bytes * full) for g in dequant_groups(q, s, batch * c)
                  ] if full else []
         for g in dequant_groups(q, s, batch * rest) if rest else ():
@@ -944,8 +967,7 @@ class DecoderProfile(CachedHash):
         groups = self._forward(s, batch, prompt, prompt * (prompt + 1) / 2, c, 1, "prompt")
         out = []
         for g in groups:
-            if g.name in (DEQUANT_GROUP, GEMV_GROUP):
-                out += m._chunked_dequant(s, batch, c, full, rest)
+            if g.name in (DEQUANT_GROUP, GEMV_GROUP):  # timed per chunk below, right after the matmuls
                 continue
             if g.name == "linear layers":
                 tiles = lambda rows: () if s.quantized_gemv(rows) else m.linear_gemms(rows, 0, s.tp)  # noqa: E731
@@ -961,6 +983,9 @@ class DecoderProfile(CachedHash):
                             gemms=per_chunk + last + (() if s.quantized_gemv(batch)
                                                       else m.lm_head_gemm(batch, s.lm_head_tp)),
                             **costs)
+                # the weights' unpacking (or copy) per chunk, after the matmul group whose stream may hide it
+                out += [g, *m._chunked_dequant(s, batch, c, full, rest)]
+                continue
             elif g.name == ATTENTION_GROUP:
                 manual = s.attention.scores_materialized
                 flops = m.attn_flops_per_key() * m.attn_layers * batch * scored / s.tp if manual else g.flops

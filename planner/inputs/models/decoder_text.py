@@ -102,6 +102,21 @@ def linear_extras(gemv: bool, buffered: bool, act_bytes: float) -> str:
             + (f"; the GEMMs read the 16-bit copy ({act_bytes:g} B/weight)" if buffered else ""))
 
 
+def prompt_path_text(path, copied: float) -> str:
+    """The linear group's words for the runtime's prompt GEMM path (PromptPath) it runs on."""
+    rate = (f"at {path.fraction:g} of the {path.compute_path} matmul ceiling (the path's own measured rate)"
+            if path.fraction else f"in {path.compute_path} at the runtime's GEMM rate")
+    copy = f"; the GEMM reads the {path.buffer_bytes:g} B/weight copy of {copied:,.0f} weights" if copied else ""
+    acc = "; fp16 accumulation (GeForce: twice the fp32-accumulate rate)" if path.accumulate16 else ""
+    return f"; prompt GEMM {path.id}: {rate}{copy}{acc}"
+
+
+def converted_inputs_text(elements: float, path) -> str:
+    """The elementwise group's words for the GEMM inputs a prompt GEMM path converts first (q8_1 for MMQ, fp16)."""
+    return (f" + {elements:,.0f} GEMM input elements x {path.act_convert_bytes:g} B converted before {path.id} "
+            f"(read fp32, write its input format)")
+
+
 def chunked_dequant_text(chunks: int, c: int) -> str:
     return f"; per chunk ({chunks} chunks of {c} tokens)"
 

@@ -1,0 +1,119 @@
+"""Which GEMM a runtime multiplies a prompt's weights with, by the runtime's build and the GPU: the `prompt_gemm`
+block of a runtime in data/runtimes.yaml (llama.cpp's CUDA backend).
+
+A llama.cpp pass of more tokens than its GEMV takes (quantized_gemv.max_tokens) has run four ways over its history:
+the weights dequantized (or an F16 matrix converted) into an fp32 copy for cublasSgemm, the same into an fp16 copy
+for a tensor-core cublasGemmEx that accumulates in fp16, or its own MMQ kernels on the quantized blocks with int8
+dot products (dp4a on the CUDA cores, or int8 tensor-core MMA from Turing on). Each `path` says what its pass costs;
+each `era` (from a build number on) which path a quantized format and an F16 matrix take on each compute capability.
+Estimates take the newest era; a validation row that names its build takes that build's (RuntimeProfile.at_build).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.base.schema import CachedHash, Record, parse_compute_capability, sm_label
+from planner.inputs.catalog import ALU_PATH, COMPUTE_PATHS
+
+MAX_PATHS, MAX_ERAS = 16, 32  # parser caps
+WEIGHT_KINDS = ("quantized", "f16")  # what an era's path table is keyed by: a GGUF quantized format, an F16 matrix
+
+
+@dataclass(frozen=True)
+class PromptPath(CachedHash):
+    """How one pass multiplies its weights: in `compute_path` (a catalog peak: fp32, fp16, int8, or the integer ALU
+    path for dp4a), at `fraction` of that path's matmul ceiling where the path's own kernel has a measured rate (0:
+    the runtime's compute_efficiency, as its other GEMMs), `flops_per_op` FLOPs per counted instruction on the ALU
+    path (dp4a: 4 multiply-adds), through a copy of `buffer_bytes` per weight written each pass and read by the GEMM
+    (0: the GEMM reads the stored blocks), converting each GEMM input element at `act_convert_bytes` (read + write),
+    accumulating in fp16 where `accumulate16`."""
+
+    id: str
+    compute_path: str
+    fraction: float
+    buffer_bytes: float
+    act_convert_bytes: float
+    accumulate16: bool
+    flops_per_op: float
+    source: str
+
+    @property
+    def buffered(self) -> bool:
+        return self.buffer_bytes > 0
+
+    def copies(self, quantized: bool, weight_bytes: float) -> bool:
+        """Whether a pass writes a copy of its weights first: a quantized format always does on a buffered path, a
+        float matrix only when the copy's dtype differs (F16 into fp32, not F16 into fp16)."""
+        return self.buffered and (quantized or self.buffer_bytes != weight_bytes)
+
+
+@dataclass(frozen=True)
+class PromptEra(CachedHash):
+    """From build `from_build` on: the path of each weight kind (WEIGHT_KINDS) per minimum compute capability,
+    highest first."""
+
+    from_build: int
+    paths: tuple[tuple[str, tuple[tuple[tuple[int, int], PromptPath], ...]], ...]
+    source: str
+
+    def path_on(self, cc: tuple[int, int] | None, kind: str) -> PromptPath | None:
+        """The path a `kind` weight takes on a GPU of compute capability `cc` (None: no CUDA GPU, or none listed)."""
+        if cc is None:
+            return None
+        table = dict(self.paths).get(kind, ())
+        return next((p for min_cc, p in table if cc >= min_cc), None)
+
+    def describe(self) -> str:
+        return "; ".join(f"{kind}: " + ", ".join(f"{p.id} from {sm_label(c)}" for c, p in table)
+                         for kind, table in self.paths)
+
+
+def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
+    """The optional `prompt_gemm` block {paths: [...], eras: [...]}: its eras, oldest first (() when absent)."""
+    sub = rec.child("prompt_gemm", required=False)
+    if sub is None:
+        return ()
+    sub.check_keys(("paths", "eras"))
+    paths = {}
+    for p in sub.records("paths", MAX_PATHS):
+        p.check_keys(("id", "compute_path", "fraction", "buffer_bytes", "act_convert_bytes", "accumulate",
+                      "flops_per_op", "source"))
+        path = p.text("compute_path", choices=(*COMPUTE_PATHS, ALU_PATH))
+        paths[p.text("id")] = PromptPath(
+            p.text("id"), path, p.number("fraction", required=False, lo=0.01, hi=1.0) or 0.0,
+            p.number("buffer_bytes", required=False, lo=0, hi=8) or 0.0,
+            p.number("act_convert_bytes", required=False, lo=0, hi=16) or 0.0,
+            p.text("accumulate", required=False, choices=("fp16", "fp32")) == "fp16",
+            p.number("flops_per_op", required=path == ALU_PATH, lo=1, hi=64) or 1.0, " ".join(p.text("source").split()))
+    eras = []
+    for e in sub.records("eras", MAX_ERAS):
+        e.check_keys(("from_build", *WEIGHT_KINDS, "source"))
+        eras.append(PromptEra(int(e.number("from_build", lo=0, hi=10**6, integer=True)),
+                              tuple((kind, _table(e, kind, paths)) for kind in WEIGHT_KINDS),
+                              " ".join(e.text("source").split())))
+    builds = [e.from_build for e in eras]
+    if builds != sorted(set(builds)):
+        raise sub.fail("eras", f"expected from_build in increasing order, got {builds}")
+    return tuple(eras)
+
+
+def _table(e: Record, kind: str, paths: dict[str, PromptPath]) -> tuple[tuple[tuple[int, int], PromptPath], ...]:
+    """An era's {min compute capability: path id} mapping for one weight kind, highest capability first."""
+    sub = e.child(kind)
+    out = []
+    for sm, pid in sub.data.items():
+        cc = parse_compute_capability(sm, lambda problem, field=str(sm): sub.fail(field, problem))
+        if pid not in paths:
+            raise sub.fail(str(sm), f"no path '{pid}' in prompt_gemm.paths ({', '.join(paths)})")
+        out.append((cc, paths[pid]))
+    return tuple(sorted(out, key=lambda x: x[0], reverse=True))
+
+
+def era_at(eras: tuple[PromptEra, ...], build: int | None) -> PromptEra | None:
+    """The era a build falls in (None build: the newest); None when there are no eras or the build predates them."""
+    if not eras:
+        return None
+    if build is None:
+        return eras[-1]
+    return next((e for e in reversed(eras) if build >= e.from_build), None)
