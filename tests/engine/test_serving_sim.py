@@ -140,3 +140,15 @@ def test_a_trace_is_drawn_at_random_not_in_its_order():
     reqs = Requests((100,) * 500 + (4000,) * 500, (10,) * 1000)
     prompts, _ = reqs.take(200, seed=3)
     assert 60 < prompts.count(4000) < 140 and prompts == reqs.take(200, seed=3)[0]
+
+
+def test_vllms_victim_is_the_prompt_still_being_prefilled():
+    """A 400-token KV cache, a 100-token step budget, 10 ms a step. A (100 + 50 tokens) fills step 1 and decodes;
+    B (350-token prompt) takes 99, 99 and 98 tokens beside A's decodes in steps 2-4, when A's 104 + 1 keys and B's
+    296 no longer fit: vLLM V1 preempts the newest admission, B mid-prefill (its chunks lost), so A decodes a token
+    every step and ends at step 50, 0.50 s; B is prefilled again and finishes after it."""
+    budget100 = Scheduler("t", "test", "vllm", 256, 100, True, True, 0.9)
+    run = simulate(_flat(0.01, kv=400), budget100, [0.0, 0.0], [100, 350], [50, 20])
+    assert run.settled and run.preemptions >= 1
+    assert run.done_times[0] == pytest.approx(0.50)
+    assert len(run.done_times) == 2 and run.done_times[1] > 0.50
