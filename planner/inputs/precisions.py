@@ -196,7 +196,8 @@ class Precision:
         w = self.mma_path
         if w is None or not w.covers(cc, runtime):
             return self
-        what = f"its {self.quantized_weights}' GEMMs run {w.kernel_name} under {', '.join(w.runtimes)}"
+        what = (f"runs its {self.quantized_weights}' GEMMs through {w.kernel_name} under {', '.join(w.runtimes)} at "
+                f"{w.fraction:g} of the matmul ceiling")
         return replace(self, mma_path=None, mma_fraction=w.fraction,
                        runs_as="; ".join(x for x in (self.runs_as, what) if x))
 

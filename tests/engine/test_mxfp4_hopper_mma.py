@@ -4,7 +4,7 @@ mxfp4 mma_path, Precision.on_mma_path)."""
 import pytest
 
 from planner.base.schema import DataFileError
-from planner.engine.estimate import setup_on
+from planner.engine.estimate import estimate_gpu, setup_on
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
@@ -41,7 +41,7 @@ def test_a_decode_step_on_an_h100_under_vllm_runs_its_experts_share_at_the_mma_s
     assert g.flops == pytest.approx(2 * (EXPERTS + DENSE + HEAD), rel=1e-6)
     assert g.rate_factor == pytest.approx(1 / (q / 0.68 + 1 - q), rel=1e-9)  # the data's rounded 0.68
     assert g.rate_factor == pytest.approx(expected, rel=0.01)
-    assert "Marlin MXFP4" in g.formula and "66% of these FLOPs at 0.68" in g.formula
+    assert "66% of these FLOPs (the experts') at 0.68 of the matmul ceiling" in g.formula
 
 
 def test_ampere_and_other_runtimes_keep_the_ceiling():
@@ -84,3 +84,12 @@ def test_a_bad_mma_path_block_names_its_field(tmp_path, block, field):
     with pytest.raises(DataFileError) as exc:
         load_rules(path)
     assert exc.value.field == field and "mma_path" in exc.value.record
+
+
+def test_the_estimate_says_which_kernel_runs_the_experts():
+    plan = Plan(load_models().get("gpt-oss-20b"), Generate(1, 64, 16), "mxfp4", runtime="vllm", batch=1)
+    e = estimate_gpu(plan, FACTS.catalog.get("h100-sxm"), FACTS)
+    notes = [r.text for r in e.reasons if r.code == "precision" and not r.blocking]
+    assert any("Marlin MXFP4 MoE (warp-level mma.sync) under vllm at 0.68 of the matmul ceiling" in t for t in notes)
+    e = estimate_gpu(plan, FACTS.catalog.get("a100-sxm-80gb"), FACTS)
+    assert not any("mma.sync" in r.text for r in e.reasons)

@@ -899,8 +899,8 @@ class DecoderProfile(CachedHash):
             return 1.0, ""
         share = 2.0 * bt * self.quantized_token_params(p.quantized_weights) / tp / lin_flops
         rate = p.quantized_rate(share)
-        return rate, (f"; {share:.0%} of these FLOPs at {p.mma_fraction:g} of the matmul ceiling ({p.runs_as}): "
-                      f"x{rate:.3f} in all")
+        return rate, (f"; {share:.0%} of these FLOPs (the {p.quantized_weights}') at {p.mma_fraction:g} of the matmul "
+                      f"ceiling, the runtime's kernel for {p.id}: x{rate:.3f} in all")
 
     def _gate_up_weights(self, tp: int) -> float:
         """Weights per GPU of the dense MLPs' gate and up projections (SwiGLU; 0 for a GELU MLP or a mixture's
