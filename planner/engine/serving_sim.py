@@ -22,7 +22,9 @@ the tokens it produced prefilled again), as vLLM and SGLang do. In a mixed step 
 prefilled when there is one (vLLM V1's running list holds the requests mid-prefill too, in admission order, and on a
 failed allocation it preempts `self.running.pop()`, the newest, resetting its computed tokens to 0:
 vllm/v1/core/sched/scheduler.py, read 2026-11-27): it loses only the chunks it had, not a decoding request's whole
-prompt; a runtime that does not mix retracts a decoding request (SGLang's decode batch holds no prompt).
+prompt; a runtime that does not mix retracts a decoding request (SGLang's ScheduleBatch.retract_decode, in
+python/sglang/srt/managers/schedule_batch.py, pops from its decode batch, which holds no prompt, the request with the
+fewest output tokens: the newest).
 
 Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
