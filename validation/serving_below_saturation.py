@@ -3,7 +3,9 @@ predictions (the headline), today's planner on the conditions as entered, and wi
 (planner.validation.serving_rescore). Secondary: it reads the measured values, so every figure but the committed
 predictions' is post hoc.
 
-    python3 validation/serving_below_saturation.py [source-prefix ...]   (default: zhjunqin Livinfly)
+    python3 validation/serving_below_saturation.py [--by-source] [source-prefix ...]   (default: zhjunqin Livinfly)
+
+--by-source: the same figures per source (the repository its citation names) as well as over them all.
 
 Below saturation: the rows at a request rate whose measured median TTFT is under BELOW_SATURATION_TTFT_S. Above the
 saturation rate a finite benchmark's queue grows for the whole run, so its TTFT is the run's length, not a latency
@@ -33,7 +35,7 @@ def _stats(errors: list[float]) -> str:
     return f"{statistics.median(map(abs, errors)):.1f} % / {statistics.median(errors):+.1f} % ({len(errors)})"
 
 
-def main(prefixes: list[str]) -> dict:
+def main(prefixes: list[str], by_source: bool = False) -> dict:
     facts = load_facts()
     measured = {r["id"]: float(r["value"]) for r in load_yaml(SERVING_DIR / "measured.yaml", "rows")}
     committed = {}
@@ -52,12 +54,23 @@ def main(prefixes: list[str]) -> dict:
         key = (r.source.split(" ")[0], r.runtime, r.rate)
         below = r.rate is not None and ttft.get(key, float("inf")) < BELOW_SATURATION_TTFT_S * 1e3
         for subset in ("all", "below_saturation") if below else ("all",):
-            group = out.setdefault(r.metric, {}).setdefault(subset, {})
-            for k, e in errs.items():
-                if e is not None:
-                    group.setdefault(k, []).append(e)
+            repo = key[0].split(":")[0]  # the repository of the citation's first word (a file of it, else itself)
+            for where in (out, out.setdefault("by_source", {}).setdefault(repo, {})) if by_source else (out,):
+                group = where.setdefault(r.metric, {}).setdefault(subset, {})
+                for k, e in errs.items():
+                    if e is not None:
+                        group.setdefault(k, []).append(e)
+    sources = out.pop("by_source", {})
+    result = _summary(out)
+    if by_source:
+        result["by_source"] = {src: _summary(metrics) for src, metrics in sorted(sources.items())}
+    return result
+
+
+def _summary(out: dict) -> dict:
     return {m: {s: {k: _stats(e) for k, e in g.items()} for s, g in sub.items()} for m, sub in out.items()}
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:] or ["zhjunqin", "Livinfly"]), indent=2))
+    args = [a for a in sys.argv[1:] if a != "--by-source"]
+    print(json.dumps(main(args or ["zhjunqin", "Livinfly"], "--by-source" in sys.argv[1:]), indent=2))

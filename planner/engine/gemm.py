@@ -46,9 +46,11 @@ MMA_ROWS = 16  # the smallest tensor-core MMA's rows (PTX mma.m16n8k16)
 # 2025-03-25, 'Normal GEMMs for dense models'), the twelve rows with M = 64 and 128 (decode-sized: a quarter and a half
 # of the ridge), each timed against that table's own best rates (1,426 TFLOPS, 2,668 GB/s): the least absolute log error
 # over p = 1.00, 1.05, ... 3.00 is at p = 1.45 (tests/engine/test_gemm.py redoes the fit). The sharp corner would put
-# their times a median 13 % short. Assumed to carry to other GPUs' and libraries' tiled GEMMs (cuBLAS, CUTLASS): no
-# such table was found for them. GEMV-sized work (fewer rows than an MMA: tiled) and the matmuls of a formula or traced
-# profile (no GEMM shapes recorded: planner.inputs.models) keep the sharp corner.
+# their times a median 13 % short. Assumed to carry to other GPUs' and libraries' tiled GEMMs (cuBLAS, CUTLASS); one
+# check: cuBLAS bf16 on an H100 (vllm PR #23280's torch-bf16 column, N = 2112, K = 7168, M = 64-256) fits best at
+# p = 1.25, so 1.45 times those 7-8 % short (tests/engine/test_gemm_overlap_cublas.py). GEMV-sized work (fewer rows
+# than an MMA: tiled) and the matmuls of a formula or traced profile (no GEMM shapes recorded: planner.inputs.models)
+# keep the sharp corner.
 OVERLAP_EXPONENT = 1.45
 OVERLAP_ORIGIN = "fitted on DeepGEMM's M = 64 and 128 FP8 GEMMs on an H800, deepseek-ai/DeepGEMM README @55ab91f"
 

@@ -18,7 +18,13 @@ continues prompts being prefilled, then admits waiting ones while the token budg
 allow (a prompt may be split over steps with chunked prefill; otherwise it enters whole). A runtime that does not mix
 (SGLang's default) runs a prefill-only step whenever a prompt can be admitted, and the decodes wait for it. When the
 decodes outgrow the KV cache, the most recently admitted request is preempted and recomputed later (its prompt and
-the tokens it produced prefilled again), as vLLM and SGLang do.
+the tokens it produced prefilled again), as vLLM and SGLang do. In a mixed step that is a prompt still being
+prefilled when there is one (vLLM V1's running list holds the requests mid-prefill too, in admission order, and on a
+failed allocation it preempts `self.running.pop()`, the newest, resetting its computed tokens to 0:
+vllm/v1/core/sched/scheduler.py, read 2026-11-27): it loses only the chunks it had, not a decoding request's whole
+prompt; a runtime that does not mix retracts a decoding request (SGLang's ScheduleBatch.retract_decode, in
+python/sglang/srt/managers/schedule_batch.py, pops from its decode batch, which holds no prompt, the request with the
+fewest output tokens: the newest).
 
 Disaggregated serving (Pools): a prefill server runs the prompts to their first token, a decode server receives
 them with their KV cache (simulate's `prefilled` mode: no prefill steps, so decode-only TPOT); combine_pools adds
@@ -270,6 +276,9 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     itl, itl_w = [], []
     gap = 0.0  # prefill-only time the decoding requests waited through since their last token
     preempt = events = 0
+    # a step that preempted admits no waiting request (vLLM V1's scheduler: 'if not preempted_reqs:' guards the
+    # waiting queue), so a preempted prompt is not re-admitted into the step that just evicted it
+    held = False
     limit = MAX_EVENTS_PER_REQUEST * n + 1000
     finished = 0
 
@@ -304,7 +313,16 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         heapq.heappush(heap, (g + outputs[rid] - produced[rid], rid, epoch[rid]))
 
     def preempt_last() -> None:
-        nonlocal b, s_ctx, preempt, r_join
+        nonlocal b, s_ctx, preempt, r_join, kv_pref, r_pref, held
+        held = sched.mixed_batches
+        if prefilling and sched.mixed_batches:  # the newest admission is a prompt mid-prefill: it loses its chunks
+            entry = prefilling.pop()
+            rid = entry[0]
+            kv_pref -= entry[1]
+            r_pref -= outputs[rid] - produced[rid]
+            waiting.appendleft(rid)
+            preempt += 1
+            return
         while order:
             rid = order.pop()
             if ctx0[rid]:  # still decoding (0 once finished or preempted)
@@ -364,7 +382,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             p += x
             kv_new += x
         owed = r_join - b * g + r_pref
-        while not prefilled and waiting and room - p > 0 and b + len(prefilling) < seqs:
+        while not prefilled and not held and waiting and room - p > 0 and b + len(prefilling) < seqs:
             rid = waiting[0]
             want = target[rid]
             rest = outputs[rid] - produced[rid]
@@ -390,6 +408,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
                   else st.seconds(0, p, 0, pairs, rows, n_in))
             seen = now
             now += dt
+            held = False
             if sched.mixed_batches and b:
                 itl.append(dt + gap)
                 itl_w.append(b)
@@ -430,6 +449,8 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
                 else:
                     k_arr = dt_arr / d0
                 k = min(k, max(1, math.ceil(k_arr) + late))
+        if held:  # the step after a preemption admits nothing; the one after it may (simulate's loop)
+            k, held = 1, False
         k = max(k, 1)
         total = k * d0 + slope * k * (k - 1) / 2
         if gap:

@@ -125,6 +125,25 @@ class WeightOnly:
 
 
 @dataclass(frozen=True)
+class MmaPath:
+    """Where a runtime's kernel for a precision multiplies on tensor cores through an older instruction than the
+    GPU's own: under `runtimes` on GPUs of compute capability min_sm..max_sm its quantized weights' GEMMs run at
+    `fraction` of the GPU's matmul ceiling (vLLM's Marlin MXFP4 MoE on Hopper issues Ampere's warp-level mma.sync,
+    whose throughput there is below the warpgroup wgmma that cuBLAS, and so the measured ceiling, uses)."""
+
+    runtimes: tuple[str, ...]
+    min_sm: tuple[int, int]
+    max_sm: tuple[int, int]
+    fraction: float
+    kernel_name: str
+    source: str
+
+    def covers(self, cc: tuple[int, int] | None, runtime: str) -> bool:
+        """A GPU of compute capability `cc` under `runtime` runs this path."""
+        return cc is not None and self.min_sm <= cc <= self.max_sm and runtime in self.runtimes
+
+
+@dataclass(frozen=True)
 class Precision:
     """A numeric format: the tensor-core path matmuls run at, bytes per weight and per activation element.
 
@@ -154,6 +173,8 @@ class Precision:
     train_as: str | None = None  # the precision a train job runs when this one is chosen (fp8 -> fp8-te)
     weight_only: WeightOnly | None = None  # where it runs as weight-only without its own tensor cores
     runs_as: str = ""  # set on the weight-only variant (weight_only_on): which path runs, in words
+    mma_path: MmaPath | None = None  # where its runtime's kernel multiplies through an older MMA instruction
+    mma_fraction: float = 1.0  # set on that variant (on_mma_path): its quantized GEMMs' share of the matmul ceiling
 
     def weight_only_on(self, cc: tuple[int, int] | None, runtime: str) -> Precision:
         """This precision as `runtime` runs it on a GPU of compute capability `cc`: its weight-only variant (16-bit
@@ -168,6 +189,24 @@ class Precision:
         return replace(self, compute_path=w.compute_path, min_sm=w.min_sm,
                        dequant_ops_per_weight=w.dequant_ops_per_weight, pipelined_on=w.runtimes,
                        weight_only=None, runs_as=what)
+
+    def on_mma_path(self, cc: tuple[int, int] | None, runtime: str) -> Precision:
+        """This precision as `runtime` runs it on a GPU of compute capability `cc`: where `mma_path` covers them, its
+        quantized weights' GEMMs at mma_path.fraction of the matmul ceiling (mma_fraction), else itself."""
+        w = self.mma_path
+        if w is None or not w.covers(cc, runtime):
+            return self
+        what = (f"runs its {self.quantized_weights}' GEMMs through {w.kernel_name} under {', '.join(w.runtimes)} at "
+                f"{w.fraction:g} of the matmul ceiling")
+        return replace(self, mma_path=None, mma_fraction=w.fraction,
+                       runs_as="; ".join(x for x in (self.runs_as, what) if x))
+
+    def quantized_rate(self, quantized_share: float) -> float:
+        """The linear layers' tensor-core rate factor when `quantized_share` of their FLOPs multiply quantized weights
+        at mma_fraction of the ceiling and the rest at the ceiling: the time-weighted (harmonic) mean, 1 / (q / f +
+        1 - q)."""
+        q = min(max(quantized_share, 0.0), 1.0)
+        return 1.0 / (q / self.mma_fraction + 1.0 - q)
 
     @property
     def outside_weight_bytes(self) -> float:
@@ -333,7 +372,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
                         "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "fp8_training", "train_as",
-                        "weight_only", "note", "source"))
+                        "weight_only", "mma_path", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -344,7 +383,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                     rec.strings("runtimes", required=False) or (), _quant_kernel(rec),
                                     rec.strings("pipelined_on", required=False) or (),
                                     _fp8_training(rec), rec.text("train_as", required=False) or None,
-                                    _weight_only(rec)))
+                                    _weight_only(rec), mma_path=_mma_path(rec)))
     unique_ids(path, (p.id for p in precisions))
     _check_train_as(path, records, precisions)
     kvs = []
@@ -381,6 +420,19 @@ def _weight_only(rec: Record) -> WeightOnly | None:
     return WeightOnly(sub.strings("runtimes"), lo, hi, sub.text("compute_path", choices=COMPUTE_PATHS),
                       sub.number("dequant_ops_per_weight", lo=0, hi=MAX_DEQUANT_OPS), sub.text("kernel_name"),
                       sub.text("source"))
+
+
+def _mma_path(rec: Record) -> MmaPath | None:
+    """The optional `mma_path` block of a precision (MmaPath's fields); its SM range must be ordered."""
+    sub = rec.child("mma_path", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("runtimes", "min_sm", "max_sm", "fraction", "kernel_name", "source"))
+    lo, hi = sub.compute_capability("min_sm"), sub.compute_capability("max_sm")
+    if hi < lo:
+        raise sub.fail("max_sm", "is below min_sm")
+    return MmaPath(sub.strings("runtimes"), lo, hi, sub.number("fraction", lo=0.05, hi=1.0), sub.text("kernel_name"),
+                   sub.text("source"))
 
 
 def _check_train_as(path: str | Path, records: list, precisions: list[Precision]) -> None:

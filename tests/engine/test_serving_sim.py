@@ -140,3 +140,28 @@ def test_a_trace_is_drawn_at_random_not_in_its_order():
     reqs = Requests((100,) * 500 + (4000,) * 500, (10,) * 1000)
     prompts, _ = reqs.take(200, seed=3)
     assert 60 < prompts.count(4000) < 140 and prompts == reqs.take(200, seed=3)[0]
+
+
+def test_vllms_victim_is_the_prompt_still_being_prefilled():
+    """A 400-token KV cache, a 100-token step budget, 10 ms a step. A (100 + 50 tokens) fills step 1 and decodes;
+    B (350-token prompt) takes 99, 99 and 98 tokens beside A's decodes in steps 2-4, when A's 104 + 1 keys and B's
+    296 no longer fit: vLLM V1 preempts the newest admission, B mid-prefill (its chunks lost), so A decodes a token
+    every step and ends at step 50, 0.50 s; B is prefilled again and finishes after it."""
+    budget100 = Scheduler("t", "test", "vllm", 256, 100, True, True, 0.9)
+    run = simulate(_flat(0.01, kv=400), budget100, [0.0, 0.0], [100, 350], [50, 20])
+    assert run.settled and run.preemptions >= 1
+    assert run.done_times[0] == pytest.approx(0.50)
+    assert len(run.done_times) == 2 and run.done_times[1] > 0.50
+
+
+def test_a_step_that_preempted_admits_no_waiting_request():
+    """vLLM V1 schedules no waiting request in a step that preempted ('if not preempted_reqs:'). A 400-token cache, a
+    100-token budget, 10 ms a step: A (100 + 6) fills step 1; B (350) takes 99, 99, 98 beside A's decodes in steps
+    2-4; then A's 104 + 1 keys and B's 296 overflow, B is preempted; step 5 decodes A alone, B re-enters in step 6
+    (99 beside A's last token), then 100, 100 and the last 51 in step 9: B's first token at 0.09 s (0.08 s if it
+    had re-entered at once), A done at 0.06 s."""
+    budget100 = Scheduler("t", "test", "vllm", 256, 100, True, True, 0.9)
+    run = simulate(_flat(0.01, kv=400), budget100, [0.0, 0.0], [100, 350], [6, 2])
+    assert run.preemptions == 1
+    assert run.ttft_s.tolist() == pytest.approx([0.01, 0.09])
+    assert run.done_times.tolist() == pytest.approx([0.06, 0.10])

@@ -512,6 +512,13 @@ class DecoderProfile(CachedHash):
         dense model), else the layers' matrices."""
         return self.moe_layers * self.experts * self.expert_params if scope == EXPERTS_SCOPE else self.matmul_total
 
+    def quantized_token_params(self, scope: str) -> float:
+        """Of the layers' weights one token multiplies by (active_total), those in a precision of `scope`'s format:
+        its top-k experts' matrices for an 'experts' scope (none in a dense model), else all of them."""
+        if scope != EXPERTS_SCOPE:
+            return float(self.active_total)
+        return float(self.moe_layers * self.experts_per_token * self.expert_params) if self.experts > 1 else 0.0
+
     def quantized_read(self, scope: str, layer_read: float, tokens: float) -> float:
         """Of the `layer_read` matrix weights a pass over `tokens` tokens reads, those in the quantized format: the
         experts read (experts_read per layer) for an 'experts' scope, else all."""
@@ -872,14 +879,16 @@ class DecoderProfile(CachedHash):
         gemv = s.quantized_gemv(bt)
         # a fused MLP that keeps its gate and up projections on the library's GEMV (AutoAWQ's) unpacks them there
         gate_up = m._gate_up_weights(tp) if s.mlp_gemv and not gemv else 0.0
+        rate, rate_note = (s.linear_rate(bt), "") if p.kernel else m._mma_path_rate(p, bt, tp, lin_flops)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, path.compute_path if path else p.compute_path,
                     lin_text + text.linear_extras(gemv, buffered, p.act_bytes)
                     + (text.prompt_path_text(path, copied) if path else
-                       s.linear_note(bt) if p.kernel or s.fp16_accumulate else ""),
+                       s.linear_note(bt) if p.kernel or s.fp16_accumulate else "") + rate_note,
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
-                    # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's
-                    rate_factor=(path.flops_per_op if path else s.linear_rate(bt) if p.kernel else 1.0),
+                    # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's;
+                    # a runtime kernel's older MMA instruction (Precision.mma_fraction) on its quantized weights' share
+                    rate_factor=path.flops_per_op if path else rate,
                     accumulate16=(path.accumulate16 if path else
                                   s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False),
                     ceiling_fraction=path.fraction if path else 0.0,
@@ -896,6 +905,17 @@ class DecoderProfile(CachedHash):
                     elem_text + text.small_kernel_text(m.small_kernels_per_forward),
                     small_kernels=m.small_kernels_per_forward),
         )
+
+    def _mma_path_rate(self, p, bt: int, tp: int, lin_flops: float) -> tuple[float, str]:
+        """(The linear layers' rate factor, its words) when the runtime multiplies the precision's quantized weights
+        at p.mma_fraction of the matmul ceiling (Precision.on_mma_path): their share of the pass's linear FLOPs at
+        that rate, the rest at the ceiling (Precision.quantized_rate); (1, '') otherwise."""
+        if p.mma_fraction == 1.0 or not lin_flops:
+            return 1.0, ""
+        share = 2.0 * bt * self.quantized_token_params(p.quantized_weights) / tp / lin_flops
+        rate = p.quantized_rate(share)
+        return rate, (f"; {share:.0%} of these FLOPs (the {p.quantized_weights}') at {p.mma_fraction:g} of the matmul "
+                      f"ceiling, the runtime's kernel for {p.id}: x{rate:.3f} in all")
 
     def _gate_up_weights(self, tp: int) -> float:
         """Weights per GPU of the dense MLPs' gate and up projections (SwiGLU; 0 for a GELU MLP or a mixture's
