@@ -2,7 +2,8 @@
 come from' quotes it). An analysis of the committed engine and published rows, not part of the planner; nothing here
 changes an estimate.
 
-Run: python3 validation/train_misses.py
+Run: PYTHONPATH=. python3 validation/train_misses.py (from the repository root: without it, `python3 validation/x.py`
+imports whichever planner is installed, not this tree's)
 
 1. The 1-GPU bucket: for each single-GPU training row's source, the values its runtime is tuned to in that source's
    leave-one-source-out fold, and which other sources' rows (and in which regimes) could move them
