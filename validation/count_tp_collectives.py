@@ -3,8 +3,10 @@ gathers its own input, as KempnerForge's plan does (kempnerforge/distributed/ten
 _build_block_tp_plan @5666d0d: ColwiseParallel(input_layouts=Shard(1)) on each of q, k, v, gate and up), against
 a plan that gathers once per module. Two CPU ranks over gloo (no GPU needed); each graph's all-gathers and
 reduce-scatters are counted where Inductor sees them (its post-grad pass) and, for eager, after AOTAutograd's
-default partition. An analysis script, not part of the planner: its output and what it shows are in
-validation/REPORT.md (planner.engine.train_layout.tp_calls_per_allreduce uses the counts).
+default partition, with the aten.cat nodes beside them (a batch-first Shard(1) tensor is reordered around each
+collective: planner.engine.train_layout.sp_rearranging_copies). An analysis script, not part of the planner: its
+output and what it shows are in validation/REPORT.md (planner.engine.train_layout.tp_calls_per_allreduce uses the
+counts).
 
 Run: python3 -m torch.distributed.run --nproc_per_node=2 validation/count_tp_collectives.py {inductor,eager}
 """
@@ -20,7 +22,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Shard
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
 
-KINDS = ("all_gather", "reduce_scatter", "all_reduce")
+KINDS = ("all_gather", "reduce_scatter", "all_reduce", "aten.cat")
 
 
 class Block(nn.Module):

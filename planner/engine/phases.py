@@ -15,7 +15,8 @@ from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
 from planner.engine.memory import zero_state_bytes
 from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, pp_comm_fields,
-                                         pp_message_bytes, split_groups, tp_collectives)
+                                         pp_message_bytes, sp_rearranging_copies, split_groups,
+                                         tp_collectives)
 from planner.inputs.jobs import Generate, Infer, Train, Workload, optimizer_traffic
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.models import ModelProfile
@@ -181,16 +182,33 @@ def _layout_steps(m: ModelProfile, input_size: int, checkpointing: bool, accum: 
     tp = comm_fields(tp_collectives(m, s, tokens, checkpointing), s.tp, 1)
     if tp:
         out.append((Phase("tensor-parallel collectives (TP + sequence parallel)", (), 0.0, 1, 0, 1.0, **tp), 1.0))
+    copies = _sp_copies(m, s, batch, tokens, checkpointing)
+    if copies:  # serial with the collectives they follow or feed: their own phase, nothing hides under them
+        out.append((Phase("sequence-parallel rearranging copies", copies, 0.0, 1, 0, 1.0, **_group_costs(copies)),
+                    1.0))
     cp = comm_fields(cp_collectives(m, s, tokens, checkpointing), s.cp, s.tp)
     if cp:
         out.append((Phase("context-parallel K/V exchange (ring attention)", (), 0.0, 1, 0, 1.0, **cp), 1.0))
     if s.pp > 1:
         sends = pp_comm_fields(pp_message_bytes(m, s, tokens), s, dp)
         out.append((Phase("pipeline sends (activations and their gradients)", (), 0.0, 1, 0, 1.0, **sends), 1.0))
-        idle = Phase("pipeline bubble (idle: (p-1)/v micro-steps per optimizer step)", micro.groups, micro.kernels,
-                     1, 0, 1.0, **tp)
+        idle = Phase("pipeline bubble (idle: (p-1)/v micro-steps per optimizer step)", micro.groups + copies,
+                     micro.kernels, 1, 0, 1.0, **tp)
         out.append((idle, bubble_micro_steps(s.pp, s.vpp) / accum))
     return tuple(out)
+
+
+def _sp_copies(m: ModelProfile, s: Setup, batch: int, tokens: int, checkpointing: bool) -> tuple[OpGroup, ...]:
+    """A micro-step's sequence-parallel rearranging copies (train_layout.sp_rearranging_copies) as a memory-bound
+    op group, one kernel each; () when the stack runs none."""
+    nbytes, calls = sp_rearranging_copies(m, s, batch, tokens, checkpointing)
+    if not nbytes:
+        return ()
+    return (OpGroup("sequence-parallel rearranging copies", 0.0, nbytes, s.attention_path,
+                    f"bytes = {calls:g} copies x 2 x the {max(1, tokens // s.cp):,} rows' hidden states: each of "
+                    "the stack's batch-first sequence-parallel gathers (micro-batch > 1) and reduce-scatters reads "
+                    "and writes the whole tensor to put its sequence shards in order (DTensor Shard(1))",
+                    launches=calls),)
 
 
 def job_passes(m: ModelProfile, w: Workload, s: Setup, batch: int, items_per_gpu: int, n_gpus: int

@@ -72,6 +72,7 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  fp16_accumulate=rt.fp16_accumulate, prompt_era=rt.prompt_era,
                  grad_reduce_bytes=rt.training.grad_reduce_bytes if rt.training else 0.0,
                  tp_gather_per_projection=bool(rt.training and rt.training.tp_gather == "per-projection"),
+                 sp_rearranges=bool(rt.training and rt.training.sp_shard_dim == 1),
                  autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,
                  foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach")
 

@@ -119,10 +119,40 @@ def tp_calls_per_allreduce(m: ModelProfile, s: Setup, checkpointing: bool) -> fl
     (m.tp_projections_per_gather of them) and, eager, gathers for each in the forward too; compiled, the forward's
     identical gathers merge into one (AOTAutograd's common-subexpression pass in the min-cut partitioner Inductor
     uses: counted in torch 2.13 on a KempnerForge-style block, validation/REPORT.md)."""
+    return sum(sp_gathers_and_scatters(m, s, checkpointing))
+
+
+def sp_gathers_and_scatters(m: ModelProfile, s: Setup, checkpointing: bool) -> tuple[float, float]:
+    """(all-gathers, reduce-scatters) per micro-step for each of the model's forward all-reduces: the two parts of
+    tp_calls_per_allreduce (forward and recompute: the gathers before the column-parallel matmuls and one
+    reduce-scatter; backward: one gather of the output's gradient and a reduce-scatter per gathered projection)."""
     per = m.tp_projections_per_gather if s.tp_gather_per_projection else 1.0
     forward_gathers = 1.0 if s.fused_elementwise else per
     forwards = 1 + (1 if checkpointing else 0)
-    return forwards * (forward_gathers + 1) + TP_BACKWARD_FORWARDS * (1 + per)
+    return forwards * forward_gathers + TP_BACKWARD_FORWARDS, forwards + TP_BACKWARD_FORWARDS * per
+
+
+def sp_rearranging_copies(m: ModelProfile, s: Setup, batch: int, tokens: int, checkpointing: bool
+                          ) -> tuple[float, float]:
+    """(bytes, copy kernels) per micro-step on a stage of a stack whose sequence parallel shards batch-first
+    activations on their sequence dimension (Setup.sp_rearranges: PyTorch DTensor's Shard(1) on [batch, seq,
+    hidden]). NCCL gathers and scatters along dim 0 only, so torch's functional collectives rearrange (torch 2.13,
+    torch/distributed/_functional_collectives.py): all_gather_single re-concatenates the gathered [tp x batch,
+    seq/tp, hidden] along dim 1 (_maybe_view_chunk_cat: a view only when dim 0 holds one row per rank, i.e. a
+    micro-batch of 1), and reduce_scatter_single first concatenates the input's tp chunks of dim 1 along dim 0
+    (_chunk_or_narrow_cat: always a torch.cat). Each such copy reads and writes the whole message (`tokens` / cp
+    rows of hidden states). 0 without TP or with sequence-first activations (Megatron-LM's [seq, batch, hidden])."""
+    if s.tp == 1 or not s.sp_rearranges:
+        return 0.0, 0.0
+    gathers, scatters = sp_gathers_and_scatters(m, s, checkpointing)
+    copies_per = scatters + (gathers if batch > 1 else 0.0)
+    one = replace(s, pp=1, cp=1, vpp=1)
+    nbytes = calls = 0.0
+    for c in m.tensor_parallel_comm(one, max(1, tokens // s.cp), 0):
+        if c.kind == ALL_REDUCE:
+            calls += c.count * copies_per / s.pp
+            nbytes += 2 * c.message_bytes * c.count * copies_per / s.pp
+    return nbytes, calls
 
 
 def tp_collectives(m: ModelProfile, s: Setup, tokens: int, checkpointing: bool) -> tuple[Collective, ...]:

@@ -63,6 +63,7 @@ SHARDING_LAYOUTS = {"ddp": ("ddp",), "zero1": ("zero1",), "zero2": ("zero2",), "
 # A training block's grad_reduce_dtype (FSDP's MixedPrecisionPolicy.reduce_dtype) as bytes per gradient element
 GRAD_REDUCE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
 TP_GATHERS = ("per-module", "per-projection")
+SP_SHARD_DIMS = (0, 1)  # Training.sp_shard_dim: sequence-first or batch-first activations
 # How a runtime's optimizer runs (Training.optimizer_kernels)
 OPTIMIZER_KERNELS = ("fused", "foreach")
 
@@ -87,6 +88,12 @@ class Training:
     # projections reading the one copy (per-module), or once for each column-parallel projection (per-projection)
     tp_gather: str = "per-module"
     tp_gather_source: str = ""
+    # the activation dimension its sequence parallel shards (SP_SHARD_DIMS): 0, sequence-first activations (Megatron's
+    # [s, b, h]): NCCL gathers and reduce-scatters along dim 0 in place; 1, batch-first ones sharded on their
+    # sequence (PyTorch DTensor's Shard(1) on [b, s, h]): each gather and reduce-scatter also rearranges the tensor
+    # (planner.engine.train_layout.sp_rearranging_copies)
+    sp_shard_dim: int = 0
+    sp_shard_source: str = ""
     # Mixed precision as torch.autocast over float32 weights (eager PyTorch's default recipe, torch.amp docs): the
     # ops on autocast's float32 list (layer_norm, softmax, cross_entropy, pow, ...) keep float32 activations and each
     # 16-bit matmul casts its float32 input (planner/inputs/models/autocast_chains.py). False: the runtime holds
@@ -447,8 +454,8 @@ def _training(rec: Record) -> Training | None:
     if sub is None:
         return None
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
-                    "grad_reduce_source", "tp_gather", "tp_gather_source", "autocast_fp32_weights",
-                    "optimizer_kernels", "precision_source"))
+                    "grad_reduce_source", "tp_gather", "tp_gather_source", "sp_shard_dim", "sp_shard_source",
+                    "autocast_fp32_weights", "optimizer_kernels", "precision_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -468,6 +475,9 @@ def _training(rec: Record) -> Training | None:
     gather = sub.text("tp_gather", required=False, choices=TP_GATHERS)
     if gather:
         t = replace(t, tp_gather=gather, tp_gather_source=" ".join(sub.text("tp_gather_source").split()))
+    dim = sub.number("sp_shard_dim", required=False, lo=min(SP_SHARD_DIMS), hi=max(SP_SHARD_DIMS), integer=True)
+    if dim is not None:
+        t = replace(t, sp_shard_dim=int(dim), sp_shard_source=" ".join(sub.text("sp_shard_source").split()))
     autocast, kernels, precision_source = _training_precision(sub)
     t = replace(t, autocast_fp32_weights=autocast, optimizer_kernels=kernels, precision_source=precision_source)
     for name, _ in t.overlap:

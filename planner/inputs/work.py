@@ -194,6 +194,9 @@ class Setup(CachedHash):
     grad_reduce_bytes: float = 0.0
     # the stack's tensor parallel gathers each column-parallel projection's input apart (Training.tp_gather)
     tp_gather_per_projection: bool = False
+    # its sequence parallel shards batch-first activations on their sequence (Training.sp_shard_dim 1): every gather
+    # and reduce-scatter rearranges the tensor it moves (planner.engine.train_layout.sp_rearranging_copies)
+    sp_rearranges: bool = False
     # training: the runtime runs torch.autocast over float32 weights (Training.autocast_fp32_weights), and its
     # optimizer as torch.optim's foreach kernels rather than one fused kernel (Training.optimizer_kernels)
     autocast_fp32_weights: bool = False
