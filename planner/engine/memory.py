@@ -14,6 +14,7 @@ from planner.engine.train_layout import scale_memory
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import OPTIMIZERS, Generate, Train, Workload
 from planner.inputs.models import ModelProfile
+from planner.inputs.models.fp8_training import FP8_BYTES
 from planner.inputs.precisions import Precision
 from planner.inputs.work import MemoryItem, Setup, weights_item
 
@@ -75,11 +76,15 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
                             (params * FP32_BYTES / k + FSDP_GATHERED_UNITS * unit * p.act_bytes * s.pp) / BYTES_PER_GB,
                             "{:,} params x fp32 master 4 B / {} GPUs + 2 gathered layers x {:g} B" + pp_note,
                             (params, k, p.act_bytes, s.pp) if s.pp > 1 else (params, k, p.act_bytes))]
+    elif s.fp8_weights:
+        items = [_fp8_primary_weights(m, params, FP32_BYTES + copy, FP32_BYTES,
+                                      "{:,} params x {:g} B (fp32 master + 16-bit copy), but {:,} layer weights "
+                                      "{:g} B (fp32 master + FP8 weight)")]
     else:
         items = [MemoryItem("weights", params * (FP32_BYTES + copy) / BYTES_PER_GB,
                             "{:,} params x (fp32 master 4 B + autocast copy {:g} B)", (params, copy))]
     if p.fp8_training is not None:
-        items.append(_fp8_copies(m, p.fp8_training.weight_copy_bytes, k, s.pp))
+        items.append(_fp8_copies(m, _copy_bytes(s), k, s.pp))
     items += [MemoryItem("gradients", params * FP32_BYTES / k / BYTES_PER_GB,
                          "{:,} params x fp32 gradient (4 B) / {} GPU(s)", (params, k)),
               MemoryItem("optimizer", params * OPTIMIZERS[w.optimizer] / k / BYTES_PER_GB,
@@ -107,17 +112,40 @@ def _zero_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[MemoryI
     weight_b, grad_b, master_b = zero_state_bytes(s.precision)
     grad_n = n if stage >= 2 else 1
     opt_b = OPTIMIZERS[w.optimizer]
-    items = [MemoryItem("weights", params * weight_b / BYTES_PER_GB,
-                        "{:,} params x {:g} B (every GPU's whole copy, ZeRO-{})", (params, weight_b, stage)),
+    whole = (_fp8_primary_weights(m, params, weight_b, 0.0, "{:,} params x {:g} B, but {:,} layer weights {:g} B "
+                                  f"(FP8 primary weights) (every GPU's whole copy, ZeRO-{stage})") if s.fp8_weights else
+             MemoryItem("weights", params * weight_b / BYTES_PER_GB,
+                        "{:,} params x {:g} B (every GPU's whole copy, ZeRO-{})", (params, weight_b, stage)))
+    items = [whole,
              MemoryItem("gradients", params * grad_b / grad_n / BYTES_PER_GB,
                         "{:,} params x {:g} B gradient / {} GPU(s) (ZeRO-{})", (params, grad_b, grad_n, stage)),
              MemoryItem("optimizer", params * (opt_b + master_b) / n / BYTES_PER_GB,
                         "{:,} params x ({:g} B {} states + {:g} B fp32 master) / {} GPUs (ZeRO-{} partition)",
                         (params, opt_b, w.optimizer, master_b, n, stage))]
     if s.precision.fp8_training is not None:
-        items.append(_fp8_copies(m, s.precision.fp8_training.weight_copy_bytes, 1))
+        items.append(_fp8_copies(m, _copy_bytes(s), 1))
     items.append(m.train_activation_memory(s, batch, w.input_size, w.checkpointing))
     return items
+
+
+def _fp8_primary_weights(m: ModelProfile, params: int, per_param: float, master: float, template: str) -> MemoryItem:
+    """The weights of a run with FP8 primary weights (Setup.fp8_weights: NeMo fp8_params, Megatron-LM
+    --fp8-param-gather): `per_param` bytes for every parameter, except the layers' matrices (quantizable_params),
+    held as Transformer Engine FP8 tensors (1 B) beside `master` bytes (a master copy outside the optimizer's
+    partition; 0 when the optimizer states hold it)."""
+    fp8 = m.quantizable_params
+    held = master + FP8_BYTES
+    return MemoryItem("weights", (params * per_param - fp8 * (per_param - held)) / BYTES_PER_GB, template,
+                      (params, per_param, fp8, held))
+
+
+def _copy_bytes(s: Setup) -> float:
+    """Bytes per layer weight of the FP8 copies a step holds: the recipe's (the FP8 weight and its transpose), or
+    with FP8 primary weights only the transpose, which Transformer Engine caches across micro-batches
+    (transformer_engine/pytorch/module/linear.py, _Linear.backward: weight.transpose(cache=is_first_microbatch is not
+    None), NVIDIA/TransformerEngine @0004dbd0)."""
+    copy = s.precision.fp8_training.weight_copy_bytes
+    return copy - FP8_BYTES if s.fp8_weights else copy
 
 
 def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int, pp: int = 1) -> MemoryItem:
