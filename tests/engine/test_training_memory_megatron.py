@@ -101,3 +101,12 @@ def test_interleaving_holds_the_chunks_megatrons_warmup_leaves_in_flight(p, v):
     assert activations_in_flight(p, v) == pytest.approx(chunks / (p * v))
     # 1F1B: p warmup-or-steady micro-batches of L/p layers = one whole-model micro-batch
     assert activations_in_flight(p, 1) == 1.0
+
+
+def test_fsdp_keeps_its_gathered_16_bit_weights_and_both_fp8_copies():
+    # FP8 primary weights are Megatron's (DDP, distributed optimizer); FSDP here gathers 16-bit weights as before:
+    # the fp32 states / 8 plus 2 gathered layers, and 2 gathered layers' FP8 weight and transpose (2 B)
+    w = Train(100, 2048, 1)
+    held = breakdown(MODEL, w, _setup("fp8-te", shard=8, fp8_weights=True), 1, 0)
+    assert held.as_dict() == breakdown(MODEL, w, _setup("fp8-te", shard=8), 1, 0).as_dict()
+    assert held.get("FP8 weight copies") == pytest.approx(2 * MODEL.shard_unit_params * 2 / 1e9)
