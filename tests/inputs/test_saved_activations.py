@@ -10,9 +10,10 @@ import pytest
 from planner.inputs.models import load_models
 from planner.inputs.precisions import load_rules
 from planner.inputs.work import Setup
+from planner.validation.measured import validation_models
 
 LLAMA3 = load_models().get("llama-3-8b")  # 32 layers, hidden 4096, q 4096, kv 8 x 128 = 1024, ffn 14336, swiglu
-GPT2 = load_models().get("gpt2-124m")  # 12 layers, hidden 768, ffn 3072, gelu (not gated)
+GPT2 = load_models().get("gpt2-124m")  # 12 layers, hidden 768, ffn 3072, gelu (not gated), dropout on
 H, Q, KV, F = 4096, 4096, 1024, 14336
 
 
@@ -46,9 +47,19 @@ def test_fp8_training_saves_the_linear_layers_inputs_in_one_byte():
 
 def test_a_gelu_mlp_drops_only_its_fc2_input_to_fp8():
     # gpt2: h = q = kv = 768, f = 3072; the activation keeps its input (FC1's output) f x 2 B and FC2 its FP8 input
-    # f x 1 B; norm inputs 2h x 2 B, norm outputs 2h x 1 B, Q, K, V, O 4h x 2 B + O in FP8 h x 1 B: 15h + 3f
+    # f x 1 B; norm inputs 2h x 2 B, norm outputs 2h x 1 B, Q, K, V, O 4h x 2 B + O in FP8 h x 1 B, and GPT-2's two
+    # hidden dropout masks 2h x 1 B: 17h + 3f
     h, f = 768, 3072
-    per_layer = 2 * h * 2 + 2 * h + 4 * h * 2 + h + f * 2 + f
-    assert per_layer == 15 * h + 3 * f
+    per_layer = 2 * h * 2 + 2 * h + 4 * h * 2 + h + f * 2 + f + 2 * h
+    assert per_layer == 17 * h + 3 * f
     assert GPT2.saved_act_bytes(_setup("fp8-te", True)) == pytest.approx(12 * per_layer)
     assert GPT2.saved_act_bytes(_setup("bf16", True)) == GPT2.saved_act_bytes(_setup("bf16", False))
+
+
+def test_a_gpt_layer_saves_korthikantis_34_sbh_with_flash_attention():
+    # Korthikanti et al. 2022 sec. 4.1, 16-bit, per layer and token: 34h bytes + 5 a s (the score matrix, softmax
+    # and its dropout, which a fused attention kernel does not keep); a 4h GELU MLP with its 2 dropout masks.
+    # megatron-gpt-32b: hidden 7,168, ffn 4 x 7,168, 56 heads (no GQA), dropout on, 48 layers
+    m = validation_models().get("megatron-gpt-32b")
+    assert (m.hidden, m.ffn, m.q_dim, m.kv_dim, m.dropout) == (7168, 4 * 7168, 7168, 7168, True)
+    assert m.saved_act_bytes(_setup("bf16", True)) == pytest.approx(48 * 34 * 7168)

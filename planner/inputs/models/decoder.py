@@ -1181,6 +1181,8 @@ class DecoderProfile(CachedHash):
           SwiGLUFunction saves only its input, the gate and up projections' 2f outputs, and recomputes silu in
           backward): a gated MLP keeps 3f, not eager PyTorch's 4f (silu(gate) is not saved; the product is the down
           projection's input).
+        - dropout (a model trained with it): each hidden dropout site keeps its 1-byte mask (Korthikanti et al.
+          sec. 4.1: sbh per site, 2 a layer).
         - FP8 training (Transformer Engine, transformer_engine/pytorch/module/linear.py _Linear.forward, 1.x: with FP8
           the saved input for the weight gradient is the FP8 cast, `inputmat_t` or `inputmat`, 1 B an element; the
           fused LayerNormLinear saves its FP8 norm output the same way): the inputs only a linear layer keeps (both
@@ -1190,7 +1192,8 @@ class DecoderProfile(CachedHash):
         p = s.precision.act_bytes
         elems = self.saved_act_elems - (self.ffn_down_input_elems if s.fused_elementwise and self.ffn_kind == "swiglu"
                                         else 0.0)
-        saved = elems * p
+        saved = elems * p + (self.layers * DROPOUT_HIDDEN_SITES * self.hidden * DROPOUT_MASK_BYTES if self.dropout
+                             else 0.0)
         if s.precision.fp8_training is not None:
             linear_only = self.layers * 2 * self.hidden + self.ffn_down_input_elems
             saved += linear_only * (FP8_BYTES - p) + self.attn_layers * self.q_dim * FP8_BYTES
