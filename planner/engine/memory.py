@@ -48,7 +48,7 @@ def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: fl
     """Memory on each GPU for `batch` sequences/samples in flight."""
     items: list[MemoryItem] = []
     if isinstance(w, Train):
-        items += scale_memory(_train_items(m, w, s, batch), s)
+        items += scale_memory(_train_items(m, w, s, batch), s, m.train_logits_bytes(batch, w.input_size) / BYTES_PER_GB)
     else:
         items.append(weights_item(m.params, m.quantized_params(s.precision.quantized_weights), s))
         if isinstance(w, Generate):

@@ -12,7 +12,7 @@ import yaml
 from planner.base.schema import DataFileError
 from planner.engine.memory import breakdown
 from planner.engine.plan import Plan, resolve_setup
-from planner.engine.train_layout import activations_in_flight
+from planner.engine.train_layout import activations_in_flight, last_stage_in_flight
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Train
 from planner.inputs.models import load_models
@@ -101,6 +101,22 @@ def test_interleaving_holds_the_chunks_megatrons_warmup_leaves_in_flight(p, v):
     assert activations_in_flight(p, v) == pytest.approx(chunks / (p * v))
     # 1F1B: p warmup-or-steady micro-batches of L/p layers = one whole-model micro-batch
     assert activations_in_flight(p, 1) == 1.0
+    # the last rank (p - 1) warms up (p - (p-1) - 1) x 2 + (v - 1) x p chunks, then one more forward
+    assert last_stage_in_flight(p, v) == pytest.approx(((v - 1) * p + 1) / (p * v))
+    assert last_stage_in_flight(p, 1) == pytest.approx(1 / p)
+
+
+def test_a_large_vocabulary_puts_the_fullest_stage_last():
+    # gpt2-124m, bf16, 1,024 tokens: its 12 layers save 34 x 768 B a token each (Korthikanti's 34 sbh: eager GELU
+    # MLP, 2 dropout masks) = 313,344 B; the loss keeps fp32 logits and their gradient, 8 x 50,257 = 402,056 B.
+    # 1F1B over 2 stages: the first holds 2 micro-batches of 6 layers (313,344 B), the last one micro-batch of 6
+    # layers and its logits (156,672 + 402,056 = 558,728 B): the last is the fullest
+    gpt2 = load_models().get("gpt2-124m")
+    w = Train(100, 1024, 1)
+    one = breakdown(gpt2, w, _setup("bf16"), 1, 0).get("activations")
+    two = breakdown(gpt2, w, _setup("bf16", pp=2), 1, 0).get("activations")
+    assert one == pytest.approx(1024 * (313_344 + 402_056) / 1e9)
+    assert two == pytest.approx(1024 * (313_344 / 2 + 402_056) / 1e9)
 
 
 def test_fsdp_keeps_its_gathered_16_bit_weights_and_both_fp8_copies():

@@ -1199,6 +1199,10 @@ class DecoderProfile(CachedHash):
             saved += linear_only * (FP8_BYTES - p) + self.attn_layers * self.q_dim * FP8_BYTES
         return saved
 
+    def train_logits_bytes(self, batch: int, size: int) -> float:
+        """The fp32 logits of `batch` x `size` tokens and their gradient, 8 B each (none for an encoder)."""
+        return 2 * batch * size * self.logits_vocab * float(FP32_BYTES)
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         m, p = self, s.precision
         S = size
@@ -1207,7 +1211,7 @@ class DecoderProfile(CachedHash):
         per_token = m.saved_act_bytes(s)
         saved_layer = T * per_token / m.layers + per_layer_scores
         act = (T * m.hidden * m.layers * p.act_bytes + saved_layer if checkpointing else saved_layer * m.layers)
-        act += 2 * T * m.logits_vocab * float(FP32_BYTES)
+        act += m.train_logits_bytes(batch, size)
         formula = text.train_activations_text(checkpointing, per_token, bool(per_layer_scores))
         return MemoryItem("activations", act / BYTES_PER_GB, formula)
 
