@@ -14,6 +14,7 @@ from planner.engine.train_layout import scale_memory
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import OPTIMIZERS, Generate, Train, Workload
 from planner.inputs.models import ModelProfile
+from planner.inputs.models.fp8_training import FP8_BYTES
 from planner.inputs.precisions import Precision
 from planner.inputs.work import MemoryItem, Setup, weights_item
 
@@ -47,7 +48,7 @@ def breakdown(m: ModelProfile, w: Workload, s: Setup, batch: int, context_gb: fl
     """Memory on each GPU for `batch` sequences/samples in flight."""
     items: list[MemoryItem] = []
     if isinstance(w, Train):
-        items += scale_memory(_train_items(m, w, s, batch), s)
+        items += scale_memory(_train_items(m, w, s, batch), s, m.train_logits_bytes(batch, w.input_size) / BYTES_PER_GB)
     else:
         items.append(weights_item(m.params, m.quantized_params(s.precision.quantized_weights), s))
         if isinstance(w, Generate):
@@ -66,6 +67,8 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
     k = s.shard
     if s.zero_stage:
         return _zero_items(m, w, s, batch)
+    # FP8 primary weights as Megatron holds them (DDP, distributed optimizer); FSDP gathers its 16-bit weights
+    fp8_weights = s.fp8_weights and k == 1
     if k > 1:  # FSDP: fp32 states sharded; the compute-dtype weights of the blocks in flight gathered
         unit = m.shard_unit_params
         # a pipeline stage's two gathered layers are whole layers, not 1/pp of them: x pp here, as
@@ -75,11 +78,15 @@ def _train_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[Memory
                             (params * FP32_BYTES / k + FSDP_GATHERED_UNITS * unit * p.act_bytes * s.pp) / BYTES_PER_GB,
                             "{:,} params x fp32 master 4 B / {} GPUs + 2 gathered layers x {:g} B" + pp_note,
                             (params, k, p.act_bytes, s.pp) if s.pp > 1 else (params, k, p.act_bytes))]
+    elif fp8_weights:
+        items = [_fp8_primary_weights(m, params, FP32_BYTES + copy, FP32_BYTES,
+                                      "{:,} params x {:g} B (fp32 master + 16-bit copy), but {:,} layer weights "
+                                      "{:g} B (fp32 master + FP8 weight)")]
     else:
         items = [MemoryItem("weights", params * (FP32_BYTES + copy) / BYTES_PER_GB,
                             "{:,} params x (fp32 master 4 B + autocast copy {:g} B)", (params, copy))]
     if p.fp8_training is not None:
-        items.append(_fp8_copies(m, p.fp8_training.weight_copy_bytes, k, s.pp))
+        items.append(_fp8_copies(m, _copy_bytes(s, fp8_weights), k, s.pp, fp8_weights))
     items += [MemoryItem("gradients", params * FP32_BYTES / k / BYTES_PER_GB,
                          "{:,} params x fp32 gradient (4 B) / {} GPU(s)", (params, k)),
               MemoryItem("optimizer", params * OPTIMIZERS[w.optimizer] / k / BYTES_PER_GB,
@@ -107,20 +114,43 @@ def _zero_items(m: ModelProfile, w: Train, s: Setup, batch: int) -> list[MemoryI
     weight_b, grad_b, master_b = zero_state_bytes(s.precision)
     grad_n = n if stage >= 2 else 1
     opt_b = OPTIMIZERS[w.optimizer]
-    items = [MemoryItem("weights", params * weight_b / BYTES_PER_GB,
-                        "{:,} params x {:g} B (every GPU's whole copy, ZeRO-{})", (params, weight_b, stage)),
+    whole = (_fp8_primary_weights(m, params, weight_b, 0.0, "{:,} params x {:g} B, but {:,} layer weights {:g} B "
+                                  f"(FP8 primary weights) (every GPU's whole copy, ZeRO-{stage})") if s.fp8_weights else
+             MemoryItem("weights", params * weight_b / BYTES_PER_GB,
+                        "{:,} params x {:g} B (every GPU's whole copy, ZeRO-{})", (params, weight_b, stage)))
+    items = [whole,
              MemoryItem("gradients", params * grad_b / grad_n / BYTES_PER_GB,
                         "{:,} params x {:g} B gradient / {} GPU(s) (ZeRO-{})", (params, grad_b, grad_n, stage)),
              MemoryItem("optimizer", params * (opt_b + master_b) / n / BYTES_PER_GB,
                         "{:,} params x ({:g} B {} states + {:g} B fp32 master) / {} GPUs (ZeRO-{} partition)",
                         (params, opt_b, w.optimizer, master_b, n, stage))]
     if s.precision.fp8_training is not None:
-        items.append(_fp8_copies(m, s.precision.fp8_training.weight_copy_bytes, 1))
+        items.append(_fp8_copies(m, _copy_bytes(s, s.fp8_weights), 1, fp8_weights=s.fp8_weights))
     items.append(m.train_activation_memory(s, batch, w.input_size, w.checkpointing))
     return items
 
 
-def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int, pp: int = 1) -> MemoryItem:
+def _fp8_primary_weights(m: ModelProfile, params: int, per_param: float, master: float, template: str) -> MemoryItem:
+    """The weights of a run with FP8 primary weights (Setup.fp8_weights: NeMo fp8_params, Megatron-LM
+    --fp8-param-gather): `per_param` bytes for every parameter, except the layers' matrices (quantizable_params),
+    held as Transformer Engine FP8 tensors (1 B) beside `master` bytes (a master copy outside the optimizer's
+    partition; 0 when the optimizer states hold it)."""
+    fp8 = m.quantizable_params
+    held = master + FP8_BYTES
+    return MemoryItem("weights", (params * per_param - fp8 * (per_param - held)) / BYTES_PER_GB, template,
+                      (params, per_param, fp8, held))
+
+
+def _copy_bytes(s: Setup, fp8_weights: bool) -> float:
+    """Bytes per layer weight of the FP8 copies a step holds: the recipe's (the FP8 weight and its transpose), or
+    with FP8 primary weights only the transpose, which Transformer Engine caches across micro-batches
+    (transformer_engine/pytorch/module/linear.py, _Linear.backward: weight.transpose(cache=is_first_microbatch is not
+    None), NVIDIA/TransformerEngine @0004dbd0)."""
+    copy = s.precision.fp8_training.weight_copy_bytes
+    return copy - FP8_BYTES if fp8_weights else copy
+
+
+def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int, pp: int = 1, fp8_weights: bool = False) -> MemoryItem:
     """The FP8 copies (weight and transpose) an FP8 training recipe holds of the layers' matrices (quantizable_params):
     every layer's on one GPU; under FSDP (k > 1) those of the blocks gathered at a time (x pp: whole layers on a
     pipeline stage, whose items train_layout.scale_memory divides by tp x pp)."""
@@ -129,9 +159,10 @@ def _fp8_copies(m: ModelProfile, copy_bytes: float, k: int, pp: int = 1) -> Memo
         return MemoryItem("FP8 weight copies", FSDP_GATHERED_UNITS * unit * copy_bytes * pp / BYTES_PER_GB,
                           "2 gathered layers x {:,} params x {:g} B (FP8 weight + transpose)" + (
                               " x PP {}" if pp > 1 else ""), (unit, copy_bytes, pp) if pp > 1 else (unit, copy_bytes))
+    what = ("the FP8 weights' transpose, cached across micro-batches" if fp8_weights else
+            "FP8 weight + transpose, held from forward to backward")
     return MemoryItem("FP8 weight copies", m.quantizable_params * copy_bytes / BYTES_PER_GB,
-                      "{:,} layer weights x {:g} B (FP8 weight + transpose, held from forward to backward)",
-                      (m.quantizable_params, copy_bytes))
+                      "{:,} layer weights x {:g} B (" + what + ")", (m.quantizable_params, copy_bytes))
 
 
 @lru_cache(maxsize=8192)

@@ -88,6 +88,14 @@ def activations_in_flight(pp: int, vpp: int) -> float:
     return 1.0 + (pp - 1) / (pp * vpp) if pp > 1 and vpp > 1 else 1.0
 
 
+def last_stage_in_flight(pp: int, vpp: int) -> float:
+    """The whole model's micro-batch activations the last stage holds at once: rank p-1 of Megatron Core's interleaved
+    schedule runs (v-1) x p warmup chunks, then one more forward before its first backward, each chunk L/(p v) layers:
+    ((v-1) p + 1) / (p v); 1F1B (v = 1): 1/p (one micro-batch of its L/p layers). Its loss, and so its logits, for one
+    micro-batch at a time (the last chunk's forward is followed by its backward)."""
+    return ((vpp - 1) * pp + 1) / (pp * vpp) if pp > 1 else 1.0
+
+
 def layout_of(s: Setup) -> Layout:
     return Layout(s.tp, s.pp, s.cp, s.vpp)
 
@@ -203,22 +211,33 @@ def pp_comm_fields(message_bytes: float, s: Setup, dp: int) -> dict:
                 comm_stride=s.tp * s.cp * dp)
 
 
-def scale_memory(items: list[MemoryItem], s: Setup) -> list[MemoryItem]:
+def scale_memory(items: list[MemoryItem], s: Setup, logits_gb: float = 0.0) -> list[MemoryItem]:
     """Training memory items of the whole model (its states already sharded over the data-parallel ranks) as one GPU
-    of the layout holds them: states / (tp x pp); activations / (tp x cp) x activations_in_flight."""
+    of the layout holds them: states / (tp x pp); activations / (tp x cp) at the stage that holds most: the first
+    (activations_in_flight of the layers') or, with a pipeline, the last (last_stage_in_flight of the layers' and one
+    micro-batch's logits, `logits_gb` of the activations item: ModelProfile.train_logits_bytes)."""
     weights, acts = s.tp * s.pp, s.tp * s.cp
-    flight = activations_in_flight(s.pp, s.vpp)
     if weights * acts == 1:
         return items
-    out = []
-    for i in items:
-        if i.name in STATE_ITEMS and weights > 1:
-            i = MemoryItem(i.name, i.gb / weights, i.template + " / (TP x PP = {})", (*i.args, weights))
-        elif i.name == "activations":
-            i = MemoryItem(i.name, i.gb * flight / acts, i.template + " x {:.4g} micro-batches in flight / (TP x CP "
-                           "= {}) (sequence parallel)", (*i.args, flight, acts))
-        out.append(i)
-    return out
+    return [_scaled_activations(i, s, logits_gb) if i.name == "activations" else
+            MemoryItem(i.name, i.gb / weights, i.template + " / (TP x PP = {})", (*i.args, weights))
+            if i.name in STATE_ITEMS and weights > 1 else i for i in items]
+
+
+def _scaled_activations(i: MemoryItem, s: Setup, logits_gb: float) -> MemoryItem:
+    """The activations item (one whole-model micro-batch, `logits_gb` of it the loss's) on the layout's fullest stage,
+    / (tp x cp): sequence parallel splits every activation over tp, the vocabulary-parallel loss its logits too."""
+    acts, flight = s.tp * s.cp, activations_in_flight(s.pp, s.vpp)
+    layers = i.gb - logits_gb
+    last = layers * last_stage_in_flight(s.pp, s.vpp) + logits_gb
+    if s.pp == 1 or layers * flight >= last:
+        return MemoryItem(i.name, (layers * flight + (logits_gb if s.pp == 1 else 0.0)) / acts,
+                          i.template + " x {:.4g} micro-batches in flight" + (
+                              " (the first stage's; the logits on the last)" if s.pp > 1 and logits_gb else "")
+                          + " / (TP x CP = {}) (sequence parallel)", (*i.args, flight, acts))
+    return MemoryItem(i.name, last / acts, i.template + ", on the last stage: layers' x {:.4g} micro-batches in flight "
+                      "+ one micro-batch's logits / (TP x CP = {}) (sequence parallel)",
+                      (*i.args, last_stage_in_flight(s.pp, s.vpp), acts))
 
 
 def layout_words(s: Setup, dp: int, micro_batches_hint: str = "") -> str:

@@ -103,6 +103,10 @@ class Training:
     # 'foreach' (torch.optim's default on CUDA: one multi-tensor kernel per arithmetic step, jobs.FOREACH_TRAFFIC)
     optimizer_kernels: str = "fused"
     precision_source: str = ""
+    # FP8 training with FP8 primary weights (NeMo's fp8_params, Megatron-LM's --fp8-param-gather; off by default in
+    # both): the layers' weights are held as Transformer Engine FP8 tensors, not BF16 copies cast each step
+    fp8_weights: bool = False
+    fp8_weights_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -455,7 +459,8 @@ def _training(rec: Record) -> Training | None:
         return None
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
                     "grad_reduce_source", "tp_gather", "tp_gather_source", "sp_shard_dim", "sp_shard_source",
-                    "autocast_fp32_weights", "optimizer_kernels", "precision_source"))
+                    "autocast_fp32_weights", "optimizer_kernels", "precision_source", "fp8_weights",
+                    "fp8_weights_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -478,6 +483,8 @@ def _training(rec: Record) -> Training | None:
     dim = sub.number("sp_shard_dim", required=False, lo=min(SP_SHARD_DIMS), hi=max(SP_SHARD_DIMS), integer=True)
     if dim is not None:
         t = replace(t, sp_shard_dim=int(dim), sp_shard_source=" ".join(sub.text("sp_shard_source").split()))
+    if sub.flag("fp8_weights", default=False):
+        t = replace(t, fp8_weights=True, fp8_weights_source=" ".join(sub.text("fp8_weights_source").split()))
     autocast, kernels, precision_source = _training_precision(sub)
     t = replace(t, autocast_fp32_weights=autocast, optimizer_kernels=kernels, precision_source=precision_source)
     for name, _ in t.overlap:

@@ -201,6 +201,8 @@ class Setup(CachedHash):
     # optimizer as torch.optim's foreach kernels rather than one fused kernel (Training.optimizer_kernels)
     autocast_fp32_weights: bool = False
     foreach_optimizer: bool = False
+    # training under an FP8 recipe with FP8 primary weights (Training.fp8_weights): the layers' weights held in FP8
+    fp8_weights: bool = False
 
     @property
     def lm_head_tp(self) -> int:

@@ -101,7 +101,7 @@ AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
-CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather")
+CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather", "fp8_params")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
@@ -181,6 +181,9 @@ class Measurement:
     # how the run's tensor parallel gathers a layer's inputs where its code sets its own plan (TP_GATHERS; None: the
     # runtime's)
     tp_gather: str | None = None
+    # an FP8 run that holds the layers' weights in FP8 (NeMo's fp8_params, Megatron-LM's --fp8-param-gather; NeMo 2's
+    # bf16_with_fp8_mixed sets it): runtimes.Training.fp8_weights for this row (None: not stated, the runtime's)
+    fp8_params: bool | None = None
     # the serving engine's generation as the row's source names its version (vLLM: 'v0-sync' before 0.6.0, 'v0'
     # for 0.6-0.10 with VLLM_USE_V1=0, 'v1'): its CPU work per sequence per step, data/serving.yaml `engines`
     # (None: the current generation, as estimates take it)
@@ -325,6 +328,9 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
     if regime == "prefill" and m.prompt_tokens < 1:
         raise rec.fail("prompt_tokens", "a prefill row needs prompt_tokens >= 1")
+    if m.fp8_params and (regime != "train" or m.precision != "fp8"):
+        raise rec.fail("fp8_params", "FP8 primary weights are a condition of an FP8 training row (regime train, "
+                                     f"precision fp8; this row: {regime}, {m.precision}): leave fp8_params out")
     if regime == "train":
         _check_train_layout(rec, m)
     elif m.micro_batch is not None:
@@ -379,7 +385,8 @@ def _cluster_conditions(rec: Record) -> dict:
     return dict(node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
                 fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
                 grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
-                tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS))
+                tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS),
+                fp8_params=rec.flag("fp8_params", default=False) or None)
 
 
 @lru_cache(maxsize=4)
@@ -552,6 +559,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
                                  grad_reduce_source=said)
     if row.tp_gather:
         runtimes = with_training(runtimes, plan.runtime, tp_gather=row.tp_gather, tp_gather_source=said)
+    if row.fp8_params:
+        runtimes = with_training(runtimes, plan.runtime, fp8_weights=True, fp8_weights_source=said)
     runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
     if row.build is not None:
         runtimes = with_build(runtimes, plan.runtime, row.build)

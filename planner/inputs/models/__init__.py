@@ -97,6 +97,9 @@ class ModelProfile(Protocol):
     def inference_memory(self, s: Setup, batch: int, size: int) -> tuple[MemoryItem, ...]: ...  # beside weights
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]: ...
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem: ...
+    # bytes of train_activation_memory that the loss keeps (the logits and their gradient), held only where the loss
+    # runs (a pipeline's last stage); 0.0 where the kind does not tell them apart
+    def train_logits_bytes(self, batch: int, size: int) -> float: ...
     def architecture(self) -> dict[str, Any] | None: ...  # editable fields (decoders), None: not editable
     def describe(self) -> str: ...  # one line for the page
     def listing(self) -> dict[str, int | None]: ...  # layers, hidden, context for `planner models`

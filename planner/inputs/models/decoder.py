@@ -52,7 +52,7 @@ from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.models.eager_chains import (rmsnorm_backward_chain_bytes, rmsnorm_chain_bytes,
                                                 rotary_backward_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes)
 from planner.inputs.precisions import EXPERTS_SCOPE
-from planner.inputs.models.fp8_training import fp8_linear_groups
+from planner.inputs.models.fp8_training import FP8_BYTES, fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, ATTENTION_GROUP, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP,
                                  GEMV_GROUP, Collective, Gemm, MemoryItem, OpGroup, Setup, call_costs,
                                  dequant_groups, mlp_gemv_groups, split_k_groups,
@@ -1213,15 +1213,51 @@ class DecoderProfile(CachedHash):
                            text.generate_activations_text(chunk, prompt)),
                 *self._whole_lm_head(s))
 
+    @cached_property
+    def ffn_down_input_elems(self) -> float:
+        """Elements per token, all layers, of the MLP down projections' inputs (swiglu: silu(gate) x up; gelu: the
+        activation's output): f for each of a token's k experts and the shared MLP."""
+        return float(sum(n * (k * f + sh) for n, _, k, f, sh in self.mlp_kinds))
+
+    def saved_act_bytes(self, s: Setup) -> float:
+        """Bytes saved for backward per token, all layers (saved_act_elems at the activation dtype), as the runtime
+        and the precision change them:
+        - fused elementwise (Megatron Core's bias_swiglu_impl, megatron/core/fusions/fused_bias_swiglu.py:
+          SwiGLUFunction saves only its input, the gate and up projections' 2f outputs, and recomputes silu in
+          backward): a gated MLP keeps 3f, not eager PyTorch's 4f (silu(gate) is not saved; the product is the down
+          projection's input).
+        - dropout (a model trained with it): each hidden dropout site keeps its 1-byte mask (Korthikanti et al.
+          sec. 4.1: sbh per site, 2 a layer).
+        - FP8 training (Transformer Engine, transformer_engine/pytorch/module/linear.py _Linear.forward, 1.x: with FP8
+          the saved input for the weight gradient is the FP8 cast, `inputmat_t` or `inputmat`, 1 B an element; the
+          fused LayerNormLinear saves its FP8 norm output the same way): the inputs only a linear layer keeps (both
+          norms' outputs, 2h, and the down projection's input) drop to FP8_BYTES; the attention output, which the
+          fused attention kernel keeps in the activation dtype for its own backward, is saved once more in FP8 by the
+          output projection (+ q x 1 B)."""
+        p = s.precision.act_bytes
+        elems = self.saved_act_elems - (self.ffn_down_input_elems if s.fused_elementwise and self.ffn_kind == "swiglu"
+                                        else 0.0)
+        saved = elems * p + (self.layers * DROPOUT_HIDDEN_SITES * self.hidden * DROPOUT_MASK_BYTES if self.dropout
+                             else 0.0)
+        if s.precision.fp8_training is not None:
+            linear_only = self.layers * 2 * self.hidden + self.ffn_down_input_elems
+            saved += linear_only * (FP8_BYTES - p) + self.attn_layers * self.q_dim * FP8_BYTES
+        return saved
+
+    def train_logits_bytes(self, batch: int, size: int) -> float:
+        """The fp32 logits of `batch` x `size` tokens and their gradient, 8 B each (none for an encoder)."""
+        return 2 * batch * size * self.logits_vocab * float(FP32_BYTES)
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         m, p = self, s.precision
         S = size
         T = batch * S
         per_layer_scores = (2.0 * batch * m.heads * S * S * p.act_bytes if s.attention.scores_materialized else 0.0)
-        saved_layer = T * m.saved_act_elems / m.layers * p.act_bytes + per_layer_scores
+        per_token = m.saved_act_bytes(s)
+        saved_layer = T * per_token / m.layers + per_layer_scores
         act = (T * m.hidden * m.layers * p.act_bytes + saved_layer if checkpointing else saved_layer * m.layers)
-        act += 2 * T * m.logits_vocab * float(FP32_BYTES)
-        formula = text.train_activations_text(checkpointing, m.saved_act_elems, p.act_bytes, bool(per_layer_scores))
+        act += m.train_logits_bytes(batch, size)
+        formula = text.train_activations_text(checkpointing, per_token, bool(per_layer_scores))
         return MemoryItem("activations", act / BYTES_PER_GB, formula)
 
 

@@ -272,11 +272,13 @@ def generate_activations_text(chunk: int, prompt: int) -> str:
             + " or decode) + logits")
 
 
-def train_activations_text(checkpointing: bool, saved_elems: float, act_bytes: float, scores: bool) -> str:
+def train_activations_text(checkpointing: bool, saved_bytes: float, scores: bool) -> str:
+    """Training activations in words; saved_bytes: what all layers save for backward per token (decoder
+    saved_act_bytes)."""
     if checkpointing:
         text = "layer inputs (tokens x hidden x layers) + one layer recomputed"
     else:
-        text = (f"tokens x {saved_elems:,.0f} saved elements x {act_bytes:g} B"
+        text = (f"tokens x {saved_bytes:,.0f} B saved per token (all layers)"
                 + (" + score matrices (manual attention)" if scores else ""))
     return text + " + fp32 logits and their gradient"
 

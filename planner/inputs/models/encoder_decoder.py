@@ -198,6 +198,9 @@ class EncoderDecoderProfile(CachedHash):
         enc = self._peak(self.enc.inference_memory(s, batch, prompt))
         return tuple(i._replace(gb=max(i.gb, enc)) if i.name == "activations" else i for i in dec)
 
+    def train_logits_bytes(self, batch: int, size: int) -> float:
+        return self.dec.train_logits_bytes(batch, size)
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         enc = self.enc.train_activation_memory(s, batch, size, checkpointing)
         dec = self.dec.train_activation_memory(s, batch, size, checkpointing)

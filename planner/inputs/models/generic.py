@@ -268,6 +268,9 @@ class GenericProfile(CachedHash):
                   for peak in self.checkpoint_peaks]
         return max(totals, key=lambda tp: tp[0])
 
+    def train_logits_bytes(self, batch: int, size: int) -> float:
+        return 0.0  # a formula profile's activations do not name its loss's share
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         L, nbytes = size, self.saved_elem_bytes(s)
         scores = self.attention_score_elems(L) if s.attention.scores_materialized else 0.0

@@ -273,6 +273,9 @@ class TracedProfile(CachedHash):
     def generate_memory(self, s: Setup, batch: int, prompt: int, gen: int) -> tuple[MemoryItem, ...]:
         raise ValueError(f"{self.name} is a traced profile: it cannot generate (use infer or train)")
 
+    def train_logits_bytes(self, batch: int, size: int) -> float:
+        return 0.0  # a traced peak is one number: the loss's share is not told apart
+
     def train_activation_memory(self, s: Setup, batch: int, size: int, checkpointing: bool) -> MemoryItem:
         kind = "train_checkpointed" if checkpointing else "train"
         act = self._memory_bytes(kind, s.precision.act_bytes, size, batch)
