@@ -1,9 +1,10 @@
 """vLLM's per-step CPU time against two kinds of evidence at once: IOG's vLLM 0.8.5 serving rows (V1) and the vLLM
 decode rows of the validation set (V0 engines, and the tenstorrent rows that name no version). A diagnostic, POST HOC
-(it reads measured values), not part of the planner: it changes no data file, it re-predicts the rows with the vllm
-profile's `step_host_us` set to each value asked.
+(it reads measured values), not part of the planner: it changes no data file, it re-predicts the rows with one
+per-step host time for every vLLM generation, each value asked (the validation rows: V0's 1.9 ms of data/serving.yaml
+engines overridden too; IOG's rows name no generation, so they run V1's, data/runtimes.yaml).
 
-    python3 validation/vllm_step_host.py [step_host_us ...]   (default: 1900 950 0)
+    python3 validation/vllm_step_host.py [step_host_us ...]   (default: 1900 950 260 0)
 
 Per value: IOG's rate rows below saturation (median |error| / median error, + = predicted higher, the post-hoc
 conditions as validation/serving_below_saturation.py reads them), and the validation rows whose framework is vllm,
@@ -88,4 +89,4 @@ def main(values: list[float]) -> None:
 
 
 if __name__ == "__main__":
-    main([float(a) for a in sys.argv[1:]] or [1900.0, 950.0, 0.0])
+    main([float(a) for a in sys.argv[1:]] or [1900.0, 950.0, 260.0, 0.0])
