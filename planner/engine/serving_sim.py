@@ -127,13 +127,16 @@ def _grid(top: int) -> np.ndarray:
 def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -> tuple[Plan, Efficiency]:
     """`plan` on `sched`'s runtime profile and that profile's efficiencies on `gpu`, with the engine generation's
     CPU work per sequence (Scheduler.host_us_per_seq: vLLM V0's scheduler, input preparation and output
-    processing, each a Python loop over the step's sequences) beside the per-step part, so that a step's host time
-    is Efficiency.step_host_seconds, as in the decode estimate. A scheduler whose CPU work overlaps the GPU's
+    processing, each a Python loop over the step's sequences) beside the per-step part (the generation's own,
+    Scheduler.step_host_us, where it names one), so that a step's host time is Efficiency.step_host_seconds, as in
+    the decode estimate. A scheduler whose CPU work overlaps the GPU's
     (Scheduler.host_overlapped) adds neither, and one that schedules once per round of k steps
     (Scheduler.steps_per_round: multi-step scheduling prepares the round's later steps on the GPU and processes
     their outputs once) pays both once per round: a k-th of each a step."""
     p = replace(plan, runtime=sched.efficiency_of)
     eff = replace(efficiency_on(p, gpu, facts), host_us_per_seq=sched.host_us_per_seq)
+    if sched.step_host_us is not None:  # an engine generation's own loop (vLLM V0), not the current one's
+        eff = replace(eff, step_host_us=sched.step_host_us)
     if sched.host_overlapped:
         return p, replace(eff, step_host_us=0.0, host_us_per_seq=0.0)
     k = sched.steps_per_round

@@ -525,11 +525,14 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
             r = replace(r, training=replace(r.training or Training(TRAIN_LAYOUTS, "", (), ""), **changes))
         out.append(r)
     return Runtimes(tuple(out))
-def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float) -> Runtimes:
-    """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step: an
-    older generation of its engine (vLLM V0, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq), which a
-    run stated (a validation row's `engine`). The runtimes as loaded are the current generation's, with none."""
-    return Runtimes(tuple(replace(r, host_us_per_seq=host_us_per_seq) if r.id == runtime_id else r
+def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float,
+                           step_host_us: float | None = None) -> Runtimes:
+    """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step, and
+    `step_host_us` per step in place of its profile's (None: the profile's): a generation of its engine (vLLM V0,
+    data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us), which a run stated (a validation
+    row's `engine`). The runtimes as loaded are the current generation's."""
+    step = {} if step_host_us is None else {"step_host_us": step_host_us}
+    return Runtimes(tuple(replace(r, host_us_per_seq=host_us_per_seq, **step) if r.id == runtime_id else r
                           for r in runtimes.runtimes))
 
 

@@ -18,6 +18,7 @@ MAX_TIERS = 8
 MAX_KV_DTYPES = 8
 MAX_ENGINES = 8
 MAX_HOST_US_PER_SEQ = 1_000.0  # a millisecond of CPU per sequence per step: beyond any engine's profile
+MAX_STEP_HOST_US = 100_000.0  # 0.1 s of CPU per step: beyond any engine's loop
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -62,6 +63,9 @@ class Scheduler:
     # microseconds of serial CPU work per sequence in a step (scheduling it, building its inputs, processing its
     # output), on top of the runtime profile's per-step step_host_us; an engine generation's (SchedulerProfile.engines)
     host_us_per_seq: float = 0.0
+    # an engine generation's own serial CPU microseconds per step, in place of the runtime profile's step_host_us
+    # (vLLM's V0 loop, SchedulerProfile.step_host_us); None: the runtime profile's, the current generation's
+    step_host_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,19 +93,28 @@ class SchedulerProfile:
     kv_cache_source: str = ""
     request_overhead_s: float = 0.0
     request_overhead_source: str = ""
-    # (engine generation id, serial CPU microseconds per sequence per step) of older generations of the same server
-    # (vLLM's V0 engine); the scheduler as `on` gives it is the current generation's, with none
-    engines: tuple[tuple[str, float], ...] = ()
+    # (engine generation id, serial CPU microseconds per sequence per step, serial CPU microseconds per step or None
+    # for the runtime profile's) of the generations of the same server (vLLM's V0 engine and V1); the scheduler as
+    # `on` gives it is the current generation's: no per-sequence term, the runtime profile's per-step time
+    engines: tuple[tuple[str, float, float | None], ...] = ()
     engines_source: str = ""
+
+    def _engine(self, engine: str) -> tuple[str, float, float | None]:
+        for row in self.engines:
+            if row[0] == engine:
+                return row
+        known = ", ".join(e[0] for e in self.engines) or "none"
+        raise ValueError(f"engine: {self.id} has no engine generation {engine[:40]!r} (known: {known})")
 
     def host_us_per_seq(self, engine: str) -> float:
         """Serial CPU microseconds per sequence per step of `engine`, one of `engines`; ValueError naming it
         otherwise."""
-        table = dict(self.engines)
-        if engine not in table:
-            known = ", ".join(table) or "none"
-            raise ValueError(f"engine: {self.id} has no engine generation {engine[:40]!r} (known: {known})")
-        return table[engine]
+        return self._engine(engine)[1]
+
+    def step_host_us(self, engine: str) -> float | None:
+        """Serial CPU microseconds per step of `engine` (one of `engines`; ValueError naming it otherwise), or None
+        where the generation runs the runtime profile's (data/runtimes.yaml step_host_us: the current one's)."""
+        return self._engine(engine)[2]
 
     def kv_flags(self, kv_dtype: str) -> str | None:
         """The launch flags that give this engine a `kv_dtype` KV cache (None: it has none)."""
@@ -169,20 +182,28 @@ def _kv_flags(rec: Record) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _engines(rec: Record) -> tuple[tuple[str, float], ...]:
-    """engines: {generation id: {host_us_per_seq: us}}, at most MAX_ENGINES of them."""
+def _microseconds(value: object, hi: float) -> bool:
+    """Whether `value` is a number of microseconds in 0..hi (a bool is not)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= hi
+
+
+def _engines(rec: Record) -> tuple[tuple[str, float, float | None], ...]:
+    """engines: {generation id: {host_us_per_seq: us[, step_host_us: us]}}, at most MAX_ENGINES of them."""
     raw = rec.data.get("engines") or {}
     if not isinstance(raw, dict) or len(raw) > MAX_ENGINES:
         raise rec.fail("engines", f"expected a mapping of at most {MAX_ENGINES} engine generation ids to "
-                                  "{host_us_per_seq: microseconds}")
+                                  "{host_us_per_seq: microseconds, step_host_us: microseconds (optional)}")
     out = []
     for name, spec in raw.items():
-        us = spec.get("host_us_per_seq") if isinstance(spec, dict) else None
-        if not isinstance(name, str) or not isinstance(spec, dict) or set(spec) != {"host_us_per_seq"} \
-                or isinstance(us, bool) or not isinstance(us, (int, float)) or not 0 <= us <= MAX_HOST_US_PER_SEQ:
-            raise rec.fail("engines", f"expected '{str(name)[:20]}: {{host_us_per_seq: 0..{MAX_HOST_US_PER_SEQ:g}}}', "
-                                      f"got {str(spec)[:60]!r}")
-        out.append((name.lower(), float(us)))
+        ok = isinstance(name, str) and isinstance(spec, dict) and "host_us_per_seq" in spec \
+            and set(spec) <= {"host_us_per_seq", "step_host_us"} \
+            and _microseconds(spec["host_us_per_seq"], MAX_HOST_US_PER_SEQ) \
+            and _microseconds(spec.get("step_host_us", 0), MAX_STEP_HOST_US)
+        if not ok:
+            raise rec.fail("engines", f"expected '{str(name)[:20]}: {{host_us_per_seq: 0..{MAX_HOST_US_PER_SEQ:g}, "
+                                      f"step_host_us: 0..{MAX_STEP_HOST_US:g} (optional)}}', got {str(spec)[:60]!r}")
+        step = spec.get("step_host_us")
+        out.append((name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step)))
     return tuple(out)
 
 

@@ -361,21 +361,22 @@ def _check_train_layout(rec: Record, m: Measurement) -> None:
                                       f"{dp} (gpus / (tp x pp x cp)) != batch {m.batch} (sequences per optimizer step)")
 
 
-def engine_host_us_per_seq(framework: str, engine: str) -> float:
-    """The serial CPU microseconds per sequence per step of `framework`'s serving engine in generation `engine`
-    (data/serving.yaml `engines`); ValueError naming the field when its engine has no such generation."""
+def engine_host_us(framework: str, engine: str) -> tuple[float, float | None]:
+    """(serial CPU microseconds per sequence per step, per step or None for the runtime profile's) of `framework`'s
+    serving engine in generation `engine` (data/serving.yaml `engines`); ValueError naming the field when its engine
+    has no such generation."""
     runtime = FRAMEWORK_RUNTIME[framework]
     try:
         profile = load_schedulers().get(runtime)
     except UnknownNameError:
         raise ValueError(f"engine: {framework} is not a serving engine of data/serving.yaml; only rows of one "
                          "(vllm) may name an engine generation") from None
-    return profile.host_us_per_seq(engine)
+    return profile.host_us_per_seq(engine), profile.step_host_us(engine)
 
 
 def _check_engine(rec: Record, framework: str, engine: str) -> None:
     try:
-        engine_host_us_per_seq(framework, engine)
+        engine_host_us(framework, engine)
     except ValueError as exc:
         raise rec.fail("engine", str(exc)) from None
 
@@ -565,7 +566,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.build is not None:
         runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
-        runtimes = with_engine_generation(runtimes, plan.runtime, engine_host_us_per_seq(row.framework, row.engine))
+        runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine))
     check_runtime(plan, facts.runtimes, facts.rules)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)

@@ -64,7 +64,7 @@ class ServingRow:
     # runtime; False for a version before the overlap, e.g. SGLang before v0.4)
     host_overlap: bool | None = None
     # the server's engine generation when it is not the one data/serving.yaml's scheduler models (None), e.g.
-    # vLLM's V0 engine ('v0', 'v0-sync': SchedulerProfile.engines): its CPU work per sequence per step
+    # vLLM's V0 engine ('v0', 'v0-sync': SchedulerProfile.engines): its CPU work per step and per sequence per step
     engine: str | None = None
     # the benchmark's request count (--num-prompts) when the row is scored as that finite run (None: the
     # simulation's defaults): a rate row simulates that many Poisson arrivals; a saturation row that many requests
@@ -134,7 +134,7 @@ def predict(row: ServingRow, facts: Facts) -> float:
     if row.host_overlap is not None:
         s = replace(s, host_overlapped=row.host_overlap)
     if row.engine is not None:
-        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine))
+        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine))
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}))

@@ -57,7 +57,7 @@ def test_disaggregation_meets_a_tpot_target_that_aggregated_serving_misses_at_th
     probability at least 1 - exp(-4/3 x 0.072) = 9 % > 5 %; its prefill rides in one of those steps, so the p95 TPOT
     is at least (0.13 + 14 x 0.0048) / 15 = 13.1 ms: missed. Disaggregated (2 prefill + 1 decode server), decode steps
     carry no prompt: a step of a few requests reads the weights and their 8k-token caches (1.05 GB each), about
-    (16.06 + 4 x 1.05) GB / (0.8 x 3.35 TB/s) + 1.9 ms of vLLM's host work = 9.5 ms: met."""
+    (16.06 + 4 x 1.05) GB / (0.8 x 3.35 TB/s) + 0.26 ms of vLLM's host work = 7.8 ms: met."""
     plan = _plan(8000, 16)
     slo = Slo(5.0, 0.012)
     st = step_times(plan, H100, FACTS, VLLM, 1, LONG.mean_context)
@@ -108,15 +108,16 @@ def test_an_fp8_kv_cache_doubles_the_tokens_served_and_halves_the_bytes_moved():
 
 def test_sglangs_overlap_scheduler_takes_vllms_host_work_off_each_step():
     """SGLang v0.4's scheduler prepares the next batch on the CPU while the GPU runs this one (serving.yaml
-    host_overlapped, with its source); SGLang's steps borrow vLLM's runtime profile, whose 1,900 us of host work per
-    step (runtimes.yaml step_host_us) the GPU waits for under vLLM. So the same decode step is 1.9 ms shorter."""
+    host_overlapped, with its source); SGLang's steps borrow vLLM's runtime profile, whose 260 us of host work per
+    step (runtimes.yaml step_host_us, V1's) the GPU waits for under vLLM. So the same decode step is 0.26 ms
+    shorter."""
     sglang = SCHEDULERS.get("sglang").on(H100.id, H100.vram_gib)
     assert sglang.host_overlapped and not VLLM.host_overlapped
     plan = _plan(512, 256)
     v = step_times(plan, H100, FACTS, VLLM, 1, 768)
     s = step_times(plan, H100, FACTS, sglang, 1, 768)
     for b in (1, 16, 128):
-        assert v.seconds(b, 0, b * 768, 0.0, b) - s.seconds(b, 0, b * 768, 0.0, b) == pytest.approx(1.9e-3, rel=1e-3)
+        assert v.seconds(b, 0, b * 768, 0.0, b) - s.seconds(b, 0, b * 768, 0.0, b) == pytest.approx(0.26e-3, rel=1e-3)
 
 
 def test_an_fp8_kv_deployment_launches_with_the_engines_flag_and_leaves_out_engines_without_one():

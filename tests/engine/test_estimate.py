@@ -12,7 +12,8 @@ from planner.engine.estimate import auto_batch, estimate_all, estimate_gpu
 from planner.base.schema import Record
 from planner.inputs.models import load_models
 from planner.inputs.models.decoder import parse_decoder
-from planner.inputs.runtimes import Efficiency, load_runtimes, nccl_only
+from planner.inputs.runtimes import Efficiency, load_runtimes, nccl_only, with_engine_generation
+from planner.inputs.serving_runtimes import load_schedulers
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
 
@@ -359,23 +360,27 @@ def test_llama_cpp_waits_for_its_per_token_cpu_work_on_every_step():
         assert e.seconds - bare.seconds == pytest.approx(101 * 750e-6)
 
 def test_vllm_waits_for_its_per_step_cpu_work_whatever_the_model():
-    """vLLM's engine loop leaves the GPU idle 'about 4ms' between decode steps (vllm-project/vllm issue #6854, vLLM
-    0.5 serving Llama-3-8B on an H100 through its OpenAI server); its v0.6.0 post splits that host time into the API
-    server (33 % of the run) and scheduling with input preparation (29 %). Without an API server: 4 ms x 29 / 62 =
-    1.87 ms a step, added to each of the 99 decode steps after the first token and to the prompt's one pass, and the
-    same for a 7B and a 70B model (the work is per step, not per layer)."""
-    per_step = 4e-3 * 29 / (33 + 29)
+    """Each vLLM generation's engine loop adds its serial CPU time to every step, the same for a 7B and a 70B model
+    (the work is per step, not per layer), once per decode step after the first token and once for the prompt's pass.
+    V1, the current generation (data/runtimes.yaml): vllm PR #17866's decode fast path for prepare_inputs cut
+    'around ~10%' of a 2.64 ms median TPOT, so 0.10 x 2.64 ms = 0.264 ms of it was serial. V0 (data/serving.yaml
+    engines v0): the loop leaves the GPU idle 'about 4ms' between decode steps (vllm issue #6854, vLLM 0.5 serving
+    Llama-3-8B on an H100 through its OpenAI server), of which the v0.6.0 post puts 29 % of the run on scheduling
+    with input preparation and 33 % on the API server: without an API server, 4 ms x 29 / 62 = 1.87 ms."""
+    sched = load_schedulers().get("vllm")
+    v0 = replace(FACTS, runtimes=with_engine_generation(FACTS.runtimes, "vllm", 0.0, sched.step_host_us("v0")))
     gpu = load_catalog().get("h100-sxm")
-    for model_id, gpus in (("llama-2-7b", 1), ("llama-3-70b", 4)):
-        plan = Plan(load_models().get(model_id), Generate(1, 1000, 100), "bf16", runtime="vllm", batch=1, gpus=gpus,
-                    parallel="tensor" if gpus > 1 else "auto")
-        e = estimate_gpu(plan, gpu, FACTS)
-        assert e.efficiency.step_host_us * 1e-6 == pytest.approx(per_step, rel=0.02)
-        waits = {ph.name: ph.step_host_s for ph in e.phases}
-        assert waits["decode"] == pytest.approx(99 * per_step, rel=0.02)
-        assert waits["prefill"] == pytest.approx(per_step, rel=0.02)
-        bare = estimate_gpu(plan, gpu, FACTS, adjust=lambda g, eff: replace(eff, step_host_us=0.0))
-        assert e.seconds - bare.seconds == pytest.approx(100 * per_step, rel=0.02)
+    for facts, per_step in ((FACTS, 0.10 * 2.64e-3), (v0, 4e-3 * 29 / (33 + 29))):
+        for model_id, gpus in (("llama-2-7b", 1), ("llama-3-70b", 4)):
+            plan = Plan(load_models().get(model_id), Generate(1, 1000, 100), "bf16", runtime="vllm", batch=1,
+                        gpus=gpus, parallel="tensor" if gpus > 1 else "auto")
+            e = estimate_gpu(plan, gpu, facts)
+            assert e.efficiency.step_host_us * 1e-6 == pytest.approx(per_step, rel=0.02)
+            waits = {ph.name: ph.step_host_s for ph in e.phases}
+            assert waits["decode"] == pytest.approx(99 * per_step, rel=0.02)
+            assert waits["prefill"] == pytest.approx(per_step, rel=0.02)
+            bare = estimate_gpu(plan, gpu, facts, adjust=lambda g, eff: replace(eff, step_host_us=0.0))
+            assert e.seconds - bare.seconds == pytest.approx(100 * per_step, rel=0.02)
 
 
 def test_eager_decode_at_batch_one_waits_for_the_cpu():

@@ -28,3 +28,22 @@ def test_a_front_end_time_without_its_source_is_refused(tmp_path):
     negative.write_text(ENGINE + "    request_overhead_ms: -1\n    request_overhead_source: x\n")
     with pytest.raises(DataFileError, match="request_overhead_ms"):
         load_schedulers(negative)
+
+
+def test_an_engine_generation_may_name_its_own_per_step_host_time(tmp_path):
+    """vLLM's V0 loop (1.9 ms a step) is a generation's own step_host_us; a generation that names none runs the
+    runtime profile's (None). A per-step time beyond 0.1 s, or a key the entry does not know, is refused naming
+    `engines`."""
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(ENGINE + "    engines: {old: {host_us_per_seq: 90, step_host_us: 1900}, new: {host_us_per_seq: 0}}\n"
+                           "    engines_source: a profile\n")
+    profile = load_schedulers(ok).get("eng")
+    assert (profile.host_us_per_seq("old"), profile.step_host_us("old")) == (90.0, 1900.0)
+    assert profile.step_host_us("new") is None
+    for spec in ("{host_us_per_seq: 0, step_host_us: 200000}", "{host_us_per_seq: 0, step_host_s: 1}",
+                 "{step_host_us: 100}"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(ENGINE + f"    engines: {{old: {spec}}}\n    engines_source: a profile\n")
+        load_schedulers.cache_clear()
+        with pytest.raises(DataFileError, match="engines"):
+            load_schedulers(bad)

@@ -20,12 +20,14 @@ def _raw_row(row_id: str) -> dict:
 
 def test_a_v0_row_pays_each_sequence_s_cpu_work_on_every_step():
     """PR #2192's batch-64 row (vLLM 0.2, 'v0-sync'): one prefill round and 255 decode steps, each carrying the 64
-    sequences: 256 x 64 x host_us_per_seq more than the same row on the current engine (1.47 s at 90 us)."""
+    sequences and V0's own per-step loop in place of V1's: 256 x (64 x 90 us + 1,900 us - 260 us) = 1.8944 s more
+    than the same row on the current engine."""
     row = next(r for r in load_measurements() if r.id == ROW_ID)
     assert row.engine == "v0-sync"
-    us = load_schedulers().get("vllm").host_us_per_seq("v0-sync")
+    vllm = load_schedulers().get("vllm")
+    assert (vllm.host_us_per_seq("v0-sync"), vllm.step_host_us("v0-sync")) == (90.0, 1900.0)
     old, now = predict_row(row), predict_row(replace(row, engine=None))
-    assert old.predicted - now.predicted == pytest.approx(256 * 64 * us * 1e-6, rel=1e-6)
+    assert old.predicted - now.predicted == pytest.approx(256 * (64 * 90 + 1900 - 260) * 1e-6, rel=1e-6)
 
 
 @pytest.mark.parametrize("change, words", [
@@ -45,6 +47,6 @@ def test_committed_rows_get_their_engine_post_hoc_only():
     and every such entry names a generation vLLM's scheduler knows."""
     committed = prediction_first_ids()
     rows = {r.id: r for r in load_measurements()}
-    engines = dict(load_schedulers().get("vllm").engines)
+    engines = {e[0] for e in load_schedulers().get("vllm").engines}
     after = {k: v["engine"] for k, v in conditions_read_after().items() if "engine" in v}
     assert after and all(rows[k].engine is None and k in committed and e in engines for k, e in after.items())
