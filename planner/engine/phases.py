@@ -14,9 +14,10 @@ from typing import NamedTuple
 from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
 from planner.engine.memory import zero_state_bytes
-from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, pp_comm_fields,
-                                         pp_message_bytes, sp_rearranging_copies, split_groups,
-                                         tp_collectives)
+from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, cp_hidden_share,
+                                         param_gather_hidden_share, pp_comm_fields, pp_hidden_share,
+                                         pp_message_bytes, sp_rearranging_copies, split_groups, tp_collectives,
+                                         tp_hidden_share)
 from planner.inputs.jobs import Generate, Infer, Train, Workload, optimizer_traffic
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.models import ModelProfile
@@ -68,6 +69,9 @@ class Phase(NamedTuple):
     # sequences each step carries (a generate job's batch): an engine generation's CPU work per sequence
     # (Efficiency.host_us_per_seq) is charged for each; 0 where a phase is not a serving engine's step
     sequences: int = 0
+    # the share of this phase's collectives that runs under another phase's compute (a model-parallel layout's
+    # collectives under the micro-step's GEMMs and attention: train_layout's *_hidden_share); 0: comm_overlaps rules
+    comm_hidden: float = 0.0
 
     @property
     def comm_bytes(self) -> float:
@@ -180,6 +184,8 @@ def _layout_steps(m: ModelProfile, input_size: int, checkpointing: bool, accum: 
     tokens = batch * input_size
     out = []
     tp = comm_fields(tp_collectives(m, s, tokens, checkpointing), s.tp, 1)
+    if tp and tp_hidden_share(s):
+        tp["comm_hidden"] = tp_hidden_share(s)
     if tp:
         out.append((Phase("tensor-parallel collectives (TP + sequence parallel)", (), 0.0, 1, 0, 1.0, **tp), 1.0))
     copies = _sp_copies(m, s, batch, tokens, checkpointing)
@@ -187,10 +193,14 @@ def _layout_steps(m: ModelProfile, input_size: int, checkpointing: bool, accum: 
         out.append((Phase("sequence-parallel rearranging copies", copies, 0.0, 1, 0, 1.0, **_group_costs(copies)),
                     1.0))
     cp = comm_fields(cp_collectives(m, s, tokens, checkpointing), s.cp, s.tp)
+    if cp and cp_hidden_share(s):
+        cp["comm_hidden"] = cp_hidden_share(s)
     if cp:
         out.append((Phase("context-parallel K/V exchange (ring attention)", (), 0.0, 1, 0, 1.0, **cp), 1.0))
     if s.pp > 1:
         sends = pp_comm_fields(pp_message_bytes(m, s, tokens), s, dp)
+        if pp_hidden_share(s, accum):
+            sends["comm_hidden"] = pp_hidden_share(s, accum)
         out.append((Phase("pipeline sends (activations and their gradients)", (), 0.0, 1, 0, 1.0, **sends), 1.0))
         idle = Phase("pipeline bubble (idle: (p-1)/v micro-steps per optimizer step)", micro.groups + copies,
                      micro.kernels, 1, 0, 1.0, **tp)
@@ -273,6 +283,9 @@ def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpoi
     micro_comm, step_comm = zero_comm(params, s, grad_accum)
     stride = s.tp * s.cp  # a data-parallel group's members sit tp x cp ranks apart
     micro_comm["comm_stride"] = step_comm["comm_stride"] = stride
+    gather_hidden = param_gather_hidden_share(s, m.shard_units)
+    if gather_hidden:  # the all-gather runs under the next step's forward (train_layout.param_gather_hidden_share)
+        step_comm["comm_hidden"] = gather_hidden
     kernels = m.kernels_per_forward * forward_equivalents(checkpointing) / s.pp
     micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **micro_comm)
     traffic = optimizer_traffic(optimizer, s.foreach_optimizer)

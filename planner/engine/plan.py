@@ -74,7 +74,8 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  tp_gather_per_projection=bool(rt.training and rt.training.tp_gather == "per-projection"),
                  sp_rearranges=bool(rt.training and rt.training.sp_shard_dim == 1),
                  autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,
-                 foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach")
+                 foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach",
+                 comm_overlap=rt.training.comm_overlap if rt.training else ())
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

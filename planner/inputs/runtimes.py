@@ -66,6 +66,11 @@ TP_GATHERS = ("per-module", "per-projection")
 SP_SHARD_DIMS = (0, 1)  # Training.sp_shard_dim: sequence-first or batch-first activations
 # How a runtime's optimizer runs (Training.optimizer_kernels)
 OPTIMIZER_KERNELS = ("fused", "foreach")
+# Communication a training stack overlaps with compute beyond its data-parallel gradients (Training.comm_overlap):
+# tensor parallel's gathers and reduce-scatters chunked under their GEMMs (Transformer Engine's userbuffers), context
+# parallel's K/V ring under attention, the interleaved schedule's pipeline sends in its 1F1B phase, and the
+# distributed optimizer's parameter all-gather under the next step's forward (planner.engine.train_layout)
+COMM_OVERLAPS = ("tp", "cp", "pp-interleaved", "param-gather")
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,9 @@ class Training:
     # 'foreach' (torch.optim's default on CUDA: one multi-tensor kernel per arithmetic step, jobs.FOREACH_TRAFFIC)
     optimizer_kernels: str = "fused"
     precision_source: str = ""
+    # which of COMM_OVERLAPS its documented default (recipe) schedule runs, and where that is written
+    comm_overlap: tuple[str, ...] = ()
+    comm_overlap_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -455,7 +463,8 @@ def _training(rec: Record) -> Training | None:
         return None
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
                     "grad_reduce_source", "tp_gather", "tp_gather_source", "sp_shard_dim", "sp_shard_source",
-                    "autocast_fp32_weights", "optimizer_kernels", "precision_source"))
+                    "autocast_fp32_weights", "optimizer_kernels", "precision_source", "comm_overlap",
+                    "comm_overlap_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -478,6 +487,13 @@ def _training(rec: Record) -> Training | None:
     dim = sub.number("sp_shard_dim", required=False, lo=min(SP_SHARD_DIMS), hi=max(SP_SHARD_DIMS), integer=True)
     if dim is not None:
         t = replace(t, sp_shard_dim=int(dim), sp_shard_source=" ".join(sub.text("sp_shard_source").split()))
+    overlaps = sub.strings("comm_overlap", required=False) or ()
+    for name in overlaps:
+        if name not in COMM_OVERLAPS:
+            raise sub.fail("comm_overlap", f"expected names among {', '.join(COMM_OVERLAPS)}, got {shown(name)}")
+    if overlaps:
+        t = replace(t, comm_overlap=tuple(overlaps),
+                    comm_overlap_source=" ".join(sub.text("comm_overlap_source").split()))
     autocast, kernels, precision_source = _training_precision(sub)
     t = replace(t, autocast_fp32_weights=autocast, optimizer_kernels=kernels, precision_source=precision_source)
     for name, _ in t.overlap:

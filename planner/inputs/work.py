@@ -201,6 +201,8 @@ class Setup(CachedHash):
     # optimizer as torch.optim's foreach kernels rather than one fused kernel (Training.optimizer_kernels)
     autocast_fp32_weights: bool = False
     foreach_optimizer: bool = False
+    # training: the communication the runtime overlaps with compute beyond DP gradients (Training.comm_overlap)
+    comm_overlap: tuple[str, ...] = ()
 
     @property
     def lm_head_tp(self) -> int:
