@@ -125,17 +125,6 @@ def pp_hidden_share(s: Setup, micro_batches: int) -> float:
     return 1.0 - pp_warmup_chunks(s.pp, s.vpp, micro_batches) / (micro_batches * s.vpp)
 
 
-def param_gather_hidden_share(s: Setup, layers: int) -> float:
-    """Share of the distributed optimizer's parameter all-gather hidden under the next step's forward
-    (Setup.comm_overlap 'param-gather': Megatron's overlap_param_gather, on in NeMo's recipes), chunked by layer, or
-    by virtual stage under a pipeline, exposing one chunk (NeMo docs: 'exposes only one DP communication chunk';
-    'the granularity of DP communication becomes the Transformer layers per virtual pipeline stage'): 1 - 1/chunks."""
-    if "param-gather" not in s.comm_overlap:
-        return 0.0
-    chunks = s.vpp if s.pp > 1 else layers
-    return 1.0 - 1.0 / max(chunks, 1)
-
-
 def layout_of(s: Setup) -> Layout:
     return Layout(s.tp, s.pp, s.cp, s.vpp)
 
