@@ -145,8 +145,8 @@ class Efficiency:
       generation's Python loop over the step's sequences (vLLM V0; data/serving.yaml `engines`, picked by
       with_engine_generation); 0 for the current generations. A step's host time is step_host_seconds.
     dp_comm_overlap: fraction of a data-parallel collective (DDP gradient all-reduce, FSDP gathers) that may run
-      under the step's compute (capped at that compute); tensor-parallel collectives never overlap (each layer needs
-      the previous one's all-reduced output).
+      under the step's compute (capped at that compute); tensor-parallel collectives overlap only as the training
+      block's comm_overlap says (train_layout.tp_hidden_share).
     """
 
     mem_bw_efficiency: float

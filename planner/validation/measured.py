@@ -58,7 +58,10 @@ PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 # recorded as flash-attn-2, the only fused choice the catalog had; llama.cpp runs its own kernel (llama.cpp-fa,
 # data/precisions.yaml), which the engine now refuses flash-attn-2 for (plan.attention_refusal). Committed
 # predictions keep what they were predicted with; this reads the rows as the current engine plans them (post hoc).
-ROW_ATTENTION_READ_AS = {("llama.cpp", "flash-attn-2"): "llama.cpp-fa"}
+# Megatron Core stacks attend through Transformer Engine's DotProductAttention, never PyTorch's SDPA: a row that names
+# no backend (sdpa, the schema's default) runs TE's choice, cuDNN fused attention on Hopper (data/precisions.yaml te).
+ROW_ATTENTION_READ_AS = {("llama.cpp", "flash-attn-2"): "llama.cpp-fa", ("nemo", "sdpa"): "te",
+                         ("megatron-bridge", "sdpa"): "te", ("megatron-lm", "sdpa"): "te"}
 FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",
     "apex-amp-o2": "apex-amp-o2",
