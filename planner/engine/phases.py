@@ -14,9 +14,10 @@ from typing import NamedTuple
 from planner.base.units import FP32_BYTES
 from planner.engine.collectives import allreduce_hops, ring_fraction, ring_traffic
 from planner.engine.memory import zero_state_bytes
-from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, pp_comm_fields,
-                                         pp_message_bytes, sp_rearranging_copies, split_groups,
-                                         tp_collectives)
+from planner.engine.train_layout import (bubble_micro_steps, comm_fields, cp_collectives, cp_hidden_share,
+                                         pp_comm_fields, pp_hidden_share,
+                                         pp_message_bytes, sp_rearranging_copies, split_groups, tp_collectives,
+                                         tp_hidden_share)
 from planner.inputs.jobs import Generate, Infer, Train, Workload, optimizer_traffic
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.models import ModelProfile
@@ -68,6 +69,9 @@ class Phase(NamedTuple):
     # sequences each step carries (a generate job's batch): an engine generation's CPU work per sequence
     # (Efficiency.host_us_per_seq) is charged for each; 0 where a phase is not a serving engine's step
     sequences: int = 0
+    # the share of this phase's collectives that runs under another phase's compute (a model-parallel layout's
+    # collectives under the micro-step's GEMMs and attention: train_layout's *_hidden_share); 0: comm_overlaps rules
+    comm_hidden: float = 0.0
 
     @property
     def comm_bytes(self) -> float:
@@ -164,8 +168,12 @@ def _train_passes(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: 
                   ) -> tuple[tuple[Phase, float], ...]:
     """n_gpus: the data-parallel ranks (all the GPUs without a model-parallel layout)."""
     accum = w.accum_for(batch, n_gpus)
-    micro, opt = _train_steps(m, w.input_size, w.checkpointing, w.optimizer, accum, s, batch, n_gpus)
-    passes = ((micro, micro_steps), (opt, micro_steps / accum))
+    micro, opt, edge = _train_steps(m, w.input_size, w.checkpointing, w.optimizer, accum, s, batch, n_gpus)
+    steps = micro_steps / accum  # optimizer steps
+    if edge is None:
+        passes = ((micro, micro_steps), (opt, steps))
+    else:  # one micro-step per optimizer step carries the step's data-parallel collectives
+        passes = ((edge, steps), (opt, steps)) + (((micro, micro_steps - steps),) if accum > 1 else ())
     if s.tp * s.pp * s.cp == 1:
         return passes
     layout = _layout_steps(m, w.input_size, w.checkpointing, accum, s, batch, n_gpus, micro)
@@ -180,6 +188,8 @@ def _layout_steps(m: ModelProfile, input_size: int, checkpointing: bool, accum: 
     tokens = batch * input_size
     out = []
     tp = comm_fields(tp_collectives(m, s, tokens, checkpointing), s.tp, 1)
+    if tp and tp_hidden_share(s):
+        tp["comm_hidden"] = tp_hidden_share(s)
     if tp:
         out.append((Phase("tensor-parallel collectives (TP + sequence parallel)", (), 0.0, 1, 0, 1.0, **tp), 1.0))
     copies = _sp_copies(m, s, batch, tokens, checkpointing)
@@ -187,10 +197,14 @@ def _layout_steps(m: ModelProfile, input_size: int, checkpointing: bool, accum: 
         out.append((Phase("sequence-parallel rearranging copies", copies, 0.0, 1, 0, 1.0, **_group_costs(copies)),
                     1.0))
     cp = comm_fields(cp_collectives(m, s, tokens, checkpointing), s.cp, s.tp)
+    if cp and cp_hidden_share(s):
+        cp["comm_hidden"] = cp_hidden_share(s)
     if cp:
         out.append((Phase("context-parallel K/V exchange (ring attention)", (), 0.0, 1, 0, 1.0, **cp), 1.0))
     if s.pp > 1:
         sends = pp_comm_fields(pp_message_bytes(m, s, tokens), s, dp)
+        if pp_hidden_share(s, accum):
+            sends["comm_hidden"] = pp_hidden_share(s, accum)
         out.append((Phase("pipeline sends (activations and their gradients)", (), 0.0, 1, 0, 1.0, **sends), 1.0))
         idle = Phase("pipeline bubble (idle: (p-1)/v micro-steps per optimizer step)", micro.groups + copies,
                      micro.kernels, 1, 0, 1.0, **tp)
@@ -232,9 +246,10 @@ def job_passes(m: ModelProfile, w: Workload, s: Setup, batch: int, items_per_gpu
 
 @lru_cache(maxsize=4096)
 def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimizer: str, grad_accum: int, s: Setup,
-                 batch: int, n_gpus: int) -> tuple[Phase, Phase]:
-    """One micro-step and one optimizer step of train_phases (pass-independent, as _generate_steps; the job's size
-    is no part of the key)."""
+                 batch: int, n_gpus: int) -> tuple[Phase, Phase, Phase | None]:
+    """One micro-step, one optimizer step and, for ZeRO-1, the micro-step that carries the optimizer step's
+    data-parallel collectives (None otherwise) of train_phases (pass-independent, as _generate_steps; the job's
+    size is no part of the key)."""
     split = s.tp * s.pp  # the model's parameters each GPU holds 1/split of (planner.engine.train_layout)
     params = m.params / split if split > 1 else m.params
     k = s.shard
@@ -260,20 +275,30 @@ def _train_steps(m: ModelProfile, input_size: int, checkpointing: bool, optimize
                   "weights, grads, states; write weights, states)"
                   + (f" + {unscale:g} B/param (fp16 loss scaling: the gradients unscaled in place)" if unscale else "")
                   + (f" on this GPU's 1/{k} shard" if k > 1 else ""))
-    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0)
+    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0), None
 
 
 def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpointing: bool, optimizer: str,
-                grad_accum: int, params: float) -> tuple[Phase, Phase]:
+                grad_accum: int, params: float) -> tuple[Phase, Phase, Phase | None]:
     """ZeRO stage 1/2 (DeepSpeed) over s.zero_gpus GPUs: the 16-bit weights stay on every GPU (no per-micro-step
     cast); each GPU updates its 1/N partition (writing its 16-bit copy too) and the partitions are all-gathered after
     the step, which waits for it (no compute to hide under). The gradients are reduce-scattered in their own dtype
-    during the backward (zero_comm)."""
+    during the backward (zero_comm): stage 2 every micro-step, stage 1 once, in the optimizer step's last micro-step
+    (its own phase: the collective hides under that one micro-step's compute at most, not under all of the step's).
+    A runtime that overlaps the parameter gather (Setup.comm_overlap 'param-gather': Megatron's overlap_param_gather)
+    runs it under the next step's first forward instead: it joins that micro-step's collectives."""
     n = s.zero_gpus
-    micro_comm, step_comm = zero_comm(params, s, grad_accum)
+    micro_comm, step_comm = zero_comm(params, s, 1 if s.zero_stage == 1 else grad_accum)
     stride = s.tp * s.cp  # a data-parallel group's members sit tp x cp ranks apart
     micro_comm["comm_stride"] = step_comm["comm_stride"] = stride
     kernels = m.kernels_per_forward * forward_equivalents(checkpointing) / s.pp
+    edge = None
+    if s.zero_stage == 1:
+        if "param-gather" in s.comm_overlap:
+            micro_comm["comm"] += step_comm.pop("comm")
+        edge = Phase("train micro-step with the step's data-parallel collectives", groups, kernels, 1, 0, 1.0,
+                     **micro_comm)
+        micro_comm = {}
     micro = Phase("train micro-step", groups, kernels, 1, 0, 1.0, **micro_comm)
     traffic = optimizer_traffic(optimizer, s.foreach_optimizer)
     copy = s.precision.act_bytes if s.precision.act_bytes < FP32_BYTES else 0.0
@@ -283,14 +308,17 @@ def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpoi
                   "read weights, grads, states; write weights, "
                   f"states) + {copy:g} B (the updated 16-bit copy) + {unscale:g} B (fp16 unscaling)) on this GPU's "
                   f"1/{n} partition (ZeRO-{s.zero_stage})")
-    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0, **step_comm)
+    if "comm" not in step_comm:
+        step_comm = {}
+    return micro, Phase("optimizer step", (opt,), OPTIMIZER_KERNELS, 1, 0, 1.0, **step_comm), edge
 
 
 def zero_comm(params: float, s: Setup, grad_accum: int) -> tuple[dict, dict]:
     """ZeRO stage 1/2's collectives as (per micro-step, per optimizer step) Phase fields (ZeRO paper sec. 7.2.1: a
     reduce-scatter of the gradients and an all-gather of the updated parameters, each (N-1)/N x params x its dtype,
     the same volume as DDP's all-reduce of the same dtype). Stage 1 keeps whole gradients, so it reduces once per
-    optimizer step, in the last micro-step's backward (spread over the grad_accum micro-steps, as _ddp_comm); stage 2
+    optimizer step, in the last micro-step's backward (spread over `grad_accum` micro-steps: _zero_steps passes 1
+    and gives that micro-step a phase of its own); stage 2
     keeps only its partition, so it reduce-scatters every micro-step (DeepSpeed's engine: "Zero stage 2 communicates
     during non gradient accumulation boundaries as well", github.com/deepspeedai/DeepSpeed/pull/338, read
     2026-11-27). The all-gather follows the optimizer step."""

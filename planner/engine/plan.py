@@ -75,7 +75,8 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  sp_rearranges=bool(rt.training and rt.training.sp_shard_dim == 1),
                  autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,
                  foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach",
-                 fp8_weights=bool(rt.training and rt.training.fp8_weights and precision.fp8_training))
+                 fp8_weights=bool(rt.training and rt.training.fp8_weights and precision.fp8_training),
+                 comm_overlap=rt.training.comm_overlap if rt.training else ())
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

@@ -347,7 +347,10 @@ CONTENTION_ORIGIN = "Lee et al., arXiv 2507.03114 (2025): 4 x A100, H100, MI250,
 def hidden_comm(ph: Phase, eff: Efficiency, comm_s: float, compute_s: float) -> float:
     """Seconds of a pass's collectives that run under its compute: the runtime's overlap share of a data-parallel
     collective, at most the compute as it runs beside them (compute_s x (1 + OVERLAP_COMPUTE_SLOWDOWN)); none for
-    tensor parallel (each layer waits for the last all-reduce)."""
+    tensor parallel (each layer waits for the last all-reduce) unless the runtime chunks it under its GEMMs: then,
+    as for any phase with a share hidden under another phase's compute (Phase.comm_hidden), that share."""
+    if ph.comm_hidden and math.isfinite(comm_s):
+        return ph.comm_hidden * comm_s
     if not (ph.comm_overlaps and eff.dp_comm_overlap and math.isfinite(comm_s)):
         return 0.0
     return min(eff.dp_comm_overlap * comm_s, compute_s * (1 + OVERLAP_COMPUTE_SLOWDOWN))

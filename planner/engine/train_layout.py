@@ -15,18 +15,21 @@ What each GPU does per micro-step (one micro-batch through its pipeline stage):
   last stages hold those as well: the slowest stage, not modelled).
 - TP: per layer, forward 2 all-gathers and 2 reduce-scatters of the micro-batch's hidden states (b x s/cp x h), the
   backward the same again, a recomputed forward once more (Korthikanti et al. sec. 4.2.2: the same bytes as the 2 +
-  2 all-reduces of TP without sequence parallel). They never overlap compute (each layer waits for them), inside one
-  node's link.
+  2 all-reduces of TP without sequence parallel), inside one node's link. Exposed (each layer waits for them) unless
+  the runtime chunks them under their GEMMs (Transformer Engine's userbuffers in NeMo's recipes: tp_hidden_share,
+  one chunk of tp exposed); the hidden part slows the GEMMs beside it (roofline.contention_seconds).
 - CP: ring attention passes each layer's K and V around the cp ranks: forward once, backward twice (K and V again
-  and their gradients) (ModelProfile.context_parallel_comm). Timed exposed: Transformer Engine overlaps each step's
-  send with the attention of the chunk before, so this is an upper bound.
+  and their gradients) (ModelProfile.context_parallel_comm). Exposed unless the runtime pipelines each step's send
+  under the attention of the chunk before (Transformer Engine's P2P ring: cp_hidden_share).
 - PP: each stage sends its activations forward and receives their gradients back, one point-to-point message of
   b x s/(cp x tp) x h per micro-batch per direction per virtual stage (Megatron-LM sends the sequence-parallel
   shard), over the node's link when two neighbouring stages share a node, else over the fabric.
 - the pipeline bubble: per optimizer step of m micro-batches a stage idles (p-1)/v micro-steps (1F1B: Narayanan et
   al., 'Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM', SC21,
   https://arxiv.org/abs/2104.04473, sec. 2.2: bubble fraction (p-1)/(m+p-1) of the step; interleaved with v virtual
-  stages per GPU: (p-1)/v). The bubble is counted as that many micro-steps of compute and TP collectives.
+  stages per GPU: (p-1)/v). The bubble is counted as that many micro-steps of compute and TP collectives. With
+  virtual stages and the runtime's P2P overlap only the warm-up's and cool-down's sends stay exposed
+  (pp_hidden_share).
 
 Ranks are ordered as Megatron-LM orders them (tp, cp, dp, pp: tensor-parallel ranks adjacent): a TP group sits in
 one node; a CP group's members are tp apart, a data-parallel group's tp x cp apart, pipeline neighbours tp x cp x dp
@@ -94,6 +97,40 @@ def last_stage_in_flight(pp: int, vpp: int) -> float:
     ((v-1) p + 1) / (p v); 1F1B (v = 1): 1/p (one micro-batch of its L/p layers). Its loss, and so its logits, for one
     micro-batch at a time (the last chunk's forward is followed by its backward)."""
     return ((vpp - 1) * pp + 1) / (pp * vpp) if pp > 1 else 1.0
+
+
+def tp_hidden_share(s: Setup) -> float:
+    """Share of a micro-step's TP (+SP) collectives hidden under the GEMMs they feed or follow, when the runtime chunks
+    them there (Setup.comm_overlap 'tp': Transformer Engine's userbuffers, NeMo's tp_comm_overlap): each gather
+    becomes tp ring-exchange steps, each reduce-scatter tp chunks pipelined with the split GEMM, 'which exposes one
+    reduce-scatter chunk' (NeMo docs, communication_overlap.rst): 1 - 1/tp. 0 without the overlap."""
+    return 1.0 - 1.0 / s.tp if s.tp > 1 and "tp" in s.comm_overlap else 0.0
+
+
+def cp_hidden_share(s: Setup) -> float:
+    """Share of context parallel's K/V ring exchange hidden under attention: all of it when the runtime pipelines
+    each ring step's send under the attention of the chunk it already holds (Setup.comm_overlap 'cp': Transformer
+    Engine's P2P ring attention, 'NeMo hides the context-parallel (CP) communications under the self-attention
+    computation', on by default with context_parallel_size > 1); 0 otherwise. It holds while a step's K/V transfer
+    takes less than a chunk's attention (at 8k tokens a 70B layer's 4 MB over NVLink, ~12 us, against ~0.2 ms)."""
+    return 1.0 if s.cp > 1 and "cp" in s.comm_overlap else 0.0
+
+
+def pp_warmup_chunks(pp: int, vpp: int, micro_batches: int) -> int:
+    """Forward chunk-steps the first stage runs before its 1F1B phase (and backward ones after it) in Megatron-Core's
+    interleaved schedule: (p - 1) x 2 + (v - 1) x p, at most m x v (megatron/core/pipeline_parallel/schedules.py,
+    forward_backward_pipelining_with_interleaving, microbatch_group_size_per_vp_stage = p by default)."""
+    return min(micro_batches * vpp, (pp - 1) * 2 + (vpp - 1) * pp)
+
+
+def pp_hidden_share(s: Setup, micro_batches: int) -> float:
+    """Share of the pipeline sends hidden under compute: with the runtime's P2P overlap (Setup.comm_overlap
+    'pp-interleaved': Megatron's overlap_p2p_comm, which NeMo turns on with virtual stages only) each 1F1B step's
+    sends run beside the other direction's compute and 'the PP communications in pipeline fill and flush are still
+    exposed' (NeMo docs): 1 - warmup / (m x v) of the m x v chunk-steps. 0 with one virtual stage or no overlap."""
+    if s.pp == 1 or s.vpp == 1 or "pp-interleaved" not in s.comm_overlap:
+        return 0.0
+    return 1.0 - pp_warmup_chunks(s.pp, s.vpp, micro_batches) / (micro_batches * s.vpp)
 
 
 def layout_of(s: Setup) -> Layout:

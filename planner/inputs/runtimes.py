@@ -66,6 +66,11 @@ TP_GATHERS = ("per-module", "per-projection")
 SP_SHARD_DIMS = (0, 1)  # Training.sp_shard_dim: sequence-first or batch-first activations
 # How a runtime's optimizer runs (Training.optimizer_kernels)
 OPTIMIZER_KERNELS = ("fused", "foreach")
+# Communication a training stack overlaps with compute beyond its data-parallel gradients (Training.comm_overlap):
+# tensor parallel's gathers and reduce-scatters chunked under their GEMMs (Transformer Engine's userbuffers), context
+# parallel's K/V ring under attention, the interleaved schedule's pipeline sends in its 1F1B phase, and the
+# distributed optimizer's parameter all-gather under the next step's forward (planner.engine.train_layout)
+COMM_OVERLAPS = ("tp", "cp", "pp-interleaved", "param-gather")
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,9 @@ class Training:
     # both): the layers' weights are held as Transformer Engine FP8 tensors, not BF16 copies cast each step
     fp8_weights: bool = False
     fp8_weights_source: str = ""
+    # which of COMM_OVERLAPS its documented default (recipe) schedule runs, and where that is written
+    comm_overlap: tuple[str, ...] = ()
+    comm_overlap_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -141,8 +149,8 @@ class Efficiency:
       generation's Python loop over the step's sequences (vLLM V0; data/serving.yaml `engines`, picked by
       with_engine_generation); 0 for the current generations. A step's host time is step_host_seconds.
     dp_comm_overlap: fraction of a data-parallel collective (DDP gradient all-reduce, FSDP gathers) that may run
-      under the step's compute (capped at that compute); tensor-parallel collectives never overlap (each layer needs
-      the previous one's all-reduced output).
+      under the step's compute (capped at that compute); tensor-parallel collectives overlap only as the training
+      block's comm_overlap says (train_layout.tp_hidden_share).
     """
 
     mem_bw_efficiency: float
@@ -460,7 +468,7 @@ def _training(rec: Record) -> Training | None:
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
                     "grad_reduce_source", "tp_gather", "tp_gather_source", "sp_shard_dim", "sp_shard_source",
                     "autocast_fp32_weights", "optimizer_kernels", "precision_source", "fp8_weights",
-                    "fp8_weights_source"))
+                    "fp8_weights_source", "comm_overlap", "comm_overlap_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -485,6 +493,13 @@ def _training(rec: Record) -> Training | None:
         t = replace(t, sp_shard_dim=int(dim), sp_shard_source=" ".join(sub.text("sp_shard_source").split()))
     if sub.flag("fp8_weights", default=False):
         t = replace(t, fp8_weights=True, fp8_weights_source=" ".join(sub.text("fp8_weights_source").split()))
+    overlaps = sub.strings("comm_overlap", required=False) or ()
+    for name in overlaps:
+        if name not in COMM_OVERLAPS:
+            raise sub.fail("comm_overlap", f"expected names among {', '.join(COMM_OVERLAPS)}, got {shown(name)}")
+    if overlaps:
+        t = replace(t, comm_overlap=tuple(overlaps),
+                    comm_overlap_source=" ".join(sub.text("comm_overlap_source").split()))
     autocast, kernels, precision_source = _training_precision(sub)
     t = replace(t, autocast_fp32_weights=autocast, optimizer_kernels=kernels, precision_source=precision_source)
     for name, _ in t.overlap:

@@ -203,6 +203,8 @@ class Setup(CachedHash):
     foreach_optimizer: bool = False
     # training under an FP8 recipe with FP8 primary weights (Training.fp8_weights): the layers' weights held in FP8
     fp8_weights: bool = False
+    # training: the communication the runtime overlaps with compute beyond DP gradients (Training.comm_overlap)
+    comm_overlap: tuple[str, ...] = ()
 
     @property
     def lm_head_tp(self) -> int:

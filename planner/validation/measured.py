@@ -58,6 +58,11 @@ PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 # recorded as flash-attn-2, the only fused choice the catalog had; llama.cpp runs its own kernel (llama.cpp-fa,
 # data/precisions.yaml), which the engine now refuses flash-attn-2 for (plan.attention_refusal). Committed
 # predictions keep what they were predicted with; this reads the rows as the current engine plans them (post hoc).
+# Megatron Core stacks attend through Transformer Engine's DotProductAttention (data/precisions.yaml te: cuDNN fused
+# attention on Hopper), yet their rows stay read as the schema's default sdpa (FlashAttention-2 on Hopper): on the only
+# Megatron-family rows with values (NeMo 24.07, Megatron Bridge) reading them as te moves the median speed bias from
+# +14.8 % to +17.4 % while the cost they already miss (sustained clocks under a training load, validation/REPORT.md
+# 'Training at scale by its mechanisms') is not modelled: the switch waits for it.
 ROW_ATTENTION_READ_AS = {("llama.cpp", "flash-attn-2"): "llama.cpp-fa"}
 FRAMEWORK_RUNTIME = {
     "llama.cpp": "llama.cpp", "pytorch-eager": "pytorch-eager", "hf-transformers": "pytorch-eager",

@@ -57,11 +57,14 @@ def test_fp32_training_keeps_no_master_copy_under_zero():
 
 
 def _comm(sharding: str, grad_accum=1) -> tuple[float, float]:
-    """(bytes each GPU sends per micro-step, per optimizer step) of llama-2-7b on 8 GPUs in bf16."""
+    """(bytes each GPU sends per micro-step, averaged over an optimizer step's micro-steps, per optimizer step) of
+    llama-2-7b on 8 GPUs in bf16 (ZeRO-1's step's last micro-step is a phase of its own)."""
     stage = {"ddp": 0, "zero1": 1, "zero2": 2, "fsdp": 3}[sharding]
     w = Train(64, 2048, 1, grad_accum=grad_accum, sharding=sharding)
-    micro, opt = train_phases(LLAMA, w, _setup(stage), 1, 1.0, N)
-    return micro.comm_bytes, opt.comm_bytes
+    phases = train_phases(LLAMA, w, _setup(stage), 1, 1.0, N)  # one micro-step's worth of passes
+    (opt,) = [p for p in phases if p.name == "optimizer step"]
+    micro = sum(p.comm_bytes * p.passes for p in phases if p.name.startswith("train micro-step"))
+    return micro, opt.comm_bytes
 
 
 def test_collective_bytes_per_step_per_stage():
@@ -79,13 +82,16 @@ def test_collective_bytes_per_step_per_stage():
 
 def test_stage_1_reduces_once_per_optimizer_step_stage_2_every_micro_step():
     ring = (N - 1) / N
-    assert _comm("zero1", grad_accum=4)[0] == pytest.approx(ring * 2 * PSI / 4)  # spread over the 4 micro-steps
+    assert _comm("zero1", grad_accum=4)[0] == pytest.approx(ring * 2 * PSI / 4)  # once in the 4 micro-steps
+    w = Train(64, 2048, 1, grad_accum=4, sharding="zero1")
+    edge, _, micro = train_phases(LLAMA, w, _setup(1), 1, 1.0, N)
+    assert (edge.passes, micro.passes) == (0.25, 0.75) and edge.comm_bytes == pytest.approx(ring * 2 * PSI)
     assert _comm("zero2", grad_accum=4)[0] == pytest.approx(ring * 2 * PSI)
 
 
 def test_zero_updates_only_its_partition():
     # AdamW's 28 B/param of traffic + the updated 2 B bf16 copy, on PSI / N parameters
-    _, opt = train_phases(LLAMA, Train(64, 2048, 1, sharding="zero1"), _setup(1), 1, 1.0, N)
+    _, opt = train_phases(LLAMA, Train(64, 2048, 1, sharding="zero1"), _setup(1), 1, 1.0, N)  # accum 1: no plain
     assert opt.groups[0].bytes == pytest.approx((28 + 2) * PSI / N)
 
 

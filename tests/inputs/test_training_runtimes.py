@@ -89,6 +89,10 @@ def test_accelerate_fsdp_exposes_the_backward_gather_without_prefetch():
      "      precision_source: s\n", "autocast_fp32_weights"),
     (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      autocast_fp32_weights: true\n",
      "precision_source"),
+    # the communication it overlaps beyond DP gradients (train_layout's *_hidden_share): known names, with a source
+    (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      comm_overlap: [tp, ep]\n"
+     "      comm_overlap_source: s\n", "comm_overlap"),
+    (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      comm_overlap: [tp]\n", "comm_overlap_source"),
 ])
 def test_a_bad_training_declaration_names_its_field(tmp_path, block, field):
     path = tmp_path / f"bad-{field}-{len(block)}.yaml"
