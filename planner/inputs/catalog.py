@@ -836,14 +836,15 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
 # whose ceiling is a burst figure (its own, `burst: true`, or derived from them) at a board power not above the
 # measured one's (H100 SXM, H800, H100 NVL from H200): its clock settles no higher. A higher board power settles
 # higher, so no ratio is carried there (GB200 1200 W; B300, GB300 are Blackwell Ultra: named in validation/REPORT.md);
-# a GPU whose own figure is a long square-matrix sweep (H100 PCIe, H20, L40S) keeps it.
+# a GPU whose own figure is not a burst (a square-matrix torch.matmul sweep: H100 PCIe, H20, L40S) keeps it.
 SUSTAINED_RULE = ("sustained: the ceiling a long compute-bound load holds at its board power (mamf-finder MSMF), not "
                   "the short boost-clock burst (MAMF)")
 
 
 def _sustained_fraction(g: GPU, fam: str, ceiling_tflops: float, gpus: list[GPU]) -> tuple[float, str]:
     """(sustained / burst ceiling, how) of a family on one GPU (SUSTAINED_RULE): its own power-saturated figure over
-    its ceiling; else the same-run ratio of a GPU of the same vendor, architecture and board power; else (1.0, '')."""
+    its ceiling; else, unless its own figure is not a burst, the same-run ratio of a GPU of the same vendor,
+    architecture, compute capability and power class at no lower board power; else (1.0, '')."""
     own = {f: (s, b) for f, s, b in g.sustained_ceilings}
     if fam in own and ceiling_tflops > 0:
         sustained, burst = own[fam]
