@@ -39,6 +39,7 @@ class GroupTime:
     shape_efficiency: float = 1.0  # tile and wave quantization of the group's GEMMs (planner.engine.gemm)
     peak_fraction: float = 0.0  # > 0: the rate is the datasheet peak x this (a fused attention kernel's own rate)
     overlap_exponent: float = 0.0  # > 0: time = (compute^p + memory^p)^(1/p) (gemm.overlapped_seconds); 0: the larger
+    ceiling_burst_tflops: float = 0.0  # > 0: the boost-clock burst ceiling the sustained one was scaled from
 
     @property
     def bound(self) -> str:
@@ -272,7 +273,7 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
                      gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw * g.bw_factor / BYTES_PER_GB,
                      _sum_work(c0, c1, g.cap_pos, p0, steps), _sum_work(m0, m1, g.cap_pos, p0, steps),
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count),
-                     _kernel_fraction(g, gpu), OVERLAP_EXPONENT if overlap else 0.0)
+                     _kernel_fraction(g, gpu), OVERLAP_EXPONENT if overlap else 0.0, ceiling.burst_tflops)
 
 
 def step_host_seconds(ph: Phase, eff: Efficiency) -> float:

@@ -117,6 +117,7 @@ class Ceiling:
     tflops: float
     ratio: float
     how: str
+    burst_tflops: float = 0.0  # > 0: the short-burst (boost clock) ceiling this sustained one was scaled down from
 
     @property
     def measured(self) -> bool:
@@ -346,6 +347,10 @@ class GPU:
     sm_source: str = ""
     published_ceilings: tuple[tuple[str, float], ...] = ()  # (family, measured TFLOPS) from data/gpus.yaml
     ceiling_source: str = ""
+    ceiling_burst: bool = False  # its published ceiling is a short boost-clock burst (mamf-finder MAMF)
+    # (family, power-saturated TFLOPS, burst TFLOPS of the same run) from data/gpus.yaml `sustained_matmul_tflops`
+    sustained_ceilings: tuple[tuple[str, float, float], ...] = ()
+    sustained_source: str = ""
     ceilings: tuple[tuple[str, Ceiling], ...] = ()  # per compute path, filled by derive_ceilings (load_catalog)
     links: tuple[Link, ...] = ()  # fastest first; link_for(n) picks the first that reaches n GPUs
     node_gpus: int = 0  # GPUs one node (server board, NVLink domain) holds: the intra-node links reach no more
@@ -595,7 +600,7 @@ def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
     sub = rec.child("matmul_ceiling_tflops", required=False)
     if sub is None:
         return {}
-    sub.check_keys((*CEILING_FAMILIES, "fp16", "date", "source"))
+    sub.check_keys((*CEILING_FAMILIES, "fp16", "burst", "date", "source"))
     if "fp16" in sub.data and rates.get("bf16") is not None:
         raise sub.fail("fp16", "this GPU has a bf16 rate: give the 16-bit figure as bf16")
     found = []
@@ -609,7 +614,39 @@ def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
             found.append((fam, value))
     if not found:
         raise sub.fail("bf16", "give at least one of bf16 (fp16 without bf16), fp8")
-    return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})"}
+    return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})",
+            "ceiling_burst": sub.flag("burst", default=False)}
+
+
+def _sustained(rec: Record, rates: dict[str, float | None]) -> dict:
+    """Optional `sustained_matmul_tflops: {bf16, fp8, burst_bf16, burst_fp8, date, source}`: a published matmul ceiling
+    held once the GPU draws its board power and its clock has settled (mamf-finder's MSMF), each beside the burst
+    (boost-clock) figure of the same run (its MAMF), which the sustained one may not exceed: their ratio is what the
+    power limit takes off a long compute-bound load (SUSTAINED_RULE)."""
+    sub = rec.child("sustained_matmul_tflops", required=False)
+    if sub is None:
+        return {}
+    sub.check_keys((*CEILING_FAMILIES, *(f"burst_{f}" for f in CEILING_FAMILIES), "date", "source"))
+    found = []
+    for fam in CEILING_FAMILIES:
+        peak = rates.get(fam)
+        lo, hi = 0.05 * (peak or 1), MAX_CEILING_OVER_PEAK * (peak or 1)
+        burst = sub.number(f"burst_{fam}", required=False, lo=lo, hi=hi)
+        value = sub.number(fam, required=False, lo=lo, hi=hi)
+        if (value is None) != (burst is None):
+            raise sub.fail(fam if value is None else f"burst_{fam}",
+                           f"give {fam} and burst_{fam} together (the sustained figure and the same run's burst one)")
+        if value is None:
+            continue
+        if peak is None:
+            raise sub.fail(fam, f"a {fam} figure on a GPU with no {fam} datasheet rate")
+        if value > burst:
+            raise sub.fail(fam, f"the sustained figure {value:g} exceeds the same run's burst figure {burst:g}: "
+                                "a power-saturated clock is never above the boost clock (swapped?)")
+        found.append((fam, value, burst))
+    if not found:
+        raise sub.fail("bf16", "give at least one of bf16, fp8 (each with its burst_ figure)")
+    return {"sustained_ceilings": tuple(found), "sustained_source": f"{sub.text('source')} (read {sub.day('date')})"}
 
 
 def _links(ic: Record, kinds: dict[str, LinkKind], fabrics: dict[str, Fabric],
@@ -646,7 +683,8 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None,
               fabrics: dict[str, Fabric] | None = None) -> GPU:
     rec.check_keys(("id", "name", "aliases", "vendor", "architecture", "compute_capability", "gfx_target",
                     "market", "vram_gib", "reported_vram", "memory_type", "mem_bw_gbps", "dense_tflops", "tdp_w",
-                    "sm_count", "matmul_ceiling_tflops", "interconnect", "runpod", "announced", "source", "notes"))
+                    "sm_count", "matmul_ceiling_tflops", "sustained_matmul_tflops", "interconnect", "runpod",
+                    "announced", "source", "notes"))
     gpu_id = rec.text("id")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", gpu_id):
         raise rec.fail("id", f"expected a slug of a-z, 0-9 and '-', got {gpu_id!r}")
@@ -671,7 +709,7 @@ def parse_gpu(rec: Record, kinds: dict[str, LinkKind] | None = None,
         pcie_unidir_gbps=ic.number("pcie_unidir_gbps", required=False, lo=1, hi=1000),
         nvlink_unidir_gbps=ic.number("nvlink_unidir_gbps", required=False, lo=1, hi=10000),
         runpod=_runpod(rec), source=rec.text("source"), notes=rec.text("notes", required=False) or "",
-        **_sm_count(rec), **_published_ceilings(rec, rates), **_announced(rec),
+        **_sm_count(rec), **_published_ceilings(rec, rates), **_sustained(rec, rates), **_announced(rec),
         links=_links(ic, kinds or load_link_kinds(), load_fabrics() if fabrics is None else fabrics, cc),
         node_gpus=_node_gpus(ic), link_source=ic.text("link_source", required=False) or "",
     )
@@ -765,17 +803,68 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     out = []
     for g in gpus:
         ratios = {fam: _family_ratio(g, fam, pub) for fam in CEILING_FAMILIES}
+        clocks = {fam: _sustained_fraction(g, fam, _peak(g, fam) * ratios[fam][0], gpus) for fam in CEILING_FAMILIES}
         ceilings = []
         for path in COMPUTE_PATHS:
             peak = g.peak_tflops(path)
             if peak is None:
                 continue
-            ratio, how = ratios[CEILING_FAMILY[path]]
-            if CEILING_FAMILY[path] != path:
-                how = f"{how}; {path} takes its {CEILING_FAMILY[path]}-family ratio"
-            ceilings.append((path, Ceiling(peak * ratio, ratio, how)))
+            fam = CEILING_FAMILY[path]
+            ratio, how = ratios[fam]
+            if fam != path:
+                how = f"{how}; {path} takes its {fam}-family ratio"
+            fraction, held = clocks[fam]
+            if fraction < 1.0:
+                ceilings.append((path, Ceiling(peak * ratio * fraction, ratio * fraction, f"{how}; {held}",
+                                               burst_tflops=peak * ratio)))
+            else:
+                ceilings.append((path, Ceiling(peak * ratio, ratio, how)))
         out.append(replace(g, ceilings=tuple(ceilings)))
     return out
+
+
+# Which ceiling the engine times a GPU's matmuls at. The published best-shape figures (mamf-finder's MAMF) are short
+# bursts at the boost clock, on shapes that draw well below the board power; a dense GEMM that fills the SMs for long
+# (a training step, a prefill, any benchmark loop) draws the full board power and runs at the clock that settles
+# there: mamf-finder's MSMF, 'the number that matches sustained training throughput' (stas00/ml-engineering
+# compute/accelerator/README.md on branch fast-mamf @082816f, 2026-08-10: H200 SXM bf16 MAMF 841.9 @ 1980 MHz, MSMF
+# 708.5 @ ~1465 MHz, ~693 W; B200 1770.9 @ 1965 MHz, 1456.3 @ ~1339 MHz, ~994 W). This project's own benches agree
+# (planner/data/calibrations: 8192^3 bf16 matmuls, 102 runs, H200 671.8, H100 SXM 672.9 TFLOPS; the burst figure
+# is 794.5). Every job the planner times is such a loop, so the sustained ceiling is the one it uses; no source gives
+# a shorter burst regime a planner job could be in. The sustained/burst ratio of one run carries to a GPU of the same
+# vendor, architecture, compute capability (SM design: B200's 10.0 is not the RTX PRO 6000's 12.0) and power class
+# whose ceiling is a burst figure (its own, `burst: true`, or derived from them) at a board power not above the
+# measured one's (H100 SXM, H800, H100 NVL from H200): its clock settles no higher. A higher board power settles
+# higher, so no ratio is carried there (GB200 1200 W; B300, GB300 are Blackwell Ultra: named in validation/REPORT.md);
+# a GPU whose own figure is not a burst (a square-matrix torch.matmul sweep: H100 PCIe, H20, L40S) keeps it.
+SUSTAINED_RULE = ("sustained: the ceiling a long compute-bound load holds at its board power (mamf-finder MSMF), not "
+                  "the short boost-clock burst (MAMF)")
+
+
+def _sustained_fraction(g: GPU, fam: str, ceiling_tflops: float, gpus: list[GPU]) -> tuple[float, str]:
+    """(sustained / burst ceiling, how) of a family on one GPU (SUSTAINED_RULE): its own power-saturated figure over
+    its ceiling; else, unless its own figure is not a burst, the same-run ratio of a GPU of the same vendor,
+    architecture, compute capability and power class at no lower board power; else (1.0, '')."""
+    own = {f: (s, b) for f, s, b in g.sustained_ceilings}
+    if fam in own and ceiling_tflops > 0:
+        sustained, burst = own[fam]
+        return (min(1.0, sustained / ceiling_tflops),
+                f"{SUSTAINED_RULE}: measured {sustained:g} TFLOPS {fam} power-saturated (burst {burst:g} in the same "
+                f"run; the burst ceiling here {ceiling_tflops:.4g}); {g.sustained_source}")
+    own_held = any(f == fam for f, _ in g.published_ceilings) and not g.ceiling_burst
+    if g.tdp_w is None or own_held:  # its own figure is already a long matmul's (no burst to scale)
+        return 1.0, ""
+    for sib in gpus:
+        same = (sib.id != g.id and sib.vendor == g.vendor and sib.architecture == g.architecture
+                and sib.compute_capability == g.compute_capability and _power_class(sib) == _power_class(g)
+                and sib.tdp_w is not None and g.tdp_w <= sib.tdp_w)
+        pair = next(((s, b) for f, s, b in sib.sustained_ceilings if f == fam), None) if same else None
+        if pair:
+            return (pair[0] / pair[1],
+                    f"{SUSTAINED_RULE}: derived, {sib.id}'s {fam} {pair[0]:g} / {pair[1]:g} = {pair[0] / pair[1]:.3f} "
+                    f"of the burst ceiling {ceiling_tflops:.4g} ({g.architecture}, {g.tdp_w:g} W board power, not "
+                    f"above {sib.id}'s {sib.tdp_w:g} W: its clock settles no higher); {sib.sustained_source}")
+    return 1.0, ""
 
 
 def _protocol_shares(path: str | Path, records: list) -> dict[str, tuple[float, tuple]]:

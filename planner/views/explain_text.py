@@ -16,6 +16,7 @@ from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
 from planner.engine.roofline import CONTENTION_ORIGIN, OVERLAP_COMPUTE_SLOWDOWN
 from planner.engine.train_layout import activations_in_flight, bubble_fraction, bubble_micro_steps, layout_of
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
+from planner.inputs.catalog import SUSTAINED_RULE, Ceiling
 from planner.inputs.jobs import Train
 from planner.inputs.precisions import DECODE_LATENCY_ORIGIN
 from planner.inputs.runtimes import Efficiency
@@ -180,6 +181,15 @@ def step_time_tables(e: Estimate) -> tuple[list[dict], list[dict]]:
             [{"phase": r["phase"], "op group": r["op group"], "formula": r["formula"]} for r in rows])
 
 
+def _sustained_row(ceiling: Ceiling) -> list[tuple[str, str, str]]:
+    """The clock row of a ceiling scaled from a burst to the power-saturated figure (catalog SUSTAINED_RULE)."""
+    if not ceiling.burst_tflops:
+        return []
+    share = ceiling.tflops / ceiling.burst_tflops
+    return [("Clock under a long load", f"sustained {ceiling.tflops:,.4g} TFLOPS = {share:.0%} of the "
+             f"{ceiling.burst_tflops:,.4g} TFLOPS burst (boost-clock) ceiling", SUSTAINED_RULE)]
+
+
 def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
     """(input, value, source) behind the figures of one GPU: peaks, bandwidth, efficiencies, batch, price."""
     g, eff = e.gpu, e.efficiency
@@ -200,6 +210,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
          f"{peak:g}" if peak else "none", where[0]),
         (f"Matmul ceiling {path} ({'measured' if ceiling.measured else 'derived'})",
          f"{ceiling.tflops:,.4g} TFLOPS = {ceiling.ratio:.0%} of the datasheet peak" if peak else "none", ceiling.how),
+        *_sustained_row(ceiling),
         ("GEMM shape efficiency", (_span(shapes) + " of the ceiling" if shapes else
                                    "100 % (shapes fill whole tiles and waves, or are not known)")
          + f" on {g.sm_count or 'unknown'} SMs",

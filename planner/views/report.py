@@ -113,6 +113,7 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
             "groups": [{"name": g.name, "bound": g.bound, "compute_path": g.compute_path, "flops": g.flops * ph.passes,
                         "bytes": g.bytes * ph.passes, "achieved_tflops": _r(g.achieved_tflops, 2),
                         "achieved_gbps": _r(g.achieved_gbps, 1), "ceiling_tflops": _r(g.ceiling_tflops, 2),
+                        "ceiling_burst_tflops": _r(g.ceiling_burst_tflops, 2) or None,
                         "shape_efficiency": _r(g.shape_efficiency, 4), "compute_s": _r(g.compute_s * ph.passes, 4),
                         "memory_s": _r(g.memory_s * ph.passes, 4), "seconds": _r(g.time_s * ph.passes, 4),
                         "overlap_exponent": g.overlap_exponent or None, "formula": g.formula} for g in ph.groups],

@@ -572,13 +572,14 @@ def test_the_h200_bench_fits_inside_what_its_own_measurements_allow():
     norms included), the final norm and the 512 x 8192 tied embedding, 3,242,270,720 x 2 B = 6.4845 GB, in 2.1803 ms:
     at least 2.974 TB/s, 0.6196 of the 4,800 GB/s datasheet, and no more than its measured copy bandwidth, 4,150.4 GB/s
     = 0.8647. Its wide forward pass did 2 x 3,242,270,720 x 2,048 tokens = 13.28 TFLOP of GEMMs in 22.754 ms: at least
-    583.6 TFLOP/s, 0.7346 of the 794.5 TFLOPS bf16 ceiling of data/gpus.yaml. The compiled decode replays a CUDA
-    graph (0.748 ms measured), so the host's dispatch speed, which the fit puts at over 10 us per kernel, must not
-    reach it."""
+    583.6 TFLOP/s, 0.8237 of the 708.5 TFLOPS power-saturated bf16 ceiling of data/gpus.yaml (MSMF), and a bench's
+    short passes run at most at the 794.5 TFLOPS burst (boost-clock) ceiling: 1.1214 of it. The compiled decode
+    replays a CUDA graph (0.748 ms measured), so the host's dispatch speed, which the fit puts at over 10 us per
+    kernel, must not reach it."""
     result = _h200()
     cal = fit(result)
     assert 0.6196 <= cal.mem_bw_efficiency <= 0.8647 and "bandwidth" not in cal.unidentified
-    assert 0.7346 <= cal.compute_efficiency <= 1.0 and "compute" not in cal.unidentified
+    assert 0.8237 <= cal.compute_efficiency <= 794.5 / 708.5 and "compute" not in cal.unidentified
     rows = {r["label"]: r for r in point_table(result, cal)}
     compiled = rows["cfdna-gen decode b16 pos 128 bf16 compiled"]
     assert abs(compiled["calibrated_s"] / compiled["measured_s"] - 1) < 0.10

@@ -124,3 +124,12 @@ def test_the_narrow_table_fits_its_width_and_keeps_what_decides_a_rental():
     assert header == ["gpu_id", "feasible", "batch", "seconds", "job_cost_usd", "tokens_per_s", "memory_gb", "vram_gb",
                       "reasons"]  # tokens/s replaces items/s; the name, price and the rest wait for --wide
     assert table.splitlines()[2].rstrip().endswith("x…")  # the reasons, cut to the room left
+
+
+def test_json_groups_give_the_sustained_ceiling_and_the_burst_one_it_came_from():
+    """H200 SXM bf16: mamf-finder's power-saturated 708.5 TFLOPS timed, the 794.5 burst ceiling beside it
+    (data/gpus.yaml); an RTX 4090's published figure is no burst: no second figure."""
+    groups = [g for p in estimate_row(_est(gpu="h200-sxm"))["phases"] for g in p["groups"]]
+    linear = next(g for g in groups if g["name"] == "linear layers")
+    assert (linear["ceiling_tflops"], linear["ceiling_burst_tflops"]) == (708.5, 794.5)
+    assert all(g["ceiling_burst_tflops"] is None for p in estimate_row(_est())["phases"] for g in p["groups"])
