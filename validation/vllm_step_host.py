@@ -4,7 +4,10 @@ decode rows of the validation set (V0 engines, and the tenstorrent rows that nam
 per-step host time for every vLLM generation, each value asked (the validation rows: V0's 1.9 ms of data/serving.yaml
 engines overridden too; IOG's rows name no generation, so they run V1's, data/runtimes.yaml).
 
-    python3 validation/vllm_step_host.py [step_host_us ...]   (default: 1900 950 260 0)
+    python3 validation/vllm_step_host.py [step_host_us ... | data]   (default: 1900 950 260 0)
+
+`data` predicts with the data files as they stand (each generation its own data/serving.yaml / data/runtimes.yaml
+figure, nothing overridden): the before/after check of a change to those files.
 
 Per value: IOG's rate rows below saturation (median |error| / median error, + = predicted higher, the post-hoc
 conditions as validation/serving_below_saturation.py reads them), and the validation rows whose framework is vllm,
@@ -42,10 +45,10 @@ def _with_host(facts, host_us: float):
     return replace(facts, runtimes=Runtimes(runtimes))
 
 
-def serving_errors(facts, host_us: float) -> dict[str, list[float]]:
-    """IOG's rate rows below saturation: % errors of median TTFT and TPOT at host_us."""
+def serving_errors(facts, host_us: float | None) -> dict[str, list[float]]:
+    """IOG's rate rows below saturation: % errors of median TTFT and TPOT at host_us (None: the data's)."""
     measured = {r["id"]: float(r["value"]) for r in load_yaml(SERVING_DIR / "measured.yaml", "rows")}
-    posthoc, patched = load_posthoc(), _with_host(facts, host_us)
+    posthoc, patched = load_posthoc(), facts if host_us is None else _with_host(facts, host_us)
     rows = [r for path in sorted((SERVING_DIR / "to_predict").glob("iog-*.yaml")) for r in load_rows(path)
             if r.id in measured and r.rate is not None]
     ttft = {(r.model, r.gpu, r.tp, r.rate): measured[r.id] for r in rows if r.metric == "ttft_median_ms"}
@@ -57,8 +60,9 @@ def serving_errors(facts, host_us: float) -> dict[str, list[float]]:
     return out
 
 
-def decode_errors(host_us: float) -> dict[tuple[str, str], list[tuple[float, float]]]:
-    """The validation set's vllm rows by (engine generation, regime): (|error| %, speed bias %) at host_us."""
+def decode_errors(host_us: float | None) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """The validation set's vllm rows by (engine generation, regime): (|error| %, speed bias %) at host_us (None:
+    the data's, each generation its own)."""
     models = validation_models()
 
     def adjust(gpu, eff):
@@ -68,7 +72,7 @@ def decode_errors(host_us: float) -> dict[tuple[str, str], list[tuple[float, flo
     for row in load_measurements():
         if row.framework != "vllm":
             continue
-        p = predict_row(row, None, models, adjust)
+        p = predict_row(row, None, models, None if host_us is None else adjust)
         if p.predicted is None or p.excluded:
             continue
         ratio = p.predicted / row.value
@@ -77,10 +81,10 @@ def decode_errors(host_us: float) -> dict[tuple[str, str], list[tuple[float, flo
     return out
 
 
-def main(values: list[float]) -> None:
+def main(values: list[float | None]) -> None:
     facts = load_facts()
     for host_us in values:
-        print(f"## vllm step_host_us = {host_us:g}")
+        print("## as the data files stand" if host_us is None else f"## vllm step_host_us = {host_us:g}")
         for metric, errors in serving_errors(facts, host_us).items():
             print(f"  IOG {metric:15s} below saturation  {_stats(errors)}")
         for (engine, regime), pairs in sorted(decode_errors(host_us).items()):
@@ -89,4 +93,4 @@ def main(values: list[float]) -> None:
 
 
 if __name__ == "__main__":
-    main([float(a) for a in sys.argv[1:]] or [1900.0, 950.0, 260.0, 0.0])
+    main([None if a == "data" else float(a) for a in sys.argv[1:]] or [1900.0, 950.0, 260.0, 0.0])

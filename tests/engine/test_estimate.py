@@ -363,12 +363,13 @@ def test_vllm_waits_for_its_per_step_cpu_work_whatever_the_model():
     """Each vLLM generation's engine loop adds its serial CPU time to every step, the same for a 7B and a 70B model
     (the work is per step, not per layer), once per decode step after the first token and once for the prompt's pass.
     V1, the current generation (data/runtimes.yaml): vllm PR #17866's decode fast path for prepare_inputs cut
-    'around ~10%' of a 2.64 ms median TPOT, so 0.10 x 2.64 ms = 0.264 ms of it was serial. V0 (data/serving.yaml
-    engines v0): the loop leaves the GPU idle 'about 4ms' between decode steps (vllm issue #6854, vLLM 0.5 serving
-    Llama-3-8B on an H100 through its OpenAI server), of which the v0.6.0 post puts 29 % of the run on scheduling
-    with input preparation and 33 % on the API server: without an API server, 4 ms x 29 / 62 = 1.87 ms."""
+    'around ~10%' of a 2.64 ms median TPOT, so 0.10 x 2.64 ms = 0.264 ms of it was serial. V0 before 0.6.0
+    (data/serving.yaml engines v0-sync): the loop leaves the GPU idle 'about 4ms' between decode steps (vllm issue
+    #6854, vLLM 0.5 serving Llama-3-8B on an H100 through its OpenAI server), of which the v0.6.0 post puts 29 % of
+    the run on scheduling with input preparation and 33 % on the API server: without an API server, 4 ms x 29 / 62
+    = 1.87 ms."""
     sched = load_schedulers().get("vllm")
-    v0 = replace(FACTS, runtimes=with_engine_generation(FACTS.runtimes, "vllm", 0.0, sched.step_host_us("v0")))
+    v0 = replace(FACTS, runtimes=with_engine_generation(FACTS.runtimes, "vllm", 0.0, sched.step_host_us("v0-sync")))
     gpu = load_catalog().get("h100-sxm")
     for facts, per_step in ((FACTS, 0.10 * 2.64e-3), (v0, 4e-3 * 29 / (33 + 29))):
         for model_id, gpus in (("llama-2-7b", 1), ("llama-3-70b", 4)):

@@ -85,6 +85,23 @@ def test_the_v0_engines_come_from_the_data_with_their_source_and_bounds():
         vllm.host_us_per_seq("v2")
 
 
+def test_v0_from_0_6_saves_the_rfc_s_batch_one_output_processing_and_nothing_else():
+    """vLLM 0.6.0's asynchronous output processing (PR #7049) runs _process_model_outputs under the next step's GPU
+    work; RFC #6913 times that function at 0.2 ms at batch 1. So a batch-1 step of 'v0' (0.6-0.10) waits the
+    synchronous loop's 1,900 + 90 us less 200 us = 1,790 us on the host, 1,712 us of it per step and 78 us for its
+    one sequence; at batch 32 the two generations differ by 200 + 31 x (90 - 78) = 572 us."""
+    vllm = load_schedulers().get("vllm")
+
+    def host_us(engine: str, batch: int) -> float:
+        return vllm.step_host_us(engine) + batch * vllm.host_us_per_seq(engine)
+
+    assert host_us("v0-sync", 1) == pytest.approx(1900 + 90)
+    assert host_us("v0", 1) == pytest.approx(1900 + 90 - 200)
+    assert vllm.step_host_us("v0") == pytest.approx(1712)
+    assert host_us("v0-sync", 32) - host_us("v0", 32) == pytest.approx(572)
+    assert "6913" in vllm.engines_source and "0.2 ms" in vllm.engines_source
+
+
 def test_v0_before_0_6_spends_the_rfc_s_20_ms_between_steps_at_batch_200():
     """RFC #6801 (vLLM 0.5.x): sampling, input preparation, output processing and scheduling 'can be 20ms' at batch
     200. V0's per-step host work (data/serving.yaml engines, 1.9 ms) and 200 sequences' V0 work together make that
