@@ -126,7 +126,12 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    # predicted before measured, evening of 2026-11-27 (validation/README.md 37-40)
                                    "argonne-lcf/LLM-Inference-Bench", "hamelsmu/llama-inference",
                                    "AUGMXNT/speed-benchmarking", "AUGMXNT/llm-tracker.info-vault", "ggml-org/ci",
-                                   "NVIDIA-NeMo/Megatron-Bridge", "NVIDIA/NeMo"}
+                                   "NVIDIA-NeMo/Megatron-Bridge", "NVIDIA/NeMo",
+                                   # predicted before measured at 835b582 (validation/README.md 41-55)
+                                   "smoothyy3/willitrun", "willettAMT/perf-analysis-modeling-project",
+                                   "NVIDIA/Megatron-LM", "NVIDIA/dgxc-benchmarking", "LambdaLabsML/examples",
+                                   "FreedomIntelligence/AccelMark", "dennislee22/vLLM-benchmarking", "mlc-ai/blog",
+                                   "NVIDIA/TensorRT-Model-Optimizer", "mosaicml/llm-foundry"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
