@@ -43,3 +43,12 @@ def test_a_gpu_p2p_that_is_not_true_or_false_names_the_field(tmp_path):
     path.write_text("schema_version: 1\nrows:\n- {id: x, gpu_p2p: 'no', source: s}\n")
     with pytest.raises(DataFileError, match="gpu_p2p"):
         conditions_read_after.__wrapped__(path)
+
+
+def test_a10g_pods_have_no_p2p_so_an_8_gpu_all_reduce_crosses_host_memory_by_hand():
+    """AWS G5's A10Gs have no peer access (TensorRT-LLM issue #1487): a 16 KiB all-reduce over 8 of them takes
+    NCCL's LL through host memory, 6.6 + 14 hops x 2.97 us + 2 x 7/8 x 16,384 B / 11.025 GB/s (half of 0.70 x
+    31.5) = 48.18 + 2.60 = 50.8 us, where peer-to-peer PCIe (1.0 us a hop, 0.78) would take 20.6 + 2.33 = 22.9."""
+    link = load_catalog().get("a10g").link_for(8)
+    assert link.kind.id == "pcie-host"
+    assert allreduce_seconds(16384, 8, link) == pytest.approx(50.8e-6, rel=0.005)
