@@ -374,6 +374,17 @@ class GPU:
                       else replace(k, max_gpus=min(k.max_gpus or node_gpus, node_gpus)) for k in self.links)
         return replace(self, links=links, node_gpus=node_gpus)
 
+    def without_p2p(self, host: LinkKind) -> GPU:
+        """This GPU in a host whose driver reports no peer-to-peer between its GPUs (a VM or container that hides
+        it; vLLM logs 'your platform lacks GPU P2P capability'): no NVLink inside a node (NVLink is peer-to-peer),
+        PCIe through host memory (`host`, the pcie-host kind) at its PCIe bandwidth, also inside a cluster link's
+        nodes. Itself when it has no PCIe bandwidth (the catalog knows no other path)."""
+        if not self.pcie_unidir_gbps:
+            return self
+        links = tuple(replace(k, kind=host, unidir_gbps=self.pcie_unidir_gbps)
+                      for k in self.links if k.fabric or k.kind.id != "nvlink")
+        return replace(self, links=links)
+
     def with_fabric_gbits(self, gbits_per_node: float) -> GPU:
         """This GPU's cluster with `gbits_per_node` Gb/s of network between nodes shared by a node's GPUs (a cluster
         that states its network per node, e.g. '128 A100s with 400 Gbps'), at the fabric's bus fraction and

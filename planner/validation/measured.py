@@ -33,7 +33,7 @@ from planner import ROOT_DIR
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.plan import Plan, check_plan, check_runtime
-from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog
+from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog, load_link_kinds
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
@@ -106,12 +106,13 @@ AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
-CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "grad_reduce_dtype", "tp_gather", "fp8_params")
+CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
               "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
+HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
 # a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
 # give them); each is 1 unless the row states it
 LAYOUT_FIELDS = ("tp", "pp", "cp", "vpp")
@@ -180,6 +181,10 @@ class Measurement:
     # the network between nodes, Gb/s per node, where the source states it (fms-fsdp: '128 GPUs with 400Gbps');
     # None: the catalog's fabric (data/interconnects.yaml)
     fabric_gbits_per_node: float | None = None
+    # False where the source shows its host had no GPU peer-to-peer (vLLM's log: 'Custom allreduce is disabled
+    # because your platform lacks GPU P2P capability'): no NVLink, PCIe through host memory (GPU.without_p2p), no
+    # runtime all-reduce (it needs NVLink); None: the catalog's links
+    gpu_p2p: bool | None = None
     # the dtype the run's FSDP reduce-scatters gradients in where its code sets one (GRAD_REDUCE_BYTES; None: the
     # runtime's own, data/runtimes.yaml training.grad_reduce_dtype, else the compute dtype)
     grad_reduce_dtype: str | None = None
@@ -390,6 +395,7 @@ def _cluster_conditions(rec: Record) -> dict:
     """A row's optional cluster and stack conditions (CLUSTER_FIELDS), checked: Measurement's keyword arguments."""
     return dict(node_gpus=rec.number("node_gpus", required=False, lo=1, hi=MAX_NODE_GPUS, integer=True),
                 fabric_gbits_per_node=rec.number("fabric_gbits_per_node", required=False, lo=1, hi=MAX_FABRIC_GBITS),
+                gpu_p2p=None if rec.flag("gpu_p2p", default=True) else False,
                 grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
                 tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS),
                 fp8_params=rec.flag("fp8_params", default=False) or None)
@@ -542,8 +548,11 @@ class RowPrediction:
 
 
 def row_gpu(row: Measurement, catalog: Catalog) -> GPU:
-    """The row's GPU in the cluster its source states: nodes of row.node_gpus, row.fabric_gbits_per_node between."""
+    """The row's GPU in the cluster its source states: nodes of row.node_gpus, row.fabric_gbits_per_node between,
+    through host memory where its host had no peer-to-peer (row.gpu_p2p False)."""
     gpu = catalog.get(row.gpu)
+    if row.gpu_p2p is False:
+        gpu = gpu.without_p2p(load_link_kinds()[HOST_LINK])
     if row.node_gpus:
         gpu = gpu.in_nodes_of(row.node_gpus)
     return gpu.with_fabric_gbits(row.fabric_gbits_per_node) if row.fabric_gbits_per_node else gpu
