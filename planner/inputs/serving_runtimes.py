@@ -70,6 +70,12 @@ class Scheduler:
     # an engine generation's own serial CPU microseconds per step, in place of the runtime profile's step_host_us
     # (vLLM's V0 loop, SchedulerProfile.step_host_us); None: the runtime profile's, the current generation's
     step_host_us: float | None = None
+    # an engine generation's CPU microseconds to dispatch each kernel of a prefill step, run eagerly (vLLM V0:
+    # SchedulerProfile.eager_prefill, eager PyTorch's per-kernel time); 0: its prefills launched as its decodes
+    prefill_host_us_per_kernel: float = 0.0
+    # steps of host work a request's first token waits for after its prefill step (SchedulerProfile.first_token_steps:
+    # vLLM V0 0.6-0.10 turns a step's tokens into outputs during the next step); 0: at the end of that step
+    first_token_steps: int = 0
 
 
 @dataclass(frozen=True)

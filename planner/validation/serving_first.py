@@ -27,6 +27,7 @@ from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arriva
                                        saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
+from planner.inputs.runtimes import eager_dispatch_us
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.validation.measured import validation_models
@@ -134,7 +135,9 @@ def predict(row: ServingRow, facts: Facts) -> float:
     if row.host_overlap is not None:
         s = replace(s, host_overlapped=row.host_overlap)
     if row.engine is not None:
-        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine))
+        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
+                    prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
+                    else 0.0, first_token_steps=sched.first_token_steps(row.engine))
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}))

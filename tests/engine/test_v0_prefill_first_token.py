@@ -9,17 +9,22 @@ import pytest
 
 from planner.base.schema import DataFileError
 from planner.engine.phases import PREFILL, Phase
+from planner.engine.plan import Plan
 from planner.engine.roofline import pass_seconds
+from planner.engine.serving_sim import StepTimes, scheduler_efficiency, simulate, step_times
 from planner.inputs.catalog import load_catalog
 from planner.inputs.facts import load_facts
+from planner.inputs.jobs import Generate
+from planner.inputs.models import load_models
 from planner.inputs.runtimes import EAGER_RUNTIME, Efficiency, eager_dispatch_us, with_engine_generation
-from planner.inputs.serving_runtimes import load_schedulers
+from planner.inputs.serving_runtimes import Scheduler, load_schedulers
 from planner.validation.measured import eager_prefill_us, first_token_lag_s, load_measurements
 from tests.fixtures.serving_engine import ENGINE_YAML
 
 GPU = load_catalog().get("h100-sxm")
 # no per-kernel dispatch but the eager prefill's; 1.5 us of GPU gap a kernel, no serial step time
 EFF = Efficiency(0.8, 0.9, 1.5, 1.0, 1.0, "test", prefill_host_us_per_kernel=20.0)
+MIXED = Scheduler("t", "test", "vllm", 256, 4096, True, True, 0.9)
 
 
 def test_an_eager_prefill_is_host_bound_where_its_kernels_are_short():
@@ -76,3 +81,32 @@ def test_a_v0_row_dispatches_its_prefill_at_eager_pytorchs_cost():
     moved = with_engine_generation(runtimes, "vllm", 78.0, 1712.0, expected)
     assert moved.get("vllm").efficiency("hbm").prefill_host_us_per_kernel == expected
     assert moved.get("tensorrt-llm").efficiency("hbm").prefill_host_us_per_kernel == 0.0
+
+
+def test_the_simulation_emits_a_v0_first_token_after_the_next_steps_host_work():
+    """One request (100-token prompt, 10 tokens), every step 10 ms of GPU + 1 ms a sequence: its prefill step ends at
+    11 ms; the next step's host work, 2 ms a step + 1 x 1 ms, passes before its first token is out: TTFT 14 ms. Its
+    later tokens come a step apart as before (TPOT 11 ms, done at 110 ms); a scheduler that emits the token with its
+    step (first_token_steps 0) gives TTFT 11 ms."""
+    flat = (0.010,) * 4097
+    late = StepTimes(flat, flat, (0.0,) * 4097, 0.0, 10**7, 1e-6, 1.0, 0.001, first_token_s=0.002,
+                     first_token_steps=1)
+    run = simulate(late, MIXED, [0.0], [100], [10])
+    assert run.ttft_s[0] == pytest.approx(0.014)
+    assert run.tpot_s[0] == pytest.approx(0.011)
+    assert run.e2e_s[0] == pytest.approx(0.110)
+    on_time = simulate(replace(late, first_token_steps=0), MIXED, [0.0], [100], [10])
+    assert on_time.ttft_s[0] == pytest.approx(0.011)
+
+
+def test_a_v0_scheduler_hands_its_eager_prefill_to_the_step_model():
+    """scheduler_efficiency carries the generation's eager prefill dispatch into the efficiencies that time the
+    simulated steps, and step_times its first-token wait: 1 step x 1,712 us."""
+    plan = Plan(load_models().get("llama-3-8b"), Generate(1, 100, 10), "bf16", runtime="vllm")
+    sched = replace(load_schedulers().get("vllm").on(GPU.id, GPU.vram_gib), prefill_host_us_per_kernel=20.0,
+                    step_host_us=1712.0, host_us_per_seq=78.0, first_token_steps=1)
+    _, eff = scheduler_efficiency(plan, GPU, load_facts(), sched)
+    assert eff.prefill_host_us_per_kernel == 20.0
+    st = step_times(plan, GPU, load_facts(), sched, 1, 100)
+    assert (st.first_token_s, st.first_token_steps) == (pytest.approx(1712e-6), 1)
+    assert st.first_token_wait(1) == pytest.approx(1790e-6)
