@@ -71,6 +71,9 @@ class ServingRow:
     # simulation's defaults): a rate row simulates that many Poisson arrivals; a saturation row that many requests
     # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s)
     requests: int | None = None
+    # the front end's time per request before the scheduler sees it, in ms, where the run differs from the engine's
+    # server (an in-process engine has no HTTP server); None: data/serving.yaml's request_overhead_ms
+    request_overhead_ms: float | None = None
 
 
 LENGTHS = LENGTH_SPREADS
@@ -134,6 +137,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
     s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)
     if row.host_overlap is not None:
         s = replace(s, host_overlapped=row.host_overlap)
+    if row.request_overhead_ms is not None:
+        s = replace(s, request_overhead_s=row.request_overhead_ms * 1e-3)
     if row.engine is not None:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
