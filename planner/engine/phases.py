@@ -40,6 +40,9 @@ FSDP_REDUCES_PER_STEP = 1  # of them, the gradients' reduce-scatter (the rest ga
 # _amp_foreach_non_finite_check_and_unscale_: read and write 4 B). bf16 needs no loss scaling.
 
 
+PREFILL = "prefill"  # the name of a generate job's prompt phase (Phase.name)
+
+
 class Phase(NamedTuple):
     """`steps` steps per pass, at KV positions p0 .. p0 + steps - 1 (decode) or p = 0; `passes` passes. A NamedTuple,
     like OpGroup: immutable and cheap to build in the catalog sweep."""
@@ -136,7 +139,7 @@ def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tu
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
     prefill = fold_pipelined(m.prefill_work(s, batch, P))
-    phases = [Phase("prefill", prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
+    phases = [Phase(PREFILL, prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
                     host_rounds=chunks, **_group_costs(prefill), sequences=batch)]
     if G > 1:
         decode = fold_pipelined(m.decode_work(s, batch))

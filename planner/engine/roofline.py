@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from planner.base.units import BYTES_PER_GB, FLOPS_PER_TFLOP
 from planner.engine.gemm import OVERLAP_EXPONENT, gemm_shape, overlapped_seconds, shape_efficiency
 from planner.engine.collectives import call_protocol, custom_allreduce_seconds, custom_link, group_link
-from planner.engine.phases import Phase
+from planner.engine.phases import PREFILL, Phase
 from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.work import SMALL_KERNEL_US, OpGroup
@@ -285,11 +285,13 @@ def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
 def _launch_host(ph: Phase, eff: Efficiency) -> tuple[float, float, float]:
     """(kernels per step, launch overhead per pass, host dispatch per pass). A quantized kernel library's own launches
     and host dispatches (Phase.launches, host_kernels) are counted as they are: the runtime's kernels-per-layer factor
-    scales the model's fused-block kernels only."""
+    scales the model's fused-block kernels only. An engine generation that runs its prefills eagerly
+    (Efficiency.prefill_host_us_per_kernel: vLLM V0) dispatches each kernel of a prefill phase from Python as well."""
     fused = ph.kernels * eff.kernels_per_layer_factor
     kernels = fused + ph.launches
+    host_us = eff.host_us_per_kernel + (eff.prefill_host_us_per_kernel if ph.name == PREFILL else 0.0)
     return (kernels, ph.steps * kernels * eff.launch_overhead_us * 1e-6,
-            ph.steps * (fused + ph.host_kernels) * eff.host_us_per_kernel * 1e-6)
+            ph.steps * (fused + ph.host_kernels) * host_us * 1e-6)
 
 
 def kernel_latency_s(ph: Phase, gpu: GPU) -> float:

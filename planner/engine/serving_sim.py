@@ -94,6 +94,15 @@ class StepTimes:
     kv_gb_per_token: float
     fixed_gb: float  # weights, activations at the step budget, CUDA context: what the KV cache cannot use
     seq_host_s: float = 0.0  # serial CPU seconds per sequence in a step (seq_host_seconds)
+    # serial CPU seconds a first token waits after its prefill step: the next step's host work without its
+    # per-sequence part (Scheduler.first_token_steps x the per-step host time; first_token_wait adds that part)
+    first_token_s: float = 0.0
+    first_token_steps: int = 0
+
+    def first_token_wait(self, b: int) -> float:
+        """Seconds a first token waits after its prefill step with `b` sequences running (Scheduler.first_token_steps
+        steps of host work: the per-step part and b x seq_host_s); 0 where the engine emits it with its step."""
+        return self.first_token_s + self.first_token_steps * self.seq_host_s * b if self.first_token_steps else 0.0
 
     @property
     def max_tokens(self) -> int:
@@ -134,7 +143,8 @@ def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -
     (Scheduler.steps_per_round: multi-step scheduling prepares the round's later steps on the GPU and processes
     their outputs once) pays both once per round: a k-th of each a step."""
     p = replace(plan, runtime=sched.efficiency_of)
-    eff = replace(efficiency_on(p, gpu, facts), host_us_per_seq=sched.host_us_per_seq)
+    eff = replace(efficiency_on(p, gpu, facts), host_us_per_seq=sched.host_us_per_seq,
+                  prefill_host_us_per_kernel=sched.prefill_host_us_per_kernel)
     if sched.step_host_us is not None:  # an engine generation's own loop (vLLM V0), not the current one's
         eff = replace(eff, step_host_us=sched.step_host_us)
     if sched.host_overlapped:
@@ -187,7 +197,9 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     free = usable_gb(gpu, sched.memory_fraction) - fixed_gb
     kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
     one_t = interp(one)
-    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff))
+    first_s = sched.first_token_steps * host_eff.step_host_us * 1e-6
+    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff),
+                     first_s, sched.first_token_steps)
 
 
 def _second_difference(f, n: int) -> float:
@@ -246,8 +258,9 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     rejoins the same way (its recompute on the prefill servers is not modelled).
 
     A request reaches the scheduler sched.request_overhead_s after it arrives (the front end's work), and its
-    latencies count from its arrival. A scheduler of k > 1 steps per round (multi-step scheduling) admits requests
-    only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
+    latencies count from its arrival; a first token reaches it st.first_token_wait later than its step ends (vLLM
+    V0's outputs processed during the next step). A scheduler of k > 1 steps per round (multi-step scheduling) admits
+    requests only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
     arrives meanwhile; a step that carries prompt tokens is a round of its own, as vLLM's multi-step scheduler
     forces a single step when a batch has prefills (vLLM issue #7528). An overlapped scheduler (host_overlapped:
     SGLang's event_loop_overlap) receives requests as it launches a step, while the GPU still runs the previous
@@ -301,8 +314,8 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     def join(rid: int) -> None:
         nonlocal b, s_ctx, finished, r_join
         produced[rid] += 1
-        if ttft[rid] != ttft[rid]:  # nan: its first token
-            ttft[rid] = now - arrivals[rid]
+        if ttft[rid] != ttft[rid]:  # nan: its first token (emitted a step late where the engine does so)
+            ttft[rid] = now - arrivals[rid] + st.first_token_wait(b + 1)  # b + 1: the next step carries it too
             first[rid] = now
         if produced[rid] >= outputs[rid]:
             done[rid] = now

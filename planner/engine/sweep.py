@@ -285,11 +285,12 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
     its FLOP/s before the GEMM shape (roofline.group_rate), then per group whether the shape applies (0:
     no GEMMs, no SM count, or a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A
     rate of 0 (no such path here) is written as infinite: pass_table then charges its work 0 s, as roofline does.
-    An engine generation's host work per sequence (Efficiency.host_us_per_seq: only validation rows that name
-    vLLM V0 set it; they are timed pass by pass) is not among these terms: ValueError."""
-    if eff.host_us_per_seq:
-        raise ValueError("the sweep has no term for an engine generation's host work per sequence: time it pass "
-                         "by pass (estimate_gpu)")
+    An engine generation's host work per sequence or eager prefill (Efficiency.host_us_per_seq,
+    prefill_host_us_per_kernel: only validation rows that name vLLM V0 set them; they are timed pass by pass) is not
+    among these terms: ValueError."""
+    if eff.host_us_per_seq or eff.prefill_host_us_per_kernel:
+        raise ValueError("the sweep has no term for an engine generation's host work per sequence or eager "
+                         "prefill: time it pass by pass (estimate_gpu)")
     out = [gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency, float(gpu.kind != "cpu"), float(gpu.sm_count),
            eff.kernels_per_layer_factor, eff.launch_overhead_us * 1e-6, eff.host_us_per_kernel * 1e-6,
            kernel_latency_s(_ONE_LATENCY, gpu)]

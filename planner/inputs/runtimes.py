@@ -48,6 +48,9 @@ TUNABLE_PARAMS = {"mem_bw_efficiency.hbm": TUNED_BW_BOUNDS, "mem_bw_efficiency.g
                   "launch_overhead_us": LAUNCH_GAP_US_BOUNDS, "host_us_per_kernel": HOST_US_BOUNDS}
 # What a runtime's launch path sets (the gap per kernel, the host's dispatch per kernel): a runtime that launches its
 # kernels the way another does (launch_family) takes these from it, as tuned there.
+# the runtime whose per-kernel CPU dispatch is eager PyTorch's (data/runtimes.yaml): what an engine that graphs only
+# its decode steps pays per kernel of a prefill step (eager_dispatch_us)
+EAGER_RUNTIME = "pytorch-eager"
 LAUNCH_PARAMS = ("launch_overhead_us", "host_us_per_kernel")
 MAX_TUNED_SOURCES = 200  # cap on a tuned record's list of sources (a parser cap, far above what validation/ holds)
 # The jobs a runtime may run (Workload.kind); a record without `jobs` runs all of them.
@@ -167,6 +170,10 @@ class Efficiency:
     precisions: tuple[str, ...] = ()  # the only precisions the runtime runs (RuntimeProfile.precisions); () = any
     training: Training | None = None  # the runtime's training block (None: dp_comm_overlap for every layout)
     host_us_per_seq: float = 0.0  # serial CPU time per sequence per step (see the class docstring)
+    # CPU time to dispatch one kernel of a prefill step from Python, where an engine generation runs its prefills
+    # eagerly and only its decode steps in CUDA graphs (vLLM V0: with_engine_generation); it overlaps the GPU's
+    # work as host_us_per_kernel does, in prefill phases only; 0: prefills launched as the runtime launches decode
+    prefill_host_us_per_kernel: float = 0.0
     # its scheduler admits a generate job's sequences as its paged KV cache frees (RuntimeProfile.batch_waves): a
     # batch that does not fit runs as waves of the largest batch that does; False: it runs whole or not at all
     batch_waves: bool = False
@@ -292,6 +299,7 @@ class RuntimeProfile:
     # serial CPU time per sequence per step of an older engine generation a run names (with_engine_generation;
     # see Efficiency): never in data/runtimes.yaml, whose profiles are the current generations'
     host_us_per_seq: float = 0.0
+    prefill_host_us_per_kernel: float = 0.0  # an older generation's eager prefill (with_engine_generation), likewise
     # its scheduler admits a generate job's sequences while its paged KV cache has room and starts the rest as others
     # finish (vLLM, TensorRT-LLM's in-flight batching); False: a batch runs whole or not at all, as Hugging Face's
     # static batch and llama.cpp's do
@@ -363,7 +371,8 @@ class RuntimeProfile:
                           value("launch_overhead_us"), self.kernels_per_layer_factor, self.cuda_context_gb, source,
                           value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
                           runtime=self.id, precisions=self.precisions, training=self.training,
-                          host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves)
+                          host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves,
+                          prefill_host_us_per_kernel=self.prefill_host_us_per_kernel)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -541,14 +550,24 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
         out.append(r)
     return Runtimes(tuple(out))
 def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float,
-                           step_host_us: float | None = None) -> Runtimes:
-    """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step, and
-    `step_host_us` per step in place of its profile's (None: the profile's): a generation of its engine (vLLM V0,
-    data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us), which a run stated (a validation
-    row's `engine`). The runtimes as loaded are the current generation's."""
+                           step_host_us: float | None = None, prefill_host_us_per_kernel: float = 0.0) -> Runtimes:
+    """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step,
+    `step_host_us` per step in place of its profile's (None: the profile's) and `prefill_host_us_per_kernel` to
+    dispatch each kernel of a prefill step (an eager prefill: eager_dispatch_us): a generation of its engine (vLLM V0,
+    data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us, eager_prefill), which a run stated
+    (a validation row's `engine`). The runtimes as loaded are the current generation's."""
     step = {} if step_host_us is None else {"step_host_us": step_host_us}
-    return Runtimes(tuple(replace(r, host_us_per_seq=host_us_per_seq, **step) if r.id == runtime_id else r
-                          for r in runtimes.runtimes))
+    generation = dict(host_us_per_seq=host_us_per_seq, prefill_host_us_per_kernel=prefill_host_us_per_kernel, **step)
+    return Runtimes(tuple(replace(r, **generation) if r.id == runtime_id else r for r in runtimes.runtimes))
+
+
+def eager_dispatch_us(runtimes: Runtimes) -> float:
+    """Microseconds of CPU to dispatch one kernel from eager PyTorch, as estimates use it (EAGER_RUNTIME's
+    host_us_per_kernel: tuned where data/runtimes_tuned.yaml has it, else the prior): what a kernel of an eager
+    prefill step costs the host in an engine that graphs only its decode steps (vLLM V0)."""
+    profile = runtimes.get(EAGER_RUNTIME)
+    prior = profile.priors()["host_us_per_kernel"]
+    return profile.tuned.get("host_us_per_kernel", prior) if profile.tuned else prior
 
 
 def with_build(runtimes: Runtimes, runtime_id: str, build: int) -> Runtimes:

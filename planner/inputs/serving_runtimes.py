@@ -19,6 +19,10 @@ MAX_KV_DTYPES = 8
 MAX_ENGINES = 8
 MAX_HOST_US_PER_SEQ = 1_000.0  # a millisecond of CPU per sequence per step: beyond any engine's profile
 MAX_STEP_HOST_US = 100_000.0  # 0.1 s of CPU per step: beyond any engine's loop
+# a first token waits for no later step's host work, or for the next one's (outputs processed one step late)
+FIRST_TOKEN_STEPS = (0, 1)
+# (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps): SchedulerProfile.engines
+EngineGeneration = tuple[str, float, float | None, bool, int]
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -66,6 +70,12 @@ class Scheduler:
     # an engine generation's own serial CPU microseconds per step, in place of the runtime profile's step_host_us
     # (vLLM's V0 loop, SchedulerProfile.step_host_us); None: the runtime profile's, the current generation's
     step_host_us: float | None = None
+    # an engine generation's CPU microseconds to dispatch each kernel of a prefill step, run eagerly (vLLM V0:
+    # SchedulerProfile.eager_prefill, eager PyTorch's per-kernel time); 0: its prefills launched as its decodes
+    prefill_host_us_per_kernel: float = 0.0
+    # steps of host work a request's first token waits for after its prefill step (SchedulerProfile.first_token_steps:
+    # vLLM V0 0.6-0.10 turns a step's tokens into outputs during the next step); 0: at the end of that step
+    first_token_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,12 +104,14 @@ class SchedulerProfile:
     request_overhead_s: float = 0.0
     request_overhead_source: str = ""
     # (engine generation id, serial CPU microseconds per sequence per step, serial CPU microseconds per step or None
-    # for the runtime profile's) of the generations of the same server (vLLM's V0 engine and V1); the scheduler as
-    # `on` gives it is the current generation's: no per-sequence term, the runtime profile's per-step time
-    engines: tuple[tuple[str, float, float | None], ...] = ()
+    # for the runtime profile's, whether its prefill steps run eagerly (no CUDA graph: each kernel dispatched from
+    # Python), the steps whose host work a request's first token waits for after its prefill) of the generations of
+    # the same server (vLLM's V0 engine and V1); the scheduler as `on` gives it is the current generation's: no
+    # per-sequence term, the runtime profile's per-step time
+    engines: tuple[EngineGeneration, ...] = ()
     engines_source: str = ""
 
-    def _engine(self, engine: str) -> tuple[str, float, float | None]:
+    def _engine(self, engine: str) -> EngineGeneration:
         for row in self.engines:
             if row[0] == engine:
                 return row
@@ -115,6 +127,17 @@ class SchedulerProfile:
         """Serial CPU microseconds per step of `engine` (one of `engines`; ValueError naming it otherwise), or None
         where the generation runs the runtime profile's (data/runtimes.yaml step_host_us: the current one's)."""
         return self._engine(engine)[2]
+
+    def eager_prefill(self, engine: str) -> bool:
+        """Whether `engine` (one of `engines`; ValueError naming it otherwise) runs its prefill steps eagerly, each
+        kernel dispatched from Python (vLLM V0 captures CUDA graphs for decode steps only)."""
+        return self._engine(engine)[3]
+
+    def first_token_steps(self, engine: str) -> int:
+        """Steps of host work (scheduling and input preparation) a request's first token waits for after its prefill
+        step in `engine` (one of `engines`; ValueError naming it otherwise): 1 where the outputs of a step are
+        processed in the next step's callback (vLLM V0 0.6-0.10's asynchronous output processing), else 0."""
+        return self._engine(engine)[4]
 
     def kv_flags(self, kv_dtype: str) -> str | None:
         """The launch flags that give this engine a `kv_dtype` KV cache (None: it has none)."""
@@ -187,8 +210,9 @@ def _microseconds(value: object, hi: float) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= hi
 
 
-def _engines(rec: Record) -> tuple[tuple[str, float, float | None], ...]:
-    """engines: {generation id: {host_us_per_seq: us[, step_host_us: us]}}, at most MAX_ENGINES of them."""
+def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
+    """engines: {generation id: {host_us_per_seq: us[, step_host_us: us][, eager_prefill: bool][,
+    first_token_steps: 0 or 1]}}, at most MAX_ENGINES of them."""
     raw = rec.data.get("engines") or {}
     if not isinstance(raw, dict) or len(raw) > MAX_ENGINES:
         raise rec.fail("engines", f"expected a mapping of at most {MAX_ENGINES} engine generation ids to "
@@ -196,14 +220,19 @@ def _engines(rec: Record) -> tuple[tuple[str, float, float | None], ...]:
     out = []
     for name, spec in raw.items():
         ok = isinstance(name, str) and isinstance(spec, dict) and "host_us_per_seq" in spec \
-            and set(spec) <= {"host_us_per_seq", "step_host_us"} \
+            and set(spec) <= {"host_us_per_seq", "step_host_us", "eager_prefill", "first_token_steps"} \
             and _microseconds(spec["host_us_per_seq"], MAX_HOST_US_PER_SEQ) \
-            and _microseconds(spec.get("step_host_us", 0), MAX_STEP_HOST_US)
+            and _microseconds(spec.get("step_host_us", 0), MAX_STEP_HOST_US) \
+            and isinstance(spec.get("eager_prefill", False), bool) \
+            and spec.get("first_token_steps", 0) in FIRST_TOKEN_STEPS and not isinstance(
+                spec.get("first_token_steps", 0), bool)
         if not ok:
             raise rec.fail("engines", f"expected '{str(name)[:20]}: {{host_us_per_seq: 0..{MAX_HOST_US_PER_SEQ:g}, "
-                                      f"step_host_us: 0..{MAX_STEP_HOST_US:g} (optional)}}', got {str(spec)[:60]!r}")
+                                      f"step_host_us: 0..{MAX_STEP_HOST_US:g} (optional), eager_prefill: true/false "
+                                      f"(optional), first_token_steps: 0 or 1 (optional)}}', got {str(spec)[:60]!r}")
         step = spec.get("step_host_us")
-        out.append((name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step)))
+        out.append((name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step),
+                    spec.get("eager_prefill", False), int(spec.get("first_token_steps", 0))))
     return tuple(out)
 
 

@@ -40,9 +40,9 @@ from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
-                                     TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, load_runtimes,
-                                     nccl_only, opted_in, with_build, with_engine_generation,
-                                     with_training)
+                                     TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, Runtimes,
+                                     eager_dispatch_us, load_runtimes, nccl_only, opted_in, with_build,
+                                     with_engine_generation, with_training)
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
@@ -110,7 +110,7 @@ CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
 # a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
@@ -201,6 +201,10 @@ class Measurement:
     # the runtime's build number where the source prints it (llama.cpp's 'build: 989 (bf83bff)'): the runtime then
     # runs as that build did (RuntimeProfile.at_build: llama.cpp's prompt GEMM path); None: the current build
     build: int | None = None
+    # a prefill row whose value is the time to the first token of a request that goes on generating, streamed (not
+    # a max_tokens 1 request): the engine generation's first_token_steps of host work after the prefill count in
+    # it (first_token_lag_s); None: not stated, the prefill's own time
+    streamed_ttft: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -331,6 +335,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         vpp=rec.number("vpp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         engine=rec.text("engine", required=False) or None,
         build=rec.number("build", required=False, lo=0, hi=10**6, integer=True), **_cluster_conditions(rec),
+        streamed_ttft=rec.flag("streamed_ttft", default=False) or None,
     )
     if m.engine is not None:
         _check_engine(rec, m.framework, m.engine)
@@ -384,6 +389,26 @@ def engine_host_us(framework: str, engine: str) -> tuple[float, float | None]:
     return profile.host_us_per_seq(engine), profile.step_host_us(engine)
 
 
+def first_token_lag_s(row: Measurement) -> float:
+    """Seconds a streamed request's first token waits after its prefill step (a row with streamed_ttft and an engine
+    generation): the generation's first_token_steps (data/serving.yaml `engines`: vLLM V0 0.6-0.10 processes a
+    step's outputs in the next step's callback) x one step's host time at the row's batch, step_host_us + batch x
+    host_us_per_seq; 0 for any other row."""
+    if not (row.streamed_ttft and row.engine and row.regime == "prefill"):
+        return 0.0
+    steps = load_schedulers().get(FRAMEWORK_RUNTIME[row.framework]).first_token_steps(row.engine)
+    per_seq, step = engine_host_us(row.framework, row.engine)
+    return steps * ((step or 0.0) + row.batch * per_seq) * 1e-6
+
+
+def eager_prefill_us(framework: str, engine: str, runtimes: Runtimes) -> float:
+    """CPU microseconds to dispatch a prefill kernel in `framework`'s engine generation `engine`: eager PyTorch's
+    (eager_dispatch_us) where the generation runs its prefills eagerly (data/serving.yaml `engines` eager_prefill:
+    vLLM V0), else 0."""
+    eager = load_schedulers().get(FRAMEWORK_RUNTIME[framework]).eager_prefill(engine)
+    return eager_dispatch_us(runtimes) if eager else 0.0
+
+
 def _check_engine(rec: Record, framework: str, engine: str) -> None:
     try:
         engine_host_us(framework, engine)
@@ -409,13 +434,15 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
             cond["build"] = rec.number("build", lo=0, hi=10**6, integer=True)
         if rec.text("engine", required=False):
             cond["engine"] = rec.text("engine")  # checked against the row's engine where the row is predicted
+        if rec.flag("streamed_ttft", default=False):
+            cond["streamed_ttft"] = True
         out[rec.text("id")] = cond
     unique_ids(path, out)
     return out
@@ -515,7 +542,7 @@ def predicted_value(row: Measurement, e: Estimate) -> float | None:
     if row.metric == "samples_per_s":
         return e.items_per_s
     if row.regime == "prefill":
-        return row.batch * row.prompt_tokens / e.seconds
+        return row.batch * row.prompt_tokens / (e.seconds + first_token_lag_s(row))
     return e.tokens_per_s
 
 
@@ -580,7 +607,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.build is not None:
         runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
-        runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine))
+        runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine),
+                                          eager_prefill_us(row.framework, row.engine, runtimes))
     check_runtime(plan, facts.runtimes, facts.rules)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)

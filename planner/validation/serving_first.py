@@ -27,6 +27,7 @@ from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arriva
                                        saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
+from planner.inputs.runtimes import eager_dispatch_us
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.validation.measured import validation_models
@@ -70,6 +71,9 @@ class ServingRow:
     # simulation's defaults): a rate row simulates that many Poisson arrivals; a saturation row that many requests
     # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s)
     requests: int | None = None
+    # the front end's time per request before the scheduler sees it, in ms, where the run differs from the engine's
+    # server (an in-process engine has no HTTP server); None: data/serving.yaml's request_overhead_ms
+    request_overhead_ms: float | None = None
 
 
 LENGTHS = LENGTH_SPREADS
@@ -133,8 +137,12 @@ def predict(row: ServingRow, facts: Facts) -> float:
     s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)
     if row.host_overlap is not None:
         s = replace(s, host_overlapped=row.host_overlap)
+    if row.request_overhead_ms is not None:
+        s = replace(s, request_overhead_s=row.request_overhead_ms * 1e-3)
     if row.engine is not None:
-        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine))
+        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
+                    prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
+                    else 0.0, first_token_steps=sched.first_token_steps(row.engine))
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}))
