@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from planner.base.schema import DataFileError
 from planner.engine.phases import PREFILL, Phase
 from planner.engine.plan import Plan
 from planner.engine.roofline import pass_seconds
@@ -19,7 +18,6 @@ from planner.inputs.models import load_models
 from planner.inputs.runtimes import EAGER_RUNTIME, Efficiency, eager_dispatch_us, with_engine_generation
 from planner.inputs.serving_runtimes import Scheduler, load_schedulers
 from planner.validation.measured import eager_prefill_us, first_token_lag_s, load_measurements
-from tests.fixtures.serving_engine import ENGINE_YAML
 
 GPU = load_catalog().get("h100-sxm")
 # no per-kernel dispatch but the eager prefill's; 1.5 us of GPU gap a kernel, no serial step time
@@ -44,18 +42,6 @@ def test_the_data_file_gives_v0_an_eager_prefill_and_a_first_token_one_step_late
     assert (vllm.eager_prefill("v0"), vllm.first_token_steps("v0")) == (True, 1)
     assert (vllm.eager_prefill("v0-sync"), vllm.first_token_steps("v0-sync")) == (True, 0)
     assert (vllm.eager_prefill("v1"), vllm.first_token_steps("v1")) == (False, 0)
-
-
-def test_an_engine_entry_refuses_a_first_token_step_count_it_does_not_know(tmp_path):
-    """first_token_steps is 0 or 1 and eager_prefill a yes/no: anything else is refused naming `engines`."""
-    for spec in ("{host_us_per_seq: 0, first_token_steps: 2}", "{host_us_per_seq: 0, eager_prefill: 1}",
-                 "{host_us_per_seq: 0, first_token_steps: true}"):
-        bad = tmp_path / "bad.yaml"
-        bad.write_text(ENGINE_YAML + f"    engines: {{old: {spec}}}\n    engines_source: a profile\n")
-        load_schedulers.cache_clear()
-        with pytest.raises(DataFileError, match="engines"):
-            load_schedulers(bad)
-    load_schedulers.cache_clear()
 
 
 def test_a_streamed_v0_first_token_waits_one_step_of_host_work():

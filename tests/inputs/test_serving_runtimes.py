@@ -40,8 +40,10 @@ def test_an_engine_generation_may_name_its_own_per_step_host_time(tmp_path):
     profile = load_schedulers(ok).get("eng")
     assert (profile.host_us_per_seq("old"), profile.step_host_us("old")) == (90.0, 1900.0)
     assert profile.step_host_us("new") is None
+    # first_token_steps is 0 or 1 and eager_prefill a yes/no (tests/engine/test_v0_prefill_first_token.py)
     for spec in ("{host_us_per_seq: 0, step_host_us: 200000}", "{host_us_per_seq: 0, step_host_s: 1}",
-                 "{step_host_us: 100}"):
+                 "{step_host_us: 100}", "{host_us_per_seq: 0, first_token_steps: 2}",
+                 "{host_us_per_seq: 0, eager_prefill: 1}", "{host_us_per_seq: 0, first_token_steps: true}"):
         bad = tmp_path / "bad.yaml"
         bad.write_text(ENGINE + f"    engines: {{old: {spec}}}\n    engines_source: a profile\n")
         load_schedulers.cache_clear()
