@@ -690,3 +690,16 @@ def test_a_training_ranking_shows_mfu_and_the_cost_of_a_billion_tokens():
     assert (runs["$ per 1B tokens"].dropna() > 0).all()
     gen = _ranking(_app({"model": "gpt2-124m"}))
     assert "MFU" not in gen.columns and "$ per 1B tokens" not in gen.columns
+
+
+def test_the_attention_list_follows_the_runtime_and_keeps_a_linked_refused_kernel_named():
+    """planner.engine.plan.attention_choices: llama.cpp is offered its own kernel, not FlashAttention-2; a link that
+    asks for FlashAttention-2 keeps it, with the refusal naming the field."""
+    llama_cpp = {"model": "llama-2-7b", "job": "generate", "rt": "llama.cpp", "prec": "int4"}
+    at = _app(llama_cpp)
+    assert not at.exception
+    options = at.selectbox(key="attn").options
+    assert "llama.cpp-fa" in options and "flash-attn-2" not in options
+    at = _app({**llama_cpp, "attn": "flash-attn-2"})
+    assert not at.exception and at.selectbox(key="attn").value == "flash-attn-2"
+    assert any("attention: runtime llama.cpp runs its own fused attention" in _shown(e.value) for e in at.error)
