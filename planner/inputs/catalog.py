@@ -39,13 +39,18 @@ MIN_USD_HR, MAX_USD_HR = 0.01, 200.0
 # $1,000 per GPU-hour; the page's widget, share links and the price table all check these.
 CUSTOM_MIN_USD_HR, CUSTOM_MAX_USD_HR = 0.001, 1000.0
 MIB_PER_GIB = 1024
-# Published matmul ceilings (MAMF, or another published best-of-shapes matmul benchmark) come in two families: 16-bit
-# tensor-core matmuls and 8-bit ones. A path without its own figure takes its family's measured/datasheet ratio: fp16
-# runs at the bf16 datasheet rate on every catalog GPU that has bf16 (Volta and Turing measure the family in fp16),
-# int8 at the fp8 rate where both exist (Hopper, Ada, Blackwell datasheets); tf32 and fp32 have no published ceiling
-# and take the 16-bit ratio (an assumption: the same clocks and power limits hold them below the datasheet).
-CEILING_FAMILY = {"fp32": "bf16", "tf32": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "int8": "fp8"}
-CEILING_FAMILIES = ("bf16", "fp8")
+# Published matmul ceilings (MAMF, or another published best-of-shapes matmul benchmark) come in three families: 16-bit
+# tensor-core matmuls, 8-bit ones and fp32 SGEMM on the CUDA cores. A path without its own figure takes its family's
+# measured/datasheet ratio: fp16 runs at the bf16 datasheet rate on every catalog GPU that has bf16 (Volta and Turing
+# measure the family in fp16), int8 at the fp8 rate where both exist (Hopper, Ada, Blackwell datasheets); tf32 has no
+# published ceiling and takes the 16-bit ratio (an assumption: the same clocks and power limits hold it below the
+# datasheet). fp32 is its own family only where a GPU of its vendor and architecture has a published SGEMM figure
+# (SGEMM_FAMILY): the CUDA cores are not the tensor cores, whose ratio on Volta (0.76 of 125 TFLOPS: register-file
+# bandwidth and power bound the HMMA pipes) says nothing of SGEMM's (0.90 of 15.7 in the same run: zzc0721/torch-
+# performance-test-data database.md @9d828276, V100-SXM2-16GB). Elsewhere fp32 keeps the 16-bit ratio, as before.
+SGEMM_FAMILY = "fp32"
+CEILING_FAMILY = {"fp32": SGEMM_FAMILY, "tf32": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "int8": "fp8"}
+CEILING_FAMILIES = ("bf16", "fp8", SGEMM_FAMILY)
 # CUDA-core work that is neither a matmul nor a memory stream (weight unpacking, dp4a dot products in quantized GEMV
 # kernels) runs on the SMs' 32-bit integer lanes: path ALU_PATH, at the fp32 peak (ceiling) times INT32_PER_FP32_LANES.
 ALU_PATH = "int32"
@@ -624,7 +629,7 @@ def _published_ceilings(rec: Record, rates: dict[str, float | None]) -> dict:
         if value is not None:
             found.append((fam, value))
     if not found:
-        raise sub.fail("bf16", "give at least one of bf16 (fp16 without bf16), fp8")
+        raise sub.fail("bf16", "give at least one of bf16 (fp16 without bf16), fp8, fp32")
     return {"published_ceilings": tuple(found), "ceiling_source": f"{sub.text('source')} (read {sub.day('date')})",
             "ceiling_burst": sub.flag("burst", default=False)}
 
@@ -807,6 +812,16 @@ def _family_ratio(g: GPU, fam: str, pub: dict[str, list[tuple[GPU, float, float]
     return ratio, f"derived: {why}"
 
 
+def _ceiling_family(g: GPU, path: str, pub: dict[str, list[tuple[GPU, float, float]]]) -> str:
+    """The family whose ratio (and clocks) time `path` on `g`: CEILING_FAMILY's, except that fp32 takes the 16-bit
+    family where no GPU of g's vendor and architecture has a published SGEMM figure (SGEMM_FAMILY)."""
+    fam = CEILING_FAMILY[path]
+    if fam == SGEMM_FAMILY and not any(r[0].vendor == g.vendor and r[0].architecture == g.architecture
+                                       for r in pub[fam]):
+        return "bf16"
+    return fam
+
+
 def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     """Each GPU with a Ceiling for every compute path it has: the published measured figure of its family, or the
     datasheet peak times the family ratio of `_family_ratio`'s rule."""
@@ -820,7 +835,7 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
             peak = g.peak_tflops(path)
             if peak is None:
                 continue
-            fam = CEILING_FAMILY[path]
+            fam = _ceiling_family(g, path, pub)
             ratio, how = ratios[fam]
             if fam != path:
                 how = f"{how}; {path} takes its {fam}-family ratio"

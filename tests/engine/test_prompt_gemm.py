@@ -63,8 +63,9 @@ def test_a_v100_prompt_of_build_989_runs_fp32_sgemm_over_an_fp32_copy():
     """By hand, Llama-2-7B Q8_0 on a V100 PCIe at build 989 (2023-08-16), one 512-token pass: every weight,
     6,607,077,376 of them (the output matrix too: GGUF quantizes it), is dequantized into an fp32 copy (reads its
     1.0625 B, writes 4 B: 33.48 GB; 1 instruction a weight, 2 FLOP-equivalents at the integer rate) that cublasSgemm
-    reads (4 B a weight instead of 1.0625), at the V100's fp32 matmul ceiling (14.0 TFLOPS x 0.759 = 10.62, not its
-    fp16 tensor cores' 85) and not at llama.cpp's fitted factor (cuBLAS's own SGEMM); the activations are fp32 already
+    reads (4 B a weight instead of 1.0625), at the V100's fp32 SGEMM ceiling (14.0 TFLOPS x the V100 SXM2's measured
+    SGEMM ratio 14.06 / 15.7 = 12.54, not its fp16 tensor cores' 85) and not at llama.cpp's fitted factor (cuBLAS's
+    own SGEMM); the activations are fp32 already
     (no conversion). The same pass today (newest era) runs FP16 cuBLAS over an fp16 copy (V100: no int8 MMA)."""
     old = _prefill("llama-2-7b", "q8_0", V100, build=989)
     lin, copy = _group(old, "linear layers"), _group(old, "dequantize weights")
@@ -74,14 +75,14 @@ def test_a_v100_prompt_of_build_989_runs_fp32_sgemm_over_an_fp32_copy():
     assert copy.flops == pytest.approx(2 * 1.0 * LLAMA2_7B_WEIGHTS)
     bare = _group(_prefill("llama-2-7b", "q8_0", V100, era=False), "linear layers")
     assert lin.bytes - bare.bytes == pytest.approx(LLAMA2_7B_WEIGHTS * (4.0 - 1.0625))
-    # 2 x 512 x 6.476e9 layer weights + the last token's 2 x 131.1e6 at 10.62 TFLOPS x shape: ~0.6 s of SGEMM
+    # 2 x 512 x 6.476e9 layer weights + the last token's 2 x 131.1e6 at 12.54 TFLOPS x shape: ~0.5 s of SGEMM
     flops = 2 * 512 * (LLAMA2_7B_WEIGHTS - 32000 * 4096) + 2 * 32000 * 4096
     assert lin.flops == pytest.approx(flops)
     assert lin.compute_s == pytest.approx(flops / (V100.ceiling_tflops("fp32") * 1e12 * lin.shape_efficiency))
     now = _group(_prefill("llama-2-7b", "q8_0", V100), "linear layers")
-    # today: fp16 tensor cores (84.98 TFLOPS ceiling) at llama.cpp's HBM factor 0.56, 4.5x the SGEMM's rate
+    # today: fp16 tensor cores (84.98 TFLOPS ceiling) at llama.cpp's HBM factor 0.56, 3.8x the SGEMM's rate
     assert now.compute_path == "fp16"
-    assert lin.compute_s / now.compute_s == pytest.approx(84.98 * 0.56 / 10.62, rel=0.01)
+    assert lin.compute_s / now.compute_s == pytest.approx(84.98 * 0.56 / (14.0 * 14.06 / 15.7), rel=0.01)
 
 
 def test_an_rtx_4090_prompt_runs_mmq_on_int8_tensor_cores():
