@@ -25,7 +25,7 @@ import hashlib
 import math
 import statistics
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from collections.abc import Callable
 
@@ -231,7 +231,7 @@ class RowResult:
     def ape(self) -> float | None:
         return None if self.error_pct is None else abs(self.error_pct)
 
-    @property
+    @cached_property  # read millions of times when the bands are built
     def seconds_ratio(self) -> float | None:
         """Measured seconds / predicted seconds (> 1: the job took longer than estimated)."""
         if not self.predicted or not self.measured:

@@ -446,44 +446,55 @@ def within(cell: Cell, ratio: float) -> bool:
     return cell.low is not None and min(cell.low, 1.0) <= ratio <= max(cell.high, 1.0)
 
 
-def coverage(rows, group_of=lambda r: r.source,
-             levels: Mapping[str, tuple[float, float]] | None = None,
-             judged=lambda r: True) -> dict[str, tuple[int, int, int]]:
-    """Per regime: (rows inside the band built from all rows, rows inside the band built WITHOUT their own group,
-    rows with a band at all), at each regime's quantile pair (`levels`), counting the rows `judged` picks (all by
-    default; the bands are built from every row). The second is the honest figure: each source's rows judged by a
-    band its own rows did not shape. An 80 % band should hold about 80 % of them."""
+def coverages(rows, group_of, levels: Mapping[str, tuple[float, float]] | None = None,
+              judged: Iterable = (lambda r: True,)) -> list[dict[str, tuple[int, int, int]]]:
+    """coverage() for each of the `judged` row sets, the bands built once: the full band and, per group, the band
+    without that group are the same whichever rows are then counted."""
     rows = [r for r in rows if r.seconds_ratio]
     full = {(c.regime, c.gpu_class): c for c in cells_from_rows(rows, levels)}
     held: dict[str, dict] = {}
-    out = {g: [0, 0, 0] for g in REGIMES}
+    picks = list(judged)
+    outs = [{g: [0, 0, 0] for g in REGIMES} for _ in picks]
     for r in rows:
-        if not judged(r):
+        chosen = [out for out, pick in zip(outs, picks) if pick(r)]
+        own = full[(r.regime, r.gpu_class)]
+        if not chosen or own.low is None:
             continue
         g = group_of(r)
         if g not in held:
             held[g] = {(c.regime, c.gpu_class): c
                        for c in cells_from_rows([x for x in rows if group_of(x) != g], levels)}
-        own, other = full[(r.regime, r.gpu_class)], held[g][(r.regime, r.gpu_class)]
-        if own.low is None:
-            continue
-        out[r.regime][2] += 1
-        out[r.regime][0] += within(own, r.seconds_ratio)
-        out[r.regime][1] += within(other, r.seconds_ratio)
-    return {g: tuple(v) for g, v in out.items()}
+        other = held[g][(r.regime, r.gpu_class)]
+        for out in chosen:
+            out[r.regime][2] += 1
+            out[r.regime][0] += within(own, r.seconds_ratio)
+            out[r.regime][1] += within(other, r.seconds_ratio)
+    return [{g: tuple(v) for g, v in out.items()} for out in outs]
 
 
-def band_levels(rows, group_of=lambda r: r.source, judged=(lambda r: True,)) -> dict[str, tuple[float, float]]:
+def coverage(rows, group_of, levels: Mapping[str, tuple[float, float]] | None = None,
+             judged=lambda r: True) -> dict[str, tuple[int, int, int]]:
+    """Per regime: (rows inside the band built from all rows, rows inside the band built WITHOUT their own group,
+    rows with a band at all), at each regime's quantile pair (`levels`), counting the rows `judged` picks (all by
+    default; the bands are built from every row). The second is the honest figure when a group is a publication
+    (loso.source_of): each source's rows judged by a band its own rows did not shape. An 80 % band should hold about
+    80 % of them."""
+    return coverages(rows, group_of, levels, (judged,))[0]
+
+
+def band_levels(rows, group_of, judged=(lambda r: True,)) -> dict[str, tuple[float, float]]:
     """Per regime, the narrowest quantile pair of QUANTILE_LADDER whose band, rebuilt without each group (source) in
     turn, holds at least TARGET_COVERAGE of that group's rows, counted over the rows of each of the `judged` sets
     (all rows; and, as `planner validate` asks, the rows predicted before they were measured, which a band drawn
     mostly from sources like the tuned ones would hold too rarely); the widest when none does."""
     chosen: dict[str, tuple[float, float]] = {}
     for qs in QUANTILE_LADDER:
-        covers = [coverage(rows, group_of, dict.fromkeys(REGIMES, qs), pick) for pick in judged]
+        covers = coverages(rows, group_of, dict.fromkeys(REGIMES, qs), judged)
         for g in REGIMES:
             if g not in chosen and all(n == 0 or held >= TARGET_COVERAGE * n for _, held, n in (c[g] for c in covers)):
                 chosen[g] = qs
+        if len(chosen) == len(REGIMES):
+            break
     return {g: chosen.get(g, QUANTILE_LADDER[-1]) for g in REGIMES}
 
 
@@ -494,7 +505,9 @@ def write_uncertainty(rows, residuals: str, path: str | Path = UNCERTAINTY_FILE,
     were predicted) and the accuracy they give per regime (ACCURACY_FIELDS each, for the page), then check it
     loads. levels: each regime's quantile pair when the caller has band_levels(rows) already."""
     rows = [r for r in rows if r.seconds_ratio]
-    cells = cells_from_rows(rows, levels if levels is not None else band_levels(rows))
+    if levels is None:
+        raise ValueError("write_uncertainty needs each regime's quantile pair (band_levels)")
+    cells = cells_from_rows(rows, levels)
     doc = {
         "schema_version": 2,
         "generated": (today or date.today()).isoformat(),

@@ -16,6 +16,7 @@ from planner.validation.uncertainty import (MIN_CELL_ROWS, NO_MEASUREMENT, REGIM
                                             band_note, band_or_note, cells_from_rows, coverage, evidence_from_rows,
                                             load_uncertainty, rate_band, regime_of, write_uncertainty)
 from planner.validation.measured import RowResult
+from planner.validation.loso import source_of
 from planner.inputs.jobs import Generate, Infer, Train
 from planner.inputs.facts import load_facts
 
@@ -23,6 +24,11 @@ FACTS = load_facts()
 
 
 B1, BATCHED, TP = "decode, batch 1", "decode, batched", "decode, tensor parallel"
+
+
+def by_text(r) -> str:
+    """A hand-made row's group: its source text as written."""
+    return r.source
 
 
 def cell(regime: str, cls: str, low: float | None, high: float | None, cal_low: float | None = None,
@@ -325,7 +331,7 @@ def test_coverage_judges_each_source_by_a_band_its_rows_did_not_shape():
     b's rows at 2.0 are outside [1, 1]."""
     rows = [_res(f"a{i}", 1.0, gpu=f"g{i}", source="a") for i in range(10)]
     rows += [_res(f"b{i}", 2.0, gpu=f"h{i}", source="b") for i in range(10)]
-    inside_all, inside_held, n = coverage(rows)[B1]
+    inside_all, inside_held, n = coverage(rows, by_text)[B1]
     assert n == 20 and inside_all == 20 and inside_held == 10
 
 
@@ -333,7 +339,8 @@ def test_writer_round_trips_through_the_loader(tmp_path):
     rows = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
     acc = [{"regime": B1, "rows": 6, "median_ape": 12.5, "p90_ape": 25.0, "median_bias_pct": 5.0, "target_ape": 10.0,
             "meets": False}]
-    path = write_uncertainty(rows, "hand-made residuals", tmp_path / "u.yaml", accuracy=acc)
+    path = write_uncertainty(rows, "hand-made residuals", tmp_path / "u.yaml", accuracy=acc,
+                             levels=band_levels(rows, by_text))
     table = load_uncertainty(path)
     assert table.accuracy[0].regime == B1 and table.accuracy[0].meets is False
     assert table.residuals == "hand-made residuals" and len(table.cells) == len(REGIMES) * 2
@@ -357,13 +364,13 @@ def test_band_levels_widen_until_a_left_out_source_is_held():
     ladder widens until 80 % of rows are held (or its widest step). Same rows, one source: the in-sample 10-90 band."""
     rows = [_res(f"s{s}r{i}", ratio, gpu=f"g{i}", source=f"s{s}")
             for s, ratio in enumerate((0.8, 0.9, 1.0, 1.1, 1.25)) for i in range(6)]
-    levels = band_levels(rows)
-    _, held, n = coverage(rows, levels=levels)[B1]
+    levels = band_levels(rows, by_text)
+    _, held, n = coverage(rows, by_text, levels)[B1]
     assert levels[B1] != (0.1, 0.9) and n == 30 and (held >= 24 or levels[B1] == (0.0, 1.0))
-    _, held_10_90, _ = coverage(rows)[B1]
+    _, held_10_90, _ = coverage(rows, by_text)[B1]
     assert held_10_90 < 24  # the plain 10th-90th percentiles hold fewer than 80 % of a left-out source
     one_source = [_res(f"r{i}", r, gpu=f"g{i}") for i, r in enumerate([0.8, 0.9, 1.0, 1.1, 1.2, 1.3])]
-    assert band_levels(one_source)[B1] == (0.0, 1.0)  # left out, the only source has no band to be judged by
+    assert band_levels(one_source, by_text)[B1] == (0.0, 1.0)  # left out, the only source has no band to be judged by
 
 
 def test_a_cells_quantiles_must_be_a_step_of_the_ladder(tmp_path):
@@ -383,3 +390,15 @@ def test_meets_target_needs_both_the_error_target_and_the_bias_bound():
     assert meets_target("train", 8.0, 12.0) == (15.0, False)  # accurate in the median, but biased
     assert meets_target("all", 5.0, 0.0) == (None, None)
     assert meets_target("prefill", None, None) == (None, None)  # no scored rows
+
+
+def test_a_publications_rows_are_left_out_together_whatever_file_each_row_cites():
+    """Rows cite files, commits and table cells of one repository; the band that judges them is built without all of
+    them (loso.source_of), or a source would be judged by its own other rows. Source 'x/a' (ten rows at 2.0, each
+    citing its own file) and 'x/b' (ten at 1.0): left out by publication, a's rows meet b's band [1, 1] and fall
+    outside; by row text each a-row would be judged by a band nine other a-rows shaped, and held."""
+    rows = [_res(f"a{i}", 2.0, gpu=f"g{i}", source=f"x/a:results/run{i}.json @abc") for i in range(10)]
+    rows += [_res(f"b{i}", 1.0, gpu=f"h{i}", source=f"x/b:README.md @def, row {i}") for i in range(10)]
+    _, held_by_publication, n = coverage(rows, source_of)[B1]
+    _, held_by_text, _ = coverage(rows, by_text)[B1]
+    assert n == 20 and held_by_publication == 10 and held_by_text == 20
