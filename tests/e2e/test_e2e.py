@@ -253,3 +253,26 @@ def test_a_clusters_nodes_and_network_come_from_a_link_and_go_back_into_it(serve
     page.wait_for_function("() => new URLSearchParams(location.search).get('node') === '8'")
     assert _query(page.url)["fab"] == "400" and "nodes of 8 GPUs" in _plan(page)
     page.close()
+
+
+def test_the_attention_list_offers_the_kernels_the_runtime_runs(server, browser, wait_for_app):
+    """Under llama.cpp the Attention list a user opens holds llama.cpp's own kernel and not FlashAttention-2
+    (planner.engine.plan.attention_choices); picking it goes into the link and the plan runs."""
+    page = browser.new_page(viewport=LAPTOP)
+    page.goto(server + "?model=llama-2-7b&job=generate&rt=llama.cpp&prec=int4")
+    wait_for_app(page)
+    box = page.locator(".st-key-attn input[role='combobox']")
+    for typed, offered in (("llama", True), ("flash-attn-2", False), ("manual", True)):
+        box.click()
+        box.fill(typed)  # filter the list as a user would
+        option = page.get_by_role("option", name=typed if typed != "llama" else "llama.cpp-fa", exact=True)
+        if offered:
+            option.wait_for()
+        else:
+            page.get_by_role("listbox").wait_for()
+            assert option.count() == 0, typed
+        page.keyboard.press("Escape")
+    _select(page, "attn", "llama.cpp-fa", wait_for_app)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('attn') === 'llama.cpp-fa'")
+    assert "Plan:" in _plan(page) and not page.locator("[data-testid='stException']").count()
+    page.close()
