@@ -65,7 +65,8 @@ class Scheduler:
     # scheduler runs, and admits new requests, only once per round; its per-step CPU work is paid once per round
     steps_per_round: int = 1
     # seconds a request spends in the engine's front end before the scheduler sees it (HTTP and OpenAI server,
-    # tokenisation): added to its TTFT and end-to-end time, not to the GPU's steps
+    # tokenisation), one request at a time (serving_sim.front_end_entries): added to its TTFT and end-to-end time,
+    # not to the GPU's steps
     request_overhead_s: float = 0.0
     # microseconds of serial CPU work per sequence in a step (scheduling it, building its inputs, processing its
     # output), on top of the runtime profile's per-step step_host_us; an engine generation's (SchedulerProfile.engines)

@@ -7,16 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from planner.engine.serving_sim import StepTimes, simulate
+from planner.engine.serving_sim import simulate
 from planner.inputs.serving_runtimes import Scheduler, load_schedulers
 from planner.validation.serving_first import ServingRow, with_limits
-
-
-def _flat(step_s: float, kv: int, tokens: int = 8192) -> StepTimes:
-    """Every step costs `step_s` whatever it carries; the KV cache holds `kv` tokens."""
-    flat = (step_s,) * (tokens + 1)
-    return StepTimes(flat, flat, (0.0,) * (tokens + 1), 0.0, kv, 1e-6, 1.0)
-
+from tests.fixtures.serving_engine import flat_steps
 
 # mixed steps, prompts whole, a 4,096-token budget, 256 requests: trtllm-serve's shape
 TRT = Scheduler("t", "test", "tensorrt-llm", 256, 4096, True, False, 0.9)
@@ -28,7 +22,7 @@ def test_no_evict_runs_what_the_cache_holds_to_the_end_in_waves():
     149 decode steps (1.5 s at 10 ms a step) and the next 4 then do the same: done at 1.5 s and 3.0 s, nothing
     preempted. Admitting on the prompt alone (share 0, vLLM's) starts all 8 (800 prompt tokens fit) and the
     decodes outgrow the cache: preemptions."""
-    st = _flat(0.01, 1010)
+    st = flat_steps(0.01, 1010)
     arrivals, prompts, outputs = [0.0] * 8, [100] * 8, [150] * 8
     guarded = simulate(st, replace(TRT, reserve_output_share=1.0), arrivals, prompts, outputs)
     assert guarded.preemptions == 0 and guarded.settled
@@ -61,8 +55,9 @@ def test_a_runs_own_limits_replace_the_servers_defaults():
 def test_a_prompt_over_the_budget_runs_only_when_contexts_are_chunked():
     """A 10,000-token prompt at a 4,096-token budget: whole, it never fits a step (nothing served); chunked, it
     takes 3 steps (4,096 + 4,096 + 1,808) to its first token, 30 ms."""
-    st = _flat(0.01, 10**6)
+    st = flat_steps(0.01, 10**6)
     whole = simulate(st, TRT, [0.0], [10_000], [2])
     assert whole.output_tokens == 0 and not whole.settled
     chunked = simulate(st, with_limits(TRT, _row(chunked_prefill=True)), [0.0], [10_000], [2])
     assert chunked.ttft_s[0] == pytest.approx(0.03)
+
