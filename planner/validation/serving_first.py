@@ -148,9 +148,11 @@ def predict(row: ServingRow, facts: Facts) -> float:
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
     if row.concurrency is not None:
-        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None:
-            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine and "
-                             f"requests")
+        limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
+        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None \
+                or any(x is not None for x in limits):
+            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine, requests, "
+                             f"max_num_seqs, token_budget and chunked_prefill")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)

@@ -4,7 +4,8 @@ states, e.g. trtllm-bench's engine) as a row field or a post-hoc condition, chec
 import pytest
 
 from planner.base.schema import DataFileError
-from planner.validation.serving_first import load_rows
+from planner.inputs.facts import load_facts
+from planner.validation.serving_first import load_rows, predict
 from planner.validation.serving_rescore import load_posthoc, with_posthoc
 
 ROWS = """schema_version: 1
@@ -35,3 +36,14 @@ def test_limits_load_from_a_row_and_from_a_posthoc_condition(tmp_path):
 def test_a_limit_out_of_range_is_refused_naming_it(tmp_path, body, field):
     with pytest.raises(DataFileError, match=field):
         _posthoc(tmp_path, f"  - {{rows: 'tb-*', {body}, why: x}}\n")
+
+
+def test_a_concurrency_row_refuses_limits_it_would_ignore(tmp_path):
+    """planner.engine.serving (a steady concurrency) has no scheduler to limit: a limit there is refused, not
+    dropped."""
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(ROWS.replace("metric: saturation_output_tokens_per_s, max_num_seqs: 2048",
+                                 "metric: tpot_median_ms, concurrency: 4, token_budget: 512").replace("tp: 8", "tp: 1"))
+    [row] = load_rows(rows)
+    with pytest.raises(ValueError, match="token_budget"):
+        predict(row, load_facts())
