@@ -19,6 +19,8 @@ MAX_KV_DTYPES = 8
 MAX_ENGINES = 8
 MAX_HOST_US_PER_SEQ = 1_000.0  # a millisecond of CPU per sequence per step: beyond any engine's profile
 MAX_STEP_HOST_US = 100_000.0  # 0.1 s of CPU per step: beyond any engine's loop
+MAX_NUM_SEQS = 65_536  # requests running at once: beyond any engine's cap
+MAX_TOKEN_BUDGET = 1 << 20  # tokens one step carries: beyond any engine's budget
 # a first token waits for no later step's host work, or for the next one's (outputs processed one step late)
 FIRST_TOKEN_STEPS = (0, 1)
 # (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps): SchedulerProfile.engines
@@ -51,7 +53,8 @@ class Scheduler:
     chunked_prefill: bool  # a prompt may be split over steps (False: it enters whole, within the token budget)
     memory_fraction: float  # share of the GPU's memory the engine plans for (weights, activations, KV cache)
     # share of the running requests' remaining output tokens kept free in the KV cache when admitting a request
-    # (SGLang's new_token_ratio); 0: admit on the prompt alone and preempt when decodes run out (vLLM)
+    # (SGLang's new_token_ratio; 1.0: TensorRT-LLM's GUARANTEED_NO_EVICT, every remaining output reserved, so
+    # nothing is preempted); 0: admit on the prompt alone and preempt when decodes run out (vLLM)
     reserve_output_share: float = 0.0
     # the engine can split prefill and decode over separate servers, moving each prompt's KV cache between them
     disaggregated: bool = False
@@ -62,7 +65,8 @@ class Scheduler:
     # scheduler runs, and admits new requests, only once per round; its per-step CPU work is paid once per round
     steps_per_round: int = 1
     # seconds a request spends in the engine's front end before the scheduler sees it (HTTP and OpenAI server,
-    # tokenisation): added to its TTFT and end-to-end time, not to the GPU's steps
+    # tokenisation), one request at a time (serving_sim.front_end_entries): added to its TTFT and end-to-end time,
+    # not to the GPU's steps
     request_overhead_s: float = 0.0
     # microseconds of serial CPU work per sequence in a step (scheduling it, building its inputs, processing its
     # output), on top of the runtime profile's per-step step_host_us; an engine generation's (SchedulerProfile.engines)
@@ -172,9 +176,9 @@ class Schedulers:
 
 def _tier(rec: Record) -> Tier:
     rec.check_keys(("min_vram_gib", "max_num_seqs", "token_budget", "except_gpus"))
-    return Tier(rec.number("min_vram_gib", lo=0, hi=10_000), int(rec.number("max_num_seqs", lo=1, hi=65_536,
+    return Tier(rec.number("min_vram_gib", lo=0, hi=10_000), int(rec.number("max_num_seqs", lo=1, hi=MAX_NUM_SEQS,
                                                                               integer=True)),
-                int(rec.number("token_budget", lo=16, hi=1 << 20, integer=True)),
+                int(rec.number("token_budget", lo=16, hi=MAX_TOKEN_BUDGET, integer=True)),
                 rec.strings("except_gpus", required=False))
 
 

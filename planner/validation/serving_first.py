@@ -28,7 +28,7 @@ from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arriva
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
 from planner.inputs.runtimes import eager_dispatch_us
-from planner.inputs.serving_runtimes import load_schedulers
+from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET, Scheduler, load_schedulers
 from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.validation.measured import validation_models
 from planner.validation.predict_first import PredictFirstError, git_state, slug
@@ -74,6 +74,12 @@ class ServingRow:
     # the front end's time per request before the scheduler sees it, in ms, where the run differs from the engine's
     # server (an in-process engine has no HTTP server); None: data/serving.yaml's request_overhead_ms
     request_overhead_ms: float | None = None
+    # the run's own scheduler limits where they differ from data/serving.yaml's server defaults (None: those), as the
+    # run's log or command states them: requests running at once, tokens a step carries, whether prompts are chunked
+    # (e.g. trtllm-bench builds its engine for 2,048 requests and chunks contexts; trtllm-serve runs 256, whole)
+    max_num_seqs: int | None = None
+    token_budget: int | None = None
+    chunked_prefill: bool | None = None
 
 
 LENGTHS = LENGTH_SPREADS
@@ -86,7 +92,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
-                        "host_overlap", "engine", "requests"))
+                        "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -106,16 +112,32 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                rec.text("lengths", required=False, choices=LENGTHS) or "fixed",
                                rec.flag("host_overlap") if "host_overlap" in rec.data else None,
                                rec.text("engine", required=False) or None,
-                               _requests(rec)))
+                               _requests(rec), None, *_limits(rec)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
     return rows
 
 
+def _limits(rec: Record) -> tuple[int | None, int | None, bool | None]:
+    """The run's own scheduler limits a row states (ServingRow.max_num_seqs, token_budget, chunked_prefill)."""
+    seqs = rec.number("max_num_seqs", required=False, lo=1, hi=MAX_NUM_SEQS, integer=True)
+    budget = rec.number("token_budget", required=False, lo=16, hi=MAX_TOKEN_BUDGET, integer=True)
+    chunked = rec.flag("chunked_prefill") if "chunked_prefill" in rec.data else None
+    return None if seqs is None else int(seqs), None if budget is None else int(budget), chunked
+
+
 def _requests(rec: Record) -> int | None:
     n = rec.number("requests", required=False, lo=1, hi=MAX_REQUESTS, integer=True)
     return None if n is None else int(n)
+
+
+def with_limits(sched: Scheduler, row: ServingRow) -> Scheduler:
+    """`sched` with the run's own scheduler limits where `row` states them (ServingRow.max_num_seqs, token_budget,
+    chunked_prefill), the server's defaults elsewhere."""
+    limits = {"max_num_seqs": row.max_num_seqs, "token_budget": row.token_budget,
+              "chunked_prefill": row.chunked_prefill}
+    return replace(sched, **{k: v for k, v in limits.items() if v is not None})
 
 
 def predict(row: ServingRow, facts: Facts) -> float:
@@ -126,9 +148,11 @@ def predict(row: ServingRow, facts: Facts) -> float:
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
     if row.concurrency is not None:
-        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None:
-            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine and "
-                             f"requests")
+        limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
+        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None \
+                or any(x is not None for x in limits):
+            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine, requests, "
+                             f"max_num_seqs, token_budget and chunked_prefill")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)
@@ -139,6 +163,7 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, host_overlapped=row.host_overlap)
     if row.request_overhead_ms is not None:
         s = replace(s, request_overhead_s=row.request_overhead_ms * 1e-3)
+    s = with_limits(s, row)
     if row.engine is not None:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)

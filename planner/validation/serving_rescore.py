@@ -15,12 +15,14 @@ from pathlib import Path
 from planner.base.schema import DataFileError, Record, load_yaml
 from planner.inputs.facts import Facts
 from planner.engine.serving_sim import MAX_REQUESTS
+from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET
 from planner.validation.serving_first import LENGTHS, SERVING_DIR, ServingRow, load_rows, predict
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
-OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms")
+OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms",
+             "max_num_seqs", "token_budget", "chunked_prefill")
 MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
 
@@ -46,6 +48,12 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["requests"] = int(rec.number("requests", lo=1, hi=MAX_REQUESTS, integer=True))
         if "request_overhead_ms" in rec.data:
             cond["request_overhead_ms"] = rec.number("request_overhead_ms", lo=0, hi=MAX_REQUEST_OVERHEAD_MS)
+        if "max_num_seqs" in rec.data:
+            cond["max_num_seqs"] = int(rec.number("max_num_seqs", lo=1, hi=MAX_NUM_SEQS, integer=True))
+        if "token_budget" in rec.data:
+            cond["token_budget"] = int(rec.number("token_budget", lo=16, hi=MAX_TOKEN_BUDGET, integer=True))
+        if "chunked_prefill" in rec.data:
+            cond["chunked_prefill"] = rec.flag("chunked_prefill")
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))
