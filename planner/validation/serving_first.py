@@ -74,6 +74,9 @@ class ServingRow:
     # the front end's time per request before the scheduler sees it, in ms, where the run differs from the engine's
     # server (an in-process engine has no HTTP server); None: data/serving.yaml's request_overhead_ms
     request_overhead_ms: float | None = None
+    # whether the run consumed each request's outputs token by token in the engine's own process and event loop
+    # (vLLM's AsyncLLMEngine used as a library): data/serving.yaml's inprocess_stream_us_per_seq per sequence per step
+    inprocess_stream: bool = False
 
 
 LENGTHS = LENGTH_SPREADS
@@ -143,6 +146,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
                     else 0.0, first_token_steps=sched.first_token_steps(row.engine))
+    if row.inprocess_stream:  # each streamed sequence's hand-off to its caller, in series with the engine's loop
+        s = replace(s, host_us_per_seq=s.host_us_per_seq + sched.inprocess_stream_us_per_seq)
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}))

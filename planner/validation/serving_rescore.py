@@ -20,7 +20,8 @@ from planner.validation.serving_first import LENGTHS, SERVING_DIR, ServingRow, l
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
-OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms")
+OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms",
+             "inprocess_stream")
 MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
 
@@ -46,6 +47,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["requests"] = int(rec.number("requests", lo=1, hi=MAX_REQUESTS, integer=True))
         if "request_overhead_ms" in rec.data:
             cond["request_overhead_ms"] = rec.number("request_overhead_ms", lo=0, hi=MAX_REQUEST_OVERHEAD_MS)
+        if "inprocess_stream" in rec.data:
+            cond["inprocess_stream"] = rec.flag("inprocess_stream")
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))
