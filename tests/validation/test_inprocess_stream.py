@@ -2,8 +2,11 @@
 loop (AccelMark's online scenario): data/serving.yaml's inprocess_stream_us_per_seq per streamed sequence per step,
 from vllm PR #8125, set by the post-hoc condition inprocess_stream."""
 
+import re
+
 import pytest
 
+from planner import DATA_DIR
 from planner.base.schema import DataFileError
 from planner.inputs.facts import load_facts
 from planner.inputs.serving_runtimes import load_schedulers
@@ -44,3 +47,17 @@ def test_a_lone_streamed_request_pays_it_once_a_token(tmp_path):
 def test_a_non_flag_is_refused_naming_it(tmp_path):
     with pytest.raises(DataFileError, match="inprocess_stream"):
         _posthoc(tmp_path, "  - {rows: 'a*', inprocess_stream: often, why: x}\n")
+
+
+def test_a_figure_out_of_range_or_unsourced_is_refused_naming_it(tmp_path):
+    """Beyond a millisecond a sequence a step (the engines' own bound), or without its source, the file is refused."""
+    text = (DATA_DIR / "serving.yaml").read_text()
+    assert "inprocess_stream_us_per_seq: 33\n" in text
+    for bad, field in ((text.replace("inprocess_stream_us_per_seq: 33\n", "inprocess_stream_us_per_seq: 5000\n"),
+                        "inprocess_stream_us_per_seq"),
+                       (re.sub(r"    inprocess_stream_source: >-\n(      .*\n)+", "", text),
+                        "inprocess_stream_source")):
+        p = tmp_path / f"serving_{field}.yaml"
+        p.write_text(bad)
+        with pytest.raises(DataFileError, match=field):
+            load_schedulers(p)
