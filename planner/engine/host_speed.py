@@ -1,10 +1,10 @@
 """The host CPU's speed. A runtime's host-side time (Python dispatch per kernel, a serving engine's CPU work per step
-and per sequence) is single-threaded Python and C++ on the host, so it scales inversely with the host's single-thread
-speed; the GPU's own time (its kernels, the gaps between them) does not (vllm-project/vllm issue #8147, 2024-09: a
-faster host CPU sped vLLM up). Every host constant in data/runtimes.yaml and data/serving.yaml was measured on its
-sources' hosts (H100 and A100 servers of 2023-24), none of which names its CPU: they are the reference, speed 1,
-and a plan's host_speed is its host's single-thread speed over theirs (e.g. PassMark's single-thread rating of
-both CPUs), 1 by default, so that default answers do not change."""
+and per sequence) is single-threaded Python and C++ on the host, so it scales inversely with the host's single-
+thread speed; the GPU's own time (its kernels, the gaps between them) does not (vllm-project/vllm issue #8147: a
+faster host CPU sped vLLM 0.5.5 up 3.8x on an RTX 3090). Every host constant in data/runtimes.yaml and
+data/serving.yaml was measured or tuned on its sources' hosts (H100 and A100 servers of 2023-25; the data files name
+no CPU for them): they are the reference, speed 1, and a plan's host_speed is its host's single-thread speed over
+theirs (e.g. PassMark's single-thread rating of both CPUs), 1 by default, so that default answers do not change."""
 
 from __future__ import annotations
 
