@@ -17,7 +17,7 @@ from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
 from planner.inputs.runtimes import Efficiency
 from planner.inputs.serving_runtimes import load_schedulers
-from planner.views.explain_text import host_speed_row
+from planner.views.explain_text import host_speed_row, inputs_rows
 from planner.views.plan_inputs import DEFAULTS
 from planner.views.share import decode, encode
 
@@ -82,5 +82,12 @@ def test_the_link_keeps_a_stated_speed_and_omits_the_default():
 
 
 def test_explain_says_what_the_speed_divided():
-    assert "divided by 0.5" in host_speed_row(0.5)[1]
+    """The inputs behind the figures name the speed and what it divided; the dispatch row shows the divided time."""
+    facts = load_facts()
+    plan = Plan(load_models().get("gpt2-124m"), Generate(100, 16, 64), "bf16", runtime="pytorch-eager", batch=1,
+                host_speed=0.5)
+    rows = dict((r[0], r[1]) for r in inputs_rows(estimate_gpu(plan, GPU, facts), False))
+    assert "divided by 0.5" in rows["Host CPU speed"]
+    reference_us = facts.runtimes.get("pytorch-eager").efficiency(GPU.memory_class).host_us_per_kernel
+    assert rows["Host dispatch"].startswith(f"{2 * reference_us:g} us of CPU per kernel")
     assert "as measured" in host_speed_row(1.0)[1]
