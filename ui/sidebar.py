@@ -171,6 +171,8 @@ def _gpus_and_prices() -> None:
     sb.selectbox("Parallelism", PARALLEL_MODES, key="par", help=field_help("par"))
     sb.slider("Usable memory (% of what each GPU reports)", *_bounds("memory_target_pct"), step=1.0, key="mem",
               format="%.0f %%", help=field_help("mem"))
+    sb.number_input("Host CPU speed (x the reference hosts')", *_bounds("host_speed"), step=0.05, key="host",
+                    format="%g", help=field_help("host"))
     sb.number_input("Flag prices older than (days)", 1, MAX_STALE_DAYS, key="stale",
                     help="A price read longer ago than this is marked ⚠ in the table and in the call-outs")
     sb.radio("Prices", plan_inputs.PRICE_SOURCES, key="psrc", horizontal=True,

@@ -1,7 +1,8 @@
 """AccelMark's vLLM 0.7.3 (V0) rows re-predicted by today's planner, POST HOC (their values were entered after the
 predictions were committed; the committed predictions stay the score): median |error| and bias per regime, then the
 short-prompt TTFT rows' residual (measured - predicted, ms) beside the same machine's own decode TPOT, with their
-rank correlation per model (a host-bound prefill follows the host CPU's speed, which no row states).
+rank correlation per model (a host-bound prefill follows the host CPU's speed, which no row states), and the host
+CPU each run recorded (HOST_CPU, read after the values: POST HOC).
 
     python3 validation/accelmark_ttft.py
 """
@@ -19,6 +20,17 @@ from planner.validation.measured import evaluate_row, load_measurements  # noqa:
 
 SOURCE = "FreedomIntelligence/AccelMark"
 SHORT_PROMPT = 1000  # tokens: the interactive suites' ShareGPT prompts, not suite D's 28.7k
+# The host CPU of each single-GPU run of the short-prompt rows (suites A and F: one host per GPU), as its result.json
+# records it (environment.cpu.model; FreedomIntelligence/AccelMark @5797fc42, results/verified/*_nvidia_vllm_47f5d58e_*,
+# read 2026-11-27 after the values were entered). 'Intel Xeon @ 2.x GHz' is how a cloud VM names a CPU it hides.
+HOST_CPU = {
+    "h100-sxm": "Xeon Platinum 8481C (Sapphire Rapids)", "h200-sxm": "Xeon Platinum 8558 (Emerald Rapids)",
+    "a100-sxm-40gb": "EPYC 7532 (Zen 2)", "a100-sxm-80gb": "EPYC 7742 (Zen 2)", "a800-sxm-80gb": "EPYC 7763 (Zen 3)",
+    "rtx-3090": "Xeon Gold 6278C (Cascade Lake)", "rtx-4090": "Xeon Gold 6530 (Emerald Rapids)",
+    "rtx-4000-ada": "Xeon Gold 6548Y+ (Emerald Rapids)", "rtx-6000-ada": "Xeon Gold 6548Y+ (Emerald Rapids)",
+    "rtx-a6000": "Xeon Platinum 8368 (Ice Lake)", "l4": "Intel Xeon @ 2.20GHz (not named)",
+    "t4": "Intel Xeon @ 2.00GHz (not named)",
+}
 
 
 def _ranks(values: list[float]) -> list[int]:
@@ -54,7 +66,7 @@ def main() -> None:
         rho = spearman([p[1] for p in pts], [p[2] for p in pts])
         print(f"\n{model}: TTFT residual vs the machine's own TPOT, Spearman {rho:.2f} ({len(pts)} GPUs)")
         for gpu, resid, tpot in sorted(pts, key=lambda p: p[2]):
-            print(f"  {gpu:16s} residual {resid:6.1f} ms   TPOT {tpot:5.2f} ms")
+            print(f"  {gpu:16s} residual {resid:6.1f} ms   TPOT {tpot:5.2f} ms   host {HOST_CPU.get(gpu, '?')}")
 
 
 if __name__ == "__main__":

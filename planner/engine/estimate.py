@@ -15,6 +15,7 @@ from types import ModuleType
 
 from planner.engine.cluster import asks_cluster, cluster_note, on_cluster
 from planner.engine.collectives import custom_link
+from planner.engine.host_speed import on_host
 from planner.engine.gemm import ALIGNMENT_BYTES, TENSOR_CORE_PATHS, misaligned_dims
 from planner.engine.cost import job_cost_usd, per_million
 from planner.engine.collectives import group_link
@@ -644,8 +645,9 @@ def estimate_on(plan: Plan, gpu: GPU, setup: Setup, efficiency: Efficiency, pric
 
 
 def efficiency_on(plan: Plan, gpu: GPU, facts: Facts, adjust: EfficiencyAdjust | None = None) -> Efficiency:
-    """The plan's runtime efficiency on `gpu` (its memory class's prior), adjusted by a calibration if given."""
-    eff = facts.runtimes.get(plan.runtime).efficiency(gpu.memory_class)
+    """The plan's runtime efficiency on `gpu` (its memory class's prior) on the plan's host (Plan.host_speed),
+    adjusted by a calibration if given (a calibration's host times are its own host's)."""
+    eff = on_host(facts.runtimes.get(plan.runtime).efficiency(gpu.memory_class), plan.host_speed)
     return adjust(gpu, eff) if adjust else eff
 
 

@@ -45,6 +45,9 @@ class Plan:
     parallel: str = "auto"  # one of PARALLEL_MODES
     node_gpus: int | None = None  # GPUs per node of the user's cluster (None: each GPU's catalog node)
     fabric_gbits_per_node: float | None = None  # network between nodes, Gb/s per node (None: the catalog's fabric)
+    # the host CPU's single-thread speed over the hosts the runtimes' host constants were measured on
+    # (planner.engine.host_speed): host-side time is divided by it
+    host_speed: float = 1.0
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
@@ -153,6 +156,10 @@ def check_plan(plan: Plan) -> None:
         raise ValueError(f"memory target must be between {bound.lo:g} % and {bound.hi:g} % of the memory the GPU "
                          "reports")
     check_cluster(plan)
+    bound = BOUNDS["host_speed"]
+    if not bound.lo <= plan.host_speed <= bound.hi:
+        raise ValueError(f"host speed must be between {bound.lo:g} and {bound.hi:g} times the reference hosts' "
+                         "single-thread speed (1 = the hosts the runtimes' constants were measured on)")
     if plan.price_tier not in PRICE_TIERS:
         raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
     if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):

@@ -52,6 +52,7 @@ import numpy as np
 
 from planner.base.units import SECONDS_PER_HOUR
 from planner.engine.estimate import efficiency_on, setup_on
+from planner.engine.host_speed import REFERENCE_HOST_SPEED, on_host
 from planner.engine.memory import breakdown, usable_gb
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan
@@ -143,10 +144,11 @@ def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -
     (Scheduler.steps_per_round: multi-step scheduling prepares the round's later steps on the GPU and processes
     their outputs once) pays both once per round: a k-th of each a step."""
     p = replace(plan, runtime=sched.efficiency_of)
-    eff = replace(efficiency_on(p, gpu, facts), host_us_per_seq=sched.host_us_per_seq,
-                  prefill_host_us_per_kernel=sched.prefill_host_us_per_kernel)
+    eff = replace(efficiency_on(replace(p, host_speed=REFERENCE_HOST_SPEED), gpu, facts),
+                  host_us_per_seq=sched.host_us_per_seq, prefill_host_us_per_kernel=sched.prefill_host_us_per_kernel)
     if sched.step_host_us is not None:  # an engine generation's own loop (vLLM V0), not the current one's
         eff = replace(eff, step_host_us=sched.step_host_us)
+    eff = on_host(eff, plan.host_speed)  # the scheduler's host times as well as the runtime's, once
     if sched.host_overlapped:
         return p, replace(eff, step_host_us=0.0, host_us_per_seq=0.0)
     k = sched.steps_per_round

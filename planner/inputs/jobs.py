@@ -70,6 +70,9 @@ BOUNDS = {
     # of the catalog (GB200/GB300 NVL72); the network between nodes per node, Gb/s, from 10 (10 GbE) to 57,600 (72
     # GPUs x one 800 Gb/s ConnectX-8 each, GB300 NVL72: data/interconnects.yaml, fabric cx8-800)
     "node_gpus": Bound(1, 72), "fabric_gbits_per_node": Bound(10, 57_600, integer=False),
+    # the host CPU's single-thread speed over the reference hosts' (planner.engine.host_speed): server CPUs' PassMark
+    # single-thread ratings span well within 4x of one another
+    "host_speed": Bound(0.25, 4, integer=False),
 }
 
 

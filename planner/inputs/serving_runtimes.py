@@ -114,6 +114,12 @@ class SchedulerProfile:
     # per-sequence term, the runtime profile's per-step time
     engines: tuple[EngineGeneration, ...] = ()
     engines_source: str = ""
+    # serial CPU microseconds per streamed sequence per step where the caller runs the engine in its own process and
+    # event loop and consumes each request's outputs token by token (vLLM's AsyncLLMEngine used as a library): the
+    # outputs' hand-off to each request's stream and its coroutine's wake-up, in series with the engine's loop; a
+    # server's front end does this in another process (0 where no source times it)
+    inprocess_stream_us_per_seq: float = 0.0
+    inprocess_stream_source: str = ""
 
     def _engine(self, engine: str) -> EngineGeneration:
         for row in self.engines:
@@ -255,7 +261,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "memory_fraction", "tiers", "launch", "port", "readiness_path", "source",
                         "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
                         "host_overlap_source", "kv_cache_dtypes", "kv_cache_source", "request_overhead_ms",
-                        "request_overhead_source", "engines", "engines_source"))
+                        "request_overhead_source", "engines", "engines_source", "inprocess_stream_us_per_seq",
+                        "inprocess_stream_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -271,6 +278,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             _kv_flags(rec), _sourced(rec, "kv_cache_dtypes", "kv_cache_source"),
             (rec.number("request_overhead_ms", required=False, lo=0, hi=10_000) or 0.0) / 1e3,
             _sourced(rec, "request_overhead_ms", "request_overhead_source"), _engines(rec),
-            _sourced(rec, "engines", "engines_source")))
+            _sourced(rec, "engines", "engines_source"),
+            rec.number("inprocess_stream_us_per_seq", required=False, lo=0, hi=MAX_HOST_US_PER_SEQ) or 0.0,
+            _sourced(rec, "inprocess_stream_us_per_seq", "inprocess_stream_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

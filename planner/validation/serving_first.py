@@ -80,6 +80,9 @@ class ServingRow:
     max_num_seqs: int | None = None
     token_budget: int | None = None
     chunked_prefill: bool | None = None
+    # whether the run consumed each request's outputs token by token in the engine's own process and event loop
+    # (vLLM's AsyncLLMEngine used as a library): data/serving.yaml's inprocess_stream_us_per_seq per sequence per step
+    inprocess_stream: bool = False
 
 
 LENGTHS = LENGTH_SPREADS
@@ -168,6 +171,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
                     else 0.0, first_token_steps=sched.first_token_steps(row.engine))
+    if row.inprocess_stream:  # each streamed sequence's hand-off to its caller, in series with the engine's loop
+        s = replace(s, host_us_per_seq=s.host_us_per_seq + sched.inprocess_stream_us_per_seq)
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}))

@@ -22,7 +22,7 @@ POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
 OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms",
-             "max_num_seqs", "token_budget", "chunked_prefill")
+             "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream")
 MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
 
@@ -54,6 +54,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["token_budget"] = int(rec.number("token_budget", lo=16, hi=MAX_TOKEN_BUDGET, integer=True))
         if "chunked_prefill" in rec.data:
             cond["chunked_prefill"] = rec.flag("chunked_prefill")
+        if "inprocess_stream" in rec.data:
+            cond["inprocess_stream"] = rec.flag("inprocess_stream")
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))

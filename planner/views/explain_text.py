@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from planner.engine.host_speed import REFERENCE_HOST_SPEED
 from planner.base.schema import DataFileError
 from planner.engine.collectives import group_link
 from planner.engine.estimate import Estimate
@@ -227,6 +228,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
          eff.source),
         ("Host dispatch", f"{eff.host_us_per_kernel:g} us of CPU per kernel (overlaps the GPU's work)"
          if eff.host_us_per_kernel else "none (CUDA graphs or a compiled runtime)", eff.source),
+        host_speed_row(e.plan.host_speed),
         ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
          "auto: the cheapest that fits" if auto_batch else "yours"),
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
@@ -373,3 +375,15 @@ def gpu_caption(e: Estimate) -> str:
         return f"CPU (measured) · {g.vram_gb:.3g} GB host RAM at {g.mem_bw_gbps:,.1f} GB/s measured"
     return (f"{g.architecture} · {g.sm} · {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB) {g.memory_type} at "
             f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
+
+
+def host_speed_row(host_speed: float) -> tuple[str, str, str]:
+    """The host CPU's speed as the step-time table shows it: the factor every host-side time was divided by."""
+    if host_speed == REFERENCE_HOST_SPEED:
+        text = "the reference hosts' (1x): the runtimes' host times as measured"
+    else:
+        text = (f"{host_speed:g}x the reference hosts' single-thread speed: host dispatch per kernel and the "
+                f"engine's CPU work per step and per sequence each divided by {host_speed:g}, the GPU's time not")
+    return ("Host CPU speed", text, "yours (--host-speed; planner/engine/host_speed.py: the H100 and A100 servers "
+            "the runtimes' host constants were measured on are 1)" if host_speed != REFERENCE_HOST_SPEED
+            else "planner/engine/host_speed.py")

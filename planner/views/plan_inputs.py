@@ -77,6 +77,7 @@ class Inputs:
     par: str = "auto"  # how the GPUs share the job (PARALLEL_MODES)
     node: int = 0  # GPUs per node of your cluster (0 = each GPU's catalog node)
     fab: float = 0.0  # network between nodes, Gb/s per node (0 = each GPU's catalog fabric)
+    host: float = 1.0  # the host CPU's single-thread speed over the reference hosts' (planner.engine.host_speed)
     tier: str = "secure"
     prov: str = RUNPOD  # the providers whose prices rank the plan, comma-separated (planner.inputs.cloud_prices)
     mem: float = float(MEMORY_TARGET_DEFAULT_PCT)  # percent of the reported memory a plan may fill
@@ -223,6 +224,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "pt": _pytorch,
     "rt": choice_parser(_runtimes), "gpus": _bounded("gpus"), "par": choice_parser(lambda: PARALLEL_MODES),
     "node": _unless_zero("node_gpus"), "fab": _unless_zero("fabric_gbits_per_node"),
+    "host": lambda t: float(_bounded("host_speed")(t)),
     "tier": choice_parser(lambda: PRICE_TIERS), "prov": _providers,
     "mem": _bounded("memory_target_pct"),
     "psrc": choice_parser(lambda: PRICE_SOURCES), "vendor": choice_parser(lambda: VENDORS),
@@ -315,6 +317,11 @@ PLAN_FIELDS = (
               f"({_span('fabric_gbits_per_node')}), shared by the node's GPUs, e.g. 3200 for 8 x 400 Gb/s InfiniBand "
               "NDR; a GPU with no known network between nodes keeps none (0 = each GPU's fabric as the catalog gives "
               "it, data/interconnects.yaml)"),
+    PlanField("host", "--host-speed", "your host CPU's single-thread speed over that of the hosts the runtimes' "
+              f"host constants were measured on ({_span('host_speed')}; 1 = theirs, H100 and A100 servers of "
+              "2023-25, e.g. the ratio of the two CPUs' PassMark single-thread ratings): each runtime's host-side "
+              "time (Python dispatch per kernel, a serving engine's CPU work per step and per sequence) is divided "
+              "by it, the GPU's own time not (planner/engine/host_speed.py)"),
     PlanField("tier", "--price-tier", "secure (a data center's on-demand: RunPod secure cloud, Lambda, Nebius...), "
               "community (a marketplace's hosts: RunPod community cloud, Vast.ai) or spot", lambda: PRICE_TIERS),
     PlanField("prov", "--providers", "the providers you rent from, comma-separated, or all: per GPU and tier the "
@@ -438,7 +445,8 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
                          inputs.shard, layout=parse_layout(inputs.lay), global_batch=inputs.gbatch)
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
-                inputs.mem / 100, inputs.pt or None, inputs.par, inputs.node or None, inputs.fab or None)
+                inputs.mem / 100, inputs.pt or None, inputs.par, inputs.node or None, inputs.fab or None,
+                inputs.host)
 
 
 def cluster_phrase(inputs: Inputs) -> str:

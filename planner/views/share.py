@@ -362,6 +362,8 @@ def encode(inputs: Inputs) -> dict[str, str]:
     for name in CLUSTER_FIELDS:  # your cluster's nodes and network, when stated
         if getattr(inputs, name):
             out[name] = _text(getattr(inputs, name))
+    if inputs.host != DEFAULTS.host:  # the host CPU's speed, when stated
+        out["host"] = _text(inputs.host)
     if inputs.prov != DEFAULTS.prov:  # the providers whose prices rank the plan
         out["prov"] = inputs.prov
     if inputs.mygpu:
