@@ -282,16 +282,31 @@ def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
     return (ph.host_rounds or ph.steps) * eff.step_host_seconds(ph.sequences)
 
 
+def eager_steps(ph: Phase, eff: Efficiency) -> int:
+    """Steps of the phase an engine generation dispatches eagerly, kernel by kernel from Python: every step of a
+    prefill phase where it runs its prefills eagerly (Efficiency.prefill_host_us_per_kernel: vLLM V0), and the decode
+    steps at KV positions from Efficiency.eager_decode_from on (vLLM V0 replays its decode CUDA graphs only up to
+    max_seq_len_to_capture tokens of context: positions p0 .. p0+steps-1, those p >= the limit)."""
+    if not eff.prefill_host_us_per_kernel:
+        return 0
+    if ph.name == PREFILL:
+        return ph.steps
+    start = eff.eager_decode_from
+    return max(0, min(ph.steps, ph.p0 + ph.steps - start)) if start else 0
+
+
 def _launch_host(ph: Phase, eff: Efficiency) -> tuple[float, float, float]:
     """(kernels per step, launch overhead per pass, host dispatch per pass). A quantized kernel library's own launches
     and host dispatches (Phase.launches, host_kernels) are counted as they are: the runtime's kernels-per-layer factor
-    scales the model's fused-block kernels only. An engine generation that runs its prefills eagerly
-    (Efficiency.prefill_host_us_per_kernel: vLLM V0) dispatches each kernel of a prefill phase from Python as well."""
+    scales the model's fused-block kernels only. An engine generation's eager steps (eager_steps: vLLM V0's prefills,
+    and its decode steps past the CUDA graphs' context) dispatch each kernel from Python as well. The pass's host
+    time is set against its GPU time as a whole (pass_seconds), not step by step: a decode that crosses the limit
+    part way hides some of its eager steps' host time under its graphed steps' GPU time (not modelled)."""
     fused = ph.kernels * eff.kernels_per_layer_factor
     kernels = fused + ph.launches
-    host_us = eff.host_us_per_kernel + (eff.prefill_host_us_per_kernel if ph.name == PREFILL else 0.0)
+    host_us = ph.steps * eff.host_us_per_kernel + eager_steps(ph, eff) * eff.prefill_host_us_per_kernel
     return (kernels, ph.steps * kernels * eff.launch_overhead_us * 1e-6,
-            ph.steps * (fused + ph.host_kernels) * host_us * 1e-6)
+            (fused + ph.host_kernels) * host_us * 1e-6)
 
 
 def kernel_latency_s(ph: Phase, gpu: GPU) -> float:

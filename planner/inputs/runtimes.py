@@ -174,6 +174,10 @@ class Efficiency:
     # eagerly and only its decode steps in CUDA graphs (vLLM V0: with_engine_generation); it overlaps the GPU's
     # work as host_us_per_kernel does, in prefill phases only; 0: prefills launched as the runtime launches decode
     prefill_host_us_per_kernel: float = 0.0
+    # the KV position from which decode steps are dispatched eagerly too, at prefill_host_us_per_kernel a kernel: an
+    # engine generation that captures its decode CUDA graphs only up to a context (vLLM V0's max_seq_len_to_capture,
+    # 8,192: with_engine_generation); 0: decode steps launched as the runtime launches them at any context
+    eager_decode_from: int = 0
     # its scheduler admits a generate job's sequences as its paged KV cache frees (RuntimeProfile.batch_waves): a
     # batch that does not fit runs as waves of the largest batch that does; False: it runs whole or not at all
     batch_waves: bool = False
@@ -300,6 +304,7 @@ class RuntimeProfile:
     # see Efficiency): never in data/runtimes.yaml, whose profiles are the current generations'
     host_us_per_seq: float = 0.0
     prefill_host_us_per_kernel: float = 0.0  # an older generation's eager prefill (with_engine_generation), likewise
+    eager_decode_from: int = 0  # and the context past which its decode steps run eagerly (0: none), likewise
     # its scheduler admits a generate job's sequences while its paged KV cache has room and starts the rest as others
     # finish (vLLM, TensorRT-LLM's in-flight batching); False: a batch runs whole or not at all, as Hugging Face's
     # static batch and llama.cpp's do
@@ -372,7 +377,8 @@ class RuntimeProfile:
                           value("host_us_per_kernel"), self.dp_comm_overlap, step_host_us=self.step_host_us,
                           runtime=self.id, precisions=self.precisions, training=self.training,
                           host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves,
-                          prefill_host_us_per_kernel=self.prefill_host_us_per_kernel)
+                          prefill_host_us_per_kernel=self.prefill_host_us_per_kernel,
+                          eager_decode_from=self.eager_decode_from)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -550,14 +556,18 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
         out.append(r)
     return Runtimes(tuple(out))
 def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float,
-                           step_host_us: float | None = None, prefill_host_us_per_kernel: float = 0.0) -> Runtimes:
+                           step_host_us: float | None = None, prefill_host_us_per_kernel: float = 0.0,
+                           eager_decode_from: int = 0) -> Runtimes:
     """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step,
     `step_host_us` per step in place of its profile's (None: the profile's) and `prefill_host_us_per_kernel` to
-    dispatch each kernel of a prefill step (an eager prefill: eager_dispatch_us): a generation of its engine (vLLM V0,
-    data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us, eager_prefill), which a run stated
-    (a validation row's `engine`). The runtimes as loaded are the current generation's."""
+    dispatch each kernel of a prefill step (an eager prefill: eager_dispatch_us), and of each decode step at KV
+    positions from `eager_decode_from` on (0: none; past its CUDA graphs' context): a generation of its engine (vLLM
+    V0, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us, eager_prefill,
+    eager_decode_from), which a run stated (a validation row's `engine`). The runtimes as loaded are the current
+    generation's."""
     step = {} if step_host_us is None else {"step_host_us": step_host_us}
-    generation = dict(host_us_per_seq=host_us_per_seq, prefill_host_us_per_kernel=prefill_host_us_per_kernel, **step)
+    generation = dict(host_us_per_seq=host_us_per_seq, prefill_host_us_per_kernel=prefill_host_us_per_kernel,
+                      eager_decode_from=eager_decode_from, **step)
     return Runtimes(tuple(replace(r, **generation) if r.id == runtime_id else r for r in runtimes.runtimes))
 
 

@@ -18,6 +18,7 @@ MAX_TIERS = 8
 MAX_KV_DTYPES = 8
 MAX_ENGINES = 8
 MAX_HOST_US_PER_SEQ = 1_000.0  # a millisecond of CPU per sequence per step: beyond any engine's profile
+MAX_GRAPH_CONTEXT = 10_000_000  # tokens: beyond any model's context
 MAX_STEP_HOST_US = 100_000.0  # 0.1 s of CPU per step: beyond any engine's loop
 MAX_NUM_SEQS = 65_536  # requests running at once: beyond any engine's cap
 MAX_TOKEN_BUDGET = 1 << 20  # tokens one step carries: beyond any engine's budget
@@ -120,6 +121,11 @@ class SchedulerProfile:
     # server's front end does this in another process (0 where no source times it)
     inprocess_stream_us_per_seq: float = 0.0
     inprocess_stream_source: str = ""
+    # per engine generation, the longest context its decode steps replay a captured CUDA graph for; a decode step
+    # past it is dispatched eagerly, kernel by kernel (vLLM V0's max_seq_len_to_capture); a generation not listed:
+    # no such limit
+    graph_max_context: tuple[tuple[str, int], ...] = ()
+    graph_max_context_source: str = ""
 
     def _engine(self, engine: str) -> EngineGeneration:
         for row in self.engines:
@@ -142,6 +148,13 @@ class SchedulerProfile:
         """Whether `engine` (one of `engines`; ValueError naming it otherwise) runs its prefill steps eagerly, each
         kernel dispatched from Python (vLLM V0 captures CUDA graphs for decode steps only)."""
         return self._engine(engine)[3]
+
+    def eager_decode_from(self, engine: str) -> int:
+        """The KV position from which `engine`'s decode steps run eagerly, each kernel dispatched from Python, its
+        CUDA graphs captured only up to that context (graph_max_context; vLLM V0's max_seq_len_to_capture, 8,192
+        tokens); 0 where its decode steps always replay a graph. ValueError naming `engine` when it is unknown."""
+        self._engine(engine)
+        return dict(self.graph_max_context).get(engine, 0)
 
     def first_token_steps(self, engine: str) -> int:
         """Steps of host work (scheduling and input preparation) a request's first token waits for after its prefill
@@ -246,6 +259,20 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
     return tuple(out)
 
 
+def _graph_limits(rec: Record) -> tuple[tuple[str, int], ...]:
+    """graph_max_context: {generation id of `engines`: tokens, 1..MAX_GRAPH_CONTEXT}: the longest context a
+    generation's decode steps replay a CUDA graph for."""
+    raw = rec.data.get("graph_max_context") or {}
+    known = {e[0] for e in _engines(rec)}
+    ok = isinstance(raw, dict) and len(raw) <= MAX_ENGINES and all(
+        isinstance(k, str) and k.lower() in known and not isinstance(v, bool) and isinstance(v, int)
+        and 1 <= v <= MAX_GRAPH_CONTEXT for k, v in raw.items())
+    if not ok:
+        raise rec.fail("graph_max_context", "expected {engine generation id of engines: tokens, 1.."
+                                            f"{MAX_GRAPH_CONTEXT:,}}}, got {str(raw)[:60]!r}")
+    return tuple((k.lower(), int(v)) for k, v in raw.items())
+
+
 def _sourced(rec: Record, flag: str, source: str) -> str:
     """The source text of a yes/no fact (required once the flag is given)."""
     return " ".join((rec.text(source, required=flag in rec.data) or "").split())
@@ -262,7 +289,7 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
                         "host_overlap_source", "kv_cache_dtypes", "kv_cache_source", "request_overhead_ms",
                         "request_overhead_source", "engines", "engines_source", "inprocess_stream_us_per_seq",
-                        "inprocess_stream_source"))
+                        "inprocess_stream_source", "graph_max_context", "graph_max_context_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -280,6 +307,7 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             _sourced(rec, "request_overhead_ms", "request_overhead_source"), _engines(rec),
             _sourced(rec, "engines", "engines_source"),
             rec.number("inprocess_stream_us_per_seq", required=False, lo=0, hi=MAX_HOST_US_PER_SEQ) or 0.0,
-            _sourced(rec, "inprocess_stream_us_per_seq", "inprocess_stream_source")))
+            _sourced(rec, "inprocess_stream_us_per_seq", "inprocess_stream_source"), _graph_limits(rec),
+            _sourced(rec, "graph_max_context", "graph_max_context_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

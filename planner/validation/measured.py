@@ -409,6 +409,12 @@ def eager_prefill_us(framework: str, engine: str, runtimes: Runtimes) -> float:
     return eager_dispatch_us(runtimes) if eager else 0.0
 
 
+def eager_decode_from(framework: str, engine: str) -> int:
+    """The KV position from which `framework`'s engine generation `engine` runs its decode steps eagerly (data/
+    serving.yaml graph_max_context: vLLM V0's CUDA graphs cover 8,192 tokens of context); 0: none."""
+    return load_schedulers().get(FRAMEWORK_RUNTIME[framework]).eager_decode_from(engine)
+
+
 def _check_engine(rec: Record, framework: str, engine: str) -> None:
     try:
         engine_host_us(framework, engine)
@@ -608,7 +614,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
         runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
         runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine),
-                                          eager_prefill_us(row.framework, row.engine, runtimes))
+                                          eager_prefill_us(row.framework, row.engine, runtimes),
+                                          eager_decode_from(row.framework, row.engine))
     check_runtime(plan, facts.runtimes, facts.rules)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
