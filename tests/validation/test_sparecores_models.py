@@ -32,8 +32,9 @@ def test_gemma_2_2b_has_the_reports_non_embedding_parameters():
 
 
 def test_llama_bench_rows_are_batch_one_with_the_records_build_and_flash_attention():
-    rows = load_measurements(TO_PREDICT / "sparecores-llamabench.yaml", measured=False)
-    assert len({r.id for r in rows}) == len(rows) > 0
+    rows = [r for part in ("decode", "prefill")
+            for r in load_measurements(TO_PREDICT / f"sparecores-llamabench-{part}.yaml", measured=False)]
+    assert len({r.id for r in rows}) == len(rows) == 843  # 351 tg + 492 pp records the file's rule took
     for row in rows:
         assert (row.batch, row.build, row.attention, row.framework) == (1, 4753, "flash-attn-2", "llama.cpp"), row.id
         # tgN: N tokens from an empty context; ppN: one N-token prompt and nothing generated
