@@ -118,7 +118,7 @@ HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, s
 LAYOUT_FIELDS = ("tp", "pp", "cp", "vpp")
 # The published rows with each source's own words (1.03 MB on 2026-11-27, 760 rows): the repository's evidence, read
 # under a cap of its own rather than an upload's (safe_parse.MAX_TEXT_BYTES); room for a few times as many sources.
-MEASUREMENTS_MAX_BYTES = 4_000_000
+MEASUREMENTS_MAX_BYTES = 12_000_000
 MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's

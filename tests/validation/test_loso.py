@@ -131,7 +131,10 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "smoothyy3/willitrun", "willettAMT/perf-analysis-modeling-project",
                                    "NVIDIA/Megatron-LM", "NVIDIA/dgxc-benchmarking", "LambdaLabsML/examples",
                                    "FreedomIntelligence/AccelMark", "dennislee22/vLLM-benchmarking", "mlc-ai/blog",
-                                   "NVIDIA/TensorRT-Model-Optimizer", "mosaicml/llm-foundry"}
+                                   "NVIDIA/TensorRT-Model-Optimizer", "mosaicml/llm-foundry",
+                                   # predicted before measured at 6369438 (validation/README.md 57-62)
+                                   "SpareCores/sc-inspector-data", "QwenLM/Qwen3", "docs.nvidia.com",
+                                   "cjpais/LocalScore", "huggingface/optimum-benchmark"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
