@@ -160,6 +160,36 @@ def error_stats(results: list[RowResult]) -> dict:
             "p90_ape": round(quantile(apes, 0.9), 1), "median_bias_pct": round(statistics.median(speed), 1)}
 
 
+def weighted_median(pairs: list[tuple[float, float]]) -> float:
+    """The median of values with weights (value, weight > 0): the value at which half the total weight lies on either
+    side, the mean of the two neighbours where a value's cumulative weight ends exactly at the half (as the plain median
+    of an even count does)."""
+    ordered = sorted(pairs)
+    half, acc = sum(w for _, w in ordered) / 2.0, 0.0
+    for i, (value, weight) in enumerate(ordered):
+        acc += weight
+        if abs(acc - half) <= 1e-9 * half and i + 1 < len(ordered):
+            return (value + ordered[i + 1][0]) / 2.0
+        if acc > half:
+            return value
+    return ordered[-1][0]
+
+
+def per_publication_stats(results: list[RowResult]) -> dict:
+    """Median |error| and bias with each publication (source_of) weighing the same, whatever its row count: a source
+    of 1,000 rows counts once, as one of 5 rows does. n publications, and the medians over their rows' weights."""
+    scored = [r for r in results if r.error_pct is not None and r.seconds_ratio]
+    counts: dict[str, int] = {}
+    for r in scored:
+        counts[source_of(r)] = counts.get(source_of(r), 0) + 1
+    if not scored:
+        return {"publications": 0, "pub_median_ape": None, "pub_median_bias_pct": None}
+    weights = [1.0 / counts[source_of(r)] for r in scored]
+    return {"publications": len(counts),
+            "pub_median_ape": round(weighted_median([(abs(r.error_pct), w) for r, w in zip(scored, weights)]), 1),
+            "pub_median_bias_pct": round(weighted_median([(r.speed_bias_pct, w) for r, w in zip(scored, weights)]), 1)}
+
+
 def result_groups(results: list[tuple[RowResult, str]], by_gpu_class: bool) -> list[tuple[str, str, list[RowResult]]]:
     """all, per regime (uncertainty.REGIMES), per GPU class and regime x GPU class, per source."""
     rs = [r for r, _ in results]

@@ -25,7 +25,7 @@ from planner import ROOT_DIR
 from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
 from planner.inputs.catalog import load_catalog
-from planner.validation.loso import error_stats, result_groups, source_of
+from planner.validation.loso import error_stats, per_publication_stats, result_groups, source_of
 from planner.validation.measured import (MEASUREMENTS_FILE, PREDICTIONS_DIR, ROW_FIELDS, Measurement, RowResult,
                                          load_measurements, predict_row, validation_models)
 
@@ -206,8 +206,10 @@ def score_predictions(directory: str | Path = PREDICTIONS_DIR, measurements: str
 
 def prediction_summary(scored: list[ScoredPredictions]) -> list[dict]:
     """n, median |error|, p90 and median bias on speed (+ = the planner faster than measured) of the committed
-    predictions: all, per regime, per source (a predictions file's source, with its commit)."""
+    predictions: all, per regime, per source (a predictions file's source, with its commit); for all and each regime
+    also the same medians with each publication weighing the same (loso.per_publication_stats)."""
     results = [(r, f"{s.file.source} @{s.file.commit[:8]}") for s in scored for r in s.results
                if r.split == PREDICTION_SPLIT]
-    return [{"set": PREDICTION_SPLIT, "group": kind, "key": key, **error_stats(members)}
+    return [{"set": PREDICTION_SPLIT, "group": kind, "key": key, **error_stats(members),
+             **(per_publication_stats(members) if kind in ("all", "regime") else {})}
             for kind, key, members in (result_groups(results, False) if results else ()) if members]

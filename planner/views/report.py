@@ -297,11 +297,14 @@ def prediction_first_text(summary: list[dict], files: list[tuple[str, str, str, 
     """The generalisation headline: the error of predictions committed before their rows were measured, per regime
     and per source; `files` is (source, commit, day predicted, rows predicted, rows measured since) per file."""
     head = ("predicted before measured (headline): the error of predictions committed before the rows were measured "
-            "(validation/predictions/; bias + = the planner is faster than measured)")
+            "(validation/predictions/; bias + = the planner is faster than measured; per_publication_*: the same "
+            "medians with each publication weighing the same, whatever its row count)")
     if not summary:
         return head + "\n(no predicted row is measured yet)"
     rows = [{"group": d["key"], "rows": d["n"], "median_ape": d["median_ape"], "p90_ape": d["p90_ape"],
-             "median_bias_pct": d["median_bias_pct"]} for d in summary]
+             "median_bias_pct": d["median_bias_pct"], "publications": d.get("publications", ""),
+             "per_publication_ape": d.get("pub_median_ape", ""),
+             "per_publication_bias_pct": d.get("pub_median_bias_pct", "")} for d in summary]
     made = [{"source": s, "commit": c[:12], "predicted_on": day, "rows": n, "measured": m}
             for s, c, day, n, m in files]
     return "\n".join([head, text_table(rows), text_table(made), "leave one source out (below) is secondary: its "
