@@ -464,7 +464,18 @@ def as_known_now(row: Measurement) -> Measurement:
 def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | Path = MODELS_EXTRA_FILE,
                       measured: bool = True) -> tuple[Measurement, ...]:
     """Load and check every row; a malformed row raises DataFileError naming file, row and field. `measured` False:
-    rows to predict before they are measured, which must carry no `value`."""
+    rows to predict before they are measured, which must carry no `value`. Parsed once per version of the file (its
+    size and modification time): the rows are frozen, and a 4 MB file takes a second to parse."""
+    try:
+        stat = Path(path).stat()
+    except OSError:  # missing or unreadable: the loader names the file
+        return _load_measurements(str(path), 0, -1, str(extra_models), measured)
+    return _load_measurements(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, str(extra_models), measured)
+
+
+@lru_cache(maxsize=16)
+def _load_measurements(path: str, mtime_ns: int, size: int, extra_models: str,
+                       measured: bool) -> tuple[Measurement, ...]:
     catalog, models, rules = load_catalog(), validation_models(extra_models), load_rules()
     rows = tuple(_parse_row(Record.of(path, i, raw), catalog, models, rules, measured)
                  for i, raw in enumerate(load_yaml(path, "rows", max_bytes=MEASUREMENTS_MAX_BYTES)))
@@ -476,8 +487,15 @@ def prediction_first_ids(directory: str | Path = PREDICTIONS_DIR) -> frozenset[s
     """The ids of every row predicted before it was measured (a predictions file under `directory`). Their sources
     are scored by those committed predictions and held out of tuning (leave one source out, data/runtimes_tuned.yaml),
     so that the values which made the predictions stay the ones the rows are scored against."""
+    files = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(Path(directory).glob("*.yaml")))
+    return _prediction_first_ids(files)
+
+
+@lru_cache(maxsize=8)
+def _prediction_first_ids(files: tuple[tuple[str, int, int], ...]) -> frozenset[str]:
+    """The ids in the predictions files (path, modification time, size): parsed once per version of the files."""
     ids: set[str] = set()
-    for path in sorted(Path(directory).glob("*.yaml")):
+    for path, _, _ in files:
         for i, raw in enumerate(load_yaml(path, "rows")):
             ids.add(Record.of(path, i, raw).text("id"))
     return frozenset(ids)

@@ -17,13 +17,14 @@ import re
 import subprocess
 from dataclasses import MISSING, dataclass, fields
 from datetime import date
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
 from planner import ROOT_DIR
 from planner.base.files import write_atomic
-from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
+from planner.base.schema import DataFileError, Record, load_document, sections_of, unique_ids
 from planner.inputs.catalog import load_catalog
 from planner.validation.loso import error_stats, per_publication_stats, result_groups, source_of
 from planner.validation.measured import (MEASUREMENTS_FILE, PREDICTIONS_DIR, ROW_FIELDS, Measurement, RowResult,
@@ -142,10 +143,19 @@ class PredictionFile:
 
 
 def load_predictions(path: str | Path) -> PredictionFile:
-    """A predictions file, checked: its header fields and every row's id, fields and prediction."""
-    path = Path(path)
-    raws = load_yaml(path, "rows", dated=True)
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    """A predictions file, checked: its header fields and every row's id, fields and prediction. Parsed once per
+    version of the file (size and modification time); callers only read it."""
+    try:
+        stat = Path(path).stat()
+    except OSError:  # missing: the loader names the file
+        return _load_predictions(Path(path), 0, -1)
+    return _load_predictions(Path(path).resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=128)
+def _load_predictions(path: Path, mtime_ns: int, size: int) -> PredictionFile:
+    doc = load_document(path, dated=True)  # parsed once, under the caps of every data file
+    raws = sections_of(doc, path, ("rows",))["rows"]
     head = Record(str(path), "-", doc)
     commit = head.text("planner_commit")
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
