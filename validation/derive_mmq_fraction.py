@@ -2,7 +2,8 @@
 PR #7676's RTX 4090 figure: Llama-3-8B Q4_0, llama-bench pp512 at micro-batch 512, 10358.75 t/s with MMQ
 (ggml-org/llama.cpp PR #7676, JohannesGaessler, 2024-06). Prints the engine's groups for that pass and the fraction of
 the int8 matmul ceiling at which the linear group's time makes the pass take 512 / 10358.75 s, every other group as
-modelled. Run: python3 validation/derive_mmq_fraction.py
+modelled (the MMQ's CUDA-core scaling, the group "prompt GEMM scaling", among them: PromptPath.scale_flops). Run:
+python3 validation/derive_mmq_fraction.py
 """
 
 from __future__ import annotations

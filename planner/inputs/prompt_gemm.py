@@ -27,7 +27,8 @@ class PromptPath(CachedHash):
     the runtime's compute_efficiency, as its other GEMMs), `flops_per_op` FLOPs per counted instruction on the ALU
     path (dp4a: 4 multiply-adds), through a copy of `buffer_bytes` per weight written each pass and read by the GEMM
     (0: the GEMM reads the stored blocks), converting each GEMM input element at `act_convert_bytes` (read + write),
-    accumulating in fp16 where `accumulate16`."""
+    accumulating in fp16 where `accumulate16`. `scale_flops` FLOP-equivalents per matmul FLOP run on the CUDA
+    cores after each MMA, in series with it, at the GPU's fp32 rate (MMQ's per-block scales: 0 for cuBLAS)."""
 
     id: str
     compute_path: str
@@ -37,6 +38,7 @@ class PromptPath(CachedHash):
     accumulate16: bool
     flops_per_op: float
     source: str
+    scale_flops: float = 0.0
 
     @property
     def buffered(self) -> bool:
@@ -78,14 +80,15 @@ def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
     paths = {}
     for p in sub.records("paths", MAX_PATHS):
         p.check_keys(("id", "compute_path", "fraction", "buffer_bytes", "act_convert_bytes", "accumulate",
-                      "flops_per_op", "source"))
+                      "flops_per_op", "scale_flops", "source"))
         path = p.text("compute_path", choices=(*COMPUTE_PATHS, ALU_PATH))
         paths[p.text("id")] = PromptPath(
             p.text("id"), path, p.number("fraction", required=False, lo=0.01, hi=1.0) or 0.0,
             p.number("buffer_bytes", required=False, lo=0, hi=8) or 0.0,
             p.number("act_convert_bytes", required=False, lo=0, hi=16) or 0.0,
             p.text("accumulate", required=False, choices=("fp16", "fp32")) == "fp16",
-            p.number("flops_per_op", required=path == ALU_PATH, lo=1, hi=64) or 1.0, " ".join(p.text("source").split()))
+            p.number("flops_per_op", required=path == ALU_PATH, lo=1, hi=64) or 1.0, " ".join(p.text("source").split()),
+            p.number("scale_flops", required=False, lo=0, hi=1.0) or 0.0)
     eras = []
     for e in sub.records("eras", MAX_ERAS):
         e.check_keys(("from_build", *WEIGHT_KINDS, "source"))

@@ -295,6 +295,7 @@ class Setup(CachedHash):
         return p.compute_path if p.compute_path in ACTIVATION_PATHS else "fp16"
 
 
+PROMPT_SCALE_GROUP = "prompt GEMM scaling"  # MMQ's CUDA-core work after its MMAs (PromptPath.scale_flops)
 ATTENTION_GROUP = "attention"  # a pass's attention: its projections' bytes, its scores' FLOPs (quadratic in a prompt)
 DEQUANT_GROUP = "dequantize weights"  # tensor-core kernels: unpack once per pass
 GEMV_GROUP = "quantized GEMV (unpack + dot)"  # a runtime's CUDA-core GEMV: unpack and multiply per token

@@ -87,21 +87,42 @@ def test_a_v100_prompt_of_build_989_runs_fp32_sgemm_over_an_fp32_copy():
 
 def test_an_rtx_4090_prompt_runs_mmq_on_int8_tensor_cores():
     """By hand, Llama-3-8B Q4_0 on an RTX 4090 (newest era), one 512-token pass: the weights' MMAs run in int8 at MMQ's
-    0.315 of the 4090's int8 ceiling (660.6 TOPS dense, 4x the 165.2 fp16/fp32-accumulate figure), i.e. ~208 TFLOPS
+    0.457 of the 4090's int8 ceiling (660.6 TOPS dense, 4x the 165.2 fp16/fp32-accumulate figure), i.e. ~302 TFLOPS
     before the tile shape, with no copy of the weights (MMQ reads the stored blocks); each GEMM input is quantized to
     q8_1 first, reading 4 B and writing 1.125 B an element: 512 x 851,968 x 5.125 = 2.236 GB more than with no path."""
     now = _prefill("llama-3-8b", "q4_0", RTX_4090)
     lin = _group(now, "linear layers")
     assert lin.compute_path == "int8"
-    assert lin.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("int8") * 0.315 * lin.shape_efficiency,
+    assert lin.achieved_tflops == pytest.approx(RTX_4090.ceiling_tflops("int8") * 0.457 * lin.shape_efficiency,
                                                 rel=1e-9)
     assert not any(g.name == "dequantize weights" for g in now.groups)
     bare = _prefill("llama-3-8b", "q4_0", RTX_4090, era=False)
     added = _group(now, "elementwise & norms").bytes - _group(bare, "elementwise & norms").bytes
     assert added == pytest.approx(512 * LLAMA3_8B_GEMM_INPUTS * 5.125)
-    # against the generic model's fp16 tensor-core rate at llama.cpp's factor (gddr 0.68): int8 MMQ is 1.9x faster
+    # against the generic model's fp16 tensor-core rate at llama.cpp's factor (gddr 0.68): int8 MMQ's MMAs are 2.7x
+    # faster (its CUDA-core scaling is a group of its own, test_mmq_scales_its_int32_results_on_the_cuda_cores)
     ratio = _group(bare, "linear layers").compute_s / lin.compute_s
-    assert ratio == pytest.approx(660.8 * 0.315 / (165.3 * 0.68), rel=0.01)
+    assert ratio == pytest.approx(660.8 * 0.457 / (165.3 * 0.68), rel=0.01)
+
+
+@pytest.mark.parametrize("gpu_id, int8_per_fp32", [("rtx-4090", 8.0), ("a100-sxm-80gb", 32.0)])
+def test_mmq_scales_its_int32_results_on_the_cuda_cores(gpu_id, int8_per_fp32):
+    """By hand from vec_dot_q8_1_q8_1_mma (ggml-cuda/mmq.cuh): each m16n8k32 int8 MMA gives every output element the
+    int32 dot product of one 32-value block (32 multiply-adds, 64 FLOPs); the CUDA cores then convert it to float and
+    apply the blocks' scales and minimums, sum += dmA.x*dsB.x*C + dmA.y*dsB.y: 1 I2F + 1 FMUL + 2 FFMA = 4
+    instructions, 8 FLOP-equivalents at the fp32 rate (2 a lane-instruction): 8 / 64 = 0.125 per MMA FLOP, in series
+    with the MMAs. Their time against the MMAs' (0.457 of the int8 ceiling, tile shape aside) is then 0.125 x 0.457 x
+    the GPU's int8:fp32 ratio: ~0.46 on an RTX 4090 (660.8 : 82.6 = 8, Ada whitepaper) and ~1.8 on an A100 (624 : 19.5
+    = 32, A100 datasheet), where the scaling takes longer than the MMAs themselves."""
+    now = _prefill("llama-3-8b", "q4_0", FACTS.catalog.get(gpu_id))
+    lin, scale = _group(now, "linear layers"), _group(now, "prompt GEMM scaling")
+    assert scale.flops == pytest.approx(0.125 * lin.flops)
+    assert scale.compute_path == "fp32" and scale.bytes == 0
+    assert scale.compute_s / (lin.compute_s * lin.shape_efficiency) == pytest.approx(
+        0.125 * 0.457 * int8_per_fp32, rel=0.01)
+    # build 3006: FP16 cuBLAS (PR #3776's era), no MMQ, no scaling
+    old = _prefill("llama-3-8b", "q4_0", FACTS.catalog.get(gpu_id), build=3006)
+    assert not any(g.name == "prompt GEMM scaling" for g in old.groups)
 
 
 def test_a_pass_the_gemv_takes_has_no_prompt_path():

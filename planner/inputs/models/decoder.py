@@ -51,11 +51,12 @@ from planner.inputs.models.autocast_chains import (fused_loss_bytes, gelu_tanh_c
 from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.models.eager_chains import (rmsnorm_backward_chain_bytes, rmsnorm_chain_bytes,
                                                 rotary_backward_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes)
+from planner.inputs.catalog import SGEMM_FAMILY
 from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.models.fp8_training import FP8_BYTES, fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, ATTENTION_GROUP, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP,
-                                 GEMV_GROUP, Collective, Gemm, MemoryItem, OpGroup, Setup, call_costs,
-                                 dequant_groups, mlp_gemv_groups, split_k_groups,
+                                 GEMV_GROUP, PROMPT_SCALE_GROUP, Collective, Gemm, MemoryItem, OpGroup, Setup,
+                                 call_costs, dequant_groups, mlp_gemv_groups, split_k_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
 # Manual attention (scores materialized) moves each S x S score element this many times per forward pass. Fused
@@ -893,6 +894,7 @@ class DecoderProfile(CachedHash):
                                   s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False),
                     ceiling_fraction=path.fraction if path else 0.0,
                     **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
+            *((prompt_scale_group(path, lin_flops),) if path is not None and path.scale_flops and not gemv else ()),
             *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
             *(dequant_groups(m._path_weights(s, layer_read, stored) - gate_up, s, bt)
               if p.dequant_ops_per_weight or copied else ()),
@@ -1264,3 +1266,11 @@ class DecoderProfile(CachedHash):
 def parse_decoder(rec: Record) -> DecoderProfile:
     """The profile a models.yaml or bench-result record describes (its fields checked by read_decoder)."""
     return DecoderProfile(**read_decoder(rec))
+
+
+def prompt_scale_group(path, lin_flops: float) -> OpGroup:
+    """The CUDA-core work a prompt GEMM path does after each of its MMAs (PromptPath.scale_flops per matmul FLOP:
+    MMQ's per-block scales and minimums on the int32 results), timed at the GPU's fp32 ceiling in series with the
+    MMAs (a group of its own: the step adds its time); no bytes of its own (registers and shared memory)."""
+    return OpGroup(PROMPT_SCALE_GROUP, path.scale_flops * lin_flops, 0.0, SGEMM_FAMILY,
+                   text.prompt_scale_text(path, lin_flops), ceiling_fraction=1.0)

@@ -111,6 +111,13 @@ def prompt_path_text(path, copied: float) -> str:
     return f"; prompt GEMM {path.id}: {rate}{copy}{acc}"
 
 
+def prompt_scale_text(path, lin_flops: float) -> str:
+    """The words for a prompt GEMM path's CUDA-core work after its MMAs (PromptPath.scale_flops)."""
+    return (f"flops = {path.scale_flops:g} FP32 FLOP-equivalents x {lin_flops:,.0f} matmul FLOPs ({path.id}: each "
+            f"int32 MMA result converted to float and scaled by its 32-value blocks' scales and minimums on the CUDA "
+            f"cores, in series with the MMAs, at the fp32 ceiling)")
+
+
 def converted_inputs_text(elements: float, path) -> str:
     """The elementwise group's words for the GEMM inputs a prompt GEMM path converts first (q8_1 for MMQ, fp16)."""
     return (f" + {elements:,.0f} GEMM input elements x {path.act_convert_bytes:g} B converted before {path.id} "
