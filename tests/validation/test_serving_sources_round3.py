@@ -12,11 +12,12 @@ from planner.validation.serving_first import load_rows
 
 SERVING = ROOT_DIR / "validation" / "serving" / "to_predict"
 LAMBDA = SERVING / "lambda-vllm054-burst320.yaml"
+DSTACK = SERVING / "dstack-deepseek-r1-offline.yaml"
 
 
 def test_round3_rows_name_a_model_gpu_and_scheduler_the_planner_has():
     models, catalog, schedulers = validation_models(), load_catalog(), load_schedulers()
-    for path in (LAMBDA,):
+    for path in (LAMBDA, DSTACK):
         for row in load_rows(path):
             models.get(row.model)
             catalog.get(row.gpu)
@@ -40,3 +41,19 @@ def test_lambda_rows_are_bursts_of_320_under_vllm_054():
     # FP8 checkpoints for the Llama rows (weight-only FP8-Marlin on the A100s), bf16 for the Mistral ones
     assert {(r.model, r.precision) for r in rows} == {("llama-3-8b", "fp8"), ("llama-3-70b", "fp8"),
                                                       ("mistral-7b", "bf16"), ("mixtral-8x7b", "bf16")}
+
+
+def test_dstack_rows_are_deepseek_bursts_at_tp8_with_fixed_lengths():
+    rows = load_rows(DSTACK)
+    # 8 x H200: SGLang 32-1,024 prompts at 800 out (6) + 256/512/1,024 at 1,600 and 3,200 (6); vLLM 6 + 3 (no 3,200);
+    # 8 x MI300X: 32-1,024 at 800 and 1,600 (12) + 256/512/1,024 at 3,200 (3), for each engine
+    assert len(rows) == 12 + 9 + 15 + 15
+    assert all((r.model, r.tp, r.precision, r.input_tokens, r.lengths) == ("deepseek-v3", 8, "fp8", 3200, "fixed")
+               for r in rows)
+    assert {r.requests for r in rows} == {32, 64, 128, 256, 512, 1024}
+    assert {r.output_tokens for r in rows} == {800, 1600, 3200}
+    # vLLM 0.7 offline at --max-model-len 32768, no chunked prefill: max(32768, 2048) tokens a step, 256 sequences
+    assert {(r.engine, r.max_num_seqs, r.token_budget, r.chunked_prefill) for r in rows if r.runtime == "vllm"} == {
+        ("v0", 256, 32768, False)}
+    assert {r.token_budget for r in rows if r.runtime == "sglang"} == {8192}
+    assert {r.gpu for r in rows} == {"h200-sxm", "mi300x"}
