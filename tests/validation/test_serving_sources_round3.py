@@ -13,11 +13,12 @@ from planner.validation.serving_first import load_rows
 SERVING = ROOT_DIR / "validation" / "serving" / "to_predict"
 LAMBDA = SERVING / "lambda-vllm054-burst320.yaml"
 DSTACK = SERVING / "dstack-deepseek-r1-offline.yaml"
+D405 = SERVING / "dstack-llama31-405b-h100-mi300x.yaml"
 
 
 def test_round3_rows_name_a_model_gpu_and_scheduler_the_planner_has():
     models, catalog, schedulers = validation_models(), load_catalog(), load_schedulers()
-    for path in (LAMBDA, DSTACK):
+    for path in (LAMBDA, DSTACK, D405):
         for row in load_rows(path):
             models.get(row.model)
             catalog.get(row.gpu)
@@ -57,3 +58,29 @@ def test_dstack_rows_are_deepseek_bursts_at_tp8_with_fixed_lengths():
         ("v0", 256, 32768, False)}
     assert {r.token_budget for r in rows if r.runtime == "sglang"} == {8192}
     assert {r.gpu for r in rows} == {"h200-sxm", "mi300x"}
+
+
+def test_llama31_405b_profile_has_the_released_shape():
+    # 126 x (16384 x (16384 + 2 x 8 x 128) + 16384^2 + 3 x 16384 x 53248) + 2 x 128256 x 16384 = 405.85e9
+    layer = 16384 * (16384 + 2 * 8 * 128) + 16384 ** 2 + 3 * 16384 * 53248
+    assert 126 * layer + 2 * 128256 * 16384 == 405_849_243_648
+    m = validation_models().get("llama-3.1-405b")
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab) == (126, 16384, 128, 8, 53248, 128256)
+
+
+def test_dstack_405b_rows_split_into_rates_bursts_and_offline_runs():
+    rows = load_rows(D405)
+    assert len(rows) == 69 and {r.model for r in rows} == {"llama-3.1-405b"}
+    rated = [r for r in rows if r.rate is not None]
+    # 2 GPUs x rates 16 and 32 x (TTFT, TPOT, output tokens/s); every rate run served 1,000 ShareGPT requests
+    assert len(rated) == 12 and {r.rate for r in rated} == {16.0, 32.0}
+    assert {(r.requests, r.lengths, r.input_tokens) for r in rated} == {(1000, "sharegpt", 215)}
+    # the MI300X server: no chunked prefill, 15 scheduler steps, 1,024 sequences, budget max(131072, 2048)
+    assert {(r.scheduler_steps, r.chunked_prefill, r.max_num_seqs, r.token_budget) for r in rows
+            if r.gpu == "mi300x" and r.rate is not None} == {(15, False, 1024, 131072)}
+    offline = [r for r in rows if "-offline-" in r.id]
+    assert len(offline) == 17 + 19 + 19 and {r.output_tokens for r in offline} == {2048}
+    assert {r.input_tokens for r in offline} == {128, 2048, 32784}
+    # --max-model-len 91680 > 32K: vLLM 0.6 turns chunked prefill on, 512 tokens a step by default
+    assert {(r.chunked_prefill, r.token_budget) for r in offline} == {(True, 512)}
+    assert {r.tp for r in offline if r.gpu == "mi300x"} == {4, 8}
