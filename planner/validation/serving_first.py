@@ -38,6 +38,7 @@ SERVING_DIR = ROOT_DIR / "validation" / "serving"
 # completes with its queue never empty (offline throughput benchmarks: every request sent at once)
 METRICS = ("ttft_median_ms", "tpot_median_ms", "output_tokens_per_s", "saturation_output_tokens_per_s")
 MAX_ROWS = 500
+MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
-                        "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill"))
+                        "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
+                        "request_overhead_ms"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -115,7 +117,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                rec.text("lengths", required=False, choices=LENGTHS) or "fixed",
                                rec.flag("host_overlap") if "host_overlap" in rec.data else None,
                                rec.text("engine", required=False) or None,
-                               _requests(rec), None, *_limits(rec)))
+                               _requests(rec), rec.number("request_overhead_ms", required=False, lo=0,
+                                                          hi=MAX_REQUEST_OVERHEAD_MS), *_limits(rec)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))

@@ -16,14 +16,14 @@ from planner.base.schema import DataFileError, Record, load_yaml
 from planner.inputs.facts import Facts
 from planner.engine.serving_sim import MAX_REQUESTS
 from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET
-from planner.validation.serving_first import LENGTHS, SERVING_DIR, ServingRow, load_rows, predict
+from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, SERVING_DIR, ServingRow, load_rows,
+                                              predict)
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
 OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms",
              "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream")
-MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:

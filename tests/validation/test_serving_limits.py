@@ -2,6 +2,7 @@
 states, e.g. trtllm-bench's engine) as a row field or a post-hoc condition, checked on load."""
 
 import pytest
+import yaml
 
 from planner.base.schema import DataFileError
 from planner.inputs.facts import load_facts
@@ -47,3 +48,17 @@ def test_a_concurrency_row_refuses_limits_it_would_ignore(tmp_path):
     [row] = load_rows(rows)
     with pytest.raises(ValueError, match="token_budget"):
         predict(row, load_facts())
+
+
+def test_an_in_process_run_states_no_front_end_on_its_row(tmp_path):
+    # an offline benchmark (vLLM's benchmark_throughput.py) hands prompts to LLM.generate: no HTTP server, so the row
+    # states request_overhead_ms 0 and the simulation charges none; a value beyond a second is refused, named
+    row = {"id": "offline", "source": "x", "conditions": "y", "model": "llama-3-8b", "gpu": "h100-sxm",
+           "runtime": "vllm", "tp": 1, "input_tokens": 128, "output_tokens": 128,
+           "metric": "saturation_output_tokens_per_s", "request_overhead_ms": 0}
+    path = tmp_path / "rows.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": [row]}))
+    assert load_rows(path)[0].request_overhead_ms == 0
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": [{**row, "request_overhead_ms": 5000}]}))
+    with pytest.raises(DataFileError, match="request_overhead_ms"):
+        load_rows(path)
