@@ -251,18 +251,20 @@ class Run:
     done_times: np.ndarray  # completion time of every request, in completion order
 
 
-def front_end_entries(arrivals: list[float], overhead_s: float) -> list[float]:
+def front_end_entries(arrivals: list[float], overheads_s: list[float]) -> list[float]:
     """When requests arriving at `arrivals` (seconds, ascending) reach the scheduler through a front end that works
-    `overhead_s` on each, one request at a time (a FIFO single server): the OpenAI server's front end is one process
-    whose request preprocessing runs on a single thread (vLLM's serving_engine.py `ThreadPoolExecutor(max_workers=1)`
-    for tokenisation, vllm-project/vllm issue #25301, 2025-09-20, read 2026-11-27: 'requests are forced to wait in a
-    serialized queue for preprocessing'). Below a rate of 1 / overhead_s a request rarely waits (at 32 requests/s and
-    4 ms, a 13 % busy server); a burst of n requests sent at once enters over n x overhead_s (1,000 requests: 4 s)."""
-    if not overhead_s:
+    `overheads_s[i]` on request i (Scheduler.front_end_s: the per-request part and the prompt's tokenisation), one
+    request at a time (a FIFO single server): the OpenAI server's front end is one process whose request
+    preprocessing runs on a single thread (vLLM's serving_engine.py `ThreadPoolExecutor(max_workers=1)` for
+    tokenisation, vllm-project/vllm issue #25301, 2025-09-20, read 2026-11-27: 'requests are forced to wait in a
+    serialized queue for preprocessing'). Below a rate of 1 / overhead a request rarely waits (at 32 requests/s and
+    4 ms, a 13 % busy server); a burst of n requests sent at once enters over the sum of their overheads (1,000
+    requests of 4 ms: 4 s)."""
+    if not any(overheads_s):
         return list(arrivals)
     out, free_at = [], -math.inf
-    for a in arrivals:
-        free_at = max(a, free_at) + overhead_s
+    for a, work in zip(arrivals, overheads_s, strict=True):
+        free_at = max(a, free_at) + work
         out.append(free_at)
     return out
 
@@ -275,8 +277,8 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     cache and the request cap allow, with no prefill step; their TTFT is that wait. A request preempted there
     rejoins the same way (its recompute on the prefill servers is not modelled).
 
-    A request reaches the scheduler after the front end's work (front_end_entries: sched.request_overhead_s each,
-    one request at a time), and its
+    A request reaches the scheduler after the front end's work (front_end_entries: sched.front_end_s of its
+    prompt, one request at a time), and its
     latencies count from its arrival; a first token reaches it st.first_token_wait later than its step ends (vLLM
     V0's outputs processed during the next step). A scheduler of k > 1 steps per round (multi-step scheduling) admits
     requests only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
@@ -286,7 +288,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     one: a request arriving during step i is received as step i+1 launches and rides step i+2, a step later than
     a scheduler that receives at step boundaries (an idle engine receives it at once)."""
     n = len(arrivals)
-    enter = front_end_entries(arrivals, sched.request_overhead_s)
+    enter = front_end_entries(arrivals, [sched.front_end_s(p) for p in prompts])
     per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
