@@ -251,6 +251,17 @@ class Run:
     done_times: np.ndarray  # completion time of every request, in completion order
 
 
+def first_token_late_s(st: StepTimes, b: int, ctx: int) -> float:
+    """Seconds an overlapped scheduler's first token waits past its prefill step: SGLang's event_loop_overlap
+    processes a step's results only after it has launched the next step and waited for that launch (sglang PR
+    #2067, 2024-11-18: median TTFT 80 -> 86 ms with overlap on, 'we delayed the processing of the first batch in
+    favor of launching the kernels for the next batch first'; issue #10514, 2025-09-16: resolve_last_batch_result
+    waits for the current batch's launch_done before the previous batch's output; PR #25772, 2026-05-19: a single
+    request's TTFT 'includes an additional decode latency'), so the token reaches its caller one decode step later:
+    the step of `b` sequences attending `ctx` keys that follows (taken decode-only)."""
+    return st.seconds(b, 0, ctx, 0.0, b)
+
+
 def front_end_entries(arrivals: list[float], overheads_s: list[float]) -> list[float]:
     """When requests arriving at `arrivals` (seconds, ascending) reach the scheduler through a front end that works
     `overheads_s[i]` on request i (Scheduler.front_end_s: the per-request part and the prompt's tokenisation), one
@@ -280,7 +291,8 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     A request reaches the scheduler after the front end's work (front_end_entries: sched.front_end_s of its
     prompt, one request at a time), and its
     latencies count from its arrival; a first token reaches it st.first_token_wait later than its step ends (vLLM
-    V0's outputs processed during the next step). A scheduler of k > 1 steps per round (multi-step scheduling) admits
+    V0's outputs processed during the next step; an overlapped scheduler's a decode step later, first_token_late_s). A
+    scheduler of k > 1 steps per round (multi-step scheduling) admits
     requests only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
     arrives meanwhile; a step that carries prompt tokens is a round of its own, as vLLM's multi-step scheduler
     forces a single step when a batch has prefills (vLLM issue #7528). An overlapped scheduler (host_overlapped:
@@ -337,6 +349,9 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         produced[rid] += 1
         if ttft[rid] != ttft[rid]:  # nan: its first token (emitted a step late where the engine does so)
             ttft[rid] = now - arrivals[rid] + st.first_token_wait(b + 1)  # b + 1: the next step carries it too
+            if late and (b or outputs[rid] > 1):  # an overlapped loop hands a step's tokens out after the next
+                # step (first_token_late_s); with nothing left to run it launches none and hands them out at once
+                ttft[rid] += first_token_late_s(st, b + 1, s_ctx + b * g + target[rid] + 1)
             first[rid] = now
         if produced[rid] >= outputs[rid]:
             done[rid] = now

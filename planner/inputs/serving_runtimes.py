@@ -206,6 +206,14 @@ class SchedulerProfile:
 class Schedulers:
     profiles: tuple[SchedulerProfile, ...]
 
+    def serving(self, runtime: str, gpu_id: str, vram_gib: float) -> Scheduler | None:
+        """The serving engine named `runtime` on a GPU (SchedulerProfile.on); None for a runtime that is no serving
+        engine here (no HTTP server or scheduler modelled: planner.engine.serving's plain loop)."""
+        for p in self.profiles:
+            if p.id == runtime.lower():
+                return p.on(gpu_id, vram_gib)
+        return None
+
     def get(self, name: str) -> SchedulerProfile:
         for p in self.profiles:
             if p.id == name.lower():
