@@ -112,7 +112,9 @@ def serving(plan, inputs, table, cmp_ids) -> None:
         help="fixed: every request at the job's lengths; ShareGPT-like: spread around them (exponential, cut at 1,024 "
         "prompt and 2,048 total tokens) as the serving benchmarks' ShareGPT samples are")
     st.caption(f"Continuous batching, {prompt:,} prompt and {output:,} output tokens per request "
-               "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model.")
+               "(the job's, or 512 + 256 for other jobs); planner.engine.serving states the model. TTFT includes the "
+               "server's front end (its column: the request's fixed part and the prompt's tokenisation, "
+               "data/serving.yaml).")
     gpus = [resources.gpu(g) for g in cmp_ids]
     facts = screens.with_prices(resources.facts(), table)
     rows = tab_tables.serving_rows(plan, gpus, facts, prompt, max(output, 2), ttft / 1e3, tpot / 1e3)

@@ -23,6 +23,7 @@ SWEEP_SHARES = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5)  # the best's sweep: 
 
 def _serving_row(gpu_id: str, p, note: str = "") -> dict:
     return {"gpu": gpu_id, "concurrency": p.concurrency, "ttft_ms": round(p.ttft_s * 1e3, 2),
+            "front_end_ms": round(p.front_end_s * 1e3, 3),
             "tpot_ms": round(p.tpot_s * 1e3, 3), "tokens_per_s": round(p.tokens_per_s, 1),
             "usd_per_1m_tokens": None if p.usd_per_m_tokens is None else float(f"{p.usd_per_m_tokens:.4g}"),
             "memory_gb": round(p.memory_gb, 2), "fits": p.fits, "note": note}
@@ -40,11 +41,12 @@ def cmd_serve(a: argparse.Namespace) -> int:
         if unsupported:  # a runtime that can't run on this device (a CPU): say so instead of timing it
             rows.append({"gpu": gpu.id, "concurrency": None, "note": unsupported})
             continue
-        rows += [_serving_row(gpu.id, serving_point(plan, gpu, facts, c, a.prompt, a.gen))
+        sched = load_schedulers().serving(plan.runtime, gpu.id, gpu.vram_gib)
+        rows += [_serving_row(gpu.id, serving_point(plan, gpu, facts, c, a.prompt, a.gen, sched))
                  for c in a.concurrency]
         if a.ttft_ms is None and a.tpot_ms is None:
             continue
-        best = max_concurrency(plan, gpu, facts, a.prompt, a.gen, a.ttft_ms, a.tpot_ms)
+        best = max_concurrency(plan, gpu, facts, a.prompt, a.gen, a.ttft_ms, a.tpot_ms, sched)
         rows.append(_serving_row(gpu.id, best, "largest within the target") if best else
                     {"gpu": gpu.id, "concurrency": None, "note": "misses the latency target even alone"})
     print(emit(rows, a.format))

@@ -2,8 +2,12 @@
 largest concurrency that meets a latency target. Pure, from the same phases and roofline as every estimate.
 
 Model (continuous batching, as vLLM and TensorRT-LLM serve): `concurrency` sequences decode together, one token each
-per step. A new request's prompt is prefilled on its own (batch 1), after the decode step in flight, so
-TTFT = prefill(prompt) + one decode step; a decode step is the mean at that concurrency over the positions a
+per step. A new request passes the server's front end (front_end_s: HTTP, the hop to the engine, the prompt's
+tokenisation; planner.inputs.serving_runtimes.front_end_seconds, the formula the simulation charges too), then its
+prompt is prefilled on its own (batch 1), after the decode step in flight, so TTFT = front end + prefill(prompt) +
+one decode step (at concurrency 1 no step is in flight: front end + prefill, as the simulation has it for a request
+reaching an idle engine, unless the scheduler's overlapped loop hands the first token out after the next step:
+SGLang, serving_sim.first_token_late_s); a decode step is the mean at that concurrency over the positions a
 sequence passes through (prompt + 1 .. prompt + output - 1). Every finished sequence is replaced by a new one whose
 prompt the GPU must prefill too: while one sequence decodes, the other concurrency - 1 are each replaced once, and
 their prefills take GPU time the decodes wait for (or share a step with, which costs the same work). So a sequence
@@ -26,6 +30,7 @@ from planner.engine.roofline import phase_seconds
 from planner.inputs.catalog import GPU
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
+from planner.inputs.serving_runtimes import Scheduler
 
 MAX_CONCURRENCY = 4096  # the search for the largest concurrency stops here (vLLM's default max_num_seqs is 256)
 
@@ -44,6 +49,7 @@ class ServingPoint:
     fits: bool  # within the plan's usable memory (its memory target of what the GPU reports)
     decode_step_s: float = 0.0  # one decode step at this concurrency, without prefills
     prefill_s: float = 0.0  # one prompt's prefill, alone
+    front_end_s: float = 0.0  # the server's front end's work on one request before it is scheduled
 
 
 def _decode_step_s(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: int, output: int) -> float:
@@ -60,8 +66,11 @@ def _prefill_s(plan: Plan, gpu: GPU, facts: Facts, prompt: int) -> float:
     return phase_seconds(next(ph for ph in phases if ph.name == "prefill"), gpu, efficiency_on(plan, gpu, facts))
 
 
-def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: int, output: int) -> ServingPoint:
-    """TTFT, TPOT, throughput and cost of serving `concurrency` sequences of `prompt` + `output` tokens on `gpu`."""
+def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: int, output: int,
+                  sched: Scheduler | None = None) -> ServingPoint:
+    """TTFT, TPOT, throughput and cost of serving `concurrency` sequences of `prompt` + `output` tokens on `gpu`
+    under `sched` (its front end, Scheduler.front_end_s of the prompt, and whether its overlapped loop hands the
+    first token out a step late; None: no front end, a loop in series)."""
     if not plan.model.can_generate:
         raise ValueError(f"serving needs a decoder model; {plan.model.name} is a {plan.model.kind} profile")
     if concurrency < 1 or prompt < 1 or output < 2:
@@ -71,7 +80,11 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
         raise ValueError(f"{gpu.name}: {unsupported}")
     step = _decode_step_s(plan, gpu, facts, concurrency, prompt, output)
     prefill = _prefill_s(plan, gpu, facts, prompt)
-    ttft = prefill + step
+    front_end_s = sched.front_end_s(prompt) if sched else 0.0
+    # the decode step in flight (none when it runs alone), or an overlapped loop's first token a step late
+    # (serving_sim.first_token_late_s): one step either way, the late step being the one in flight under load
+    late = concurrency > 1 or (sched is not None and sched.host_overlapped)
+    ttft = front_end_s + prefill + (step if late else 0.0)
     per_sequence_s = ttft + (output - 1) * step + (concurrency - 1) * prefill
     tpot = (per_sequence_s - ttft) / (output - 1)
     requests_per_s = concurrency / per_sequence_s
@@ -82,15 +95,15 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
     s = setup_on(plan, gpu, facts)
     mem = breakdown(plan.model, Generate(concurrency, prompt, output), s, concurrency, context_gb).total_gb
     return ServingPoint(concurrency, ttft, tpot, tokens_per_s, requests_per_s, usd, mem,
-                        mem <= usable_gb(gpu, plan.memory_target), step, prefill)
+                        mem <= usable_gb(gpu, plan.memory_target), step, prefill, front_end_s)
 
 
 def max_concurrency(plan: Plan, gpu: GPU, facts: Facts, prompt: int, output: int, ttft_target_s: float | None,
-                    tpot_target_s: float | None) -> ServingPoint | None:
+                    tpot_target_s: float | None, sched: Scheduler | None = None) -> ServingPoint | None:
     """The largest concurrency whose TTFT and TPOT meet the targets and whose KV cache fits; None if even one
     sequence misses. TPOT, TTFT and memory only grow with concurrency, so a doubling then bisection finds it."""
     def ok(c: int) -> bool:
-        p = serving_point(plan, gpu, facts, c, prompt, output)
+        p = serving_point(plan, gpu, facts, c, prompt, output, sched)
         return p.fits and (ttft_target_s is None or p.ttft_s <= ttft_target_s) and \
             (tpot_target_s is None or p.tpot_s <= tpot_target_s)
 
@@ -103,4 +116,4 @@ def max_concurrency(plan: Plan, gpu: GPU, facts: Facts, prompt: int, output: int
     while hi - lo > 1:  # ok(lo), not ok(hi)
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return serving_point(plan, gpu, facts, lo, prompt, output)
+    return serving_point(plan, gpu, facts, lo, prompt, output, sched)

@@ -251,18 +251,31 @@ class Run:
     done_times: np.ndarray  # completion time of every request, in completion order
 
 
-def front_end_entries(arrivals: list[float], overhead_s: float) -> list[float]:
+def first_token_late_s(st: StepTimes, b: int, ctx: int) -> float:
+    """Seconds an overlapped scheduler's first token waits past its prefill step: SGLang's event_loop_overlap
+    processes a step's results only after it has launched the next step and waited for that launch (sglang PR
+    #2067, 2024-11-18: median TTFT 80 -> 86 ms with overlap on, 'we delayed the processing of the first batch in
+    favor of launching the kernels for the next batch first'; issue #10514, 2025-09-16: resolve_last_batch_result
+    waits for the current batch's launch_done before the previous batch's output; PR #25772, 2026-05-19: a single
+    request's TTFT 'includes an additional decode latency'), so the token reaches its caller one decode step later:
+    the step of `b` sequences attending `ctx` keys that follows (taken decode-only)."""
+    return st.seconds(b, 0, ctx, 0.0, b)
+
+
+def front_end_entries(arrivals: list[float], overheads_s: list[float]) -> list[float]:
     """When requests arriving at `arrivals` (seconds, ascending) reach the scheduler through a front end that works
-    `overhead_s` on each, one request at a time (a FIFO single server): the OpenAI server's front end is one process
-    whose request preprocessing runs on a single thread (vLLM's serving_engine.py `ThreadPoolExecutor(max_workers=1)`
-    for tokenisation, vllm-project/vllm issue #25301, 2025-09-20, read 2026-11-27: 'requests are forced to wait in a
-    serialized queue for preprocessing'). Below a rate of 1 / overhead_s a request rarely waits (at 32 requests/s and
-    4 ms, a 13 % busy server); a burst of n requests sent at once enters over n x overhead_s (1,000 requests: 4 s)."""
-    if not overhead_s:
+    `overheads_s[i]` on request i (Scheduler.front_end_s: the per-request part and the prompt's tokenisation), one
+    request at a time (a FIFO single server): the OpenAI server's front end is one process whose request
+    preprocessing runs on a single thread (vLLM's serving_engine.py `ThreadPoolExecutor(max_workers=1)` for
+    tokenisation, vllm-project/vllm issue #25301, 2025-09-20, read 2026-11-27: 'requests are forced to wait in a
+    serialized queue for preprocessing'). Below a rate of 1 / overhead a request rarely waits (at 32 requests/s and
+    4 ms, a 13 % busy server); a burst of n requests sent at once enters over the sum of their overheads (1,000
+    requests of 4 ms: 4 s)."""
+    if not any(overheads_s):
         return list(arrivals)
     out, free_at = [], -math.inf
-    for a in arrivals:
-        free_at = max(a, free_at) + overhead_s
+    for a, work in zip(arrivals, overheads_s, strict=True):
+        free_at = max(a, free_at) + work
         out.append(free_at)
     return out
 
@@ -275,10 +288,11 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     cache and the request cap allow, with no prefill step; their TTFT is that wait. A request preempted there
     rejoins the same way (its recompute on the prefill servers is not modelled).
 
-    A request reaches the scheduler after the front end's work (front_end_entries: sched.request_overhead_s each,
-    one request at a time), and its
+    A request reaches the scheduler after the front end's work (front_end_entries: sched.front_end_s of its
+    prompt, one request at a time), and its
     latencies count from its arrival; a first token reaches it st.first_token_wait later than its step ends (vLLM
-    V0's outputs processed during the next step). A scheduler of k > 1 steps per round (multi-step scheduling) admits
+    V0's outputs processed during the next step; an overlapped scheduler's a decode step later, first_token_late_s). A
+    scheduler of k > 1 steps per round (multi-step scheduling) admits
     requests only between rounds: once a decode round starts, its k steps run (or until no request is left), whatever
     arrives meanwhile; a step that carries prompt tokens is a round of its own, as vLLM's multi-step scheduler
     forces a single step when a batch has prefills (vLLM issue #7528). An overlapped scheduler (host_overlapped:
@@ -286,7 +300,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     one: a request arriving during step i is received as step i+1 launches and rides step i+2, a step later than
     a scheduler that receives at step boundaries (an idle engine receives it at once)."""
     n = len(arrivals)
-    enter = front_end_entries(arrivals, sched.request_overhead_s)
+    enter = front_end_entries(arrivals, [sched.front_end_s(p) for p in prompts])
     per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
@@ -335,6 +349,9 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         produced[rid] += 1
         if ttft[rid] != ttft[rid]:  # nan: its first token (emitted a step late where the engine does so)
             ttft[rid] = now - arrivals[rid] + st.first_token_wait(b + 1)  # b + 1: the next step carries it too
+            if late and (b or outputs[rid] > 1):  # an overlapped loop hands a step's tokens out after the next
+                # step (first_token_late_s); with nothing left to run it launches none and hands them out at once
+                ttft[rid] += first_token_late_s(st, b + 1, s_ctx + b * g + target[rid] + 1)
             first[rid] = now
         if produced[rid] >= outputs[rid]:
             done[rid] = now

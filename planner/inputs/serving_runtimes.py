@@ -22,6 +22,7 @@ MAX_GRAPH_CONTEXT = 10_000_000  # tokens: beyond any model's context
 MAX_STEP_HOST_US = 100_000.0  # 0.1 s of CPU per step: beyond any engine's loop
 MAX_NUM_SEQS = 65_536  # requests running at once: beyond any engine's cap
 MAX_TOKEN_BUDGET = 1 << 20  # tokens one step carries: beyond any engine's budget
+MAX_TOKENIZE_US_PER_TOKEN = 1_000.0  # a millisecond of CPU per prompt token: beyond any tokenizer
 # a first token waits for no later step's host work, or for the next one's (outputs processed one step late)
 FIRST_TOKEN_STEPS = (0, 1)
 # (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps): SchedulerProfile.engines
@@ -81,6 +82,21 @@ class Scheduler:
     # steps of host work a request's first token waits for after its prefill step (SchedulerProfile.first_token_steps:
     # vLLM V0 0.6-0.10 turns a step's tokens into outputs during the next step); 0: at the end of that step
     first_token_steps: int = 0
+    # seconds of the front end's CPU work per prompt token (tokenising the prompt text), on top of request_overhead_s
+    tokenize_s_per_token: float = 0.0
+
+    def front_end_s(self, prompt_tokens: int) -> float:
+        """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
+        (front_end_seconds)."""
+        return front_end_seconds(self.request_overhead_s, self.tokenize_s_per_token, prompt_tokens)
+
+
+def front_end_seconds(request_overhead_s: float, tokenize_s_per_token: float, prompt_tokens: int) -> float:
+    """Seconds an OpenAI-compatible server's front end spends on one request before its engine schedules it: the
+    per-request part (HTTP, the hop to the engine and the first token's way back) plus the prompt's tokenisation,
+    linear in its tokens. The one formula the serving simulation (its queue of entries) and a streamed time to
+    first token (planner.validation.measured.first_token_lag_s) both charge."""
+    return request_overhead_s + prompt_tokens * tokenize_s_per_token
 
 
 @dataclass(frozen=True)
@@ -126,6 +142,14 @@ class SchedulerProfile:
     # no such limit
     graph_max_context: tuple[tuple[str, int], ...] = ()
     graph_max_context_source: str = ""
+    # seconds of the front end's CPU work per prompt token: tokenising the prompt's text (Scheduler.front_end_s)
+    tokenize_s_per_token: float = 0.0
+    tokenize_source: str = ""
+
+    def front_end_s(self, prompt_tokens: int) -> float:
+        """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
+        (front_end_seconds)."""
+        return front_end_seconds(self.request_overhead_s, self.tokenize_s_per_token, prompt_tokens)
 
     def _engine(self, engine: str) -> EngineGeneration:
         for row in self.engines:
@@ -175,12 +199,20 @@ class SchedulerProfile:
         return Scheduler(self.id, self.name, self.efficiency_of, tier.max_num_seqs, tier.token_budget,
                          self.mixed_batches, self.chunked_prefill, self.memory_fraction,
                          self.reserve_output_share, self.disaggregated, self.host_overlapped,
-                         request_overhead_s=self.request_overhead_s)
+                         request_overhead_s=self.request_overhead_s, tokenize_s_per_token=self.tokenize_s_per_token)
 
 
 @dataclass(frozen=True)
 class Schedulers:
     profiles: tuple[SchedulerProfile, ...]
+
+    def serving(self, runtime: str, gpu_id: str, vram_gib: float) -> Scheduler | None:
+        """The serving engine named `runtime` on a GPU (SchedulerProfile.on); None for a runtime that is no serving
+        engine here (no HTTP server or scheduler modelled: planner.engine.serving's plain loop)."""
+        for p in self.profiles:
+            if p.id == runtime.lower():
+                return p.on(gpu_id, vram_gib)
+        return None
 
     def get(self, name: str) -> SchedulerProfile:
         for p in self.profiles:
@@ -289,7 +321,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "reserve_output_share", "disaggregated", "disaggregation_source", "host_overlapped",
                         "host_overlap_source", "kv_cache_dtypes", "kv_cache_source", "request_overhead_ms",
                         "request_overhead_source", "engines", "engines_source", "inprocess_stream_us_per_seq",
-                        "inprocess_stream_source", "graph_max_context", "graph_max_context_source"))
+                        "inprocess_stream_source", "graph_max_context", "graph_max_context_source",
+                        "tokenize_us_per_token", "tokenize_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -308,6 +341,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             _sourced(rec, "engines", "engines_source"),
             rec.number("inprocess_stream_us_per_seq", required=False, lo=0, hi=MAX_HOST_US_PER_SEQ) or 0.0,
             _sourced(rec, "inprocess_stream_us_per_seq", "inprocess_stream_source"), _graph_limits(rec),
-            _sourced(rec, "graph_max_context", "graph_max_context_source")))
+            _sourced(rec, "graph_max_context", "graph_max_context_source"),
+            (rec.number("tokenize_us_per_token", required=False, lo=0, hi=MAX_TOKENIZE_US_PER_TOKEN) or 0.0) / 1e6,
+            _sourced(rec, "tokenize_us_per_token", "tokenize_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

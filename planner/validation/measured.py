@@ -43,7 +43,7 @@ from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_G
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, Runtimes,
                                      eager_dispatch_us, load_runtimes, nccl_only, opted_in, with_build,
                                      with_engine_generation, with_training)
-from planner.inputs.serving_runtimes import load_schedulers
+from planner.inputs.serving_runtimes import SchedulerProfile, load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
 VALIDATION_DIR = ROOT_DIR / "validation"
@@ -110,7 +110,8 @@ CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", "api_server",
+              *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
 # a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
@@ -205,6 +206,10 @@ class Measurement:
     # a max_tokens 1 request): the engine generation's first_token_steps of host work after the prefill count in
     # it (first_token_lag_s); None: not stated, the prefill's own time
     streamed_ttft: bool | None = None
+    # a streamed_ttft row whose request went through the serving engine's OpenAI-compatible HTTP server (vllm
+    # serve, SGLang's server), not an in-process engine: the front end's work on it (data/serving.yaml
+    # request_overhead_ms and tokenize_us_per_token: Scheduler.front_end_s) counts in its time to first token
+    api_server: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -336,9 +341,12 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         engine=rec.text("engine", required=False) or None,
         build=rec.number("build", required=False, lo=0, hi=10**6, integer=True), **_cluster_conditions(rec),
         streamed_ttft=rec.flag("streamed_ttft", default=False) or None,
+        api_server=rec.flag("api_server", default=False) or None,
     )
     if m.engine is not None:
         _check_engine(rec, m.framework, m.engine)
+    if m.api_server:
+        _check_api_server(rec, m.framework, m.regime, m.streamed_ttft)
     if regime == "decode" and m.gen_tokens < 1:
         raise rec.fail("gen_tokens", "a decode row needs gen_tokens >= 1")
     if regime == "prefill" and m.prompt_tokens < 1:
@@ -390,15 +398,31 @@ def engine_host_us(framework: str, engine: str) -> tuple[float, float | None]:
 
 
 def first_token_lag_s(row: Measurement) -> float:
-    """Seconds a streamed request's first token waits after its prefill step (a row with streamed_ttft and an engine
-    generation): the generation's first_token_steps (data/serving.yaml `engines`: vLLM V0 0.6-0.10 processes a
+    """Seconds a streamed request's first token waits beyond its prefill step (a prefill row with streamed_ttft):
+    through an OpenAI-compatible server (api_server), the front end's work on the request, Scheduler.front_end_s of
+    its prompt (data/serving.yaml request_overhead_ms + prompt_tokens x tokenize_us_per_token: the one formula the
+    serving simulation charges too); with an engine generation, its first_token_steps (vLLM V0 0.6-0.10 processes a
     step's outputs in the next step's callback) x one step's host time at the row's batch, step_host_us + batch x
     host_us_per_seq; 0 for any other row."""
-    if not (row.streamed_ttft and row.engine and row.regime == "prefill"):
+    if not (row.streamed_ttft and row.regime == "prefill"):
         return 0.0
-    steps = load_schedulers().get(FRAMEWORK_RUNTIME[row.framework]).first_token_steps(row.engine)
-    per_seq, step = engine_host_us(row.framework, row.engine)
-    return steps * ((step or 0.0) + row.batch * per_seq) * 1e-6
+    lag = 0.0
+    if row.api_server:
+        lag += serving_profile(row.framework).front_end_s(row.prompt_tokens)
+    if row.engine:
+        steps = load_schedulers().get(FRAMEWORK_RUNTIME[row.framework]).first_token_steps(row.engine)
+        per_seq, step = engine_host_us(row.framework, row.engine)
+        lag += steps * ((step or 0.0) + row.batch * per_seq) * 1e-6
+    return lag
+
+
+def serving_profile(framework: str) -> SchedulerProfile:
+    """`framework`'s serving engine (data/serving.yaml); ValueError naming the field when it has none."""
+    try:
+        return load_schedulers().get(FRAMEWORK_RUNTIME.get(framework, framework))
+    except UnknownNameError:
+        raise ValueError(f"api_server: {framework} is not a serving engine of data/serving.yaml (vllm, sglang, "
+                         "tensorrt-llm, llama.cpp); only their rows may name an HTTP server's front end") from None
 
 
 def eager_prefill_us(framework: str, engine: str, runtimes: Runtimes) -> float:
@@ -413,6 +437,16 @@ def eager_decode_from(framework: str, engine: str) -> int:
     """The KV position from which `framework`'s engine generation `engine` runs its decode steps eagerly (data/
     serving.yaml graph_max_context: vLLM V0's CUDA graphs cover 8,192 tokens of context); 0: none."""
     return load_schedulers().get(FRAMEWORK_RUNTIME[framework]).eager_decode_from(engine)
+
+
+def _check_api_server(rec: Record, framework: str, regime: str, streamed: bool | None) -> None:
+    if not (streamed and regime == "prefill"):
+        raise rec.fail("api_server", "api_server says a streamed first token went through an HTTP server's front "
+                                     "end: it needs a prefill row with streamed_ttft true; leave it out otherwise")
+    try:
+        serving_profile(framework)
+    except ValueError as exc:
+        raise rec.fail("api_server", str(exc)) from None
 
 
 def _check_engine(rec: Record, framework: str, engine: str) -> None:
@@ -440,7 +474,7 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -449,6 +483,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["engine"] = rec.text("engine")  # checked against the row's engine where the row is predicted
         if rec.flag("streamed_ttft", default=False):
             cond["streamed_ttft"] = True
+        if rec.flag("api_server", default=False):
+            cond["api_server"] = True
         out[rec.text("id")] = cond
     unique_ids(path, out)
     return out
@@ -562,7 +598,7 @@ def predicted_value(row: Measurement, e: Estimate) -> float | None:
     if not e.feasible or not e.seconds:
         return None
     if row.metric == "step_seconds":
-        return e.seconds
+        return e.seconds + first_token_lag_s(row)
     if row.metric == "samples_per_s":
         return e.items_per_s
     if row.regime == "prefill":

@@ -161,7 +161,12 @@ def predict(row: ServingRow, facts: Facts) -> float:
                              f"max_num_seqs, token_budget and chunked_prefill")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
-        p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens)
+        on = sched.on(gpu.id, gpu.vram_gib)
+        if row.host_overlap is not None:
+            on = replace(on, host_overlapped=row.host_overlap)
+        if row.request_overhead_ms is not None:
+            on = replace(on, request_overhead_s=row.request_overhead_ms * 1e-3)
+        p = serving_point(plan, gpu, facts, row.concurrency, row.input_tokens, row.output_tokens, on)
         return {"ttft_median_ms": p.ttft_s * 1e3, "tpot_median_ms": p.tpot_s * 1e3,
                 "output_tokens_per_s": p.tokens_per_s}[row.metric]
     s = replace(sched.on(gpu.id, gpu.vram_gib), steps_per_round=row.scheduler_steps)

@@ -38,15 +38,19 @@ def accuracy_rows() -> tuple[list[dict], date]:
 def serving_rows(plan, gpus, facts, prompt: int, output: int, ttft_s: float | None,
                  tpot_s: float | None) -> list[dict]:
     """Per GPU: one sequence alone, and the most sequences served at once within the latency targets (TTFT, TPOT
-    in seconds): latencies in ms, output tokens/s and $ per 1M output tokens (planner.engine.serving); a device
+    in seconds): latencies in ms (TTFT with the plan's runtime's server front end, its own column: data/serving.yaml
+    request_overhead_ms + prompt x tokenize_us_per_token), output tokens/s and $ per 1M output tokens
+    (planner.engine.serving); a device
     the plan's runtime can't run on (a CPU) is left out."""
     rows = []
     for gpu in gpus:
         if efficiency_on(plan, gpu, facts).unsupported:  # the runtime can't run on this device (a CPU)
             continue
-        alone = serving_point(plan, gpu, facts, 1, prompt, output)
-        best = max_concurrency(plan, gpu, facts, prompt, output, ttft_s, tpot_s)
-        row = {"GPU": gpu.name, "TTFT alone (ms)": alone.ttft_s * 1e3, "TPOT alone (ms)": alone.tpot_s * 1e3,
+        sched = load_schedulers().serving(plan.runtime, gpu.id, gpu.vram_gib)
+        alone = serving_point(plan, gpu, facts, 1, prompt, output, sched)
+        best = max_concurrency(plan, gpu, facts, prompt, output, ttft_s, tpot_s, sched)
+        row = {"GPU": gpu.name, "TTFT alone (ms)": alone.ttft_s * 1e3, "Front end (ms)": alone.front_end_s * 1e3,
+               "TPOT alone (ms)": alone.tpot_s * 1e3,
                "Max concurrency in target": best.concurrency if best else 0,
                "TPOT at max (ms)": best.tpot_s * 1e3 if best else None,
                "Tokens/s at max": best.tokens_per_s if best else None,

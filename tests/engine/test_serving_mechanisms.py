@@ -46,19 +46,21 @@ def test_an_overlapped_scheduler_sees_a_new_request_a_step_later():
     an idle engine: received at once, prefill 0-10 ms. B arrives at 15 ms, during A's first decode step (10-20 ms),
     which was launched at 10 ms: B is received as the step 20-30 ms launches and rides 30-40 ms (TTFT 25 ms, 15 ms
     at step boundaries). B at 5 ms, during A's prefill: received at 10 ms, rides 20-30 ms (TTFT 25 ms, not 15).
-    Whether the steps mix prompts with decodes or not, the same."""
+    Whether the steps mix prompts with decodes or not, the same. And it hands a step's tokens out only after the
+    next step (serving_sim.first_token_late_s, sglang PR #2067 / #25772): each first token one 10 ms decode step
+    later, TTFT 20 and 35 ms; a lone request's 20 ms (2 steps), its end to end unchanged."""
     over = replace(MIXED, host_overlapped=True)
     def ttft(sched, second: float) -> list[float]:
         return simulate(_flat(), sched, [0.0, second], [10, 10], [20, 20]).ttft_s.tolist()
 
     for sched in (over, replace(over, mixed_batches=False)):
-        assert ttft(sched, 0.015) == pytest.approx([0.01, 0.025])
-        assert ttft(sched, 0.005) == pytest.approx([0.01, 0.025])
+        assert ttft(sched, 0.015) == pytest.approx([0.02, 0.035])
+        assert ttft(sched, 0.005) == pytest.approx([0.02, 0.035])
     assert ttft(MIXED, 0.005) == pytest.approx([0.01, 0.015])
     lone = simulate(_flat(), over, [0.0], [100], [10])
-    assert lone.ttft_s[0] == pytest.approx(STEP) and lone.e2e_s[0] == pytest.approx(10 * STEP)
+    assert lone.ttft_s[0] == pytest.approx(2 * STEP) and lone.e2e_s[0] == pytest.approx(10 * STEP)
     # A wants one token, so after its prefill nothing is left to run and no step was launched ahead: B (at 5 ms) is
-    # received as A's step ends and rides 10-20 ms (TTFT 15 ms)
+    # received as A's step ends and rides 10-20 ms (TTFT 15 ms); neither waits for a next step (one token each)
     assert simulate(_flat(), over, [0.0, 0.005], [10, 10], [1, 1]).ttft_s.tolist() == pytest.approx([0.01, 0.015])
     # whole prompts of 3,000 tokens in a 4,096-token budget, one a step: A runs 0-10 ms while B waits, so the loop
     # launches B's step (10-20 ms) ahead; C, arriving at 5 ms, is received at 10 ms and rides 20-30 ms (TTFT 25 ms)
