@@ -24,4 +24,4 @@ def on_host(eff: Efficiency, host_speed: float) -> Efficiency:
     return replace(eff, host_us_per_kernel=eff.host_us_per_kernel / host_speed,
                    prefill_host_us_per_kernel=eff.prefill_host_us_per_kernel / host_speed,
                    step_host_us=eff.step_host_us / host_speed, host_us_per_seq=eff.host_us_per_seq / host_speed,
-                   idle_op_us=eff.idle_op_us / host_speed, expert_sync_us=eff.expert_sync_us / host_speed)
+                   idle_op_us=eff.idle_op_us / host_speed, sync_us=eff.sync_us / host_speed)

@@ -75,9 +75,9 @@ class Phase(NamedTuple):
     # the share of this phase's collectives that runs under another phase's compute (a model-parallel layout's
     # collectives under the micro-step's GEMMs and attention: train_layout's *_hidden_share); 0: comm_overlaps rules
     comm_hidden: float = 0.0
-    # per step: a mixture of experts' Python loop over every expert (OpGroup.expert_syncs, idle_expert_ops, summed):
-    # device-to-host round trips and idle-expert operator dispatches, serial host time (roofline.expert_loop_seconds)
-    expert_syncs: float = 0.0
+    # per step (OpGroup.host_syncs, idle_expert_ops, summed): device-to-host round trips the host waits on and an
+    # expert loop's idle-expert operator dispatches, serial host time (roofline.host_wait_seconds)
+    host_syncs: float = 0.0
     idle_expert_ops: float = 0.0
 
     @property
@@ -114,10 +114,10 @@ def _group_costs(groups: tuple[OpGroup, ...]) -> dict:
         launches += g.launches
         host += g.host_kernels
         latency += g.latency_s
-        syncs += g.expert_syncs
+        syncs += g.host_syncs
         idle += g.idle_expert_ops
     costs = dict(launches=launches, host_kernels=host) if launches or host else {}
-    costs = costs | {"expert_syncs": syncs, "idle_expert_ops": idle} if syncs else costs
+    costs = costs | {"host_syncs": syncs, "idle_expert_ops": idle} if syncs else costs
     return costs | {"latency_s": latency} if latency else costs
 
 

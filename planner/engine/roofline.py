@@ -64,9 +64,9 @@ class PhaseTime:
     latency_s: float = 0.0  # per pass: the kernels' own fixed latencies (OpGroup.latency_s: decode attention)
     contention_s: float = 0.0  # per pass: how much longer the compute beside a hidden collective takes (contention_s)
     synced_s: float = 0.0  # per pass: GPU time of the groups the host waits for every call (OpGroup.host_synced)
-    expert_loop_s: float = 0.0  # per pass: a mixture of experts' Python loop over every expert (expert_loop_seconds)
-    expert_syncs: float = 0.0  # per step: that loop's device-to-host round trips (Phase.expert_syncs)
-    idle_expert_ops: float = 0.0  # per step: its operators on idle experts (Phase.idle_expert_ops)
+    host_wait_s: float = 0.0  # per pass: round trips the host waits on and idle-expert dispatches (host_wait_seconds)
+    host_syncs: float = 0.0  # per step: device-to-host round trips (Phase.host_syncs)
+    idle_expert_ops: float = 0.0  # per step: an expert loop's operators on idle experts (Phase.idle_expert_ops)
 
     @property
     def gpu_s(self) -> float:
@@ -81,7 +81,7 @@ class PhaseTime:
 
     @property
     def pass_s(self) -> float:
-        return self.gpu_s + self.host_bound_s + self.step_host_s + self.expert_loop_s + self.comm_s + self.contention_s
+        return self.gpu_s + self.host_bound_s + self.step_host_s + self.host_wait_s + self.comm_s + self.contention_s
 
     @property
     def total_s(self) -> float:
@@ -93,7 +93,7 @@ class PhaseTime:
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
                 "overhead": (self.overhead_s + self.latency_s + self.host_bound_s + self.step_host_s
-                             + self.expert_loop_s) * self.passes,
+                             + self.host_wait_s) * self.passes,
                 "communication": (self.comm_s + self.contention_s) * self.passes}
 
 
@@ -288,14 +288,14 @@ def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
     return (ph.host_rounds or ph.steps) * eff.step_host_seconds(ph.sequences)
 
 
-def expert_loop_seconds(ph: Phase, eff: Efficiency) -> float:
-    """Serial host seconds per pass of a mixture of experts' Python loop over every expert (Phase.expert_syncs,
-    idle_expert_ops): each visit's device-to-host round trip (the host waits for the GPU to drain, so nothing runs
-    under it) and the operators dispatched on idle experts between two of them, at the runtime's costs
-    (Efficiency.expert_sync_us, idle_op_us)."""
-    if not ph.expert_syncs:
+def host_wait_seconds(ph: Phase, eff: Efficiency) -> float:
+    """Serial host seconds per pass of the device-to-host round trips a step waits on (Phase.host_syncs: a quantized
+    library's synchronize per call, a mixture of experts' torch.where per expert visited; the host waits for the GPU
+    to drain, so nothing runs under them) and of an expert loop's operators on idle experts between two of them
+    (Phase.idle_expert_ops), at the runtime's costs (Efficiency.sync_us, idle_op_us)."""
+    if not ph.host_syncs:
         return 0.0
-    return ph.steps * (ph.expert_syncs * eff.expert_sync_us + ph.idle_expert_ops * eff.idle_op_us) * 1e-6
+    return ph.steps * (ph.host_syncs * eff.sync_us + ph.idle_expert_ops * eff.idle_op_us) * 1e-6
 
 
 def eager_steps(ph: Phase, eff: Efficiency) -> int:
@@ -427,7 +427,7 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
                      ph.comm_calls, _protocol_words(picks), latency, contention_seconds(hidden),
-                     synced_seconds(ph, (g.time_s for g in groups)), expert_loop_seconds(ph, eff), ph.expert_syncs,
+                     synced_seconds(ph, (g.time_s for g in groups)), host_wait_seconds(ph, eff), ph.host_syncs,
                      ph.idle_expert_ops)
 
 
@@ -445,7 +445,7 @@ def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
     host_bound = host_bound_seconds(host, gpu_s, synced_seconds(ph, (total for total, _ in parts)))
     return {"compute": cb * ph.passes, "memory": (groups_s - cb) * ph.passes,
             "overhead": (overhead + latency + host_bound + step_host_seconds(ph, eff)
-                         + expert_loop_seconds(ph, eff)) * ph.passes,
+                         + host_wait_seconds(ph, eff)) * ph.passes,
             "communication": (comm - hidden + contention_seconds(hidden)) * ph.passes}
 
 
@@ -481,7 +481,7 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     _, overhead, host = _launch_host(ph, eff)
     busy = total + overhead + (kernel_latency_s(ph, gpu) if ph.latency_s else 0.0)  # most phases have none
     serial = step_host_seconds(ph, eff) if eff.step_host_us or eff.host_us_per_seq else 0.0
-    serial += expert_loop_seconds(ph, eff) if ph.expert_syncs else 0.0
+    serial += host_wait_seconds(ph, eff) if ph.host_syncs else 0.0
     seconds = busy + (host_bound_seconds(host, busy, synced) if synced else max(0.0, host - busy)) + serial
     if ph.comm:
         comm = _comm_seconds(ph, gpu)

@@ -100,9 +100,10 @@ class OpGroup(NamedTuple):
     # the host waits for this group's kernels after every call (a quantized library's device synchronize,
     # QuantKernel.synchronizes): their GPU time cannot hide the host's dispatch of the step's other kernels
     host_synced: bool = False
-    # per step, a mixture of experts' Python loop over every expert (Setup.expert_loop): device-to-host syncs (one
-    # per expert visited) and operators dispatched on experts no token was routed to; serial host time
-    expert_syncs: float = 0.0
+    # per step, device-to-host round trips the host waits on (a quantized library's synchronize per call; a mixture
+    # of experts' Python loop over every expert, Setup.expert_loop: one per expert visited) and the operators that loop
+    # dispatches on experts no token was routed to; serial host time (roofline.host_wait_seconds)
+    host_syncs: float = 0.0
     idle_expert_ops: float = 0.0
 
 
@@ -431,12 +432,13 @@ def fold_pipelined(groups: tuple[OpGroup, ...]) -> tuple[OpGroup, ...]:
 def call_costs(s: Setup, calls: float, rows: int) -> dict[str, float]:
     """OpGroup fields for the GPU launches and host dispatches (eager kernel units) that `calls` quantized-matmul
     calls of a pass over `rows` tokens add through the precision's library kernels (QuantKernel), and whether the
-    host waits for them each call (QuantKernel.synchronizes); {} when it has none."""
+    host waits for them each call (QuantKernel.synchronizes: one round trip per call); {} when it has none."""
     k = s.precision.kernel
     if k is None or not calls:
         return {}
     return {"launches": calls * k.launches(s.buffered(rows), s.own_gemm(rows) is not None),
-            "host_kernels": calls * k.host_kernels_per_call} | ({"host_synced": True} if k.synchronizes else {})
+            "host_kernels": calls * k.host_kernels_per_call} | (
+        {"host_synced": True, "host_syncs": calls} if k.synchronizes else {})
 
 
 def merge_costs(a: dict, b: dict) -> dict:

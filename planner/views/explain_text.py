@@ -130,13 +130,14 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                   f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
                                   "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"
                                   + per_seq_text(e.efficiency)))
-        if ph.expert_loop_s:
+        if ph.host_wait_s:
             eff = e.efficiency
-            rows.append(_time_row(ph, steps, "MoE loop over every expert (the GPU waits)", ph.expert_loop_s, "overhead",
-                                  f"steps x ({ph.expert_syncs:,.0f} device-to-host round trips x "
-                                  f"{eff.expert_sync_us:g} us + {ph.idle_expert_ops:,.0f} operators on idle experts x "
-                                  f"{eff.idle_op_us:g} us): the runtime's Python loop over each MoE layer's experts, "
-                                  "a torch.where sync each (data/runtimes.yaml moe_expert_loop)"))
+            idle = (f" + {ph.idle_expert_ops:,.0f} operators on idle experts x {eff.idle_op_us:g} us: the runtime's "
+                    "Python loop over each MoE layer's experts, a torch.where sync each, data/runtimes.yaml "
+                    "moe_expert_loop" if ph.idle_expert_ops else "")
+            rows.append(_time_row(ph, steps, "device syncs the host waits on", ph.host_wait_s, "overhead",
+                                  f"steps x ({ph.host_syncs:,.0f} device-to-host round trips x {eff.sync_us:g} us"
+                                  f"{idle}); a quantized library's synchronize per call, the expert loop's per expert"))
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
                       f"({overlap_text(e)})" if ph.comm_hidden_s else

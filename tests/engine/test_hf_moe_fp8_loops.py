@@ -6,16 +6,18 @@ jingyaogong/minimind PR #837; pytorch/pytorch #32194)."""
 
 import pytest
 
+from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
+from planner.inputs.runtimes import load_runtimes
 from planner.validation.measured import load_measurements, precision_for
 
 FACTS = load_facts()
 H200 = FACTS.catalog.get("h200-sxm")  # holds Mixtral-8x7B in bf16 (93 GB)
-SYNC_US, IDLE_OP_US, IDLE_OPS = 26.1, 3.4, 12  # a round trip; a dispatch launching nothing; my count of the loop
+SYNC_US, IDLE_OP_US = 26.1, 3.4  # a device-to-host round trip; a dispatch that launches nothing
 TRITON_LAUNCH_US, EAGER_US = 49.0, 36.0  # Triton 3.x's Python launch; pytorch-eager's prior per eager dispatch
 
 
@@ -31,22 +33,22 @@ def test_mixtral_decode_pays_a_sync_per_expert_and_idle_dispatches_on_the_six_un
     idle experts x 12 operators = 2,304 dispatches: 256 x 26.1 + 2,304 x 3.4 = 6,681.6 + 7,833.6 = 14,515.2 us a
     step, serial with everything else (the pass's time is its GPU time, the host's excess and this)."""
     decode, _ = _decode("mixtral-8x7b", "bf16")
-    assert decode.expert_syncs == pytest.approx(256)
+    assert decode.host_syncs == pytest.approx(256)
     assert decode.idle_expert_ops == pytest.approx(2304)
-    assert decode.expert_loop_s / decode.steps == pytest.approx(14515.2e-6, rel=1e-9)
+    assert decode.host_wait_s / decode.steps == pytest.approx(14515.2e-6, rel=1e-9)
     assert decode.pass_s == pytest.approx(decode.gpu_s + decode.host_bound_s + decode.step_host_s
-                                          + decode.expert_loop_s, rel=1e-12)
+                                          + decode.host_wait_s, rel=1e-12)
     vllm, _ = _decode("mixtral-8x7b", "bf16", runtime="vllm")  # fused MoE: no loop
-    assert vllm.expert_loop_s == 0.0
+    assert vllm.host_wait_s == 0.0
     dense, _ = _decode("llama-3-8b", "bf16")  # no MoE layer: no loop
-    assert dense.expert_loop_s == 0.0
+    assert dense.host_wait_s == 0.0
 
 
 def test_expert_loop_is_host_time_and_scales_with_the_hosts_speed():
     """A host twice as fast single-threaded halves both the round trips' and the dispatches' host time."""
     base, _ = _decode("mixtral-8x7b", "bf16")
     fast, _ = _decode("mixtral-8x7b", "bf16", host_speed=2.0)
-    assert fast.expert_loop_s == pytest.approx(base.expert_loop_s / 2, rel=1e-9)
+    assert fast.host_wait_s == pytest.approx(base.host_wait_s / 2, rel=1e-9)
 
 
 def test_fp8_block_hf_costs_two_python_launches_a_call_and_the_sync_unhides_the_linears():
@@ -54,7 +56,7 @@ def test_fp8_block_hf_costs_two_python_launches_a_call_and_the_sync_unhides_the_
     launch (act_quant) and 2 x 49 / 36 - 1 = 1.72 eager dispatches of host time beyond nn.Linear's; after each
     call's torch.cuda.synchronize the host has waited for the matmul, so the linear layers' GPU time hides none of
     the host's dispatch: the host-bound wait is host - (GPU - linear layers), where the same checkpoint without the
-    sync would wait host - GPU."""
+    sync would wait host - GPU; and each synchronize is a round trip (26.1 us) the GPU waits on too."""
     kernel = FACTS.rules.precision("fp8-block-hf").kernel
     assert kernel.host_kernels_per_call == pytest.approx(2 * TRITON_LAUNCH_US / EAGER_US - 1, abs=0.005)
     assert kernel.synchronizes
@@ -67,18 +69,22 @@ def test_fp8_block_hf_costs_two_python_launches_a_call_and_the_sync_unhides_the_
     bf16, _ = _decode("llama-3-8b", "bf16")
     extra_host = (decode.host_s - bf16.host_s) / decode.steps
     assert extra_host == pytest.approx(host_units * e.efficiency.host_us_per_kernel * 1e-6, rel=1e-9)
+    assert decode.host_syncs == pytest.approx(224)  # one synchronize a call, serial: 224 x 26.1 us a step
+    assert decode.host_wait_s / decode.steps == pytest.approx(224 * SYNC_US * 1e-6, rel=1e-9)
+    assert bf16.host_wait_s == 0.0
 
 
 def test_fp8_moe_idle_experts_still_run_fp8linear_launches_and_syncs():
     """Mixtral-8x7B under FP8Linear at batch 1: each of the 192 idle experts calls its 3 linear modules on an empty
-    input: 576 calls, each 1.72 eager dispatches of Python launches (the grid is empty) and one more synchronize:
-    256 + 576 = 832 round trips a step."""
+    input: 576 calls, each 1.72 eager dispatches of Python launches (the grid is empty) and one synchronize; the
+    352 calls that do run (32 layers x (Q, K, V, O, the router and 2 routed experts x 3)) synchronize too:
+    256 + 576 + 352 = 1,184 round trips a step."""
     decode, _ = _decode("mixtral-8x7b", "fp8-block-hf")
     bf16, _ = _decode("mixtral-8x7b", "bf16")
-    assert decode.expert_syncs == pytest.approx(256 + 576)
+    assert decode.host_syncs == pytest.approx(256 + 576 + 352)
     assert decode.idle_expert_ops == pytest.approx(2304)
-    assert decode.expert_loop_s / decode.steps == pytest.approx((832 * SYNC_US + 2304 * IDLE_OP_US) * 1e-6, rel=1e-9)
-    assert decode.expert_loop_s > bf16.expert_loop_s
+    assert decode.host_wait_s / decode.steps == pytest.approx((1184 * SYNC_US + 2304 * IDLE_OP_US) * 1e-6, rel=1e-9)
+    assert decode.host_wait_s > bf16.host_wait_s
 
 
 def test_transformers_fp8_rows_run_the_fine_grained_format_and_other_runtimes_their_own():
@@ -89,3 +95,23 @@ def test_transformers_fp8_rows_run_the_fine_grained_format_and_other_runtimes_th
     trt = next(r for r in rows if r.framework == "tensorrt-llm" and r.precision == "fp8")
     assert precision_for(hf, FACTS.rules)[0] == "fp8-block-hf"
     assert precision_for(trt, FACTS.rules)[0] == "fp8"
+
+
+def test_an_expert_loop_needs_the_runtimes_round_trip_and_a_bad_one_names_its_field(tmp_path):
+    """A runtime record whose MoE loop syncs per expert but gives no host_sync_us is refused, naming the record and
+    the block; a negative idle-op cost names its field."""
+    path = tmp_path / "r.yaml"
+    base = ("schema_version: 1\nread_on: 2026-11-20\nruntimes:\n  - id: x\n    name: X\n"
+            "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n"
+            "    launch_overhead_us: 1\n    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n"
+            "    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
+    loop = "    moe_expert_loop: {idle_ops: 12, idle_op_us: %s, source: s}\n"
+    path.write_text(base + loop % "3.4")
+    with pytest.raises(DataFileError, match="'x'.*moe_expert_loop.*host_sync_us"):
+        load_runtimes(path)
+    path.write_text(base + loop % "-1" + "    host_sync_us: 26.1\n    host_sync_source: s\n")
+    with pytest.raises(DataFileError, match="idle_op_us"):
+        load_runtimes(path)
+    path.write_text(base + loop % "3.4" + "    host_sync_us: 26.1\n    host_sync_source: s\n")
+    eff = load_runtimes(path).get("x").efficiency("hbm")
+    assert (eff.sync_us, eff.idle_op_us) == (26.1, 3.4)

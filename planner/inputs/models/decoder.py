@@ -699,13 +699,13 @@ class DecoderProfile(CachedHash):
             return {}
         syncs = sum(n for _, n in passes) * self.moe_layers * self.experts
         idle = sum(n * (self.experts - self.experts_read(rows)) for rows, n in passes if n) * self.moe_layers
-        out = {"expert_syncs": syncs, "idle_expert_ops": idle * s.idle_expert_ops}
+        out = {"host_syncs": syncs, "idle_expert_ops": idle * s.idle_expert_ops}
         k = s.precision.kernel
         if k is None:
             return out
         calls = idle * self.mlp_matrices
         return out | {"host_kernels": calls * k.host_kernels_per_call,
-                      "expert_syncs": syncs + (calls if k.synchronizes else 0.0)}
+                      "host_syncs": syncs + (calls if k.synchronizes else 0.0)}
 
     @cached_property
     def kernels_per_forward(self) -> float:
