@@ -17,9 +17,11 @@ REFERENCE_HOST_SPEED = 1.0  # the hosts the constants were measured on
 
 def on_host(eff: Efficiency, host_speed: float) -> Efficiency:
     """`eff` on a host `host_speed` times as fast single-threaded as the reference: each host-side time divided by
-    it (dispatch per kernel, eager prefill's, the per-step and per-sequence CPU work), the GPU's own untouched."""
+    it (dispatch per kernel, eager prefill's, the per-step and per-sequence CPU work, an expert loop's dispatches
+    and round trips), the GPU's own untouched."""
     if host_speed == REFERENCE_HOST_SPEED:
         return eff
     return replace(eff, host_us_per_kernel=eff.host_us_per_kernel / host_speed,
                    prefill_host_us_per_kernel=eff.prefill_host_us_per_kernel / host_speed,
-                   step_host_us=eff.step_host_us / host_speed, host_us_per_seq=eff.host_us_per_seq / host_speed)
+                   step_host_us=eff.step_host_us / host_speed, host_us_per_seq=eff.host_us_per_seq / host_speed,
+                   idle_op_us=eff.idle_op_us / host_speed, sync_us=eff.sync_us / host_speed)

@@ -75,6 +75,10 @@ class Phase(NamedTuple):
     # the share of this phase's collectives that runs under another phase's compute (a model-parallel layout's
     # collectives under the micro-step's GEMMs and attention: train_layout's *_hidden_share); 0: comm_overlaps rules
     comm_hidden: float = 0.0
+    # per step (OpGroup.host_syncs, idle_expert_ops, summed): device-to-host round trips the host waits on and an
+    # expert loop's idle-expert operator dispatches, serial host time (roofline.host_wait_seconds)
+    host_syncs: float = 0.0
+    idle_expert_ops: float = 0.0
 
     @property
     def comm_bytes(self) -> float:
@@ -101,15 +105,19 @@ _PASSES = Phase._fields.index("passes")
 
 
 def _group_costs(groups: tuple[OpGroup, ...]) -> dict:
-    """A step's quantized-library launches and host dispatches and its kernels' fixed latencies, from its op groups
-    ({} when there are none: work.call_costs sets the first two, for a precision with its library's kernels; a decode
-    step's attention the latency). Summed once here, where the phase is built and cached, not in the timing."""
-    launches = host = latency = 0.0
+    """A step's quantized-library launches and host dispatches, its kernels' fixed latencies and an expert loop's
+    syncs and idle-expert operators, from its op groups ({} when there are none: work.call_costs sets the first two,
+    for a precision with its library's kernels; a decode step's attention the latency; decoder.expert_loop_costs
+    the last two). Summed once here, where the phase is built and cached, not in the timing."""
+    launches = host = latency = syncs = idle = 0.0
     for g in groups:  # one pass: this runs for every pass the catalog sweep builds
         launches += g.launches
         host += g.host_kernels
         latency += g.latency_s
+        syncs += g.host_syncs
+        idle += g.idle_expert_ops
     costs = dict(launches=launches, host_kernels=host) if launches or host else {}
+    costs = costs | {"host_syncs": syncs, "idle_expert_ops": idle} if syncs else costs
     return costs | {"latency_s": latency} if latency else costs
 
 

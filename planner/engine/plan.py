@@ -79,7 +79,9 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  autocast_fp32_weights=rt.training is not None and rt.training.autocast_fp32_weights,
                  foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach",
                  fp8_weights=bool(rt.training and rt.training.fp8_weights and precision.fp8_training),
-                 comm_overlap=rt.training.comm_overlap if rt.training else ())
+                 comm_overlap=rt.training.comm_overlap if rt.training else (),
+                 expert_loop=rt.expert_loop is not None,
+                 idle_expert_ops=rt.expert_loop.idle_ops if rt.expert_loop else 0.0)
 
 
 def pinned_builds(plan: Plan, builds: BuildMatrix) -> tuple[Build, ...]:

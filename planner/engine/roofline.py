@@ -63,6 +63,10 @@ class PhaseTime:
     comm_protocols: str = ""  # the NCCL protocol each kind of collective takes, in words
     latency_s: float = 0.0  # per pass: the kernels' own fixed latencies (OpGroup.latency_s: decode attention)
     contention_s: float = 0.0  # per pass: how much longer the compute beside a hidden collective takes (contention_s)
+    synced_s: float = 0.0  # per pass: GPU time of the groups the host waits for every call (OpGroup.host_synced)
+    host_wait_s: float = 0.0  # per pass: round trips the host waits on and idle-expert dispatches (host_wait_seconds)
+    host_syncs: float = 0.0  # per step: device-to-host round trips (Phase.host_syncs)
+    idle_expert_ops: float = 0.0  # per step: an expert loop's operators on idle experts (Phase.idle_expert_ops)
 
     @property
     def gpu_s(self) -> float:
@@ -71,12 +75,13 @@ class PhaseTime:
 
     @property
     def host_bound_s(self) -> float:
-        """Per pass, how much longer the CPU takes to dispatch the kernels than the GPU takes to run them."""
-        return max(0.0, self.host_s - self.gpu_s)
+        """Per pass, how much longer the CPU takes to dispatch the kernels than the GPU takes to run them (the groups
+        it waits for, synced_s, hide none of its dispatch: host_bound_seconds)."""
+        return host_bound_seconds(self.host_s, self.gpu_s, self.synced_s)
 
     @property
     def pass_s(self) -> float:
-        return self.gpu_s + self.host_bound_s + self.step_host_s + self.comm_s + self.contention_s
+        return self.gpu_s + self.host_bound_s + self.step_host_s + self.host_wait_s + self.comm_s + self.contention_s
 
     @property
     def total_s(self) -> float:
@@ -87,7 +92,8 @@ class PhaseTime:
         cb = sum(g.compute_bound_s for g in self.groups)
         mb = sum(g.time_s for g in self.groups) - cb
         return {"compute": cb * self.passes, "memory": mb * self.passes,
-                "overhead": (self.overhead_s + self.latency_s + self.host_bound_s + self.step_host_s) * self.passes,
+                "overhead": (self.overhead_s + self.latency_s + self.host_bound_s + self.step_host_s
+                             + self.host_wait_s) * self.passes,
                 "communication": (self.comm_s + self.contention_s) * self.passes}
 
 
@@ -282,6 +288,16 @@ def step_host_seconds(ph: Phase, eff: Efficiency) -> float:
     return (ph.host_rounds or ph.steps) * eff.step_host_seconds(ph.sequences)
 
 
+def host_wait_seconds(ph: Phase, eff: Efficiency) -> float:
+    """Serial host seconds per pass of the device-to-host round trips a step waits on (Phase.host_syncs: a quantized
+    library's synchronize per call, a mixture of experts' torch.where per expert visited; the host waits for the GPU
+    to drain, so nothing runs under them) and of an expert loop's operators on idle experts between two of them
+    (Phase.idle_expert_ops), at the runtime's costs (Efficiency.sync_us, idle_op_us)."""
+    if not ph.host_syncs:
+        return 0.0
+    return ph.steps * (ph.host_syncs * eff.sync_us + ph.idle_expert_ops * eff.idle_op_us) * 1e-6
+
+
 def eager_steps(ph: Phase, eff: Efficiency) -> int:
     """Steps of the phase an engine generation dispatches eagerly, kernel by kernel from Python: every step of a
     prefill phase where it runs its prefills eagerly (Efficiency.prefill_host_us_per_kernel: vLLM V0), and the decode
@@ -389,6 +405,19 @@ def _phase_comm(ph: Phase, gpu: GPU) -> tuple[Link | None, list, float]:
     return link, picks, comm
 
 
+def host_bound_seconds(host: float, gpu_s: float, synced: float) -> float:
+    """Seconds per pass the GPU waits for the host: its dispatch beyond the GPU time that can run under it. Eager
+    dispatch runs ahead of the GPU, so only the excess counts; after a device synchronize the host waits until the
+    GPU has drained, so the GPU time of the groups it waits for every call (synced) runs under none of it and
+    adds to it."""
+    return max(0.0, host - (gpu_s - synced))
+
+
+def synced_seconds(ph: Phase, times: Iterable[float]) -> float:
+    """GPU seconds per pass of the phase's groups the host waits for every call (OpGroup.host_synced)."""
+    return sum(t for g, t in zip(ph.groups, times) if g.host_synced)
+
+
 def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     groups = tuple(time_group(g, gpu, eff, ph.p0, ph.steps) for g in ph.groups)
     kernels, overhead, host = _launch_host(ph, eff)
@@ -397,7 +426,9 @@ def time_phase(ph: Phase, gpu: GPU, eff: Efficiency) -> PhaseTime:
     hidden = hidden_comm(ph, eff, comm, sum(g.time_s for g in groups) + latency + overhead)
     return PhaseTime(ph.name, ph.steps, ph.passes, groups, kernels, overhead, comm - hidden, host,
                      step_host_seconds(ph, eff), hidden, f"{ph.comm_gpus} GPUs over {link.describe()}" if link else "",
-                     ph.comm_calls, _protocol_words(picks), latency, contention_seconds(hidden))
+                     ph.comm_calls, _protocol_words(picks), latency, contention_seconds(hidden),
+                     synced_seconds(ph, (g.time_s for g in groups)), host_wait_seconds(ph, eff), ph.host_syncs,
+                     ph.idle_expert_ops)
 
 
 def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
@@ -411,9 +442,10 @@ def phase_split(ph: Phase, gpu: GPU, eff: Efficiency) -> dict[str, float]:
     comm = _phase_comm(ph, gpu)[2]
     gpu_s = groups_s + latency + overhead  # PhaseTime.gpu_s; also the compute a collective can hide under
     hidden = hidden_comm(ph, eff, comm, gpu_s)
-    host_bound = max(0.0, host - gpu_s)
+    host_bound = host_bound_seconds(host, gpu_s, synced_seconds(ph, (total for total, _ in parts)))
     return {"compute": cb * ph.passes, "memory": (groups_s - cb) * ph.passes,
-            "overhead": (overhead + latency + host_bound + step_host_seconds(ph, eff)) * ph.passes,
+            "overhead": (overhead + latency + host_bound + step_host_seconds(ph, eff)
+                         + host_wait_seconds(ph, eff)) * ph.passes,
             "communication": (comm - hidden + contention_seconds(hidden)) * ph.passes}
 
 
@@ -424,7 +456,7 @@ def phase_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
 
 def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
     """Seconds of one pass of the phase (phase_seconds is this x its passes): the same for a job of any size."""
-    total = 0.0
+    total = synced = 0.0
     bw = gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency
     steps, p0 = ph.steps, ph.p0
     on_gpu = gpu.kind != "cpu"
@@ -432,7 +464,7 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         # elementwise groups: bytes only
         flops_s, is_tiled = _flops_s_tiled(g, gpu, eff) if g.flops or g.flops_per_pos else (0.0, False)
         if g.flops_per_pos or g.bytes_per_pos:
-            total += _sum_terms(_terms(g, flops_s, bw, gpu, eff), g.cap_pos, p0, steps)[0]
+            t = _sum_terms(_terms(g, flops_s, bw, gpu, eff), g.cap_pos, p0, steps)[0]
         else:  # position-independent: every step costs the same
             compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / (bw * g.bw_factor)
             if g.alu:  # _terms' rule
@@ -440,13 +472,17 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
             if g.small_kernels:  # _terms' rule
                 memory = max(memory, small_kernel_floor_s(g, gpu, eff))
             if is_tiled and on_gpu:  # time_group's rule
-                total += steps * overlapped_seconds(compute, memory)
+                t = steps * overlapped_seconds(compute, memory)
             else:
-                total += steps * (compute if compute > memory else memory)
+                t = steps * (compute if compute > memory else memory)
+        total += t
+        if g.host_synced:
+            synced += t
     _, overhead, host = _launch_host(ph, eff)
     busy = total + overhead + (kernel_latency_s(ph, gpu) if ph.latency_s else 0.0)  # most phases have none
     serial = step_host_seconds(ph, eff) if eff.step_host_us or eff.host_us_per_seq else 0.0
-    seconds = (busy if busy > host else host) + serial
+    serial += host_wait_seconds(ph, eff) if ph.host_syncs else 0.0
+    seconds = busy + (host_bound_seconds(host, busy, synced) if synced else max(0.0, host - busy)) + serial
     if ph.comm:
         comm = _comm_seconds(ph, gpu)
         hidden = hidden_comm(ph, eff, comm, busy)

@@ -55,6 +55,8 @@ class QuantKernel:
     split_k: that GEMM writes split_k partial outputs in 16-bit and sums them in one more kernel (1 = none).
     mlp_gemv_on: runtimes whose fused MLP multiplies the gate and up projections in its GEMV whatever the rows.
     accumulate: what its 16-bit GEMM accumulates in ('fp16' runs at GPU.fp16_accumulate_speedup: 2x on GeForce).
+    synchronizes: every call ends in a device synchronize (torch.cuda.synchronize()): the host waits for the call's
+      kernels, so the matmuls' GPU time adds to the host's dispatch instead of running under it.
     """
 
     gemv_max_tokens: int
@@ -69,6 +71,7 @@ class QuantKernel:
     split_k: int = 1
     mlp_gemv_on: tuple[str, ...] = ()
     accumulate: str = "fp32"
+    synchronizes: bool = False
 
     def launches(self, buffered: bool, own_gemm: bool = False) -> float:
         """Extra launches of one call: its own, plus the dequantize kernel when it goes through the buffer, plus the
@@ -452,7 +455,7 @@ def _quant_kernel(rec: Record) -> QuantKernel | None:
         return None
     sub.check_keys(("gemv_max_tokens", "gemv_ops_per_weight_token", "unpack", "launches_per_call",
                     "host_kernels_per_call", "gemv_pipelined", "m_tile", "mma_fraction", "split_k", "mlp_gemv_on",
-                    "accumulate", "source"))
+                    "accumulate", "synchronizes", "source"))
     gemv = int(sub.number("gemv_max_tokens", lo=0, hi=4096, integer=True))
     ops = sub.number("gemv_ops_per_weight_token", required=bool(gemv), lo=0.01, hi=MAX_DEQUANT_OPS)
     return QuantKernel(gemv, ops or 0.0, sub.text("unpack", choices=UNPACK_MODES),
@@ -463,7 +466,8 @@ def _quant_kernel(rec: Record) -> QuantKernel | None:
                        sub.number("mma_fraction", required=False, lo=0.01, hi=1.0) or 1.0,
                        int(sub.number("split_k", required=False, lo=1, hi=MAX_SPLIT_K, integer=True) or 1),
                        sub.strings("mlp_gemv_on", required=False) or (),
-                       sub.text("accumulate", required=False, choices=ACCUMULATE_DTYPES) or "fp32")
+                       sub.text("accumulate", required=False, choices=ACCUMULATE_DTYPES) or "fp32",
+                       sub.flag("synchronizes", False))
 
 
 def _kernel(rec: Record, common: dict) -> AttentionBackend:

@@ -134,6 +134,25 @@ class Training:
         return max(0.0, frac * (1.0 - self.exposed_layers / max(layers, 1)))
 
 
+MAX_IDLE_EXPERT_OPS = 64  # parser cap on the ops one expert no token was routed to dispatches per visit
+MAX_SYNC_US = 10_000.0  # parser cap on one device-to-host round trip, us
+
+
+@dataclass(frozen=True)
+class ExpertLoop:
+    """A mixture-of-experts layer run as a Python loop over every expert of the layer, each visit asking the GPU
+    which tokens were routed to it (torch.where on the expert's mask: a device-to-host copy, so the host waits for
+    the GPU to drain): Hugging Face transformers' sparse MoE blocks before they skipped unrouted experts.
+
+    idle_ops: operators one visit dispatches on an expert no token was routed to (zero-size tensors: dispatched,
+      no kernel launched). idle_op_us: host time of one such dispatch. Each visit's round trip costs the runtime's
+      host_sync_us (RuntimeProfile)."""
+
+    idle_ops: float
+    idle_op_us: float
+    source: str
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """Achievable fractions and overheads for one GPU under one runtime.
@@ -181,6 +200,11 @@ class Efficiency:
     # its scheduler admits a generate job's sequences as its paged KV cache frees (RuntimeProfile.batch_waves): a
     # batch that does not fit runs as waves of the largest batch that does; False: it runs whole or not at all
     batch_waves: bool = False
+    # host time of one operator on an idle expert in a mixture of experts' Python loop over every expert
+    # (RuntimeProfile.expert_loop; 0: no such loop) and of one device-to-host round trip (RuntimeProfile.host_sync_us:
+    # a torch.where's count, a torch.cuda.synchronize), us; both serial with the GPU (roofline.host_wait_seconds)
+    idle_op_us: float = 0.0
+    sync_us: float = 0.0
 
     def step_host_seconds(self, sequences: float) -> float:
         """Serial CPU seconds of one step carrying `sequences` sequences, in series with its GPU work: the
@@ -310,6 +334,12 @@ class RuntimeProfile:
     # static batch and llama.cpp's do
     batch_waves: bool = False
     batch_waves_source: str = ""
+    # its mixture-of-experts layers loop over every expert in Python, one device-to-host sync each (ExpertLoop);
+    # None: they run the routed experts only, or a fused MoE kernel
+    expert_loop: ExpertLoop | None = None
+    # one device-to-host round trip from its Python (the host waits for the GPU to drain and reads a value back), us
+    host_sync_us: float = 0.0
+    host_sync_source: str = ""
     # attention backends (data/precisions.yaml ids) whose decode step the runtime runs as batched GEMMs of one query
     # row (eager PyTorch's torch.matmul over the cache: QK^T and AV), which read the KV cache at score_gemm_kv_read
     # of its streaming DRAM rate (Setup.kv_read_fraction); empty: its decode attention streams the cache
@@ -378,7 +408,9 @@ class RuntimeProfile:
                           runtime=self.id, precisions=self.precisions, training=self.training,
                           host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves,
                           prefill_host_us_per_kernel=self.prefill_host_us_per_kernel,
-                          eager_decode_from=self.eager_decode_from)
+                          eager_decode_from=self.eager_decode_from,
+                          idle_op_us=self.expert_loop.idle_op_us if self.expert_loop else 0.0,
+                          sync_us=self.host_sync_us)
 
     def _cpu_efficiency(self) -> Efficiency:
         c = self.cpu
@@ -444,6 +476,24 @@ def _batch_waves(rec: Record) -> dict:
     """The optional `batch_waves` flag with its `batch_waves_source` (required when true)."""
     waves = rec.flag("batch_waves", default=False)
     return dict(batch_waves=waves, batch_waves_source=rec.text("batch_waves_source", required=waves) or "")
+
+
+def _expert_loop(rec: Record) -> ExpertLoop | None:
+    """The optional `moe_expert_loop` block (ExpertLoop's fields)."""
+    sub = rec.child("moe_expert_loop", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("idle_ops", "idle_op_us", "source"))
+    if not rec.number("host_sync_us", required=False):
+        raise rec.fail("moe_expert_loop", "a loop that syncs once per expert needs the runtime's host_sync_us")
+    return ExpertLoop(sub.number("idle_ops", lo=0, hi=MAX_IDLE_EXPERT_OPS),
+                      sub.number("idle_op_us", lo=0, hi=PER_KERNEL_US_BOUNDS[1]), " ".join(sub.text("source").split()))
+
+
+def _host_sync(rec: Record) -> dict:
+    """The optional `host_sync_us` (one device-to-host round trip, us) with its `host_sync_source`."""
+    us = rec.number("host_sync_us", required=False, lo=0, hi=MAX_SYNC_US)
+    return dict(host_sync_us=us or 0.0, host_sync_source=rec.text("host_sync_source", required=us is not None) or "")
 
 
 def _jobs(rec: Record) -> dict:
@@ -638,7 +688,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
-                        "score_gemm_source", "prompt_gemm"))
+                        "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -670,7 +720,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
         out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec),
-                          prompt_eras=parse_prompt_gemm(rec))
+                          prompt_eras=parse_prompt_gemm(rec), expert_loop=_expert_loop(rec), **_host_sync(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

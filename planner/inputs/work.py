@@ -97,6 +97,14 @@ class OpGroup(NamedTuple):
     # > 0: its GEMMs run at this fraction of the matmul ceiling, measured on the path's own kernel (PromptPath.
     # fraction: llama.cpp's MMQ, cuBLAS's SGEMM), in place of the runtime's compute_efficiency
     ceiling_fraction: float = 0.0
+    # the host waits for this group's kernels after every call (a quantized library's device synchronize,
+    # QuantKernel.synchronizes): their GPU time cannot hide the host's dispatch of the step's other kernels
+    host_synced: bool = False
+    # per step, device-to-host round trips the host waits on (a quantized library's synchronize per call; a mixture
+    # of experts' Python loop over every expert, Setup.expert_loop: one per expert visited) and the operators that loop
+    # dispatches on experts no token was routed to; serial host time (roofline.host_wait_seconds)
+    host_syncs: float = 0.0
+    idle_expert_ops: float = 0.0
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -205,6 +213,10 @@ class Setup(CachedHash):
     fp8_weights: bool = False
     # training: the communication the runtime overlaps with compute beyond DP gradients (Training.comm_overlap)
     comm_overlap: tuple[str, ...] = ()
+    # the runtime's MoE layers loop over every expert in Python with one device-to-host sync each, dispatching
+    # idle_expert_ops operators on an expert no token was routed to (RuntimeProfile.expert_loop)
+    expert_loop: bool = False
+    idle_expert_ops: float = 0.0
 
     @property
     def lm_head_tp(self) -> int:
@@ -420,13 +432,20 @@ def fold_pipelined(groups: tuple[OpGroup, ...]) -> tuple[OpGroup, ...]:
 
 def call_costs(s: Setup, calls: float, rows: int) -> dict[str, float]:
     """OpGroup fields for the GPU launches and host dispatches (eager kernel units) that `calls` quantized-matmul
-    calls of a pass over `rows` tokens add through the precision's library kernels (QuantKernel); {} when it has
-    none."""
+    calls of a pass over `rows` tokens add through the precision's library kernels (QuantKernel), and whether the
+    host waits for them each call (QuantKernel.synchronizes: one round trip per call); {} when it has none."""
     k = s.precision.kernel
     if k is None or not calls:
         return {}
     return {"launches": calls * k.launches(s.buffered(rows), s.own_gemm(rows) is not None),
-            "host_kernels": calls * k.host_kernels_per_call}
+            "host_kernels": calls * k.host_kernels_per_call} | (
+        {"host_synced": True, "host_syncs": calls} if k.synchronizes else {})
+
+
+def merge_costs(a: dict, b: dict) -> dict:
+    """Two sets of OpGroup cost fields (call_costs, a model's expert-loop costs) as one: counts added, flags or-ed."""
+    return a | b | {k: a[k] + b[k] for k in a.keys() & b.keys() if not isinstance(a[k], bool)} | {
+        k: a[k] or b[k] for k in a.keys() & b.keys() if isinstance(a[k], bool)}
 
 
 def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:

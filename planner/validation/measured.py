@@ -103,6 +103,9 @@ FRAMEWORK_RUNTIME = {
 # AutoAWQ's rows say precision int4 (the bits), and their id names the checkpoint's kernel version
 # (validation/to_predict/autoawq-rtx4090.yaml: awq-<model>-<gemv|gemm>-...), which is the precision that runs them
 AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
+# An fp8 checkpoint run by Hugging Face transformers is its fine-grained FP8 (128 x 128 block scales, FP8Linear's two
+# Triton kernels a call: data/precisions.yaml fp8-block-hf); the other runtimes' fp8 is their own per-tensor path.
+LIBRARY_PRECISIONS = {("hf-transformers", "fp8"): "fp8-block-hf"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
@@ -553,8 +556,10 @@ def awq_precision(row: Measurement) -> str | None:
 
 def precision_for(row: Measurement, rules: PrecisionRules) -> tuple[str, PrecisionRules, str]:
     """(precision id, rules holding it, note): the preset, or the preset at the row's bits per weight; an AutoAWQ
-    row's int4 is the AWQ checkpoint of the kernel version its id names (AWQ_VERSIONS)."""
-    preset = rules.precision(awq_precision(row) or row.precision)
+    row's int4 is the AWQ checkpoint of the kernel version its id names (AWQ_VERSIONS), a library's own format
+    where the framework runs one (LIBRARY_PRECISIONS)."""
+    preset = rules.precision(awq_precision(row) or LIBRARY_PRECISIONS.get((row.framework, row.precision))
+                             or row.precision)
     if abs(preset.weight_bytes * 8 - row.weight_bits) <= BITS_TOLERANCE:
         return preset.id, rules, ""
     # a row's bits per weight are its file size over all parameters (GGUF quantizes embeddings and head too)

@@ -120,13 +120,24 @@ def step_time_rows(e: Estimate) -> list[dict]:
         if ph.host_bound_s:
             rows.append(_time_row(ph, steps, "waiting for the CPU (host-bound dispatch)", ph.host_bound_s, "overhead",
                                   f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
-                                  "minus the GPU time it overlaps"))
+                                  "minus the GPU time it overlaps" + (
+                                      f"; the host waits for the quantized linear layers after every call (a device "
+                                      f"synchronize), so their {ph.synced_s * ph.passes:,.4g} s of GPU time overlap "
+                                      "none of it" if ph.synced_s else "")))
         if ph.step_host_s:
             rounds = "prefill chunks" if ph.steps == 1 else "steps"
             rows.append(_time_row(ph, steps, "host work per step (the GPU waits)", ph.step_host_s, "overhead",
                                   f"{rounds} x {e.efficiency.step_host_us:g} us of the runtime's CPU work on the "
                                   "critical path (graph build, scheduling, sampling: data/runtimes.yaml)"
                                   + per_seq_text(e.efficiency)))
+        if ph.host_wait_s:
+            eff = e.efficiency
+            idle = (f" + {ph.idle_expert_ops:,.0f} operators on idle experts x {eff.idle_op_us:g} us: the runtime's "
+                    "Python loop over each MoE layer's experts, a torch.where sync each, data/runtimes.yaml "
+                    "moe_expert_loop" if ph.idle_expert_ops else "")
+            rows.append(_time_row(ph, steps, "device syncs the host waits on", ph.host_wait_s, "overhead",
+                                  f"steps x ({ph.host_syncs:,.0f} device-to-host round trips x {eff.sync_us:g} us"
+                                  f"{idle}); a quantized library's synchronize per call, the expert loop's per expert"))
         if ph.comm_s or ph.comm_hidden_s:
             hidden = (f"; {ph.comm_hidden_s * ph.passes:,.4g} s more runs under the compute "
                       f"({overlap_text(e)})" if ph.comm_hidden_s else

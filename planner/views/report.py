@@ -107,6 +107,7 @@ def estimate_row(e: Estimate, ranked: Ranking | None = None, today: date | None 
             "kernels_per_step": _r(ph.kernels_per_step, 1), "launch_overhead_s": _r(ph.overhead_s * ph.passes, 4),
             "kernel_latency_s": _r(ph.latency_s * ph.passes, 4),
             "host_bound_s": _r(ph.host_bound_s * ph.passes, 4), "step_host_s": _r(ph.step_host_s * ph.passes, 4),
+            "host_wait_s": _r(ph.host_wait_s * ph.passes, 4),
             "communication_s": _r(ph.comm_s * ph.passes, 4),
             "communication_hidden_s": _r(ph.comm_hidden_s * ph.passes, 4),
             "communication_contention_s": _r(ph.contention_s * ph.passes, 4), "link": ph.link,

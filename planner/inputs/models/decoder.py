@@ -56,7 +56,7 @@ from planner.inputs.precisions import EXPERTS_SCOPE
 from planner.inputs.models.fp8_training import FP8_BYTES, fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, ATTENTION_GROUP, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP,
                                  GEMV_GROUP, PROMPT_SCALE_GROUP, Collective, Gemm, MemoryItem, OpGroup, Setup,
-                                 call_costs, dequant_groups, mlp_gemv_groups, split_k_groups,
+                                 call_costs, dequant_groups, merge_costs, mlp_gemv_groups, split_k_groups,
                                  forward_equivalents, scaled_gemms, training_gemms)
 
 # Manual attention (scores materialized) moves each S x S score element this many times per forward pass. Fused
@@ -688,6 +688,26 @@ class DecoderProfile(CachedHash):
         mlp = self.mlp_matrices + 1  # its matmuls and the activation
         return (dense - mlp + ROUTER_KERNELS + k * (mlp + EXPERT_GATHER_SCATTER_KERNELS) + (mlp if shared else 0))
 
+    def expert_loop_costs(self, s: Setup, passes: tuple[tuple[int, int], ...]) -> dict[str, float]:
+        """OpGroup fields of a runtime's Python loop over every expert of each MoE layer (Setup.expert_loop), over
+        `passes` ((tokens of a forward pass, how many such passes), ...): one device-to-host sync per expert and
+        layer, and the idle-expert operators on the experts no token was routed to, E - experts_read(tokens) of
+        them (experts_read: routing uniform and independent). A precision with its library's kernels (QuantKernel)
+        runs its linear modules on the idle experts' empty inputs too: their host dispatches (the grid is empty, the
+        Python launch is not) and, where each call synchronizes, one more round trip per call. {} for a dense model
+        or another runtime."""
+        if not (s.expert_loop and self.moe_layers):
+            return {}
+        syncs = sum(n for _, n in passes) * self.moe_layers * self.experts
+        idle = sum(n * (self.experts - self.experts_read(rows)) for rows, n in passes if n) * self.moe_layers
+        out = {"host_syncs": syncs, "idle_expert_ops": idle * s.idle_expert_ops}
+        k = s.precision.kernel
+        if k is None:
+            return out
+        calls = idle * self.mlp_matrices
+        return out | {"host_kernels": calls * k.host_kernels_per_call,
+                      "host_syncs": syncs + (calls if k.synchronizes else 0.0)}
+
     @cached_property
     def kernels_per_forward(self) -> float:
         ssm = self.state_layers * (SSM_KERNELS[self.mamba1] - 4) if self.state_layers else 0  # in place of 4
@@ -893,7 +913,8 @@ class DecoderProfile(CachedHash):
                     accumulate16=(path.accumulate16 if path else
                                   s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False),
                     ceiling_fraction=path.fraction if path else 0.0,
-                    **(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {})),
+                    **merge_costs(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {},
+                                  m.expert_loop_costs(s, ((bt, 1),)))),
             *((prompt_scale_group(path, lin_flops),) if path is not None and path.scale_flops and not gemv else ()),
             *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
             *(dequant_groups(m._path_weights(s, layer_read, stored) - gate_up, s, bt)
@@ -1000,6 +1021,8 @@ class DecoderProfile(CachedHash):
                          for rows, n in ((batch * c, full), (batch * rest, 1)) if n and rows]
                 costs = {k: sum(x.get(k, 0.0) for x in parts) for k in ("launches", "host_kernels")
                          } if s.precision.kernel else {}
+                loop = m.expert_loop_costs(s, ((batch * c, full), (batch * rest, 1 if rest else 0)))
+                costs = merge_costs(costs, loop)
                 g = g._replace(bytes=g.bytes * chunks,
                                formula=g.formula + text.chunked_weights_text(chunks, c, batch * c),
                             gemms=per_chunk + last + (() if s.quantized_gemv(batch)
