@@ -509,6 +509,7 @@ bench() {  # cluster, task file, result file: launch, copy the result back, tear
   local ok=0
   # sky launch writes an SSH config entry named for the cluster; its workdir there is ~/sky_workdir
   if wait "$launch_pid" && rsync -Pavz "$1:sky_workdir/$3" results/ >>"$LOGS/$1.log" 2>&1; then ok=1; fi
+  trap '' INT TERM  # a teardown begun runs to its marker, else the EXIT trap would tear the cluster down again
   down "$1"
   if [ "$ok" = 1 ]; then echo "ok: results/$3"; else echo "failed: $1 (log: $LOGS/$1.log)" >&2; exit 1; fi
 }
