@@ -25,8 +25,11 @@ MAX_TOKEN_BUDGET = 1 << 20  # tokens one step carries: beyond any engine's budge
 MAX_TOKENIZE_US_PER_TOKEN = 1_000.0  # a millisecond of CPU per prompt token: beyond any tokenizer
 # a first token waits for no later step's host work, or for the next one's (outputs processed one step late)
 FIRST_TOKEN_STEPS = (0, 1)
-# (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps): SchedulerProfile.engines
-EngineGeneration = tuple[str, float, float | None, bool, int]
+# a generation without CUDA graphs (engines' eager_decode) decodes eagerly from the first KV position on
+EAGER_FROM_FIRST_POSITION = 1
+# (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps, eager_decode):
+# SchedulerProfile.engines
+EngineGeneration = tuple[str, float, float | None, bool, int, bool]
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -176,8 +179,11 @@ class SchedulerProfile:
     def eager_decode_from(self, engine: str) -> int:
         """The KV position from which `engine`'s decode steps run eagerly, each kernel dispatched from Python, its
         CUDA graphs captured only up to that context (graph_max_context; vLLM V0's max_seq_len_to_capture, 8,192
-        tokens); 0 where its decode steps always replay a graph. ValueError naming `engine` when it is unknown."""
-        self._engine(engine)
+        tokens); 0 where its decode steps always replay a graph; the first position where the generation captures
+        no CUDA graph at all (engines' eager_decode: vLLM before 0.2.6). ValueError naming `engine` when it is
+        unknown."""
+        if self._engine(engine)[5]:
+            return EAGER_FROM_FIRST_POSITION
         return dict(self.graph_max_context).get(engine, 0)
 
     def first_token_steps(self, engine: str) -> int:
@@ -267,7 +273,7 @@ def _microseconds(value: object, hi: float) -> bool:
 
 def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
     """engines: {generation id: {host_us_per_seq: us[, step_host_us: us][, eager_prefill: bool][,
-    first_token_steps: 0 or 1]}}, at most MAX_ENGINES of them."""
+    first_token_steps: 0 or 1][, eager_decode: bool]}}, at most MAX_ENGINES of them."""
     raw = rec.data.get("engines") or {}
     if not isinstance(raw, dict) or len(raw) > MAX_ENGINES:
         raise rec.fail("engines", f"expected a mapping of at most {MAX_ENGINES} engine generation ids to "
@@ -275,19 +281,23 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
     out = []
     for name, spec in raw.items():
         ok = isinstance(name, str) and isinstance(spec, dict) and "host_us_per_seq" in spec \
-            and set(spec) <= {"host_us_per_seq", "step_host_us", "eager_prefill", "first_token_steps"} \
+            and set(spec) <= {"host_us_per_seq", "step_host_us", "eager_prefill", "first_token_steps",
+                              "eager_decode"} \
             and _microseconds(spec["host_us_per_seq"], MAX_HOST_US_PER_SEQ) \
             and _microseconds(spec.get("step_host_us", 0), MAX_STEP_HOST_US) \
             and isinstance(spec.get("eager_prefill", False), bool) \
+            and isinstance(spec.get("eager_decode", False), bool) \
             and spec.get("first_token_steps", 0) in FIRST_TOKEN_STEPS and not isinstance(
                 spec.get("first_token_steps", 0), bool)
         if not ok:
             raise rec.fail("engines", f"expected '{str(name)[:20]}: {{host_us_per_seq: 0..{MAX_HOST_US_PER_SEQ:g}, "
                                       f"step_host_us: 0..{MAX_STEP_HOST_US:g} (optional), eager_prefill: true/false "
-                                      f"(optional), first_token_steps: 0 or 1 (optional)}}', got {str(spec)[:60]!r}")
+                                      f"(optional), first_token_steps: 0 or 1 (optional), eager_decode: true/false "
+                                      f"(optional)}}', got {str(spec)[:60]!r}")
         step = spec.get("step_host_us")
         out.append((name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step),
-                    spec.get("eager_prefill", False), int(spec.get("first_token_steps", 0))))
+                    spec.get("eager_prefill", False), int(spec.get("first_token_steps", 0)),
+                    spec.get("eager_decode", False)))
     return tuple(out)
 
 

@@ -50,6 +50,8 @@ VALIDATION_DIR = ROOT_DIR / "validation"
 MEASUREMENTS_FILE = VALIDATION_DIR / "measurements.yaml"
 MODELS_EXTRA_FILE = VALIDATION_DIR / "models_extra.yaml"
 CONDITIONS_AFTER_FILE = VALIDATION_DIR / "conditions_read_after.yaml"
+# an entry of it whose fields replace what the row assumed (its conditions say NOT STATED), not only fill its gaps
+REFINES_ASSUMED = "refines_assumed"
 # Predictions committed before their rows were measured (planner.validation.predict_first writes them)
 PREDICTIONS_DIR = VALIDATION_DIR / "predictions"
 
@@ -477,7 +479,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "refines_assumed",
+                        "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -488,6 +491,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["streamed_ttft"] = True
         if rec.flag("api_server", default=False):
             cond["api_server"] = True
+        if rec.flag("refines_assumed", default=False):
+            cond[REFINES_ASSUMED] = True
         out[rec.text("id")] = cond
     unique_ids(path, out)
     return out
@@ -495,8 +500,12 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
 
 def as_known_now(row: Measurement) -> Measurement:
     """The row with the conditions read from its source after its prediction was committed (conditions_read_after):
-    what the current engine predicts it with (a field the row states itself is kept)."""
-    extra = {k: v for k, v in conditions_read_after().get(row.id, {}).items() if getattr(row, k) is None}
+    what the current engine predicts it with (a field the row states itself is kept, unless the entry says
+    refines_assumed: the row's conditions call that field NOT STATED, assumed, and the source read since narrows
+    the assumption)."""
+    cond = dict(conditions_read_after().get(row.id, {}))
+    refines = cond.pop(REFINES_ASSUMED, False)
+    extra = {k: v for k, v in cond.items() if refines or getattr(row, k) is None}
     return replace(row, **extra) if extra else row
 
 

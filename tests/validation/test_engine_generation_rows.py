@@ -9,8 +9,8 @@ import yaml
 
 from planner.base.schema import DataFileError, load_yaml
 from planner.inputs.serving_runtimes import load_schedulers
-from planner.validation.measured import (MEASUREMENTS_FILE, MEASUREMENTS_MAX_BYTES, conditions_read_after,
-                                         load_measurements, predict_row, prediction_first_ids)
+from planner.validation.measured import (MEASUREMENTS_FILE, MEASUREMENTS_MAX_BYTES, REFINES_ASSUMED,
+                                         conditions_read_after, load_measurements, predict_row, prediction_first_ids)
 
 ROW_ID = "vllm-pr2192-llama2-70b-fp16-a100sxm80x4-tp4-b64-p256-o256"
 
@@ -51,9 +51,12 @@ def test_a_row_s_engine_is_checked_on_load_naming_the_field(tmp_path, change, wo
 
 def test_committed_rows_get_their_engine_post_hoc_only():
     """A row predicted before measured keeps its committed fields: its engine comes from conditions_read_after,
-    and every such entry names a generation vLLM's scheduler knows."""
+    and every such entry names a generation vLLM's scheduler knows; an entry replaces an engine the row states only
+    where it says refines_assumed (Splitwise's assumed v0-sync)."""
     committed = prediction_first_ids()
     rows = {r.id: r for r in load_measurements()}
     engines = {e[0] for e in load_schedulers().get("vllm").engines}
-    after = {k: v["engine"] for k, v in conditions_read_after().items() if "engine" in v}
-    assert after and all(rows[k].engine is None and k in committed and e in engines for k, e in after.items())
+    after = {k: v for k, v in conditions_read_after().items() if "engine" in v}
+    assert after and all((rows[k].engine is None or v.get(REFINES_ASSUMED)) and k in committed
+                         and v["engine"] in engines for k, v in after.items())
+    assert all(rows[k].engine == "v0-sync" for k, v in after.items() if v.get(REFINES_ASSUMED))
