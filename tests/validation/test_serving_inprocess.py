@@ -7,19 +7,14 @@ from planner.base.schema import DataFileError
 from planner.inputs.facts import load_facts
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.serving_first import load_rows, predict
-from planner.validation.serving_rescore import load_posthoc, with_posthoc
+from planner.validation.serving_rescore import with_posthoc
+from tests.fixtures.posthoc import posthoc_from
 
 ROWS = """schema_version: 1
 rows:
   - {id: am-rps1-ttft, source: "src-a page", model: llama-3-8b, gpu: a100-sxm-80gb, runtime: vllm, tp: 1,
      input_tokens: 220, output_tokens: 200, metric: ttft_median_ms, rate: 0.5}
 """
-
-
-def _posthoc(tmp_path, body: str):
-    p = tmp_path / "posthoc.yaml"
-    p.write_text("schema_version: 1\nconditions:\n" + body)
-    return load_posthoc(p)
 
 
 def test_an_in_process_row_pays_no_front_end_time(tmp_path):
@@ -29,7 +24,7 @@ def test_an_in_process_row_pays_no_front_end_time(tmp_path):
     rows = tmp_path / "rows.yaml"
     rows.write_text(ROWS)
     [row] = load_rows(rows)
-    inproc = with_posthoc(row, _posthoc(tmp_path, "  - {rows: 'am-*', request_overhead_ms: 0, why: in process}\n"))
+    inproc = with_posthoc(row, posthoc_from(tmp_path, "  - {rows: 'am-*', request_overhead_ms: 0, why: in process}\n"))
     assert (row.request_overhead_ms, inproc.request_overhead_ms) == (None, 0.0)
     front_ms = load_schedulers().get("vllm").request_overhead_s * 1e3
     assert front_ms == pytest.approx(4.0)
@@ -40,4 +35,4 @@ def test_an_in_process_row_pays_no_front_end_time(tmp_path):
 def test_a_front_end_time_out_of_range_is_refused_naming_it(tmp_path):
     for bad in ("-1", "5000", "fast"):
         with pytest.raises(DataFileError, match="request_overhead_ms"):
-            _posthoc(tmp_path, f"  - {{rows: 'a*', request_overhead_ms: {bad}, why: x}}\n")
+            posthoc_from(tmp_path, f"  - {{rows: 'a*', request_overhead_ms: {bad}, why: x}}\n")

@@ -7,7 +7,8 @@ import yaml
 from planner.base.schema import DataFileError
 from planner.inputs.facts import load_facts
 from planner.validation.serving_first import load_rows, predict
-from planner.validation.serving_rescore import load_posthoc, with_posthoc
+from planner.validation.serving_rescore import with_posthoc
+from tests.fixtures.posthoc import posthoc_from
 
 ROWS = """schema_version: 1
 rows:
@@ -16,18 +17,12 @@ rows:
 """
 
 
-def _posthoc(tmp_path, body: str):
-    p = tmp_path / "posthoc.yaml"
-    p.write_text("schema_version: 1\nconditions:\n" + body)
-    return load_posthoc(p)
-
-
 def test_limits_load_from_a_row_and_from_a_posthoc_condition(tmp_path):
     rows = tmp_path / "rows.yaml"
     rows.write_text(ROWS)
     [row] = load_rows(rows)
     assert (row.max_num_seqs, row.token_budget, row.chunked_prefill) == (2048, None, None)
-    ph = _posthoc(tmp_path, "  - {rows: 'tb-*', token_budget: 8192, chunked_prefill: true, why: the log}\n")
+    ph = posthoc_from(tmp_path, "  - {rows: 'tb-*', token_budget: 8192, chunked_prefill: true, why: the log}\n")
     after = with_posthoc(row, ph)
     assert (after.max_num_seqs, after.token_budget, after.chunked_prefill) == (2048, 8192, True)
 
@@ -36,7 +31,7 @@ def test_limits_load_from_a_row_and_from_a_posthoc_condition(tmp_path):
                                          ("chunked_prefill: maybe", "chunked_prefill")])
 def test_a_limit_out_of_range_is_refused_naming_it(tmp_path, body, field):
     with pytest.raises(DataFileError, match=field):
-        _posthoc(tmp_path, f"  - {{rows: 'tb-*', {body}, why: x}}\n")
+        posthoc_from(tmp_path, f"  - {{rows: 'tb-*', {body}, why: x}}\n")
 
 
 def test_a_concurrency_row_refuses_limits_it_would_ignore(tmp_path):

@@ -7,7 +7,8 @@ from planner.base.schema import DataFileError
 from planner.engine.serving_sim import MAX_REQUESTS
 from planner.inputs.facts import load_facts
 from planner.validation.serving_first import load_rows, predict
-from planner.validation.serving_rescore import load_posthoc, with_posthoc
+from planner.validation.serving_rescore import with_posthoc
+from tests.fixtures.posthoc import posthoc_from
 
 ROWS = """schema_version: 1
 rows:
@@ -16,32 +17,26 @@ rows:
 """
 
 
-def _posthoc(tmp_path, body: str):
-    p = tmp_path / "posthoc.yaml"
-    p.write_text("schema_version: 1\nconditions:\n" + body)
-    return load_posthoc(p)
-
-
 def test_a_posthoc_condition_applies_to_the_rows_its_pattern_names(tmp_path):
     rows = tmp_path / "rows.yaml"
     rows.write_text(ROWS % "")
     [row] = load_rows(rows)
     assert (row.kv_dtype, row.scheduler_steps, row.lengths) == (None, 1, "fixed")
-    posthoc = _posthoc(tmp_path, "  - {rows: 'vllm-*', scheduler_steps: 10, why: the README's notes}\n"
+    posthoc = posthoc_from(tmp_path, "  - {rows: 'vllm-*', scheduler_steps: 10, why: the README's notes}\n"
                                  "  - {rows: 'sglang-*', kv_dtype: fp8, why: another source}\n")
     late = with_posthoc(row, posthoc)
     assert (late.kv_dtype, late.scheduler_steps, late.lengths, late.host_overlap) == (None, 10, "fixed", None)
-    older = with_posthoc(row, _posthoc(tmp_path, "  - {rows: '*-ttft', host_overlap: false, why: a version}\n"))
+    older = with_posthoc(row, posthoc_from(tmp_path, "  - {rows: '*-ttft', host_overlap: false, why: a version}\n"))
     assert older.host_overlap is False and older.scheduler_steps == 1
 
 
 def test_a_posthoc_entry_needs_a_reason_and_a_condition(tmp_path):
     with pytest.raises(DataFileError, match="why"):
-        _posthoc(tmp_path, "  - {rows: 'a*', kv_dtype: fp8}\n")
+        posthoc_from(tmp_path, "  - {rows: 'a*', kv_dtype: fp8}\n")
     with pytest.raises(DataFileError, match="at least one"):
-        _posthoc(tmp_path, "  - {rows: 'a*', why: nothing}\n")
+        posthoc_from(tmp_path, "  - {rows: 'a*', why: nothing}\n")
     with pytest.raises(DataFileError, match="lengths"):
-        _posthoc(tmp_path, "  - {rows: 'a*', lengths: zipf, why: x}\n")
+        posthoc_from(tmp_path, "  - {rows: 'a*', lengths: zipf, why: x}\n")
 
 
 def test_ten_steps_a_round_delay_the_first_token(tmp_path):
@@ -68,7 +63,7 @@ rows:
      input_tokens: 128, output_tokens: 2048, metric: saturation_output_tokens_per_s, precision: fp8}
 """)
     [bf16] = load_rows(rows)
-    fp8 = with_posthoc(bf16, _posthoc(tmp_path, "  - {rows: sat, kv_dtype: fp8, why: the checkpoint}\n"))
+    fp8 = with_posthoc(bf16, posthoc_from(tmp_path, "  - {rows: sat, kv_dtype: fp8, why: the checkpoint}\n"))
     facts = load_facts()
     assert predict(fp8, facts) > 1.1 * predict(bf16, facts)
 
@@ -78,11 +73,11 @@ def test_a_benchmarks_request_count_applies_by_row_and_is_checked(tmp_path):
     rows.write_text(ROWS % "")
     [row] = load_rows(rows)
     assert row.requests is None
-    late = with_posthoc(row, _posthoc(tmp_path, "  - {rows: 'vllm-*', requests: 200, why: --num-prompts 200}\n"))
+    late = with_posthoc(row, posthoc_from(tmp_path, "  - {rows: 'vllm-*', requests: 200, why: --num-prompts 200}\n"))
     assert late.requests == 200
     for bad in ("0", str(MAX_REQUESTS + 1), "1.5"):
         with pytest.raises(DataFileError, match="requests"):
-            _posthoc(tmp_path, f"  - {{rows: 'a*', requests: {bad}, why: x}}\n")
+            posthoc_from(tmp_path, f"  - {{rows: 'a*', requests: {bad}, why: x}}\n")
 
 
 def test_a_concurrency_row_takes_no_request_count(tmp_path):

@@ -5,8 +5,6 @@ conditions their sources state."""
 from __future__ import annotations
 
 from planner import ROOT_DIR
-from planner.inputs.catalog import load_catalog
-from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.measured import validation_models
 from planner.validation.serving_first import load_rows
 
@@ -14,15 +12,6 @@ SERVING = ROOT_DIR / "validation" / "serving" / "to_predict"
 LAMBDA = SERVING / "lambda-vllm054-burst320.yaml"
 DSTACK = SERVING / "dstack-deepseek-r1-offline.yaml"
 D405 = SERVING / "dstack-llama31-405b-h100-mi300x.yaml"
-
-
-def test_round3_rows_name_a_model_gpu_and_scheduler_the_planner_has():
-    models, catalog, schedulers = validation_models(), load_catalog(), load_schedulers()
-    for path in (LAMBDA, DSTACK, D405):
-        for row in load_rows(path):
-            models.get(row.model)
-            catalog.get(row.gpu)
-            schedulers.get(row.runtime)
 
 
 def test_lambda_rows_are_bursts_of_320_under_vllm_054():

@@ -3,6 +3,8 @@ planner.validation.serving_first reads it, and its rows carry the conditions the
 
 from __future__ import annotations
 
+import pytest
+
 from planner import ROOT_DIR
 from planner.engine.serving_sim import Requests
 from planner.inputs.catalog import load_catalog
@@ -16,13 +18,13 @@ LLMPERF = SERVING / "philschmid-llmperf-a10g.yaml"
 DATACRUNCH = SERVING / "datacrunch-sglang-h200-llama33-70b.yaml"
 
 
-def test_every_row_names_a_model_gpu_and_scheduler_the_planner_has():
+@pytest.mark.parametrize("path", sorted(SERVING.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_serving_row_names_a_model_gpu_and_scheduler_the_planner_has(path):
     models, catalog, schedulers = validation_models(), load_catalog(), load_schedulers()
-    for path in (VARAD, LLMPERF, DATACRUNCH):
-        for row in load_rows(path):
-            models.get(row.model)
-            catalog.get(row.gpu)
-            schedulers.get(row.runtime)
+    for row in load_rows(path):
+        models.get(row.model)
+        catalog.get(row.gpu)
+        schedulers.get(row.runtime)
 
 
 def test_varad_rows_pair_ttft_and_tpot_per_closed_loop_level():
