@@ -146,6 +146,8 @@ def scheduler_efficiency(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler) -
     p = replace(plan, runtime=sched.efficiency_of)
     eff = replace(efficiency_on(replace(p, host_speed=REFERENCE_HOST_SPEED), gpu, facts),
                   host_us_per_seq=sched.host_us_per_seq, prefill_host_us_per_kernel=sched.prefill_host_us_per_kernel)
+    if sched.eager_decode_from:  # a run without graphs (--enforce-eager): its decode steps dispatched eagerly too
+        eff = replace(eff, eager_decode_from=sched.eager_decode_from)
     if sched.step_host_us is not None:  # an engine generation's own loop (vLLM V0), not the current one's
         eff = replace(eff, step_host_us=sched.step_host_us)
     eff = on_host(eff, plan.host_speed)  # the scheduler's host times as well as the runtime's, once

@@ -82,6 +82,10 @@ class Scheduler:
     # an engine generation's CPU microseconds to dispatch each kernel of a prefill step, run eagerly (vLLM V0:
     # SchedulerProfile.eager_prefill, eager PyTorch's per-kernel time); 0: its prefills launched as its decodes
     prefill_host_us_per_kernel: float = 0.0
+    # the KV position from which its decode steps are dispatched eagerly too, at prefill_host_us_per_kernel a kernel
+    # (Efficiency.eager_decode_from; 1: every decode step, a run with vLLM's --enforce-eager: no CUDA/HIP graph is
+    # captured); 0: its decode steps replay graphs
+    eager_decode_from: int = 0
     # steps of host work a request's first token waits for after its prefill step (SchedulerProfile.first_token_steps:
     # vLLM V0 0.6-0.10 turns a step's tokens into outputs during the next step); 0: at the end of that step
     first_token_steps: int = 0

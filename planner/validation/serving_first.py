@@ -84,6 +84,9 @@ class ServingRow:
     # whether the run consumed each request's outputs token by token in the engine's own process and event loop
     # (vLLM's AsyncLLMEngine used as a library): data/serving.yaml's inprocess_stream_us_per_seq per sequence per step
     inprocess_stream: bool = False
+    # whether the run passed --enforce-eager (vLLM): no CUDA/HIP graph captured, every step's kernels dispatched from
+    # Python one by one (eager PyTorch's host time per kernel, decode steps as well as prefills)
+    enforce_eager: bool = False
 
 
 LENGTHS = LENGTH_SPREADS
@@ -179,6 +182,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
                     else 0.0, first_token_steps=sched.first_token_steps(row.engine))
+    if row.enforce_eager:  # every step eager: its kernels dispatched one by one, decode steps too
+        s = replace(s, prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes), eager_decode_from=1)
     if row.inprocess_stream:  # each streamed sequence's hand-off to its caller, in series with the engine's loop
         s = replace(s, host_us_per_seq=s.host_us_per_seq + sched.inprocess_stream_us_per_seq)
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many

@@ -23,7 +23,7 @@ POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
 OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms",
-             "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream")
+             "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream", "enforce_eager")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -56,6 +56,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["chunked_prefill"] = rec.flag("chunked_prefill")
         if "inprocess_stream" in rec.data:
             cond["inprocess_stream"] = rec.flag("inprocess_stream")
+        if "enforce_eager" in rec.data:
+            cond["enforce_eager"] = rec.flag("enforce_eager")
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))
