@@ -100,7 +100,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
-                        "request_overhead_ms"))
+                        "request_overhead_ms", "enforce_eager"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -121,7 +121,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                rec.flag("host_overlap") if "host_overlap" in rec.data else None,
                                rec.text("engine", required=False) or None,
                                _requests(rec), rec.number("request_overhead_ms", required=False, lo=0,
-                                                          hi=MAX_REQUEST_OVERHEAD_MS), *_limits(rec)))
+                                                          hi=MAX_REQUEST_OVERHEAD_MS), *_limits(rec),
+                               enforce_eager=rec.flag("enforce_eager") if "enforce_eager" in rec.data else False))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))

@@ -72,3 +72,10 @@ def test_exactly_the_rows_whose_command_says_enforce_eager_are_marked():
         stated |= {r["id"] for r in load_yaml(path, "rows") if "--enforce-eager" in str(r.get("conditions", ""))}
         marked |= {r.id for r in load_rows(path) if with_posthoc(r, posthoc).enforce_eager}
     assert len(stated) == 38 and marked == stated
+
+
+def test_a_row_written_before_its_value_may_state_enforce_eager():
+    # cssnoeasy's vLLM 0.19 commands pass --enforce-eager: the rows state it, so the committed prediction charges it
+    rows = load_rows(SERVING_DIR / "to_predict" / "cssnoeasy-vllm019-a100pcie.yaml")
+    eager = [r for r in rows if r.enforce_eager]
+    assert len(eager) == 36 and all(r.runtime == "vllm" for r in eager)
