@@ -64,11 +64,11 @@ def test_the_posthoc_flag_is_parsed_and_a_bad_one_refused(tmp_path):
 
 
 def test_exactly_the_rows_whose_command_says_enforce_eager_are_marked():
-    """The repository's post-hoc conditions mark every serving row whose own conditions (entered before predicting)
-    pass --enforce-eager, and no other row."""
+    """The repository's post-hoc conditions mark every dstack row whose own conditions (entered before predicting)
+    pass --enforce-eager, and no other row (rows written later state the flag themselves, as cssnoeasy's do)."""
     posthoc = load_posthoc()
     stated, marked = set(), set()
-    for path in sorted((SERVING_DIR / "to_predict").glob("*.yaml")):
+    for path in sorted((SERVING_DIR / "to_predict").glob("dstack-*.yaml")):
         stated |= {r["id"] for r in load_yaml(path, "rows") if "--enforce-eager" in str(r.get("conditions", ""))}
         marked |= {r.id for r in load_rows(path) if with_posthoc(r, posthoc).enforce_eager}
     assert len(stated) == 38 and marked == stated
