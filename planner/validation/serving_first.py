@@ -160,9 +160,9 @@ def predict(row: ServingRow, facts: Facts) -> float:
     if row.concurrency is not None:
         limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
         if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None \
-                or any(x is not None for x in limits):
+                or any(x is not None for x in limits) or row.enforce_eager:
             raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine, requests, "
-                             f"max_num_seqs, token_budget and chunked_prefill")
+                             f"max_num_seqs, token_budget, chunked_prefill and enforce_eager")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         on = sched.on(gpu.id, gpu.vram_gib)

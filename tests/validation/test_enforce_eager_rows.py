@@ -14,7 +14,7 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.serving_runtimes import load_schedulers
 from planner.validation.measured import validation_models
-from planner.validation.serving_first import SERVING_DIR, load_rows
+from planner.validation.serving_first import SERVING_DIR, load_rows, predict
 from planner.validation.serving_rescore import load_posthoc, with_posthoc
 
 FACTS = load_facts()
@@ -74,8 +74,9 @@ def test_exactly_the_rows_whose_command_says_enforce_eager_are_marked():
     assert len(stated) == 38 and marked == stated
 
 
-def test_a_row_written_before_its_value_may_state_enforce_eager():
-    # cssnoeasy's vLLM 0.19 commands pass --enforce-eager: the rows state it, so the committed prediction charges it
-    rows = load_rows(SERVING_DIR / "to_predict" / "cssnoeasy-vllm019-a100pcie.yaml")
-    eager = [r for r in rows if r.enforce_eager]
-    assert len(eager) == 36 and all(r.runtime == "vllm" for r in eager)
+def test_a_closed_loop_row_may_not_state_enforce_eager():
+    # the closed-loop model (planner.engine.serving) has no eager path: a concurrency row stating it is refused, named
+    row = next(r for r in load_rows(SERVING_DIR / "to_predict" / "cssnoeasy-vllm019-a100pcie.yaml")
+               if r.runtime == "vllm")
+    with pytest.raises(ValueError, match="enforce_eager"):
+        predict(replace(row, enforce_eager=True), load_facts())
