@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.base.schema import load_yaml  # noqa: E402
 from planner.inputs.facts import load_facts  # noqa: E402
-from planner.validation.serving_first import SERVING_DIR, load_rows, predict  # noqa: E402
+from planner.validation.serving_first import (SERVING_DIR, committed_predictions, load_rows,  # noqa: E402
+                                              measured_values, predict)
 from planner.validation.serving_rescore import load_posthoc, with_posthoc  # noqa: E402
 
 COLUMNS = ("committed", "now as entered", "now + post hoc", "post hoc less enforce_eager")
@@ -25,10 +25,7 @@ COLUMNS = ("committed", "now as entered", "now + post hoc", "post hoc less enfor
 
 def main() -> None:
     facts = load_facts()
-    measured = {r["id"]: float(r["value"]) for r in load_yaml(SERVING_DIR / "measured.yaml", "rows")}
-    committed = {}
-    for path in sorted((SERVING_DIR / "predictions").glob("*.yaml")):
-        committed.update({r["id"]: float(r["predicted"]) for r in load_yaml(path, "rows")})
+    measured, committed = measured_values(), committed_predictions()
     posthoc = load_posthoc()
     groups: dict[tuple[str, ...], list[tuple[float, ...]]] = {}
     for path in sorted((SERVING_DIR / "to_predict").glob("dstack*.yaml")):

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.base.schema import load_yaml  # noqa: E402
 from planner.validation.loso import weighted_median  # noqa: E402
 from planner.inputs.facts import load_facts  # noqa: E402
-from planner.validation.serving_first import SERVING_DIR, load_rows, predict  # noqa: E402
+from planner.validation.serving_first import (SERVING_DIR, committed_predictions, load_rows,  # noqa: E402
+                                              measured_values, predict)
 from planner.validation.serving_rescore import load_posthoc, with_posthoc  # noqa: E402
 
 BELOW_SATURATION_TTFT_S = 1.0  # a median TTFT over a second: the queue grew through the run (a saturated rate)
@@ -39,10 +39,7 @@ def _stats(errors: list[float]) -> str:
 
 def main(prefixes: list[str], by_source: bool = False) -> dict:
     facts = load_facts()
-    measured = {r["id"]: float(r["value"]) for r in load_yaml(SERVING_DIR / "measured.yaml", "rows")}
-    committed = {}
-    for path in sorted((SERVING_DIR / "predictions").glob("*.yaml")):
-        committed.update({r["id"]: float(r["predicted"]) for r in load_yaml(path, "rows")})
+    measured, committed = measured_values(), committed_predictions()
     posthoc = load_posthoc()
     rows = [r for path in sorted((SERVING_DIR / "to_predict").glob("*.yaml")) for r in load_rows(path)
             if r.id in measured and any(r.source.startswith(p) for p in prefixes)]

@@ -227,16 +227,28 @@ def predict_file(rows_path: str | Path, facts: Facts, out_dir: str | Path = SERV
     return out
 
 
-def score(pred_path: str | Path, measured_path: str | Path) -> list[dict]:
-    """Per source and metric: rows, median |error| % and median bias % (+ = predicted too high) of the committed
-    predictions against the measured values (id -> value)."""
-    preds = load_yaml(pred_path, "rows")
+def measured_values(measured_path: str | Path = SERVING_DIR / "measured.yaml") -> dict[str, float]:
+    """The measured value of each serving row (validation/serving/measured.yaml: id, value, where), checked."""
     measured = {}
     for i, raw in enumerate(load_yaml(measured_path, "rows")):
         rec = Record.of(measured_path, i, raw)
         rec.check_keys(("id", "value", "where"))
         rec.text("where")
         measured[rec.text("id")] = rec.number("value", lo=0)
+    return measured
+
+
+def committed_predictions(directory: str | Path = SERVING_DIR / "predictions") -> dict[str, float]:
+    """The committed prediction of each serving row, from every predictions file under `directory`."""
+    return {r["id"]: float(r["predicted"]) for path in sorted(Path(directory).glob("*.yaml"))
+            for r in load_yaml(path, "rows")}
+
+
+def score(pred_path: str | Path, measured_path: str | Path) -> list[dict]:
+    """Per source and metric: rows, median |error| % and median bias % (+ = predicted too high) of the committed
+    predictions against the measured values (id -> value)."""
+    preds = load_yaml(pred_path, "rows")
+    measured = measured_values(measured_path)
     groups: dict[tuple[str, str], list[float]] = {}
     for p in preds:
         if p["id"] in measured:
