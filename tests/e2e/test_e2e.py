@@ -288,3 +288,18 @@ def test_the_attention_list_offers_the_kernels_the_runtime_runs(server, browser,
     page.wait_for_function("() => new URLSearchParams(location.search).get('attn') === 'llama.cpp-fa'")
     assert "Plan:" in _plan(page) and not page.locator("[data-testid='stException']").count()
     page.close()
+
+
+def test_the_host_cpu_speed_comes_from_a_link_and_moves_a_host_bound_answer(server, browser, wait_for_app):
+    """GPT-2 generating at batch 1 is bound by its host's dispatch: a link's host=0.25 (a CPU four times slower
+    single-threaded than the reference hosts) shows in the sidebar's input, and typing 1 there drops it from the
+    link and changes the fastest GPU's call-out (its time is host time, divided by the speed)."""
+    page = browser.new_page(viewport=LAPTOP)
+    page.goto(server + "?model=gpt2-124m&job=generate&batch=1&host=0.25")
+    wait_for_app(page)
+    assert _settled_input(page, "host", "0.25") == "0.25"
+    slow = _callouts(page)[0]
+    _number(page, "host", "1", wait_for_app)
+    page.wait_for_function("() => !new URLSearchParams(location.search).has('host')")
+    assert _callouts(page)[0] != slow
+    page.close()
