@@ -60,3 +60,13 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def file_version(path: str | Path) -> tuple[str, int, int]:
+    """(path, modification time in ns, size in bytes): a key under which a parsed file may be memoized, so that a
+    rewritten file is parsed again. A file that can't be read keys as (path, 0, -1): its loader names the problem."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return str(path), 0, -1
+    return str(Path(path).resolve()), st.st_mtime_ns, st.st_size

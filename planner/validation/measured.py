@@ -30,6 +30,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from planner import ROOT_DIR
+from planner.base.files import file_version
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.plan import Plan, check_plan, check_runtime
@@ -514,11 +515,7 @@ def load_measurements(path: str | Path = MEASUREMENTS_FILE, extra_models: str | 
     """Load and check every row; a malformed row raises DataFileError naming file, row and field. `measured` False:
     rows to predict before they are measured, which must carry no `value`. Parsed once per version of the file (its
     size and modification time): the rows are frozen, and a 4 MB file takes a second to parse."""
-    try:
-        stat = Path(path).stat()
-    except OSError:  # missing or unreadable: the loader names the file
-        return _load_measurements(str(path), 0, -1, str(extra_models), measured)
-    return _load_measurements(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, str(extra_models), measured)
+    return _load_measurements(*file_version(path), str(extra_models), measured)
 
 
 @lru_cache(maxsize=16)
@@ -535,8 +532,7 @@ def prediction_first_ids(directory: str | Path = PREDICTIONS_DIR) -> frozenset[s
     """The ids of every row predicted before it was measured (a predictions file under `directory`). Their sources
     are scored by those committed predictions and held out of tuning (leave one source out, data/runtimes_tuned.yaml),
     so that the values which made the predictions stay the ones the rows are scored against."""
-    files = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(Path(directory).glob("*.yaml")))
-    return _prediction_first_ids(files)
+    return _prediction_first_ids(tuple(file_version(p) for p in sorted(Path(directory).glob("*.yaml"))))
 
 
 @lru_cache(maxsize=8)

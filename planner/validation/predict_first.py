@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from planner import ROOT_DIR
-from planner.base.files import write_atomic
+from planner.base.files import file_version, write_atomic
 from planner.base.schema import DataFileError, Record, load_document, sections_of, unique_ids
 from planner.inputs.catalog import load_catalog
 from planner.validation.loso import error_stats, per_publication_stats, result_groups, source_of
@@ -145,15 +145,12 @@ class PredictionFile:
 def load_predictions(path: str | Path) -> PredictionFile:
     """A predictions file, checked: its header fields and every row's id, fields and prediction. Parsed once per
     version of the file (size and modification time); callers only read it."""
-    try:
-        stat = Path(path).stat()
-    except OSError:  # missing: the loader names the file
-        return _load_predictions(Path(path), 0, -1)
-    return _load_predictions(Path(path).resolve(), stat.st_mtime_ns, stat.st_size)
+    return _load_predictions(*file_version(path))
 
 
 @lru_cache(maxsize=128)
-def _load_predictions(path: Path, mtime_ns: int, size: int) -> PredictionFile:
+def _load_predictions(name: str, mtime_ns: int, size: int) -> PredictionFile:
+    path = Path(name)
     doc = load_document(path, dated=True)  # parsed once, under the caps of every data file
     raws = sections_of(doc, path, ("rows",))["rows"]
     head = Record(str(path), "-", doc)
