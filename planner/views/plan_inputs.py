@@ -488,9 +488,11 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
         gpus += f" in {cluster_phrase(inputs)}"
     memory = (f", memory filled to at most {number_text(inputs.mem)} % of what each GPU reports"
               if inputs.mem != DEFAULTS.mem else "")
+    host = (f", a host CPU {number_text(inputs.host)}x the reference hosts' single-thread speed"
+            if inputs.host != DEFAULTS.host else "")
     trains_as = load_rules().precision(inputs.prec).train_as if inputs.job == "train" else None
     precision = (f"{inputs.prec} (trained as {trains_as}, Transformer Engine's FP8 recipe)" if trains_as
                  else inputs.prec)
     return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {precision}, "
             f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}, {batch}, {gpus}"
-            f"{memory}, RunPod {inputs.tier} prices.")
+            f"{memory}{host}, RunPod {inputs.tier} prices.")

@@ -27,6 +27,13 @@ def test_the_plan_sentence_counts_in_words():
     assert many.startswith("Generate 2 sequences of 165 new tokens (")
 
 
+def test_the_plan_sentence_names_a_host_cpu_only_when_it_is_not_the_reference():
+    model = plan_inputs.resolve_model(Inputs())
+    assert "host CPU" not in plan_inputs.plan_sentence(Inputs(), model)
+    slower = plan_inputs.plan_sentence(Inputs(host=0.6), model)
+    assert "a host CPU 0.6x the reference hosts' single-thread speed" in slower
+
+
 def test_a_name_typed_with_a_control_character_is_not_a_valid_model_and_says_which_field():
     arch = plan_inputs.default_arch() | {"name": "typed\x1b[2J"}
     with pytest.raises(DataFileError) as err:
