@@ -1,0 +1,33 @@
+"""Serving sources of round 5 (branch f3-serving-sources), written before their values
+(validation/serving/to_predict/): each file loads as planner.validation.serving_first reads it, names what the
+planner has, and its rows carry the conditions their sources state."""
+
+from __future__ import annotations
+
+from planner import ROOT_DIR
+from planner.inputs.catalog import load_catalog
+from planner.validation.measured import validation_models
+from planner.validation.serving_first import load_rows
+
+SERVING = ROOT_DIR / "validation" / "serving" / "to_predict"
+SURAJ = SERVING / "surajssd-vllm083-llama33-70b-a100x8.yaml"
+
+
+def _resolves(rows):
+    catalog, models = load_catalog(), validation_models()
+    return all(catalog.get(r.gpu).id == r.gpu and models.get(r.model).id == r.model for r in rows)
+
+
+def test_surajssd_rows_are_three_rates_and_a_burst_of_200_at_tp8():
+    rows = load_rows(SURAJ)
+    assert _resolves(rows)
+    # 3 rates x (TTFT, TPOT, output tokens/s) + the rate-inf run's throughput as a burst
+    assert len(rows) == 3 * 3 + 1
+    assert {r.rate for r in rows} == {1.0, 4.0, 16.0, None}
+    # Standard_ND96asr_v4: 8 x A100 SXM4 40GB, one server at tensor parallel 8, the checkpoint's bf16
+    assert {(r.gpu, r.tp, r.model, r.precision, r.runtime) for r in rows} == {
+        ("a100-sxm-40gb", 8, "llama-3-70b", "bf16", "vllm")}
+    # every run: the same 200 ShareGPT prompts, 42,659 prompt tokens in all -> 213.3 a request
+    assert {(r.requests, r.lengths, r.input_tokens) for r in rows} == {(200, "sharegpt", 213)}
+    burst = [r for r in rows if r.rate is None]
+    assert [r.metric for r in burst] == ["saturation_output_tokens_per_s"]
