@@ -31,3 +31,24 @@ def test_surajssd_rows_are_three_rates_and_a_burst_of_200_at_tp8():
     assert {(r.requests, r.lengths, r.input_tokens) for r in rows} == {(200, "sharegpt", 213)}
     burst = [r for r in rows if r.rate is None]
     assert [r.metric for r in burst] == ["saturation_output_tokens_per_s"]
+
+
+STARU = SERVING / "staru09-vllm-a100sxm80-8b.yaml"
+
+
+def test_staru09_rows_are_closed_loops_and_bursts_of_100_in_eager_fp16():
+    rows = load_rows(STARU)
+    assert _resolves(rows)
+    loops = [r for r in rows if r.concurrency is not None]
+    bursts = [r for r in rows if r.concurrency is None]
+    # 2 models x concurrency 20/50/80 x (TTFT, TPOT, output tokens/s); at 100 the 100 prompts all go at once
+    assert len(loops) == 2 * 3 * 3 and {r.concurrency for r in loops} == {20, 50, 80}
+    assert len(bursts) == 2 and {(r.metric, r.requests, r.enforce_eager) for r in bursts} == {
+        ("saturation_output_tokens_per_s", 100, True)}
+    # a closed-loop row may state neither the run's length nor --enforce-eager (serving_first.predict refuses them)
+    assert {(r.requests, r.enforce_eager, r.lengths) for r in loops} == {(None, False, "fixed")}
+    assert {(r.gpu, r.tp, r.precision) for r in rows} == {("a100-sxm-80gb", 1, "fp16")}
+    # prompts: the harness's 198 characters/4 plus the chat template (Llama 3.1 about 35 tokens, Qwen3 about 8)
+    assert {r.model: r.input_tokens for r in rows} == {"llama-3-8b": 233, "qwen3-8b": 206}
+    # replies are capped at max_tokens 1024
+    assert all(r.output_tokens <= 1024 for r in rows)
