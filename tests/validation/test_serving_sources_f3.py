@@ -52,3 +52,18 @@ def test_staru09_rows_are_closed_loops_and_bursts_of_100_in_eager_fp16():
     assert {r.model: r.input_tokens for r in rows} == {"llama-3-8b": 233, "qwen3-8b": 206}
     # replies are capped at max_tokens 1024
     assert all(r.output_tokens <= 1024 for r in rows)
+
+
+LUKA = SERVING / "lukallm-rtxpro6000-qwen3-32b-fp8.yaml"
+
+
+def test_lukallm_rows_are_two_servers_two_datasets_at_concurrency_512():
+    rows = load_rows(LUKA)
+    assert _resolves(rows)
+    # 2 servers x 2 datasets x (TTFT, TPOT, output tokens/s), every run a closed loop of 512 at tensor parallel 1
+    assert len(rows) == 2 * 2 * 3 and {(r.concurrency, r.tp) for r in rows} == {(512, 1)}
+    assert {r.runtime for r in rows} == {"vllm", "tensorrt-llm"}
+    assert {(r.gpu, r.model, r.precision) for r in rows} == {("rtx-pro-6000-blackwell", "qwen3-32b", "fp8")}
+    # random lengths uniform over 1..1,024: 512,842 / 1,000 -> 513 in, 510,855 / 1,000 -> 511 out; ShareGPT:
+    # 302,118 and 195,775 over 1,000 requests
+    assert {(r.input_tokens, r.output_tokens) for r in rows} == {(513, 511), (302, 196)}
