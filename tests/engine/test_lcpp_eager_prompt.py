@@ -5,6 +5,7 @@ at a C++ launch loop's 3.8 us, over the 12 x 1.2 kernels the planner counts a la
 
 import pytest
 
+from planner.base.schema import DataFileError
 from planner.engine import sweep
 from planner.engine.estimate import estimate_all, estimate_gpu
 from planner.engine.phases import PREFILL, Phase
@@ -108,3 +109,23 @@ def test_the_sweep_graphs_a_one_token_prompt_at_batch_one_only():
     one = estimate_gpu(Plan(SMOLLM, Generate(1, 1, 8), "q4_k_m", attention="llama.cpp-fa", runtime="llama.cpp",
                             batch=1), H100, FACTS)
     assert next(ph for ph in one.phases if ph.name == PREFILL).host_s == 0.0
+
+
+RUNTIME_YAML = ("schema_version: 1\nread_on: 2026-11-28\nruntimes:\n  - id: x\n    name: X\n"
+                "    mem_bw_efficiency: {hbm: 0.8, gddr: 0.8}\n"
+                "    compute_efficiency: {hbm: 0.7, gddr: 0.7}\n    launch_overhead_us: 1\n"
+                "    kernels_per_layer_factor: 1\n    cuda_context_gb: 0.5\n    source: s\n"
+                "    fuses_elementwise: false\n    fuses_elementwise_source: s\n")
+
+
+@pytest.mark.parametrize("extra, field", [
+    ("    prefill_host_us_per_kernel: 7\n", "prefill_host_source"),  # a figure without its source
+    ("    prefill_host_us_per_kernel: 2000\n    prefill_host_source: s\n", "prefill_host_us_per_kernel"),
+    ("    prefill_host_us_per_kernel: 7\n    prefill_host_source: s\n    prefill_graphed_tokens: 1.5\n",
+     "prefill_graphed_tokens"),
+])
+def test_a_bad_eager_prefill_names_its_field(tmp_path, extra, field):
+    path = tmp_path / "r.yaml"
+    path.write_text(RUNTIME_YAML + extra)
+    with pytest.raises(DataFileError, match=f"record 'x', field '{field}'"):
+        load_runtimes(path)
