@@ -37,7 +37,7 @@ import numpy as np
 
 from planner.base.units import BYTES_PER_GB, SECONDS_PER_HOUR
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, TILE_K, TILE_M, TILE_N
-from planner.engine.phases import Phase, job_passes
+from planner.engine.phases import PREFILL, Phase, job_passes
 from planner.engine.roofline import alu_rate, capped_sum, group_rate, kernel_latency_s, step_host_seconds
 from planner.inputs.catalog import GPU
 from planner.inputs.jobs import Generate, Infer, Train, Workload
@@ -287,16 +287,19 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
     its FLOP/s before the GEMM shape (roofline.group_rate), then per group whether the shape applies (0:
     no GEMMs, no SM count, or a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A
     rate of 0 (no such path here) is written as infinite: pass_table then charges its work 0 s, as roofline does.
-    An engine generation's host work per sequence or eager prefill (Efficiency.host_us_per_seq,
-    prefill_host_us_per_kernel: only validation rows that name vLLM V0 set them; they are timed pass by pass) is not
-    among these terms: ValueError."""
-    if eff.host_us_per_seq or eff.prefill_host_us_per_kernel:
+    Per phase also its eager host seconds per kernel (Efficiency.prefill_host_us_per_kernel in prefill phases:
+    roofline.eager_steps) and the smallest batch it applies at (_first_eager_batch). An engine generation's host
+    work per sequence or eager decode steps (Efficiency.host_us_per_seq, eager_decode_from: only validation rows that
+    name vLLM V0 set them; they are timed pass by pass) is not among these terms: ValueError."""
+    if eff.host_us_per_seq or eff.eager_decode_from:
         raise ValueError("the sweep has no term for an engine generation's host work per sequence or eager "
-                         "prefill: time it pass by pass (estimate_gpu)")
+                         "decode: time it pass by pass (estimate_gpu)")
     out = [gpu.mem_bw_gbps * BYTES_PER_GB * eff.mem_bw_efficiency, float(gpu.kind != "cpu"), float(gpu.sm_count),
            eff.kernels_per_layer_factor, eff.launch_overhead_us * 1e-6, eff.host_us_per_kernel * 1e-6,
            kernel_latency_s(_ONE_LATENCY, gpu)]
     out += [step_host_seconds(ap.phase, eff) if eff.step_host_us else 0.0 for ap in work.phases]
+    out += [eff.prefill_host_us_per_kernel * 1e-6 if ap.phase.name == PREFILL else 0.0 for ap in work.phases]
+    out += [_first_eager_batch(ap.phase, eff) for ap in work.phases]
     shaped, alu = [], []
     for ap in work.phases:
         for ag in ap.groups:
@@ -304,8 +307,16 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
             out.append(rate)
             shaped.append(1.0 if by_shape and ag.gemms and gpu.sm_count > 0 else 0.0)
             alu += [alu_rate(path, gpu, eff) for path, _ in ag.group.alu]
-    return np.array([r if i < 7 + len(work.phases) or r else math.inf for i, r in enumerate(out)] + shaped
+    return np.array([r if i < 7 + 3 * len(work.phases) or r else math.inf for i, r in enumerate(out)] + shaped
                     + [r or math.inf for r in alu])
+
+
+def _first_eager_batch(ph: Phase, eff: Efficiency) -> float:
+    """The smallest batch at which a prefill phase's pass is dispatched eagerly (roofline.graphed_prompt: a runtime
+    that replays prompts of up to prefill_graphed_tokens tokens as a graph); 1 where every batch is."""
+    if ph.name != PREFILL or not ph.prompt_tokens:
+        return 1.0
+    return float(eff.prefill_graphed_tokens // ph.prompt_tokens + 1)
 
 
 def _quantized(m: np.ndarray, cols: np.ndarray, k_steps: np.ndarray, sms: np.ndarray, safe: np.ndarray
@@ -384,11 +395,14 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
     b = np.array(batches, dtype=np.float64).reshape(1, -1)
     c = np.array(consts, dtype=np.float64).T  # (columns, rows)
     bw, on_gpu, sms, kpl, launch_s, host_s, latency_on = c[:7]
-    step_host = c[7:7 + n_phases]
-    rate = c[7 + n_phases:7 + n_phases + n_groups]
+    step_host, eager_s, eager_from = c[7:7 + n_phases], c[7 + n_phases:7 + 2 * n_phases], c[7 + 2 * n_phases:
+                                                                                            7 + 3 * n_phases]
+    eager_s = np.where(b >= eager_from, eager_s, 0.0)  # a prompt few enough tokens to be graphed: none
+    first = 7 + 3 * n_phases  # the groups' rates
+    rate = c[first:first + n_groups]
     flops, nbytes = fl.lines[0:4:2] + fl.lines[1:4:2] * b  # a + c x b of both at once
     if fl.gemm_of.shape[1]:
-        shaped = c[7 + n_phases + n_groups:7 + n_phases + 2 * n_groups] > 0
+        shaped = c[first + n_groups:first + 2 * n_groups] > 0
         m = fl.gemm_lines[0] + fl.gemm_lines[1] * b
         padded, units, slots = _quantized(m, fl.gemm_cols, fl.gemm_k_steps, sms, np.maximum(sms, 1.0))
         # each GEMM's FLOPs / its efficiency: m n k count x padded cols TILE_N slots / (m n units); where a group's
@@ -407,7 +421,7 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
     # small kernels at their minimum duration (roofline.small_kernel_floor_s): on a GPU, at least this memory side
     m0 = np.maximum(m0, fl.small_kernels * kpl * (SMALL_KERNEL_US * 1e-6) * on_gpu)
     if fl.alu_of.shape[1]:
-        alu = c[7 + n_phases + 2 * n_groups:]
+        alu = c[first + 2 * n_groups:]
         alu_s = fl.alu_of @ ((fl.alu_lines[0] + fl.alu_lines[1] * b) / alu)
         c0 = np.where(fl.has_alu, np.maximum(c0, alu_s), c0)
     # position-independent groups: every step the same, tiled GEMMs overlapping in part
@@ -426,7 +440,7 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
     launches, host_kernels, latency = fl.phase_lines[0::2] + fl.phase_lines[1::2] * b
     fused = fl.phase_kernels * kpl
     overhead = fl.phase_steps * (fused + launches) * launch_s
-    host = fl.phase_steps * (fused + host_kernels) * host_s
+    host = fl.phase_steps * (fused + host_kernels) * (host_s + eager_s)
     latency_s = fl.phase_steps * latency * latency_on
     busy = groups_s + overhead + latency_s
     seconds = np.maximum(busy, host) + step_host

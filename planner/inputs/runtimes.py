@@ -136,6 +136,7 @@ class Training:
 
 MAX_IDLE_EXPERT_OPS = 64  # parser cap on the ops one expert no token was routed to dispatches per visit
 MAX_SYNC_US = 10_000.0  # parser cap on one device-to-host round trip, us
+MAX_GRAPHED_TOKENS = 4096  # parser cap on a prompt's tokens a runtime replays as a CUDA graph
 
 
 @dataclass(frozen=True)
@@ -190,9 +191,13 @@ class Efficiency:
     training: Training | None = None  # the runtime's training block (None: dp_comm_overlap for every layout)
     host_us_per_seq: float = 0.0  # serial CPU time per sequence per step (see the class docstring)
     # CPU time to dispatch one kernel of a prefill step from Python, where an engine generation runs its prefills
-    # eagerly and only its decode steps in CUDA graphs (vLLM V0: with_engine_generation); it overlaps the GPU's
+    # eagerly and only its decode steps in CUDA graphs (vLLM V0: with_engine_generation; llama.cpp, whose graphs
+    # hold single-token steps only: data/runtimes.yaml); it overlaps the GPU's
     # work as host_us_per_kernel does, in prefill phases only; 0: prefills launched as the runtime launches decode
     prefill_host_us_per_kernel: float = 0.0
+    # a prompt pass of at most this many tokens (all sequences together) is replayed as a CUDA graph, as a decode step
+    # is (llama.cpp: 1, ggml graphs single-token steps); 0: every prefill step is dispatched eagerly (vLLM V0)
+    prefill_graphed_tokens: int = 0
     # the KV position from which decode steps are dispatched eagerly too, at prefill_host_us_per_kernel a kernel: an
     # engine generation that captures its decode CUDA graphs only up to a context (vLLM V0's max_seq_len_to_capture,
     # 8,192: with_engine_generation); 0: decode steps launched as the runtime launches them at any context
@@ -327,7 +332,11 @@ class RuntimeProfile:
     # serial CPU time per sequence per step of an older engine generation a run names (with_engine_generation;
     # see Efficiency): never in data/runtimes.yaml, whose profiles are the current generations'
     host_us_per_seq: float = 0.0
-    prefill_host_us_per_kernel: float = 0.0  # an older generation's eager prefill (with_engine_generation), likewise
+    # CPU per kernel of an eager prefill: an older generation's (with_engine_generation), or, from data/runtimes.yaml,
+    # a runtime that graphs only its single-token decode steps (llama.cpp), with its source
+    prefill_host_us_per_kernel: float = 0.0
+    prefill_host_source: str = ""
+    prefill_graphed_tokens: int = 0  # Efficiency.prefill_graphed_tokens, from data/runtimes.yaml
     eager_decode_from: int = 0  # and the context past which its decode steps run eagerly (0: none), likewise
     # its scheduler admits a generate job's sequences while its paged KV cache has room and starts the rest as others
     # finish (vLLM, TensorRT-LLM's in-flight batching); False: a batch runs whole or not at all, as Hugging Face's
@@ -408,6 +417,7 @@ class RuntimeProfile:
                           runtime=self.id, precisions=self.precisions, training=self.training,
                           host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves,
                           prefill_host_us_per_kernel=self.prefill_host_us_per_kernel,
+                          prefill_graphed_tokens=self.prefill_graphed_tokens,
                           eager_decode_from=self.eager_decode_from,
                           idle_op_us=self.expert_loop.idle_op_us if self.expert_loop else 0.0,
                           sync_us=self.host_sync_us)
@@ -688,7 +698,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "launch_family_source", "kv_heads_repeated_on", "kv_heads_repeated_source", "precisions",
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
-                        "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source"))
+                        "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source",
+                        "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graphed_tokens"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -720,12 +731,25 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
         out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec),
-                          prompt_eras=parse_prompt_gemm(rec), expert_loop=_expert_loop(rec), **_host_sync(rec))
+                          prompt_eras=parse_prompt_gemm(rec), expert_loop=_expert_loop(rec), **_host_sync(rec),
+                          **_eager_prefill(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
     custom = _custom_allreduce([r.id for r in out]) if Path(path) == RUNTIMES_FILE else {}
     return Runtimes(tuple(replace(r, tuned=_with_family(r, tuned), custom_allreduce=custom.get(r.id)) for r in out))
+
+
+def _eager_prefill(rec: Record) -> dict:
+    """The optional `prefill_host_us_per_kernel` (CPU per counted kernel of a prompt pass the runtime launches
+    eagerly while it replays its decode steps as CUDA graphs, us) with its `prefill_host_source`."""
+    us = rec.number("prefill_host_us_per_kernel", required=False, lo=PER_KERNEL_US_BOUNDS[0],
+                    hi=PER_KERNEL_US_BOUNDS[1])
+    if us is None:
+        return {}
+    graphed = rec.number("prefill_graphed_tokens", required=False, lo=0, hi=MAX_GRAPHED_TOKENS, integer=True)
+    return {"prefill_host_us_per_kernel": us, "prefill_host_source": rec.text("prefill_host_source"),
+            "prefill_graphed_tokens": int(graphed or 0)}
 
 
 def _score_gemms(rec: Record) -> dict:

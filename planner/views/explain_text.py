@@ -14,6 +14,7 @@ from planner.engine.collectives import group_link
 from planner.engine.estimate import Estimate
 from planner.engine.feasibility import capacity_text
 from planner.engine.gemm import MMA_ROWS, OVERLAP_EXPONENT, OVERLAP_ORIGIN
+from planner.engine.phases import PREFILL
 from planner.engine.roofline import CONTENTION_ORIGIN, OVERLAP_COMPUTE_SLOWDOWN
 from planner.engine.train_layout import activations_in_flight, bubble_fraction, bubble_micro_steps, layout_of
 from planner.engine.utilization import TRAIN_FORWARD_MULTIPLE, forward_flops_per_sample, mfu, tokens_per_s_per_gpu
@@ -86,6 +87,16 @@ def _overlap_text(g) -> str:
             f"overlap only in part ({OVERLAP_ORIGIN})")
 
 
+def _dispatch_text(eff: Efficiency, phase: str) -> str:
+    """The host's dispatch per kernel of a phase in words: the runtime's own, plus an eager prefill's (a runtime that
+    replays CUDA graphs for its decode steps only: Efficiency.prefill_host_us_per_kernel)."""
+    terms = [f"{eff.host_us_per_kernel:g} us of Python dispatch"] if eff.host_us_per_kernel else []
+    if phase == PREFILL and eff.prefill_host_us_per_kernel:
+        terms.append(f"{eff.prefill_host_us_per_kernel:g} us of CPU launching each kernel of the prompt pass (no "
+                     "CUDA graph)")
+    return "steps x kernels x (" + " + ".join(terms or ["0 us"]) + ")"
+
+
 def _time_row(ph, steps: str, group: str, seconds_per_pass: float, limited_by: str, formula: str) -> dict:
     """A step-table row of time with no FLOPs or bytes of its own (host work, collectives, contention): seconds per
     pass x the phase's passes."""
@@ -119,8 +130,7 @@ def step_time_rows(e: Estimate) -> list[dict]:
                                     f"takes a fixed latency beyond its KV bytes ({DECODE_LATENCY_ORIGIN})"})
         if ph.host_bound_s:
             rows.append(_time_row(ph, steps, "waiting for the CPU (host-bound dispatch)", ph.host_bound_s, "overhead",
-                                  f"steps x kernels x {e.efficiency.host_us_per_kernel:g} us of Python dispatch, "
-                                  "minus the GPU time it overlaps" + (
+                                  _dispatch_text(e.efficiency, ph.name) + ", minus the GPU time it overlaps" + (
                                       f"; the host waits for the quantized linear layers after every call (a device "
                                       f"synchronize), so their {ph.synced_s * ph.passes:,.4g} s of GPU time overlap "
                                       "none of it" if ph.synced_s else "")))
@@ -237,8 +247,11 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
         ("Bandwidth efficiency", f"{eff.mem_bw_efficiency:.0%} of peak", eff.source),
         ("Launch overhead", f"{eff.launch_overhead_us:g} us per kernel (x{eff.kernels_per_layer_factor:g} kernels)",
          eff.source),
-        ("Host dispatch", f"{eff.host_us_per_kernel:g} us of CPU per kernel (overlaps the GPU's work)"
-         if eff.host_us_per_kernel else "none (CUDA graphs or a compiled runtime)", eff.source),
+        ("Host dispatch", (f"{eff.host_us_per_kernel:g} us of CPU per kernel (overlaps the GPU's work)"
+                           if eff.host_us_per_kernel else "none (CUDA graphs or a compiled runtime)")
+         + (f"; prompt passes launched kernel by kernel (no CUDA graph): {eff.prefill_host_us_per_kernel:g} us of "
+            "CPU more per kernel, overlapping the GPU's work" if eff.prefill_host_us_per_kernel else ""),
+         eff.source),
         host_speed_row(e.plan.host_speed),
         ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
          "auto: the cheapest that fits" if auto_batch else "yours"),
