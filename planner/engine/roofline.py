@@ -302,11 +302,14 @@ def eager_steps(ph: Phase, eff: Efficiency) -> int:
     """Steps of the phase an engine generation dispatches eagerly, kernel by kernel from Python: every step of a
     prefill phase where it runs its prefills eagerly (Efficiency.prefill_host_us_per_kernel: vLLM V0), and the decode
     steps at KV positions from Efficiency.eager_decode_from on (vLLM V0 replays its decode CUDA graphs only up to
-    max_seq_len_to_capture tokens of context: positions p0 .. p0+steps-1, those p >= the limit)."""
+    max_seq_len_to_capture tokens of context: positions p0 .. p0+steps-1, those p >= the limit). Where the engine
+    graphs steps up to a size (Efficiency.prefill_graph_max_tokens: vLLM V1's max_cudagraph_capture_size), only a
+    prefill whose steps carry more tokens than that."""
     if not eff.prefill_host_us_per_kernel:
         return 0
     if ph.name == PREFILL:
-        return ph.steps
+        limit = eff.prefill_graph_max_tokens
+        return ph.steps if not limit or ph.tokens > limit else 0
     start = eff.eager_decode_from
     return max(0, min(ph.steps, ph.p0 + ph.steps - start)) if start else 0
 

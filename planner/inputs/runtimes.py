@@ -193,6 +193,10 @@ class Efficiency:
     # eagerly and only its decode steps in CUDA graphs (vLLM V0: with_engine_generation); it overlaps the GPU's
     # work as host_us_per_kernel does, in prefill phases only; 0: prefills launched as the runtime launches decode
     prefill_host_us_per_kernel: float = 0.0
+    # the most tokens a prefill step replays a CUDA graph for, where the generation captures its graphs only up to a
+    # size (vLLM V1's max_cudagraph_capture_size): only a prefill step with more is charged prefill_host_us_per_kernel
+    # a kernel; 0: every prefill step is (vLLM V0's eager prefill)
+    prefill_graph_max_tokens: int = 0
     # the KV position from which decode steps are dispatched eagerly too, at prefill_host_us_per_kernel a kernel: an
     # engine generation that captures its decode CUDA graphs only up to a context (vLLM V0's max_seq_len_to_capture,
     # 8,192: with_engine_generation); 0: decode steps launched as the runtime launches them at any context
@@ -328,6 +332,7 @@ class RuntimeProfile:
     # see Efficiency): never in data/runtimes.yaml, whose profiles are the current generations'
     host_us_per_seq: float = 0.0
     prefill_host_us_per_kernel: float = 0.0  # an older generation's eager prefill (with_engine_generation), likewise
+    prefill_graph_max_tokens: int = 0  # and the prefill step size past which it is charged (0: every step), likewise
     eager_decode_from: int = 0  # and the context past which its decode steps run eagerly (0: none), likewise
     # its scheduler admits a generate job's sequences while its paged KV cache has room and starts the rest as others
     # finish (vLLM, TensorRT-LLM's in-flight batching); False: a batch runs whole or not at all, as Hugging Face's
@@ -408,6 +413,7 @@ class RuntimeProfile:
                           runtime=self.id, precisions=self.precisions, training=self.training,
                           host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves,
                           prefill_host_us_per_kernel=self.prefill_host_us_per_kernel,
+                          prefill_graph_max_tokens=self.prefill_graph_max_tokens,
                           eager_decode_from=self.eager_decode_from,
                           idle_op_us=self.expert_loop.idle_op_us if self.expert_loop else 0.0,
                           sync_us=self.host_sync_us)
@@ -607,17 +613,18 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
     return Runtimes(tuple(out))
 def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float,
                            step_host_us: float | None = None, prefill_host_us_per_kernel: float = 0.0,
-                           eager_decode_from: int = 0) -> Runtimes:
+                           eager_decode_from: int = 0, prefill_graph_max_tokens: int = 0) -> Runtimes:
     """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step,
     `step_host_us` per step in place of its profile's (None: the profile's) and `prefill_host_us_per_kernel` to
     dispatch each kernel of a prefill step (an eager prefill: eager_dispatch_us), and of each decode step at KV
-    positions from `eager_decode_from` on (0: none; past its CUDA graphs' context): a generation of its engine (vLLM
-    V0, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us, eager_prefill,
-    eager_decode_from), which a run stated (a validation row's `engine`). The runtimes as loaded are the current
-    generation's."""
+    positions from `eager_decode_from` on (0: none; past its CUDA graphs' context), only of a prefill step of more
+    than `prefill_graph_max_tokens` tokens where that is set (vLLM V1's largest CUDA graph): a generation of its
+    engine (vLLM V0 or V1, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us,
+    eager_prefill, eager_decode_from, ungraphed_prefill), which a run stated (a validation row's `engine`). The
+    runtimes as loaded are the current generation's."""
     step = {} if step_host_us is None else {"step_host_us": step_host_us}
     generation = dict(host_us_per_seq=host_us_per_seq, prefill_host_us_per_kernel=prefill_host_us_per_kernel,
-                      eager_decode_from=eager_decode_from, **step)
+                      eager_decode_from=eager_decode_from, prefill_graph_max_tokens=prefill_graph_max_tokens, **step)
     return Runtimes(tuple(replace(r, **generation) if r.id == runtime_id else r for r in runtimes.runtimes))
 
 

@@ -439,6 +439,13 @@ def eager_prefill_us(framework: str, engine: str, runtimes: Runtimes) -> float:
     return eager_dispatch_us(runtimes) if eager else 0.0
 
 
+def ungraphed_prefill(framework: str, engine: str) -> tuple[int, float]:
+    """(the most tokens a step of `framework`'s engine generation `engine` replays a CUDA graph for, CPU microseconds
+    per kernel of a prefill step with more: data/serving.yaml graph_max_tokens and compiled_dispatch_us, vLLM V1),
+    or (0, 0.0) where the generation has no such limit."""
+    return load_schedulers().get(FRAMEWORK_RUNTIME[framework]).ungraphed_prefill(engine)
+
+
 def eager_decode_from(framework: str, engine: str) -> int:
     """The KV position from which `framework`'s engine generation `engine` runs its decode steps eagerly (data/
     serving.yaml graph_max_context: vLLM V0's CUDA graphs cover 8,192 tokens of context); 0: none."""
@@ -677,9 +684,10 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.build is not None:
         runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
+        graph_tokens, compiled_us = ungraphed_prefill(row.framework, row.engine)
         runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine),
-                                          eager_prefill_us(row.framework, row.engine, runtimes),
-                                          eager_decode_from(row.framework, row.engine))
+                                          eager_prefill_us(row.framework, row.engine, runtimes) or compiled_us,
+                                          eager_decode_from(row.framework, row.engine), graph_tokens)
     check_runtime(plan, facts.runtimes, facts.rules)
     e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
