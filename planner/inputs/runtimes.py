@@ -628,6 +628,13 @@ def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq:
     return Runtimes(tuple(replace(r, **generation) if r.id == runtime_id else r for r in runtimes.runtimes))
 
 
+def with_prefill_chunk(runtimes: Runtimes, runtime_id: str, tokens: int) -> Runtimes:
+    """The same runtimes with `runtime_id` prefilling a prompt `tokens` tokens a step (0: whole), as a run's engine
+    chunks it (a serving engine's token budget: a validation row that names vLLM V1)."""
+    return Runtimes(tuple(replace(r, prefill_chunk_tokens=tokens) if r.id == runtime_id else r
+                          for r in runtimes.runtimes))
+
+
 def eager_dispatch_us(runtimes: Runtimes) -> float:
     """Microseconds of CPU to dispatch one kernel from eager PyTorch, as estimates use it (EAGER_RUNTIME's
     host_us_per_kernel: tuned where data/runtimes_tuned.yaml has it, else the prior): what a kernel of an eager

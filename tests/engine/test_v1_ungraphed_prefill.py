@@ -13,7 +13,7 @@ from planner.inputs.catalog import load_catalog
 from planner.inputs.facts import load_facts
 from planner.inputs.runtimes import Efficiency, with_engine_generation
 from planner.inputs.serving_runtimes import load_schedulers
-from planner.validation.measured import load_measurements, predict_row, ungraphed_prefill
+from planner.validation.measured import engine_prefill_chunk, load_measurements, predict_row, ungraphed_prefill
 
 GPU = load_catalog().get("h100-sxm")
 # 1.5 us of GPU gap a kernel, no serial step time; a prefill step of more than 512 tokens dispatched at 9 us a kernel
@@ -64,3 +64,27 @@ def test_a_v1_row_pays_the_dispatch_only_past_512_prompt_tokens():
     assert p.predicted - (4e-3 + 1024 * 1.5e-6) >= kernels * 9e-6
     short = predict_row(replace(row, prompt_tokens=256))
     assert short.predicted - (4e-3 + 256 * 1.5e-6) < kernels * 9e-6 / 2
+
+
+def test_v1_chunks_a_prompt_at_the_servers_token_budget():
+    """vLLM's OpenAI server schedules 2,048 tokens a step, or 8,192 on a GPU of 70 GiB or more other than an A100
+    (data/serving.yaml vllm tiers): an L4 and an A100 80GB take 2,048 prompt tokens a step, an H100 8,192; four
+    sequences share 2,048 as 512 each."""
+    row = next(r for r in load_measurements() if r.id == "scv-smollm2-135m-bf16-a100-sxm-80gb-long4096-ttft")
+    catalog = load_catalog()
+    assert engine_prefill_chunk(row, catalog.get("l4")) == 2048
+    assert engine_prefill_chunk(row, catalog.get("a100-sxm-80gb")) == 2048
+    assert engine_prefill_chunk(row, catalog.get("h100-sxm")) == 8192
+    assert engine_prefill_chunk(replace(row, batch=4), catalog.get("l4")) == 512
+
+
+def test_a_4096_token_v1_prompt_on_an_a100_runs_two_ungraphed_steps():
+    """4,096 tokens at 2,048 a step: two prefill steps (the model's kernels twice, two host rounds), each of 2,048
+    tokens, past the 512-token graph: both dispatched kernel by kernel. On an H100 (8,192 a step): one step."""
+    row = next(r for r in load_measurements() if r.id == "scv-smollm2-135m-bf16-a100-sxm-80gb-long4096-ttft")
+    p = predict_row(row)
+    prefill = p.estimate.work[0]
+    per_forward = p.plan.model.kernels_per_forward
+    assert (prefill.kernels, prefill.host_rounds, prefill.tokens) == (2 * per_forward, 2, 2048)
+    h100 = predict_row(replace(row, gpu="h100-sxm")).estimate.work[0]
+    assert (h100.kernels, h100.host_rounds, h100.tokens) == (per_forward, 1, 4096)
