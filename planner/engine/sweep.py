@@ -288,8 +288,8 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
     no GEMMs, no SM count, or a kernel whose own rate on this generation is known); each pipelined item's FLOP/s. A
     rate of 0 (no such path here) is written as infinite: pass_table then charges its work 0 s, as roofline does.
     An engine generation's host work per sequence or eager prefill (Efficiency.host_us_per_seq,
-    prefill_host_us_per_kernel: only validation rows that name vLLM V0 set them; they are timed pass by pass) is not
-    among these terms: ValueError."""
+    prefill_host_us_per_kernel: only validation rows that name a vLLM engine generation set them; they are timed
+    pass by pass) is not among these terms: ValueError."""
     if eff.host_us_per_seq or eff.prefill_host_us_per_kernel:
         raise ValueError("the sweep has no term for an engine generation's host work per sequence or eager "
                          "prefill: time it pass by pass (estimate_gpu)")
