@@ -79,9 +79,9 @@ class Phase(NamedTuple):
     # expert loop's idle-expert operator dispatches, serial host time (roofline.host_wait_seconds)
     host_syncs: float = 0.0
     idle_expert_ops: float = 0.0
-    # a prefill phase's prompt tokens per sequence (0: not a prompt phase): with `sequences`, the tokens of its pass,
-    # which decide whether a runtime that graphs only single-token steps replays it (roofline.eager_steps)
-    prompt_tokens: int = 0
+    # tokens each step (each prefill chunk) runs through the model: a prefill step larger than the runtime's largest
+    # CUDA graph is dispatched kernel by kernel (Efficiency.prefill_graph_max_tokens); 0 where not counted
+    tokens: int = 0
 
     @property
     def comm_bytes(self) -> float:
@@ -151,7 +151,8 @@ def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tu
     chunks = s.prefill_chunks(P)
     prefill = fold_pipelined(m.prefill_work(s, batch, P))
     phases = [Phase(PREFILL, prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
-                    host_rounds=chunks, **_group_costs(prefill), sequences=batch, prompt_tokens=P)]
+                    host_rounds=chunks, **_group_costs(prefill), sequences=batch,
+                    tokens=batch * min(P, s.prefill_chunk or P))]
     if G > 1:
         decode = fold_pipelined(m.decode_work(s, batch))
         phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **_tp_comm(m, s, batch, batch),

@@ -298,23 +298,23 @@ def host_wait_seconds(ph: Phase, eff: Efficiency) -> float:
     return ph.steps * (ph.host_syncs * eff.sync_us + ph.idle_expert_ops * eff.idle_op_us) * 1e-6
 
 
-def graphed_prompt(sequences: int, prompt_tokens: int, eff: Efficiency) -> bool:
-    """Whether a prompt pass of `sequences` x `prompt_tokens` tokens is few enough for the runtime to replay as a
-    CUDA graph (Efficiency.prefill_graphed_tokens: llama.cpp's single-token steps); unknown counts (0) are not."""
-    tokens = sequences * prompt_tokens
-    return 0 < tokens <= eff.prefill_graphed_tokens
+def graphed_prefill(ph: Phase, eff: Efficiency) -> bool:
+    """Whether a prefill step of `ph.tokens` tokens (all its sequences' together) is few enough for the runtime to
+    replay as a CUDA graph (Efficiency.prefill_graph_max_tokens: llama.cpp's single-token steps, vLLM V1's
+    max_cudagraph_capture_size); a limit of 0 graphs no prefill (vLLM V0), an unknown count (0) is not graphed."""
+    return 0 < ph.tokens <= eff.prefill_graph_max_tokens
 
 
 def eager_steps(ph: Phase, eff: Efficiency) -> int:
     """Steps of the phase an engine generation dispatches eagerly, kernel by kernel from the host: every step of a
-    prefill phase where it runs its prefills eagerly (Efficiency.prefill_host_us_per_kernel: vLLM V0, llama.cpp), and
-    the decode steps at KV positions from Efficiency.eager_decode_from on (vLLM V0 replays its decode CUDA graphs only
-    up to max_seq_len_to_capture tokens of context: positions p0 .. p0+steps-1, those p >= the limit). A prompt of
-    one token in all (graphed_prompt) is a single-token step, which llama.cpp replays as a graph."""
+    prefill phase where it runs its prefills eagerly (Efficiency.prefill_host_us_per_kernel: vLLM V0, llama.cpp,
+    vLLM V1) unless the step is small enough to be graphed (graphed_prefill), and the decode steps at KV positions
+    from Efficiency.eager_decode_from on (vLLM V0 replays its decode CUDA graphs only up to max_seq_len_to_capture
+    tokens of context: positions p0 .. p0+steps-1, those p >= the limit)."""
     if not eff.prefill_host_us_per_kernel:
         return 0
     if ph.name == PREFILL:
-        return 0 if graphed_prompt(ph.sequences, ph.prompt_tokens, eff) else ph.steps
+        return 0 if graphed_prefill(ph, eff) else ph.steps
     start = eff.eager_decode_from
     return max(0, min(ph.steps, ph.p0 + ph.steps - start)) if start else 0
 

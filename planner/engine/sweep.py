@@ -312,11 +312,12 @@ def gpu_constants(work: AffineWork, gpu: GPU, eff: Efficiency) -> np.ndarray:
 
 
 def _first_eager_batch(ph: Phase, eff: Efficiency) -> float:
-    """The smallest batch at which a prefill phase's pass is dispatched eagerly (roofline.graphed_prompt: a runtime
-    that replays prompts of up to prefill_graphed_tokens tokens as a graph); 1 where every batch is."""
-    if ph.name != PREFILL or not ph.prompt_tokens:
+    """The smallest batch at which a prefill phase's step is dispatched eagerly (roofline.graphed_prefill: a runtime
+    that replays steps of up to prefill_graph_max_tokens tokens as a graph; the phase's step holds ph.tokens /
+    ph.sequences tokens a sequence); 1 where every batch is."""
+    if ph.name != PREFILL or not ph.tokens or not ph.sequences:
         return 1.0
-    return float(eff.prefill_graphed_tokens // ph.prompt_tokens + 1)
+    return float(eff.prefill_graph_max_tokens // (ph.tokens // ph.sequences) + 1)
 
 
 def _quantized(m: np.ndarray, cols: np.ndarray, k_steps: np.ndarray, sms: np.ndarray, safe: np.ndarray

@@ -195,9 +195,10 @@ class Efficiency:
     # hold single-token steps only: data/runtimes.yaml); it overlaps the GPU's
     # work as host_us_per_kernel does, in prefill phases only; 0: prefills launched as the runtime launches decode
     prefill_host_us_per_kernel: float = 0.0
-    # a prompt pass of at most this many tokens (all sequences together) is replayed as a CUDA graph, as a decode step
-    # is (llama.cpp: 1, ggml graphs single-token steps); 0: every prefill step is dispatched eagerly (vLLM V0)
-    prefill_graphed_tokens: int = 0
+    # the most tokens a prefill step replays a CUDA graph for, where the generation captures its graphs only up to a
+    # size (vLLM V1's max_cudagraph_capture_size): only a prefill step with more is charged prefill_host_us_per_kernel
+    # a kernel; 0: every prefill step is (vLLM V0's eager prefill)
+    prefill_graph_max_tokens: int = 0
     # the KV position from which decode steps are dispatched eagerly too, at prefill_host_us_per_kernel a kernel: an
     # engine generation that captures its decode CUDA graphs only up to a context (vLLM V0's max_seq_len_to_capture,
     # 8,192: with_engine_generation); 0: decode steps launched as the runtime launches them at any context
@@ -336,7 +337,9 @@ class RuntimeProfile:
     # a runtime that graphs only its single-token decode steps (llama.cpp), with its source
     prefill_host_us_per_kernel: float = 0.0
     prefill_host_source: str = ""
-    prefill_graphed_tokens: int = 0  # Efficiency.prefill_graphed_tokens, from data/runtimes.yaml
+    # Efficiency.prefill_graph_max_tokens: from data/runtimes.yaml (llama.cpp: 1) or an older generation's
+    # (with_engine_generation: vLLM V1's 512)
+    prefill_graph_max_tokens: int = 0
     eager_decode_from: int = 0  # and the context past which its decode steps run eagerly (0: none), likewise
     # its scheduler admits a generate job's sequences while its paged KV cache has room and starts the rest as others
     # finish (vLLM, TensorRT-LLM's in-flight batching); False: a batch runs whole or not at all, as Hugging Face's
@@ -417,7 +420,7 @@ class RuntimeProfile:
                           runtime=self.id, precisions=self.precisions, training=self.training,
                           host_us_per_seq=self.host_us_per_seq, batch_waves=self.batch_waves,
                           prefill_host_us_per_kernel=self.prefill_host_us_per_kernel,
-                          prefill_graphed_tokens=self.prefill_graphed_tokens,
+                          prefill_graph_max_tokens=self.prefill_graph_max_tokens,
                           eager_decode_from=self.eager_decode_from,
                           idle_op_us=self.expert_loop.idle_op_us if self.expert_loop else 0.0,
                           sync_us=self.host_sync_us)
@@ -617,18 +620,26 @@ def with_training(runtimes: Runtimes, runtime_id: str, **changes) -> Runtimes:
     return Runtimes(tuple(out))
 def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq: float,
                            step_host_us: float | None = None, prefill_host_us_per_kernel: float = 0.0,
-                           eager_decode_from: int = 0) -> Runtimes:
+                           eager_decode_from: int = 0, prefill_graph_max_tokens: int = 0) -> Runtimes:
     """The same runtimes with `runtime_id` charging `host_us_per_seq` of serial CPU work per sequence per step,
     `step_host_us` per step in place of its profile's (None: the profile's) and `prefill_host_us_per_kernel` to
     dispatch each kernel of a prefill step (an eager prefill: eager_dispatch_us), and of each decode step at KV
-    positions from `eager_decode_from` on (0: none; past its CUDA graphs' context): a generation of its engine (vLLM
-    V0, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us, eager_prefill,
-    eager_decode_from), which a run stated (a validation row's `engine`). The runtimes as loaded are the current
-    generation's."""
+    positions from `eager_decode_from` on (0: none; past its CUDA graphs' context), only of a prefill step of more
+    than `prefill_graph_max_tokens` tokens where that is set (vLLM V1's largest CUDA graph): a generation of its
+    engine (vLLM V0 or V1, data/serving.yaml `engines`: SchedulerProfile.host_us_per_seq, step_host_us,
+    eager_prefill, eager_decode_from, ungraphed_prefill), which a run stated (a validation row's `engine`). The
+    runtimes as loaded are the current generation's."""
     step = {} if step_host_us is None else {"step_host_us": step_host_us}
     generation = dict(host_us_per_seq=host_us_per_seq, prefill_host_us_per_kernel=prefill_host_us_per_kernel,
-                      eager_decode_from=eager_decode_from, **step)
+                      eager_decode_from=eager_decode_from, prefill_graph_max_tokens=prefill_graph_max_tokens, **step)
     return Runtimes(tuple(replace(r, **generation) if r.id == runtime_id else r for r in runtimes.runtimes))
+
+
+def with_prefill_chunk(runtimes: Runtimes, runtime_id: str, tokens: int) -> Runtimes:
+    """The same runtimes with `runtime_id` prefilling a prompt `tokens` tokens a step (0: whole), as a run's engine
+    chunks it (a serving engine's token budget: a validation row that names vLLM V1)."""
+    return Runtimes(tuple(replace(r, prefill_chunk_tokens=tokens) if r.id == runtime_id else r
+                          for r in runtimes.runtimes))
 
 
 def eager_dispatch_us(runtimes: Runtimes) -> float:
@@ -699,7 +710,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
                         "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source",
-                        "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graphed_tokens"))
+                        "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graph_max_tokens"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -747,9 +758,9 @@ def _eager_prefill(rec: Record) -> dict:
                     hi=PER_KERNEL_US_BOUNDS[1])
     if us is None:
         return {}
-    graphed = rec.number("prefill_graphed_tokens", required=False, lo=0, hi=MAX_GRAPHED_TOKENS, integer=True)
+    graphed = rec.number("prefill_graph_max_tokens", required=False, lo=0, hi=MAX_GRAPHED_TOKENS, integer=True)
     return {"prefill_host_us_per_kernel": us, "prefill_host_source": rec.text("prefill_host_source"),
-            "prefill_graphed_tokens": int(graphed or 0)}
+            "prefill_graph_max_tokens": int(graphed or 0)}
 
 
 def _score_gemms(rec: Record) -> dict:

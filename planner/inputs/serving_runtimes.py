@@ -22,6 +22,7 @@ MAX_GRAPH_CONTEXT = 10_000_000  # tokens: beyond any model's context
 MAX_STEP_HOST_US = 100_000.0  # 0.1 s of CPU per step: beyond any engine's loop
 MAX_NUM_SEQS = 65_536  # requests running at once: beyond any engine's cap
 MAX_TOKEN_BUDGET = 1 << 20  # tokens one step carries: beyond any engine's budget
+MAX_DISPATCH_US = 1_000.0  # a millisecond of CPU to launch one kernel: beyond any Python dispatcher
 MAX_TOKENIZE_US_PER_TOKEN = 1_000.0  # a millisecond of CPU per prompt token: beyond any tokenizer
 # a first token waits for no later step's host work, or for the next one's (outputs processed one step late)
 FIRST_TOKEN_STEPS = (0, 1)
@@ -152,6 +153,13 @@ class SchedulerProfile:
     # seconds of the front end's CPU work per prompt token: tokenising the prompt's text (Scheduler.front_end_s)
     tokenize_s_per_token: float = 0.0
     tokenize_source: str = ""
+    # per engine generation, the most tokens a step replays a captured CUDA graph for; a step with more (a longer
+    # prompt's prefill chunk) runs its compiled model without one, each kernel dispatched from Python at
+    # compiled_dispatch_us (vLLM V1: max_cudagraph_capture_size); a generation not listed: no such limit
+    graph_max_tokens: tuple[tuple[str, int], ...] = ()
+    graph_max_tokens_source: str = ""
+    compiled_dispatch_us: float = 0.0  # CPU microseconds per kernel of such a step (torch.compile's wrapper code)
+    compiled_dispatch_source: str = ""
 
     def front_end_s(self, prompt_tokens: int) -> float:
         """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
@@ -189,6 +197,14 @@ class SchedulerProfile:
         if self._engine(engine)[5]:
             return EAGER_FROM_FIRST_POSITION
         return dict(self.graph_max_context).get(engine, 0)
+
+    def ungraphed_prefill(self, engine: str) -> tuple[int, float]:
+        """(the most tokens a step of `engine` replays a CUDA graph for, CPU microseconds per kernel of a step with
+        more) where the generation graphs its steps only up to a size (graph_max_tokens: vLLM V1's
+        max_cudagraph_capture_size), else (0, 0.0). ValueError naming `engine` when it is unknown."""
+        self._engine(engine)
+        limit = dict(self.graph_max_tokens).get(engine, 0)
+        return (limit, self.compiled_dispatch_us) if limit else (0, 0.0)
 
     def first_token_steps(self, engine: str) -> int:
         """Steps of host work (scheduling and input preparation) a request's first token waits for after its prefill
@@ -305,16 +321,17 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
     return tuple(out)
 
 
-def _graph_limits(rec: Record) -> tuple[tuple[str, int], ...]:
+def _graph_limits(rec: Record, field: str = "graph_max_context") -> tuple[tuple[str, int], ...]:
     """graph_max_context: {generation id of `engines`: tokens, 1..MAX_GRAPH_CONTEXT}: the longest context a
-    generation's decode steps replay a CUDA graph for."""
-    raw = rec.data.get("graph_max_context") or {}
+    generation's decode steps replay a CUDA graph for; graph_max_tokens, the same shape: the most tokens a step
+    replays one for."""
+    raw = rec.data.get(field) or {}
     known = {e[0] for e in _engines(rec)}
     ok = isinstance(raw, dict) and len(raw) <= MAX_ENGINES and all(
         isinstance(k, str) and k.lower() in known and not isinstance(v, bool) and isinstance(v, int)
         and 1 <= v <= MAX_GRAPH_CONTEXT for k, v in raw.items())
     if not ok:
-        raise rec.fail("graph_max_context", "expected {engine generation id of engines: tokens, 1.."
+        raise rec.fail(field, "expected {engine generation id of engines: tokens, 1.."
                                             f"{MAX_GRAPH_CONTEXT:,}}}, got {str(raw)[:60]!r}")
     return tuple((k.lower(), int(v)) for k, v in raw.items())
 
@@ -336,7 +353,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "host_overlap_source", "kv_cache_dtypes", "kv_cache_source", "request_overhead_ms",
                         "request_overhead_source", "engines", "engines_source", "inprocess_stream_us_per_seq",
                         "inprocess_stream_source", "graph_max_context", "graph_max_context_source",
-                        "tokenize_us_per_token", "tokenize_source"))
+                        "tokenize_us_per_token", "tokenize_source", "graph_max_tokens", "graph_max_tokens_source",
+                        "compiled_dispatch_us", "compiled_dispatch_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -357,6 +375,9 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             _sourced(rec, "inprocess_stream_us_per_seq", "inprocess_stream_source"), _graph_limits(rec),
             _sourced(rec, "graph_max_context", "graph_max_context_source"),
             (rec.number("tokenize_us_per_token", required=False, lo=0, hi=MAX_TOKENIZE_US_PER_TOKEN) or 0.0) / 1e6,
-            _sourced(rec, "tokenize_us_per_token", "tokenize_source")))
+            _sourced(rec, "tokenize_us_per_token", "tokenize_source"), _graph_limits(rec, "graph_max_tokens"),
+            _sourced(rec, "graph_max_tokens", "graph_max_tokens_source"),
+            rec.number("compiled_dispatch_us", required=False, lo=0, hi=MAX_DISPATCH_US) or 0.0,
+            _sourced(rec, "compiled_dispatch_us", "compiled_dispatch_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

@@ -43,7 +43,7 @@ from planner.inputs.precisions import PrecisionRules, load_rules
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, Runtimes,
                                      eager_dispatch_us, load_runtimes, nccl_only, opted_in, with_build,
-                                     with_engine_generation, with_training)
+                                     with_engine_generation, with_prefill_chunk, with_training)
 from planner.inputs.serving_runtimes import SchedulerProfile, load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
@@ -439,6 +439,22 @@ def eager_prefill_us(framework: str, engine: str, runtimes: Runtimes) -> float:
     return eager_dispatch_us(runtimes) if eager else 0.0
 
 
+def ungraphed_prefill(framework: str, engine: str) -> tuple[int, float]:
+    """(the most tokens a step of `framework`'s engine generation `engine` replays a CUDA graph for, CPU microseconds
+    per kernel of a prefill step with more: data/serving.yaml graph_max_tokens and compiled_dispatch_us, vLLM V1),
+    or (0, 0.0) where the generation has no such limit."""
+    return load_schedulers().get(FRAMEWORK_RUNTIME[framework]).ungraphed_prefill(engine)
+
+
+def engine_prefill_chunk(row: Measurement, gpu: GPU) -> int:
+    """Prompt tokens per prefill step of each of the row's sequences in its serving engine's current generation (one
+    that runs the runtime profile's step time: vLLM V1): the scheduler's token budget on the row's GPU (data/
+    serving.yaml tiers: 2,048, or 8,192 on a GPU of 70 GiB or more other than an A100) shared by the row's batch,
+    where it chunks prompts; 0 (the whole prompt) where it does not."""
+    sched = load_schedulers().get(FRAMEWORK_RUNTIME[row.framework]).on(gpu.id, gpu.vram_gib)
+    return max(1, sched.token_budget // row.batch) if sched.chunked_prefill else 0
+
+
 def eager_decode_from(framework: str, engine: str) -> int:
     """The KV position from which `framework`'s engine generation `engine` runs its decode steps eagerly (data/
     serving.yaml graph_max_context: vLLM V0's CUDA graphs cover 8,192 tokens of context); 0: none."""
@@ -677,11 +693,15 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.build is not None:
         runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
+        graph_tokens, compiled_us = ungraphed_prefill(row.framework, row.engine)
         runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine),
-                                          eager_prefill_us(row.framework, row.engine, runtimes),
-                                          eager_decode_from(row.framework, row.engine))
+                                          eager_prefill_us(row.framework, row.engine, runtimes) or compiled_us,
+                                          eager_decode_from(row.framework, row.engine), graph_tokens)
+    gpu = row_gpu(row, catalog)
+    if row.engine and engine_host_us(row.framework, row.engine)[1] is None:
+        runtimes = with_prefill_chunk(runtimes, plan.runtime, engine_prefill_chunk(row, gpu))
     check_runtime(plan, facts.runtimes, facts.rules)
-    e = estimate_gpu(plan, row_gpu(row, catalog), replace(facts, rules=rules, runtimes=runtimes), adjust)
+    e = estimate_gpu(plan, gpu, replace(facts, rules=rules, runtimes=runtimes), adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
     return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))

@@ -85,12 +85,12 @@ def test_a_one_token_prompt_is_a_single_token_step_and_replays_the_graph():
     prompt (llama-bench's tg tests) is graphed, two sequences' one-token prompts or one two-token prompt are not.
     The same 100 counted kernels as above: 852 us of launches when eager, none when graphed."""
     eff = load_runtimes().get("llama.cpp").efficiency("hbm")
-    assert eff.prefill_graphed_tokens == 1
+    assert eff.prefill_graph_max_tokens == 1
     serial = eff.step_host_us * 1e-6
     gaps = 100 * 1.2 * eff.launch_overhead_us * 1e-6
 
     def prompt(sequences: int, tokens: int) -> Phase:
-        return Phase(PREFILL, (), 100.0, 1, 0, 1.0, sequences=sequences, prompt_tokens=tokens)
+        return Phase(PREFILL, (), 100.0, 1, 0, 1.0, sequences=sequences, tokens=sequences * tokens)
 
     assert pass_seconds(prompt(1, 1), H100, eff) == pytest.approx(gaps + serial)
     assert pass_seconds(prompt(2, 1), H100, eff) == pytest.approx(852e-6 + serial)
@@ -121,8 +121,8 @@ RUNTIME_YAML = ("schema_version: 1\nread_on: 2026-11-28\nruntimes:\n  - id: x\n 
 @pytest.mark.parametrize("extra, field", [
     ("    prefill_host_us_per_kernel: 7\n", "prefill_host_source"),  # a figure without its source
     ("    prefill_host_us_per_kernel: 2000\n    prefill_host_source: s\n", "prefill_host_us_per_kernel"),
-    ("    prefill_host_us_per_kernel: 7\n    prefill_host_source: s\n    prefill_graphed_tokens: 1.5\n",
-     "prefill_graphed_tokens"),
+    ("    prefill_host_us_per_kernel: 7\n    prefill_host_source: s\n    prefill_graph_max_tokens: 1.5\n",
+     "prefill_graph_max_tokens"),
 ])
 def test_a_bad_eager_prefill_names_its_field(tmp_path, extra, field):
     path = tmp_path / "r.yaml"
