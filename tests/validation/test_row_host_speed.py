@@ -6,6 +6,8 @@ from dataclasses import replace
 import pytest
 
 from planner.base.schema import DataFileError
+from planner.inputs.facts import load_facts
+from planner.inputs.runtimes import eager_dispatch_us
 from planner.validation.measured import (as_known_now, conditions_read_after, load_measurements, plan_for,
                                          predict_row, validation_models)
 from planner.inputs.precisions import load_rules
@@ -59,3 +61,21 @@ def test_a_bad_condition_names_its_field(tmp_path, entry, field):
     path.write_text(f"schema_version: 1\nrows:\n- {entry}\n")
     with pytest.raises(DataFileError, match=field):
         conditions_read_after.__wrapped__(path)
+
+
+def test_an_eager_tensor_parallel_step_dispatches_its_collectives_like_kernels_by_hand():
+    """vLLM before CUDA graphs calls torch.distributed.all_reduce from Python after each row-parallel linear: Llama-2
+    70B's 80 layers x 2 all-reduces + the logits' all-gather = 161 calls a decode step beside its 80 x 12 + 5 = 965
+    kernels, each one eager dispatch d (pytorch-eager's, as estimates use it). Splitwise's 128-token run: 127 decode
+    steps on the DGX A100's host (0.82): 127 x (965 + 161) x d / 0.82."""
+    d = eager_dispatch_us(load_facts().runtimes) * 1e-6
+    decode = next(ph for ph in predict_row(as_known_now(ROWS[A100_ROW])).estimate.phases if ph.name == "decode")
+    assert decode.comm_calls == 161 and decode.kernels_per_step == 965
+    assert decode.host_s == pytest.approx(127 * (965 + 161) * d / 0.82, rel=1e-9)
+
+
+def test_a_graphed_runtime_adds_no_host_time_for_its_collectives():
+    """vLLM V1 replays CUDA graphs: no per-kernel host time, so its collectives add none either."""
+    row = replace(as_known_now(ROWS[A100_ROW]), id=FREE_ID, engine="v1")
+    decode = next(ph for ph in predict_row(row).estimate.phases if ph.name == "decode")
+    assert decode.comm_calls == 161 and decode.host_s == 0.0
