@@ -138,6 +138,18 @@ def _tp_comm(m: ModelProfile, s: Setup, tokens: int, logits_rows: int, rounds: i
     return out | dict(custom_ar=ar, custom_messages=messages) if any(messages) else out
 
 
+def _dispatched(comm: dict, costs: dict) -> dict:
+    """A step's op-group costs (_group_costs) with its tensor-parallel collectives (_tp_comm) counted as host
+    dispatches: a runtime that launches from Python calls each collective as it calls a kernel (vLLM before CUDA
+    graphs and in its eager prefill steps: tensor_model_parallel_all_reduce -> torch.distributed.all_reduce, one
+    call per row-parallel linear, vllm/model_executor/parallel_utils/communication_op.py @v0.2.2; Hugging Face's
+    and DeepSpeed's tensor parallel alike), at least one dispatch's host time each (the runtime's host_us_per_kernel;
+    c10d's own CPU work per call beyond it is not counted). A runtime that replays CUDA graphs has no per-kernel host
+    time, so none is added there."""
+    calls = sum(c[2] for c in comm.get("comm", ()))
+    return costs | {"host_kernels": costs.get("host_kernels", 0.0) + calls} if calls else costs
+
+
 def generate_phases(m: ModelProfile, w: Generate, s: Setup, batch: int, passes: float) -> tuple[Phase, ...]:
     """A generate job's prefill and decode phases, `passes` batches of `batch` sequences."""
     return tuple(ph.repeated(passes) for ph in _generate_steps(m, w.prompt_tokens, w.gen_tokens, s, batch))
@@ -150,13 +162,15 @@ def _generate_steps(m: ModelProfile, P: int, G: int, s: Setup, batch: int) -> tu
     kern = m.kernels_per_forward
     chunks = s.prefill_chunks(P)
     prefill = fold_pipelined(m.prefill_work(s, batch, P))
-    phases = [Phase(PREFILL, prefill, kern * chunks, 1, 0, 1.0, **_tp_comm(m, s, batch * P, batch, chunks),
-                    host_rounds=chunks, **_group_costs(prefill), sequences=batch,
+    comm = _tp_comm(m, s, batch * P, batch, chunks)
+    phases = [Phase(PREFILL, prefill, kern * chunks, 1, 0, 1.0, **comm, host_rounds=chunks,
+                    **_dispatched(comm, _group_costs(prefill)), sequences=batch,
                     tokens=batch * min(P, s.prefill_chunk or P))]
     if G > 1:
         decode = fold_pipelined(m.decode_work(s, batch))
-        phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **_tp_comm(m, s, batch, batch),
-                            **_group_costs(decode), sequences=batch))
+        comm = _tp_comm(m, s, batch, batch)
+        phases.append(Phase("decode", decode, kern, G - 1, P + 1, 1.0, **comm,
+                            **_dispatched(comm, _group_costs(decode)), sequences=batch))
     return tuple(phases)
 
 
@@ -169,8 +183,9 @@ def infer_phases(m: ModelProfile, w: Infer, s: Setup, batch: int, passes: float)
 def _infer_steps(m: ModelProfile, S: int, s: Setup, batch: int) -> tuple[Phase, ...]:
     """One pass of infer_phases (pass-independent, as _generate_steps)."""
     forward = fold_pipelined(m.forward_work(s, batch, S))
-    return (Phase("forward", forward, m.kernels_per_forward, 1, 0, 1.0, **_tp_comm(m, s, batch * S, batch * S),
-                  **_group_costs(forward)),)
+    comm = _tp_comm(m, s, batch * S, batch * S)
+    return (Phase("forward", forward, m.kernels_per_forward, 1, 0, 1.0, **comm,
+                  **_dispatched(comm, _group_costs(forward))),)
 
 
 def train_phases(m: ModelProfile, w: Train, s: Setup, batch: int, micro_steps: float, n_gpus: int) -> tuple[Phase, ...]:

@@ -33,10 +33,11 @@ from planner import ROOT_DIR
 from planner.base.files import file_version
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
+from planner.engine.host_speed import REFERENCE_HOST_SPEED
 from planner.engine.plan import Plan, check_plan, check_runtime
 from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog, load_link_kinds
 from planner.inputs.facts import load_facts
-from planner.inputs.jobs import Generate, Train
+from planner.inputs.jobs import BOUNDS, Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
@@ -112,7 +113,8 @@ LIBRARY_PRECISIONS = {("hf-transformers", "fp8"): "fp8-block-hf"}
 ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
-CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params")
+CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params",
+                  "host_speed")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
@@ -201,6 +203,10 @@ class Measurement:
     # an FP8 run that holds the layers' weights in FP8 (NeMo's fp8_params, Megatron-LM's --fp8-param-gather; NeMo 2's
     # bf16_with_fp8_mixed sets it): runtimes.Training.fp8_weights for this row (None: not stated, the runtime's)
     fp8_params: bool | None = None
+    # the host CPU's single-thread speed over the reference hosts' (planner.engine.host_speed) where the source names
+    # the server and so its CPU (a DGX A100's AMD EPYC 7742): every host-side time of the row divided by it; None:
+    # not stated, the reference host (1)
+    host_speed: float | None = None
     # the serving engine's generation as the row's source names its version (vLLM: 'v0-sync' before 0.6.0, 'v0'
     # for 0.6-0.10 with VLLM_USE_V1=0, 'v1'): its CPU work per sequence per step, data/serving.yaml `engines`
     # (None: the current generation, as estimates take it)
@@ -485,7 +491,9 @@ def _cluster_conditions(rec: Record) -> dict:
                 gpu_p2p=None if rec.flag("gpu_p2p", default=True) else False,
                 grad_reduce_dtype=rec.text("grad_reduce_dtype", required=False, choices=tuple(GRAD_REDUCE_BYTES)),
                 tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS),
-                fp8_params=rec.flag("fp8_params", default=False) or None)
+                fp8_params=rec.flag("fp8_params", default=False) or None,
+                host_speed=rec.number("host_speed", required=False, lo=BOUNDS["host_speed"].lo,
+                                      hi=BOUNDS["host_speed"].hi))
 
 
 @lru_cache(maxsize=4)
@@ -496,8 +504,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "refines_assumed",
-                        "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "custom_allreduce",
+                        "refines_assumed", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -508,6 +516,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["streamed_ttft"] = True
         if rec.flag("api_server", default=False):
             cond["api_server"] = True
+        if rec.raw("custom_allreduce", required=False) is not None:  # False: the version predates the runtime's own
+            cond["custom_allreduce"] = rec.flag("custom_allreduce")
         if rec.flag("refines_assumed", default=False):
             cond[REFINES_ASSUMED] = True
         out[rec.text("id")] = cond
@@ -615,7 +625,8 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
     parallel = "tensor" if row.regime != "train" and row.gpus > 1 and row.framework != "llama.cpp" else "auto"
     attention = ROW_ATTENTION_READ_AS.get((row.framework, row.attention), row.attention)
     plan = Plan(model, workload, precision, row.kv_dtype, attention, FRAMEWORK_RUNTIME[row.framework],
-                batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET, parallel=parallel)
+                batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET, parallel=parallel,
+                host_speed=row.host_speed or REFERENCE_HOST_SPEED)
     return plan, rules, note
 
 
