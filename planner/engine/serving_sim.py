@@ -69,6 +69,7 @@ PAIR_PROBE_TOKENS = 2048  # prefill lengths N, 2N, 3N whose second difference gi
 WARMUP_SHARE = 0.1  # the first requests of a run, left out of its latency statistics (the system starts empty)
 MAX_REQUESTS = 20_000  # per simulated run (a trace is sampled down to it)
 MAX_EVENTS_PER_REQUEST = 64  # loop iterations per request before a run is called unsettled (preemption storms)
+PREFILLS_PER_REQUEST = 4  # of a chunked prompt's steps, within the same allowance (its first and recomputes)
 DEFAULT_REQUESTS = 600
 PERCENTILES = (50, 90, 95, 99)
 OVERLOAD = 3.0  # offered load over a full batch's rate when measuring saturation (saturation_rate)
@@ -330,7 +331,11 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     # a step that preempted admits no waiting request (vLLM V1's scheduler: 'if not preempted_reqs:' guards the
     # waiting queue), so a preempted prompt is not re-admitted into the step that just evicted it
     held = False
-    limit = MAX_EVENTS_PER_REQUEST * n + 1000
+    # loop iterations allowed: MAX_EVENTS_PER_REQUEST a request beside the steps its chunked prompt takes, prefilled up
+    # to PREFILLS_PER_REQUEST times (a 32K prompt in 512-token chunks is 64 steps of its own: no storm, yet it alone
+    # used to exhaust the allowance, and a run of them was called unsettled at 0 tokens/s)
+    chunks = sum(-(-x // budget) for x in prompts) if sched.chunked_prefill and budget > 0 else 0
+    limit = MAX_EVENTS_PER_REQUEST * n + PREFILLS_PER_REQUEST * chunks + 1000
     finished = 0
 
     def finish_decodes() -> None:
