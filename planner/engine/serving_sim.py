@@ -110,9 +110,14 @@ class StepTimes:
     def max_tokens(self) -> int:
         return len(self.dense_one) - 1
 
-    def dense(self, tokens: int, rows: int) -> float:
-        """A step of `tokens` tokens sampling `rows` of them, without attention scores."""
+    def dense(self, tokens: int, rows: int, decodes: int = 0) -> float:
+        """A step of `tokens` tokens sampling `rows` of them, `decodes` of the tokens decode rows, without attention
+        scores. A step of decodes only is the engine's decode step of that many sequences (dense_all), a lone
+        sequence's included: it is not a one-token prefill (vLLM V0 replays its decode graph for it, where a prefill
+        step runs eagerly)."""
         one, every = self.dense_one[tokens], self.dense_all[tokens]
+        if decodes >= tokens > 0:
+            return every
         if tokens <= 1 or rows <= 1:
             return one
         return one + (every - one) * (rows - 1) / (tokens - 1)
@@ -120,7 +125,7 @@ class StepTimes:
     def seconds(self, b: int, p: int, ctx: int, pairs: float, rows: int, prompts: int = 0) -> float:
         """One step: b decode rows attending ctx keys in all, p prompt tokens (of `prompts` requests) with `pairs`
         query-key pairs; the engine's CPU work for its b + prompts sequences in series."""
-        return (self.dense(b + p, rows) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
+        return (self.dense(b + p, rows, b) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
                 + self.seq_host_s * (b + prompts))
 
 
@@ -490,7 +495,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         # a decode-only stretch of k steps: up to the next completion, arrival that can enter, or the KV limit
         k = heap[0][0] - g
         k = min(k, (cap - ctx - kv_pref) // b)
-        d0 = st.dense(b, b) + key_s[b] * ctx + st.seq_host_s * b
+        d0 = st.dense(b, b, b) + key_s[b] * ctx + st.seq_host_s * b
         slope = key_s[b] * b  # each step's keys grow by b
         can_admit = b + len(prefilling) < seqs
         if per_round > 1:  # a round runs its k steps whatever arrives (simulate's docstring)

@@ -65,3 +65,15 @@ def test_long_chunked_prompts_are_not_called_a_preemption_storm():
     run = simulate(_flat(0.01), chunked, [0.0] * 20, [3200] * 20, [1] * 20)
     assert run.settled and len(run.done_times) == 20
     assert run.span_s == pytest.approx(40.0)
+
+
+def test_a_lone_sequences_decode_step_is_a_decode_step_not_a_one_token_prefill():
+    """A step model whose one-token prefill (50 ms: vLLM V0 dispatches prefill steps eagerly) differs from its decode
+    step of one sequence (10 ms, a replayed graph). One request, a 4-token prompt and 3 output tokens: the prefill
+    step (50 ms) gives the first token, two decode steps of one sequence follow at 10 ms each: done at 70 ms."""
+    one = (0.05,) * 4097
+    every = (0.01,) * 4097
+    st = StepTimes(one, every, (0.0,) * 4097, 0.0, 10**7, 1e-6, 1.0)
+    run = simulate(st, MIXED, [0.0], [4], [3])
+    assert run.done_times[-1] == pytest.approx(0.07)
+    assert run.tpot_s[0] == pytest.approx(0.01)
