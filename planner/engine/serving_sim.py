@@ -69,6 +69,7 @@ PAIR_PROBE_TOKENS = 2048  # prefill lengths N, 2N, 3N whose second difference gi
 WARMUP_SHARE = 0.1  # the first requests of a run, left out of its latency statistics (the system starts empty)
 MAX_REQUESTS = 20_000  # per simulated run (a trace is sampled down to it)
 MAX_EVENTS_PER_REQUEST = 64  # loop iterations per request before a run is called unsettled (preemption storms)
+PREFILLS_PER_REQUEST = 4  # of a chunked prompt's steps, within the same allowance (its first and recomputes)
 DEFAULT_REQUESTS = 600
 PERCENTILES = (50, 90, 95, 99)
 OVERLOAD = 3.0  # offered load over a full batch's rate when measuring saturation (saturation_rate)
@@ -109,9 +110,14 @@ class StepTimes:
     def max_tokens(self) -> int:
         return len(self.dense_one) - 1
 
-    def dense(self, tokens: int, rows: int) -> float:
-        """A step of `tokens` tokens sampling `rows` of them, without attention scores."""
+    def dense(self, tokens: int, rows: int, decodes: int = 0) -> float:
+        """A step of `tokens` tokens sampling `rows` of them, `decodes` of the tokens decode rows, without attention
+        scores. A step of decodes only is the engine's decode step of that many sequences (dense_all), a lone
+        sequence's included: it is not a one-token prefill (vLLM V0 replays its decode graph for it, where a prefill
+        step runs eagerly)."""
         one, every = self.dense_one[tokens], self.dense_all[tokens]
+        if decodes >= tokens > 0:
+            return every
         if tokens <= 1 or rows <= 1:
             return one
         return one + (every - one) * (rows - 1) / (tokens - 1)
@@ -119,7 +125,7 @@ class StepTimes:
     def seconds(self, b: int, p: int, ctx: int, pairs: float, rows: int, prompts: int = 0) -> float:
         """One step: b decode rows attending ctx keys in all, p prompt tokens (of `prompts` requests) with `pairs`
         query-key pairs; the engine's CPU work for its b + prompts sequences in series."""
-        return (self.dense(b + p, rows) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
+        return (self.dense(b + p, rows, b) + (self.key_s[b] * ctx if b else 0.0) + self.pair_s * pairs
                 + self.seq_host_s * (b + prompts))
 
 
@@ -330,7 +336,11 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     # a step that preempted admits no waiting request (vLLM V1's scheduler: 'if not preempted_reqs:' guards the
     # waiting queue), so a preempted prompt is not re-admitted into the step that just evicted it
     held = False
-    limit = MAX_EVENTS_PER_REQUEST * n + 1000
+    # loop iterations allowed: MAX_EVENTS_PER_REQUEST a request beside the steps its chunked prompt takes, prefilled up
+    # to PREFILLS_PER_REQUEST times (a 32K prompt in 512-token chunks is 64 steps of its own: no storm, yet it alone
+    # used to exhaust the allowance, and a run of them was called unsettled at 0 tokens/s)
+    chunks = sum(-(-x // budget) for x in prompts) if sched.chunked_prefill and budget > 0 else 0
+    limit = MAX_EVENTS_PER_REQUEST * n + PREFILLS_PER_REQUEST * chunks + 1000
     finished = 0
 
     def finish_decodes() -> None:
@@ -485,7 +495,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         # a decode-only stretch of k steps: up to the next completion, arrival that can enter, or the KV limit
         k = heap[0][0] - g
         k = min(k, (cap - ctx - kv_pref) // b)
-        d0 = st.dense(b, b) + key_s[b] * ctx + st.seq_host_s * b
+        d0 = st.dense(b, b, b) + key_s[b] * ctx + st.seq_host_s * b
         slope = key_s[b] * b  # each step's keys grow by b
         can_admit = b + len(prefilling) < seqs
         if per_round > 1:  # a round runs its k steps whatever arrives (simulate's docstring)

@@ -17,9 +17,12 @@ from planner.inputs.builds import parse_torch_version
 PRECISIONS_FILE = DATA_DIR / "precisions.yaml"
 
 
-# which weights a precision's weight_bytes applies to: all; the layers' matrices; a mixture of experts' expert matrices
+# which weights a precision's weight_bytes applies to: all; the layers' matrices; a mixture of experts' expert matrices;
+# the MLPs' matrices (attention's kept 16-bit: Meta's FP8 Llama 3.1 checkpoints)
 EXPERTS_SCOPE = "experts"
-QUANTIZED_SCOPES = ("all", "layers", EXPERTS_SCOPE)
+MLP_SCOPE = "mlp"
+QUANTIZED_SCOPES = ("all", "layers", EXPERTS_SCOPE, MLP_SCOPE)
+PARTIAL_SCOPES = (EXPERTS_SCOPE, MLP_SCOPE)  # scopes that leave some of the layers' matrices 16-bit
 MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend (4-bit formats need ~5)
 # How a quantized kernel multiplies passes too large for its GEMV: 'fused' unpacks the weights in registers inside
 # its tensor-core GEMM (Marlin, tinygemm: instructions only); 'buffer' first dequantizes every weight into a 16-bit
@@ -152,8 +155,10 @@ class Precision:
 
     quantized_weights 'layers': weight_bytes applies to the transformer layers' matrices only; embeddings, LM head and
     norms stay in the activation dtype (AWQ, GPTQ, FP8 and W8A8 checkpoints); 'experts': the experts' matrices only,
-    attention and routers in the activation dtype too (gpt-oss's MXFP4). dequant_ops_per_weight: CUDA-core
-    instructions a weight-only kernel spends unpacking and scaling each weight, once per weight per pass.
+    attention and routers in the activation dtype too (gpt-oss's MXFP4); 'mlp': every MLP's matrices (experts, shared
+    MLP and router included), attention's in the activation dtype (Meta's FP8 Llama 3.1 405B).
+    dequant_ops_per_weight: CUDA-core instructions a weight-only kernel spends unpacking and scaling each weight, once
+    per weight per pass.
     runtimes: the only runtimes that run the format (a GGUF file needs llama.cpp); () = any.
     kernel: the library kernels it runs with (bitsandbytes, exllama), when they are not the runtime's own.
     pipelined_on: the runtimes whose fused kernel for it hides its unpack work under the weight stream (vLLM's
@@ -214,7 +219,7 @@ class Precision:
     @property
     def outside_weight_bytes(self) -> float:
         """Bytes per weight outside the quantized layers (embeddings, LM head, norms)."""
-        if self.quantized_weights in ("layers", EXPERTS_SCOPE) and self.weight_bytes < self.act_bytes:
+        if self.quantized_weights in ("layers", *PARTIAL_SCOPES) and self.weight_bytes < self.act_bytes:
             return self.act_bytes
         return self.weight_bytes
 

@@ -17,7 +17,7 @@ from planner.base.schema import CachedHash
 from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import ALU_PATH
 from planner.inputs.custom_allreduce import CustomAllReduce
-from planner.inputs.precisions import AttentionBackend, KVDtype, Precision, QuantKernel
+from planner.inputs.precisions import PARTIAL_SCOPES, AttentionBackend, KVDtype, Precision, QuantKernel
 from planner.inputs.prompt_gemm import PromptEra, PromptPath
 
 # The least GPU time a kernel that moves a few kB takes from its first block's start to its last block's end (a
@@ -456,6 +456,8 @@ def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:
     if p.outside_weight_bytes == p.weight_bytes:
         return MemoryItem("weights", total / s.tp / BYTES_PER_GB, "{:,} params x {:g} B / {} GPU(s)",
                           (params, p.weight_bytes, s.tp))
+    others = ("the layers' other matrices, embeddings, LM head, norms" if p.quantized_weights in PARTIAL_SCOPES
+              else "embeddings, LM head, norms")
     return MemoryItem("weights", total / s.tp / BYTES_PER_GB,
-                      "({:,} quantized x {:g} B + {:,} others (embeddings, LM head, norms) x {:g} B) / {} GPU(s)",
+                      "({:,} quantized x {:g} B + {:,} others (" + others + ") x {:g} B) / {} GPU(s)",
                       (quantized, p.weight_bytes, params - quantized, p.outside_weight_bytes, s.tp))

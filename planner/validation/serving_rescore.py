@@ -22,8 +22,9 @@ from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
-OVERRIDES = ("kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests", "request_overhead_ms",
-             "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream", "enforce_eager")
+OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
+             "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
+             "enforce_eager")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -34,6 +35,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
         rec.check_keys(("rows", "why") + OVERRIDES)
         rec.text("why")
         cond = {}
+        if "precision" in rec.data:
+            cond["precision"] = rec.text("precision")
         if "kv_dtype" in rec.data:
             cond["kv_dtype"] = rec.text("kv_dtype")
         if "scheduler_steps" in rec.data:

@@ -5,7 +5,7 @@ span. Expected values are counted by hand on a flat step model."""
 import pytest
 
 from planner.engine.serving_sim import (MAX_REQUESTS, Requests, StepTimes, benchmark_arrivals, burst_tokens_per_s,
-                                        saturation_rate)
+                                        saturation_rate, simulate)
 from planner.inputs.serving_runtimes import Scheduler
 
 
@@ -53,3 +53,27 @@ def test_benchmark_arrivals_span_their_expectation():
 def test_a_burst_outside_the_run_cap_is_refused(n):
     with pytest.raises(ValueError, match="requests"):
         burst_tokens_per_s(_flat(0.01), MIXED, Requests((16,), (10,)), n)
+
+
+
+def test_long_chunked_prompts_are_not_called_a_preemption_storm():
+    """20 prompts of 3,200 tokens, one output token each, at once, under a 16-token budget with chunked prefill: 200
+    chunk steps a prompt, 4,000 steps of 10 ms in all, no preemption (the cache holds everything). Every request is
+    served, the last at 40 s. The loop's allowance (64 iterations a request + 1,000 = 2,280) once called this run
+    unsettled after 11 requests (a 32K-token prompt in 512-token chunks scored 0 tokens/s)."""
+    chunked = Scheduler("t", "test", "vllm", 256, 16, True, True, 0.9)
+    run = simulate(_flat(0.01), chunked, [0.0] * 20, [3200] * 20, [1] * 20)
+    assert run.settled and len(run.done_times) == 20
+    assert run.span_s == pytest.approx(40.0)
+
+
+def test_a_lone_sequences_decode_step_is_a_decode_step_not_a_one_token_prefill():
+    """A step model whose one-token prefill (50 ms: vLLM V0 dispatches prefill steps eagerly) differs from its decode
+    step of one sequence (10 ms, a replayed graph). One request, a 4-token prompt and 3 output tokens: the prefill
+    step (50 ms) gives the first token, two decode steps of one sequence follow at 10 ms each: done at 70 ms."""
+    one = (0.05,) * 4097
+    every = (0.01,) * 4097
+    st = StepTimes(one, every, (0.0,) * 4097, 0.0, 10**7, 1e-6, 1.0)
+    run = simulate(st, MIXED, [0.0], [4], [3])
+    assert run.done_times[-1] == pytest.approx(0.07)
+    assert run.tpot_s[0] == pytest.approx(0.01)

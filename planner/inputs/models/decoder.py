@@ -52,7 +52,7 @@ from planner.inputs.models.decoder_fields import ARCH_FIELDS, read_decoder
 from planner.inputs.models.eager_chains import (rmsnorm_backward_chain_bytes, rmsnorm_chain_bytes,
                                                 rotary_backward_chain_bytes, rotary_chain_bytes, softmax_upcast_bytes)
 from planner.inputs.catalog import SGEMM_FAMILY
-from planner.inputs.precisions import EXPERTS_SCOPE
+from planner.inputs.precisions import EXPERTS_SCOPE, MLP_SCOPE
 from planner.inputs.models.fp8_training import FP8_BYTES, fp8_linear_groups
 from planner.inputs.work import (ALL_GATHER, ALL_REDUCE, ATTENTION_GROUP, BACKWARD_FORWARD_RATIO, DEQUANT_GROUP,
                                  GEMV_GROUP, PROMPT_SCALE_GROUP, Collective, Gemm, MemoryItem, OpGroup, Setup,
@@ -510,19 +510,31 @@ class DecoderProfile(CachedHash):
 
     def quantized_params(self, scope: str) -> int:
         """Weights a precision of `scope` quantizes: the experts' matrices ('experts': gpt-oss's MXFP4; none in a
-        dense model), else the layers' matrices."""
-        return self.moe_layers * self.experts * self.expert_params if scope == EXPERTS_SCOPE else self.matmul_total
+        dense model), the MLPs' ('mlp': Meta's FP8, attention 16-bit), else the layers' matrices."""
+        if scope == EXPERTS_SCOPE:
+            return self.moe_layers * self.experts * self.expert_params
+        return self.matmul_total - (self.mixer_params if scope == MLP_SCOPE else 0)
+
+    @property
+    def mixer_params(self) -> int:
+        """Matrix weights of every layer's token mixer: attention's projections and state-space layers'."""
+        return self.attn_layers * self.attn_params + self.state_layers * self.ssm_matmul_params
 
     def quantized_token_params(self, scope: str) -> float:
         """Of the layers' weights one token multiplies by (active_total), those in a precision of `scope`'s format:
-        its top-k experts' matrices for an 'experts' scope (none in a dense model), else all of them."""
+        its top-k experts' matrices for an 'experts' scope (none in a dense model), its MLPs' for 'mlp', else all of
+        them."""
+        if scope == MLP_SCOPE:
+            return float(self.active_total - self.mixer_params)
         if scope != EXPERTS_SCOPE:
             return float(self.active_total)
         return float(self.moe_layers * self.experts_per_token * self.expert_params) if self.experts > 1 else 0.0
 
     def quantized_read(self, scope: str, layer_read: float, tokens: float) -> float:
         """Of the `layer_read` matrix weights a pass over `tokens` tokens reads, those in the quantized format: the
-        experts read (experts_read per layer) for an 'experts' scope, else all."""
+        experts read (experts_read per layer) for an 'experts' scope, all but the mixers' for 'mlp', else all."""
+        if scope == MLP_SCOPE:
+            return layer_read - self.mixer_params
         if scope != EXPERTS_SCOPE:
             return layer_read
         return self.moe_layers * self.experts_read(tokens) * self.expert_params if self.experts > 1 else 0.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from planner.inputs.models.autocast_chains import fused_loss_bytes
-from planner.inputs.precisions import DECODE_LATENCY_ORIGIN, EXPERTS_SCOPE
+from planner.inputs.precisions import DECODE_LATENCY_ORIGIN, EXPERTS_SCOPE, MLP_SCOPE
 from planner.inputs.work import SMALL_KERNEL_US, Setup
 
 
@@ -70,9 +70,9 @@ def forward_formulas(s: Setup, name: str, note: str, score_words: str, swiglu: b
     head = (f" + LM head x {p.outside_weight_bytes:g} B" if p.outside_weight_bytes != p.weight_bytes else "")
     how = ("elementwise chains fused" if s.fused_elementwise
            else "eager: every op its own kernel" + (", SwiGLU's silu and product apart" if swiglu else ""))
-    stored = (f"expert matrix params read x {p.weight_bytes:g} B/weight + other layer matrices x "
-              f"{p.outside_weight_bytes:g} B" if p.quantized_weights == EXPERTS_SCOPE
-              else f"layer matmul params x {p.weight_bytes:g} B/weight")
+    partial = {EXPERTS_SCOPE: "expert matrix", MLP_SCOPE: "MLP matrix"}.get(p.quantized_weights)
+    stored = (f"{partial} params read x {p.weight_bytes:g} B/weight + other layer matrices x "
+              f"{p.outside_weight_bytes:g} B" if partial else f"layer matmul params x {p.weight_bytes:g} B/weight")
     return (f"FLOPs = 2 x {name} tokens x matmul params; bytes = {stored}{head}{note}",
             "FLOPs = 4 x layers x heads x head_dim x keys attended"
             + (" (every score: no causal skipping)" if s.attention.scores_materialized else "")

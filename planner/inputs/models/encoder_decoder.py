@@ -22,7 +22,7 @@ from typing import Any
 from planner.base.schema import CachedHash, Record
 from planner.base.units import BYTES_PER_GB
 from planner.inputs.models.decoder import DecoderProfile, parse_decoder
-from planner.inputs.precisions import EXPERTS_SCOPE
+from planner.inputs.precisions import PARTIAL_SCOPES
 from planner.inputs.work import Collective, MemoryItem, OpGroup, Setup, forward_equivalents, training_gemms
 
 # Kernels of one cross-attention block in eager PyTorch: norm, Q, K and V (once, at prefill), attention, O, residual add
@@ -98,8 +98,8 @@ class EncoderDecoderProfile(CachedHash):
         return self.enc.quantizable_params + self.dec.quantizable_params + self.dec.layers * self.cross_matmul_params
 
     def quantized_params(self, scope: str) -> int:
-        """The stacks' own; cross-attention's matrices unless only experts are quantized (it has none)."""
-        cross = 0 if scope == EXPERTS_SCOPE else self.dec.layers * self.cross_matmul_params
+        """The stacks' own; cross-attention's matrices unless only experts or MLPs are quantized (it is neither)."""
+        cross = 0 if scope in PARTIAL_SCOPES else self.dec.layers * self.cross_matmul_params
         return self.enc.quantized_params(scope) + self.dec.quantized_params(scope) + cross
 
     @property
@@ -129,7 +129,7 @@ class EncoderDecoderProfile(CachedHash):
         rows_q, rows_kv = batch * dec_tokens, batch * enc_tokens
         proj = 2.0 * L * (rows_q * 2 * d.hidden * d.q_dim + rows_kv * 2 * d.hidden * d.kv_dim) / tp
         attn = d.attn_flops_per_key() * L * batch * dec_tokens * keys / tp
-        weight_bytes = p.outside_weight_bytes if p.quantized_weights == EXPERTS_SCOPE else p.weight_bytes
+        weight_bytes = p.outside_weight_bytes if p.quantized_weights in PARTIAL_SCOPES else p.weight_bytes
         weights = L * (2 * d.hidden * d.q_dim + (2 * d.hidden * d.kv_dim if enc_tokens else 0)) * weight_bytes / tp
         cache = rows_kv * L * 2 * d.kv_dim * s.kv_dtype.bytes / tp
         acts = (rows_q * 2 * d.q_dim + rows_kv * 2 * d.kv_dim) * L * p.act_bytes / tp
