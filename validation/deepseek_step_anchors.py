@@ -9,8 +9,9 @@ script asks where in the step that miss lies, using only figures other sources p
    --num-prompts 100 (vLLM 0.7.x, V0): 634.90 output tokens/s with VLLM_ATTENTION_BACKEND=TRITON_MLA, 692.34 with
    FLASHMLA. The same harness, engine generation and GPUs as dstack's vLLM rows, at other lengths and counts.
 2. SGLang's fused_moe tuning script on 8 x H200 for Qwen3-235B-A22B-FP8 at TP 8, before tuning (sgl-project/sglang
-   PR #11730, 2025-10, read 2026-11-28): the whole fused_moe call of one layer (routing alignment, both expert GEMMs,
-   activation) 31.70 us at batch 1 and 124.99 us at batch 32: the Triton expert kernel at 1-2 tokens an expert.
+   PR #11730, its date not read; read 2026-11-28): the whole fused_moe call of one layer (routing alignment, both
+   expert GEMMs, activation) 31.70 us at batch 1 and 124.99 us at batch 32: the Triton expert kernel at 1-2 tokens an
+   expert.
 
 For (1) the planner's own fill time (the run with 1 output token) is taken off both the published and the predicted
 run, so what is left is 1,000 decode steps of 100 sequences: published / predicted = how much slower the real step is.
