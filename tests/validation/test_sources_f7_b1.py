@@ -1,6 +1,6 @@
-"""Round-5 batch-1 sources written before their values (validation/to_predict/tinychat-awq-rtx4090.yaml and
-autoawq-pr320-a100.yaml): each row becomes the plan its source describes (runtime, AWQ kernel version, lengths).
-Nothing here estimates a row."""
+"""Round-5 batch-1 sources written before their values (validation/to_predict/tinychat-awq-rtx4090.yaml,
+autoawq-pr320-a100.yaml and autoawq-issue276-a100.yaml): each row becomes the plan its source describes (runtime,
+AWQ kernel version, lengths). Nothing here estimates a row."""
 
 from __future__ import annotations
 
@@ -57,3 +57,14 @@ def test_pr320_rows_are_one_prefill_and_one_decode_per_round():
     assert all(r.gen_tokens == r.prompt_tokens for r in rows if r.regime == "decode")
     assert {plan_of(r).precision for r in rows} == {"awq-gemm"}
     assert {r.gpu for r in rows} == {"a100-sxm-80gb"}
+
+
+def test_issue276_fp16_rows_run_transformers_and_gemm_rows_the_fused_modules():
+    # benchmark.py --pretrained loads the fp16 model in transformers; the GEMM checkpoint runs AutoAWQ's fused modules
+    rows = rows_of("autoawq-issue276-a100.yaml")
+    assert len(rows) == 8 * 2 + 3 * 2  # GEMM 32-4096 whole, FP16 cut after 128 in the stored copy
+    plans = {r.id: plan_of(r) for r in rows}
+    for r in rows:
+        expected = ("autoawq", "awq-gemm") if "-gemm-" in r.id else ("pytorch-eager", "fp16")
+        assert (plans[r.id].runtime, plans[r.id].precision) == expected, r.id
+    assert sorted(r.prompt_tokens for r in rows if "-fp16-" in r.id and r.regime == "decode") == [32, 64, 128]
