@@ -38,12 +38,10 @@ def test_tinychat_awq_rows_switch_kernel_at_eight_rows():
 
 def test_tinychat_prefill_tables_cover_each_length_per_system():
     pre = [r for r in rows_of("tinychat-awq-rtx4090.yaml") if r.regime == "prefill"]
-    # 2 models x 2 rows x 6 lengths in the dedicated tables, 3 systems x 5 lengths in the comparison table
-    assert len(pre) == 2 * 2 * 6 + 3 * 5
-    others = {r.framework for r in pre if r.id.startswith("tinychat-cmp-")}
-    assert set(others) == {"tensorrt-llm", "mlc-llm", "llama.cpp"}
-    for fw in others:
-        assert sorted(r.prompt_tokens for r in pre if r.framework == fw) == [256, 512, 1024, 2048, 4096]
+    # 2 models x 2 rows x 6 lengths in the dedicated tables; the comparison table's 3 systems x 5 lengths were left
+    # out before predicting (their 4-bit formats are not stated)
+    assert len(pre) == 2 * 2 * 6
+    assert not [r for r in pre if r.id.startswith("tinychat-cmp-")]
     assert all(r.metric == "step_seconds" and r.gen_tokens == 0 for r in pre)
 
 
