@@ -131,7 +131,10 @@ def _precision_on(cc: tuple[int, int] | None, s: Setup, runtime: str) -> Setup:
     if p is not s.precision:
         s = replace(s, precision=p, unpack_pipelined=runtime in p.pipelined_on)
     path = s.prompt_era.path_on(cc, prompt_weight_kind(p)) if s.prompt_era is not None else None
-    return replace(s, prompt_path=path) if path != s.prompt_path else s
+    kernel = s.prompt_era.attention_on(cc) if s.prompt_era is not None else None
+    if path != s.prompt_path or kernel != s.prompt_attention:
+        s = replace(s, prompt_path=path, prompt_attention=kernel, prompt_attention_major=cc[0] if kernel else 0)
+    return s
 
 
 def prompt_weight_kind(p: Precision) -> str:

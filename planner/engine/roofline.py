@@ -182,12 +182,14 @@ def _sum_work(a: float, b: float, cap: int, p0: int, n: int) -> float:
 
 
 def _kernel_fraction(g: OpGroup, gpu: GPU) -> float:
-    """The fraction of the datasheet peak a group's kernel reaches on this GPU's generation (0: not known)."""
+    """The fraction of the datasheet peak a group's kernel reaches on this GPU's generation (0: not known); a kernel
+    that accumulates in fp16 (accumulate16) at its fraction of the full-rate peak, which GeForce's fp16-accumulate
+    speedup puts above the catalog's fp32-accumulate figure."""
     cc = gpu.compute_capability
     if cc:
         for major, fraction in g.peak_fractions:
             if major == cc[0]:
-                return fraction
+                return fraction * (gpu.fp16_accumulate_speedup if g.accumulate16 else 1.0)
     return 0.0
 
 

@@ -7,6 +7,8 @@ for a tensor-core cublasGemmEx that accumulates in fp16, or its own MMQ kernels 
 dot products (dp4a on the CUDA cores, or int8 tensor-core MMA from Turing on). Each `path` says what its pass costs;
 each `era` (from a build number on) which path a quantized format and an F16 matrix take on each compute capability.
 Estimates take the newest era; a validation row that names its build takes that build's (RuntimeProfile.at_build).
+An era may also name the fused FlashAttention kernel (`attention_kernels`) such a pass runs on each compute
+capability: llama.cpp's own wmma or mma kernels, each at its measured fraction of the GPU's full-rate FP16 tensor peak.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from planner.base.schema import CachedHash, Record, parse_compute_capability, sm_label
 from planner.inputs.catalog import ALU_PATH, COMPUTE_PATHS
 
-MAX_PATHS, MAX_ERAS = 16, 32  # parser caps
+MAX_PATHS, MAX_ERAS, MAX_ATTENTION_KERNELS = 16, 32, 8  # parser caps
 WEIGHT_KINDS = ("quantized", "f16")  # what an era's path table is keyed by: a GGUF quantized format, an F16 matrix
 
 
@@ -51,13 +53,30 @@ class PromptPath(CachedHash):
 
 
 @dataclass(frozen=True)
+class AttentionKernel(CachedHash):
+    """A runtime's own fused attention kernel for a prompt pass: it reaches `fraction` of the GPU's full-rate FP16
+    tensor peak (the catalog's dense FP16 figure x GPU.fp16_accumulate_speedup), whatever the model's shape."""
+
+    id: str
+    fraction: float
+    source: str
+
+
+@dataclass(frozen=True)
 class PromptEra(CachedHash):
     """From build `from_build` on: the path of each weight kind (WEIGHT_KINDS) per minimum compute capability,
-    highest first."""
+    highest first; and the fused attention kernel a prompt pass runs per minimum compute capability (may be empty)."""
 
     from_build: int
     paths: tuple[tuple[str, tuple[tuple[tuple[int, int], PromptPath], ...]], ...]
     source: str
+    attention: tuple[tuple[tuple[int, int], AttentionKernel], ...] = ()
+
+    def attention_on(self, cc: tuple[int, int] | None) -> AttentionKernel | None:
+        """The fused attention kernel a prompt pass runs on a GPU of compute capability `cc` (None: none listed)."""
+        if cc is None:
+            return None
+        return next((k for min_cc, k in self.attention if cc >= min_cc), None)
 
     def path_on(self, cc: tuple[int, int] | None, kind: str) -> PromptPath | None:
         """The path a `kind` weight takes on a GPU of compute capability `cc` (None: no CUDA GPU, or none listed)."""
@@ -76,7 +95,7 @@ def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
     sub = rec.child("prompt_gemm", required=False)
     if sub is None:
         return ()
-    sub.check_keys(("paths", "eras"))
+    sub.check_keys(("paths", "eras", "attention_kernels"))
     paths = {}
     for p in sub.records("paths", MAX_PATHS):
         p.check_keys(("id", "compute_path", "fraction", "buffer_bytes", "act_convert_bytes", "accumulate",
@@ -89,26 +108,37 @@ def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
             p.text("accumulate", required=False, choices=("fp16", "fp32")) == "fp16",
             p.number("flops_per_op", required=path == ALU_PATH, lo=1, hi=64) or 1.0, " ".join(p.text("source").split()),
             p.number("scale_flops", required=False, lo=0, hi=1.0) or 0.0)
+    kernels = {}
+    listed = sub.raw("attention_kernels", False) is not None
+    for k in sub.records("attention_kernels", MAX_ATTENTION_KERNELS) if listed else ():
+        k.check_keys(("id", "fraction", "source"))
+        kernels[k.text("id")] = AttentionKernel(k.text("id"), k.number("fraction", lo=0.01, hi=1.0),
+                                                " ".join(k.text("source").split()))
     eras = []
     for e in sub.records("eras", MAX_ERAS):
-        e.check_keys(("from_build", *WEIGHT_KINDS, "source"))
+        e.check_keys(("from_build", *WEIGHT_KINDS, "attention", "source"))
         eras.append(PromptEra(int(e.number("from_build", lo=0, hi=10**6, integer=True)),
                               tuple((kind, _table(e, kind, paths)) for kind in WEIGHT_KINDS),
-                              " ".join(e.text("source").split())))
+                              " ".join(e.text("source").split()),
+                              _table(e, "attention", kernels, required=False)))
     builds = [e.from_build for e in eras]
     if builds != sorted(set(builds)):
         raise sub.fail("eras", f"expected from_build in increasing order, got {builds}")
     return tuple(eras)
 
 
-def _table(e: Record, kind: str, paths: dict[str, PromptPath]) -> tuple[tuple[tuple[int, int], PromptPath], ...]:
-    """An era's {min compute capability: path id} mapping for one weight kind, highest capability first."""
-    sub = e.child(kind)
+def _table(e: Record, kind: str, paths: dict, required: bool = True) -> tuple[tuple[tuple[int, int], object], ...]:
+    """An era's {min compute capability: path (or attention kernel) id} mapping for one weight kind (or
+    'attention'), highest capability first; () for an absent optional table."""
+    sub = e.child(kind, required=required)
+    if sub is None:
+        return ()
     out = []
     for sm, pid in sub.data.items():
         cc = parse_compute_capability(sm, lambda problem, field=str(sm): sub.fail(field, problem))
         if pid not in paths:
-            raise sub.fail(str(sm), f"no path '{pid}' in prompt_gemm.paths ({', '.join(paths)})")
+            what, block = ("kernel", "attention_kernels") if kind == "attention" else ("path", "paths")
+            raise sub.fail(str(sm), f"no {what} '{pid}' in prompt_gemm.{block} ({', '.join(paths) or 'none given'})")
         out.append((cc, paths[pid]))
     return tuple(sorted(out, key=lambda x: x[0], reverse=True))
 

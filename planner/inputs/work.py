@@ -18,7 +18,7 @@ from planner.base.units import BYTES_PER_GB
 from planner.inputs.catalog import ALU_PATH
 from planner.inputs.custom_allreduce import CustomAllReduce
 from planner.inputs.precisions import PARTIAL_SCOPES, AttentionBackend, KVDtype, Precision, QuantKernel
-from planner.inputs.prompt_gemm import PromptEra, PromptPath
+from planner.inputs.prompt_gemm import AttentionKernel, PromptEra, PromptPath
 
 # The least GPU time a kernel that moves a few kB takes from its first block's start to its last block's end (a
 # norm or residual add over one token's hidden vector: launch of its blocks, a DRAM round trip or two for its
@@ -198,6 +198,10 @@ class Setup(CachedHash):
     # precision on the GPU at hand (precision_on resolves it per compute capability); None: the generic model
     prompt_era: PromptEra | None = None
     prompt_path: PromptPath | None = None
+    # the runtime's own fused attention kernel a prompt pass runs on that GPU (PromptEra.attention_on: llama.cpp's
+    # wmma / mma FlashAttention by build and compute capability); None: the attention backend's own rate
+    prompt_attention: AttentionKernel | None = None
+    prompt_attention_major: int = 0  # the compute-capability major it was resolved for (OpGroup.peak_fractions)
     # bytes per gradient element FSDP's reduce-scatter sends (Training.grad_reduce_bytes; 0: the compute dtype's)
     grad_reduce_bytes: float = 0.0
     # the stack's tensor parallel gathers each column-parallel projection's input apart (Training.tp_gather)
@@ -250,6 +254,14 @@ class Setup(CachedHash):
         if self.prompt_path is None or rows <= self.gemv_max_tokens:
             return None
         return self.prompt_path
+
+    def prompt_attention_kernel(self, rows: int) -> AttentionKernel | None:
+        """The runtime's own fused attention kernel for a pass over `rows` tokens: only with a fused backend (no score
+        matrix), on a pass that takes the prompt GEMM (more rows than the runtime's GEMV: llama.cpp's vector
+        FlashAttention kernel serves those), and where the runtime's era names one for this GPU."""
+        if self.prompt_attention is None or self.attention.scores_materialized or self.prompt_gemm(rows) is None:
+            return None
+        return self.prompt_attention
 
     def pipelined(self, rows: int) -> bool:
         """A pass over `rows` tokens unpacks the quantized weights in a kernel that hides its instructions under its

@@ -61,7 +61,7 @@ def _rate_text(g, runtime_factor: float) -> str:
     if g.peak_fraction:
         return (f"; rate {g.achieved_tflops:,.4g} TFLOPS = datasheet peak {g.peak_tflops:,.4g} x {g.peak_fraction:.2f} "
                 "(the attention kernel's own rate: FlashAttention-2's fraction of peak on this GPU generation x the "
-                "kernel's speed relative to it)")
+                "kernel's speed relative to it, or the runtime's own kernel's fraction, named in its formula)")
     kernel = g.achieved_tflops / (g.ceiling_tflops * runtime_factor * g.shape_efficiency) if g.ceiling_tflops else 1.0
     return (f"; rate {g.achieved_tflops:,.4g} TFLOPS = ceiling {g.ceiling_tflops:,.4g} x runtime {runtime_factor:.2f}"
             f" x GEMM shape {g.shape_efficiency:.2f}" + (f" x kernel {kernel:.2f}" if abs(kernel - 1) > 1e-3 else ""))

@@ -878,6 +878,8 @@ class DecoderProfile(CachedHash):
         # the runtime's prompt GEMM (llama.cpp by build and GPU; None: the generic model), chosen by a pass's rows: a
         # prompt prefilled in chunks of the runtime's micro-batch (prefill_work) runs passes of that many tokens
         path = s.prompt_gemm(batch * min(tokens, s.prefill_chunk or tokens))
+        # the runtime's own FlashAttention kernel for such a pass (llama.cpp's wmma / mma by build and GPU), if any
+        fa = s.prompt_attention_kernel(batch * min(tokens, s.prefill_chunk or tokens))
         copied = (m._path_weights(s, layer_read, stored)
                   if path is not None and path.copies(bool(p.dequant_ops_per_weight), p.weight_bytes) else 0.0)
         lin_bytes += copied * ((path.buffer_bytes - p.weight_bytes) if copied else 0.0)  # the GEMM reads the copy
@@ -934,8 +936,12 @@ class DecoderProfile(CachedHash):
             *(split_k_groups(sum(r * n * c for r, n, _, c in m.linear_gemms(bt, 0, tp)), s, bt)
               if p.kernel is not None else ()),
             *(m.scan_groups(s, batch, tokens, state_passes=2.0 if keys_sum == 0 else 1.0) if m.state_layers else ()),
-            OpGroup(ATTENTION_GROUP, attn_flops, qkvo + kv_write + scores, s.attention_path, attn_text,
-                    rate_factor=s.attention.speed_vs_fa2, peak_fractions=s.attention.peak_fractions),
+            OpGroup(ATTENTION_GROUP, attn_flops, qkvo + kv_write + scores, s.attention_path,
+                    attn_text + (text.prompt_attention_text(fa) if fa is not None else ""),
+                    rate_factor=1.0 if fa is not None else s.attention.speed_vs_fa2,
+                    peak_fractions=(((s.prompt_attention_major, fa.fraction),) if fa is not None
+                                    else s.attention.peak_fractions),
+                    accumulate16=fa is not None),
             OpGroup("elementwise & norms", 0.0, elem_bytes, s.attention_path,
                     elem_text + text.small_kernel_text(m.small_kernels_per_forward),
                     small_kernels=m.small_kernels_per_forward),

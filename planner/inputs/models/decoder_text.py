@@ -111,6 +111,12 @@ def prompt_path_text(path, copied: float) -> str:
     return f"; prompt GEMM {path.id}: {rate}{copy}{acc}"
 
 
+def prompt_attention_text(kernel) -> str:
+    """The attention group's words for the runtime's own FlashAttention kernel a prompt pass runs (AttentionKernel)."""
+    return (f"; the runtime's own FlashAttention kernel '{kernel.id}' at {kernel.fraction:g} of the GPU's full-rate "
+            "FP16 tensor peak (its measured rate, in place of the attention backend's)")
+
+
 def prompt_scale_text(path, lin_flops: float) -> str:
     """The words for a prompt GEMM path's CUDA-core work after its MMAs (PromptPath.scale_flops)."""
     return (f"flops = {path.scale_flops:g} FP32 FLOP-equivalents x {lin_flops:,.0f} matmul FLOPs ({path.id}: each "
