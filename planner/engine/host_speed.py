@@ -15,6 +15,13 @@ from planner.inputs.runtimes import Efficiency
 REFERENCE_HOST_SPEED = 1.0  # the hosts the constants were measured on
 
 
+def host_seconds(seconds: float, host_speed: float) -> float:
+    """`seconds` of host CPU work at the reference hosts' speed, on a host `host_speed` times as fast single-threaded:
+    a serving front end's work on a request (HTTP, tokenising the prompt, the hop to the engine and back) and the
+    engine's host steps before a first token goes out are single-threaded Python like the constants above."""
+    return seconds / host_speed
+
+
 def on_host(eff: Efficiency, host_speed: float) -> Efficiency:
     """`eff` on a host `host_speed` times as fast single-threaded as the reference: each host-side time divided by
     it (dispatch per kernel, eager prefill's, the per-step and per-sequence CPU work, an expert loop's dispatches

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from planner.base.units import SECONDS_PER_HOUR
 from planner.engine.estimate import efficiency_on, setup_on
+from planner.engine.host_speed import host_seconds
 from planner.engine.memory import breakdown, usable_gb
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan
@@ -80,7 +81,7 @@ def serving_point(plan: Plan, gpu: GPU, facts: Facts, concurrency: int, prompt: 
         raise ValueError(f"{gpu.name}: {unsupported}")
     step = _decode_step_s(plan, gpu, facts, concurrency, prompt, output)
     prefill = _prefill_s(plan, gpu, facts, prompt)
-    front_end_s = sched.front_end_s(prompt) if sched else 0.0
+    front_end_s = host_seconds(sched.front_end_s(prompt), plan.host_speed) if sched else 0.0  # CPU work
     # the decode step in flight (none when it runs alone), or an overlapped loop's first token a step late
     # (serving_sim.first_token_late_s): one step either way, the late step being the one in flight under load
     late = concurrency > 1 or (sched is not None and sched.host_overlapped)

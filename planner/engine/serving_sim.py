@@ -52,7 +52,7 @@ import numpy as np
 
 from planner.base.units import SECONDS_PER_HOUR
 from planner.engine.estimate import efficiency_on, setup_on
-from planner.engine.host_speed import REFERENCE_HOST_SPEED, on_host
+from planner.engine.host_speed import REFERENCE_HOST_SPEED, host_seconds, on_host
 from planner.engine.memory import breakdown, usable_gb
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan
@@ -100,6 +100,8 @@ class StepTimes:
     # per-sequence part (Scheduler.first_token_steps x the per-step host time; first_token_wait adds that part)
     first_token_s: float = 0.0
     first_token_steps: int = 0
+    # the plan's host CPU speed (Plan.host_speed): the front end's work on a request is host work too (host_seconds)
+    host_speed: float = REFERENCE_HOST_SPEED
 
     def first_token_wait(self, b: int) -> float:
         """Seconds a first token waits after its prefill step with `b` sequences running (Scheduler.first_token_steps
@@ -209,7 +211,7 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     one_t = interp(one)
     first_s = sched.first_token_steps * host_eff.step_host_us * 1e-6
     return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff),
-                     first_s, sched.first_token_steps)
+                     first_s, sched.first_token_steps, plan.host_speed)
 
 
 def _second_difference(f, n: int) -> float:
@@ -297,7 +299,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     rejoins the same way (its recompute on the prefill servers is not modelled).
 
     A request reaches the scheduler after the front end's work (front_end_entries: sched.front_end_s of its
-    prompt, one request at a time), and its
+    prompt on the plan's host, host_seconds of st.host_speed, one request at a time), and its
     latencies count from its arrival; a first token reaches it st.first_token_wait later than its step ends (vLLM
     V0's outputs processed during the next step; an overlapped scheduler's a decode step later, first_token_late_s). A
     scheduler of k > 1 steps per round (multi-step scheduling) admits
@@ -308,7 +310,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     one: a request arriving during step i is received as step i+1 launches and rides step i+2, a step later than
     a scheduler that receives at step boundaries (an idle engine receives it at once)."""
     n = len(arrivals)
-    enter = front_end_entries(arrivals, [sched.front_end_s(p) for p in prompts])
+    enter = front_end_entries(arrivals, [host_seconds(sched.front_end_s(p), st.host_speed) for p in prompts])
     per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)

@@ -33,7 +33,7 @@ from planner import ROOT_DIR
 from planner.base.files import file_version
 from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
-from planner.engine.host_speed import REFERENCE_HOST_SPEED
+from planner.engine.host_speed import REFERENCE_HOST_SPEED, host_seconds
 from planner.engine.plan import Plan, check_plan, check_runtime
 from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog, load_link_kinds
 from planner.inputs.facts import load_facts
@@ -415,7 +415,8 @@ def first_token_lag_s(row: Measurement) -> float:
     its prompt (data/serving.yaml request_overhead_ms + prompt_tokens x tokenize_us_per_token: the one formula the
     serving simulation charges too); with an engine generation, its first_token_steps (vLLM V0 0.6-0.10 processes a
     step's outputs in the next step's callback) x one step's host time at the row's batch, step_host_us + batch x
-    host_us_per_seq; 0 for any other row."""
+    host_us_per_seq; 0 for any other row. All of it host CPU work, on the row's host (host_seconds of its
+    host_speed), as the plan's own host times are."""
     if not (row.streamed_ttft and row.regime == "prefill"):
         return 0.0
     lag = 0.0
@@ -425,7 +426,7 @@ def first_token_lag_s(row: Measurement) -> float:
         steps = load_schedulers().get(FRAMEWORK_RUNTIME[row.framework]).first_token_steps(row.engine)
         per_seq, step = engine_host_us(row.framework, row.engine)
         lag += steps * ((step or 0.0) + row.batch * per_seq) * 1e-6
-    return lag
+    return host_seconds(lag, row.host_speed or REFERENCE_HOST_SPEED)
 
 
 def serving_profile(framework: str) -> SchedulerProfile:

@@ -407,7 +407,8 @@ def host_speed_row(host_speed: float) -> tuple[str, str, str]:
         text = "the reference hosts' (1x): the runtimes' host times as measured"
     else:
         text = (f"{host_speed:g}x the reference hosts' single-thread speed: host dispatch per kernel and the "
-                f"engine's CPU work per step and per sequence each divided by {host_speed:g}, the GPU's time not")
+                f"engine's CPU work per step and per sequence (and a serving front end's per request) each divided by "
+                f"{host_speed:g}, the GPU's time not")
     return ("Host CPU speed", text, "yours (--host-speed; planner/engine/host_speed.py: the H100 and A100 servers "
             "the runtimes' host constants were measured on are 1)" if host_speed != REFERENCE_HOST_SPEED
             else "planner/engine/host_speed.py")

@@ -320,8 +320,8 @@ PLAN_FIELDS = (
     PlanField("host", "--host-speed", "your host CPU's single-thread speed over that of the hosts the runtimes' "
               f"host constants were measured on ({_span('host_speed')}; 1 = theirs, H100 and A100 servers of "
               "2023-25, e.g. the ratio of the two CPUs' PassMark single-thread ratings): each runtime's host-side "
-              "time (Python dispatch per kernel, a serving engine's CPU work per step and per sequence) is divided "
-              "by it, the GPU's own time not (planner/engine/host_speed.py)"),
+              "time (Python dispatch per kernel, a serving engine's CPU work per step and per sequence, its front "
+              "end's per request) is divided by it, the GPU's own time not (planner/engine/host_speed.py)"),
     PlanField("tier", "--price-tier", "secure (a data center's on-demand: RunPod secure cloud, Lambda, Nebius...), "
               "community (a marketplace's hosts: RunPod community cloud, Vast.ai) or spot", lambda: PRICE_TIERS),
     PlanField("prov", "--providers", "the providers you rent from, comma-separated, or all: per GPU and tier the "
