@@ -140,7 +140,11 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "DerekLiu35/huggingface-quantization-benchmarking-code",
                                    # predicted before measured at 4b51459 (validation/README.md 69, 71-73)
                                    "gparemsky/48gb4090", "h2oai/h2ogpt", "geerlingguy/ai-benchmarks",
-                                   "Lightning-AI/litgpt"}
+                                   "Lightning-AI/litgpt",
+                                   # predicted before measured at 118a15b (validation/README.md 74-92)
+                                   "ROCm/vllm", "Azure/AI-benchmarking-guide", "QwenLM/Qwen", "microsoft/MInference",
+                                   "Smith et al. 2022", "NVIDIA/NeMo-Framework-Launcher (then NeMo-Megatron-Launcher)",
+                                   "mit-han-lab/llm-awq", "quack-ai/companion", "stefanthoss/stefandroid-blog"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
