@@ -5,8 +5,9 @@ a new request as soon as one finishes) or a fixed request rate (Poisson), entere
 of the committed predictions, per source and metric, is the figure; nothing here is tuned on them.
 
 A concurrency row is predicted by planner.engine.serving (a steady concurrency, prefills of replacing requests
-charged); a rate row by the simulation (planner.engine.serving_sim, the engine's scheduler defaults of
-data/serving.yaml).
+charged), or, where it states its request count (`requests`), as that finite closed loop by the simulation
+(serving_sim.closed_loop: the first burst, the server's queue beyond its request cap, the drain); a rate row by the
+simulation (planner.engine.serving_sim, the engine's scheduler defaults of data/serving.yaml).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
 from planner.engine.plan import Plan
 from planner.engine.serving import serving_point
-from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arrivals, burst_tokens_per_s,
+from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arrivals, burst_tokens_per_s, closed_loop,
                                        saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
@@ -70,7 +71,9 @@ class ServingRow:
     engine: str | None = None
     # the benchmark's request count (--num-prompts) when the row is scored as that finite run (None: the
     # simulation's defaults): a rate row simulates that many Poisson arrivals; a saturation row that many requests
-    # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s)
+    # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s); a
+    # concurrency row that many in the client's closed loop (serving_sim.closed_loop), which then takes the
+    # simulation's conditions too (lengths, engine, limits, enforce_eager)
     requests: int | None = None
     # the front end's time per request before the scheduler sees it, in ms, where the run differs from the engine's
     # server (an in-process engine has no HTTP server); None: data/serving.yaml's request_overhead_ms
@@ -157,12 +160,13 @@ def predict(row: ServingRow, facts: Facts) -> float:
     plan = Plan(validation_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
-    if row.concurrency is not None:
+    if row.concurrency is not None and row.requests is None:
         limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
-        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None \
+        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None \
                 or any(x is not None for x in limits) or row.enforce_eager:
-            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine, requests, "
-                             f"max_num_seqs, token_budget, chunked_prefill and enforce_eager")
+            raise ValueError(f"{row.id}: a concurrency row takes scheduler_steps, lengths, engine, max_num_seqs, "
+                             f"token_budget, chunked_prefill and enforce_eager only with requests (a finite closed "
+                             f"loop, simulated)")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         on = sched.on(gpu.id, gpu.vram_gib)
@@ -195,7 +199,9 @@ def predict(row: ServingRow, facts: Facts) -> float:
         if row.requests is not None:
             return burst_tokens_per_s(st, s, reqs, row.requests)
         return saturation_rate(st, s, reqs) * sum(reqs.outputs) / len(reqs.outputs)
-    if row.requests is None:
+    if row.concurrency is not None:  # the client's finite closed loop of row.requests at row.concurrency
+        pt = closed_loop(st, s, reqs, row.concurrency, row.requests)
+    elif row.requests is None:
         pt = serve_rate(st, s, reqs, row.rate)
     else:
         prompts, outputs = reqs.take(row.requests)
