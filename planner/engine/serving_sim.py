@@ -839,6 +839,12 @@ def burst_tokens_per_s(st: StepTimes, sched: Scheduler, reqs: Requests, n: int, 
 
 
 def closed_loop(st: StepTimes, sched: Scheduler, reqs: Requests, concurrency: int, n: int, seed: int = 0) -> RatePoint:
+    """closed_loop_run summarized (summarize; the rate given is the requests per second it completed)."""
+    run = closed_loop_run(st, sched, reqs, concurrency, n, seed)
+    return summarize(run, len(run.done_times) / run.span_s if run.span_s > 0 else 0.0, None, None)
+
+
+def closed_loop_run(st: StepTimes, sched: Scheduler, reqs: Requests, concurrency: int, n: int, seed: int = 0) -> Run:
     """A benchmark client's finite closed loop: `n` requests, `concurrency` of them in flight, the first
     `concurrency` sent at once and each later one as an earlier one completes (vLLM's benchmark_serving and SGLang's
     bench_serving at --request-rate inf with --max-concurrency c: limited_request_func holds an
@@ -847,14 +853,12 @@ def closed_loop(st: StepTimes, sched: Scheduler, reqs: Requests, concurrency: in
     python/sglang/bench_serving.py, read 2026-11-28). So the run starts with a burst of `concurrency` prompts (the fill,
     whose TTFTs queue behind each other's prefills), the server queues what its request cap (max_num_seqs) leaves
     waiting when concurrency exceeds it, and the last requests drain in a shrinking batch; its figures are over
-    every request, the output tokens over the time from the first request to the last completion (summarize; the
-    rate given is the requests per second it completed). ValueError when n or concurrency is outside
-    1..MAX_REQUESTS."""
+    every request, the output tokens over the time from the first request to the last completion. ValueError when
+    n or concurrency is outside 1..MAX_REQUESTS."""
     if not 1 <= n <= MAX_REQUESTS or not 1 <= concurrency <= MAX_REQUESTS:
         raise ValueError(f"requests {n:,} and concurrency {concurrency:,}: each within 1..{MAX_REQUESTS:,}")
     prompts, outputs = reqs.take(n, seed)
-    run = simulate(st, sched, [0.0] * n, prompts, outputs, closed=min(concurrency, n))
-    return summarize(run, len(run.done_times) / run.span_s if run.span_s > 0 else 0.0, None, None)
+    return simulate(st, sched, [0.0] * n, prompts, outputs, closed=min(concurrency, n))
 
 
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from planner.base.schema import load_yaml
+from planner.base.schema import DataFileError, load_yaml
 from planner.inputs.facts import load_facts
 from planner.validation.serving_first import SERVING_DIR, load_rows, predict
 from planner.validation.serving_rescore import load_posthoc, with_posthoc
@@ -53,3 +53,22 @@ def test_the_posthoc_conditions_give_each_closed_loop_its_own_request_count():
     staru = [with_posthoc(r, posthoc) for r in load_rows(TO_PREDICT / "staru09-vllm-a100sxm80-8b.yaml")]
     assert all(r.enforce_eager for r in staru) and "--enforce-eager" in str(load_yaml(
         TO_PREDICT / "staru09-vllm-a100sxm80-8b.yaml", "rows")[0]["conditions"])
+
+
+def test_the_mean_of_a_first_burst_is_above_its_median():
+    """At concurrency 20 of 100 requests the first 20 prompts (20 x 233 tokens, over two of vLLM's 2,048-token steps on
+    the A100) queue behind each other, the other 80 arrive one by one: a few long TTFTs pull the mean above the
+    median; a statistic without the run's own request count is refused, named."""
+    row = replace(_row("ttft_median_ms"), requests=100, lengths="sharegpt", enforce_eager=True)
+    assert predict(replace(row, statistic="mean"), FACTS) > 1.3 * predict(row, FACTS)
+    with pytest.raises(ValueError, match="statistic"):
+        predict(replace(row, requests=None, lengths="fixed", enforce_eager=False, statistic="mean"), FACTS)
+
+
+def test_a_posthoc_statistic_is_checked(tmp_path):
+    p = tmp_path / "posthoc.yaml"
+    p.write_text("schema_version: 1\nconditions:\n  - {rows: 'a-*', statistic: mean, why: the harness's means}\n")
+    assert load_posthoc(p) == [("a-*", {"statistic": "mean"})]
+    p.write_text("schema_version: 1\nconditions:\n  - {rows: 'a-*', statistic: mode, why: x}\n")
+    with pytest.raises(DataFileError, match="statistic"):
+        load_posthoc(p)
