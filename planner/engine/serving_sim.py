@@ -37,6 +37,9 @@ step later (simulate), one that schedules
 once per round of k steps (vLLM's multi-step scheduling) a k-th of it (scheduler_efficiency); such a scheduler admits
 new requests only between rounds, and every request reaches it after the front end's time (simulate).
 
+Arrivals: Poisson at a request rate, all at once (a burst), or a benchmark client's finite closed loop (closed_loop:
+n requests, c in flight, each sent as an earlier one completes; the first c arrive together).
+
 Cheap: between arrivals, completions and KV exhaustion a decode-only stretch of k steps is summed in closed form
 (each step's time is affine in the step index), so the loop runs per event, not per step.
 """
@@ -291,7 +294,7 @@ def front_end_entries(arrivals: list[float], overheads_s: list[float]) -> list[f
 
 
 def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: list[int], outputs: list[int],
-             prefilled: bool = False) -> Run:
+             prefilled: bool = False, closed: int = 0) -> Run:
     """Serve requests arriving at `arrivals` (seconds, ascending) with `prompts` input and `outputs` output tokens
     under `sched`, each step timed by `st` (module docstring). `prefilled`: a disaggregated decode server; requests
     arrive with their prompt's KV cache (moved from a prefill server) and join the decoding batch as soon as the
@@ -308,9 +311,20 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     forces a single step when a batch has prefills (vLLM issue #7528). An overlapped scheduler (host_overlapped:
     SGLang's event_loop_overlap) receives requests as it launches a step, while the GPU still runs the previous
     one: a request arriving during step i is received as step i+1 launches and rides step i+2, a step later than
-    a scheduler that receives at step boundaries (an idle engine receives it at once)."""
+    a scheduler that receives at step boundaries (an idle engine receives it at once).
+
+    `closed` = c > 0: a client's closed loop of c requests in flight (closed_loop): requests 0..c-1 arrive at
+    `arrivals`' first c times, and each later one the moment an earlier one completes (its arrival ignored); every
+    request's latencies are measured (a finite benchmark reports them all: no warm-up share left out)."""
     n = len(arrivals)
-    enter = front_end_entries(arrivals, [host_seconds(sched.front_end_s(p), st.host_speed) for p in prompts])
+    work_s = [host_seconds(sched.front_end_s(p), st.host_speed) for p in prompts]
+    if closed:
+        arrivals = list(arrivals[:closed]) + [math.inf] * (n - closed)
+        enter = front_end_entries(arrivals[:closed], work_s[:closed]) + [math.inf] * (n - closed)
+    else:
+        enter = front_end_entries(arrivals, work_s)
+    # the closed loop's next request to send, and when the front end is next free (front_end_entries' FIFO)
+    to_send, fe_free = min(closed, n), max(enter[:closed], default=-math.inf)
     per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
@@ -345,6 +359,13 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     limit = MAX_EVENTS_PER_REQUEST * n + PREFILLS_PER_REQUEST * chunks + 1000
     finished = 0
 
+    def release() -> None:  # a completion: a closed loop's client sends its next request at once
+        nonlocal to_send, fe_free
+        if closed and to_send < n:
+            arrivals[to_send] = now
+            fe_free = enter[to_send] = max(now, fe_free) + work_s[to_send]
+            to_send += 1
+
     def finish_decodes() -> None:
         nonlocal b, s_ctx, finished, r_join
         while heap and heap[0][0] <= g:
@@ -353,6 +374,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
                 continue
             done[rid] = now
             finished += 1
+            release()
             b -= 1
             s_ctx -= ctx0[rid] - join_g[rid]
             r_join -= outputs[rid] - produced[rid] + join_g[rid]
@@ -370,6 +392,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         if produced[rid] >= outputs[rid]:
             done[rid] = now
             finished += 1
+            release()
             return
         join_g[rid], ctx0[rid] = g, target[rid] + 1
         s_ctx += ctx0[rid] - g
@@ -503,7 +526,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
         if per_round > 1:  # a round runs its k steps whatever arrives (simulate's docstring)
             round_left = round_left or per_round
             k = min(k, round_left)
-        elif nxt < n and can_admit and not waiting:
+        elif nxt < n and can_admit and not waiting and enter[nxt] < math.inf:  # (a closed loop's unsent: none)
             dt_arr = enter[nxt] - now
             if dt_arr <= 0:  # arrived during the last step, unseen (late): the next step's start receives it
                 k = 1
@@ -536,7 +559,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             round_left -= k
         finish_decodes()
 
-    measured = [i for i in range(int(n * WARMUP_SHARE), n) if done[i] == done[i]]
+    measured = [i for i in range(0 if closed else int(n * WARMUP_SHARE), n) if done[i] == done[i]]
     tt = np.array([ttft[i] for i in measured])
     e2e = np.array([done[i] - arrivals[i] for i in measured])
     tpot = np.array([(done[i] - first[i]) / (outputs[i] - 1) if outputs[i] > 1 else 0.0 for i in measured])
@@ -813,6 +836,29 @@ def burst_tokens_per_s(st: StepTimes, sched: Scheduler, reqs: Requests, n: int, 
     prompts, outputs = reqs.take(n, seed)
     run = simulate(st, sched, [0.0] * n, prompts, outputs)
     return run.output_tokens / run.span_s if run.span_s > 0 else 0.0
+
+
+def closed_loop(st: StepTimes, sched: Scheduler, reqs: Requests, concurrency: int, n: int, seed: int = 0) -> RatePoint:
+    """closed_loop_run summarized (summarize; the rate given is the requests per second it completed)."""
+    run = closed_loop_run(st, sched, reqs, concurrency, n, seed)
+    return summarize(run, len(run.done_times) / run.span_s if run.span_s > 0 else 0.0, None, None)
+
+
+def closed_loop_run(st: StepTimes, sched: Scheduler, reqs: Requests, concurrency: int, n: int, seed: int = 0) -> Run:
+    """A benchmark client's finite closed loop: `n` requests, `concurrency` of them in flight, the first
+    `concurrency` sent at once and each later one as an earlier one completes (vLLM's benchmark_serving and SGLang's
+    bench_serving at --request-rate inf with --max-concurrency c: limited_request_func holds an
+    asyncio.Semaphore(max_concurrency) around each request, all n tasks created at once, each request's clock
+    started once it holds the semaphore; vllm-project/vllm benchmarks/benchmark_serving.py and sgl-project/sglang
+    python/sglang/bench_serving.py, read 2026-11-28). So the run starts with a burst of `concurrency` prompts (the fill,
+    whose TTFTs queue behind each other's prefills), the server queues what its request cap (max_num_seqs) leaves
+    waiting when concurrency exceeds it, and the last requests drain in a shrinking batch; its figures are over
+    every request, the output tokens over the time from the first request to the last completion. ValueError when
+    n or concurrency is outside 1..MAX_REQUESTS."""
+    if not 1 <= n <= MAX_REQUESTS or not 1 <= concurrency <= MAX_REQUESTS:
+        raise ValueError(f"requests {n:,} and concurrency {concurrency:,}: each within 1..{MAX_REQUESTS:,}")
+    prompts, outputs = reqs.take(n, seed)
+    return simulate(st, sched, [0.0] * n, prompts, outputs, closed=min(concurrency, n))
 
 
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:

@@ -5,8 +5,9 @@ a new request as soon as one finishes) or a fixed request rate (Poisson), entere
 of the committed predictions, per source and metric, is the figure; nothing here is tuned on them.
 
 A concurrency row is predicted by planner.engine.serving (a steady concurrency, prefills of replacing requests
-charged); a rate row by the simulation (planner.engine.serving_sim, the engine's scheduler defaults of
-data/serving.yaml).
+charged), or, where it states its request count (`requests`), as that finite closed loop by the simulation
+(serving_sim.closed_loop: the first burst, the server's queue beyond its request cap, the drain); a rate row by the
+simulation (planner.engine.serving_sim, the engine's scheduler defaults of data/serving.yaml).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
 from planner.engine.plan import Plan
 from planner.engine.serving import serving_point
-from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arrivals, burst_tokens_per_s,
+from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arrivals, burst_tokens_per_s, closed_loop_run,
                                        saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
@@ -37,6 +38,9 @@ SERVING_DIR = ROOT_DIR / "validation" / "serving"
 # at a concurrency or a rate: median TTFT and TPOT, output tokens/s; with neither: the output tokens/s the deployment
 # completes with its queue never empty (offline throughput benchmarks: every request sent at once)
 METRICS = ("ttft_median_ms", "tpot_median_ms", "output_tokens_per_s", "saturation_output_tokens_per_s")
+# the statistic a TTFT or TPOT row's value is over its run's requests: the median its metric names, or the mean
+# where the source publishes only that (a finite run's mean and median differ where its first burst queues)
+STATISTICS = ("median", "mean")
 MAX_ROWS = 500
 MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
@@ -70,7 +74,9 @@ class ServingRow:
     engine: str | None = None
     # the benchmark's request count (--num-prompts) when the row is scored as that finite run (None: the
     # simulation's defaults): a rate row simulates that many Poisson arrivals; a saturation row that many requests
-    # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s)
+    # sent at once, their output tokens over the time to the last completion (serving_sim.burst_tokens_per_s); a
+    # concurrency row that many in the client's closed loop (serving_sim.closed_loop), which then takes the
+    # simulation's conditions too (lengths, engine, limits, enforce_eager)
     requests: int | None = None
     # the front end's time per request before the scheduler sees it, in ms, where the run differs from the engine's
     # server (an in-process engine has no HTTP server); None: data/serving.yaml's request_overhead_ms
@@ -87,6 +93,8 @@ class ServingRow:
     # whether the run passed --enforce-eager (vLLM): no CUDA/HIP graph captured, every step's kernels dispatched from
     # Python one by one (eager PyTorch's host time per kernel, decode steps as well as prefills)
     enforce_eager: bool = False
+    # STATISTICS: 'mean' scores a TTFT or TPOT row by the mean over its finite run's requests (requests given)
+    statistic: str = "median"
 
 
 LENGTHS = LENGTH_SPREADS
@@ -100,7 +108,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
-                        "request_overhead_ms", "enforce_eager"))
+                        "request_overhead_ms", "enforce_eager", "statistic"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -122,7 +130,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                rec.text("engine", required=False) or None,
                                _requests(rec), rec.number("request_overhead_ms", required=False, lo=0,
                                                           hi=MAX_REQUEST_OVERHEAD_MS), *_limits(rec),
-                               enforce_eager=rec.flag("enforce_eager") if "enforce_eager" in rec.data else False))
+                               enforce_eager=rec.flag("enforce_eager") if "enforce_eager" in rec.data else False,
+                               statistic=rec.text("statistic", required=False, choices=STATISTICS) or "median"))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -157,12 +166,13 @@ def predict(row: ServingRow, facts: Facts) -> float:
     plan = Plan(validation_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
                 runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
                 kv_dtype=row.kv_dtype)
-    if row.concurrency is not None:
+    if row.concurrency is not None and row.requests is None:
         limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
-        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None or row.requests is not None \
-                or any(x is not None for x in limits) or row.enforce_eager:
-            raise ValueError(f"{row.id}: a concurrency row takes none of scheduler_steps, lengths, engine, requests, "
-                             f"max_num_seqs, token_budget, chunked_prefill and enforce_eager")
+        if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None \
+                or any(x is not None for x in limits) or row.enforce_eager or row.statistic != "median":
+            raise ValueError(f"{row.id}: a concurrency row takes scheduler_steps, lengths, engine, max_num_seqs, "
+                             f"token_budget, chunked_prefill, enforce_eager and statistic only with requests (a "
+                             f"finite closed loop, simulated)")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         on = sched.on(gpu.id, gpu.vram_gib)
@@ -195,12 +205,18 @@ def predict(row: ServingRow, facts: Facts) -> float:
         if row.requests is not None:
             return burst_tokens_per_s(st, s, reqs, row.requests)
         return saturation_rate(st, s, reqs) * sum(reqs.outputs) / len(reqs.outputs)
-    if row.requests is None:
-        pt = serve_rate(st, s, reqs, row.rate)
-    else:
+    if row.concurrency is not None:  # the client's finite closed loop of row.requests at row.concurrency
+        run = closed_loop_run(st, s, reqs, row.concurrency, row.requests)
+    elif row.requests is not None:
         prompts, outputs = reqs.take(row.requests)
-        pt = summarize(simulate(st, s, benchmark_arrivals(row.rate, row.requests, 0), prompts, outputs), row.rate,
-                       None, None)
+        run = simulate(st, s, benchmark_arrivals(row.rate, row.requests, 0), prompts, outputs)
+    else:
+        run = None
+    if row.statistic == "mean" and row.metric != "output_tokens_per_s":
+        if run is None or not len(run.ttft_s):
+            raise ValueError(f"{row.id}: statistic mean needs the run's own request count (requests)")
+        return statistics.fmean((run.ttft_s if row.metric == "ttft_median_ms" else run.tpot_s).tolist()) * 1e3
+    pt = serve_rate(st, s, reqs, row.rate) if run is None else summarize(run, row.rate or 0.0, None, None)
     return {"ttft_median_ms": pt.ttft[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
             "output_tokens_per_s": pt.tokens_per_s}[row.metric]
 

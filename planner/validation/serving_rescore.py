@@ -16,15 +16,15 @@ from planner.base.schema import DataFileError, Record, load_yaml
 from planner.inputs.facts import Facts
 from planner.engine.serving_sim import MAX_REQUESTS
 from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET
-from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, SERVING_DIR, ServingRow, load_rows,
-                                              predict)
+from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, SERVING_DIR, STATISTICS, ServingRow,
+                                              load_rows, predict)
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
 OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
              "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
-             "enforce_eager")
+             "enforce_eager", "statistic")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -61,6 +61,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["inprocess_stream"] = rec.flag("inprocess_stream")
         if "enforce_eager" in rec.data:
             cond["enforce_eager"] = rec.flag("enforce_eager")
+        if "statistic" in rec.data:
+            cond["statistic"] = rec.text("statistic", choices=STATISTICS)
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))

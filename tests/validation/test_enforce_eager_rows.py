@@ -75,7 +75,8 @@ def test_exactly_the_rows_whose_command_says_enforce_eager_are_marked():
 
 
 def test_a_closed_loop_row_may_not_state_enforce_eager():
-    # the closed-loop model (planner.engine.serving) has no eager path: a concurrency row stating it is refused, named
+    # the steady-concurrency model (planner.engine.serving) has no eager path: a concurrency row stating it without
+    # its request count (the finite closed loop, simulated: test_closed_loop_rows) is refused, named
     row = next(r for r in load_rows(SERVING_DIR / "to_predict" / "cssnoeasy-vllm019-a100pcie.yaml")
                if r.runtime == "vllm")
     with pytest.raises(ValueError, match="enforce_eager"):

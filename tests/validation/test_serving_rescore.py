@@ -1,6 +1,8 @@
 """The serving rows' secondary re-score: conditions read after predicting apply by row id, never to the committed
 predictions, and each needs its reason."""
 
+from dataclasses import replace
+
 import pytest
 
 from planner.base.schema import DataFileError
@@ -80,9 +82,12 @@ def test_a_benchmarks_request_count_applies_by_row_and_is_checked(tmp_path):
             posthoc_from(tmp_path, f"  - {{rows: 'a*', requests: {bad}, why: x}}\n")
 
 
-def test_a_concurrency_row_takes_no_request_count(tmp_path):
+def test_a_concurrency_row_takes_simulation_conditions_only_with_its_request_count(tmp_path):
+    """With a request count a concurrency row is the client's finite closed loop (serving_sim.closed_loop), which
+    takes the simulation's conditions; without one, the steady concurrency, which has no engine to name."""
     rows = tmp_path / "rows.yaml"
-    rows.write_text(ROWS.replace("rate: 4.0", "concurrency: 4") % ", requests: 100")
+    rows.write_text(ROWS.replace("rate: 4.0", "concurrency: 4") % ", engine: v0")
     [row] = load_rows(rows)
     with pytest.raises(ValueError, match="requests"):
         predict(row, load_facts())
+    assert predict(replace(row, requests=100), load_facts()) > 0
