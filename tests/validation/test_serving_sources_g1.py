@@ -15,12 +15,13 @@ from planner.validation.serving_first import load_rows
 SERVING = ROOT_DIR / "validation" / "serving" / "to_predict"
 LHL = SERVING / "lhl-mi300x-vllm064-llama31-405b-bursts.yaml"
 REE = SERVING / "ree2raz-inference-bench-l4-a100.yaml"
+WMX = SERVING / "wmx-vllm023-l4-qwen25-05b.yaml"
 BURSTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 def test_rows_name_models_gpus_and_runtimes_the_planner_has():
     models, catalog, schedulers = validation_models(), load_catalog(), load_schedulers()
-    for row in load_rows(LHL) + load_rows(REE):
+    for row in load_rows(LHL) + load_rows(REE) + load_rows(WMX):
         models.get(row.model)
         catalog.get(row.gpu)
         schedulers.get(row.runtime)
@@ -54,3 +55,12 @@ def test_ree2raz_rows_are_closed_loops_with_estimated_inputs():
     # 1,394.5 x 1.1 + 30 = 1,563.95 -> 1,564
     assert {(r.input_tokens, r.output_tokens) for r in rows} == {(43, 128), (1564, 512)}
     assert all(r.model == "qwen2-7b" and r.tp == 1 and r.rate is None for r in rows)
+
+
+def test_wmx_rows_are_one_l4_sweep_of_six_concurrencies():
+    rows = load_rows(WMX)
+    # every row of the page's table: 6 concurrencies x (TTFT p50, output tokens/s)
+    assert Counter((r.concurrency, r.metric) for r in rows) == {
+        (c, m): 1 for c in (1, 2, 4, 8, 16, 32) for m in ("ttft_median_ms", "output_tokens_per_s")}
+    assert {(r.model, r.gpu, r.runtime, r.precision, r.input_tokens, r.output_tokens) for r in rows} == {
+        ("qwen2-0.5b", "l4", "vllm", "bf16", 256, 128)}
