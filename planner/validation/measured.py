@@ -103,6 +103,11 @@ FRAMEWORK_RUNTIME = {
     "megatron-deepspeed": "megatron-lm",
     # NVIDIA Megatron-LM itself (NVIDIA/Megatron-LM: pretrain_gpt.py on Megatron Core), the runtime profile's own stack
     "megatron-lm": "megatron-lm",
+    # Megatron-LM as of 2021 (@50a4b5fa02, the SC21 runs), before Megatron Core and Transformer Engine: its own DDP
+    # all-reducing after the backward, blocking tensor-parallel all-reduces (data/runtimes.yaml megatron-lm-2021)
+    "megatron-lm-2021": "megatron-lm-2021",
+    # Megatron-DeepSpeed of 2021 (MT-NLG): those Megatron-LM layers under DeepSpeed's pipeline engine and ZeRO-1
+    "megatron-deepspeed-2021": "megatron-lm-2021",
 }
 # AutoAWQ's rows say precision int4 (the bits), and their id names the checkpoint's kernel version
 # (validation/to_predict/autoawq-rtx4090.yaml: awq-<model>-<gemv|gemm>-...), which is the precision that runs them
@@ -140,7 +145,7 @@ FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-co
 # --use-distributed-optimizer is Megatron Core's DistributedOptimizer, 'Optimizer that shards state across
 # data-parallel ranks' (https://docs.nvidia.com/megatron-core/developer-guide/0.19.0/apidocs/core/
 # core.optimizer.distrib_optimizer.html, read 2026-11-27): gradients reduce-scattered, states sharded, ZeRO-1's layout
-ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed", "megatron-lm")
+ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed", "megatron-lm", "megatron-deepspeed-2021")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")
@@ -506,7 +511,7 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "custom_allreduce",
-                        "refines_assumed", "source"))
+                        "framework", "attention", "refines_assumed", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -519,6 +524,10 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["api_server"] = True
         if rec.raw("custom_allreduce", required=False) is not None:  # False: the version predates the runtime's own
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
+        if rec.text("framework", required=False):  # the stack's era, where the row mapped it to today's key
+            cond["framework"] = rec.text("framework", choices=tuple(FRAMEWORK_RUNTIME))
+        if rec.text("attention", required=False):  # the attention path that stack ran
+            cond["attention"] = rec.text("attention", choices=tuple(b.id for b in load_rules().attention_backends))
         if rec.flag("refines_assumed", default=False):
             cond[REFINES_ASSUMED] = True
         out[rec.text("id")] = cond
