@@ -23,6 +23,7 @@ EXPERTS_SCOPE = "experts"
 MLP_SCOPE = "mlp"
 QUANTIZED_SCOPES = ("all", "layers", EXPERTS_SCOPE, MLP_SCOPE)
 PARTIAL_SCOPES = (EXPERTS_SCOPE, MLP_SCOPE)  # scopes that leave some of the layers' matrices 16-bit
+MIN_GEMV_OPS_FACTOR, MAX_GEMV_OPS_FACTOR = 0.1, 16.0  # parser bounds of Precision.gemv_ops_factor
 MAX_DEQUANT_OPS = 64  # instructions per weight a dequantizing kernel may spend (4-bit formats need ~5)
 # How a quantized kernel multiplies passes too large for its GEMV: 'fused' unpacks the weights in registers inside
 # its tensor-core GEMM (Marlin, tinygemm: instructions only); 'buffer' first dequantizes every weight into a 16-bit
@@ -183,6 +184,10 @@ class Precision:
     runs_as: str = ""  # set on the weight-only variant (weight_only_on): which path runs, in words
     mma_path: MmaPath | None = None  # where its runtime's kernel multiplies through an older MMA instruction
     mma_fraction: float = 1.0  # set on that variant (on_mma_path): its quantized GEMMs' share of the matmul ceiling
+    # the runtime's own quantized GEMV (RuntimeGemv.ops_per_weight_token, measured on one format) spends this many
+    # times its instructions per weight per token on this format: a format whose dot product unpacks more per weight
+    # (GGUF Q3_K's 2 + 1 bit planes and 6-bit scales against Q4_0's nibbles); 1 = as the measured format
+    gemv_ops_factor: float = 1.0
 
     def weight_only_on(self, cc: tuple[int, int] | None, runtime: str) -> Precision:
         """This precision as `runtime` runs it on a GPU of compute capability `cc`: its weight-only variant (16-bit
@@ -371,6 +376,17 @@ class PrecisionRules:
         return self.kv_dtype("bf16" if precision.id == "bf16" else "fp16")
 
 
+def gemv_ops_factor(rec: Record) -> float:
+    """A precision record's optional `gemv_ops_factor` (1 when absent), with its `gemv_ops_factor_source`."""
+    factor = rec.number("gemv_ops_factor", required=False, lo=MIN_GEMV_OPS_FACTOR, hi=MAX_GEMV_OPS_FACTOR)
+    if factor is None:
+        if rec.raw("gemv_ops_factor_source", required=False) is not None:
+            raise rec.fail("gemv_ops_factor_source", "given without gemv_ops_factor; add the factor or remove it")
+        return 1.0
+    rec.text("gemv_ops_factor_source")
+    return factor
+
+
 @lru_cache(maxsize=4)
 def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
     doc = load_sections(path, ("precisions", "kv_dtypes", "attention_backends"), dated=True)
@@ -380,7 +396,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
                         "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "fp8_training", "train_as",
-                        "weight_only", "mma_path", "note", "source"))
+                        "weight_only", "mma_path", "gemv_ops_factor", "gemv_ops_factor_source", "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -391,7 +407,8 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                     rec.strings("runtimes", required=False) or (), _quant_kernel(rec),
                                     rec.strings("pipelined_on", required=False) or (),
                                     _fp8_training(rec), rec.text("train_as", required=False) or None,
-                                    _weight_only(rec), mma_path=_mma_path(rec)))
+                                    _weight_only(rec), mma_path=_mma_path(rec),
+                                    gemv_ops_factor=gemv_ops_factor(rec)))
     unique_ids(path, (p.id for p in precisions))
     _check_train_as(path, records, precisions)
     kvs = []

@@ -240,9 +240,12 @@ class Setup(CachedHash):
 
     @property
     def gemv_ops(self) -> float:
-        """Integer-slot instructions per weight per token of that GEMV."""
+        """Integer-slot instructions per weight per token of that GEMV: the library kernel's, else the runtime's
+        (measured on one format) times the format's Precision.gemv_ops_factor."""
         k = self.precision.kernel
-        return k.gemv_ops_per_weight_token if k is not None else self.gemv_ops_per_weight_token
+        if k is not None:
+            return k.gemv_ops_per_weight_token
+        return self.gemv_ops_per_weight_token * self.precision.gemv_ops_factor
 
     def quantized_gemv(self, rows: int) -> bool:
         """A pass over `rows` tokens multiplies the quantized weights in a CUDA-core GEMV kernel."""
@@ -331,9 +334,12 @@ def _gemv_group(weights: float, s: Setup, rows: int, what: str) -> OpGroup:
     per = s.gemv_ops
     k = s.precision.kernel
     piped = k.gemv_pipelined if k is not None else s.gemv_pipelined
+    factor = s.precision.gemv_ops_factor
+    scaled = (f" (the runtime's {s.gemv_ops_per_weight_token:g} x {factor:g} for {s.precision.id}'s longer dot "
+              "product)" if k is None and factor != 1.0 else "")
     return OpGroup(GEMV_GROUP, 2.0 * per * rows * weights, 0.0, ALU_PATH,
-                   f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token x {rows} token(s) "
-                   f"x {weights:,.0f} quantized weights ({what}: unpack and multiply per weight per token)",
+                   f"FLOP-equivalents = 2 x {per:g} integer instructions per weight per token{scaled} x {rows} "
+                   f"token(s) x {weights:,.0f} quantized weights ({what}: unpack and multiply per weight per token)",
                    pipelined=piped)
 
 

@@ -433,3 +433,44 @@ def test_a_bad_weight_only_block_names_its_field(tmp_path, block, field):
     with pytest.raises(DataFileError) as exc:
         load_rules(path)
     assert exc.value.field == field and "weight_only" in exc.value.record
+
+
+# Llama-3-8B's GEMV weights (the runtime's quantized_gemv source: 32 x 218.1e6 layers + 525.3e6 output) and the
+# tensors Q3_K_M and Q3_K_L keep in Q3_K (attn_q, attn_k, ffn_gate, ffn_up; llama_tensor_get_type_impl)
+_L3_LAYER = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+_L3_GEMV = 32 * _L3_LAYER + 128256 * 4096
+_L3_Q3K_M = 32 * (4096 * 4096 + 4096 * 1024 + 2 * 4096 * 14336)
+
+
+@pytest.mark.parametrize("pid, q3k_weights", [
+    ("q3_k_s", 32 * _L3_LAYER), ("q3_k_m", _L3_Q3K_M), ("q3_k_l", _L3_Q3K_M)])
+def test_q3_k_files_cost_the_gemv_their_q3_k_share_of_its_longer_dot_product(pid, q3k_weights):
+    """vec_dot_q3_K_q8_1 per 16 weights: 4 x (16 scale rebuild + 5 bit extraction + 8 __vsubss4 + dp4a, int-to-float,
+    integer and fp32 multiply) + 31 loads and indexing = 163 instructions, against Q4_0's 25; the file's other
+    tensors at Q4_0's count."""
+    share = q3k_weights / _L3_GEMV
+    assert load_rules().precision(pid).gemv_ops_factor == pytest.approx(
+        share * (4 * (16 + 5 + 8 + 4) + 31) / 25 + (1 - share), abs=0.01)
+    assert load_rules().precision("q4_k_m").gemv_ops_factor == 1.0  # the measured format's count, as before
+
+
+def test_the_gemv_runs_a_q3_k_file_at_its_factor_and_a_library_kernel_at_its_own_count():
+    from dataclasses import replace
+    from planner.inputs.work import Setup
+    r = load_rules()
+    s = Setup(r.precision("q3_k_m"), r.kv_dtype("fp16"), r.attention("manual"), gemv_max_tokens=8,
+              gemv_ops_per_weight_token=2.07)
+    assert s.gemv_ops == pytest.approx(2.07 * r.precision("q3_k_m").gemv_ops_factor)
+    exllama = replace(s, precision=replace(r.precision("gptq-exllama"), gemv_ops_factor=3.0))
+    assert exllama.gemv_ops == r.precision("gptq-exllama").kernel.gemv_ops_per_weight_token
+
+
+@pytest.mark.parametrize("extra, field", [
+    ("gemv_ops_factor: 0", "gemv_ops_factor"), ("gemv_ops_factor: 40", "gemv_ops_factor"),
+    ("gemv_ops_factor: 2", "gemv_ops_factor_source"), ("gemv_ops_factor_source: s", "gemv_ops_factor_source")])
+def test_a_bad_gemv_ops_factor_names_its_field(tmp_path, extra, field):
+    path = _one_precision_file(tmp_path, "{id: q, compute_path: fp16, weight_bytes: 0.5, act_bytes: 2, "
+                                         f"dequant_ops_per_weight: 3, {extra}, note: n, source: s}}")
+    with pytest.raises(DataFileError) as exc:
+        load_rules(path)
+    assert exc.value.field == field
