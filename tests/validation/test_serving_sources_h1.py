@@ -45,3 +45,22 @@ def test_lengths_follow_the_command_line():
     # prompts of 5,000-10,000 characters at ~4.2 a token plus ~30 chat-template tokens: 1,220 to 2,411 tokens
     lo, hi = 5000 / 4.2 + 30, 10000 / 4.2 + 30
     assert all(lo < r.input_tokens < hi for r in rows)
+
+
+MUSHFIQ = ROOT_DIR / "validation" / "serving" / "to_predict" / "mushfiq-vllm-rtx4090-mistral7b.yaml"
+
+
+def test_mushfiq_rows_are_one_rtx4090_sweep_of_five_closed_loops():
+    rows = load_rows(MUSHFIQ)
+    models, catalog, schedulers = validation_models(), load_catalog(), load_schedulers()
+    for row in rows:
+        models.get(row.model)
+        catalog.get(row.gpu)
+        schedulers.get(row.runtime)
+    # every row of 'Results': 5 levels x (median TTFT, output tokens/s), each a run of 300 requests
+    assert Counter((r.concurrency, r.metric) for r in rows) == {
+        (c, m): 1 for c in (4, 8, 16, 32, 48) for m in ("ttft_median_ms", "output_tokens_per_s")}
+    assert {(r.model, r.gpu, r.runtime, r.engine, r.precision, r.input_tokens, r.requests) for r in rows} == {
+        ("mistral-7b", "rtx-4090", "vllm", None, "bf16", 256, 300)}
+    # replies under the 128-token cap: the mean the table's own Output Tok/s / Req/s gives, 100 tokens
+    assert {r.output_tokens for r in rows} == {100} and all(r.output_tokens < 128 for r in rows)
