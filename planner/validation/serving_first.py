@@ -28,7 +28,7 @@ from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arriva
                                        saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
 from planner.inputs.jobs import Generate
-from planner.inputs.runtimes import eager_dispatch_us
+from planner.inputs.runtimes import eager_dispatch_us, nccl_only
 from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET, Scheduler, load_schedulers
 from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.validation.measured import validation_models
@@ -95,6 +95,10 @@ class ServingRow:
     enforce_eager: bool = False
     # STATISTICS: 'mean' scores a TTFT or TPOT row by the mean over its finite run's requests (requests given)
     statistic: str = "median"
+    # whether the run's engine all-reduced with its own kernel where data/custom_allreduce.yaml gives it one; False:
+    # a build or version without it (upstream vLLM on ROCm before PR #14125, 2025-04; --disable-custom-all-reduce),
+    # every tensor-parallel all-reduce through NCCL/RCCL's ring (planner.inputs.runtimes.nccl_only)
+    custom_allreduce: bool = True
 
 
 LENGTHS = LENGTH_SPREADS
@@ -108,7 +112,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
-                        "request_overhead_ms", "enforce_eager", "statistic"))
+                        "request_overhead_ms", "enforce_eager", "statistic", "custom_allreduce"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -131,7 +135,9 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                _requests(rec), rec.number("request_overhead_ms", required=False, lo=0,
                                                           hi=MAX_REQUEST_OVERHEAD_MS), *_limits(rec),
                                enforce_eager=rec.flag("enforce_eager") if "enforce_eager" in rec.data else False,
-                               statistic=rec.text("statistic", required=False, choices=STATISTICS) or "median"))
+                               statistic=rec.text("statistic", required=False, choices=STATISTICS) or "median",
+                               custom_allreduce=rec.flag("custom_allreduce") if "custom_allreduce" in rec.data
+                               else True))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -161,6 +167,8 @@ def with_limits(sched: Scheduler, row: ServingRow) -> Scheduler:
 
 def predict(row: ServingRow, facts: Facts) -> float:
     """The planner's value of `row`'s metric from its conditions alone."""
+    if not row.custom_allreduce:
+        facts = replace(facts, runtimes=nccl_only(facts.runtimes))
     sched = load_schedulers().get(row.runtime)
     gpu = facts.catalog.get(row.gpu)
     plan = Plan(validation_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
