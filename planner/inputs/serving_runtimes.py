@@ -28,9 +28,9 @@ MAX_TOKENIZE_US_PER_TOKEN = 1_000.0  # a millisecond of CPU per prompt token: be
 FIRST_TOKEN_STEPS = (0, 1)
 # a generation without CUDA graphs (engines' eager_decode) decodes eagerly from the first KV position on
 EAGER_FROM_FIRST_POSITION = 1
-# (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps, eager_decode):
+# (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps, eager_decode, tp_step_host_us):
 # SchedulerProfile.engines
-EngineGeneration = tuple[str, float, float | None, bool, int, bool]
+EngineGeneration = tuple[str, float, float | None, bool, int, bool, float]
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -178,10 +178,15 @@ class SchedulerProfile:
         otherwise."""
         return self._engine(engine)[1]
 
-    def step_host_us(self, engine: str) -> float | None:
-        """Serial CPU microseconds per step of `engine` (one of `engines`; ValueError naming it otherwise), or None
-        where the generation runs the runtime profile's (data/runtimes.yaml step_host_us: the current one's)."""
-        return self._engine(engine)[2]
+    def step_host_us(self, engine: str, gpus: int = 1) -> float | None:
+        """Serial CPU microseconds per step of `engine` (one of `engines`; ValueError naming it otherwise) on an
+        engine that spans `gpus` GPUs: its loop's, plus its tp_step_host_us where it spans more than one (vLLM before
+        0.2.6 calls each GPU's Ray worker every step); None where the generation runs the runtime profile's (data/
+        runtimes.yaml step_host_us: the current one's)."""
+        gen = self._engine(engine)
+        if gen[2] is None:
+            return None
+        return gen[2] + (gen[6] if gpus > 1 else 0.0)
 
     def eager_prefill(self, engine: str) -> bool:
         """Whether `engine` (one of `engines`; ValueError naming it otherwise) runs its prefill steps eagerly, each
@@ -293,7 +298,8 @@ def _microseconds(value: object, hi: float) -> bool:
 
 def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
     """engines: {generation id: {host_us_per_seq: us[, step_host_us: us][, eager_prefill: bool][,
-    first_token_steps: 0 or 1][, eager_decode: bool]}}, at most MAX_ENGINES of them."""
+    first_token_steps: 0 or 1][, eager_decode: bool][, tp_step_host_us: us, with step_host_us]}}, at most
+    MAX_ENGINES of them."""
     raw = rec.data.get("engines") or {}
     if not isinstance(raw, dict) or len(raw) > MAX_ENGINES:
         raise rec.fail("engines", f"expected a mapping of at most {MAX_ENGINES} engine generation ids to "
@@ -302,9 +308,11 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
     for name, spec in raw.items():
         ok = isinstance(name, str) and isinstance(spec, dict) and "host_us_per_seq" in spec \
             and set(spec) <= {"host_us_per_seq", "step_host_us", "eager_prefill", "first_token_steps",
-                              "eager_decode"} \
+                              "eager_decode", "tp_step_host_us"} \
             and _microseconds(spec["host_us_per_seq"], MAX_HOST_US_PER_SEQ) \
             and _microseconds(spec.get("step_host_us", 0), MAX_STEP_HOST_US) \
+            and _microseconds(spec.get("tp_step_host_us", 0), MAX_STEP_HOST_US) \
+            and ("tp_step_host_us" not in spec or "step_host_us" in spec) \
             and isinstance(spec.get("eager_prefill", False), bool) \
             and isinstance(spec.get("eager_decode", False), bool) \
             and spec.get("first_token_steps", 0) in FIRST_TOKEN_STEPS and not isinstance(
@@ -313,11 +321,12 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
             raise rec.fail("engines", f"expected '{str(name)[:20]}: {{host_us_per_seq: 0..{MAX_HOST_US_PER_SEQ:g}, "
                                       f"step_host_us: 0..{MAX_STEP_HOST_US:g} (optional), eager_prefill: true/false "
                                       f"(optional), first_token_steps: 0 or 1 (optional), eager_decode: true/false "
-                                      f"(optional)}}', got {str(spec)[:60]!r}")
+                                      f"(optional), tp_step_host_us: 0..{MAX_STEP_HOST_US:g} (optional, with "
+                                      f"step_host_us)}}', got {str(spec)[:60]!r}")
         step = spec.get("step_host_us")
         out.append((name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step),
                     spec.get("eager_prefill", False), int(spec.get("first_token_steps", 0)),
-                    spec.get("eager_decode", False)))
+                    spec.get("eager_decode", False), float(spec.get("tp_step_host_us", 0))))
     return tuple(out)
 
 

@@ -401,9 +401,10 @@ def _check_train_layout(rec: Record, m: Measurement) -> None:
                                       f"{dp} (gpus / (tp x pp x cp)) != batch {m.batch} (sequences per optimizer step)")
 
 
-def engine_host_us(framework: str, engine: str) -> tuple[float, float | None]:
+def engine_host_us(framework: str, engine: str, gpus: int = 1) -> tuple[float, float | None]:
     """(serial CPU microseconds per sequence per step, per step or None for the runtime profile's) of `framework`'s
-    serving engine in generation `engine` (data/serving.yaml `engines`); ValueError naming the field when its engine
+    serving engine in generation `engine` (data/serving.yaml `engines`) spanning `gpus` GPUs (its per-step calls to
+    each GPU's worker where it has them: SchedulerProfile.step_host_us); ValueError naming the field when its engine
     has no such generation."""
     runtime = FRAMEWORK_RUNTIME[framework]
     try:
@@ -411,7 +412,7 @@ def engine_host_us(framework: str, engine: str) -> tuple[float, float | None]:
     except UnknownNameError:
         raise ValueError(f"engine: {framework} is not a serving engine of data/serving.yaml; only rows of one "
                          "(vllm) may name an engine generation") from None
-    return profile.host_us_per_seq(engine), profile.step_host_us(engine)
+    return profile.host_us_per_seq(engine), profile.step_host_us(engine, gpus)
 
 
 def first_token_lag_s(row: Measurement) -> float:
@@ -429,7 +430,7 @@ def first_token_lag_s(row: Measurement) -> float:
         lag += serving_profile(row.framework).front_end_s(row.prompt_tokens)
     if row.engine:
         steps = load_schedulers().get(FRAMEWORK_RUNTIME[row.framework]).first_token_steps(row.engine)
-        per_seq, step = engine_host_us(row.framework, row.engine)
+        per_seq, step = engine_host_us(row.framework, row.engine, row.gpus)
         lag += steps * ((step or 0.0) + row.batch * per_seq) * 1e-6
     return host_seconds(lag, row.host_speed or REFERENCE_HOST_SPEED)
 
@@ -715,7 +716,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
         runtimes = with_build(runtimes, plan.runtime, row.build)
     if row.engine:
         graph_tokens, compiled_us = ungraphed_prefill(row.framework, row.engine)
-        runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine),
+        runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine, row.gpus),
                                           eager_prefill_us(row.framework, row.engine, runtimes) or compiled_us,
                                           eager_decode_from(row.framework, row.engine), graph_tokens)
     gpu = row_gpu(row, catalog)

@@ -198,7 +198,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, request_overhead_s=row.request_overhead_ms * 1e-3)
     s = with_limits(s, row)
     if row.engine is not None:
-        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine), step_host_us=sched.step_host_us(row.engine),
+        s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine),
+                    step_host_us=sched.step_host_us(row.engine, row.tp),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
                     else 0.0, first_token_steps=sched.first_token_steps(row.engine))
     if row.enforce_eager:  # every step eager: its kernels dispatched one by one, decode steps too
