@@ -188,6 +188,10 @@ class Setup(CachedHash):
     # the fraction of the streaming DRAM rate at which a decode step's attention reads the cache it attends: below 1
     # where the runtime runs it as batched GEMMs of one query row (RuntimeProfile.score_gemms_on)
     kv_read_fraction: float = 1.0
+    # the decode attention kernel launches one thread block per sequence and query head, none along the keys
+    # (RuntimeProfile.decode_heads_grid_on), on a GPU of sm_count SMs (set per GPU: precision_on; 0 = not known)
+    heads_grid: bool = False
+    sm_count: int = 0
     custom_ar: CustomAllReduce | None = None  # the runtime's own all-reduce for small messages (None: NCCL only)
     # the runtime's fused MLP multiplies the gate and up projections in the precision's GEMV whatever the rows
     # (QuantKernel.mlp_gemv_on: AutoAWQ's fused QuantLlamaMLP)
