@@ -120,9 +120,7 @@ def precision_on(gpu: GPU, s: Setup, runtime: str) -> Setup:
     """The setup with its precision as `runtime` runs it on `gpu` (Precision.weight_only_on: FP8 under vLLM on
     Ampere runs weight-only, FP8-Marlin; Precision.on_mma_path: MXFP4 experts under vLLM on Hopper multiply through
     Marlin's mma.sync), its unpack pipelined as that path's runtimes pipeline it; `s` itself where nothing
-    changes. A decode kernel without a split along the keys (Setup.heads_grid) learns the GPU's SM count."""
-    if s.heads_grid and s.sm_count != gpu.sm_count:
-        s = replace(s, sm_count=gpu.sm_count)
+    changes."""
     return _precision_on(gpu.compute_capability, s, runtime)
 
 

@@ -576,15 +576,6 @@ class DecoderProfile(CachedHash):
             return 0.0
         return KV_REPEAT_PASSES * self.heads / self.kv_heads
 
-    def heads_grid_share(self, s: Setup, batch: int) -> float:
-        """The share of the GPU's SMs a decode step's attention kernel reads the cache on when it launches one
-        thread block per sequence and query head and none along the keys (Setup.heads_grid): batch x heads / tp
-        blocks over the SMs, at most 1 (each block streams on one SM, at that SM's share of the DRAM rate); 1 where
-        the kernel splits the keys or the SM count is not known."""
-        if not s.heads_grid or not s.sm_count:
-            return 1.0
-        return min(1.0, batch * self.heads / s.tp / s.sm_count)
-
     def kv_split(self, tp: int) -> int:
         """GPUs a layer's cache is split over: tp (by KV head), or 1 for latent attention, whose latent every head
         reads (each tensor-parallel GPU holds all of it, as vLLM and SGLang run MLA)."""
@@ -1089,8 +1080,7 @@ class DecoderProfile(CachedHash):
         score_per_key = ((score_passes(s)[0] * s.precision.act_bytes + m.score_upcast_bytes(s)) * batch * m.heads / s.tp
                          if s.attention.scores_materialized else 0.0)
         latency_us = s.attention.decode_latency_us
-        grid = m.heads_grid_share(s, batch)
-        fraction = s.kv_read_fraction * grid
+        fraction = s.kv_read_fraction
         # batched score GEMMs (Setup.kv_read_fraction) read the cache they attend (the repeated copy where the heads
         # are repeated) at `fraction` of the stream rate; the copies and the scores stream: the group's bytes move at
         # the blend of the two rates
@@ -1098,19 +1088,20 @@ class DecoderProfile(CachedHash):
         per_key = kv_per_key * kv_passes + score_per_key
         read = kv_per_key * kv_passes_read
         bw_factor = per_key / (per_key - read + read / fraction) if fraction < 1.0 and per_key else 1.0
+        # a kernel without a split along the keys reads on batch x heads / tp blocks (OpGroup.grid_blocks)
+        blocks = batch * m.heads / s.tp if s.heads_grid and per_key else 0.0
         attn = OpGroup(ATTENTION_GROUP, 0.0, attn.bytes, attn.compute_path,
                        text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us, m.kv_repeat_passes(s))
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else "")
-                       + (text.decode_kv_read_text(s.kv_read_fraction, bw_factor)
-                          if s.kv_read_fraction < 1.0 else "")
-                       + (text.heads_grid_text(batch * m.heads // s.tp, s.sm_count, grid, bw_factor)
-                          if grid < 1.0 else ""),
+                       + (text.decode_kv_read_text(fraction, bw_factor) if bw_factor < 1.0 else "")
+                       + (text.heads_grid_text(blocks) if blocks else ""),
                        flops_per_pos=key_flops * m.full_layers,
                        bytes_per_pos=m.full_layers * (kv_per_key * kv_passes + score_per_key),
                        rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6,
-                       bw_factor=bw_factor)
+                       bw_factor=bw_factor, grid_blocks=blocks,
+                       grid_read=read / per_key / fraction if blocks else 0.0)
         if not m.window_layers:
             return (*head, attn, elem)
         window = attn._replace(name=WINDOW_GROUP, bytes=0.0, formula=text.window_decode_text(m.window_layers, m.window),
