@@ -102,9 +102,9 @@ class OpGroup(NamedTuple):
     # decode_kv_read_fraction, blended with the group's copies)
     bw_factor: float = 1.0
     # > 0: its kernel reads on this many thread blocks per step and none along the keys (a decode attention kernel
-    # without split-KV: batch x heads / tp, Setup.heads_grid), so on a GPU of fewer SMs its read runs at blocks / SMs
-    # of its rate (grid_rate_factor); grid_read: that read's weight in 1 / bw_factor (its share of the group's bytes
-    # over its own rate fraction); 0 = the kernel fills the GPU
+    # without split-KV: batch x heads / tp, Setup.heads_grid), so on a GPU with more SMs than blocks its read runs at
+    # blocks / SMs of its rate (grid_rate_factor); grid_read: that read's weight in 1 / bw_factor (its share of the
+    # group's bytes over its own rate fraction); 0 = the kernel fills the GPU
     grid_blocks: float = 0.0
     grid_read: float = 0.0
     # > 0: its GEMMs run at this fraction of the matmul ceiling, measured on the path's own kernel (PromptPath.
