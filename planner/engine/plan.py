@@ -70,6 +70,7 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  fused_elementwise=rt.fuses_elementwise, lm_head_split=rt.tp_lm_head_split,
                  kv_concat=rt.kv_cache_concat, kv_repeat=plan.attention in rt.kv_heads_repeated_on,
                  kv_read_fraction=rt.score_gemm_kv_read if plan.attention in rt.score_gemms_on else 1.0,
+                 heads_grid=plan.attention in rt.decode_heads_grid_on,
                  custom_ar=rt.planned_allreduce,
                  mlp_gemv=precision.kernel is not None and rt.id in precision.kernel.mlp_gemv_on,
                  fp16_accumulate=rt.fp16_accumulate, prompt_era=rt.prompt_era,

@@ -15,7 +15,7 @@ from planner.engine.collectives import call_protocol, custom_allreduce_seconds, 
 from planner.engine.phases import PREFILL, Phase
 from planner.inputs.catalog import ALU_PATH, GPU, PROTOCOL_NAMES, Link
 from planner.inputs.runtimes import Efficiency
-from planner.inputs.work import SMALL_KERNEL_US, OpGroup
+from planner.inputs.work import SMALL_KERNEL_US, OpGroup, grid_rate_factor
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,14 @@ def small_kernel_floor_s(g: OpGroup, gpu: GPU, eff: Efficiency) -> float:
     return g.small_kernels * eff.kernels_per_layer_factor * SMALL_KERNEL_US * 1e-6
 
 
+def group_bw_factor(g: OpGroup, gpu: GPU) -> float:
+    """The fraction of the DRAM rate a group's bytes move at on this GPU: OpGroup.bw_factor, lowered where its
+    kernel reads on fewer thread blocks than the GPU has SMs (OpGroup.grid_blocks; each block on one SM)."""
+    if not g.grid_blocks or not gpu.sm_count or g.grid_blocks >= gpu.sm_count:
+        return g.bw_factor
+    return grid_rate_factor(g.bw_factor, g.grid_read, g.grid_blocks / gpu.sm_count)
+
+
 def _terms(g: OpGroup, flops_s: float, bw: float, gpu: GPU, eff: Efficiency) -> tuple[float, float, float, float]:
     """Compute and memory seconds of one step as affine functions of p: (c0, c1, m0, m1). A pipelined quantized
     kernel's instructions (OpGroup.alu) are compute too, on the CUDA cores beside the tensor cores' multiply-adds
@@ -247,7 +255,7 @@ def _terms(g: OpGroup, flops_s: float, bw: float, gpu: GPU, eff: Efficiency) -> 
     c0, c1 = (g.flops / flops_s, g.flops_per_pos / flops_s) if flops_s else (0.0, 0.0)
     if g.alu:
         c0 = max(c0, _alu_seconds(g, gpu, eff))
-    bw = bw * g.bw_factor  # a group whose kernels read slower than a stream (OpGroup.bw_factor)
+    bw = bw * group_bw_factor(g, gpu)  # a group whose kernels read slower than a stream (OpGroup.bw_factor)
     m0 = g.bytes / bw
     if g.small_kernels:
         m0 = max(m0, small_kernel_floor_s(g, gpu, eff))
@@ -278,7 +286,8 @@ def time_group(g: OpGroup, gpu: GPU, eff: Efficiency, p0: int, steps: int) -> Gr
     return GroupTime(g.name, g.formula, g.compute_path,
                      _sum_work(g.flops, g.flops_per_pos, g.cap_pos, p0, steps),
                      _sum_work(g.bytes, g.bytes_per_pos, g.cap_pos, p0, steps),
-                     gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP, bw * g.bw_factor / BYTES_PER_GB,
+                     gpu.run_peak_tflops(g.compute_path), flops_s / FLOPS_PER_TFLOP,
+                     bw * group_bw_factor(g, gpu) / BYTES_PER_GB,
                      _sum_work(c0, c1, g.cap_pos, p0, steps), _sum_work(m0, m1, g.cap_pos, p0, steps),
                      total, comp, ceiling.tflops, ceiling.how, shape_efficiency(g.gemms, gpu.sm_count),
                      _kernel_fraction(g, gpu), OVERLAP_EXPONENT if overlap else 0.0, ceiling.burst_tflops)
@@ -476,7 +485,7 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
         if g.flops_per_pos or g.bytes_per_pos:
             t = _sum_terms(_terms(g, flops_s, bw, gpu, eff), g.cap_pos, p0, steps)[0]
         else:  # position-independent: every step costs the same
-            compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / (bw * g.bw_factor)
+            compute, memory = g.flops / flops_s if flops_s else 0.0, g.bytes / (bw * group_bw_factor(g, gpu))
             if g.alu:  # _terms' rule
                 compute = max(compute, _alu_seconds(g, gpu, eff))
             if g.small_kernels:  # _terms' rule

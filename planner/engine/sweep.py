@@ -43,12 +43,13 @@ from planner.inputs.catalog import GPU
 from planner.inputs.jobs import Generate, Infer, Train, Workload
 from planner.inputs.models import ModelProfile
 from planner.inputs.runtimes import Efficiency
-from planner.inputs.work import SMALL_KERNEL_US, OpGroup, Setup
+from planner.inputs.work import SMALL_KERNEL_US, OpGroup, Setup, grid_rate_factor
 
 AFFINE_FROM = 16  # the smallest batch timed here: smaller passes are few per sweep, and a GEMV's regime lives there
 PROBE_STEPS = (1, 1 + 1024, 1 + 3 * 1024)  # probes above the floor: two to read the line, one to check it
 AFFINE_TOLERANCE = 1e-11  # relative: a figure further off the line than this is not affine in the batch
-GROUP_FIELDS = ("flops", "bytes", "flops_per_pos", "bytes_per_pos")  # per group, a + c x b
+# per group, a + c x b; grid_blocks: a decode kernel's thread blocks without a split along the keys (OpGroup)
+GROUP_FIELDS = ("flops", "bytes", "flops_per_pos", "bytes_per_pos", "grid_blocks")
 PHASE_FIELDS = ("launches", "host_kernels", "latency_s")  # per phase, a + c x b
 _TINY = float(np.finfo(np.float64).tiny)  # a divisor for 0 / 0 = 0 where a figure is masked or both terms are 0
 # one step of 1 s of kernel latency: roofline.kernel_latency_s of it is 1 where a device counts its kernels' latencies
@@ -102,6 +103,7 @@ class Flat(NamedTuple):
     phase_lines: np.ndarray  # (6, P, 1): a and c of PHASE_FIELDS
     small_kernels: np.ndarray  # (G, 1): OpGroup.small_kernels (the same at every batch)
     bw_factor: np.ndarray  # (G, 1): OpGroup.bw_factor (the same at every batch)
+    grid_read: np.ndarray  # (G, 1): OpGroup.grid_read (the same at every batch)
     key: tuple = ()  # what two works must share to be timed in one table (their figures may differ): _stacked
 
 
@@ -156,6 +158,7 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
                  dtype=np.float64).reshape(2 * len(PHASE_FIELDS), len(phases), 1),
         _column([ag.group.small_kernels for _, _, ag in groups]),
         _column([ag.group.bw_factor for _, _, ag in groups]),
+        _column([ag.group.grid_read for _, _, ag in groups]),
         (tuple(i for i, _, _ in groups), tuple(j for j, _ in gemms), tuple(j for j, _ in alu), tuple(has_flops),
          tuple(positional), tuple((ap.phase.steps, ap.phase.p0) for ap in phases),
          tuple(ag.group.cap_pos for _, _, ag in groups)))
@@ -163,7 +166,8 @@ def _flat(phases: tuple[AffinePhase, ...]) -> Flat:
 
 # Flat's figures that differ between works of one key (along their last axis)
 _PER_WORK = ("lines", "pos_lines", "gemm_lines", "gemm_cols", "gemm_k_steps", "gemm_size", "gemm_padded_size",
-             "alu_lines", "phase_kernels", "phase_lines", "small_kernels", "bw_factor")
+             "alu_lines", "phase_kernels", "phase_lines", "small_kernels", "bw_factor",
+             "grid_read")
 
 
 def _stacked(works: list[AffineWork], which: np.ndarray) -> Flat:
@@ -212,7 +216,7 @@ def _field_lines(probes: tuple, names: tuple[str, ...], b: tuple[int, int, int])
 def _fixed_fields(g: OpGroup) -> tuple:
     """A group's fields that must not change with the batch for its lines to hold."""
     return (g.name, g.compute_path, g.rate_factor, g.peak_fractions, g.cap_pos, g.small_kernels, g.accumulate16,
-            g.bw_factor)
+            g.bw_factor, g.grid_read)
 
 
 def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]) -> AffineGroup | str:
@@ -418,7 +422,14 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
         tiled = np.zeros(rate.shape, dtype=bool)
     if not fl.all_flops:
         rate = np.where(fl.has_flops, rate, np.inf)
-    c0, m0 = flops / rate, nbytes / (bw * fl.bw_factor)
+    # a kernel on fewer thread blocks than SMs reads at their share (roofline.group_bw_factor)
+    bwf = fl.bw_factor
+    if fl.grid_read.any():
+        blocks = fl.lines[8] + fl.lines[9] * b
+        few = (blocks > 0) & (blocks < sms)
+        bwf = np.where(few, grid_rate_factor(fl.bw_factor, fl.grid_read,
+                                             np.where(few, blocks, 1.0) / np.maximum(sms, 1.0)), fl.bw_factor)
+    c0, m0 = flops / rate, nbytes / (bw * bwf)
     # small kernels at their minimum duration (roofline.small_kernel_floor_s): on a GPU, at least this memory side
     m0 = np.maximum(m0, fl.small_kernels * kpl * (SMALL_KERNEL_US * 1e-6) * on_gpu)
     if fl.alu_of.shape[1]:
@@ -432,7 +443,7 @@ def flat_pass_arrays(fl: Flat, batches, consts) -> tuple[np.ndarray, np.ndarray]
     if pos.size:
         PL = fl.pos_lines
         fpp, bpp = PL[0::2] + PL[1::2] * b
-        c1, m1 = fpp / rate[pos], bpp / (bw * fl.bw_factor[pos])
+        c1, m1 = fpp / rate[pos], bpp / (bw * bwf[pos])
         t, cb = sum_max_affine(c0[pos], c1, m0[pos], m1, fl.pos_p0, fl.pos_steps)
         for i, j, cap in fl.capped:
             t[i], cb[i] = _sum_capped(c0[j], c1[i], m0[j], m1[i], cap, int(fl.p0[j, 0]), int(fl.steps[j, 0]))

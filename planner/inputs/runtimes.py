@@ -358,6 +358,11 @@ class RuntimeProfile:
     score_gemms_on: tuple[str, ...] = ()
     score_gemm_kv_read: float = 1.0
     score_gemm_source: str = ""
+    # attention backends (data/precisions.yaml ids) whose decode kernel launches one thread block per sequence and
+    # query head and none along the keys (no split-KV / flash-decoding): a step with fewer of them than the GPU has
+    # SMs reads the cache on that many SMs only (Setup.heads_grid); empty: the decode kernel fills the GPU
+    decode_heads_grid_on: tuple[str, ...] = ()
+    decode_heads_grid_source: str = ""
     # the GEMM a pass above the quantized GEMV's tokens runs, by build and GPU (data/runtimes.yaml `prompt_gemm`:
     # llama.cpp), oldest era first; estimates take the newest, a row naming its build that build's (at_build)
     prompt_eras: tuple[PromptEra, ...] = ()
@@ -710,7 +715,8 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "precisions_source", "fp16_accumulate", "fp16_accumulate_source", "jobs", "jobs_source",
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
                         "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source",
-                        "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graph_max_tokens"))
+                        "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graph_max_tokens",
+                        "decode_heads_grid_on", "decode_heads_grid_source"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -741,7 +747,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   repeated, rec.text("kv_heads_repeated_source", required=bool(repeated)) or "",
                                   only, rec.text("precisions_source", required=bool(only)) or "",
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
-        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec),
+        out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec), **_heads_grid(rec),
                           prompt_eras=parse_prompt_gemm(rec), expert_loop=_expert_loop(rec), **_host_sync(rec),
                           **_eager_prefill(rec))
     unique_ids(path, (r.id for r in out))
@@ -771,6 +777,15 @@ def _score_gemms(rec: Record) -> dict:
         return {}
     return {"score_gemms_on": tuple(on), "score_gemm_kv_read": rec.number("score_gemm_kv_read", lo=0.05, hi=1.0),
             "score_gemm_source": rec.text("score_gemm_source")}
+
+
+def _heads_grid(rec: Record) -> dict:
+    """The optional `decode_heads_grid_on` (attention backend ids whose decode kernel has no split along the keys)
+    with its `decode_heads_grid_source`."""
+    on = rec.strings("decode_heads_grid_on", required=False)
+    if not on:
+        return {}
+    return {"decode_heads_grid_on": tuple(on), "decode_heads_grid_source": rec.text("decode_heads_grid_source")}
 
 
 def _custom_allreduce(ids: list[str], path: str | Path = CUSTOM_ALLREDUCE_FILE) -> dict[str, CustomAllReduce]:

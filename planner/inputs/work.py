@@ -44,6 +44,13 @@ def forward_equivalents(checkpointing: bool) -> float:
     return 1.0 + BACKWARD_FORWARD_RATIO + (1.0 if checkpointing else 0.0)
 
 
+def grid_rate_factor(bw_factor, grid_read, share):
+    """The fraction of the DRAM rate a group's bytes move at when its kernel's read (weight grid_read in 1 /
+    bw_factor) runs on `share` of the SMs (OpGroup.grid_blocks / SMs, at most 1): 1 / (1 / bw_factor + grid_read x
+    (1 / share - 1)). Floats or numpy arrays alike (the catalog sweep)."""
+    return 1.0 / (1.0 / bw_factor + grid_read * (1.0 / share - 1.0))
+
+
 class OpGroup(NamedTuple):
     """Work of one kind in one step: FLOPs and bytes as a + b * p (p = KV position; b = 0 outside decode).
 
@@ -94,6 +101,12 @@ class OpGroup(NamedTuple):
     # kernels read slower than a stream (a decode step's score GEMMs over the KV cache, AttentionBackend.
     # decode_kv_read_fraction, blended with the group's copies)
     bw_factor: float = 1.0
+    # > 0: its kernel reads on this many thread blocks per step and none along the keys (a decode attention kernel
+    # without split-KV: batch x heads / tp, Setup.heads_grid), so on a GPU with more SMs than blocks its read runs at
+    # blocks / SMs of its rate (grid_rate_factor); grid_read: that read's weight in 1 / bw_factor (its share of the
+    # group's bytes over its own rate fraction); 0 = the kernel fills the GPU
+    grid_blocks: float = 0.0
+    grid_read: float = 0.0
     # > 0: its GEMMs run at this fraction of the matmul ceiling, measured on the path's own kernel (PromptPath.
     # fraction: llama.cpp's MMQ, cuBLAS's SGEMM), in place of the runtime's compute_efficiency
     ceiling_fraction: float = 0.0
@@ -188,6 +201,9 @@ class Setup(CachedHash):
     # the fraction of the streaming DRAM rate at which a decode step's attention reads the cache it attends: below 1
     # where the runtime runs it as batched GEMMs of one query row (RuntimeProfile.score_gemms_on)
     kv_read_fraction: float = 1.0
+    # the decode attention kernel launches one thread block per sequence and query head, none along the keys
+    # (RuntimeProfile.decode_heads_grid_on): OpGroup.grid_blocks
+    heads_grid: bool = False
     custom_ar: CustomAllReduce | None = None  # the runtime's own all-reduce for small messages (None: NCCL only)
     # the runtime's fused MLP multiplies the gate and up projections in the precision's GEMV whatever the rows
     # (QuantKernel.mlp_gemv_on: AutoAWQ's fused QuantLlamaMLP)

@@ -137,6 +137,10 @@ COVERED = st.fixed_dictionaries({
 @example({"model": "llama-2-7b", "job": "generate", "seqs": 64_000, "samples": 20_000, "prompt": 600, "gen": 300,
           "size": 32, "prec": "fp16", "rt": "vllm", "gpus": 1, "par": "auto", "batch": 1000, "tier": "secure",
           "mem": 90.0}, 7)
+# PyTorch's SDPA at a decode step: 17 x 6 heads = 102 thread blocks, fewer than most GPUs' SMs (OpGroup.grid_blocks)
+@example({"model": "neuromanifold-gpt", "job": "generate", "seqs": 20_000, "samples": 20_000, "prompt": 600, "gen": 300,
+          "size": 32, "prec": "fp16", "rt": "pytorch-eager", "gpus": 1, "par": "auto", "batch": 17, "tier": "secure",
+          "mem": 60.0}, 3)
 def test_the_array_sweep_equals_every_gpus_own_estimate(fields, more):
     """On plans the arrays cover, at batches past their floor (most GPUs' passes timed by sweep.pass_table), every
     GPU's estimate equals estimate_gpu's, in a first sweep and in one with the job's size changed."""

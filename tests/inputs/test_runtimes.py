@@ -297,3 +297,13 @@ def test_a_runtimes_own_precisions_and_fp16_accumulation_need_their_sources(tmp_
     x = load_runtimes(sourced).get("x")
     assert x.precisions == ("awq-gemm",) and x.fp16_accumulate
     assert x.efficiency("gddr").precisions == ("awq-gemm",)
+
+
+def test_a_decode_kernel_without_a_key_split_needs_its_source(tmp_path):
+    path = tmp_path / "grid.yaml"
+    path.write_text(BASE + "    decode_heads_grid_on: [sdpa]\n")
+    with pytest.raises(DataFileError, match="'x'.*'decode_heads_grid_source'"):
+        load_runtimes(path)
+    sourced = tmp_path / "sourced-grid.yaml"
+    sourced.write_text(BASE + "    decode_heads_grid_on: [sdpa]\n    decode_heads_grid_source: s\n")
+    assert load_runtimes(sourced).get("x").decode_heads_grid_on == ("sdpa",)

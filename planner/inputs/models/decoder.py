@@ -1088,16 +1088,20 @@ class DecoderProfile(CachedHash):
         per_key = kv_per_key * kv_passes + score_per_key
         read = kv_per_key * kv_passes_read
         bw_factor = per_key / (per_key - read + read / fraction) if fraction < 1.0 and per_key else 1.0
+        # a kernel without a split along the keys reads on batch x heads / tp blocks (OpGroup.grid_blocks)
+        blocks = batch * m.heads / s.tp if s.heads_grid and per_key else 0.0
         attn = OpGroup(ATTENTION_GROUP, 0.0, attn.bytes, attn.compute_path,
                        text.decode_attention_text(s.kv_concat, m.attn_layers, latency_us, m.kv_repeat_passes(s))
                        + (text.decode_layer_kinds_text(m.kv_lora_rank, m.window, m.window_layers)
                           if m.kv_lora_rank or m.window_layers else "")
-                       + (text.decode_kv_read_text(fraction, bw_factor) if bw_factor < 1.0 else ""),
+                       + (text.decode_kv_read_text(fraction, bw_factor) if bw_factor < 1.0 else "")
+                       + (text.heads_grid_text(blocks) if blocks else ""),
                        flops_per_pos=key_flops * m.full_layers,
                        bytes_per_pos=m.full_layers * (kv_per_key * kv_passes + score_per_key),
                        rate_factor=attn.rate_factor,
                        peak_fractions=attn.peak_fractions, latency_s=m.attn_layers * latency_us * 1e-6,
-                       bw_factor=bw_factor)
+                       bw_factor=bw_factor, grid_blocks=blocks,
+                       grid_read=read / per_key / fraction if blocks else 0.0)
         if not m.window_layers:
             return (*head, attn, elem)
         window = attn._replace(name=WINDOW_GROUP, bytes=0.0, formula=text.window_decode_text(m.window_layers, m.window),

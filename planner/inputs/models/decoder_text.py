@@ -157,6 +157,13 @@ def decode_kv_read_text(fraction: float, bw_factor: float) -> str:
             f"rate (measured: data/runtimes.yaml), so these bytes move at {bw_factor:.2f} of it")
 
 
+def heads_grid_text(blocks: float) -> str:
+    """How a decode kernel without a split along the keys reads the cache: on its blocks' share of the SMs."""
+    return (f"; the attention kernel launches one block per sequence and query head ({blocks:g}) and none along the "
+            f"keys, so on a GPU of more SMs it reads the cache at {blocks:g} / SMs of its rate "
+            f"(data/runtimes.yaml decode_heads_grid_on)")
+
+
 def train_elementwise_text(eager: bool, checkpointing: bool, fb: float, act_bytes: float, fused_elems: float,
                            eager_fwd_elems: float, eager_bwd_elems: float, dropout_sites: int | None) -> str:
     """A training micro-step's elementwise formula (dropout_sites: hidden dropout sites per layer, None without)."""
