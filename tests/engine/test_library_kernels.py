@@ -132,8 +132,9 @@ def test_only_autoawqs_fused_mlp_keeps_the_gemv_for_prompts():
 def test_autoawq_rows_run_the_checkpoint_their_id_names_under_the_autoawq_profile():
     rows = [r for r in load_measurements() if r.framework == "autoawq"]
     # AutoAWQ's README (20 decode + 20 prefill), PR #320 and issue #276 (8 GEMM rounds each: a prefill and a decode
-    # row), TinyChat's AWQ rows (4 models' decode, 2 models x 6 prompt lengths)
-    assert FRAMEWORK_RUNTIME["autoawq"] == "autoawq" and len(rows) == 40 + 2 * 2 * 8 + 4 + 2 * 6
+    # row), TinyChat's AWQ rows (4 models' decode, 2 models x 6 prompt lengths), oobabooga's two AutoAWQ 0.1.4 files
+    # (group 128 and 32: a prompt row and a decode row each)
+    assert FRAMEWORK_RUNTIME["autoawq"] == "autoawq" and len(rows) == 40 + 2 * 2 * 8 + 4 + 2 * 6 + 2 * 2
     assert {awq_precision(r) for r in rows} == {"awq-gemv", "awq-gemm"}
     assert all(awq_precision(r) == ("awq-gemv" if "-gemv-" in r.id else "awq-gemm") for r in rows)
     assert all(awq_precision(r) is None for r in load_measurements() if r.framework != "autoawq")

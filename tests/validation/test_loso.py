@@ -147,7 +147,10 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "mit-han-lab/llm-awq", "quack-ai/companion", "stefanthoss/stefandroid-blog",
                                    # predicted before measured at 4984b25 (validation/README.md 93-97)
                                    "hao-ai-lab/MuxServe", "buildkite.com", "QwenLM/Qwen1.5 (now QwenLM/Qwen3)",
-                                   "THUDM/GLM-130B"}
+                                   "THUDM/GLM-130B",
+                                   # predicted before measured at f3ede94 (validation/README.md 101-102, 105-107)
+                                   "AutoGPTQ/AutoGPTQ", "oobabooga.github.io", "yyin-dev/cs336-a2",
+                                   "anenbergb/LLM-from-scratch", "GAOYUEtianc/Stanford-CS336-assignments"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
