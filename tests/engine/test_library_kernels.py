@@ -135,8 +135,11 @@ def test_autoawq_rows_run_the_checkpoint_their_id_names_under_the_autoawq_profil
     # row), TinyChat's AWQ rows (4 models' decode, 2 models x 6 prompt lengths), oobabooga's two AutoAWQ 0.1.4 files
     # (group 128 and 32: a prompt row and a decode row each)
     assert FRAMEWORK_RUNTIME["autoawq"] == "autoawq" and len(rows) == 40 + 2 * 2 * 8 + 4 + 2 * 6 + 2 * 2
-    assert {awq_precision(r) for r in rows} == {"awq-gemv", "awq-gemm"}
-    assert all(awq_precision(r) == ("awq-gemv" if "-gemv-" in r.id else "awq-gemm") for r in rows)
+    by_id = [r for r in rows if r.precision == "int4"]  # the id names the kernel version of an int4 row
+    assert {awq_precision(r) for r in by_id} == {"awq-gemv", "awq-gemm"}
+    assert all(awq_precision(r) == ("awq-gemv" if "-gemv-" in r.id else "awq-gemm") for r in by_id)
+    # oobabooga's rows state their AWQ checkpoint's precision outright
+    assert {r.precision for r in rows if r not in by_id} == {"awq-gemm"} and len(rows) - len(by_id) == 2 * 2
     assert all(awq_precision(r) is None for r in load_measurements() if r.framework != "autoawq")
 
 
