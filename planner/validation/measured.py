@@ -512,7 +512,7 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "custom_allreduce",
-                        "framework", "attention", "refines_assumed", "source"))
+                        "framework", "attention", "precision", "weight_bits", "refines_assumed", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -529,6 +529,10 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["framework"] = rec.text("framework", choices=tuple(FRAMEWORK_RUNTIME))
         if rec.text("attention", required=False):  # the attention path that stack ran
             cond["attention"] = rec.text("attention", choices=tuple(b.id for b in load_rules().attention_backends))
+        if rec.text("precision", required=False):  # a precision preset added since (bf16-amp: autocast over fp32)
+            cond["precision"] = rec.text("precision", choices=tuple(p.id for p in load_rules().precisions))
+        if rec.number("weight_bits", required=False) is not None:  # the bits the weights are held in
+            cond["weight_bits"] = rec.number("weight_bits", lo=1, hi=32)
         if rec.flag("refines_assumed", default=False):
             cond[REFINES_ASSUMED] = True
         out[rec.text("id")] = cond

@@ -872,9 +872,11 @@ class DecoderProfile(CachedHash):
         lin_flops = 2.0 * (bt * layer_mp / tp + batch * logits_tokens * m.lm_head_params / head_tp)
         buffered = s.buffered(bt)  # the GEMM then reads the 16-bit copy, not the stored format
         stored = m.quantized_read(p.quantized_weights, layer_read, bt)  # the rest at outside_weight_bytes
+        # a precision over every weight copies the head too when it buffers (its dequant group counts the head)
+        head_bytes = p.act_bytes if buffered and p.quantized_weights == "all" else p.outside_weight_bytes
         lin_bytes = ((stored * (p.act_bytes if buffered else p.weight_bytes)
                       + (layer_read - stored) * p.outside_weight_bytes) / tp
-                     + m.lm_head_params * p.outside_weight_bytes / head_tp)
+                     + m.lm_head_params * head_bytes / head_tp)
         # the runtime's prompt GEMM (llama.cpp by build and GPU; None: the generic model), chosen by a pass's rows: a
         # prompt prefilled in chunks of the runtime's micro-batch (prefill_work) runs passes of that many tokens
         path = s.prompt_gemm(batch * min(tokens, s.prefill_chunk or tokens))
