@@ -118,14 +118,19 @@ def test_llama_cpp_multiplies_up_to_eight_quantized_tokens_in_its_gemv_kernel():
     assert all(r.gemv is None for r in load_runtimes().runtimes if r.id != "llama.cpp")
 
 
+def _sourced(tmp_path, lines: str, source: str):
+    """Runtime 'x' of BASE plus `lines`: refused, naming `source`, until `source` is given beside them."""
+    bare = tmp_path / f"bare-{source}.yaml"
+    bare.write_text(BASE + lines)
+    with pytest.raises(DataFileError, match=f"'x'.*'{source}'"):
+        load_runtimes(bare)
+    sourced = tmp_path / f"sourced-{source}.yaml"
+    sourced.write_text(BASE + lines + f"    {source}: s\n")
+    return load_runtimes(sourced).get("x")
+
+
 def test_a_per_step_host_time_needs_its_source(tmp_path):
-    path = tmp_path / "step.yaml"
-    path.write_text(BASE + "    step_host_us: 500\n")
-    with pytest.raises(DataFileError, match="'x'.*'step_host_source'"):
-        load_runtimes(path)
-    sourced = tmp_path / "sourced-step.yaml"
-    sourced.write_text(BASE + "    step_host_us: 500\n    step_host_source: s\n")
-    assert load_runtimes(sourced).get("x").efficiency("gddr").step_host_us == 500
+    assert _sourced(tmp_path, "    step_host_us: 500\n", "step_host_source").efficiency("gddr").step_host_us == 500
     plain = tmp_path / "plain-step.yaml"
     plain.write_text(BASE)
     assert load_runtimes(plain).get("x").efficiency("hbm").step_host_us == 0.0  # absent: the GPU never waits
@@ -300,10 +305,5 @@ def test_a_runtimes_own_precisions_and_fp16_accumulation_need_their_sources(tmp_
 
 
 def test_a_decode_kernel_without_a_key_split_needs_its_source(tmp_path):
-    path = tmp_path / "grid.yaml"
-    path.write_text(BASE + "    decode_heads_grid_on: [sdpa]\n")
-    with pytest.raises(DataFileError, match="'x'.*'decode_heads_grid_source'"):
-        load_runtimes(path)
-    sourced = tmp_path / "sourced-grid.yaml"
-    sourced.write_text(BASE + "    decode_heads_grid_on: [sdpa]\n    decode_heads_grid_source: s\n")
-    assert load_runtimes(sourced).get("x").decode_heads_grid_on == ("sdpa",)
+    x = _sourced(tmp_path, "    decode_heads_grid_on: [sdpa]\n", "decode_heads_grid_source")
+    assert x.decode_heads_grid_on == ("sdpa",)
