@@ -7,22 +7,16 @@ import pytest
 
 from planner import ROOT_DIR
 from planner.base.schema import DataFileError
-from planner.inputs.facts import load_facts
-from planner.validation.measured import load_measurements, plan_for, validation_models
+from planner.validation.measured import load_measurements, validation_models
 from planner.validation.serving_first import load_rows
+from tests.fixtures.to_predict import TO_PREDICT, planned_rows, to_predict_rows
+from tests.fixtures.to_predict import planned as plan_of
 
-TO_PREDICT = ROOT_DIR / "validation" / "to_predict"
 SERVING = ROOT_DIR / "validation" / "serving" / "to_predict"
 
 
 def rows_of(name: str):
-    return {r.id: r for r in load_measurements(TO_PREDICT / name, measured=False)}
-
-
-def plan_of(row):
-    facts = load_facts()
-    plan, _, _ = plan_for(row, validation_models(), facts.rules)
-    return plan
+    return {r.id: r for r in to_predict_rows(name)}
 
 
 @pytest.mark.parametrize("name, runtimes", [
@@ -59,11 +53,9 @@ def test_kempnerforge_13b_ffn_is_the_rounded_llama_rule():
 def test_tensor_parallel_rows_plan_tp_inside_fsdp_over_the_rest():
     # KempnerForge's layout per run: --distributed.tp T --distributed.dp_shard D with T x D = the run's GPUs; the
     # 2-GPU TP2 run (experiment 03) has no FSDP rank beside it, so it plans as plain data parallel of one rank
-    rows = load_measurements(TO_PREDICT / "kempnerforge-mfu-scaling-tp.yaml", measured=False)
-    models, rules = validation_models(), load_facts().rules
-    assert len(rows) == 10
-    for row in rows:
-        plan, _, _ = plan_for(row, models, rules)
+    pairs = planned_rows("kempnerforge-mfu-scaling-tp.yaml")
+    assert len(pairs) == 10
+    for row, plan in pairs:
         dp = row.gpus // row.tp
         assert plan.workload.layout.tp == row.tp and row.tp * dp == row.gpus
         assert plan.workload.sharding == ("fsdp" if dp > 1 else "ddp")

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from planner import ROOT_DIR
-from planner.inputs.facts import load_facts
-from planner.validation.measured import load_measurements, plan_for, validation_models
-
-TO_PREDICT = ROOT_DIR / "validation" / "to_predict"
-
-
-def _plans(name: str):
-    rows = load_measurements(TO_PREDICT / name, measured=False)
-    models, rules = validation_models(), load_facts().rules
-    return [(row, plan_for(row, models, rules)[0]) for row in rows]
+from tests.fixtures.to_predict import planned_rows
 
 
 def test_rocm_latency_tables_plan_each_batch_at_tp8_with_each_editions_engine_and_kv_cache():
-    pairs = _plans("rocm-vllm-mi300x-latency.yaml")
+    pairs = planned_rows("rocm-vllm-mi300x-latency.yaml")
     # two editions x two models x two input lengths x batches 1, 2, 4, ..., 128 (8 sizes) = 64 rows
     assert len(pairs) == 64
     cells = Counter((r.id.split("-")[0], r.model, r.prompt_tokens) for r, _ in pairs)
@@ -36,7 +26,7 @@ def test_rocm_latency_tables_plan_each_batch_at_tp8_with_each_editions_engine_an
 
 
 def test_azure_static_batches_plan_tp8_only_for_the_70b_and_fp8_kv_only_on_hopper():
-    pairs = _plans("azure-ai-benchmarking-guide-trtllm.yaml")
+    pairs = planned_rows("azure-ai-benchmarking-guide-trtllm.yaml")
     # per VM: Mistral 7B and Llama 3 8B at batch 64, Llama 3 70B at 16/32/64 = 5 rows; three VMs
     assert len(pairs) == 15 and Counter(r.gpu for r, _ in pairs) == {"a100-sxm-80gb": 5, "h100-sxm": 5, "h200-sxm": 5}
     for row, plan in pairs:

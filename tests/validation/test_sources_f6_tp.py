@@ -6,21 +6,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from planner import ROOT_DIR
-from planner.inputs.facts import load_facts
-from planner.validation.measured import load_measurements, plan_for, validation_models
-
-TO_PREDICT = ROOT_DIR / "validation" / "to_predict"
-
-
-def _plans(name: str):
-    rows = load_measurements(TO_PREDICT / name, measured=False)
-    models, rules = validation_models(), load_facts().rules
-    return [(row, plan_for(row, models, rules)[0]) for row in rows]
+from tests.fixtures.to_predict import planned_rows
 
 
 def test_nemo_llama2_table_plans_each_tp_and_batch_on_both_gpus_with_the_chatbot_lengths():
-    pairs = _plans("nemo-llama2-inference-trtllm.yaml")
+    pairs = planned_rows("nemo-llama2-inference-trtllm.yaml")
     # the stored page holds 27 table rows: 7B at TP 1/2/4/8 x batch 1/2/4/8 (16), 13B at TP 1/2 x 4 batches (8) and
     # TP 4 at batch 1/2/4 (3); each row has an A100 and an H100 latency
     assert len(pairs) == 54

@@ -4,20 +4,8 @@ AWQ kernel version, lengths). Nothing here estimates a row."""
 
 from __future__ import annotations
 
-from planner import ROOT_DIR
-from planner.inputs.facts import load_facts
-from planner.validation.measured import load_measurements, plan_for, validation_models
-
-TO_PREDICT = ROOT_DIR / "validation" / "to_predict"
-
-
-def rows_of(name: str):
-    return list(load_measurements(TO_PREDICT / name, measured=False))
-
-
-def plan_of(row):
-    plan, _, _ = plan_for(row, validation_models(), load_facts().rules)
-    return plan
+from tests.fixtures.to_predict import planned as plan_of
+from tests.fixtures.to_predict import to_predict_rows as rows_of
 
 
 def test_tinychat_decode_rows_are_256_steps_after_four_context_tokens():
