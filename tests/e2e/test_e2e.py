@@ -293,13 +293,16 @@ def test_the_attention_list_offers_the_kernels_the_runtime_runs(server, browser,
 def test_the_host_cpu_speed_comes_from_a_link_and_moves_a_host_bound_answer(server, browser, wait_for_app):
     """GPT-2 generating at batch 1 is bound by its host's dispatch: a link's host=0.25 (a CPU four times slower
     single-threaded than the reference hosts) shows in the sidebar's input, and typing 1 there drops it from the
-    link and changes the fastest GPU's call-out (its time is host time, divided by the speed)."""
+    link and changes the fastest GPU's call-out (its time is host time, divided by the speed); the plan sentence names
+    the slower host, and no host once it is the reference."""
     page = browser.new_page(viewport=LAPTOP)
     page.goto(server + "?model=gpt2-124m&job=generate&batch=1&host=0.25")
     wait_for_app(page)
     assert _settled_input(page, "host", "0.25") == "0.25"
+    assert "a host CPU 0.25x the reference hosts' single-thread speed" in _plan(page)
     slow = _callouts(page)[0]
     _number(page, "host", "1", wait_for_app)
     page.wait_for_function("() => !new URLSearchParams(location.search).has('host')")
     assert _callouts(page)[0] != slow
+    assert "host CPU" not in _plan(page)  # the reference host goes unsaid
     page.close()
