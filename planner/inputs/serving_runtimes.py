@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
+from typing import NamedTuple
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,9 +29,19 @@ MAX_TOKENIZE_US_PER_TOKEN = 1_000.0  # a millisecond of CPU per prompt token: be
 FIRST_TOKEN_STEPS = (0, 1)
 # a generation without CUDA graphs (engines' eager_decode) decodes eagerly from the first KV position on
 EAGER_FROM_FIRST_POSITION = 1
-# (id, host_us_per_seq, step_host_us or None, eager_prefill, first_token_steps, eager_decode, tp_step_host_us):
-# SchedulerProfile.engines
-EngineGeneration = tuple[str, float, float | None, bool, int, bool, float]
+
+
+class EngineGeneration(NamedTuple):
+    """One engine generation of SchedulerProfile.engines (data/serving.yaml `engines`; _engines parses it)."""
+    id: str
+    host_us_per_seq: float
+    step_host_us: float | None  # None: the runtime profile's (the current generation's)
+    eager_prefill: bool
+    first_token_steps: int
+    eager_decode: bool
+    tp_step_host_us: float
+
+
 # the placeholders a launch command may use (planner.views.skyserve fills them)
 LAUNCH_FIELDS = ("model", "tp", "max_num_seqs", "token_budget", "max_model_len", "memory_fraction", "port",
                  "kv_tokens")
@@ -168,15 +179,15 @@ class SchedulerProfile:
 
     def _engine(self, engine: str) -> EngineGeneration:
         for row in self.engines:
-            if row[0] == engine:
+            if row.id == engine:
                 return row
-        known = ", ".join(e[0] for e in self.engines) or "none"
+        known = ", ".join(e.id for e in self.engines) or "none"
         raise ValueError(f"engine: {self.id} has no engine generation {engine[:40]!r} (known: {known})")
 
     def host_us_per_seq(self, engine: str) -> float:
         """Serial CPU microseconds per sequence per step of `engine`, one of `engines`; ValueError naming it
         otherwise."""
-        return self._engine(engine)[1]
+        return self._engine(engine).host_us_per_seq
 
     def step_host_us(self, engine: str, gpus: int = 1) -> float | None:
         """Serial CPU microseconds per step of `engine` (one of `engines`; ValueError naming it otherwise) on an
@@ -184,14 +195,14 @@ class SchedulerProfile:
         0.2.6 calls each GPU's Ray worker every step); None where the generation runs the runtime profile's (data/
         runtimes.yaml step_host_us: the current one's)."""
         gen = self._engine(engine)
-        if gen[2] is None:
+        if gen.step_host_us is None:
             return None
-        return gen[2] + (gen[6] if gpus > 1 else 0.0)
+        return gen.step_host_us + (gen.tp_step_host_us if gpus > 1 else 0.0)
 
     def eager_prefill(self, engine: str) -> bool:
         """Whether `engine` (one of `engines`; ValueError naming it otherwise) runs its prefill steps eagerly, each
         kernel dispatched from Python (vLLM V0 captures CUDA graphs for decode steps only)."""
-        return self._engine(engine)[3]
+        return self._engine(engine).eager_prefill
 
     def eager_decode_from(self, engine: str) -> int:
         """The KV position from which `engine`'s decode steps run eagerly, each kernel dispatched from Python, its
@@ -199,7 +210,7 @@ class SchedulerProfile:
         tokens); 0 where its decode steps always replay a graph; the first position where the generation captures
         no CUDA graph at all (engines' eager_decode: vLLM before 0.2.6). ValueError naming `engine` when it is
         unknown."""
-        if self._engine(engine)[5]:
+        if self._engine(engine).eager_decode:
             return EAGER_FROM_FIRST_POSITION
         return dict(self.graph_max_context).get(engine, 0)
 
@@ -215,7 +226,7 @@ class SchedulerProfile:
         """Steps of host work (scheduling and input preparation) a request's first token waits for after its prefill
         step in `engine` (one of `engines`; ValueError naming it otherwise): 1 where the outputs of a step are
         processed in the next step's callback (vLLM V0 0.6-0.10's asynchronous output processing), else 0."""
-        return self._engine(engine)[4]
+        return self._engine(engine).first_token_steps
 
     def kv_flags(self, kv_dtype: str) -> str | None:
         """The launch flags that give this engine a `kv_dtype` KV cache (None: it has none)."""
@@ -324,9 +335,9 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
                                       f"(optional), tp_step_host_us: 0..{MAX_STEP_HOST_US:g} (optional, with "
                                       f"step_host_us)}}', got {str(spec)[:60]!r}")
         step = spec.get("step_host_us")
-        out.append((name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step),
-                    spec.get("eager_prefill", False), int(spec.get("first_token_steps", 0)),
-                    spec.get("eager_decode", False), float(spec.get("tp_step_host_us", 0))))
+        out.append(EngineGeneration(name.lower(), float(spec["host_us_per_seq"]), None if step is None else float(step),
+                                    spec.get("eager_prefill", False), int(spec.get("first_token_steps", 0)),
+                                    spec.get("eager_decode", False), float(spec.get("tp_step_host_us", 0))))
     return tuple(out)
 
 
@@ -335,7 +346,7 @@ def _graph_limits(rec: Record, field: str = "graph_max_context") -> tuple[tuple[
     generation's decode steps replay a CUDA graph for; graph_max_tokens, the same shape: the most tokens a step
     replays one for."""
     raw = rec.data.get(field) or {}
-    known = {e[0] for e in _engines(rec)}
+    known = {e.id for e in _engines(rec)}
     ok = isinstance(raw, dict) and len(raw) <= MAX_ENGINES and all(
         isinstance(k, str) and k.lower() in known and not isinstance(v, bool) and isinstance(v, int)
         and 1 <= v <= MAX_GRAPH_CONTEXT for k, v in raw.items())

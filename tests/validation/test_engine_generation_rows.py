@@ -55,7 +55,7 @@ def test_committed_rows_get_their_engine_post_hoc_only():
     where it says refines_assumed (Splitwise's assumed v0-sync)."""
     committed = prediction_first_ids()
     rows = {r.id: r for r in load_measurements()}
-    engines = {e[0] for e in load_schedulers().get("vllm").engines}
+    engines = {e.id for e in load_schedulers().get("vllm").engines}
     after = {k: v for k, v in conditions_read_after().items() if "engine" in v}
     assert after and all((rows[k].engine is None or v.get(REFINES_ASSUMED)) and k in committed
                          and v["engine"] in engines for k, v in after.items())
