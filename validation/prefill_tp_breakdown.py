@@ -20,6 +20,18 @@ from planner.validation.measured import load_measurements, predict_row  # noqa: 
 LLAMA2_70B_MATMUL_PARAMS = 80 * (8192 * (8192 + 2 * 1024) + 8192 * 8192 + 3 * 8192 * 28672)
 
 
+def added_seconds(t_tp: float, t_tp1: float, n: int) -> float:
+    """Seconds a TP n step takes beyond its TP 1 twin split n ways (t_TP - t_TP1 / n)."""
+    return t_tp - t_tp1 / n
+
+
+def ring_split(t2: float, t8: float) -> tuple[float, float]:
+    """(C, a) solving t = C / n + a (n - 1) / n from the times at TP 2 and TP 8 (any one unit): C the work one GPU
+    would do alone, a the ring term at n -> infinity (2 x bytes / bus bandwidth)."""
+    a = (t8 - t2 / 4) / (7 / 8 - 1 / 8)  # t2 / 4 = C/8 + a/8; t8 - that = a (7/8 - 1/8)
+    return 2 * t2 - a, a
+
+
 def _comm_bytes(p) -> float:
     """Bytes each GPU moves in the prefill step's all-reduces (ring factor 2(n-1)/n included), as planned."""
     ph = p.estimate.passes[0][0]
@@ -38,8 +50,8 @@ def muxserve_allreduce() -> None:
             continue
         p = predict_row(r)
         nbytes = _comm_bytes(p)
-        measured_extra = r.value - base[0].value / r.gpus
-        planned_extra = p.predicted - base[1].predicted / r.gpus
+        measured_extra = added_seconds(r.value, base[0].value, r.gpus)
+        planned_extra = added_seconds(p.predicted, base[1].predicted, r.gpus)
         out[(r.model, r.gpus)].append((tokens, nbytes / measured_extra / 1e9, nbytes / planned_extra / 1e9,
                                        measured_extra * 1e3, planned_extra * 1e3))
     print("MuxServe, prefills of 2,048-16,384 tokens a step: the time TP n adds over the same shape's TP 1 row / n "
@@ -75,9 +87,7 @@ def splitwise_scaling() -> None:
         if (gpu, 2) not in med or (gpu, 8) not in med:
             continue
         (t2, _, s), (t8, _, _) = med[(gpu, 2)], med[(gpu, 8)]
-        # t2 = C/2 + a/2, t8 = C/8 + 7a/8  ->  a = (t8 - t2/4) / (7/8 - 1/8)
-        a = (t8 - t2 / 4) / 0.75
-        c = 2 * t2 - a
+        c, a = ring_split(t2, t8)
         tflops = 2 * LLAMA2_70B_MATMUL_PARAMS * 1e3 / (c / 1e3) / 1e12
         print(f"{gpu:14s}: C = {c:.0f} ms/ktok of GPU work ({tflops:.0f} TFLOPS on the layers' matmul FLOPs), "
               f"a = {a:.0f} ms/ktok -> all-reduce bus bandwidth {2 * s / (a / 1e3) / 1e9:.0f} GB/s")
