@@ -218,6 +218,9 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes), eager_decode_from=1)
     if row.inprocess_stream:  # each streamed sequence's hand-off to its caller, in series with the engine's loop
         s = replace(s, host_us_per_seq=s.host_us_per_seq + sched.inprocess_stream_us_per_seq)
+    if row.max_output_tokens is not None and row.max_output_tokens < row.output_tokens:
+        raise ValueError(f"{row.id}: max_output_tokens {row.max_output_tokens:,} is below the mean output "
+                         f"{row.output_tokens:,}: a cap on each reply can't be under their mean")
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}),

@@ -8,7 +8,10 @@ import yaml
 from planner.base.schema import DataFileError
 from planner.engine.serving_sim import Requests, StepTimes, burst_tokens_per_s
 from planner.inputs.serving_runtimes import Scheduler
-from planner.validation.serving_first import load_rows
+from planner.inputs.facts import load_facts
+from planner.validation.serving_first import load_rows, predict
+from planner.validation.serving_rescore import with_posthoc
+from tests.fixtures.posthoc import posthoc_from
 
 STEP = 0.01  # seconds, every step of a flat step model
 MIXED = Scheduler("t", "test", "vllm", 256, 4096, True, True, 0.9)
@@ -57,3 +60,10 @@ def test_a_row_cap_below_its_mean_output_is_refused_naming_the_field(tmp_path):
     path.write_text(yaml.safe_dump({"schema_version": 1, "rows": [{**row, "max_output_tokens": 200}]}))
     with pytest.raises(DataFileError, match="max_output_tokens"):
         load_rows(path)
+    # a post-hoc cap below a matched row's mean is refused when the row is predicted, named, not silently applied
+    path.write_text(yaml.safe_dump({"schema_version": 1, "rows": [{k: v for k, v in row.items()
+                                                                   if k != "max_output_tokens"}]}))
+    cap = posthoc_from(tmp_path, "  - {rows: 'cap', max_output_tokens: 200, why: x}\n")
+    capped = with_posthoc(load_rows(path)[0], cap)
+    with pytest.raises(ValueError, match="max_output_tokens 200 is below the mean output 300"):
+        predict(capped, load_facts())
