@@ -620,7 +620,13 @@ class Requests:
         def cut(scale: float, hi: int) -> np.ndarray:
             return np.clip(np.rint(scale * tail), SHAREGPT_MIN_TOKENS, hi)
 
+        def refused(mean: float, hi: int, name: str) -> ValueError:
+            return ValueError(f"a ShareGPT-like spread cut at {SHAREGPT_MIN_TOKENS}..{hi:,} tokens can't keep a mean "
+                              f"of {mean:,.0f} {name} tokens; give lengths within the cut or a trace")
+
         def spread(mean: float, hi: int, name: str) -> np.ndarray:
+            if mean > hi:
+                raise refused(mean, hi, name)
             if mean >= hi - 0.5:  # every length at the cap (the cut mean only nears it as the scale grows)
                 return np.full(rows, hi, dtype=int)
             scale = float(mean)
@@ -636,8 +642,7 @@ class Requests:
                 if abs(x.mean() - mean) < 0.5:
                     return x.astype(int)
                 lo, up = (mid, up) if x.mean() < mean else (lo, mid)
-            raise ValueError(f"a ShareGPT-like spread cut at {SHAREGPT_MIN_TOKENS}..{hi:,} tokens can't keep a mean "
-                             f"of {mean:,.0f} {name} tokens; give lengths within the cut or a trace")
+            raise refused(mean, hi, name)
 
         prompts = spread(mean_prompt, SHAREGPT_MAX_PROMPT, "prompt")
         prompts = np.random.default_rng(0).permutation(prompts)

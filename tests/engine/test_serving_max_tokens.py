@@ -37,6 +37,8 @@ def test_a_mean_near_or_at_the_cap_puts_the_outputs_at_it():
     near = Requests.sharegpt_like(80, 473, rows=64, max_output=512)
     assert max(near.outputs) == 512 and np.mean(near.outputs) == pytest.approx(473, abs=0.5)
     assert Requests.spread(80, 512, "sharegpt", rows=8, max_output=512).outputs == (512,) * 8
+    with pytest.raises(ValueError, match="can't keep a mean of 600 output tokens"):  # above the cap: refused
+        Requests.sharegpt_like(80, 600, max_output=512)
 
 
 def test_a_burst_ends_with_its_longest_capped_reply():
