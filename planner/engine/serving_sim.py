@@ -589,12 +589,14 @@ class Requests:
         return max(p + o for p, o in zip(self.prompts, self.outputs))
 
     @classmethod
-    def spread(cls, prompt: int, output: int, lengths: str, rows: int = SPREAD_ROWS) -> Requests:
+    def spread(cls, prompt: int, output: int, lengths: str, rows: int = SPREAD_ROWS,
+               max_output: int | None = None) -> Requests:
         """Requests at `prompt`/`output` tokens (LENGTH_SPREADS: 'fixed', each request at them; 'sharegpt',
-        spread around them as sharegpt_like draws `rows` of them; 'uniform', as uniform draws); ValueError naming
-        `lengths` otherwise."""
+        spread around them as sharegpt_like draws `rows` of them, no output past the client's `max_output` (its
+        max_tokens; None: no cap but the dataset's); 'uniform', as uniform draws); ValueError naming `lengths`
+        otherwise."""
         if lengths == "sharegpt":
-            return cls.sharegpt_like(prompt, output, rows)
+            return cls.sharegpt_like(prompt, output, rows, max_output)
         if lengths == "uniform":
             return cls.uniform(prompt, output, rows)
         if lengths != "fixed":
@@ -602,28 +604,50 @@ class Requests:
         return cls((prompt,), (output,))
 
     @classmethod
-    def sharegpt_like(cls, mean_prompt: float, mean_output: float, rows: int = SPREAD_ROWS) -> Requests:
+    def sharegpt_like(cls, mean_prompt: float, mean_output: float, rows: int = SPREAD_ROWS,
+                      max_output: int | None = None) -> Requests:
         """`rows` requests whose lengths spread as a ShareGPT sample's do in the serving benchmarks, around the given
         means (tokens): each length exponential (an assumed shape: many short turns, a long tail), cut as vLLM's
         and SGLang's benchmarks cut ShareGPT (SHAREGPT_* constants) and rescaled until the cut lengths keep the
-        means; prompt and output lengths independent (paired by a fixed shuffle). Deterministic. ValueError when
-        a mean is too close to the cut for any scale to keep it."""
+        means; prompt and output lengths independent (paired by a fixed shuffle). A client that caps each reply at
+        `max_output` tokens (its max_tokens) cuts the outputs there too: the engine stops a sequence at max_tokens
+        (vLLM SamplingParams.max_tokens, 'Maximum number of tokens to generate per output sequence'), so no reply
+        of the run is longer, and a finite burst ends when its longest reply does. A mean at the cap puts every
+        output at it. Deterministic. ValueError when a mean is too close to the cut for any scale to keep it."""
         q = (np.arange(rows) + 0.5) / rows
         tail = -np.log1p(-q)  # the unit exponential's quantiles
 
+        def cut(scale: float, hi: int) -> np.ndarray:
+            return np.clip(np.rint(scale * tail), SHAREGPT_MIN_TOKENS, hi)
+
+        def refused(mean: float, hi: int, name: str) -> ValueError:
+            return ValueError(f"a ShareGPT-like spread cut at {SHAREGPT_MIN_TOKENS}..{hi:,} tokens can't keep a mean "
+                              f"of {mean:,.0f} {name} tokens; give lengths within the cut or a trace")
+
         def spread(mean: float, hi: int, name: str) -> np.ndarray:
+            if mean > hi:
+                raise refused(mean, hi, name)
+            if mean >= hi - 0.5:  # every length at the cap (the cut mean only nears it as the scale grows)
+                return np.full(rows, hi, dtype=int)
             scale = float(mean)
             for _ in range(50):  # the cut moves the mean; the scale that keeps it, by fixed point
-                x = np.clip(np.rint(scale * tail), SHAREGPT_MIN_TOKENS, hi)
+                x = cut(scale, hi)
                 if abs(x.mean() - mean) < 0.5:
                     return x.astype(int)
                 scale *= mean / x.mean()
-            raise ValueError(f"a ShareGPT-like spread cut at {SHAREGPT_MIN_TOKENS}..{hi:,} tokens can't keep a mean "
-                             f"of {mean:,.0f} {name} tokens; give lengths within the cut or a trace")
+            lo, up = float(mean), float(mean) * 2.0 ** 20  # near the cap the fixed point crawls: bisect the scale
+            for _ in range(80):  # the cut mean grows with the scale
+                mid = (lo * up) ** 0.5
+                x = cut(mid, hi)
+                if abs(x.mean() - mean) < 0.5:
+                    return x.astype(int)
+                lo, up = (mid, up) if x.mean() < mean else (lo, mid)
+            raise refused(mean, hi, name)
 
         prompts = spread(mean_prompt, SHAREGPT_MAX_PROMPT, "prompt")
         prompts = np.random.default_rng(0).permutation(prompts)
-        outputs = spread(mean_output, SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT, "output")
+        hi = SHAREGPT_MAX_TOTAL - SHAREGPT_MAX_PROMPT
+        outputs = spread(mean_output, hi if max_output is None else min(hi, max_output), "output")
         outputs = np.minimum(outputs, SHAREGPT_MAX_TOTAL - prompts)
         return cls(tuple(prompts.tolist()), tuple(outputs.tolist()))
 

@@ -99,6 +99,9 @@ class ServingRow:
     # a build or version without it (upstream vLLM on ROCm before PR #14125, 2025-04; --disable-custom-all-reduce),
     # every tensor-parallel all-reduce through NCCL/RCCL's ring (planner.inputs.runtimes.nccl_only)
     custom_allreduce: bool = True
+    # the client's cap on each reply (its max_tokens) where the lengths spread ('sharegpt'): no output of the run
+    # is longer (serving_sim.Requests.sharegpt_like); None: the dataset's own cut only
+    max_output_tokens: int | None = None
 
 
 LENGTHS = LENGTH_SPREADS
@@ -112,7 +115,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rec.check_keys(("id", "source", "conditions", "model", "gpu", "runtime", "tp", "input_tokens", "output_tokens",
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
-                        "request_overhead_ms", "enforce_eager", "statistic", "custom_allreduce"))
+                        "request_overhead_ms", "enforce_eager", "statistic", "custom_allreduce",
+                        "max_output_tokens"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -137,7 +141,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                enforce_eager=rec.flag("enforce_eager") if "enforce_eager" in rec.data else False,
                                statistic=rec.text("statistic", required=False, choices=STATISTICS) or "median",
                                custom_allreduce=rec.flag("custom_allreduce") if "custom_allreduce" in rec.data
-                               else True))
+                               else True, max_output_tokens=_max_output(rec)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -150,6 +154,14 @@ def _limits(rec: Record) -> tuple[int | None, int | None, bool | None]:
     budget = rec.number("token_budget", required=False, lo=16, hi=MAX_TOKEN_BUDGET, integer=True)
     chunked = rec.flag("chunked_prefill") if "chunked_prefill" in rec.data else None
     return None if seqs is None else int(seqs), None if budget is None else int(budget), chunked
+
+
+def _max_output(rec: Record) -> int | None:
+    """The client's max_tokens a row states (ServingRow.max_output_tokens), at least its mean output."""
+    n = rec.number("max_output_tokens", required=False, lo=1, hi=10**6, integer=True)
+    if n is not None and n < rec.number("output_tokens", lo=1, hi=10**6, integer=True):
+        raise rec.fail("max_output_tokens", "a cap on each reply can't be below the mean output (output_tokens)")
+    return None if n is None else int(n)
 
 
 def _requests(rec: Record) -> int | None:
@@ -206,9 +218,13 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes), eager_decode_from=1)
     if row.inprocess_stream:  # each streamed sequence's hand-off to its caller, in series with the engine's loop
         s = replace(s, host_us_per_seq=s.host_us_per_seq + sched.inprocess_stream_us_per_seq)
+    if row.max_output_tokens is not None and row.max_output_tokens < row.output_tokens:
+        raise ValueError(f"{row.id}: max_output_tokens {row.max_output_tokens:,} is below the mean output "
+                         f"{row.output_tokens:,}: a cap on each reply can't be under their mean")
     # a finite benchmark run: its own number of requests, their lengths spread over exactly that many
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
-                           **({} if row.requests is None else {"rows": row.requests}))
+                           **({} if row.requests is None else {"rows": row.requests}),
+                           max_output=row.max_output_tokens)
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
     if row.metric == "saturation_output_tokens_per_s":
         if row.requests is not None:

@@ -24,7 +24,7 @@ MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
 OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
              "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
-             "enforce_eager", "statistic", "custom_allreduce")
+             "enforce_eager", "statistic", "custom_allreduce", "max_output_tokens")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -63,6 +63,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["enforce_eager"] = rec.flag("enforce_eager")
         if "custom_allreduce" in rec.data:
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
+        if "max_output_tokens" in rec.data:
+            cond["max_output_tokens"] = int(rec.number("max_output_tokens", lo=1, hi=10**6, integer=True))
         if "statistic" in rec.data:
             cond["statistic"] = rec.text("statistic", choices=STATISTICS)
         if not cond:
