@@ -22,7 +22,8 @@ What this path does not cover, each timed by the object path instead (`uncovered
   and their GEMM rows as a staircase in the batch, not affine;
 - a pass with collectives (tensor parallel: NCCL's protocol is picked per call size);
 - a pass at or below the batch where a quantized GEMV (or anything else) changes the work's shape: batches up to
-  AFFINE_FROM or Setup.gemv_tokens, whichever is larger;
+  AFFINE_FROM, Setup.gemv_tokens or Setup.prompt_path_switch_tokens (the prompt GEMM's small-pass path),
+  whichever is largest;
 - a pass whose work the probes find not affine (a group's figure off the line by more than AFFINE_TOLERANCE, or a
   structure that differs between the probes): named in AffineWork.refused.
 """
@@ -270,7 +271,7 @@ def _affine_phase(p1: Phase, p2: Phase, p3: Phase, b: tuple[int, int, int]) -> A
 def affine_work(m: ModelProfile, w: Workload, s: Setup, n_gpus: int) -> AffineWork:
     """One pass of job `w` (its shape: the size plays no part) as functions of the batch, from the model's own work
     at three batches above the floor (phases.job_passes, one full pass of each)."""
-    floor = max(AFFINE_FROM, s.gemv_tokens)
+    floor = max(AFFINE_FROM, s.gemv_tokens, s.prompt_path_switch_tokens)
     b = tuple(floor + k for k in PROBE_STEPS)
     probes = [tuple(ph for ph, _ in job_passes(m, w, s, x, x, n_gpus)) for x in b]
     if len({len(p) for p in probes}) != 1:

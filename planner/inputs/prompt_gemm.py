@@ -13,7 +13,7 @@ capability: llama.cpp's own wmma or mma kernels, each at its measured fraction o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.base.schema import CachedHash, Record, parse_compute_capability, sm_label
 from planner.inputs.catalog import ALU_PATH, COMPUTE_PATHS
@@ -30,7 +30,9 @@ class PromptPath(CachedHash):
     path (dp4a: 4 multiply-adds), through a copy of `buffer_bytes` per weight written each pass and read by the GEMM
     (0: the GEMM reads the stored blocks), converting each GEMM input element at `act_convert_bytes` (read + write),
     accumulating in fp16 where `accumulate16`. `scale_flops` FLOP-equivalents per matmul FLOP run on the CUDA
-    cores after each MMA, in series with it, at the GPU's fp32 rate (MMQ's per-block scales: 0 for cuBLAS)."""
+    cores after each MMA, in series with it, at the GPU's fp32 rate (MMQ's per-block scales: 0 for cuBLAS). A pass of
+    at most `small_max_tokens` tokens takes `small_path` instead (ggml's choice by batch size: MMQ below 64 tokens on
+    GPUs with FP16 but no int8 tensor-core MMA); None: every pass takes this path."""
 
     id: str
     compute_path: str
@@ -41,6 +43,12 @@ class PromptPath(CachedHash):
     flops_per_op: float
     source: str
     scale_flops: float = 0.0
+    small_max_tokens: int = 0
+    small_path: PromptPath | None = None
+
+    def for_rows(self, rows: int) -> PromptPath:
+        """The path a pass over `rows` tokens takes: `small_path` up to small_max_tokens, else this one."""
+        return self.small_path if self.small_path is not None and rows <= self.small_max_tokens else self
 
     @property
     def buffered(self) -> bool:
@@ -96,10 +104,15 @@ def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
     if sub is None:
         return ()
     sub.check_keys(("paths", "eras", "attention_kernels"))
-    paths = {}
+    paths, small = {}, {}
     for p in sub.records("paths", MAX_PATHS):
         p.check_keys(("id", "compute_path", "fraction", "buffer_bytes", "act_convert_bytes", "accumulate",
-                      "flops_per_op", "scale_flops", "source"))
+                      "flops_per_op", "scale_flops", "small_pass", "source"))
+        small_pass = p.child("small_pass", required=False)
+        if small_pass is not None:
+            small_pass.check_keys(("max_tokens", "path"))
+            small[p.text("id")] = (small_pass, int(small_pass.number("max_tokens", lo=1, hi=4096, integer=True)),
+                                   small_pass.text("path"))
         path = p.text("compute_path", choices=(*COMPUTE_PATHS, ALU_PATH))
         paths[p.text("id")] = PromptPath(
             p.text("id"), path, p.number("fraction", required=False, lo=0.01, hi=1.0) or 0.0,
@@ -108,6 +121,11 @@ def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
             p.text("accumulate", required=False, choices=("fp16", "fp32")) == "fp16",
             p.number("flops_per_op", required=path == ALU_PATH, lo=1, hi=64) or 1.0, " ".join(p.text("source").split()),
             p.number("scale_flops", required=False, lo=0, hi=1.0) or 0.0)
+    for pid, (rec, max_tokens, target) in small.items():
+        if target not in paths or small.get(target) is not None:
+            raise rec.fail("path", f"expected a path of prompt_gemm.paths without a small_pass of its own "
+                                   f"({', '.join(q for q in paths if q not in small)}), got '{target}'")
+        paths[pid] = replace(paths[pid], small_max_tokens=max_tokens, small_path=paths[target])
     kernels = {}
     listed = sub.raw("attention_kernels", False) is not None
     for k in sub.records("attention_kernels", MAX_ATTENTION_KERNELS) if listed else ():

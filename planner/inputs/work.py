@@ -272,7 +272,14 @@ class Setup(CachedHash):
         the GEMV (at most the runtime's GEMV tokens: llama.cpp's mul_mat_vec kernels for F16 too) or there is none."""
         if self.prompt_path is None or rows <= self.gemv_max_tokens:
             return None
-        return self.prompt_path
+        return self.prompt_path.for_rows(rows)
+
+    @property
+    def prompt_path_switch_tokens(self) -> int:
+        """Most tokens per pass that take the prompt path's small-pass path (PromptPath.small_path; 0: none): the
+        work changes its shape there, as at the GEMV's bound."""
+        p = self.prompt_path
+        return p.small_max_tokens if p is not None and p.small_path is not None else 0
 
     def prompt_attention_kernel(self, rows: int) -> AttentionKernel | None:
         """The runtime's own fused attention kernel for a pass over `rows` tokens: only with a fused backend (no score

@@ -45,7 +45,7 @@ def test_the_kernels_fractions_follow_from_the_cited_tables():
     (4753, (7, 0), "wmma"),  # Volta keeps wmma after PR #11583 (ggml_cuda_should_use_wmma_fattn)
     (4753, (7, 5), "mma"),  # Turing on: mma.sync from build 4617
     (4753, (8, 9), "mma"),
-    (4753, (9, 0), "mma"),
+    (4753, (9, 0), "mma-hopper"),  # the same mma.sync kernel at its Hopper rate (test_lcpp_hopper_mma.py)
     (4616, (8, 0), "wmma"),  # the build before PR #11583: wmma from Volta on
     (4400, (7, 5), "wmma"),
     (2843, (8, 0), None),  # an era that names no kernel: the attention backend's own rate

@@ -46,7 +46,7 @@ def _group(phase, name: str):
     (1786, (8, 6), "quantized", "cublas-fp16"),  # PR #3776: FP16 cuBLAS instead of MMQ on Volta+
     (1786, (6, 1), "quantized", "mmq-dp4a"),  # Pascal keeps MMQ (PR #4682)
     (4400, (8, 6), "quantized", "mmq-int8"),  # PR #8075: MMQ on int8 tensor cores
-    (4400, (7, 0), "quantized", "cublas-fp16"),  # V100 has no int8 MMA: FP16 cuBLAS
+    (4400, (7, 0), "quantized", "cublas-fp16-mmq-small"),  # V100 has no int8 MMA: FP16 cuBLAS (MMQ below 64)
     (4400, (8, 9), "f16", "cublas-fp16"),
 ])
 def test_the_path_a_build_takes_on_a_gpu(build, cc, kind, path):
