@@ -6,7 +6,7 @@ for, and its launch command. planner.engine.serving_sim simulates them; planner.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 from functools import lru_cache
 from pathlib import Path
@@ -103,11 +103,20 @@ class Scheduler:
     first_token_steps: int = 0
     # seconds of the front end's CPU work per prompt token (tokenising the prompt text), on top of request_overhead_s
     tokenize_s_per_token: float = 0.0
+    # the engine mixes prompts with decodes in a step only while chunked prefill is on; with it off a step prefills
+    # or decodes, prefills first (vLLM V0's _schedule_default: SchedulerProfile.mixes_only_chunked)
+    mixes_only_chunked: bool = False
 
     def front_end_s(self, prompt_tokens: int) -> float:
         """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
         (front_end_seconds)."""
         return front_end_seconds(self.request_overhead_s, self.tokenize_s_per_token, prompt_tokens)
+
+    def with_chunked_prefill(self, on: bool) -> Scheduler:
+        """The scheduler with chunked prefill `on` or off, as a run's flag sets it: an engine that mixes prompts
+        with decodes only while it chunks them (mixes_only_chunked) runs prefill-only steps without it."""
+        mixed = self.mixed_batches and (on or not self.mixes_only_chunked)
+        return replace(self, chunked_prefill=on, mixed_batches=mixed)
 
 
 def front_end_seconds(request_overhead_s: float, tokenize_s_per_token: float, prompt_tokens: int) -> float:
@@ -171,6 +180,10 @@ class SchedulerProfile:
     graph_max_tokens_source: str = ""
     compiled_dispatch_us: float = 0.0  # CPU microseconds per kernel of such a step (torch.compile's wrapper code)
     compiled_dispatch_source: str = ""
+    # a step mixes prompt chunks with decodes only while chunked prefill is on (Scheduler.with_chunked_prefill): with
+    # it off the engine's scheduler runs a step of prompts whenever one is admitted, the decodes waiting (vLLM V0)
+    mixes_only_chunked: bool = False
+    mixes_only_chunked_source: str = ""
 
     def front_end_s(self, prompt_tokens: int) -> float:
         """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
@@ -241,7 +254,8 @@ class SchedulerProfile:
         return Scheduler(self.id, self.name, self.efficiency_of, tier.max_num_seqs, tier.token_budget,
                          self.mixed_batches, self.chunked_prefill, self.memory_fraction,
                          self.reserve_output_share, self.disaggregated, self.host_overlapped,
-                         request_overhead_s=self.request_overhead_s, tokenize_s_per_token=self.tokenize_s_per_token)
+                         request_overhead_s=self.request_overhead_s, tokenize_s_per_token=self.tokenize_s_per_token,
+                         mixes_only_chunked=self.mixes_only_chunked)
 
 
 @dataclass(frozen=True)
@@ -374,7 +388,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "request_overhead_source", "engines", "engines_source", "inprocess_stream_us_per_seq",
                         "inprocess_stream_source", "graph_max_context", "graph_max_context_source",
                         "tokenize_us_per_token", "tokenize_source", "graph_max_tokens", "graph_max_tokens_source",
-                        "compiled_dispatch_us", "compiled_dispatch_source"))
+                        "compiled_dispatch_us", "compiled_dispatch_source", "mixes_only_chunked",
+                        "mixes_only_chunked_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -398,6 +413,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             _sourced(rec, "tokenize_us_per_token", "tokenize_source"), _graph_limits(rec, "graph_max_tokens"),
             _sourced(rec, "graph_max_tokens", "graph_max_tokens_source"),
             rec.number("compiled_dispatch_us", required=False, lo=0, hi=MAX_DISPATCH_US) or 0.0,
-            _sourced(rec, "compiled_dispatch_us", "compiled_dispatch_source")))
+            _sourced(rec, "compiled_dispatch_us", "compiled_dispatch_source"),
+            rec.flag("mixes_only_chunked", default=False),
+            _sourced(rec, "mixes_only_chunked", "mixes_only_chunked_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

@@ -171,10 +171,11 @@ def _requests(rec: Record) -> int | None:
 
 def with_limits(sched: Scheduler, row: ServingRow) -> Scheduler:
     """`sched` with the run's own scheduler limits where `row` states them (ServingRow.max_num_seqs, token_budget,
-    chunked_prefill), the server's defaults elsewhere."""
-    limits = {"max_num_seqs": row.max_num_seqs, "token_budget": row.token_budget,
-              "chunked_prefill": row.chunked_prefill}
-    return replace(sched, **{k: v for k, v in limits.items() if v is not None})
+    chunked_prefill: Scheduler.with_chunked_prefill, so an engine that mixes only chunked prompts stops mixing),
+    the server's defaults elsewhere."""
+    limits = {"max_num_seqs": row.max_num_seqs, "token_budget": row.token_budget}
+    sched = replace(sched, **{k: v for k, v in limits.items() if v is not None})
+    return sched if row.chunked_prefill is None else sched.with_chunked_prefill(row.chunked_prefill)
 
 
 def predict(row: ServingRow, facts: Facts) -> float:
