@@ -64,3 +64,16 @@ def test_ldsingh_rows_are_the_harness_closed_loops():
         assert 51 <= row.output_tokens <= 53 < 128, row.id
     assert sorted(by_level) == [1, 2, 4, 8, 64, 128, 256, 512]
     assert all(m == {"ttft_median_ms", "tpot_median_ms", "output_tokens_per_s"} for m in by_level.values())
+
+
+def test_xtuner_rows_are_one_packed_sequence_per_gpu_with_full_sharding():
+    pairs = planned_rows("xtuner-speed-benchmark-a100.yaml")
+    assert len(pairs) == 4  # the sequence_parallel_size 1 rows of the page's three tables
+    for row, plan in pairs:
+        # '# bs = N gpus * 1 batch_size_per_device * 1 acc / 1 sequence parallel': one packed sequence a GPU a step
+        assert (row.micro_batch, row.grad_accum, row.batch) == (1, 1, row.gpus), row.id
+        assert plan.runtime == "pytorch-eager" and plan.workload.sharding == "fsdp", row.id
+        assert row.checkpointing, row.id  # SupervisedFinetune(use_activation_checkpointing=True) by default
+    # Yi-34B: 60 layers of 7168 with 56 query heads of 128 and 8 KV heads (config.json)
+    yi = validation_models().get("yi-34b-200k")
+    assert yi.hidden // yi.heads == 128 and (yi.layers, yi.kv_heads, yi.ffn) == (60, 8, 20480)
