@@ -152,6 +152,7 @@ def _software() -> None:
                  "which kernel it runs (data/precisions.yaml).")
     sb.selectbox("PyTorch build", ["", *facts.builds.choices()], key="pt",
                  format_func=lambda v: v or "latest (any build that runs each GPU)", help=field_help("pt"))
+    sb.text_input("transformers release", key="tf", placeholder="current", help=field_help("tf"))
     # the name up to its parenthesis, shown whole in the closed picker; the full names are in its help
     sb.selectbox("Framework / runtime", [r.id for r in runtimes.runtimes], key="rt",
                  format_func=lambda r: runtimes.get(r).name.split(" (")[0],

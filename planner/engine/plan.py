@@ -11,6 +11,7 @@ from planner.inputs.jobs import BOUNDS, OPTIMIZERS, SHARDINGS, ZERO_STAGES, Gene
 from planner.inputs.models import ModelProfile
 from planner.inputs.precisions import PrecisionRules
 from planner.inputs.runtimes import Runtimes
+from planner.inputs.rotary_sync import parse_version
 from planner.inputs.work import Setup
 
 # Plan memory at 90 % of what the GPU reports, as vLLM does (gpu_memory_utilization defaults to 0.9: vLLM docs,
@@ -48,6 +49,9 @@ class Plan:
     # the host CPU's single-thread speed over the hosts the runtimes' host constants were measured on
     # (planner.engine.host_speed): host-side time is divided by it
     host_speed: float = 1.0
+    # the Hugging Face transformers release the runtime runs ('4.40.2'; planner.inputs.rotary_sync), where it matters:
+    # some releases' FlashAttention-2 classes sync once a layer; None: a current release
+    transformers: str | None = None
 
 
 def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None = None) -> Setup:
@@ -81,6 +85,8 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach",
                  fp8_weights=bool(rt.training and rt.training.fp8_weights and precision.fp8_training),
                  comm_overlap=rt.training.comm_overlap if rt.training else (),
+                 rotary_sync_types=rt.rotary_sync.model_types(plan.transformers, plan.attention) if rt.rotary_sync
+                 else (),
                  expert_loop=rt.expert_loop is not None,
                  idle_expert_ops=rt.expert_loop.idle_ops if rt.expert_loop else 0.0)
 
@@ -163,6 +169,8 @@ def check_plan(plan: Plan) -> None:
     if not bound.lo <= plan.host_speed <= bound.hi:
         raise ValueError(f"host speed must be between {bound.lo:g} and {bound.hi:g} times the reference hosts' "
                          "single-thread speed (1 = the hosts the runtimes' constants were measured on)")
+    if plan.transformers is not None:
+        parse_version(plan.transformers)  # ValueError naming the field
     if plan.price_tier not in PRICE_TIERS:
         raise ValueError(f"price tier must be one of {', '.join(PRICE_TIERS)}")
     if isinstance(w, Generate) and (w.prompt_tokens < 1 or w.gen_tokens < 1 or w.n_sequences < 1):

@@ -20,6 +20,7 @@ from planner.base.schema import DataFileError, Record, UnknownNameError, load_ya
 from planner.inputs.custom_allreduce import CUSTOM_ALLREDUCE_FILE, CustomAllReduce, load_custom_allreduce
 from planner.inputs.jobs import ZERO_STAGES
 from planner.inputs.prompt_gemm import PromptEra, era_at, parse_prompt_gemm
+from planner.inputs.rotary_sync import RotarySync, parse_rotary_sync
 
 RUNTIMES_FILE = DATA_DIR / "runtimes.yaml"
 TUNED_FILE = DATA_DIR / "runtimes_tuned.yaml"
@@ -349,6 +350,9 @@ class RuntimeProfile:
     # its mixture-of-experts layers loop over every expert in Python, one device-to-host sync each (ExpertLoop);
     # None: they run the routed experts only, or a fused MoE kernel
     expert_loop: ExpertLoop | None = None
+    # the releases whose FlashAttention-2 classes sync once a layer, per model family (planner.inputs.rotary_sync);
+    # None: none of its releases does
+    rotary_sync: RotarySync | None = None
     # one device-to-host round trip from its Python (the host waits for the GPU to drain and reads a value back), us
     host_sync_us: float = 0.0
     host_sync_source: str = ""
@@ -716,7 +720,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
                         "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source",
                         "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graph_max_tokens",
-                        "decode_heads_grid_on", "decode_heads_grid_source"))
+                        "decode_heads_grid_on", "decode_heads_grid_source", "rotary_sync"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -749,7 +753,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
         out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec), **_heads_grid(rec),
                           prompt_eras=parse_prompt_gemm(rec), expert_loop=_expert_loop(rec), **_host_sync(rec),
-                          **_eager_prefill(rec))
+                          **_eager_prefill(rec), rotary_sync=parse_rotary_sync(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}

@@ -113,11 +113,19 @@ class OpGroup(NamedTuple):
     # the host waits for this group's kernels after every call (a quantized library's device synchronize,
     # QuantKernel.synchronizes): their GPU time cannot hide the host's dispatch of the step's other kernels
     host_synced: bool = False
+    # the share of its GPU time the host waits for every pass, where it waits after part of it (the q/k/v
+    # projections before transformers' per-layer rotary sync, Setup.rotary_sync_types); host_synced: all of it
+    synced_share: float = 0.0
     # per step, device-to-host round trips the host waits on (a quantized library's synchronize per call; a mixture
     # of experts' Python loop over every expert, Setup.expert_loop: one per expert visited) and the operators that loop
     # dispatches on experts no token was routed to; serial host time (roofline.host_wait_seconds)
     host_syncs: float = 0.0
     idle_expert_ops: float = 0.0
+
+    @property
+    def synced_fraction(self) -> float:
+        """The share of its GPU time the host waits for every pass (host_synced: all; else synced_share)."""
+        return 1.0 if self.host_synced else self.synced_share
 
 
 Gemm = tuple[int, int, int, float]  # (M rows, N, K, count per step)
@@ -237,6 +245,9 @@ class Setup(CachedHash):
     # idle_expert_ops operators on an expert no token was routed to (RuntimeProfile.expert_loop)
     expert_loop: bool = False
     idle_expert_ops: float = 0.0
+    # model types (config.json model_type) whose FlashAttention-2 class syncs the host once a layer in the runtime's
+    # release (RuntimeProfile.rotary_sync): the decoder of such a type charges it (Decoder.rotary_sync_costs)
+    rotary_sync_types: tuple[str, ...] = ()
 
     @property
     def lm_head_tp(self) -> int:

@@ -41,6 +41,7 @@ from planner.inputs.jobs import BOUNDS, Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
 from planner.inputs.precisions import PrecisionRules, load_rules
+from planner.inputs.rotary_sync import parse_version
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, Runtimes,
                                      eager_dispatch_us, load_runtimes, nccl_only, opted_in, with_build,
@@ -119,13 +120,14 @@ ROW_REGIMES = ("decode", "prefill", "train")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
 CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params",
-                  "host_speed")
+                  "host_speed", "transformers")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
               "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", "api_server",
               *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
+MAX_VERSION_CHARS = 16  # a release 'major.minor.patch' (Measurement.transformers)
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
 # a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
 # give them); each is 1 unless the row states it
@@ -212,6 +214,9 @@ class Measurement:
     # the server and so its CPU (a DGX A100's AMD EPYC 7742): every host-side time of the row divided by it; None:
     # not stated, the reference host (1)
     host_speed: float | None = None
+    # the Hugging Face transformers release the row ran ('4.38.2'), where its source states it or bounds it: Plan.
+    # transformers (some releases' FlashAttention-2 classes sync once a layer); None: not stated, a current release
+    transformers: str | None = None
     # the serving engine's generation as the row's source names its version (vLLM: 'v0-sync' before 0.6.0, 'v0'
     # for 0.6-0.10 with VLLM_USE_V1=0, 'v1'): its CPU work per sequence per step, data/serving.yaml `engines`
     # (None: the current generation, as estimates take it)
@@ -500,7 +505,19 @@ def _cluster_conditions(rec: Record) -> dict:
                 tp_gather=rec.text("tp_gather", required=False, choices=TP_GATHERS),
                 fp8_params=rec.flag("fp8_params", default=False) or None,
                 host_speed=rec.number("host_speed", required=False, lo=BOUNDS["host_speed"].lo,
-                                      hi=BOUNDS["host_speed"].hi))
+                                      hi=BOUNDS["host_speed"].hi),
+                transformers=_transformers(rec))
+
+
+def _transformers(rec: Record) -> str | None:
+    """The optional `transformers` release ('4.38.2'), checked."""
+    text = rec.text("transformers", required=False, max_len=MAX_VERSION_CHARS)
+    if text is not None:
+        try:
+            parse_version(text)
+        except ValueError as exc:
+            raise rec.fail("transformers", str(exc)) from None
+    return text
 
 
 @lru_cache(maxsize=4)
@@ -641,7 +658,7 @@ def plan_for(row: Measurement, models: ModelCatalog, rules: PrecisionRules) -> t
     attention = ROW_ATTENTION_READ_AS.get((row.framework, row.attention), row.attention)
     plan = Plan(model, workload, precision, row.kv_dtype, attention, FRAMEWORK_RUNTIME[row.framework],
                 batch, row.gpus, memory_target=MEASURED_RUN_MEMORY_TARGET, parallel=parallel,
-                host_speed=row.host_speed or REFERENCE_HOST_SPEED)
+                host_speed=row.host_speed or REFERENCE_HOST_SPEED, transformers=row.transformers)
     return plan, rules, note
 
 

@@ -253,6 +253,7 @@ def inputs_rows(e: Estimate, auto_batch: bool) -> list[tuple[str, str, str]]:
             "CPU more per kernel, overlapping the GPU's work" if eff.prefill_host_us_per_kernel else ""),
          eff.source),
         host_speed_row(e.plan.host_speed),
+        *transformers_rows(e),
         ("Batch per GPU", f"{e.batch:,} (largest that fits: {e.max_batch:,})",
          "auto: the cheapest that fits" if auto_batch else "yours"),
         ("Parallelism", f"{e.parallelism}, {e.plan.gpus} GPU(s)", "planner"),
@@ -399,6 +400,21 @@ def gpu_caption(e: Estimate) -> str:
         return f"CPU (measured) · {g.vram_gb:.3g} GB host RAM at {g.mem_bw_gbps:,.1f} GB/s measured"
     return (f"{g.architecture} · {g.sm} · {g.vram_gib:g} GiB ({g.vram_gb:.3g} GB) {g.memory_type} at "
             f"{g.mem_bw_gbps:,.0f} GB/s · {g.market}")
+
+
+def transformers_rows(e: Estimate) -> list[tuple[str, str, str]]:
+    """The transformers release the plan names, if any, and the per-layer sync its FlashAttention-2 classes add."""
+    version = e.plan.transformers
+    if version is None:
+        return []
+    types = e.setup.rotary_sync_types
+    text = (f"{version}: the FlashAttention-2 classes of {', '.join(types)} read position_ids[:, -1].max().item() "
+            f"in every layer: a device-to-host round trip a layer each forward ({e.efficiency.sync_us:g} us), after "
+            "which the host waits for the q/k/v projections (charged where the model is of one of those types: "
+            "the linear layers' formula says so)" if types else
+            f"{version}: no per-layer sync in its {e.plan.attention} attention classes")
+    return [("transformers release", text, "yours (--transformers; data/runtimes.yaml pytorch-eager rotary_sync: "
+             "the releases read)")]
 
 
 def host_speed_row(host_speed: float) -> tuple[str, str, str]:

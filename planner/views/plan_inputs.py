@@ -25,6 +25,7 @@ from planner.inputs.models import ModelProfile, load_models, parse_decoder, pars
 from planner.inputs.models.decoder_fields import ARCH_FIELDS as DECODER_ARCH_FIELDS
 from planner.inputs.ownership import Owned
 from planner.inputs.precisions import load_rules
+from planner.inputs.rotary_sync import parse_version
 from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.inputs.runtimes import RuntimeProfile, load_runtimes
 from planner.views.format import fmt_count
@@ -72,6 +73,7 @@ class Inputs:
     kv: str = "auto"
     attn: str = "sdpa"
     pt: str = ""
+    tf: str = ""  # the Hugging Face transformers release pytorch-eager runs (Plan.transformers; '' = a current one)
     rt: str = "pytorch-eager"
     gpus: int = 1
     par: str = "auto"  # how the GPUs share the job (PARALLEL_MODES)
@@ -204,6 +206,14 @@ def _providers(text: str) -> str:
     return ",".join(parse_providers(text, providers()))
 
 
+def _transformers(text: str) -> str:
+    """A transformers release ('4.40.2'), or '' for a current one; ValueError naming the field otherwise."""
+    text = str(text).strip()
+    if text:
+        parse_version(text)
+    return text
+
+
 def _explained_gpu(text: str) -> str:
     """The GPU Explain shows: a catalog id (did-you-mean otherwise), or the id of a GPU you described ('own-...',
     checked against that description where the link is read)."""
@@ -221,7 +231,7 @@ SCALARS: dict[str, Callable[[str], Any]] = {
     "shard": choice_parser(lambda: SHARDINGS),
     "lay": lambda t: parse_layout(t).text(), "gbatch": _bounded("global_batch"),
     "batch": _batch, "prec": choice_parser(_precisions), "kv": choice_parser(_kv_dtypes), "attn": _attention,
-    "pt": _pytorch,
+    "pt": _pytorch, "tf": _transformers,
     "rt": choice_parser(_runtimes), "gpus": _bounded("gpus"), "par": choice_parser(lambda: PARALLEL_MODES),
     "node": _unless_zero("node_gpus"), "fab": _unless_zero("fabric_gbits_per_node"),
     "host": lambda t: float(_bounded("host_speed")(t)),
@@ -304,6 +314,9 @@ PLAN_FIELDS = (
     PlanField("pt", "--pytorch", "pin the PyTorch you have, e.g. 1.13.1+cu116, or a version for any of its variants: "
               "a GPU its build ships no kernels for can't run the plan (default: the latest; "
               "data/pytorch_builds.yaml)"),
+    PlanField("tf", "--transformers", "the Hugging Face transformers release the model runs in (pytorch-eager), "
+              "e.g. 4.40.2; blank = a current one. The FlashAttention-2 classes of Qwen2 and Mistral-family models in "
+              "some releases (4.36-4.47: data/runtimes.yaml pytorch-eager rotary_sync) sync the host once a layer"),
     PlanField("rt", "--runtime", "the framework or runtime (data/runtimes.yaml): each reaches its own fraction of "
               "peak bandwidth and of each GPU's measured matmul ceiling", _runtimes),
     PlanField("gpus", "--gpus", "GPUs per job (how they share it: the parallelism)"),
@@ -446,7 +459,7 @@ def to_plan(inputs: Inputs, model: ModelProfile) -> Plan:
     kv = inputs.kv if inputs.job == "generate" and inputs.kv != "auto" else None
     return Plan(model, workload, inputs.prec, kv, inputs.attn, inputs.rt, inputs.batch, inputs.gpus, inputs.tier,
                 inputs.mem / 100, inputs.pt or None, inputs.par, inputs.node or None, inputs.fab or None,
-                inputs.host)
+                inputs.host, inputs.tf or None)
 
 
 def cluster_phrase(inputs: Inputs) -> str:
@@ -494,5 +507,6 @@ def plan_sentence(inputs: Inputs, model: ModelProfile) -> str:
     precision = (f"{inputs.prec} (trained as {trains_as}, Transformer Engine's FP8 recipe)" if trains_as
                  else inputs.prec)
     return (f"{job} with {model.name}, {fmt_count(model.params)} parameters, in {precision}, "
-            f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}, {batch}, {gpus}"
+            f"{runtime}, {inputs.attn} attention{f', PyTorch {inputs.pt}' if inputs.pt else ''}"
+            f"{f', transformers {inputs.tf}' if inputs.tf else ''}, {batch}, {gpus}"
             f"{memory}{host}, RunPod {inputs.tier} prices.")

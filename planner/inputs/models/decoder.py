@@ -192,6 +192,9 @@ class DecoderProfile(CachedHash):
     # elementwise ops in Python rather than one kernel (autocast_chains.gelu_tanh_chain_bytes)
     gelu_tanh_chain: bool = False
     cross_check: str = ""  # where the profile disagrees with what its source reports, and why
+    # its config.json model_type ('qwen2', 'mistral'): the Hugging Face modeling code it runs in transformers, where
+    # a release's attention class has costs of its own (Setup.rotary_sync_types); '' = not stated
+    model_type: str = ""
     kind: str = field(default="decoder", init=False)
 
     def __post_init__(self) -> None:
@@ -265,6 +268,7 @@ class DecoderProfile(CachedHash):
         kinds = {f: getattr(self, f) for f in LAYER_KIND_FIELDS if getattr(self, f)}
         return {"kind": self.kind, "id": self.id, "source": self.source, "dropout": self.dropout,
                 **({"gelu_tanh_chain": True} if self.gelu_tanh_chain else {}),
+                **({"model_type": self.model_type} if self.model_type else {}),
                 **self._form_fields(), **kinds}
 
     def describe(self) -> str:
@@ -720,6 +724,18 @@ class DecoderProfile(CachedHash):
         return out | {"host_kernels": calls * k.host_kernels_per_call,
                       "host_syncs": syncs + (calls if k.synchronizes else 0.0)}
 
+    def rotary_sync_costs(self, s: Setup, layer_read: float, head_tp: int) -> dict[str, float]:
+        """OpGroup fields of the per-layer device-to-host sync of transformers' FlashAttention-2 class in the
+        releases that have it (Setup.rotary_sync_types; planner.inputs.rotary_sync): one round trip a layer each
+        forward, after the q/k/v projections, so their GPU time hides none of the host's dispatch (synced_share:
+        the q/k/v weights' share of the linear layers' weights read, bytes taken as weights at one precision).
+        {} for another model type, release or attention."""
+        if not self.model_type or self.model_type not in s.rotary_sync_types:
+            return {}
+        qkv = self.attn_layers * self.hidden * (self.q_dim + 2 * self.kv_dim) / s.tp
+        return {"host_syncs": float(self.attn_layers),
+                "synced_share": qkv / (layer_read / s.tp + self.lm_head_params / head_tp)}
+
     @cached_property
     def kernels_per_forward(self) -> float:
         ssm = self.state_layers * (SSM_KERNELS[self.mamba1] - 4) if self.state_layers else 0  # in place of 4
@@ -917,11 +933,13 @@ class DecoderProfile(CachedHash):
         # a fused MLP that keeps its gate and up projections on the library's GEMV (AutoAWQ's) unpacks them there
         gate_up = m._gate_up_weights(tp) if s.mlp_gemv and not gemv else 0.0
         rate, rate_note = (s.linear_rate(bt), "") if p.kernel else m._mma_path_rate(p, bt, tp, lin_flops)
+        rotary = m.rotary_sync_costs(s, layer_read, head_tp)
         return (
             OpGroup("linear layers", lin_flops, lin_bytes, path.compute_path if path else p.compute_path,
                     lin_text + text.linear_extras(gemv, buffered, p.act_bytes)
                     + (text.prompt_path_text(path, copied) if path else
-                       s.linear_note(bt) if p.kernel or s.fp16_accumulate else "") + rate_note,
+                       s.linear_note(bt) if p.kernel or s.fp16_accumulate else "") + rate_note
+                    + (text.rotary_sync_text(m.model_type, m.attn_layers, rotary["synced_share"]) if rotary else ""),
                     gemms=() if gemv else m.linear_gemms(bt, batch * logits_tokens, tp, head_tp),
                     # a library GEMM's own MMA rate, fp16 accumulation: only with a library kernel or the runtime's;
                     # a runtime kernel's older MMA instruction (Precision.mma_fraction) on its quantized weights' share
@@ -929,8 +947,8 @@ class DecoderProfile(CachedHash):
                     accumulate16=(path.accumulate16 if path else
                                   s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False),
                     ceiling_fraction=path.fraction if path else 0.0,
-                    **merge_costs(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {},
-                                  m.expert_loop_costs(s, ((bt, 1),)))),
+                    **merge_costs(merge_costs(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {},
+                                              m.expert_loop_costs(s, ((bt, 1),))), rotary)),
             *((prompt_scale_group(path, lin_flops),) if path is not None and path.scale_flops and not gemv else ()),
             *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
             *(dequant_groups(m._path_weights(s, layer_read, stored) - gate_up, s, bt)

@@ -68,8 +68,9 @@ LAYER_FIELDS = (
     ArchField("ssm_groups", "int", 0, 65536),  # Mamba-2
 )
 SSM_FIELDS = ("ssm_inner", "ssm_state", "ssm_conv")
+MAX_MODEL_TYPE_CHARS = 64  # config.json's model_type ('qwen2', 'mistral'): a short identifier
 ENCODER_FLAGS = ("encoder", "pooler")  # an encoder (bidirectional, no generation) and its pooler
-FIELDS = (("id", "kind", "source", "dropout", "gelu_tanh_chain", "cross_check")
+FIELDS = (("id", "kind", "source", "dropout", "gelu_tanh_chain", "cross_check", "model_type")
           + tuple(f.name for f in ARCH_FIELDS + LAYER_FIELDS) + ENCODER_FLAGS)
 
 
@@ -119,6 +120,7 @@ def read_decoder(rec: Record) -> dict[str, Any]:
         source=rec.text("source"), experts=experts, experts_per_token=top_k, shared_ffn=shared_ffn,
         dropout=rec.flag("dropout", default=False), gelu_tanh_chain=rec.flag("gelu_tanh_chain", default=False),
         cross_check=rec.text("cross_check", required=False, max_len=MAX_NOTE_CHARS) or "",
+        model_type=rec.text("model_type", required=False, max_len=MAX_MODEL_TYPE_CHARS) or "",
     )
 
 

@@ -102,6 +102,13 @@ def linear_extras(gemv: bool, buffered: bool, act_bytes: float) -> str:
             + (f"; the GEMMs read the 16-bit copy ({act_bytes:g} B/weight)" if buffered else ""))
 
 
+def rotary_sync_text(model_type: str, layers: int, share: float) -> str:
+    """The linear group's words for transformers' per-layer sync in a FlashAttention-2 class (rotary_sync_costs)."""
+    return (f"; transformers' {model_type} FlashAttention-2 class reads position_ids[:, -1].max().item() in each "
+            f"layer: {layers} device-to-host round trips a forward, the host waiting for the q/k/v projections "
+            f"({share:.1%} of these weights), whose GPU time hides none of its dispatch")
+
+
 def prompt_path_text(path, copied: float) -> str:
     """The linear group's words for the runtime's prompt GEMM path (PromptPath) it runs on."""
     rate = (f"at {path.fraction:g} of the {path.compute_path} matmul ceiling (the path's own measured rate)"

@@ -415,6 +415,8 @@ def from_hf_config(config: Mapping[str, Any], model_id: str,
     }
     if config.get("head_dim"):
         data["head_dim"] = config["head_dim"]
+    if _model_type(config):  # the modeling code transformers runs it with (Decoder.model_type)
+        data["model_type"] = _model_type(config)
     latent = _latent(config)
     if latent:  # every head has its own K and V, decompressed from the shared latent
         data |= latent | {"kv_heads": heads}
