@@ -32,3 +32,21 @@ def test_aws_t4_bits_are_the_readme_file_sizes():
 
 def test_aws_t4_is_a_publication_of_its_own():
     assert {source_of(r) for r, _ in planned_rows(AWS_T4)} == {"aws-samples/optimizing-llm-inference-with-quantization"}
+
+
+TRT_090 = "trtllm-v090-first-token-latency.yaml"
+
+
+def test_trtllm_090_rows_are_the_low_latency_tables_at_the_printed_tp():
+    pairs = planned_rows(TRT_090)
+    assert len(pairs) == 4 * 4 * 2  # 4 GPU tables x 4 planner models x 2 prompt lengths
+    assert all(r.regime == "prefill" and r.batch == 1 and r.metric == "step_seconds" for r, _ in pairs)
+    assert {p.runtime for _, p in pairs} == {"tensorrt-llm"}
+    # the TP column -> tensor-parallel GPUs; Llama-2-70B on H100 runs TP 4 at 128 tokens and TP 8 at 2,048
+    tp = {(r.gpu, r.model, r.prompt_tokens): p.gpus for r, p in pairs}
+    assert tp[("h100-sxm", "llama-2-70b", 128)] == 4 and tp[("h100-sxm", "llama-2-70b", 2048)] == 8
+    assert tp[("l40s", "llama-2-70b", 128)] == 8 and tp[("l40s", "llama-2-70b", 2048)] == 4
+    assert tp[("l40s", "mixtral-8x7b", 128)] == 4
+    # FP8 tables on Hopper and Ada, FP16 on the A100
+    assert {r.precision for r, _ in pairs if r.gpu == "a100-sxm-80gb"} == {"fp16"}
+    assert {r.precision for r, _ in pairs if r.gpu != "a100-sxm-80gb"} == {"fp8"}
