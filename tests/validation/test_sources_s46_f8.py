@@ -50,3 +50,17 @@ def test_trtllm_090_rows_are_the_low_latency_tables_at_the_printed_tp():
     # FP8 tables on Hopper and Ada, FP16 on the A100
     assert {r.precision for r, _ in pairs if r.gpu == "a100-sxm-80gb"} == {"fp16"}
     assert {r.precision for r, _ in pairs if r.gpu != "a100-sxm-80gb"} == {"fp8"}
+
+
+TRT_090_TPUT = "trtllm-v090-peak-throughput.yaml"
+
+
+def test_trtllm_090_throughput_rows_are_whole_batches_over_all_tp_gpus():
+    pairs = planned_rows(TRT_090_TPUT)
+    assert len(pairs) == 4 * 4 * 4  # 4 GPU tables x 4 planner models x 4 (input, output) pairs
+    assert {(r.prompt_tokens, r.gen_tokens) for r, _ in pairs} == {(128, 128), (128, 2048), (2048, 128), (2048, 2048)}
+    assert all(r.regime == "decode" and r.metric == "tokens_per_s" for r, _ in pairs)
+    assert all(p.runtime == "tensorrt-llm" and p.gpus == r.gpus for r, p in pairs)
+    sizes = {(r.gpu, r.model, r.prompt_tokens, r.gen_tokens): (r.batch, r.gpus) for r, _ in pairs}
+    assert sizes[("a100-sxm-80gb", "llama-2-70b", 128, 2048)] == (512, 8)
+    assert sizes[("h200-sxm", "llama-2-70b", 128, 128)] == (1024, 1)
