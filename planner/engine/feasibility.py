@@ -117,7 +117,8 @@ def _weight_only_hint(p: Precision, gpu: GPU) -> str:
 
 
 def precision_on(gpu: GPU, s: Setup, runtime: str) -> Setup:
-    """The setup with its precision as `runtime` runs it on `gpu` (Precision.weight_only_on: FP8 under vLLM on
+    """The setup with its precision as `runtime` runs it on `gpu` (Precision.on_runtime: MXFP4 under llama.cpp runs
+    ggml's kernels, SM61+ at fp16; Precision.weight_only_on: FP8 under vLLM on
     Ampere runs weight-only, FP8-Marlin; Precision.on_mma_path: MXFP4 experts under vLLM on Hopper multiply through
     Marlin's mma.sync), its unpack pipelined as that path's runtimes pipeline it; `s` itself where nothing
     changes."""
@@ -127,7 +128,7 @@ def precision_on(gpu: GPU, s: Setup, runtime: str) -> Setup:
 @lru_cache(maxsize=256)
 def _precision_on(cc: tuple[int, int] | None, s: Setup, runtime: str) -> Setup:
     """precision_on by compute capability: one object per triple (a cache key for the estimate's memo)."""
-    p = s.precision.weight_only_on(cc, runtime).on_mma_path(cc, runtime)
+    p = s.precision.on_runtime(runtime).weight_only_on(cc, runtime).on_mma_path(cc, runtime)
     if p is not s.precision:
         s = replace(s, precision=p, unpack_pipelined=runtime in p.pipelined_on)
     path = s.prompt_era.path_on(cc, prompt_weight_kind(p)) if s.prompt_era is not None else None

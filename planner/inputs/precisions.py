@@ -9,8 +9,8 @@ from pathlib import Path
 
 from planner import DATA_DIR
 from planner.inputs.catalog import COMPUTE_PATHS
-from planner.base.schema import (CachedHash, DataFileError, Record, UnknownNameError, load_sections, suggest,
-                                 unique_ids)
+from planner.base.schema import (CachedHash, DataFileError, Record, UnknownNameError, load_sections, sm_label,
+                                 suggest, unique_ids)
 from planner.base.units import FP32_BYTES
 from planner.inputs.builds import parse_torch_version
 
@@ -132,6 +132,21 @@ class WeightOnly:
 
 
 @dataclass(frozen=True)
+class RuntimePath:
+    """Where a runtime runs a precision through its own kernels on other terms than the precision's default: under
+    `runtimes` its compute-capability floor is min_sm and its matmuls compute at compute_path (ggml's MXFP4 kernels
+    in llama.cpp: dp4a int8 dot products and fp16 cuBLAS from SM61, where vLLM's and transformers' MXFP4 paths
+    dequantize into bf16 and need SM80); its unpack, prompt-GEMM path and decode GEMV are the runtime's as for its
+    other quantized formats."""
+
+    runtimes: tuple[str, ...]
+    min_sm: tuple[int, int]
+    compute_path: str
+    kernel_name: str
+    source: str
+
+
+@dataclass(frozen=True)
 class MmaPath:
     """Where a runtime's kernel for a precision multiplies on tensor cores through an older instruction than the
     GPU's own: under `runtimes` on GPUs of compute capability min_sm..max_sm its quantized weights' GEMMs run at
@@ -183,11 +198,23 @@ class Precision:
     weight_only: WeightOnly | None = None  # where it runs as weight-only without its own tensor cores
     runs_as: str = ""  # set on the weight-only variant (weight_only_on): which path runs, in words
     mma_path: MmaPath | None = None  # where its runtime's kernel multiplies through an older MMA instruction
+    runtime_path: RuntimePath | None = None  # where a runtime's own kernels change its SM floor and compute path
     mma_fraction: float = 1.0  # set on that variant (on_mma_path): its quantized GEMMs' share of the matmul ceiling
     # the runtime's own quantized GEMV (RuntimeGemv.ops_per_weight_token, measured on one format) spends this many
     # times its instructions per weight per token on this format: a format whose dot product unpacks more per weight
     # (GGUF Q3_K's 2 + 1 bit planes and 6-bit scales against Q4_0's nibbles); 1 = as the measured format
     gemv_ops_factor: float = 1.0
+
+    def on_runtime(self, runtime: str) -> Precision:
+        """This precision as `runtime` runs it: where `runtime_path` names that runtime, with its SM floor and compute
+        path (MXFP4 under llama.cpp: ggml's kernels, SM61+, fp16), else itself."""
+        w = self.runtime_path
+        if w is None or runtime not in w.runtimes:
+            return self
+        what = (f"runs {w.kernel_name} under {', '.join(w.runtimes)}: matmuls computed at {w.compute_path}, "
+                f"{sm_label(w.min_sm)}+")
+        return replace(self, compute_path=w.compute_path, min_sm=w.min_sm, runtime_path=None,
+                       runs_as="; ".join(x for x in (self.runs_as, what) if x))
 
     def weight_only_on(self, cc: tuple[int, int] | None, runtime: str) -> Precision:
         """This precision as `runtime` runs it on a GPU of compute capability `cc`: its weight-only variant (16-bit
@@ -396,7 +423,8 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", "compute_path", "weight_bytes", "act_bytes", "min_sm", "quantized_weights",
                         "dequant_ops_per_weight", "runtimes", "kernel", "pipelined_on", "fp8_training", "train_as",
-                        "weight_only", "mma_path", "gemv_ops_factor", "gemv_ops_factor_source", "note", "source"))
+                        "weight_only", "mma_path", "runtime_path", "gemv_ops_factor", "gemv_ops_factor_source",
+                        "note", "source"))
         precisions.append(Precision(rec.text("id"), rec.text("compute_path", choices=COMPUTE_PATHS),
                                     rec.number("weight_bytes", lo=0.1, hi=8), rec.number("act_bytes", lo=1, hi=8),
                                     rec.compute_capability("min_sm", required=False), rec.text("note"),
@@ -407,7 +435,7 @@ def load_rules(path: str | Path = PRECISIONS_FILE) -> PrecisionRules:
                                     rec.strings("runtimes", required=False) or (), _quant_kernel(rec),
                                     rec.strings("pipelined_on", required=False) or (),
                                     _fp8_training(rec), rec.text("train_as", required=False) or None,
-                                    _weight_only(rec), mma_path=_mma_path(rec),
+                                    _weight_only(rec), mma_path=_mma_path(rec), runtime_path=_runtime_path(rec),
                                     gemv_ops_factor=gemv_ops_factor(rec)))
     unique_ids(path, (p.id for p in precisions))
     _check_train_as(path, records, precisions)
@@ -445,6 +473,16 @@ def _weight_only(rec: Record) -> WeightOnly | None:
     return WeightOnly(sub.strings("runtimes"), lo, hi, sub.text("compute_path", choices=COMPUTE_PATHS),
                       sub.number("dequant_ops_per_weight", lo=0, hi=MAX_DEQUANT_OPS), sub.text("kernel_name"),
                       sub.text("source"))
+
+
+def _runtime_path(rec: Record) -> RuntimePath | None:
+    """The optional `runtime_path` block of a precision (RuntimePath's fields)."""
+    sub = rec.child("runtime_path", required=False)
+    if sub is None:
+        return None
+    sub.check_keys(("runtimes", "min_sm", "compute_path", "kernel_name", "source"))
+    return RuntimePath(sub.strings("runtimes"), sub.compute_capability("min_sm"),
+                       sub.text("compute_path", choices=COMPUTE_PATHS), sub.text("kernel_name"), sub.text("source"))
 
 
 def _mma_path(rec: Record) -> MmaPath | None:
