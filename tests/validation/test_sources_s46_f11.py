@@ -39,3 +39,16 @@ def test_vit_rows_carry_each_images_token_count_and_engine():
         assert row.prompt_tokens == (side // 16) ** 2 + 1, row.id
         assert plan.runtime == ("pytorch-eager" if "-torch-" in row.id else "fastertransformer"), row.id
         assert row.batch in (1, 8, 16, 32) and plan.batch == row.batch, row.id
+
+
+def test_zerollama_rows_pair_a_prefill_and_a_decode_for_each_method():
+    pairs = planned_rows("zerollama-qwen15-rtx4090.yaml")
+    # five sizes x (8 GGUF + bf16 + bnb int8 + bnb 4-bit + GPTQ + AWQ + AWQ fused = 14 methods) x 2 cells, less the
+    # 14B bf16 row (28 GB of bf16 weights do not fit the 24 GB card: 'oom' in the table)
+    assert len(pairs) == (5 * 14 - 1) * 2
+    kinds = Counter(row.regime for row, _ in pairs)
+    assert kinds == {"prefill": 69, "decode": 69}
+    for row, plan in pairs:
+        assert (row.gpu, row.batch, row.prompt_tokens) == ("rtx-4090", 1, 25), row.id
+        runtime = {"llama.cpp": "llama.cpp", "autoawq": "autoawq"}.get(row.framework, "pytorch-eager")
+        assert plan.runtime == runtime, row.id
