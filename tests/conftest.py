@@ -5,6 +5,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 import json  # noqa: E402
+import os  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -40,6 +41,22 @@ HEAVY_FIRST = ("e2e", "test_bench-quick_run", "tests/bench/test_bench.py::test_y
                "test_profiler_references-sea", "test_profiler_references-betarho-", "full_loso",
                "test_profiler_references-gpt2-", "tests/profiling/test_profiler.py", "tests/test_fuzz.py",
                "tests/clients/test_skypilot_optimizer.py", "tests/test_app.py", "tests/bench/", "tests/profiling/")
+
+
+# Workers for `-n auto` (pyproject.toml's addopts): one per core plus one. The browser tests (the e2e group) hold one
+# worker for minutes while using about a quarter of a core (the test waits on the served page: 283 s wall, 67 s of CPU
+# for the whole group, benchmarks/RESULTS.md 'The suite with one worker more than cores'); with one worker per core
+# that core sat mostly idle through them while the other worker ran the CPU-bound traces and bench runs alone.
+EXTRA_WORKERS = 1
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config):
+    """-n auto: the cores this process may run on, plus EXTRA_WORKERS (PYTEST_XDIST_AUTO_NUM_WORKERS still wins)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses != "auto":
+        return None  # xdist's own rule
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + EXTRA_WORKERS
 
 
 def _group(item, where: str) -> str | None:
