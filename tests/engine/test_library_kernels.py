@@ -133,13 +133,14 @@ def test_autoawq_rows_run_the_checkpoint_their_id_names_under_the_autoawq_profil
     rows = [r for r in load_measurements() if r.framework == "autoawq"]
     # AutoAWQ's README (20 decode + 20 prefill), PR #320 and issue #276 (8 GEMM rounds each: a prefill and a decode
     # row), TinyChat's AWQ rows (4 models' decode, 2 models x 6 prompt lengths), oobabooga's two AutoAWQ 0.1.4 files
-    # (group 128 and 32: a prompt row and a decode row each)
-    assert FRAMEWORK_RUNTIME["autoawq"] == "autoawq" and len(rows) == 40 + 2 * 2 * 8 + 4 + 2 * 6 + 2 * 2
+    # (group 128 and 32: a prompt row and a decode row each), premAI's AutoAWQ cell for each of its 2 models, and
+    # zerollama's fused AWQ rows (5 Qwen1.5 sizes: a prompt row and a decode row each)
+    assert FRAMEWORK_RUNTIME["autoawq"] == "autoawq" and len(rows) == 40 + 2 * 2 * 8 + 4 + 2 * 6 + 2 * 2 + 2 + 5 * 2
     by_id = [r for r in rows if r.precision == "int4"]  # the id names the kernel version of an int4 row
     assert {awq_precision(r) for r in by_id} == {"awq-gemv", "awq-gemm"}
     assert all(awq_precision(r) == ("awq-gemv" if "-gemv-" in r.id else "awq-gemm") for r in by_id)
-    # oobabooga's rows state their AWQ checkpoint's precision outright
-    assert {r.precision for r in rows if r not in by_id} == {"awq-gemm"} and len(rows) - len(by_id) == 2 * 2
+    # oobabooga's, premAI's and zerollama's rows state their AWQ checkpoint's precision outright
+    assert {r.precision for r in rows if r not in by_id} == {"awq-gemm"} and len(rows) - len(by_id) == 2 * 2 + 2 + 5 * 2
     assert all(awq_precision(r) is None for r in load_measurements() if r.framework != "autoawq")
 
 
