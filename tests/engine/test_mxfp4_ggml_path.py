@@ -4,13 +4,13 @@ Precision.on_runtime)."""
 
 import pytest
 
-from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu, setup_on
 from planner.engine.plan import Plan
 from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
 from planner.inputs.precisions import load_rules
+from tests.fixtures.rules_file import load_error_for
 
 FACTS = load_facts()
 V100 = "v100-pcie-32gb"  # SM70: no bf16, has dp4a (SM61+) and fp16 tensor cores
@@ -65,14 +65,5 @@ def test_prompts_take_the_path_other_gguf_types_take(gpu, prompt):
     ("{runtimes: [llama.cpp], min_sm: '6.1', compute_path: fp16, kernel_name: k}", "source"),
 ])
 def test_a_bad_runtime_path_block_names_its_field(tmp_path, block, field):
-    path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-28\nprecisions:\n"
-                    "  - {id: q, compute_path: bf16, weight_bytes: 0.5, min_sm: '8.0', act_bytes: 2, "
-                    f"runtime_path: {block}, note: n, source: s}}\n"
-                    "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
-                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
-                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
-                    "source: s}]\n")
-    with pytest.raises(DataFileError) as exc:
-        load_rules(path)
-    assert exc.value.field == field and "runtime_path" in exc.value.record and "p.yaml" in str(exc.value)
+    err = load_error_for(tmp_path, "runtime_path", block)
+    assert err.field == field and "runtime_path" in err.record and "p.yaml" in str(err)

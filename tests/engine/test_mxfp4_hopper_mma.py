@@ -3,7 +3,6 @@ mxfp4 mma_path, Precision.on_mma_path)."""
 
 import pytest
 
-from planner.base.schema import DataFileError
 from planner.engine.estimate import estimate_gpu, setup_on
 from planner.engine.phases import generate_phases
 from planner.engine.plan import Plan
@@ -11,6 +10,7 @@ from planner.inputs.facts import load_facts
 from planner.inputs.jobs import Generate
 from planner.inputs.models import load_models
 from planner.inputs.precisions import load_rules
+from tests.fixtures.rules_file import load_error_for
 
 FACTS = load_facts()
 # gpt-oss-20b by hand (config.json): 24 layers; per layer q (2880 x 64 heads x 64) and o (4096 x 2880), k and v
@@ -73,17 +73,8 @@ def test_the_rate_is_the_time_weighted_mean():
     ("{runtimes: [vllm], min_sm: '9.0', max_sm: '9.0', fraction: 0.5, kernel_name: k}", "source"),
 ])
 def test_a_bad_mma_path_block_names_its_field(tmp_path, block, field):
-    path = tmp_path / "p.yaml"
-    path.write_text("schema_version: 1\nread_on: 2026-11-27\nprecisions:\n"
-                    "  - {id: q, compute_path: bf16, weight_bytes: 0.5, min_sm: '8.0', act_bytes: 2, "
-                    f"mma_path: {block}, note: n, source: s}}\n"
-                    "kv_dtypes: [{id: fp16, bytes: 2, source: s}]\n"
-                    "attention_backends: [{id: manual, name: n, min_sm: null, max_sm: null, max_head_dim: null, "
-                    "dtypes: [fp32], scores_materialized: true, speed_vs_fa2: 1, speed_source: s, amd: true, "
-                    "source: s}]\n")
-    with pytest.raises(DataFileError) as exc:
-        load_rules(path)
-    assert exc.value.field == field and "mma_path" in exc.value.record
+    err = load_error_for(tmp_path, "mma_path", block)
+    assert err.field == field and "mma_path" in err.record
 
 
 def test_the_estimate_says_which_kernel_runs_the_experts():
