@@ -25,7 +25,7 @@ MAX_POSTHOC = 50
 OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
              "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
              "enforce_eager", "statistic", "custom_allreduce", "max_output_tokens", "output_tokens",
-             "streamed")
+             "streamed", "cached_prefix_tokens")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -68,6 +68,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["max_output_tokens"] = int(rec.number("max_output_tokens", lo=1, hi=10**6, integer=True))
         if "output_tokens" in rec.data:
             cond["output_tokens"] = int(rec.number("output_tokens", lo=2, hi=10**6, integer=True))
+        if "cached_prefix_tokens" in rec.data:
+            cond["cached_prefix_tokens"] = int(rec.number("cached_prefix_tokens", lo=1, hi=10**6, integer=True))
         if "streamed" in rec.data:
             cond["streamed"] = rec.flag("streamed")
         if "statistic" in rec.data:
