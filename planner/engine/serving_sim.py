@@ -264,6 +264,15 @@ class Run:
     done_times: np.ndarray  # completion time of every request, in completion order
 
 
+def cached_prompt_tokens(prompt: int, cached_prefix: int, block: int) -> int:
+    """Tokens of a `prompt`-token prompt whose first `cached_prefix` tokens are in an engine's prefix cache of
+    `block`-token blocks that it reuses: whole blocks only, and never the prompt's last token, which is computed to
+    give the first output's logits (data/serving.yaml vllm prefix_cache_source). 0 without a prefix cache (block 0)."""
+    if block <= 0 or cached_prefix <= 0:
+        return 0
+    return min(cached_prefix, prompt - 1) // block * block
+
+
 def first_token_late_s(st: StepTimes, b: int, ctx: int) -> float:
     """Seconds an overlapped scheduler's first token waits past its prefill step: SGLang's event_loop_overlap
     processes a step's results only after it has launched the next step and waited for that launch (sglang PR
@@ -294,7 +303,7 @@ def front_end_entries(arrivals: list[float], overheads_s: list[float]) -> list[f
 
 
 def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: list[int], outputs: list[int],
-             prefilled: bool = False, closed: int = 0) -> Run:
+             prefilled: bool = False, closed: int = 0, cached_prefix: int = 0) -> Run:
     """Serve requests arriving at `arrivals` (seconds, ascending) with `prompts` input and `outputs` output tokens
     under `sched`, each step timed by `st` (module docstring). `prefilled`: a disaggregated decode server; requests
     arrive with their prompt's KV cache (moved from a prefill server) and join the decoding batch as soon as the
@@ -315,7 +324,13 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
 
     `closed` = c > 0: a client's closed loop of c requests in flight (closed_loop): requests 0..c-1 arrive at
     `arrivals`' first c times, and each later one the moment an earlier one completes (its arrival ignored); every
-    request's latencies are measured (a finite benchmark reports them all: no warm-up share left out)."""
+    request's latencies are measured (a finite benchmark reports them all: no warm-up share left out).
+
+    `cached_prefix`: tokens at the start of every prompt that the engine's prefix cache holds (cached_prompt_tokens:
+    whole blocks of it, never the prompt's last token); a request prefills only the rest, attending to the cached
+    tokens, and decodes over its whole context. The cached blocks are shared, so they take no KV room of their own
+    (counted in each sequence's context, they overstate its KV use by that much), and the first request is taken to
+    find them cached too (one prompt's prefix of work)."""
     n = len(arrivals)
     work_s = [host_seconds(sched.front_end_s(p), st.host_speed) for p in prompts]
     if closed:
@@ -327,7 +342,10 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     to_send, fe_free = min(closed, n), max(enter[:closed], default=-math.inf)
     per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
-    target = list(prompts)  # tokens to prefill (a recomputed request: its prompt and what it produced)
+    block = sched.prefix_cache_block_tokens
+    cached = [cached_prompt_tokens(p, cached_prefix, block) for p in prompts] if cached_prefix else [0] * n
+    # tokens to prefill (a recomputed request: its prompt and what it produced), less its cached prefix
+    target = [p - c for p, c in zip(prompts, cached)] if cached_prefix else list(prompts)
     produced = [0] * n  # output tokens so far
     join_g, ctx0, epoch = [0] * n, [0] * n, [0] * n
     cap, budget, seqs = st.kv_tokens, sched.token_budget, sched.max_num_seqs
@@ -387,14 +405,14 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             ttft[rid] = now - arrivals[rid] + st.first_token_wait(b + 1)  # b + 1: the next step carries it too
             if late and (b or outputs[rid] > 1):  # an overlapped loop hands a step's tokens out after the next
                 # step (first_token_late_s); with nothing left to run it launches none and hands them out at once
-                ttft[rid] += first_token_late_s(st, b + 1, s_ctx + b * g + target[rid] + 1)
+                ttft[rid] += first_token_late_s(st, b + 1, s_ctx + b * g + cached[rid] + target[rid] + 1)
             first[rid] = now
         if produced[rid] >= outputs[rid]:
             done[rid] = now
             finished += 1
             release()
             return
-        join_g[rid], ctx0[rid] = g, target[rid] + 1
+        join_g[rid], ctx0[rid] = g, cached[rid] + target[rid] + 1
         s_ctx += ctx0[rid] - g
         r_join += outputs[rid] - produced[rid] + g
         b += 1
@@ -418,7 +436,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
                 ran = g - join_g[rid]
                 r_join -= outputs[rid] - produced[rid] + join_g[rid]
                 produced[rid] += ran
-                target[rid] = ctx0[rid] + ran - 1
+                target[rid] = ctx0[rid] + ran - 1 - cached[rid]
                 s_ctx -= ctx0[rid] - join_g[rid]
                 ctx0[rid] = 0
                 b -= 1
@@ -491,7 +509,7 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
             rows = 0
             for entry, x in pieces:
                 rows += entry[1] + x >= target[entry[0]]
-                pairs += x * entry[1] + x * (x + 1) / 2
+                pairs += x * (entry[1] + cached[entry[0]]) + x * (x + 1) / 2
             n_in = len(pieces)
             dt = (st.seconds(b, p, ctx, pairs, b + rows, n_in) if sched.mixed_batches
                   else st.seconds(0, p, 0, pairs, rows, n_in))
@@ -579,6 +597,9 @@ class Requests:
 
     prompts: tuple[int, ...]
     outputs: tuple[int, ...]
+    # tokens at the start of every prompt the engine's prefix cache holds (simulate's cached_prefix): identical
+    # prompts, or a shared system prompt; 0: none
+    cached_prefix: int = 0
 
     @property
     def mean_context(self) -> int:
@@ -764,7 +785,7 @@ def serve_rate(st: StepTimes, sched: Scheduler, reqs: Requests, rate: float, slo
                saturation: float | None = None) -> RatePoint:
     """`n` requests arriving at `rate` per second (Poisson, `seed`), served and summarized (summarize)."""
     prompts, outputs = reqs.take(n, seed)
-    run = simulate(st, sched, poisson_arrivals(rate, n, seed), prompts, outputs)
+    run = simulate(st, sched, poisson_arrivals(rate, n, seed), prompts, outputs, cached_prefix=reqs.cached_prefix)
     return summarize(run, rate, slo, usd_per_hour, saturation)
 
 
@@ -858,7 +879,7 @@ def burst_tokens_per_s(st: StepTimes, sched: Scheduler, reqs: Requests, n: int, 
     if not 1 <= n <= MAX_REQUESTS:
         raise ValueError(f"requests: {n:,} outside 1..{MAX_REQUESTS:,}")
     prompts, outputs = reqs.take(n, seed)
-    run = simulate(st, sched, [0.0] * n, prompts, outputs)
+    run = simulate(st, sched, [0.0] * n, prompts, outputs, cached_prefix=reqs.cached_prefix)
     return run.output_tokens / run.span_s if run.span_s > 0 else 0.0
 
 
@@ -882,7 +903,8 @@ def closed_loop_run(st: StepTimes, sched: Scheduler, reqs: Requests, concurrency
     if not 1 <= n <= MAX_REQUESTS or not 1 <= concurrency <= MAX_REQUESTS:
         raise ValueError(f"requests {n:,} and concurrency {concurrency:,}: each within 1..{MAX_REQUESTS:,}")
     prompts, outputs = reqs.take(n, seed)
-    return simulate(st, sched, [0.0] * n, prompts, outputs, closed=min(concurrency, n))
+    return simulate(st, sched, [0.0] * n, prompts, outputs, closed=min(concurrency, n),
+                    cached_prefix=reqs.cached_prefix)
 
 
 def concurrency_limit(st: StepTimes, sched: Scheduler, reqs: Requests) -> int:
@@ -898,13 +920,14 @@ def saturation_rate(st: StepTimes, sched: Scheduler, reqs: Requests, seed: int =
     disaggregated decode server's (simulate)."""
     c = concurrency_limit(st, sched, reqs)
     prompts, outputs = reqs.take(c, seed)
-    burst = simulate(st, sched, [0.0] * c, prompts, outputs, prefilled).done_times
+    burst = simulate(st, sched, [0.0] * c, prompts, outputs, prefilled, cached_prefix=reqs.cached_prefix).done_times
     if not len(burst) or burst[-1] <= 0:
         return 0.0
     first = len(burst) / float(burst[-1])
     n = min(MAX_REQUESTS, max(DEFAULT_REQUESTS, SATURATION_WAVES * c))
     prompts, outputs = reqs.take(n, seed)
-    t = simulate(st, sched, poisson_arrivals(OVERLOAD * first, n, seed), prompts, outputs, prefilled).done_times
+    t = simulate(st, sched, poisson_arrivals(OVERLOAD * first, n, seed), prompts, outputs, prefilled,
+                 cached_prefix=reqs.cached_prefix).done_times
     lo, hi = int(len(t) * 0.25), int(len(t) * 0.75) - 1
     if hi <= lo or t[hi] <= t[lo]:
         return first

@@ -25,6 +25,7 @@ MAX_NUM_SEQS = 65_536  # requests running at once: beyond any engine's cap
 MAX_TOKEN_BUDGET = 1 << 20  # tokens one step carries: beyond any engine's budget
 MAX_DISPATCH_US = 1_000.0  # a millisecond of CPU to launch one kernel: beyond any Python dispatcher
 MAX_TOKENIZE_US_PER_TOKEN = 1_000.0  # a millisecond of CPU per prompt token: beyond any tokenizer
+MAX_PREFIX_BLOCK_TOKENS = 4_096  # tokens per prefix-cache block: beyond any engine's KV block
 # a first token waits for no later step's host work, or for the next one's (outputs processed one step late)
 FIRST_TOKEN_STEPS = (0, 1)
 # a generation without CUDA graphs (engines' eager_decode) decodes eagerly from the first KV position on
@@ -106,6 +107,9 @@ class Scheduler:
     # the engine mixes prompts with decodes in a step only while chunked prefill is on; with it off a step prefills
     # or decodes, prefills first (vLLM V0's _schedule_default: SchedulerProfile.mixes_only_chunked)
     mixes_only_chunked: bool = False
+    # tokens per block of the engine's prefix cache: a prompt's cached prefix is reused in whole blocks only (vLLM's
+    # automatic prefix caching); 0: no prefix cache modelled
+    prefix_cache_block_tokens: int = 0
 
     def front_end_s(self, prompt_tokens: int) -> float:
         """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
@@ -184,6 +188,8 @@ class SchedulerProfile:
     # it off the engine's scheduler runs a step of prompts whenever one is admitted, the decodes waiting (vLLM V0)
     mixes_only_chunked: bool = False
     mixes_only_chunked_source: str = ""
+    prefix_cache_block_tokens: int = 0  # Scheduler.prefix_cache_block_tokens
+    prefix_cache_source: str = ""
 
     def front_end_s(self, prompt_tokens: int) -> float:
         """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
@@ -255,7 +261,8 @@ class SchedulerProfile:
                          self.mixed_batches, self.chunked_prefill, self.memory_fraction,
                          self.reserve_output_share, self.disaggregated, self.host_overlapped,
                          request_overhead_s=self.request_overhead_s, tokenize_s_per_token=self.tokenize_s_per_token,
-                         mixes_only_chunked=self.mixes_only_chunked)
+                         mixes_only_chunked=self.mixes_only_chunked,
+                         prefix_cache_block_tokens=self.prefix_cache_block_tokens)
 
 
 @dataclass(frozen=True)
@@ -389,7 +396,7 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "inprocess_stream_source", "graph_max_context", "graph_max_context_source",
                         "tokenize_us_per_token", "tokenize_source", "graph_max_tokens", "graph_max_tokens_source",
                         "compiled_dispatch_us", "compiled_dispatch_source", "mixes_only_chunked",
-                        "mixes_only_chunked_source"))
+                        "mixes_only_chunked_source", "prefix_cache_block_tokens", "prefix_cache_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -415,6 +422,9 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             rec.number("compiled_dispatch_us", required=False, lo=0, hi=MAX_DISPATCH_US) or 0.0,
             _sourced(rec, "compiled_dispatch_us", "compiled_dispatch_source"),
             rec.flag("mixes_only_chunked", default=False),
-            _sourced(rec, "mixes_only_chunked", "mixes_only_chunked_source")))
+            _sourced(rec, "mixes_only_chunked", "mixes_only_chunked_source"),
+            int(rec.number("prefix_cache_block_tokens", required=False, lo=1, hi=MAX_PREFIX_BLOCK_TOKENS,
+                           integer=True) or 0),
+            _sourced(rec, "prefix_cache_block_tokens", "prefix_cache_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

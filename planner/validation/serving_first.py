@@ -102,6 +102,14 @@ class ServingRow:
     # the client's cap on each reply (its max_tokens) where the lengths spread ('sharegpt'): no output of the run
     # is longer (serving_sim.Requests.sharegpt_like); None: the dataset's own cut only
     max_output_tokens: int | None = None
+    # whether the client read each reply as a stream of tokens (vLLM's benchmark_serving, stream=true). False: the
+    # reply came back whole, so the 'first token' the client timed arrived with the last one and a TTFT row is
+    # scored by the simulated run's end-to-end latency (arrival to last token); TPOT rows stay the decode rate
+    streamed: bool = True
+    # tokens at the start of every prompt the run's engine served from its prefix cache (identical prompts under
+    # vLLM V1's default prefix caching: the whole prompt; a shared system prompt: its length); each request then
+    # prefills only the rest, in the engine's whole cache blocks (serving_sim.cached_prompt_tokens)
+    cached_prefix_tokens: int = 0
 
 
 LENGTHS = LENGTH_SPREADS
@@ -116,7 +124,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
                         "request_overhead_ms", "enforce_eager", "statistic", "custom_allreduce",
-                        "max_output_tokens"))
+                        "max_output_tokens", "streamed", "cached_prefix_tokens"))
         conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -141,7 +149,10 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                enforce_eager=rec.flag("enforce_eager") if "enforce_eager" in rec.data else False,
                                statistic=rec.text("statistic", required=False, choices=STATISTICS) or "median",
                                custom_allreduce=rec.flag("custom_allreduce") if "custom_allreduce" in rec.data
-                               else True, max_output_tokens=_max_output(rec)))
+                               else True, max_output_tokens=_max_output(rec),
+                               streamed=rec.flag("streamed") if "streamed" in rec.data else True,
+                               cached_prefix_tokens=int(rec.number("cached_prefix_tokens", required=False, lo=0,
+                                                                   hi=10**6, integer=True) or 0)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -190,10 +201,11 @@ def predict(row: ServingRow, facts: Facts) -> float:
     if row.concurrency is not None and row.requests is None:
         limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
         if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None \
-                or any(x is not None for x in limits) or row.enforce_eager or row.statistic != "median":
+                or any(x is not None for x in limits) or row.enforce_eager or row.statistic != "median" \
+                or not row.streamed or row.cached_prefix_tokens:
             raise ValueError(f"{row.id}: a concurrency row takes scheduler_steps, lengths, engine, max_num_seqs, "
-                             f"token_budget, chunked_prefill, enforce_eager and statistic only with requests (a "
-                             f"finite closed loop, simulated)")
+                             f"token_budget, chunked_prefill, enforce_eager, statistic, streamed and "
+                             f"cached_prefix_tokens only with requests (a finite closed loop, simulated)")
         if row.tp > 1:
             raise ValueError(f"{row.id}: planner.engine.serving does not model tensor parallel at a concurrency")
         on = sched.on(gpu.id, gpu.vram_gib)
@@ -226,6 +238,11 @@ def predict(row: ServingRow, facts: Facts) -> float:
     reqs = Requests.spread(row.input_tokens, row.output_tokens, row.lengths,
                            **({} if row.requests is None else {"rows": row.requests}),
                            max_output=row.max_output_tokens)
+    if row.cached_prefix_tokens:
+        if not s.prefix_cache_block_tokens:
+            raise ValueError(f"{row.id}: cached_prefix_tokens: {sched.name} has no prefix cache modelled "
+                             f"(data/serving.yaml prefix_cache_block_tokens)")
+        reqs = replace(reqs, cached_prefix=row.cached_prefix_tokens)
     st = step_times(plan, gpu, facts, s, row.tp, reqs.mean_context)
     if row.metric == "saturation_output_tokens_per_s":
         if row.requests is not None:
@@ -235,15 +252,17 @@ def predict(row: ServingRow, facts: Facts) -> float:
         run = closed_loop_run(st, s, reqs, row.concurrency, row.requests)
     elif row.requests is not None:
         prompts, outputs = reqs.take(row.requests)
-        run = simulate(st, s, benchmark_arrivals(row.rate, row.requests, 0), prompts, outputs)
+        run = simulate(st, s, benchmark_arrivals(row.rate, row.requests, 0), prompts, outputs,
+                       cached_prefix=reqs.cached_prefix)
     else:
         run = None
     if row.statistic == "mean" and row.metric != "output_tokens_per_s":
         if run is None or not len(run.ttft_s):
             raise ValueError(f"{row.id}: statistic mean needs the run's own request count (requests)")
-        return statistics.fmean((run.ttft_s if row.metric == "ttft_median_ms" else run.tpot_s).tolist()) * 1e3
+        first = run.ttft_s if row.streamed else run.e2e_s  # an unstreamed reply's first token comes with its last
+        return statistics.fmean((first if row.metric == "ttft_median_ms" else run.tpot_s).tolist()) * 1e3
     pt = serve_rate(st, s, reqs, row.rate) if run is None else summarize(run, row.rate or 0.0, None, None)
-    return {"ttft_median_ms": pt.ttft[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
+    return {"ttft_median_ms": (pt.ttft if row.streamed else pt.e2e)[50] * 1e3, "tpot_median_ms": pt.tpot[50] * 1e3,
             "output_tokens_per_s": pt.tokens_per_s}[row.metric]
 
 

@@ -24,7 +24,8 @@ MAX_POSTHOC = 50
 # the row conditions a post-hoc entry may set
 OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
              "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
-             "enforce_eager", "statistic", "custom_allreduce", "max_output_tokens")
+             "enforce_eager", "statistic", "custom_allreduce", "max_output_tokens", "output_tokens",
+             "streamed", "cached_prefix_tokens")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -65,6 +66,12 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
         if "max_output_tokens" in rec.data:
             cond["max_output_tokens"] = int(rec.number("max_output_tokens", lo=1, hi=10**6, integer=True))
+        if "output_tokens" in rec.data:
+            cond["output_tokens"] = int(rec.number("output_tokens", lo=2, hi=10**6, integer=True))
+        if "cached_prefix_tokens" in rec.data:
+            cond["cached_prefix_tokens"] = int(rec.number("cached_prefix_tokens", lo=1, hi=10**6, integer=True))
+        if "streamed" in rec.data:
+            cond["streamed"] = rec.flag("streamed")
         if "statistic" in rec.data:
             cond["statistic"] = rec.text("statistic", choices=STATISTICS)
         if not cond:

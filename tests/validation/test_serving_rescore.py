@@ -91,3 +91,44 @@ def test_a_concurrency_row_takes_simulation_conditions_only_with_its_request_cou
     with pytest.raises(ValueError, match="requests"):
         predict(row, load_facts())
     assert predict(replace(row, requests=100), load_facts()) > 0
+
+
+def test_an_unstreamed_reply_is_timed_to_its_last_token(tmp_path):
+    """A client that reads each reply whole sees its 'first token' with the last: at 0.05 requests/s every request
+    runs alone, so that time is the streamed TTFT plus the other 199 tokens at the streamed TPOT each."""
+    rows = tmp_path / "rows.yaml"
+    rows.write_text((ROWS % ", requests: 20").replace("rate: 4.0", "rate: 0.05"))
+    [row] = load_rows(rows)
+    facts = load_facts()
+    ttft = predict(row, facts)
+    tpot = predict(replace(row, metric="tpot_median_ms"), facts)
+    late = with_posthoc(row, posthoc_from(tmp_path, "  - {rows: '*-ttft', streamed: false, why: whole replies}\n"))
+    assert late.streamed is False
+    assert predict(late, facts) == pytest.approx(ttft + 199 * tpot, rel=0.01)
+    assert predict(replace(late, metric="tpot_median_ms"), facts) == pytest.approx(tpot)
+
+
+def test_a_posthoc_output_length_is_checked_and_applied(tmp_path):
+    rows = tmp_path / "rows.yaml"
+    rows.write_text(ROWS % "")
+    [row] = load_rows(rows)
+    late = with_posthoc(row, posthoc_from(tmp_path, "  - {rows: 'vllm-*', output_tokens: 128, why: max_tokens}\n"))
+    assert (late.output_tokens, late.input_tokens) == (128, 220)
+    with pytest.raises(DataFileError, match="output_tokens"):
+        posthoc_from(tmp_path, "  - {rows: 'a*', output_tokens: 1, why: x}\n")
+    with pytest.raises(DataFileError, match="streamed"):
+        posthoc_from(tmp_path, "  - {rows: 'a*', streamed: maybe, why: x}\n")
+
+
+def test_a_cached_prefix_shortens_a_long_prompts_first_token_only_where_the_engine_caches(tmp_path):
+    """4,000-token identical prompts at 0.05 requests/s on an A100 under vLLM: uncached, 2 x 8e9 x 4,000 = 64 TFLOP of
+    prefill, over 0.2 s at the 312 TFLOP/s peak; cached, 3,984 tokens reused and 16 computed, one step a little over
+    the weight read (16 GB at 2 TB/s, ~8 ms). TensorRT-LLM has no prefix cache modelled: refused, naming the field."""
+    rows = tmp_path / "rows.yaml"
+    rows.write_text((ROWS % ", requests: 20").replace("rate: 4.0", "rate: 0.05").replace("220", "4000"))
+    [row] = load_rows(rows)
+    facts = load_facts()
+    late = with_posthoc(row, posthoc_from(tmp_path, "  - {rows: 'vllm-*', cached_prefix_tokens: 4000, why: same}\n"))
+    assert predict(row, facts) > 200 and predict(late, facts) < 0.25 * predict(row, facts)
+    with pytest.raises(ValueError, match="cached_prefix_tokens"):
+        predict(replace(late, runtime="tensorrt-llm"), facts)
