@@ -250,10 +250,14 @@ def _parallelism(plan: Plan, gpu: GPU, s: Setup, context_gb: float) -> tuple[Set
         stage = ZERO_STAGES.get(w.sharding, 0)
         if stage in (1, 2):
             what = "optimizer states" if stage == 1 else "optimizer states and gradients"
+            sync = (f"a reduce-scatter of the gradients per {'micro-step' if stage == 2 else 'optimizer step'} and "
+                    "an all-gather of the updated weights per optimizer step")
+            if stage == 1 and s.zero1_tensors_per_layer:
+                sync = ("an all-reduce of the gradients per optimizer step and, after it, a broadcast of the updated "
+                        "weights from each rank that owns some (the runtime's Hybrid ZeRO)")
             return replace(s, zero_stage=stage, zero_gpus=n), w.sharding, [Reason(
                 "parallelism", False, f"ZeRO-{stage} over {n} GPUs: {what} partitioned, the weights whole on every "
-                f"GPU; a reduce-scatter of the gradients per {'micro-step' if stage == 2 else 'optimizer step'} and "
-                f"an all-gather of the updated weights per optimizer step over {_link(gpu, n)}")] + _unlinked(gpu, n)
+                f"GPU; {sync} over {_link(gpu, n)}")] + _unlinked(gpu, n)
         if w.sharding == "fsdp":
             return replace(s, shard=n), "fsdp", [Reason(
                 "parallelism", False, f"FSDP (ZeRO-3) over {n} GPUs: weights, gradients and optimizer states "

@@ -318,7 +318,8 @@ def _zero_steps(m: ModelProfile, s: Setup, groups: tuple[OpGroup, ...], checkpoi
     A runtime that overlaps the parameter gather (Setup.comm_overlap 'param-gather': Megatron's overlap_param_gather)
     runs it under the next step's first forward instead: it joins that micro-step's collectives."""
     n = s.zero_gpus
-    micro_comm, step_comm = zero_comm(params, s, 1 if s.zero_stage == 1 else grad_accum)
+    micro_comm, step_comm = (broadcast_zero_comm(m, params, s) if s.zero_stage == 1 and s.zero1_tensors_per_layer
+                             else zero_comm(params, s, 1 if s.zero_stage == 1 else grad_accum))
     stride = s.tp * s.cp  # a data-parallel group's members sit tp x cp ranks apart
     micro_comm["comm_stride"] = step_comm["comm_stride"] = stride
     kernels = m.kernels_per_forward * forward_equivalents(checkpointing) / s.pp
@@ -359,6 +360,30 @@ def zero_comm(params: float, s: Setup, grad_accum: int) -> tuple[dict, dict]:
     micro = dict(comm=((sent * per, (n - 1) * per, per),), comm_gpus=n, comm_overlaps=True)
     gather = ring_fraction(n) * weight_b * params
     return micro, dict(comm=((gather, n - 1, 1),), comm_gpus=n)
+
+
+def broadcast_owners(m: ModelProfile, s: Setup) -> int:
+    """Ranks of a ZeRO-1 group of s.zero_gpus that own parameters when each parameter tensor is owned whole
+    (InternLM's HybridZeroOptimizer._partition_param_list: tensors sorted by size, each to the least-loaded rank): all
+    of them, or one per tensor where there are fewer tensors than ranks (the layers' own; the embedding, head and final
+    norm left out)."""
+    return max(1, min(s.zero_gpus, m.shard_units * s.zero1_tensors_per_layer // s.pp))
+
+
+def broadcast_zero_comm(m: ModelProfile, params: float, s: Setup) -> tuple[dict, dict]:
+    """ZeRO-1 synchronized as InternLM's HybridZeroOptimizer at c18bec9 (2023-07-08) does it, as (last micro-step,
+    optimizer step) Phase fields: the gradients all-reduced over the data-parallel ranks in buckets during the
+    backward (reduce_tensor with dst_rank None: dist.all_reduce, 2 x (N-1)/N of the gradients' bytes, on its own
+    stream), then after the step each rank that owns parameters broadcasts them to the group (broadcast_params:
+    one dist.broadcast per owner, waited on before the next forward, 'TODO: support broadcast overlap'). A ring
+    broadcast forwards each owner's shard through every rank: (N-1)/N of the weights' bytes per GPU in all, and N-1
+    ring steps per call, so its latency grows with owners x N."""
+    n = s.zero_gpus
+    weight_b, grad_b, _ = zero_state_bytes(s.precision)
+    sent = 2 * ring_fraction(n) * grad_b * params
+    micro = dict(comm=((sent, allreduce_hops(n), 1),), comm_gpus=n, comm_overlaps=True)
+    owners = broadcast_owners(m, s)
+    return micro, dict(comm=((ring_fraction(n) * weight_b * params, owners * (n - 1), owners),), comm_gpus=n)
 
 
 def _fsdp_comm(m: ModelProfile, s: Setup, params: float) -> dict:

@@ -85,6 +85,7 @@ def resolve_setup(plan: Plan, rules: PrecisionRules, runtimes: Runtimes | None =
                  foreach_optimizer=rt.training is not None and rt.training.optimizer_kernels == "foreach",
                  fp8_weights=bool(rt.training and rt.training.fp8_weights and precision.fp8_training),
                  comm_overlap=rt.training.comm_overlap if rt.training else (),
+                 zero1_tensors_per_layer=rt.training.zero1_tensors_per_layer if rt.training else 0,
                  rotary_sync_types=rt.rotary_sync.model_types(plan.transformers, plan.attention) if rt.rotary_sync
                  else (),
                  expert_loop=rt.expert_loop is not None,

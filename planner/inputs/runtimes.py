@@ -119,6 +119,10 @@ class Training:
     # which of COMM_OVERLAPS its documented default (recipe) schedule runs, and where that is written
     comm_overlap: tuple[str, ...] = ()
     comm_overlap_source: str = ""
+    # ZeRO-1 as a broadcast per owning rank (InternLM's HybridZeroOptimizer): the parameter tensors per layer each
+    # owned whole by one rank (0: reduce-scatter + all-gather, Setup.zero1_tensors_per_layer)
+    zero1_tensors_per_layer: int = 0
+    zero1_sync_source: str = ""
 
     def runs(self, sharding: str) -> bool:
         """Whether a plan's sharding (jobs.ZERO_STAGES) is among the declared layouts."""
@@ -555,7 +559,8 @@ def _training(rec: Record) -> Training | None:
     sub.check_keys(("layouts", "layouts_source", "overlap", "overlap_source", "exposed_layers", "grad_reduce_dtype",
                     "grad_reduce_source", "tp_gather", "tp_gather_source", "sp_shard_dim", "sp_shard_source",
                     "autocast_fp32_weights", "optimizer_kernels", "precision_source", "fp8_weights",
-                    "fp8_weights_source", "comm_overlap", "comm_overlap_source"))
+                    "fp8_weights_source", "comm_overlap", "comm_overlap_source", "zero1_tensors_per_layer",
+                    "zero1_sync_source"))
     layouts = sub.strings("layouts")
     if not layouts:
         raise sub.fail("layouts", f"expected at least one of {', '.join(TRAIN_LAYOUTS)}")
@@ -587,6 +592,12 @@ def _training(rec: Record) -> Training | None:
     if overlaps:
         t = replace(t, comm_overlap=tuple(overlaps),
                     comm_overlap_source=" ".join(sub.text("comm_overlap_source").split()))
+    tensors = sub.number("zero1_tensors_per_layer", required=False, lo=1, hi=1000, integer=True)
+    if tensors is not None:
+        if "zero1" not in layouts:
+            raise sub.fail("zero1_tensors_per_layer", "a ZeRO-1 synchronization for a runtime without the zero1 layout")
+        t = replace(t, zero1_tensors_per_layer=int(tensors),
+                    zero1_sync_source=" ".join(sub.text("zero1_sync_source").split()))
     autocast, kernels, precision_source = _training_precision(sub)
     t = replace(t, autocast_fp32_weights=autocast, optimizer_kernels=kernels, precision_source=precision_source)
     for name, _ in t.overlap:

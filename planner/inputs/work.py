@@ -228,6 +228,10 @@ class Setup(CachedHash):
     prompt_attention_major: int = 0  # the compute-capability major it was resolved for (OpGroup.peak_fractions)
     # bytes per gradient element FSDP's reduce-scatter sends (Training.grad_reduce_bytes; 0: the compute dtype's)
     grad_reduce_bytes: float = 0.0
+    # ZeRO-1 synchronized as InternLM's HybridZeroOptimizer (Training.zero1_tensors_per_layer; 0: DeepSpeed's and
+    # Megatron's reduce-scatter + all-gather): gradients all-reduced over the data-parallel ranks, then one broadcast
+    # per rank that owns parameters, each tensor owned whole, this many tensors per layer (planner.engine.phases)
+    zero1_tensors_per_layer: int = 0
     # the stack's tensor parallel gathers each column-parallel projection's input apart (Training.tp_gather)
     tp_gather_per_projection: bool = False
     # its sequence parallel shards batch-first activations on their sequence (Training.sp_shard_dim 1): every gather

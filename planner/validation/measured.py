@@ -107,6 +107,9 @@ FRAMEWORK_RUNTIME = {
     # Megatron-LM as of 2021 (@50a4b5fa02, the SC21 runs), before Megatron Core and Transformer Engine: its own DDP
     # all-reducing after the backward, blocking tensor-parallel all-reduces (data/runtimes.yaml megatron-lm-2021)
     "megatron-lm-2021": "megatron-lm-2021",
+    # InternLM's training framework of mid-2023 (InternLM/InternLM c18bec9, now InternEvo): Hybrid ZeRO-1 that
+    # all-reduces gradients and broadcasts parameters per owning rank (data/runtimes.yaml internevo-2023)
+    "internevo-2023": "internevo-2023",
     # Megatron-DeepSpeed of 2021 (MT-NLG): those Megatron-LM layers under DeepSpeed's pipeline engine and ZeRO-1
     "megatron-deepspeed-2021": "megatron-lm-2021",
 }
@@ -146,8 +149,10 @@ FSDP_FRAMEWORKS = ("llm-foundry", "torchtitan", "kempnerforge", "kempnerforge-co
 # Megatron-DeepSpeed's BF16 optimizer (BLOOM tr11) implements its own ZeRO-1 over ZeRO stage 0; Megatron-LM's
 # --use-distributed-optimizer is Megatron Core's DistributedOptimizer, 'Optimizer that shards state across
 # data-parallel ranks' (https://docs.nvidia.com/megatron-core/developer-guide/0.19.0/apidocs/core/
-# core.optimizer.distrib_optimizer.html, read 2026-11-27): gradients reduce-scattered, states sharded, ZeRO-1's layout
-ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed", "megatron-lm", "megatron-deepspeed-2021")
+# core.optimizer.distrib_optimizer.html, read 2026-11-27): gradients reduce-scattered, states sharded, ZeRO-1's layout;
+# InternLM's HybridZeroOptimizer (internevo-2023) shards the optimizer states over its zero1 group
+ZERO1_FRAMEWORKS = ("nemo", "megatron-bridge", "megatron-deepspeed", "megatron-lm", "megatron-deepspeed-2021",
+                    "internevo-2023")
 TUNE_MODULUS = 3  # rows with sha256(id) mod 3 == 0 form the tune split
 SPLIT_RULE = (f"test = rows whose sha256(id) mod {TUNE_MODULUS} != 0, scored with the runtime priors "
               "(data/runtimes.yaml, never tuned on them; not data/runtimes_tuned.yaml, which every row informs)")

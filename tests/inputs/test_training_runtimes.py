@@ -93,6 +93,13 @@ def test_accelerate_fsdp_exposes_the_backward_gather_without_prefetch():
     (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      comm_overlap: [tp, ep]\n"
      "      comm_overlap_source: s\n", "comm_overlap"),
     (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      comm_overlap: [tp]\n", "comm_overlap_source"),
+    # ZeRO-1 by broadcast (InternLM's HybridZeroOptimizer): a whole count of tensors, a zero1 layout, a source
+    (TRAINING.format(layouts="[zero1]", overlap="{zero1: 1.0}") + "      zero1_tensors_per_layer: 0\n"
+     "      zero1_sync_source: s\n", "zero1_tensors_per_layer"),
+    (TRAINING.format(layouts="[ddp]", overlap="{ddp: 1.0}") + "      zero1_tensors_per_layer: 9\n"
+     "      zero1_sync_source: s\n", "zero1_tensors_per_layer"),
+    (TRAINING.format(layouts="[zero1]", overlap="{zero1: 1.0}") + "      zero1_tensors_per_layer: 9\n",
+     "zero1_sync_source"),
 ])
 def test_a_bad_training_declaration_names_its_field(tmp_path, block, field):
     path = tmp_path / f"bad-{field}-{len(block)}.yaml"
