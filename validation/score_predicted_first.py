@@ -44,7 +44,10 @@ def main() -> None:
                 continue
             row = rows[r.row_id]
             p = predict_row(row, catalog, models)
-            now = (abs(p.predicted - row.value) / row.value * 100.0, speed_bias_now(row, p.predicted))
+            # a row excluded now (a condition read since shows the engine cannot predict it: prompt_echo) has no
+            # re-predicted figure; its committed one stays
+            now = None if p.excluded else (abs(p.predicted - row.value) / row.value * 100.0,
+                                            speed_bias_now(row, p.predicted))
             entry = ((r.ape, r.speed_bias_pct), now)
             by_runtime[row.framework].append(entry)
             by_regime[r.regime].append(entry)
@@ -60,9 +63,11 @@ def main() -> None:
     print("| rows | n | committed: median |error| / bias | re-predicted now |")
     for name, entries in [*sorted(by_regime.items()), *sorted(by_runtime.items())]:
         c = [e[0] for e in entries]
-        n = [e[1] for e in entries]
+        n = [e[1] for e in entries if e[1] is not None]
+        now = f"{med(x[0] for x in n):.1f} % / {med(x[1] for x in n):+.1f} %" if n else "-"
+        dropped = f" ({len(entries) - len(n)} excluded now)" if len(n) < len(entries) else ""
         print(f"| {name} | {len(entries)} | {med(x[0] for x in c):.1f} % / {med(x[1] for x in c):+.1f} % | "
-              f"{med(x[0] for x in n):.1f} % / {med(x[1] for x in n):+.1f} % |")
+              f"{now}{dropped} |")
     print("\n| regime | in the 80 % band | no band |")
     for regime, (inside, outside, none) in sorted(held.items()):
         print(f"| {regime} | {inside} of {inside + outside} | {none} |")

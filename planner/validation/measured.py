@@ -120,6 +120,10 @@ AWQ_VERSIONS = {"gemv": "awq-gemv", "gemm": "awq-gemm"}
 # Triton kernels a call: data/precisions.yaml fp8-block-hf); the other runtimes' fp8 is their own per-tensor path.
 LIBRARY_PRECISIONS = {("hf-transformers", "fp8"): "fp8-block-hf"}
 ROW_REGIMES = ("decode", "prefill", "train")
+ECHO_NEEDS_PREFILL = ("prompt_echo says the value ends at a streamer's echo of the prompt: it needs a prefill row; "
+                      "leave it out otherwise")
+PROMPT_ECHO_EXCLUDED = ("the value ends at the streamer's echo of the prompt, which Hugging Face generate() puts "
+                        "before any forward pass (prompt_echo): generate()'s host set-up, not a prefill; not modelled")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
 CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params",
@@ -128,7 +132,7 @@ ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", 
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
               "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", "api_server",
-              *CLUSTER_FIELDS)
+              "prompt_echo", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_VERSION_CHARS = 16  # a release 'major.minor.patch' (Measurement.transformers)
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
@@ -237,6 +241,11 @@ class Measurement:
     # serve, SGLang's server), not an in-process engine: the front end's work on it (data/serving.yaml
     # request_overhead_ms and tokenize_us_per_token: Scheduler.front_end_s) counts in its time to first token
     api_server: bool | None = None
+    # a prefill row whose value is the interval to the streamer's first item where that item was the prompt echo:
+    # Hugging Face generate() puts the prompt's input_ids to its streamer before any forward pass, and a streamer that
+    # skips it only once (no reset in end()) passes it on in every later run. The value then times generate()'s host
+    # set-up, no prefill: the engine has no such quantity, so the row is not scored (exclusion); None: a prefill
+    prompt_echo: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -369,7 +378,10 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         build=rec.number("build", required=False, lo=0, hi=10**6, integer=True), **_cluster_conditions(rec),
         streamed_ttft=rec.flag("streamed_ttft", default=False) or None,
         api_server=rec.flag("api_server", default=False) or None,
+        prompt_echo=rec.flag("prompt_echo", default=False) or None,
     )
+    if m.prompt_echo and regime != "prefill":
+        raise rec.fail("prompt_echo", ECHO_NEEDS_PREFILL)
     if m.engine is not None:
         _check_engine(rec, m.framework, m.engine)
     if m.api_server:
@@ -533,8 +545,9 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "custom_allreduce",
-                        "framework", "attention", "precision", "weight_bits", "refines_assumed", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "prompt_echo",
+                        "custom_allreduce", "framework", "attention", "precision", "weight_bits", "refines_assumed",
+                        "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -545,6 +558,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["streamed_ttft"] = True
         if rec.flag("api_server", default=False):
             cond["api_server"] = True
+        if rec.flag("prompt_echo", default=False):  # checked against the row's regime where the row is predicted
+            cond["prompt_echo"] = True
         if rec.raw("custom_allreduce", required=False) is not None:  # False: the version predates the runtime's own
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
         if rec.text("framework", required=False):  # the stack's era, where the row mapped it to today's key
@@ -682,6 +697,10 @@ def predicted_value(row: Measurement, e: Estimate) -> float | None:
 
 def exclusion(row: Measurement, e: Estimate) -> str | None:
     """Why a row cannot be scored against the engine as it stands (None: it can)."""
+    if row.prompt_echo:
+        if row.regime != "prefill":
+            raise ValueError(f"validation row {row.id}: {ECHO_NEEDS_PREFILL}")
+        return PROMPT_ECHO_EXCLUDED
     if row.framework == "llama.cpp" and row.gpus > 1:
         return ("llama.cpp layer split: layers run on one GPU after another (neither tensor nor data parallel); "
                 "not modelled")
