@@ -25,7 +25,7 @@ MAX_POSTHOC = 50
 OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
              "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
              "enforce_eager", "statistic", "custom_allreduce", "max_output_tokens", "output_tokens",
-             "streamed", "cached_prefix_tokens")
+             "streamed", "cached_prefix_tokens", "concurrency")
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -72,6 +72,8 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
             cond["cached_prefix_tokens"] = int(rec.number("cached_prefix_tokens", lo=1, hi=10**6, integer=True))
         if "streamed" in rec.data:
             cond["streamed"] = rec.flag("streamed")
+        if "concurrency" in rec.data:  # requests in flight at once, where the client did not keep the stated number
+            cond["concurrency"] = int(rec.number("concurrency", lo=1, hi=4096, integer=True))
         if "statistic" in rec.data:
             cond["statistic"] = rec.text("statistic", choices=STATISTICS)
         if not cond:
