@@ -4,7 +4,7 @@ measured per source and metric."""
 import pytest
 
 from planner.base.schema import DataFileError
-from planner.validation.serving_first import load_rows, score
+from planner.validation.serving_first import committed_predictions, load_rows, measured_values, score
 
 ROW = """schema_version: 1
 rows:
@@ -53,3 +53,11 @@ def test_a_row_whose_model_only_the_validation_set_has_is_predicted(tmp_path):
     [row] = load_rows(p)
     tpot_ms = predict(row, load_facts())
     assert 8.19e9 * 2 / 3.35e12 * 1e3 <= tpot_ms < 30.0
+
+
+def test_every_committed_serving_value_loads_and_was_predicted_first():
+    """The repository's own validation/serving/measured.yaml parses (a stray line once broke it unnoticed), and no
+    value in it lacks a committed prediction: values are entered only after their rows were predicted."""
+    measured, committed = measured_values(), committed_predictions()
+    assert measured and set(measured) <= set(committed), sorted(set(measured) - set(committed))[:5]
+
