@@ -1,15 +1,10 @@
 """The early tensor-parallel breakdown (validation/early_tp_breakdown.py, issue 37, POST HOC): per-layer times, the
 mean context of a generation and the per-token slope against it, each worked by hand."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from tests.fixtures.validation_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[2] / "validation" / "early_tp_breakdown.py"
-SPEC = importlib.util.spec_from_file_location("early_tp_breakdown", PATH)
-breakdown = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(breakdown)
+breakdown = load_script("early_tp_breakdown")
 
 
 def test_a_step_per_layer():

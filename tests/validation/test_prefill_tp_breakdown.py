@@ -1,15 +1,10 @@
 """The tensor-parallel prefill breakdown (validation/prefill_tp_breakdown.py, issue 37 round 9, POST HOC): the time
 TP adds over a TP 1 twin and the two-term split of TP 2 / TP 8 times, each worked by hand."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from tests.fixtures.validation_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[2] / "validation" / "prefill_tp_breakdown.py"
-SPEC = importlib.util.spec_from_file_location("prefill_tp_breakdown", PATH)
-breakdown = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(breakdown)
+breakdown = load_script("prefill_tp_breakdown")
 
 
 def test_time_added_over_the_tp1_twin():

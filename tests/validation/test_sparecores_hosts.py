@@ -2,17 +2,12 @@
 over the reference hosts' (Sapphire Rapids and Zen 3 servers of the same data), entered for every row of the
 source in validation/conditions_read_after.yaml. Ratios worked by hand from the ratings the script cites."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from planner.validation.measured import conditions_read_after
+from tests.fixtures.validation_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[2] / "validation" / "sparecores_hosts.py"
-SPEC = importlib.util.spec_from_file_location("sparecores_hosts", PATH)
-hosts = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(hosts)
+hosts = load_script("sparecores_hosts")
 
 
 def test_the_reference_is_the_mean_of_the_sapphire_rapids_and_zen3_families():

@@ -1,16 +1,12 @@
 """Spare Cores' vLLM TTFT breakdown (validation/sparecores_vllm_ttft_breakdown.py, issue 37 round 9, POST HOC): the
 speed bias of a time and the all-reduce rate an added time implies, each worked by hand."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from tests.fixtures.validation_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[2] / "validation" / "sparecores_vllm_ttft_breakdown.py"
-SPEC = importlib.util.spec_from_file_location("sparecores_vllm_ttft_breakdown", PATH)
-breakdown = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(breakdown)
+breakdown = load_script("sparecores_vllm_ttft_breakdown")
 
 
 def test_a_prediction_twice_as_fast_as_measured_is_plus_100_percent():

@@ -2,15 +2,10 @@
 seconds from each metric, the miss per forward step, the weight-streaming floor and the a + b x batch fit, each
 worked by hand."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from tests.fixtures.validation_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[2] / "validation" / "static_batch_residual.py"
-SPEC = importlib.util.spec_from_file_location("static_batch_residual", PATH)
-residual = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(residual)
+residual = load_script("static_batch_residual")
 
 
 def test_tokens_per_second_is_the_batch_s_output_over_one_generate():

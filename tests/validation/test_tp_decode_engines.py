@@ -1,15 +1,10 @@
 """The tensor-parallel decode analysis (validation/tp_decode_engines.py, issue 37 round 9, POST HOC): the generation
 step split off a generate()'s seconds, the signed speed error and a generate()'s seconds per metric, each by hand."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from tests.fixtures.validation_scripts import load_script
 
-PATH = Path(__file__).resolve().parents[2] / "validation" / "tp_decode_engines.py"
-SPEC = importlib.util.spec_from_file_location("tp_decode_engines", PATH)
-engines = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(engines)
+engines = load_script("tp_decode_engines")
 
 
 def test_the_generation_step_is_what_g_tokens_cost_beyond_one_over_g_minus_one_steps():

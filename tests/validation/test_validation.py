@@ -27,6 +27,7 @@ from planner.views.charts import validation_chart
 from planner.inputs.jobs import Generate, Train
 from planner.inputs.facts import load_facts
 from tests.fixtures.markers import FULL_LOSO
+from tests.fixtures.validation_scripts import load_script
 
 # rows in validation/measurements.yaml (counted in the file: one '- id:' per row)
 PUBLISHED_ROWS = 4571
@@ -330,19 +331,13 @@ def test_default_file_is_the_published_one():
 
 
 def _fit_script():
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / "validation" / "fit_fixed_cost.py"
-    spec = importlib.util.spec_from_file_location("fit_fixed_cost", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fit_fixed_cost")
 
 
 def test_the_fixed_cost_fit_recovers_the_bandwidth_and_cost_it_was_given():
     """validation/fit_fixed_cost.py: rows rebuilt from a chosen bandwidth and fixed cost per layer (plus each row's
     collectives as the planner plans them) give those two back; an exact 2 x 2 system solves by hand; one TP degree
     cannot separate them; a tensor-parallel row's collectives hold at least its two all-reduces per layer."""
-    from dataclasses import replace
     from planner.engine.collectives import allreduce_seconds
     from planner.inputs.catalog import load_catalog
     from planner.inputs.precisions import load_rules
@@ -374,12 +369,7 @@ def test_the_tp_miss_script_spreads_a_rows_miss_over_its_collective_calls():
     predicted; a row measured exactly at its prediction implies the modelled time per call (gpt-fast's Llama-2-70B TP8:
     2 all-reduces for each of 80 layers and none for the logits, its LM head whole on every GPU, in the prompt's pass
     and each of 199 decode steps: 160 x 200 / 199 calls per decode step)."""
-    import importlib.util
-    from dataclasses import replace
-    path = Path(__file__).resolve().parents[2] / "validation" / "tp_decode_miss.py"
-    spec = importlib.util.spec_from_file_location("tp_decode_miss", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("tp_decode_miss")
     assert script.implied_call_seconds(10.0, 1.2, 1.0, 1000) == pytest.approx(3e-3)
     assert script.speed_ratio("step_seconds", 2.0, 1.6) == pytest.approx(1.25)
     assert script.speed_ratio("tokens_per_s", 100.0, 120.0) == pytest.approx(1.2)
@@ -426,11 +416,7 @@ def test_own_timings_turn_each_record_into_the_row_a_published_table_would_give(
     """validation/own_timings.py: a decode record's tokens/s is batch x generated tokens over its least disturbed run
     (8 x 256 / 6.4 s = 320), prefill keeps the median seconds, training gives samples per second (32 / 0.04 s = 800);
     the rows load through the published rows' own checks."""
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / "validation" / "own_timings.py"
-    spec = importlib.util.spec_from_file_location("own_timings", path)
-    own = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(own)
+    own = load_script("own_timings")
     decode = own.row_of(0, {"regime": "decode", "model": "llama", "batch": 8, "prompt_tokens": 128, "gen_tokens": 256,
                             "min_s": 6.4, "median_s": 9.0}, "h100-sxm")
     assert decode["metric"] == "tokens_per_s" and decode["value"] == pytest.approx(320.0)
