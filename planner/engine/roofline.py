@@ -433,7 +433,7 @@ def host_bound_seconds(host: float, gpu_s: float, synced: float) -> float:
 
 
 def synced_seconds(ph: Phase, times: Iterable[float]) -> float:
-    """GPU seconds per pass of the phase's groups the host waits for every call (OpGroup.host_synced)."""
+    """GPU seconds per pass of the phase's groups the host waits for every call (OpGroup.synced_fraction)."""
     return sum(t * g.synced_fraction for g, t in zip(ph.groups, times) if g.synced_fraction)
 
 
@@ -495,10 +495,9 @@ def pass_seconds(ph: Phase, gpu: GPU, eff: Efficiency) -> float:
             else:
                 t = steps * (compute if compute > memory else memory)
         total += t
-        if g.host_synced:
-            synced += t
-        elif g.synced_share:
-            synced += t * g.synced_share
+        share = g.synced_fraction  # synced_seconds' rule
+        if share:
+            synced += t * share
     _, overhead, host = _launch_host(ph, eff)
     busy = total + overhead + (kernel_latency_s(ph, gpu) if ph.latency_s else 0.0)  # most phases have none
     serial = step_host_seconds(ph, eff) if eff.step_host_us or eff.host_us_per_seq else 0.0

@@ -250,7 +250,7 @@ def _affine_group(g1: OpGroup, g2: OpGroup, g3: OpGroup, b: tuple[int, int, int]
 def _affine_phase(p1: Phase, p2: Phase, p3: Phase, b: tuple[int, int, int]) -> AffinePhase | str:
     if p1.comm or p3.comm:
         return f"{p1.name}: collectives (NCCL's protocol is picked per call size)"
-    if any(g.host_synced or g.synced_share for g in p1.groups):
+    if any(g.synced_fraction for g in p1.groups):
         return f"{p1.name}: the host waits for a group's kernels every call (a device synchronize)"
     if (p1.name, p1.kernels, p1.steps, p1.p0, p1.host_rounds, len(p1.groups)) != \
             (p3.name, p3.kernels, p3.steps, p3.p0, p3.host_rounds, len(p3.groups)) or len(p2.groups) != len(p1.groups):

@@ -121,9 +121,9 @@ def parse_prompt_gemm(rec: Record) -> tuple[PromptEra, ...]:
             p.text("accumulate", required=False, choices=("fp16", "fp32")) == "fp16",
             p.number("flops_per_op", required=path == ALU_PATH, lo=1, hi=64) or 1.0, " ".join(p.text("source").split()),
             p.number("scale_flops", required=False, lo=0, hi=1.0) or 0.0)
-    for pid, (rec, max_tokens, target) in small.items():
+    for pid, (block, max_tokens, target) in small.items():
         if target not in paths or small.get(target) is not None:
-            raise rec.fail("path", f"expected a path of prompt_gemm.paths without a small_pass of its own "
+            raise block.fail("path", f"expected a path of prompt_gemm.paths without a small_pass of its own "
                                    f"({', '.join(q for q in paths if q not in small)}), got '{target}'")
         paths[pid] = replace(paths[pid], small_max_tokens=max_tokens, small_path=paths[target])
     kernels = {}

@@ -498,10 +498,14 @@ def call_costs(s: Setup, calls: float, rows: int) -> dict[str, float]:
         {"host_synced": True, "host_syncs": calls} if k.synchronizes else {})
 
 
-def merge_costs(a: dict, b: dict) -> dict:
-    """Two sets of OpGroup cost fields (call_costs, a model's expert-loop costs) as one: counts added, flags or-ed."""
-    return a | b | {k: a[k] + b[k] for k in a.keys() & b.keys() if not isinstance(a[k], bool)} | {
-        k: a[k] or b[k] for k in a.keys() & b.keys() if isinstance(a[k], bool)}
+def merge_costs(*costs: dict) -> dict:
+    """Sets of OpGroup cost fields (call_costs, a model's expert-loop and rotary-sync costs) as one: counts added,
+    flags or-ed, left to right."""
+    out: dict = {}
+    for b in costs:
+        out = out | b | {k: out[k] + b[k] for k in out.keys() & b.keys() if not isinstance(out[k], bool)} | {
+            k: out[k] or b[k] for k in out.keys() & b.keys() if isinstance(out[k], bool)}
+    return out
 
 
 def weights_item(params: int, quantized: int, s: Setup) -> MemoryItem:

@@ -895,9 +895,10 @@ class DecoderProfile(CachedHash):
                      + m.lm_head_params * head_bytes / head_tp)
         # the runtime's prompt GEMM (llama.cpp by build and GPU; None: the generic model), chosen by a pass's rows: a
         # prompt prefilled in chunks of the runtime's micro-batch (prefill_work) runs passes of that many tokens
-        path = s.prompt_gemm(batch * min(tokens, s.prefill_chunk or tokens))
+        pass_rows = batch * min(tokens, s.prefill_chunk or tokens)
+        path = s.prompt_gemm(pass_rows)
         # the runtime's own FlashAttention kernel for such a pass (llama.cpp's wmma / mma by build and GPU), if any
-        fa = s.prompt_attention_kernel(batch * min(tokens, s.prefill_chunk or tokens))
+        fa = s.prompt_attention_kernel(pass_rows)
         copied = (m._path_weights(s, layer_read, stored)
                   if path is not None and path.copies(bool(p.dequant_ops_per_weight), p.weight_bytes) else 0.0)
         lin_bytes += copied * ((path.buffer_bytes - p.weight_bytes) if copied else 0.0)  # the GEMM reads the copy
@@ -947,8 +948,8 @@ class DecoderProfile(CachedHash):
                     accumulate16=(path.accumulate16 if path else
                                   s.accumulate16(bt) if p.kernel or s.fp16_accumulate else False),
                     ceiling_fraction=path.fraction if path else 0.0,
-                    **merge_costs(merge_costs(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {},
-                                              m.expert_loop_costs(s, ((bt, 1),))), rotary)),
+                    **merge_costs(call_costs(s, m.linear_calls(bt) / tp, bt) if p.kernel else {},
+                                  m.expert_loop_costs(s, ((bt, 1),)), rotary)),
             *((prompt_scale_group(path, lin_flops),) if path is not None and path.scale_flops and not gemv else ()),
             *(mlp_gemv_groups(gate_up, s, bt) if gate_up else ()),
             *(dequant_groups(m._path_weights(s, layer_read, stored) - gate_up, s, bt)
