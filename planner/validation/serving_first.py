@@ -42,6 +42,8 @@ METRICS = ("ttft_median_ms", "tpot_median_ms", "output_tokens_per_s", "saturatio
 # where the source publishes only that (a finite run's mean and median differ where its first burst queues)
 STATISTICS = ("median", "mean")
 MAX_ROWS = 500
+MAX_ROW_TOKENS = 10**6  # the longest prompt, reply or cached prefix a row may state: beyond any model's context
+MAX_ROW_CONCURRENCY = 4096  # requests in flight a row may state: beyond any benchmark client's
 MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
 
 
@@ -125,7 +127,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
                         "request_overhead_ms", "enforce_eager", "statistic", "custom_allreduce",
                         "max_output_tokens", "streamed", "cached_prefix_tokens"))
-        conc = rec.number("concurrency", required=False, lo=1, hi=4096, integer=True)
+        conc = rec.number("concurrency", required=False, lo=1, hi=MAX_ROW_CONCURRENCY, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
         if not saturation and (conc is None) == (rate is None):
@@ -135,8 +137,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
         rows.append(ServingRow(rec.text("id"), " ".join(rec.text("source").split()), rec.text("model"),
                                rec.text("gpu"), rec.text("runtime"),
                                int(rec.number("tp", lo=1, hi=64, integer=True)),
-                               int(rec.number("input_tokens", lo=1, hi=10**6, integer=True)),
-                               int(rec.number("output_tokens", lo=2, hi=10**6, integer=True)),
+                               int(rec.number("input_tokens", lo=1, hi=MAX_ROW_TOKENS, integer=True)),
+                               int(rec.number("output_tokens", lo=2, hi=MAX_ROW_TOKENS, integer=True)),
                                rec.text("metric", choices=METRICS), None if conc is None else int(conc), rate,
                                rec.text("precision", required=False) or "bf16",
                                rec.text("kv_dtype", required=False) or None,
@@ -152,7 +154,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                else True, max_output_tokens=_max_output(rec),
                                streamed=rec.flag("streamed") if "streamed" in rec.data else True,
                                cached_prefix_tokens=int(rec.number("cached_prefix_tokens", required=False, lo=0,
-                                                                   hi=10**6, integer=True) or 0)))
+                                                                   hi=MAX_ROW_TOKENS, integer=True) or 0)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -169,8 +171,8 @@ def _limits(rec: Record) -> tuple[int | None, int | None, bool | None]:
 
 def _max_output(rec: Record) -> int | None:
     """The client's max_tokens a row states (ServingRow.max_output_tokens), at least its mean output."""
-    n = rec.number("max_output_tokens", required=False, lo=1, hi=10**6, integer=True)
-    if n is not None and n < rec.number("output_tokens", lo=1, hi=10**6, integer=True):
+    n = rec.number("max_output_tokens", required=False, lo=1, hi=MAX_ROW_TOKENS, integer=True)
+    if n is not None and n < rec.number("output_tokens", lo=1, hi=MAX_ROW_TOKENS, integer=True):
         raise rec.fail("max_output_tokens", "a cap on each reply can't be below the mean output (output_tokens)")
     return None if n is None else int(n)
 

@@ -16,16 +16,41 @@ from planner.base.schema import DataFileError, Record, load_yaml
 from planner.inputs.facts import Facts
 from planner.engine.serving_sim import MAX_REQUESTS
 from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET
-from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, SERVING_DIR, STATISTICS, ServingRow,
-                                              load_rows, predict)
+from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, MAX_ROW_CONCURRENCY, MAX_ROW_TOKENS,
+                                              SERVING_DIR, STATISTICS, ServingRow, load_rows, predict)
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
-# the row conditions a post-hoc entry may set
-OVERRIDES = ("precision", "kv_dtype", "scheduler_steps", "lengths", "host_overlap", "engine", "requests",
-             "request_overhead_ms", "max_num_seqs", "token_budget", "chunked_prefill", "inprocess_stream",
-             "enforce_eager", "statistic", "custom_allreduce", "max_output_tokens", "output_tokens",
-             "streamed", "cached_prefix_tokens", "concurrency")
+
+
+def _count(lo: int, hi: int):
+    """A parser of a whole-number condition within lo..hi."""
+    return lambda rec, field: int(rec.number(field, lo=lo, hi=hi, integer=True))
+
+
+def _flag(rec: Record, field: str) -> bool:
+    return rec.flag(field)
+
+
+def _text(rec: Record, field: str) -> str:
+    return rec.text(field)
+
+
+# the row conditions a post-hoc entry may set, each with its parser (the rows' own bounds: serving_first.load_rows)
+PARSERS = {
+    "precision": _text, "kv_dtype": _text, "scheduler_steps": _count(1, 64),
+    "lengths": lambda rec, field: rec.text(field, choices=LENGTHS), "host_overlap": _flag, "engine": _text,
+    "requests": _count(1, MAX_REQUESTS),
+    "request_overhead_ms": lambda rec, field: rec.number(field, lo=0, hi=MAX_REQUEST_OVERHEAD_MS),
+    "max_num_seqs": _count(1, MAX_NUM_SEQS), "token_budget": _count(16, MAX_TOKEN_BUDGET),
+    "chunked_prefill": _flag, "inprocess_stream": _flag, "enforce_eager": _flag, "custom_allreduce": _flag,
+    "max_output_tokens": _count(1, MAX_ROW_TOKENS), "output_tokens": _count(2, MAX_ROW_TOKENS),
+    "cached_prefix_tokens": _count(1, MAX_ROW_TOKENS), "streamed": _flag,
+    # requests in flight at once, where the client did not keep the stated number
+    "concurrency": _count(1, MAX_ROW_CONCURRENCY),
+    "statistic": lambda rec, field: rec.text(field, choices=STATISTICS),
+}
+OVERRIDES = tuple(PARSERS)
 
 
 def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
@@ -35,47 +60,7 @@ def load_posthoc(path: str | Path = POSTHOC_FILE) -> list[tuple[str, dict]]:
         rec = Record.of(path, i, raw)
         rec.check_keys(("rows", "why") + OVERRIDES)
         rec.text("why")
-        cond = {}
-        if "precision" in rec.data:
-            cond["precision"] = rec.text("precision")
-        if "kv_dtype" in rec.data:
-            cond["kv_dtype"] = rec.text("kv_dtype")
-        if "scheduler_steps" in rec.data:
-            cond["scheduler_steps"] = int(rec.number("scheduler_steps", lo=1, hi=64, integer=True))
-        if "lengths" in rec.data:
-            cond["lengths"] = rec.text("lengths", choices=LENGTHS)
-        if "host_overlap" in rec.data:
-            cond["host_overlap"] = rec.flag("host_overlap")
-        if "engine" in rec.data:
-            cond["engine"] = rec.text("engine")
-        if "requests" in rec.data:
-            cond["requests"] = int(rec.number("requests", lo=1, hi=MAX_REQUESTS, integer=True))
-        if "request_overhead_ms" in rec.data:
-            cond["request_overhead_ms"] = rec.number("request_overhead_ms", lo=0, hi=MAX_REQUEST_OVERHEAD_MS)
-        if "max_num_seqs" in rec.data:
-            cond["max_num_seqs"] = int(rec.number("max_num_seqs", lo=1, hi=MAX_NUM_SEQS, integer=True))
-        if "token_budget" in rec.data:
-            cond["token_budget"] = int(rec.number("token_budget", lo=16, hi=MAX_TOKEN_BUDGET, integer=True))
-        if "chunked_prefill" in rec.data:
-            cond["chunked_prefill"] = rec.flag("chunked_prefill")
-        if "inprocess_stream" in rec.data:
-            cond["inprocess_stream"] = rec.flag("inprocess_stream")
-        if "enforce_eager" in rec.data:
-            cond["enforce_eager"] = rec.flag("enforce_eager")
-        if "custom_allreduce" in rec.data:
-            cond["custom_allreduce"] = rec.flag("custom_allreduce")
-        if "max_output_tokens" in rec.data:
-            cond["max_output_tokens"] = int(rec.number("max_output_tokens", lo=1, hi=10**6, integer=True))
-        if "output_tokens" in rec.data:
-            cond["output_tokens"] = int(rec.number("output_tokens", lo=2, hi=10**6, integer=True))
-        if "cached_prefix_tokens" in rec.data:
-            cond["cached_prefix_tokens"] = int(rec.number("cached_prefix_tokens", lo=1, hi=10**6, integer=True))
-        if "streamed" in rec.data:
-            cond["streamed"] = rec.flag("streamed")
-        if "concurrency" in rec.data:  # requests in flight at once, where the client did not keep the stated number
-            cond["concurrency"] = int(rec.number("concurrency", lo=1, hi=4096, integer=True))
-        if "statistic" in rec.data:
-            cond["statistic"] = rec.text("statistic", choices=STATISTICS)
+        cond = {field: parse(rec, field) for field, parse in PARSERS.items() if field in rec.data}
         if not cond:
             raise rec.fail("rows", f"an entry sets at least one of {', '.join(OVERRIDES)}")
         out.append((rec.text("rows"), cond))
