@@ -313,6 +313,8 @@ def _shown(name: str, value: Any) -> str:
         return "the top of the ranking"
     if name == "pt" and not value:
         return "the latest builds"
+    if name == "tf" and not value:
+        return "a current release"
     if name == "mygpu" and not value:
         return "none of yours"
     if name in CLUSTER_FIELDS and not value:
@@ -356,6 +358,8 @@ def encode(inputs: Inputs) -> dict[str, str]:
     out["attn"] = inputs.attn
     if inputs.pt:
         out["pt"] = inputs.pt
+    if inputs.tf:  # the transformers release, when stated
+        out["tf"] = inputs.tf
     out.update(rt=inputs.rt, gpus=str(inputs.gpus), tier=inputs.tier, mem=_text(inputs.mem))
     if inputs.par != DEFAULTS.par:
         out["par"] = inputs.par

@@ -306,3 +306,20 @@ def test_the_host_cpu_speed_comes_from_a_link_and_moves_a_host_bound_answer(serv
     assert _callouts(page)[0] != slow
     assert "host CPU" not in _plan(page)  # the reference host goes unsaid
     page.close()
+
+
+def test_the_transformers_release_comes_from_a_link_and_moves_a_syncing_plan(server, browser, wait_for_app):
+    """Mistral-7B under eager PyTorch with FlashAttention-2: a link's tf=4.40.2 (a release whose Mistral attention
+    class syncs the host once a layer) shows in the sidebar's input and the plan sentence; typing 4.46.0, a release
+    without the sync, goes into the link and speeds up the fastest GPU's call-out."""
+    page = browser.new_page(viewport=LAPTOP)
+    page.goto(server + "?model=mistral-7b&job=generate&batch=1&rt=pytorch-eager&attn=flash-attn-2&tf=4.40.2")
+    wait_for_app(page)
+    assert _settled_input(page, "tf", "4.40.2") == "4.40.2"
+    assert "transformers 4.40.2" in _plan(page)
+    synced = _callouts(page)[0]
+    _number(page, "tf", "4.46.0", wait_for_app)  # a text input takes its value on Enter like a number input
+    page.wait_for_function("() => new URLSearchParams(location.search).get('tf') === '4.46.0'")
+    assert _callouts(page)[0] != synced and "transformers 4.46.0" in _plan(page)
+    assert not page.locator("[data-testid='stException']").count()
+    page.close()

@@ -72,6 +72,7 @@ inputs_strategy = st.builds(
     kv=st.sampled_from(["auto", "fp16", "fp8"]),
     attn=st.sampled_from(["sdpa", "flash-attn-2", "manual", "sdpa-math", "flash-attn-3", "xformers", "triton"]),
     pt=st.sampled_from(["", "1.13.1+cu116", "2.4.1", "2.14.0+rocm7.14"]),
+    tf=st.sampled_from(["", "4.40.2", "4.46"]),
     rt=st.sampled_from(["pytorch-eager", "torch-compile", "vllm"]), gpus=st.integers(1, 16),
     par=st.sampled_from(["auto", "data", "tensor"]),
     node=st.sampled_from([0, 1, 4, 72]), fab=st.sampled_from([0.0, 10.0, 1600.0, 2437.5, 57600.0]),
