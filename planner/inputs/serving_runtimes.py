@@ -387,8 +387,9 @@ def _graph_limits(rec: Record, field: str = "graph_max_context") -> tuple[tuple[
         isinstance(k, str) and k.lower() in known and not isinstance(v, bool) and isinstance(v, int)
         and 1 <= v <= MAX_GRAPH_CONTEXT for k, v in raw.items())
     if not ok:
-        raise rec.fail(field, "expected {engine generation id of engines: tokens, 1.."
-                                            f"{MAX_GRAPH_CONTEXT:,}}}, got {str(raw)[:60]!r}")
+        unit = "sequences" if field == "graph_max_batch" else "tokens"
+        raise rec.fail(field, f"expected {{engine generation id of engines: {unit}, 1.."
+                              f"{MAX_GRAPH_CONTEXT:,}}}, got {str(raw)[:60]!r}")
     return tuple((k.lower(), int(v)) for k, v in raw.items())
 
 

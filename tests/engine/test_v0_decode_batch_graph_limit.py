@@ -48,7 +48,7 @@ def test_a_decode_step_past_the_largest_graph_costs_an_eager_step():
 
 
 def test_a_batch_limit_is_checked_on_load(tmp_path):
-    """graph_max_batch names generations of `engines` with a whole number, and carries its source."""
+    """graph_max_batch names generations of `engines` with a whole number of sequences, and carries its source."""
     engines = "    engines: {old: {host_us_per_seq: 90}}\n    engines_source: a profile\n"
     ok = tmp_path / "ok.yaml"
     ok.write_text(ENGINE_YAML + engines + "    graph_max_batch: {old: 256}\n    graph_max_batch_source: code\n")
@@ -60,3 +60,5 @@ def test_a_batch_limit_is_checked_on_load(tmp_path):
         bad.write_text(ENGINE_YAML + engines + text)
         with pytest.raises(DataFileError, match="graph_max_batch"):
             load_schedulers(bad)
+    with pytest.raises(DataFileError, match="sequences, 1"):
+        load_schedulers(tmp_path / "bad1.yaml")
