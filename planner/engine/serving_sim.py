@@ -10,6 +10,8 @@ samples `rows` tokens (the decodes and the prompts it finishes). From the engine
     T sequences at position 1 (T logits rows), at the same token count.
   + key_s(b) x ctx: a decode row's attention per cached key (the engine's decode step at two positions).
   + pair_s x pairs: prefill attention per query-key pair (the second difference of the engine's prefill time).
+A decode step of more sequences than the engine generation's largest captured CUDA graph (Scheduler
+eager_decode_above: vLLM V0's 256) is the engine's decode step dispatched eagerly, kernel by kernel.
 So a step that mixes prompt chunks and decodes costs their combined work (prefill/decode interference), runtime
 per-step costs included (launch gaps, host work, tensor-parallel collectives: the engine's phases carry them).
 
@@ -192,9 +194,9 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
     sizes = grid.tolist()  # Python ints: the engine's GEMM model takes ints
     ctx_ref = max(ctx_ref, 2)
 
-    def decode(b: int, pos: int) -> float:
+    def decode(b: int, pos: int, run: Efficiency = eff) -> float:
         ph = generate_phases(m, Generate(b, 1, 2), s, b, 1.0)[-1]
-        return phase_seconds(ph._replace(p0=pos), gpu, eff)
+        return phase_seconds(ph._replace(p0=pos), gpu, run)
 
     def prefill(n: int) -> float:
         return phase_seconds(generate_phases(m, Generate(1, n, 1), s, 1, 1.0)[0], gpu, eff)
@@ -208,12 +210,22 @@ def step_times(plan: Plan, gpu: GPU, facts: Facts, sched: Scheduler, tp: int, ct
         raise ValueError(f"{gpu.name}: no link joins {tp} of them for tensor parallel")
     counts = np.arange(top + 1)
     interp = lambda v: tuple(np.interp(counts, grid, v).tolist())  # noqa: E731
+    every_t = interp(every)
+    above = sched.eager_decode_above
+    if 0 < above < top and eff.prefill_host_us_per_kernel:
+        # past the largest captured batch a decode step runs eagerly, each kernel dispatched from the host (vLLM V0:
+        # 256); tabulated on its own grid from the edge on, so neither side's interpolation crosses it. The
+        # attention's slope per key (key) stays the graphed step's: it adds in series
+        eager = replace(eff, eager_decode_from=1)
+        past = [above + 1] + [t for t in sizes if t > above + 1]
+        tail = np.interp(counts[above + 1:], past, [decode(t, 1, eager) for t in past])
+        every_t = every_t[:above + 1] + tuple(tail.tolist())
     kv_gb, fixed_gb = kv_split(plan, s, sched, eff.cuda_context_gb)
     free = usable_gb(gpu, sched.memory_fraction) - fixed_gb
     kv_tokens = int(free / kv_gb) if free > 0 and kv_gb > 0 else 0
     one_t = interp(one)
     first_s = sched.first_token_steps * host_eff.step_host_us * 1e-6
-    return StepTimes(one_t, interp(every), interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff),
+    return StepTimes(one_t, every_t, interp(key), pair_s, kv_tokens, kv_gb, fixed_gb, seq_host_seconds(host_eff),
                      first_s, sched.first_token_steps, plan.host_speed)
 
 

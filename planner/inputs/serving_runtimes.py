@@ -95,6 +95,9 @@ class Scheduler:
     # an engine generation's CPU microseconds to dispatch each kernel of a prefill step, run eagerly (vLLM V0:
     # SchedulerProfile.eager_prefill, eager PyTorch's per-kernel time); 0: its prefills launched as its decodes
     prefill_host_us_per_kernel: float = 0.0
+    # the most sequences a decode step replays a CUDA graph for; a decode step of more is dispatched eagerly, at
+    # prefill_host_us_per_kernel a kernel (SchedulerProfile.eager_decode_above: vLLM V0, 256); 0: no such limit
+    eager_decode_above: int = 0
     # the KV position from which its decode steps are dispatched eagerly too, at prefill_host_us_per_kernel a kernel
     # (Efficiency.eager_decode_from; 1: every decode step, a run with vLLM's --enforce-eager: no CUDA/HIP graph is
     # captured); 0: its decode steps replay graphs
@@ -190,6 +193,11 @@ class SchedulerProfile:
     mixes_only_chunked_source: str = ""
     prefix_cache_block_tokens: int = 0  # Scheduler.prefix_cache_block_tokens
     prefix_cache_source: str = ""
+    # per engine generation, the most sequences a decode step replays a captured CUDA graph for; a decode step of
+    # more is dispatched eagerly, kernel by kernel (vLLM V0's largest _BATCH_SIZES_TO_CAPTURE, 256); a generation not
+    # listed: no such limit
+    graph_max_batch: tuple[tuple[str, int], ...] = ()
+    graph_max_batch_source: str = ""
 
     def front_end_s(self, prompt_tokens: int) -> float:
         """Seconds the front end works on one request of `prompt_tokens` before the scheduler sees it
@@ -232,6 +240,13 @@ class SchedulerProfile:
         if self._engine(engine).eager_decode:
             return EAGER_FROM_FIRST_POSITION
         return dict(self.graph_max_context).get(engine, 0)
+
+    def eager_decode_above(self, engine: str) -> int:
+        """The most sequences a decode step of `engine` replays a captured CUDA graph for (graph_max_batch: vLLM V0's
+        largest captured batch, 256); a decode step of more is dispatched eagerly, each kernel from Python. 0 where
+        no such limit is known. ValueError naming `engine` when it is unknown."""
+        self._engine(engine)
+        return dict(self.graph_max_batch).get(engine, 0)
 
     def ungraphed_prefill(self, engine: str) -> tuple[int, float]:
         """(the most tokens a step of `engine` replays a CUDA graph for, CPU microseconds per kernel of a step with
@@ -365,15 +380,16 @@ def _engines(rec: Record) -> tuple[EngineGeneration, ...]:
 def _graph_limits(rec: Record, field: str = "graph_max_context") -> tuple[tuple[str, int], ...]:
     """graph_max_context: {generation id of `engines`: tokens, 1..MAX_GRAPH_CONTEXT}: the longest context a
     generation's decode steps replay a CUDA graph for; graph_max_tokens, the same shape: the most tokens a step
-    replays one for."""
+    replays one for; graph_max_batch: the most sequences a decode step replays one for."""
     raw = rec.data.get(field) or {}
     known = {e.id for e in _engines(rec)}
     ok = isinstance(raw, dict) and len(raw) <= MAX_ENGINES and all(
         isinstance(k, str) and k.lower() in known and not isinstance(v, bool) and isinstance(v, int)
         and 1 <= v <= MAX_GRAPH_CONTEXT for k, v in raw.items())
     if not ok:
-        raise rec.fail(field, "expected {engine generation id of engines: tokens, 1.."
-                                            f"{MAX_GRAPH_CONTEXT:,}}}, got {str(raw)[:60]!r}")
+        unit = "sequences" if field == "graph_max_batch" else "tokens"
+        raise rec.fail(field, f"expected {{engine generation id of engines: {unit}, 1.."
+                              f"{MAX_GRAPH_CONTEXT:,}}}, got {str(raw)[:60]!r}")
     return tuple((k.lower(), int(v)) for k, v in raw.items())
 
 
@@ -396,7 +412,8 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
                         "inprocess_stream_source", "graph_max_context", "graph_max_context_source",
                         "tokenize_us_per_token", "tokenize_source", "graph_max_tokens", "graph_max_tokens_source",
                         "compiled_dispatch_us", "compiled_dispatch_source", "mixes_only_chunked",
-                        "mixes_only_chunked_source", "prefix_cache_block_tokens", "prefix_cache_source"))
+                        "mixes_only_chunked_source", "prefix_cache_block_tokens", "prefix_cache_source",
+                        "graph_max_batch", "graph_max_batch_source"))
         tiers = tuple(_tier(t) for t in rec.records("tiers", MAX_TIERS))
         path_text = rec.text("readiness_path")
         if not path_text.startswith("/"):
@@ -425,6 +442,7 @@ def load_schedulers(path: str | Path = SERVING_FILE) -> Schedulers:
             _sourced(rec, "mixes_only_chunked", "mixes_only_chunked_source"),
             int(rec.number("prefix_cache_block_tokens", required=False, lo=1, hi=MAX_PREFIX_BLOCK_TOKENS,
                            integer=True) or 0),
-            _sourced(rec, "prefix_cache_block_tokens", "prefix_cache_source")))
+            _sourced(rec, "prefix_cache_block_tokens", "prefix_cache_source"), _graph_limits(rec, "graph_max_batch"),
+            _sourced(rec, "graph_max_batch", "graph_max_batch_source")))
     unique_ids(path, (p.id for p in out))
     return Schedulers(tuple(out))

@@ -228,7 +228,8 @@ def predict(row: ServingRow, facts: Facts) -> float:
         s = replace(s, host_us_per_seq=sched.host_us_per_seq(row.engine),
                     step_host_us=sched.step_host_us(row.engine, row.tp),
                     prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes) if sched.eager_prefill(row.engine)
-                    else 0.0, first_token_steps=sched.first_token_steps(row.engine))
+                    else 0.0, first_token_steps=sched.first_token_steps(row.engine),
+                    eager_decode_above=sched.eager_decode_above(row.engine))
     if row.enforce_eager:  # every step eager: its kernels dispatched one by one, decode steps too
         s = replace(s, prefill_host_us_per_kernel=eager_dispatch_us(facts.runtimes), eager_decode_from=1)
     if row.inprocess_stream:  # each streamed sequence's hand-off to its caller, in series with the engine's loop
