@@ -198,3 +198,7 @@ def test_explain_shows_the_sustained_ceiling_beside_the_burst_one():
     assert "MSMF" in source
     pcie = {name for name, _, _ in explain_text.inputs_rows(by_id["h100-pcie"], True)}
     assert "Clock under a long load" not in pcie
+    # an A100 SXM: its own figure at the 400 W limit, 257 of the 271.2 burst = 94.8 %
+    a100 = {name: value for name, value, _ in explain_text.inputs_rows(by_id["a100-sxm-80gb"], True)}
+    assert a100["Clock under a long load"] == ("sustained 257 TFLOPS = 95% of the 271.2 TFLOPS burst (boost-clock) "
+                                               "ceiling")
