@@ -822,6 +822,13 @@ def _ceiling_family(g: GPU, path: str, pub: dict[str, list[tuple[GPU, float, flo
     return fam
 
 
+def _borrows_16bit_ratio(g: GPU, fam: str, pub: dict[str, list[tuple[GPU, float, float]]]) -> bool:
+    """Whether `_family_ratio` times an 8-bit family on `g` at the GPU's 16-bit ratio (its rule 3: no 8-bit figure of
+    its own or of its vendor and architecture, e.g. int8 on an A100): the same tensor cores at the same board power,
+    so the 16-bit family's power-saturated clock (SUSTAINED_RULE) holds for it as well."""
+    return fam == "fp8" and not any(r[0].vendor == g.vendor and r[0].architecture == g.architecture for r in pub[fam])
+
+
 def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     """Each GPU with a Ceiling for every compute path it has: the published measured figure of its family, or the
     datasheet peak times the family ratio of `_family_ratio`'s rule."""
@@ -830,6 +837,9 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
     for g in gpus:
         ratios = {fam: _family_ratio(g, fam, pub) for fam in CEILING_FAMILIES}
         clocks = {fam: _sustained_fraction(g, fam, _peak(g, fam) * ratios[fam][0], gpus) for fam in CEILING_FAMILIES}
+        for fam in CEILING_FAMILIES:  # an 8-bit path timed at the 16-bit ratio (rule 3) runs at the 16-bit clock too
+            if _borrows_16bit_ratio(g, fam, pub) and clocks[fam][0] == 1.0:
+                clocks[fam] = clocks["bf16"]
         ceilings = []
         for path in COMPUTE_PATHS:
             peak = g.peak_tflops(path)
@@ -850,19 +860,23 @@ def derive_ceilings(gpus: list[GPU]) -> list[GPU]:
 
 
 # Which ceiling the engine times a GPU's matmuls at. The published best-shape figures (mamf-finder's MAMF) are short
-# bursts at the boost clock, on shapes that draw well below the board power; a dense GEMM that fills the SMs for long
-# (a training step, a prefill, any benchmark loop) draws the full board power and runs at the clock that settles
-# there: mamf-finder's MSMF, 'the number that matches sustained training throughput' (stas00/ml-engineering
+# bursts at the boost clock, on shapes that draw well below the board power; a dense GEMM that fills the SMs for long (a
+# training step, a prefill, any benchmark loop) draws the full board power and runs at the clock that settles there:
+# mamf-finder's MSMF, 'the number that matches sustained training throughput' (stas00/ml-engineering
 # compute/accelerator/README.md on branch fast-mamf @082816f, 2026-08-10: H200 SXM bf16 MAMF 841.9 @ 1980 MHz, MSMF
-# 708.5 @ ~1465 MHz, ~693 W; B200 1770.9 @ 1965 MHz, 1456.3 @ ~1339 MHz, ~994 W). This project's own benches agree
-# (planner/data/calibrations: 8192^3 bf16 matmuls, 102 runs, H200 671.8, H100 SXM 672.9 TFLOPS; the burst figure
-# is 794.5). Every job the planner times is such a loop, so the sustained ceiling is the one it uses; no source gives
-# a shorter burst regime a planner job could be in. The sustained/burst ratio of one run carries to a GPU of the same
-# vendor, architecture, compute capability (SM design: B200's 10.0 is not the RTX PRO 6000's 12.0) and power class
-# whose ceiling is a burst figure (its own, `burst: true`, or derived from them) at a board power not above the
-# measured one's (H100 SXM, H800, H100 NVL from H200): its clock settles no higher. A higher board power settles
-# higher, so no ratio is carried there (GB200 1200 W; B300, GB300 are Blackwell Ultra: named in validation/REPORT.md);
-# a GPU whose own figure is not a burst (a square-matrix torch.matmul sweep: H100 PCIe, H20, L40S) keeps it.
+# 708.5 @ ~1465 MHz, ~693 W; B200 1770.9 @ 1965 MHz, 1456.3 @ ~1339 MHz, ~994 W; the A100 has no MSMF: its pair is an
+# 8192^3 cuBLAS matmul at the 400 W limit on randn inputs, 257, and on zeros, 295, the same kernel below the limit at
+# the boost clock: Horace He, thonking.ai 'Strangely, Matrix Multiplications ... "Predictable" Data!', 2024). This
+# project's own benches agree (planner/data/calibrations: 8192^3 bf16 matmuls, 102 runs, H200 671.8, H100 SXM 672.9
+# TFLOPS; the burst figure is 794.5); the A100 pair carries to the 300 W / 250 W PCIe A100s, the A800 and the A30
+# (Ampere, 8.0, at no more than 400 W). Every job the planner times is such a loop, so the sustained ceiling is the one
+# it uses; no source gives a shorter burst regime a planner job could be in. The sustained/burst ratio of one run
+# carries to a GPU of the same vendor, architecture, compute capability (SM design: B200's 10.0 is not the RTX PRO
+# 6000's 12.0) and power class whose ceiling is a burst figure (its own, `burst: true`, or derived from them) at a board
+# power not above the measured one's (H100 SXM, H800, H100 NVL from H200): its clock settles no higher. A higher board
+# power settles higher, so no ratio is carried there (GB200 1200 W; B300, GB300 are Blackwell Ultra: named in
+# validation/REPORT.md); a GPU whose own figure is not a burst (a square-matrix torch.matmul sweep: H100 PCIe, H20,
+# L40S) keeps it.
 SUSTAINED_RULE = ("sustained: the ceiling a long compute-bound load holds at its board power (mamf-finder MSMF), not "
                   "the short boost-clock burst (MAMF)")
 

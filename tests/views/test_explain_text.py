@@ -189,11 +189,16 @@ def test_the_step_host_row_names_an_engine_generation_s_per_sequence_work():
 
 def test_explain_shows_the_sustained_ceiling_beside_the_burst_one():
     """An H100 SXM times bf16 matmuls at 794.5 x 708.5 / 841.9 = 668.6 TFLOPS (the burst ceiling scaled by H200's
-    power-saturated / boost-clock ratio, data/gpus.yaml): 84 % of 794.5; an A100 has no such figure and no row."""
+    power-saturated / boost-clock ratio, data/gpus.yaml): 84 % of 794.5; an H100 PCIe (350 W: no figure, none carried)
+    has no such row."""
     by_id = {e.gpu.id: e for e in ranking_of("llama-3-8b")}
     rows = {name: (value, source) for name, value, source in explain_text.inputs_rows(by_id["h100-sxm"], True)}
     value, source = rows["Clock under a long load"]
     assert value == "sustained 668.6 TFLOPS = 84% of the 794.5 TFLOPS burst (boost-clock) ceiling"
     assert "MSMF" in source
-    a100 = {name for name, _, _ in explain_text.inputs_rows(by_id["a100-sxm-80gb"], True)}
-    assert "Clock under a long load" not in a100
+    pcie = {name for name, _, _ in explain_text.inputs_rows(by_id["h100-pcie"], True)}
+    assert "Clock under a long load" not in pcie
+    # an A100 SXM: its own figure at the 400 W limit, 257 of the 271.2 burst = 94.8 %
+    a100 = {name: value for name, value, _ in explain_text.inputs_rows(by_id["a100-sxm-80gb"], True)}
+    assert a100["Clock under a long load"] == ("sustained 257 TFLOPS = 95% of the 271.2 TFLOPS burst (boost-clock) "
+                                               "ceiling")
