@@ -29,6 +29,7 @@ DATA = "SpareCores/sc-inspector-data @804d3c71dda"
 # server: (the CPU PassMark names, CPU_SINGLETHREAD, the date of the PassMark run)
 PASSMARK_SINGLE_THREAD = {
     "aws/g5.16xlarge": ("AMD EPYC 7R32 (Zen 2)", 2135.4, "2024-11-09"),
+    "aws/g5.xlarge": ("AMD EPYC 7R32 (Zen 2)", 2136.6, "2024-11-08"),
     "azure/Standard_NC24ads_A100_v4": ("AMD EPYC 7V13 (Zen 3)", 2276.0, "2024-11-09"),
     "azure/Standard_NC48ads_A100_v4": ("AMD EPYC 7V13 (Zen 3)", 2505.1, "2024-11-10"),
     "azure/Standard_NC96ads_A100_v4": ("AMD EPYC 7V13 (Zen 3)", 2511.1, "2024-11-11"),

@@ -22,14 +22,16 @@ import yaml
 from planner import ROOT_DIR
 from planner.base.files import write_atomic
 from planner.base.schema import DataFileError, Record, load_yaml, unique_ids
+from planner.engine.host_speed import REFERENCE_HOST_SPEED
 from planner.engine.plan import Plan
 from planner.engine.serving import serving_point
 from planner.engine.serving_sim import (MAX_REQUESTS, Requests, benchmark_arrivals, burst_tokens_per_s, closed_loop_run,
                                        saturation_rate, serve_rate, simulate, step_times, summarize)
 from planner.inputs.facts import Facts
-from planner.inputs.jobs import Generate
+from planner.inputs.jobs import BOUNDS, Generate
 from planner.inputs.runtimes import eager_dispatch_us, nccl_only
-from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET, Scheduler, load_schedulers
+from planner.inputs.serving_runtimes import (MAX_NUM_SEQS, MAX_TOKEN_BUDGET, Scheduler, SchedulerProfile,
+                                             load_schedulers)
 from planner.inputs.serving_trace import LENGTH_SPREADS
 from planner.validation.measured import validation_models
 from planner.validation.predict_first import PredictFirstError, git_state, slug
@@ -112,6 +114,9 @@ class ServingRow:
     # vLLM V1's default prefix caching: the whole prompt; a shared system prompt: its length); each request then
     # prefills only the rest, in the engine's whole cache blocks (serving_sim.cached_prompt_tokens)
     cached_prefix_tokens: int = 0
+    # the run's host CPU's single-thread speed over the reference hosts' where a source names its CPU
+    # (planner.engine.host_speed; Plan.host_speed): every host time of the runtime and the scheduler divided by it
+    host_speed: float = REFERENCE_HOST_SPEED
 
 
 LENGTHS = LENGTH_SPREADS
@@ -126,7 +131,7 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                         "metric", "concurrency", "rate", "precision", "kv_dtype", "scheduler_steps", "lengths",
                         "host_overlap", "engine", "requests", "max_num_seqs", "token_budget", "chunked_prefill",
                         "request_overhead_ms", "enforce_eager", "statistic", "custom_allreduce",
-                        "max_output_tokens", "streamed", "cached_prefix_tokens"))
+                        "max_output_tokens", "streamed", "cached_prefix_tokens", "host_speed"))
         conc = rec.number("concurrency", required=False, lo=1, hi=MAX_ROW_CONCURRENCY, integer=True)
         rate = rec.number("rate", required=False, lo=0.001, hi=1e5)
         saturation = rec.raw("metric", required=False) == "saturation_output_tokens_per_s"
@@ -154,7 +159,8 @@ def load_rows(path: str | Path) -> list[ServingRow]:
                                else True, max_output_tokens=_max_output(rec),
                                streamed=rec.flag("streamed") if "streamed" in rec.data else True,
                                cached_prefix_tokens=int(rec.number("cached_prefix_tokens", required=False, lo=0,
-                                                                   hi=MAX_ROW_TOKENS, integer=True) or 0)))
+                                                                   hi=MAX_ROW_TOKENS, integer=True) or 0),
+                               host_speed=row_host_speed(rec)))
     if len(rows) > MAX_ROWS:
         raise DataFileError(path, "-", "rows", f"{len(rows):,} rows, at most {MAX_ROWS} expected")
     unique_ids(path, (r.id for r in rows))
@@ -177,6 +183,14 @@ def _max_output(rec: Record) -> int | None:
     return None if n is None else int(n)
 
 
+def row_host_speed(rec: Record) -> float:
+    """A row's host_speed (ServingRow.host_speed) within the plan's bounds (inputs.jobs BOUNDS); the reference's
+    where it states none."""
+    bound = BOUNDS["host_speed"]
+    speed = rec.number("host_speed", required=False, lo=bound.lo, hi=bound.hi)
+    return REFERENCE_HOST_SPEED if speed is None else float(speed)
+
+
 def _requests(rec: Record) -> int | None:
     n = rec.number("requests", required=False, lo=1, hi=MAX_REQUESTS, integer=True)
     return None if n is None else int(n)
@@ -191,15 +205,22 @@ def with_limits(sched: Scheduler, row: ServingRow) -> Scheduler:
     return sched if row.chunked_prefill is None else sched.with_chunked_prefill(row.chunked_prefill)
 
 
+def row_plan(row: ServingRow, sched: SchedulerProfile) -> Plan:
+    """The plan of `row` under `sched` (its runtime's scheduler profile): the model, lengths, precision and tensor
+    parallel degree it states, on its host (Plan.host_speed: the simulation and the concurrency model divide every
+    host time by it, as estimates do)."""
+    return Plan(validation_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
+                runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
+                kv_dtype=row.kv_dtype, host_speed=row.host_speed)
+
+
 def predict(row: ServingRow, facts: Facts) -> float:
     """The planner's value of `row`'s metric from its conditions alone."""
     if not row.custom_allreduce:
         facts = replace(facts, runtimes=nccl_only(facts.runtimes))
     sched = load_schedulers().get(row.runtime)
     gpu = facts.catalog.get(row.gpu)
-    plan = Plan(validation_models().get(row.model), Generate(1, row.input_tokens, row.output_tokens), row.precision,
-                runtime=sched.efficiency_of, gpus=row.tp, parallel="tensor" if row.tp > 1 else "auto",
-                kv_dtype=row.kv_dtype)
+    plan = row_plan(row, sched)
     if row.concurrency is not None and row.requests is None:
         limits = (row.max_num_seqs, row.token_budget, row.chunked_prefill)
         if row.scheduler_steps != 1 or row.lengths != "fixed" or row.engine is not None \

@@ -17,7 +17,7 @@ from planner.inputs.facts import Facts
 from planner.engine.serving_sim import MAX_REQUESTS
 from planner.inputs.serving_runtimes import MAX_NUM_SEQS, MAX_TOKEN_BUDGET
 from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, MAX_ROW_CONCURRENCY, MAX_ROW_TOKENS,
-                                              SERVING_DIR, STATISTICS, ServingRow, load_rows, predict)
+                                              SERVING_DIR, STATISTICS, ServingRow, load_rows, predict, row_host_speed)
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
 MAX_POSTHOC = 50
@@ -49,6 +49,9 @@ PARSERS = {
     # requests in flight at once, where the client did not keep the stated number
     "concurrency": _count(1, MAX_ROW_CONCURRENCY),
     "statistic": lambda rec, field: rec.text(field, choices=STATISTICS),
+    # the run's host CPU's single-thread speed over the reference hosts' (planner.engine.host_speed), where a source
+    # names the CPU of the machine the rows ran on
+    "host_speed": lambda rec, field: row_host_speed(rec),
 }
 OVERRIDES = tuple(PARSERS)
 
