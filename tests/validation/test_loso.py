@@ -159,7 +159,13 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "aws-samples/optimizing-llm-inference-with-quantization", "InternLM/InternEvo",
                                    "Oneflow-Inc/DLPerf", "noooop/zerollama",
                                    # predicted before measured at 813ec13 (validation/README.md 143-147)
-                                   "ikawrakow/ik_llama.cpp"}
+                                   "ikawrakow/ik_llama.cpp",
+                                   # predicted before measured at 63532c6 / 2167927 (validation/README.md, s47 round)
+                                   "AndreHathora/inference-profiling", "LambdaLabsML/torchtitan", "ROCm/rocm-blogs",
+                                   "ZJUICI/inference-framework-benchmark", "acaracappa/cloud-gpu-shopper",
+                                   "hisohara/ai-scripts", "mlcommons/training_results_v3.1",
+                                   "mlcommons/training_results_v4.0", "mlcommons/training_results_v4.1",
+                                   "mlcommons/training_results_v5.1"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
