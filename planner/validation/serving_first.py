@@ -47,6 +47,9 @@ MAX_ROWS = 500
 MAX_ROW_TOKENS = 10**6  # the longest prompt, reply or cached prefix a row may state: beyond any model's context
 MAX_ROW_CONCURRENCY = 4096  # requests in flight a row may state: beyond any benchmark client's
 MAX_REQUEST_OVERHEAD_MS = 1000.0  # a second of front end per request: beyond any server's
+# measured.yaml is the project's own file, growing with every source (1.07 MB on 2026-11-28),
+# under a cap of its own rather than an upload's (safe_parse.MAX_TEXT_BYTES): room for a few times as many values
+SERVING_MEASURED_MAX_BYTES = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -315,7 +318,7 @@ def predict_file(rows_path: str | Path, facts: Facts, out_dir: str | Path = SERV
 def measured_values(measured_path: str | Path = SERVING_DIR / "measured.yaml") -> dict[str, float]:
     """The measured value of each serving row (validation/serving/measured.yaml: id, value, where), checked."""
     measured = {}
-    for i, raw in enumerate(load_yaml(measured_path, "rows")):
+    for i, raw in enumerate(load_yaml(measured_path, "rows", max_bytes=SERVING_MEASURED_MAX_BYTES)):
         rec = Record.of(measured_path, i, raw)
         rec.check_keys(("id", "value", "where"))
         rec.text("where")
