@@ -20,7 +20,7 @@ from planner.validation.serving_first import (LENGTHS, MAX_REQUEST_OVERHEAD_MS, 
                                               SERVING_DIR, STATISTICS, ServingRow, load_rows, predict, row_host_speed)
 
 POSTHOC_FILE = SERVING_DIR / "posthoc.yaml"
-MAX_POSTHOC = 50
+MAX_POSTHOC = 150
 
 
 def _count(lo: int, hi: int):
