@@ -173,7 +173,9 @@ KNOWN_SOURCES = set(DRAWN_FROM) | {"tenstorrent/tt-inference-server",  # source 
                                    "vipulSharma18/Survey-of-Quantization-Formats",
                                    # predicted before measured at d9124c8 (validation/README.md, s47 fourth wave)
                                    "Cloud-Linuxer/multi-model-server", "SwastikPurathepparambil/InferenceQuantization",
-                                   "Samiii777/AMD_MachineLearning"}
+                                   "Samiii777/AMD_MachineLearning",
+                                   # predicted before measured at 6846311 (validation/README.md, s47 fifth wave)
+                                   "NVIDIA/TensorRT"}
 
 
 def test_every_row_source_parses_to_a_known_publication():
