@@ -332,7 +332,7 @@ def test_backends_lists_the_kernel_each_architecture_gets():
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     rows = {r["arch"]: r for r in doc["matrix"]}
-    # SDPA flash kernel: [sm80, sm121]; FA2: SM80-SM90; FA1: SM75-SM90; FA3: SM90 only
+    # SDPA flash kernel: [sm80, sm121]; FA2: SM80-SM100; FA1: SM75-SM90; FA3: SM90 only
     assert rows["SM75"]["sdpa"] == "sdpa-efficient" and rows["SM75"]["flash-attn"] == "yes"
     assert rows["SM86"]["sdpa"] == "sdpa-flash" and rows["SM86"]["flash-attn-3"] == "no"
     assert rows["SM120"]["flash-attn-2"] == "no" and rows["SM120"]["sdpa"] == "sdpa-flash"

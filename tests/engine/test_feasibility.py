@@ -95,9 +95,10 @@ def _attention(e):
 def test_flash_attention_2_is_refused_on_blackwell_and_sdpa_is_named_instead():
     e = _plan_on("rtx-5090", Train(1000, 1024, 1), attention="flash-attn-2")
     r = _attention(e)
-    # FA2 README: Ampere, Ada, Hopper (SM80-SM90); RTX 5090 is sm_120; SDPA's flash kernel covers [sm80, sm121]
+    # FA2 README: Ampere, Ada, Hopper (SM80-SM90), 2.7.3+ on B200/GB200 (SM100); RTX 5090 is sm_120; SDPA's flash
+    # kernel covers [sm80, sm121]
     assert r.blocking and not e.feasible
-    assert "flash-attn-2 runs on SM80-SM90" in r.text and "SM120" in r.text
+    assert "flash-attn-2 runs on SM80-SM100" in r.text and "SM120" in r.text
     assert "use sdpa instead (it runs sdpa-flash here)" in r.text
 
 

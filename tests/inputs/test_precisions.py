@@ -131,9 +131,10 @@ def test_old_share_link_ids_still_name_backends():
 
 def test_kernel_ranges_follow_their_sources():
     r = load_rules()
-    # FlashAttention-2 README: Ampere, Ada or Hopper, fp16/bf16, head dims up to 256
+    # FlashAttention-2 README: Ampere, Ada or Hopper, fp16/bf16, head dims up to 256; 2.7.3+ also on SM 10.0 (B200,
+    # GB200: TE's version_required_blackwell, flash-attention issue #1589)
     fa2 = r.attention("flash-attn-2")
-    assert (fa2.min_sm, fa2.max_sm, fa2.max_head_dim, fa2.dtypes) == ((8, 0), (9, 0), 256, ("fp16", "bf16"))
+    assert (fa2.min_sm, fa2.max_sm, fa2.max_head_dim, fa2.dtypes) == ((8, 0), (10, 0), 256, ("fp16", "bf16"))
     # FlashAttention 1.x README: Turing to Hopper, head dims up to 128
     fa1 = r.attention("flash-attn")
     assert (fa1.min_sm, fa1.max_sm, fa1.max_head_dim) == ((7, 5), (9, 0), 128)

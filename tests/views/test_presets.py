@@ -117,8 +117,9 @@ def test_neuromanifold_preset_splits_gpus_at_sm80():
         if e.gpu.compute_capability is None:
             continue
         blocked = any(r.code == "attention" and r.blocking for r in e.reasons)
-        # FlashAttention-2 README: Ampere, Ada or Hopper (SM80-SM90); no Turing/Volta, no Blackwell build
-        assert blocked == (not (8, 0) <= e.gpu.compute_capability <= (9, 0)), e.gpu.id
+        # FlashAttention-2 README: Ampere, Ada or Hopper (SM80-SM90); 2.7.3+ on SM100 (B200/GB200: TE's
+        # version_required_blackwell); no Turing/Volta, no SM103 or GeForce Blackwell (SM120) source
+        assert blocked == (not (8, 0) <= e.gpu.compute_capability <= (10, 0)), e.gpu.id
 
 
 def test_a_broken_preset_is_named_and_the_rest_still_load(tmp_path):
