@@ -124,6 +124,9 @@ ECHO_NEEDS_PREFILL = ("prompt_echo says the value ends at a streamer's echo of t
                       "leave it out otherwise")
 PROMPT_ECHO_EXCLUDED = ("the value ends at the streamer's echo of the prompt, which Hugging Face generate() puts "
                         "before any forward pass (prompt_echo): generate()'s host set-up, not a prefill; not modelled")
+LAUNCH_ONLY_EXCLUDED = ("the value ends before the GPU finished the forward pass (launch_only: a server's compute "
+                        "interval stamped on the host after the kernels were queued, not synchronized): the host's "
+                        "launch of the pass, not its time; not modelled")
 METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
 CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params",
@@ -132,7 +135,7 @@ ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", 
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
               "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", "api_server",
-              "prompt_echo", *CLUSTER_FIELDS)
+              "prompt_echo", "launch_only", *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_VERSION_CHARS = 16  # a release 'major.minor.patch' (Measurement.transformers)
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
@@ -246,6 +249,11 @@ class Measurement:
     # skips it only once (no reset in end()) passes it on in every later run. The value then times generate()'s host
     # set-up, no prefill: the engine has no such quantity, so the row is not scored (exclusion); None: a prefill
     prompt_echo: bool | None = None
+    # a prefill row whose value is a server's compute interval that ends on the host before the GPU finishes the pass
+    # (Triton's libtorch backend of 2021 stamps its compute end after queueing the first output's copy, with no
+    # stream synchronization: the GPU's work lands in the next interval): the engine has no such quantity, so the
+    # row is not scored (exclusion); None: the interval holds the pass
+    launch_only: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -379,6 +387,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         streamed_ttft=rec.flag("streamed_ttft", default=False) or None,
         api_server=rec.flag("api_server", default=False) or None,
         prompt_echo=rec.flag("prompt_echo", default=False) or None,
+        launch_only=rec.flag("launch_only", default=False) or None,
     )
     if m.prompt_echo and regime != "prefill":
         raise rec.fail("prompt_echo", ECHO_NEEDS_PREFILL)
@@ -546,8 +555,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "prompt_echo",
-                        "custom_allreduce", "framework", "attention", "precision", "weight_bits", "refines_assumed",
-                        "source"))
+                        "launch_only", "custom_allreduce", "framework", "attention", "precision", "weight_bits",
+                        "refines_assumed", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -560,6 +569,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
             cond["api_server"] = True
         if rec.flag("prompt_echo", default=False):  # checked against the row's regime where the row is predicted
             cond["prompt_echo"] = True
+        if rec.flag("launch_only", default=False):  # the value's interval ends before the GPU's work does
+            cond["launch_only"] = True
         if rec.raw("custom_allreduce", required=False) is not None:  # False: the version predates the runtime's own
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
         if rec.text("framework", required=False):  # the stack's era, where the row mapped it to today's key
@@ -701,6 +712,8 @@ def exclusion(row: Measurement, e: Estimate) -> str | None:
         if row.regime != "prefill":
             raise ValueError(f"validation row {row.id}: {ECHO_NEEDS_PREFILL}")
         return PROMPT_ECHO_EXCLUDED
+    if row.launch_only:
+        return LAUNCH_ONLY_EXCLUDED
     if row.framework == "llama.cpp" and row.gpus > 1:
         return ("llama.cpp layer split: layers run on one GPU after another (neither tensor nor data parallel); "
                 "not modelled")
