@@ -3,7 +3,9 @@ predictions (the headline), today's planner on the conditions as entered, and wi
 (planner.validation.serving_rescore). Secondary: it reads the measured values, so every figure but the committed
 predictions' is post hoc.
 
-    python3 validation/serving_below_saturation.py [--by-source] [source-prefix ...]   (default: zhjunqin Livinfly)
+    python3 validation/serving_below_saturation.py [--by-source] [--all | prefix ...]   (default: zhjunqin Livinfly)
+
+--all: every serving source with entered values (validation/serving/to_predict/*.yaml), whatever its prefix.
 
 --by-source: the same figures per source (the repository its citation names) as well as over them all, and over them
 all with each source weighing the same (per_publication).
@@ -91,5 +93,6 @@ def _summary(out: dict) -> dict:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--by-source"]
-    print(json.dumps(main(args or ["zhjunqin", "Livinfly"], "--by-source" in sys.argv[1:]), indent=2))
+    args = [a for a in sys.argv[1:] if a not in ("--by-source", "--all")]
+    chosen = [""] if "--all" in sys.argv[1:] else args or ["zhjunqin", "Livinfly"]  # "": every source's prefix
+    print(json.dumps(main(chosen, "--by-source" in sys.argv[1:]), indent=2))
