@@ -2,18 +2,10 @@
 naming an unknown provider (AppTest, the page as a user drives it)."""
 
 import re
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-def _app(params=None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
+from tests.fixtures.app_page import link, open_page
 
 
 def _providers(at: AppTest):
@@ -26,21 +18,21 @@ def _texts(at: AppTest) -> str:
 
 
 def test_picking_providers_prices_the_ranking_and_travels_in_the_link():
-    at = _app()
+    at = open_page()
     assert not at.exception
     box = _providers(at)
     assert box.value == ["runpod"] and {"lambda", "nebius", "vast.ai"} <= set(box.options)
     box.set_value(["nebius"]).run()
     assert not at.exception
     assert "prices from nebius (the cheapest per GPU and tier; RunPod's left out)" in _texts(at)
-    link = {k: (v if isinstance(v, str) else v[-1]) for k, v in at.query_params.items()}
-    assert link.get("prov") == "nebius"
+    url = link(at)
+    assert url.get("prov") == "nebius"
 
 
 def test_a_link_with_providers_opens_with_them_and_an_unknown_one_is_named():
-    at = _app({"prov": "lambda,runpod"})
+    at = open_page({"prov": "lambda,runpod"})
     assert not at.exception and _providers(at).value == ["lambda", "runpod"]
     assert "the cheapest of lambda, runpod per GPU and tier" in _texts(at)
-    at = _app({"prov": "lambda,nosuchcloud"})
+    at = open_page({"prov": "lambda,nosuchcloud"})
     assert not at.exception and _providers(at).value == ["runpod"]
     assert "unknown provider 'nosuchcloud'" in _texts(at)

@@ -1,24 +1,16 @@
 """The page's session state holds a key for each widget it draws and little else: every selectbox, radio, number or
 text input and slider reads the whole session state once per run (Streamlit 1.67's filtered_state), so a key nobody
 draws costs every widget (ui/state.py: PAGE_KEY, HIDEABLE)."""
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from planner.inputs.catalog import load_catalog
+from tests.fixtures.app_page import open_page
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 # Not widgets: the page's own dict, the run's time (benchmarks read it), and the plan's three values no widget holds
 # (an uploaded profile's text, a calibration's query, a GPU described in the sidebar)
 NOT_WIDGETS = {"_page", "_run_ms", "spec", "cal", "mygpu"}
 VRAM_GB = {g.id: g.vram_gb for g in load_catalog().gpus}
-
-
-def _app(params=None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (params or {}).items():
-        at.query_params[k] = v
-    return at.run()
 
 
 def _drawn_keys(at: AppTest) -> set[str]:
@@ -33,7 +25,7 @@ def _drawn_keys(at: AppTest) -> set[str]:
 
 
 def test_the_default_page_keeps_no_key_for_a_widget_it_does_not_draw():
-    at = _app()
+    at = open_page(timeout_s=60)
     assert not at.exception
     extra = set(at.session_state) - _drawn_keys(at)
     assert extra <= NOT_WIDGETS, extra
@@ -42,7 +34,7 @@ def test_the_default_page_keeps_no_key_for_a_widget_it_does_not_draw():
 
 
 def test_a_linked_value_for_a_hidden_widget_applies_and_shows_when_drawn():
-    at = _app({"minvram": "40", "job": "train", "epochs": "3.5"})
+    at = open_page({"minvram": "40", "job": "train", "epochs": "3.5"}, timeout_s=60)
     assert not at.exception and "minvram" not in at.session_state  # the Filters popover is closed: held
     table = next(d.value for d in at.dataframe if "gpu_id" in d.value.columns)
     assert len(table) and all(VRAM_GB[g] >= 40 for g in table.gpu_id)  # the filter applies while hidden
@@ -55,7 +47,7 @@ def test_a_linked_value_for_a_hidden_widget_applies_and_shows_when_drawn():
 
 
 def test_explaining_gpus_in_turn_keeps_one_price_box_key():
-    at = _app({"tier": "secure", "gpu": "h100-sxm"})
+    at = open_page({"tier": "secure", "gpu": "h100-sxm"}, timeout_s=60)
     box = "price_in_h100-sxm_secure"
     listed = at.number_input(key=box).value
     at.number_input(key=box).set_value(listed + 1.0).run()  # typed, not used ('Use this price' not clicked)
