@@ -131,11 +131,13 @@ METRICS = ("tokens_per_s", "samples_per_s", "step_seconds")
 # a row's cluster and stack, where its source states what the catalog and runtime defaults do not
 CLUSTER_FIELDS = ("node_gpus", "fabric_gbits_per_node", "gpu_p2p", "grad_reduce_dtype", "tp_gather", "fp8_params",
                   "host_speed", "transformers")
+# a row's yes/no conditions about what its value measures, stated only when true (the Measurement fields of these
+# names: None when absent); a later reading (conditions_read_after) can only turn them on
+ON_FLAGS = ("streamed_ttft", "api_server", "prompt_echo", "launch_only")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "streamed_ttft", "api_server",
-              "prompt_echo", "launch_only", *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", *ON_FLAGS, *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_VERSION_CHARS = 16  # a release 'major.minor.patch' (Measurement.transformers)
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
@@ -384,10 +386,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         vpp=rec.number("vpp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         engine=rec.text("engine", required=False) or None,
         build=rec.number("build", required=False, lo=0, hi=10**6, integer=True), **_cluster_conditions(rec),
-        streamed_ttft=rec.flag("streamed_ttft", default=False) or None,
-        api_server=rec.flag("api_server", default=False) or None,
-        prompt_echo=rec.flag("prompt_echo", default=False) or None,
-        launch_only=rec.flag("launch_only", default=False) or None,
+        **{flag: rec.flag(flag, default=False) or None for flag in ON_FLAGS},
     )
     if m.prompt_echo and regime != "prefill":
         raise rec.fail("prompt_echo", ECHO_NEEDS_PREFILL)
@@ -554,23 +553,16 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", "streamed_ttft", "api_server", "prompt_echo",
-                        "launch_only", "custom_allreduce", "framework", "attention", "precision", "weight_bits",
-                        "refines_assumed", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", *ON_FLAGS, "custom_allreduce", "framework",
+                        "attention", "precision", "weight_bits", "refines_assumed", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
             cond["build"] = rec.number("build", lo=0, hi=10**6, integer=True)
         if rec.text("engine", required=False):
             cond["engine"] = rec.text("engine")  # checked against the row's engine where the row is predicted
-        if rec.flag("streamed_ttft", default=False):
-            cond["streamed_ttft"] = True
-        if rec.flag("api_server", default=False):
-            cond["api_server"] = True
-        if rec.flag("prompt_echo", default=False):  # checked against the row's regime where the row is predicted
-            cond["prompt_echo"] = True
-        if rec.flag("launch_only", default=False):  # the value's interval ends before the GPU's work does
-            cond["launch_only"] = True
+        # prompt_echo is checked against the row's regime where the row is predicted
+        cond.update({flag: True for flag in ON_FLAGS if rec.flag(flag, default=False)})
         if rec.raw("custom_allreduce", required=False) is not None:  # False: the version predates the runtime's own
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
         if rec.text("framework", required=False):  # the stack's era, where the row mapped it to today's key
