@@ -355,9 +355,9 @@ def simulate(st: StepTimes, sched: Scheduler, arrivals: list[float], prompts: li
     per_round, round_left = sched.steps_per_round, 0
     ttft, first, done = [math.nan] * n, [0.0] * n, [math.nan] * n
     block = sched.prefix_cache_block_tokens
-    cached = [cached_prompt_tokens(p, cached_prefix, block) for p in prompts] if cached_prefix else [0] * n
+    cached = [cached_prompt_tokens(p, cached_prefix, block) for p in prompts]  # 0 each without a cached prefix
     # tokens to prefill (a recomputed request: its prompt and what it produced), less its cached prefix
-    target = [p - c for p, c in zip(prompts, cached)] if cached_prefix else list(prompts)
+    target = [p - c for p, c in zip(prompts, cached)]
     produced = [0] * n  # output tokens so far
     join_g, ctx0, epoch = [0] * n, [0] * n, [0] * n
     cap, budget, seqs = st.kv_tokens, sched.token_budget, sched.max_num_seqs
