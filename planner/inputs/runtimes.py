@@ -272,6 +272,10 @@ class Tuned:
     def get(self, name: str, prior: float) -> float:
         return dict(self.values).get(name, prior)
 
+    def without(self, names: tuple[str, ...]) -> Tuned:
+        """The same tuning less the values of `names` (their priors then apply)."""
+        return replace(self, values=tuple((n, v) for n, v in self.values if n not in names))
+
     def describe(self, priors: dict[str, float], memory_class: str) -> str:
         """'tuned on N rows from K sources (...): name v (prior p), ...' for the explanation, with the values that
         apply on `memory_class` (not the other class's bandwidth fraction)."""
@@ -374,6 +378,12 @@ class RuntimeProfile:
     # the GEMM a pass above the quantized GEMV's tokens runs, by build and GPU (data/runtimes.yaml `prompt_gemm`:
     # llama.cpp), oldest era first; estimates take the newest, a row naming its build that build's (at_build)
     prompt_eras: tuple[PromptEra, ...] = ()
+    # a run of an older release or harness that launched each decode step's kernels one by one from its C++ host
+    # loop, with no CUDA graph (TensorRT-LLM's GptSession without --enable_cuda_graph: with_ungraphed): the GPU's gap
+    # per kernel launched on a stream and the host's time per launch, us (data/runtimes.yaml `ungraphed`); 0: none
+    ungraphed_launch_us: float = 0.0
+    ungraphed_host_us: float = 0.0
+    ungraphed_source: str = ""
 
     def at_build(self, build: int) -> RuntimeProfile:
         """This runtime as its build `build` ran (its prompt_gemm era at that build); itself without eras."""
@@ -655,6 +665,22 @@ def with_engine_generation(runtimes: Runtimes, runtime_id: str, host_us_per_seq:
     return Runtimes(tuple(replace(r, **generation) if r.id == runtime_id else r for r in runtimes.runtimes))
 
 
+def with_ungraphed(runtimes: Runtimes, runtime_id: str) -> Runtimes:
+    """The same runtimes with `runtime_id` launching every kernel of its steps from its host loop, no CUDA graph, as
+    a run stated (a validation row's `cuda_graphs: false`: TensorRT-LLM's GptSession of releases up to 0.9-0.10,
+    whose benchmark graphs decode only with --enable_cuda_graph): its profile's `ungraphed` GPU gap per kernel and
+    host time per kernel (us) in place of the graphed ones; ValueError naming the field where it has no such block.
+    Tuned launch values are dropped with them: they were tuned on graphed runs."""
+    profile = runtimes.get(runtime_id)
+    if not profile.ungraphed_launch_us:
+        raise ValueError(f"cuda_graphs: runtime {runtime_id} has no `ungraphed` launch costs in data/runtimes.yaml; "
+                         "only a runtime that states them may run without CUDA graphs")
+    tuned = profile.tuned.without(LAUNCH_PARAMS) if profile.tuned else None
+    ungraphed = replace(profile, launch_overhead_us=profile.ungraphed_launch_us,
+                        host_us_per_kernel=profile.ungraphed_host_us, tuned=tuned)
+    return Runtimes(tuple(ungraphed if r.id == runtime_id else r for r in runtimes.runtimes))
+
+
 def with_prefill_chunk(runtimes: Runtimes, runtime_id: str, tokens: int) -> Runtimes:
     """The same runtimes with `runtime_id` prefilling a prompt `tokens` tokens a step (0: whole), as a run's engine
     chunks it (a serving engine's token budget: a validation row that names vLLM V1)."""
@@ -731,7 +757,7 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                         "training", "batch_waves", "batch_waves_source", "score_gemms_on", "score_gemm_kv_read",
                         "score_gemm_source", "prompt_gemm", "moe_expert_loop", "host_sync_us", "host_sync_source",
                         "prefill_host_us_per_kernel", "prefill_host_source", "prefill_graph_max_tokens",
-                        "decode_heads_grid_on", "decode_heads_grid_source", "rotary_sync"))
+                        "decode_heads_grid_on", "decode_heads_grid_source", "rotary_sync", "ungraphed"))
         held = rec.strings("held", required=False)
         for name in held:
             if name not in TUNABLE_PARAMS:
@@ -764,12 +790,25 @@ def load_runtimes(path: str | Path = RUNTIMES_FILE, tuned_path: str | Path | Non
                                   acc16, rec.text("fp16_accumulate_source", required=acc16) or ""))
         out[-1] = replace(out[-1], **_jobs(rec), **_batch_waves(rec), **_score_gemms(rec), **_heads_grid(rec),
                           prompt_eras=parse_prompt_gemm(rec), expert_loop=_expert_loop(rec), **_host_sync(rec),
-                          **_eager_prefill(rec), rotary_sync=parse_rotary_sync(rec))
+                          **_eager_prefill(rec), rotary_sync=parse_rotary_sync(rec), **_ungraphed(rec))
     unique_ids(path, (r.id for r in out))
     _check_families(path, out)
     tuned = load_tuned(tuned_path, [r.id for r in out]) if tuned_path is not None else {}
     custom = _custom_allreduce([r.id for r in out]) if Path(path) == RUNTIMES_FILE else {}
     return Runtimes(tuple(replace(r, tuned=_with_family(r, tuned), custom_allreduce=custom.get(r.id)) for r in out))
+
+
+def _ungraphed(rec: Record) -> dict:
+    """The optional `ungraphed` block: {launch_overhead_us: GPU gap per kernel launched on a stream, us;
+    host_us_per_kernel: host CPU per launch, us; source}, what a run without CUDA graphs costs (with_ungraphed)."""
+    if rec.raw("ungraphed", required=False) is None:
+        return {}
+    sub = rec.child("ungraphed")
+    sub.check_keys(("launch_overhead_us", "host_us_per_kernel", "source"))
+    lo, hi = PER_KERNEL_US_BOUNDS
+    return {"ungraphed_launch_us": sub.number("launch_overhead_us", lo=lo, hi=hi),
+            "ungraphed_host_us": sub.number("host_us_per_kernel", lo=lo, hi=hi),
+            "ungraphed_source": sub.text("source")}
 
 
 def _eager_prefill(rec: Record) -> dict:

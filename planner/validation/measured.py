@@ -45,7 +45,7 @@ from planner.inputs.rotary_sync import parse_version
 from planner.inputs.runtimes import (GRAD_REDUCE_BYTES, HOST_US_BOUNDS, LAUNCH_GAP_US_BOUNDS, MEMORY_CLASSES,
                                      TP_GATHERS, TUNABLE_PARAMS, TUNED_BW_BOUNDS, Efficiency, Runtimes,
                                      eager_dispatch_us, load_runtimes, nccl_only, opted_in, with_build,
-                                     with_engine_generation, with_prefill_chunk, with_training)
+                                     with_engine_generation, with_prefill_chunk, with_training, with_ungraphed)
 from planner.inputs.serving_runtimes import SchedulerProfile, load_schedulers
 from planner.validation.uncertainty import REGIMES, meets_target, quantile, regime_for, regime_of
 
@@ -137,7 +137,8 @@ ON_FLAGS = ("streamed_ttft", "api_server", "prompt_echo", "launch_only")
 ROW_FIELDS = ("id", "gpu", "gpus", "model", "regime", "framework", "precision", "weight_bits", "batch",
               "prompt_tokens", "gen_tokens", "seq_len", "metric", "value", "source", "conditions",
               "attention", "kv_dtype", "micro_batch", "grad_accum", "checkpointing", "custom_allreduce",
-              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", *ON_FLAGS, *CLUSTER_FIELDS)
+              "opt_in_allreduce", "tp", "pp", "cp", "vpp", "engine", "build", "cuda_graphs", *ON_FLAGS,
+              *CLUSTER_FIELDS)
 SPLITS = ("tune", "test", "excluded")
 MAX_VERSION_CHARS = 16  # a release 'major.minor.patch' (Measurement.transformers)
 HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, staged through host memory
@@ -196,6 +197,10 @@ class Measurement:
     # the runtime ran its own all-reduce kernel where it has one (data/custom_allreduce.yaml); False: a version or
     # setting that sent every collective through NCCL
     custom_allreduce: bool = True
+    # False: the run launched every kernel of its steps from the runtime's host loop, no CUDA graph, as its source
+    # states the release and harness (TensorRT-LLM's gptSessionBenchmark without --enable_cuda_graph): the runtime's
+    # `ungraphed` launch costs (inputs.runtimes.with_ungraphed); None: the runtime profile's own (graphed) launches
+    cuda_graphs: bool | None = None
     # the run switched on the runtime's opt-in all-reduce (data/custom_allreduce.yaml `opt_in`, e.g. gpt-fast's
     # ENABLE_INTRA_NODE_COMM=1 for PyTorch's intra-node all-reduce)
     opt_in_allreduce: bool = False
@@ -379,6 +384,7 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         grad_accum=rec.number("grad_accum", required=False, lo=1, hi=10**4, integer=True) or 1,
         checkpointing=rec.flag("checkpointing", default=False),
         custom_allreduce=rec.flag("custom_allreduce", default=True),
+        cuda_graphs=rec.flag("cuda_graphs") if rec.raw("cuda_graphs", required=False) is not None else None,
         opt_in_allreduce=rec.flag("opt_in_allreduce", default=False),
         tp=rec.number("tp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
         pp=rec.number("pp", required=False, lo=1, hi=MAX_DEGREE, integer=True) or 1,
@@ -392,6 +398,8 @@ def _parse_row(rec: Record, catalog: Catalog, models: ModelCatalog, rules: Preci
         raise rec.fail("prompt_echo", ECHO_NEEDS_PREFILL)
     if m.engine is not None:
         _check_engine(rec, m.framework, m.engine)
+    if m.cuda_graphs is False:
+        _check_ungraphed(rec, m.framework)
     if m.api_server:
         _check_api_server(rec, m.framework, m.regime, m.streamed_ttft)
     if regime == "decode" and m.gen_tokens < 1:
@@ -514,6 +522,14 @@ def _check_api_server(rec: Record, framework: str, regime: str, streamed: bool |
         raise rec.fail("api_server", str(exc)) from None
 
 
+def _check_ungraphed(rec: Record, framework: str) -> None:
+    """cuda_graphs false needs a runtime whose profile states what launching without graphs costs."""
+    try:
+        with_ungraphed(load_runtimes(), FRAMEWORK_RUNTIME[framework])
+    except ValueError as exc:
+        raise rec.fail("cuda_graphs", str(exc)) from None
+
+
 def _check_engine(rec: Record, framework: str, engine: str) -> None:
     try:
         engine_host_us(framework, engine)
@@ -553,8 +569,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     out: dict[str, dict] = {}
     for i, raw in enumerate(load_yaml(path, "rows")):
         rec = Record.of(path, i, raw)
-        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", *ON_FLAGS, "custom_allreduce", "framework",
-                        "attention", "precision", "weight_bits", "refines_assumed", "source"))
+        rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", *ON_FLAGS, "custom_allreduce", "cuda_graphs",
+                        "framework", "attention", "precision", "weight_bits", "refines_assumed", "source"))
         rec.text("source")
         cond = {k: v for k, v in _cluster_conditions(rec).items() if v is not None}
         if rec.number("build", required=False) is not None:
@@ -565,6 +581,8 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
         cond.update({flag: True for flag in ON_FLAGS if rec.flag(flag, default=False)})
         if rec.raw("custom_allreduce", required=False) is not None:  # False: the version predates the runtime's own
             cond["custom_allreduce"] = rec.flag("custom_allreduce")
+        if rec.raw("cuda_graphs", required=False) is not None:  # False: the release's harness graphed no step
+            cond["cuda_graphs"] = rec.flag("cuda_graphs")
         if rec.text("framework", required=False):  # the stack's era, where the row mapped it to today's key
             cond["framework"] = rec.text("framework", choices=tuple(FRAMEWORK_RUNTIME))
         if rec.text("attention", required=False):  # the attention path that stack ran
@@ -764,6 +782,8 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     runtimes = opted_in(runtimes) if row.opt_in_allreduce else runtimes
     if row.build is not None:
         runtimes = with_build(runtimes, plan.runtime, row.build)
+    if row.cuda_graphs is False:
+        runtimes = with_ungraphed(runtimes, plan.runtime)
     if row.engine:
         graph_tokens, compiled_us = ungraphed_prefill(row.framework, row.engine)
         runtimes = with_engine_generation(runtimes, plan.runtime, *engine_host_us(row.framework, row.engine, row.gpus),
