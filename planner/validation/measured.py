@@ -145,9 +145,12 @@ HOST_LINK = "pcie-host"  # data/interconnects.yaml: PCIe without peer-to-peer, s
 # a train row's model-parallel degrees (planner/inputs/layouts.py Layout's fields, the names Megatron-LM's arguments
 # give them); each is 1 unless the row states it
 LAYOUT_FIELDS = ("tp", "pp", "cp", "vpp")
-# The published rows with each source's own words (1.03 MB on 2026-11-27, 760 rows): the repository's evidence, read
-# under a cap of its own rather than an upload's (safe_parse.MAX_TEXT_BYTES); room for a few times as many sources.
-MEASUREMENTS_MAX_BYTES = 12_000_000
+# The published rows with each source's own words (1.03 MB on 2026-11-27, 760 rows; 10.2 MB on 2026-11-28, 5,432
+# rows): the repository's evidence, read under a cap of its own rather than an upload's (safe_parse.MAX_TEXT_BYTES);
+# room for about twice as many rows again.
+MEASUREMENTS_MAX_BYTES = 24_000_000
+# Conditions read after the values (0.98 MB on 2026-11-28, past the generic 1 MB cap): the same evidence's cap.
+CONDITIONS_AFTER_MAX_BYTES = 4_000_000
 MAX_FABRIC_GBITS = 100_000  # a parser cap on a row's network per node (Gb/s): above any 8-NIC node of today
 # llm-foundry trains with FSDP FULL_SHARD (its benchmarking yamls); TorchTitan with FSDP2's fully_shard, which reshards
 # after forward (FULL_SHARD's schedule: torchtitan/parallelisms/parallelize_llama.py); KempnerForge with FSDP2's
@@ -567,7 +570,7 @@ def conditions_read_after(path: str | Path = CONDITIONS_AFTER_FILE) -> dict[str,
     (validation/conditions_read_after.yaml): a committed row may not change, so they stay apart and only the current
     engine's predictions of those rows use them (post hoc). Each entry names its source."""
     out: dict[str, dict] = {}
-    for i, raw in enumerate(load_yaml(path, "rows")):
+    for i, raw in enumerate(load_yaml(path, "rows", max_bytes=CONDITIONS_AFTER_MAX_BYTES)):
         rec = Record.of(path, i, raw)
         rec.check_keys(("id", *CLUSTER_FIELDS, "engine", "build", *ON_FLAGS, "custom_allreduce", "cuda_graphs",
                         "framework", "attention", "precision", "weight_bits", "refines_assumed", "source"))
