@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 from planner import ROOT_DIR
 from planner.base.files import file_version
-from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
+from planner.base.schema import Record, UnknownNameError, load_document, load_yaml, sections_of, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.host_speed import REFERENCE_HOST_SPEED, host_seconds
 from planner.engine.plan import Plan, check_plan, check_runtime
@@ -621,9 +621,22 @@ def _prediction_first_ids(files: tuple[tuple[str, int, int], ...]) -> frozenset[
     """The ids in the predictions files (path, modification time, size): parsed once per version of the files."""
     ids: set[str] = set()
     for path, _, _ in files:
-        for i, raw in enumerate(load_yaml(path, "rows")):
+        for i, raw in enumerate(sections_of(predictions_document(path), path, ("rows",))["rows"]):
             ids.add(Record.of(path, i, raw).text("id"))
     return frozenset(ids)
+
+
+def predictions_document(path: str | Path) -> dict:
+    """A predictions file's YAML document (schema.load_document, undated), parsed once per version of the file and
+    shared: the held-out ids here and predict_first's scoring read the same ~120 files, whose parsing is a fifth of
+    `planner validate`. Callers only read it."""
+    return _predictions_document(*file_version(path))
+
+
+# one entry per predictions file (124 today, a few new each round)
+@lru_cache(maxsize=512)
+def _predictions_document(name: str, _mtime_ns: int, _size: int) -> dict:
+    return load_document(name)
 
 
 # ---------------------------------------------------------------- rows -> plans -> results
