@@ -29,7 +29,7 @@ from planner.base.files import write_atomic
 from planner.validation.uncertainty import REGIMES, meets_target, quantile
 from planner.validation import measured
 from planner.validation.measured import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, adjust_for,
-                                      evaluate_row, load_measurements, movers, priors_adjust, tune_runtime,
+                                      evaluate_row, load_measurements, movers, tune_runtime,
                                       validation_models)
 from planner.inputs.catalog import load_catalog
 from planner.inputs.runtimes import LAUNCH_PARAMS, MEMORY_CLASSES, RUNTIMES_FILE, load_runtimes, load_tuned
@@ -103,7 +103,7 @@ def _scorable(rows: list[Measurement], catalog, models) -> list[tuple[Measuremen
     for row in rows:
         if row.id in held:
             continue
-        res, _ = evaluate_row(row, catalog, models, priors_adjust(row))
+        res = measured.priors_result(row, catalog, models)
         if res.split != "excluded" and res.predicted:
             out.append((row, res))
     return out

@@ -541,8 +541,21 @@ def band_levels(rows, group_of, judged=(lambda r: True,)) -> dict[str, tuple[flo
     turn, holds at least TARGET_COVERAGE of that group's rows, counted over the rows of each of the `judged` sets
     (all rows; and, as `planner validate` asks, the rows predicted before they were measured, which a band drawn
     mostly from sources like the tuned ones would hold too rarely); the widest when none does."""
-    chosen: dict[str, tuple[float, float]] = {}
+    return _band_levels(_HeldOut(rows, group_of), judged)
+
+
+def banded_coverages(rows, group_of, judged=(lambda r: True,)
+                     ) -> tuple[dict[str, tuple[float, float]], list[dict[str, tuple[int, int, int]]]]:
+    """(band_levels(rows, group_of, judged), coverages(rows, group_of, those levels, judged)), the rows without each
+    group pooled once for both (`planner validate` asks for the two in turn)."""
     folds = _HeldOut(rows, group_of)
+    levels = _band_levels(folds, judged)
+    return levels, folds.coverages(levels, judged)
+
+
+def _band_levels(folds: _HeldOut, judged) -> dict[str, tuple[float, float]]:
+    """band_levels() of the rows of `folds`."""
+    chosen: dict[str, tuple[float, float]] = {}
     for qs in QUANTILE_LADDER:
         covers = folds.coverages(dict.fromkeys(REGIMES, qs), judged)
         for g in REGIMES:
