@@ -8,7 +8,7 @@ import json
 from datetime import date
 
 from planner.validation import loso, measured, predict_first, train_buckets
-from planner.validation.uncertainty import MAX_BIAS_PCT, band_levels, coverages, write_uncertainty
+from planner.validation.uncertainty import MAX_BIAS_PCT, banded_coverages, write_uncertainty
 from planner.views.charts import validation_chart
 from planner.views.report import (coverage_rows, csv_text, emit, fmt, loso_rows, prediction_first_text, text_table,
                                   train_bucket_text, validation_headline_text, validation_rows,
@@ -68,8 +68,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
     first_ids = {r.row_id for r in first_rows}
     predicted_first = lambda r: r.row_id in first_ids  # noqa: E731
     # a band is judged on each publication's rows with that publication left out (loso.source_of, not a row's text)
-    levels = band_levels(residuals, loso.source_of, judged=(lambda r: True, predicted_first))
-    cover, first_cover = coverages(residuals, loso.source_of, levels, (lambda r: True, predicted_first))
+    levels, (cover, first_cover) = banded_coverages(residuals, loso.source_of, (lambda r: True, predicted_first))
     report = measured.run_validation(a.measurements, priors=True)
     rows = validation_rows(report)
     buckets = train_buckets.bucket_summary(train_buckets.train_scores(held_out, a.measurements))

@@ -29,7 +29,7 @@ from planner.base.files import write_atomic
 from planner.validation.uncertainty import REGIMES, meets_target, quantile
 from planner.validation import measured
 from planner.validation.measured import (FRAMEWORK_RUNTIME, MEASUREMENTS_FILE, Measurement, RowResult, adjust_for,
-                                      evaluate_row, load_measurements, movers, priors_adjust, tune_runtime,
+                                      evaluate_row, load_measurements, movers, tune_runtime,
                                       validation_models)
 from planner.inputs.catalog import load_catalog
 from planner.inputs.runtimes import LAUNCH_PARAMS, MEMORY_CLASSES, RUNTIMES_FILE, load_runtimes, load_tuned
@@ -57,7 +57,14 @@ UNTUNED_SET = "untuned, new sources"
 
 def source_of(row: Measurement) -> str:
     """The publication a row comes from: its repository (owner/name) or web host, without file, anchor or commit."""
-    head = row.source.split(";")[0].split(",")[0].strip()
+    return _publication(row.source)
+
+
+# ~60 distinct source texts, asked millions of times by the folds and the band coverage (one entry per text)
+@lru_cache(maxsize=4096)
+def _publication(source: str) -> str:
+    """source_of for a row's source text (memoized: the answer depends on the text alone)."""
+    head = source.split(";")[0].split(",")[0].strip()
     if "://" in head:  # a URL: a GitHub thread belongs to its repository, any other page to its host
         host, _, path = head.split("://", 1)[1].partition("/")
         parts = [p for p in path.split("/") if p]
@@ -96,7 +103,7 @@ def _scorable(rows: list[Measurement], catalog, models) -> list[tuple[Measuremen
     for row in rows:
         if row.id in held:
             continue
-        res, _ = evaluate_row(row, catalog, models, priors_adjust(row))
+        res = measured.priors_result(row, catalog, models)
         if res.split != "excluded" and res.predicted:
             out.append((row, res))
     return out
@@ -114,7 +121,8 @@ def leave_one_source_out(measurements: str | Path = MEASUREMENTS_FILE) -> list[L
 def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunable: tuple) -> tuple[LosoRow, ...]:
     catalog, models, runtimes = load_catalog(), validation_models(), load_runtimes()
     scored = _scorable(list(load_measurements(measurements)), catalog, models)
-    sources = sorted({source_of(row) for row, _ in scored})
+    of = [source_of(row) for row, _ in scored]  # each row's source, asked once per fold below
+    sources = sorted(set(of))
     # a runtime the held source lacks tunes on all its rows: (its parameters, the names the search could move)
     cache: dict[tuple[str, frozenset], tuple[dict[str, float], frozenset]] = {}
 
@@ -128,11 +136,11 @@ def _leave_one_source_out(measurements: str, _mtime_ns: int, _size: int, _tunabl
     out = []
     for held in sources:
         train: dict[str, list[Measurement]] = {}
-        for row, _ in scored:
-            if source_of(row) != held:
+        for (row, _), source in zip(scored, of):
+            if source != held:
                 train.setdefault(FRAMEWORK_RUNTIME[row.framework], []).append(row)
-        for row, untuned in scored:
-            if source_of(row) != held:
+        for (row, untuned), source in zip(scored, of):
+            if source != held:
                 continue
             rt = FRAMEWORK_RUNTIME[row.framework]
             params, moved = tuned_on(rt, train[rt]) if rt in train else (None, frozenset())

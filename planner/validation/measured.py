@@ -31,12 +31,12 @@ from collections.abc import Callable
 
 from planner import ROOT_DIR
 from planner.base.files import file_version
-from planner.base.schema import Record, UnknownNameError, load_yaml, unique_ids
+from planner.base.schema import Record, UnknownNameError, load_document, load_yaml, sections_of, unique_ids
 from planner.engine.estimate import Estimate, estimate_gpu
 from planner.engine.host_speed import REFERENCE_HOST_SPEED, host_seconds
 from planner.engine.plan import Plan, check_plan, check_runtime
 from planner.inputs.catalog import GPU, MAX_NODE_GPUS, Catalog, load_catalog, load_link_kinds
-from planner.inputs.facts import load_facts
+from planner.inputs.facts import Facts, load_facts
 from planner.inputs.jobs import BOUNDS, Generate, Train
 from planner.inputs.layouts import MAX_DEGREE, Layout
 from planner.inputs.models import MODEL_FILES, ModelCatalog, load_models
@@ -642,9 +642,22 @@ def _prediction_first_ids(files: tuple[tuple[str, int, int], ...]) -> frozenset[
     """The ids in the predictions files (path, modification time, size): parsed once per version of the files."""
     ids: set[str] = set()
     for path, _, _ in files:
-        for i, raw in enumerate(load_yaml(path, "rows")):
+        for i, raw in enumerate(sections_of(predictions_document(path), path, ("rows",))["rows"]):
             ids.add(Record.of(path, i, raw).text("id"))
     return frozenset(ids)
+
+
+def predictions_document(path: str | Path) -> dict:
+    """A predictions file's YAML document (schema.load_document, undated), parsed once per version of the file and
+    shared: the held-out ids here and predict_first's scoring read the same ~120 files, whose parsing is a fifth of
+    `planner validate`. Callers only read it."""
+    return _predictions_document(*file_version(path))
+
+
+# one entry per predictions file (124 today, a few new each round)
+@lru_cache(maxsize=512)
+def _predictions_document(name: str, _mtime_ns: int, _size: int) -> dict:
+    return load_document(name)
 
 
 # ---------------------------------------------------------------- rows -> plans -> results
@@ -764,13 +777,21 @@ def row_gpu(row: Measurement, catalog: Catalog) -> GPU:
     return gpu.with_fabric_gbits(row.fabric_gbits_per_node) if row.fabric_gbits_per_node else gpu
 
 
-def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
-                adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> RowPrediction:
-    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml), with
-    the conditions its source was read for since (as_known_now)."""
+@dataclass(frozen=True)
+class _RowInputs:
+    """What a row's estimate reads besides the efficiencies: the same at every trial value a search asks it at."""
+
+    row: Measurement  # as known now (as_known_now)
+    plan: Plan
+    note: str  # the mapping note of plan_for
+    gpu: GPU  # in the row's cluster (row_gpu)
+    facts: Facts  # the committed facts with the row's rules and runtime variants
+
+
+def _row_inputs(row: Measurement, catalog: Catalog, models: ModelCatalog) -> _RowInputs:
+    """The plan, GPU and facts `row` is estimated with (its conditions as known now)."""
     row = as_known_now(row)
     facts = load_facts()
-    catalog, models = catalog or facts.catalog, models or validation_models()
     plan, rules, note = plan_for(row, models, facts.rules)
     check_plan(plan)
     runtimes = facts.runtimes if row.custom_allreduce else nccl_only(facts.runtimes)
@@ -796,10 +817,32 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     if row.engine and engine_host_us(row.framework, row.engine)[1] is None:
         runtimes = with_prefill_chunk(runtimes, plan.runtime, engine_prefill_chunk(row, gpu))
     check_runtime(plan, facts.runtimes, facts.rules)
-    e = estimate_gpu(plan, gpu, replace(facts, rules=rules, runtimes=runtimes), adjust)
+    return _RowInputs(row, plan, note, gpu, replace(facts, rules=rules, runtimes=runtimes))
+
+
+# rows whose estimate inputs are kept (_memo_row_inputs): a search scores each row at dozens of trial values
+ROW_INPUTS_MEMO = 16_384
+
+
+@lru_cache(maxsize=ROW_INPUTS_MEMO)
+def _memo_row_inputs(row: Measurement) -> _RowInputs:
+    return _row_inputs(row, load_catalog(), validation_models())
+
+
+def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
+                adjust: Callable[[GPU, Efficiency], Efficiency] | None = None) -> RowPrediction:
+    """The engine's prediction for one row (adjust None: the values estimates use, data/runtimes_tuned.yaml), with
+    the conditions its source was read for since (as_known_now). Its plan, GPU and facts are memoized on the row
+    with the committed catalog and models: the tuning searches score each row at many trial efficiencies."""
+    facts = load_facts()
+    catalog, models = catalog or facts.catalog, models or validation_models()
+    committed = catalog is load_catalog() and models is validation_models()
+    inputs = _memo_row_inputs(row) if committed else _row_inputs(row, catalog, models)
+    row, plan = inputs.row, inputs.plan
+    e = estimate_gpu(plan, inputs.gpu, inputs.facts, adjust)
     why = exclusion(row, e)
     regime = regime_of(e) if e.feasible else _row_regime(row, plan)
-    return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, note) if n))
+    return RowPrediction(plan, e, regime, predicted_value(row, e), why, "; ".join(n for n in (why, inputs.note) if n))
 
 
 def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: ModelCatalog | None = None,
@@ -815,6 +858,24 @@ def evaluate_row(row: Measurement, catalog: Catalog | None = None, models: Model
     return result, p.estimate
 
 
+# rows whose priors' score is kept (priors_result): every row of measurements.yaml (5,182 today) with room to grow
+PRIORS_MEMO = 16_384
+
+
+def priors_result(row: Measurement, catalog: Catalog, models: ModelCatalog) -> RowResult:
+    """evaluate_row's result for `row` with its runtime's priors (priors_adjust). Memoized on the row with the
+    committed catalog and models: leave one source out scores every row so before its folds, and `planner validate`'s
+    split report (run_validation, priors) scores the same rows again."""
+    if catalog is not load_catalog() or models is not validation_models():
+        return evaluate_row(row, catalog, models, priors_adjust(row))[0]
+    return _memo_priors_result(row)
+
+
+@lru_cache(maxsize=PRIORS_MEMO)
+def _memo_priors_result(row: Measurement) -> RowResult:
+    return evaluate_row(row, load_catalog(), validation_models(), priors_adjust(row))[0]
+
+
 def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
                    adjust: Callable[[GPU, Efficiency], Efficiency] | None = None,
                    priors: bool = False) -> ValidationReport:
@@ -823,8 +884,9 @@ def run_validation(measurements: str | Path = MEASUREMENTS_FILE,
     data/runtimes_tuned.yaml have seen)."""
     rows = load_measurements(measurements)
     catalog, models = load_catalog(), validation_models()
-    return ValidationReport(tuple(evaluate_row(r, catalog, models, priors_adjust(r) if priors else adjust)[0]
-                                  for r in rows), str(measurements))
+    if priors:
+        return ValidationReport(tuple(priors_result(r, catalog, models) for r in rows), str(measurements))
+    return ValidationReport(tuple(evaluate_row(r, catalog, models, adjust)[0] for r in rows), str(measurements))
 
 
 # ---------------------------------------------------------------- tuning (tune split only)

@@ -24,11 +24,11 @@ import yaml
 
 from planner import ROOT_DIR
 from planner.base.files import file_version, write_atomic
-from planner.base.schema import DataFileError, Record, load_document, sections_of, unique_ids
+from planner.base.schema import DataFileError, Record, sections_of, unique_ids
 from planner.inputs.catalog import load_catalog
 from planner.validation.loso import error_stats, per_publication_stats, result_groups, source_of
 from planner.validation.measured import (MEASUREMENTS_FILE, PREDICTIONS_DIR, ROW_FIELDS, Measurement, RowResult,
-                                         load_measurements, predict_row, validation_models)
+                                         load_measurements, predict_row, predictions_document, validation_models)
 
 # What a row's estimate reads: the layers under the tools one (base, inputs, engine), the data files (the tuned values
 # among them), this package and the validation models. A change there not yet committed would make the recorded
@@ -151,7 +151,8 @@ def load_predictions(path: str | Path) -> PredictionFile:
 @lru_cache(maxsize=128)
 def _load_predictions(name: str, mtime_ns: int, size: int) -> PredictionFile:
     path = Path(name)
-    doc = load_document(path, dated=True)  # parsed once, under the caps of every data file
+    doc = predictions_document(path)  # parsed once, under the caps of every data file
+    Record(str(path), "-", doc).day("read_on")  # dated, as schema.load_document(dated=True) checks
     raws = sections_of(doc, path, ("rows",))["rows"]
     head = Record(str(path), "-", doc)
     commit = head.text("planner_commit")

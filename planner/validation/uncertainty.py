@@ -341,7 +341,11 @@ def rate_band(e, calibrated: bool = False, path: str | Path = UNCERTAINTY_FILE) 
 
 def quantile(values: Iterable[float], q: float) -> float:
     """Linear-interpolation quantile (numpy's default), q in [0, 1]."""
-    xs = sorted(values)
+    return _quantile_sorted(sorted(values), q)
+
+
+def _quantile_sorted(xs: list[float], q: float) -> float:
+    """quantile() of values already sorted ascending (the bands ask the same row set at several levels)."""
     if not xs:
         raise ValueError("quantile of no values")
     pos = q * (len(xs) - 1)
@@ -366,7 +370,12 @@ def _calibrated_ratios(rows) -> dict[str, float]:
 
 def _range(ratios: list[float], qs: tuple[float, float] = QUANTILES) -> tuple[float, float]:
     """(low, high) quantiles of the ratios, clamped so that the band contains 1 (the point estimate)."""
-    return min(quantile(ratios, qs[0]), 1.0), max(quantile(ratios, qs[1]), 1.0)
+    return _range_sorted(sorted(ratios), qs)
+
+
+def _range_sorted(xs: list[float], qs: tuple[float, float]) -> tuple[float, float]:
+    """_range() of ratios already sorted ascending."""
+    return min(_quantile_sorted(xs, qs[0]), 1.0), max(_quantile_sorted(xs, qs[1]), 1.0)
 
 
 def _no_wider(cal: tuple[float, float], band_: tuple[float, float]) -> tuple[float, float]:
@@ -384,6 +393,32 @@ def _no_band(regime: str, n: int) -> str:
             f"only {n} published {regime} measurement{'s' if n > 1 else ''}, fewer than {MIN_CELL_ROWS}")
 
 
+@dataclass(frozen=True)
+class _Pool:
+    """One set of residual rows as the cells read it, sorted once whatever the quantile levels (band_levels builds
+    the same set's cells at up to five levels): per regime, its ratios and calibrated ratios; per (regime, GPU class),
+    those of the class's rows. Ratios are measured / predicted seconds; lists ascending."""
+
+    regime: dict[str, tuple[list[float], list[float]]]
+    cell: dict[tuple[str, str], tuple[list[float], list[float]]]
+
+
+def _pool(rows) -> _Pool:
+    """The _Pool of scored residual rows (those without a ratio dropped)."""
+    rows = [r for r in rows if r.seconds_ratio]
+    cal = _calibrated_ratios(rows)
+    regimes, cells = {}, {}
+    for g in REGIMES:
+        in_regime = [r for r in rows if r.regime == g]
+        regimes[g] = (sorted(r.seconds_ratio for r in in_regime), sorted(cal[r.row_id] for r in in_regime
+                                                                          if r.row_id in cal))
+        for k in MEMORY_CLASSES:
+            own = [r for r in in_regime if r.gpu_class == k]
+            cells[(g, k)] = (sorted(r.seconds_ratio for r in own), sorted(cal[r.row_id] for r in own
+                                                                           if r.row_id in cal))
+    return _Pool(regimes, cells)
+
+
 def cells_from_rows(rows, levels: Mapping[str, tuple[float, float]] | None = None) -> list[Cell]:
     """Band cells from scored residual rows (RowResult: regime, gpu_class, gpu_id, runtime, seconds_ratio), at each
     regime's quantile pair (`levels`; QUANTILES where not given).
@@ -392,31 +427,31 @@ def cells_from_rows(rows, levels: Mapping[str, tuple[float, float]] | None = Non
     least as wide as FALLBACK_QUANTILES, widened further to cover the cell's own rows. A regime with fewer than
     MIN_CELL_ROWS rows has no band (low = high = None, and the reason).
     """
-    rows = [r for r in rows if r.seconds_ratio]
-    cal = _calibrated_ratios(rows)
+    return _cells(_pool(rows), levels)
+
+
+def _cells(pool: _Pool, levels: Mapping[str, tuple[float, float]] | None) -> list[Cell]:
+    """cells_from_rows() of a pool of rows already split and sorted."""
     cells = []
     for g in REGIMES:
         qs = (levels or {}).get(g, QUANTILES)
         wide = (min(qs[0], FALLBACK_QUANTILES[0]), max(qs[1], FALLBACK_QUANTILES[1]))
-        in_regime = [r for r in rows if r.regime == g]
-        regime_cal = [cal[r.row_id] for r in in_regime if r.row_id in cal]
+        in_regime, regime_cal = pool.regime[g]
         for k in MEMORY_CLASSES:
-            own = [r for r in in_regime if r.gpu_class == k]
-            ratios = [r.seconds_ratio for r in own]
+            ratios, own_cal = pool.cell[(g, k)]
             if len(in_regime) < MIN_CELL_ROWS:
                 cells.append(Cell(g, k, len(ratios), None, None, None, None, _no_band(g, len(in_regime)), qs))
                 continue
-            own_cal = [cal[r.row_id] for r in own if r.row_id in cal]
             fallback = None
             if len(ratios) >= MIN_CELL_ROWS:
-                low, high = _range(ratios, qs)
+                low, high = _range_sorted(ratios, qs)
             else:
-                low, high = _range([r.seconds_ratio for r in in_regime], wide)
+                low, high = _range_sorted(in_regime, wide)
                 low, high = min([low] + ratios), max([high] + ratios)
                 fallback = (f"{len(ratios)} rows < {MIN_CELL_ROWS}: {100 * wide[0]:g}th-{100 * wide[1]:g}th "
                             f"percentiles of all {g} rows (n={len(in_regime)}), widened to cover this cell's own rows")
-            pool = own_cal if len(own_cal) >= MIN_CELL_ROWS else regime_cal or [1.0]
-            cal_low, cal_high = _no_wider(_range(pool, qs), (low, high))
+            pool_cal = own_cal if len(own_cal) >= MIN_CELL_ROWS else regime_cal or [1.0]
+            cal_low, cal_high = _no_wider(_range_sorted(pool_cal, qs), (low, high))
             cells.append(Cell(g, k, len(ratios), round(low, 3), round(high, 3),
                               round(cal_low, 3), round(cal_high, 3), fallback, qs))
     return cells
@@ -450,26 +485,45 @@ def coverages(rows, group_of, levels: Mapping[str, tuple[float, float]] | None =
               judged: Iterable = (lambda r: True,)) -> list[dict[str, tuple[int, int, int]]]:
     """coverage() for each of the `judged` row sets, the bands built once: the full band and, per group, the band
     without that group are the same whichever rows are then counted."""
-    rows = [r for r in rows if r.seconds_ratio]
-    full = {(c.regime, c.gpu_class): c for c in cells_from_rows(rows, levels)}
-    held: dict[str, dict] = {}
-    picks = list(judged)
-    outs = [{g: [0, 0, 0] for g in REGIMES} for _ in picks]
-    for r in rows:
-        chosen = [out for out, pick in zip(outs, picks) if pick(r)]
-        own = full[(r.regime, r.gpu_class)]
-        if not chosen or own.low is None:
-            continue
-        g = group_of(r)
-        if g not in held:
-            held[g] = {(c.regime, c.gpu_class): c
-                       for c in cells_from_rows([x for x in rows if group_of(x) != g], levels)}
-        other = held[g][(r.regime, r.gpu_class)]
-        for out in chosen:
-            out[r.regime][2] += 1
-            out[r.regime][0] += within(own, r.seconds_ratio)
-            out[r.regime][1] += within(other, r.seconds_ratio)
-    return [{g: tuple(v) for g, v in out.items()} for out in outs]
+    return _HeldOut(rows, group_of).coverages(levels, judged)
+
+
+class _HeldOut:
+    """Residual rows with each one's group (asked once per row), and the pool of the rows without each group, built
+    on first use and kept: band_levels asks the same held-out sets at every rung of QUANTILE_LADDER."""
+
+    def __init__(self, rows, group_of):
+        self.rows = [r for r in rows if r.seconds_ratio]
+        self.groups = [group_of(r) for r in self.rows]
+        self.full = _pool(self.rows)
+        self.without: dict[str, _Pool] = {}
+
+    def pool_without(self, g: str) -> _Pool:
+        """The pool of every row but group g's."""
+        if g not in self.without:
+            self.without[g] = _pool([x for x, gx in zip(self.rows, self.groups) if gx != g])
+        return self.without[g]
+
+    def coverages(self, levels: Mapping[str, tuple[float, float]] | None,
+                  judged: Iterable) -> list[dict[str, tuple[int, int, int]]]:
+        """coverages() of these rows at `levels`."""
+        full = {(c.regime, c.gpu_class): c for c in _cells(self.full, levels)}
+        held: dict[str, dict] = {}
+        picks = list(judged)
+        outs = [{g: [0, 0, 0] for g in REGIMES} for _ in picks]
+        for r, g in zip(self.rows, self.groups):
+            chosen = [out for out, pick in zip(outs, picks) if pick(r)]
+            own = full[(r.regime, r.gpu_class)]
+            if not chosen or own.low is None:
+                continue
+            if g not in held:
+                held[g] = {(c.regime, c.gpu_class): c for c in _cells(self.pool_without(g), levels)}
+            other = held[g][(r.regime, r.gpu_class)]
+            for out in chosen:
+                out[r.regime][2] += 1
+                out[r.regime][0] += within(own, r.seconds_ratio)
+                out[r.regime][1] += within(other, r.seconds_ratio)
+        return [{g: tuple(v) for g, v in out.items()} for out in outs]
 
 
 def coverage(rows, group_of, levels: Mapping[str, tuple[float, float]] | None = None,
@@ -487,9 +541,23 @@ def band_levels(rows, group_of, judged=(lambda r: True,)) -> dict[str, tuple[flo
     turn, holds at least TARGET_COVERAGE of that group's rows, counted over the rows of each of the `judged` sets
     (all rows; and, as `planner validate` asks, the rows predicted before they were measured, which a band drawn
     mostly from sources like the tuned ones would hold too rarely); the widest when none does."""
+    return _band_levels(_HeldOut(rows, group_of), judged)
+
+
+def banded_coverages(rows, group_of, judged=(lambda r: True,)
+                     ) -> tuple[dict[str, tuple[float, float]], list[dict[str, tuple[int, int, int]]]]:
+    """(band_levels(rows, group_of, judged), coverages(rows, group_of, those levels, judged)), the rows without each
+    group pooled once for both (`planner validate` asks for the two in turn)."""
+    folds = _HeldOut(rows, group_of)
+    levels = _band_levels(folds, judged)
+    return levels, folds.coverages(levels, judged)
+
+
+def _band_levels(folds: _HeldOut, judged) -> dict[str, tuple[float, float]]:
+    """band_levels() of the rows of `folds`."""
     chosen: dict[str, tuple[float, float]] = {}
     for qs in QUANTILE_LADDER:
-        covers = coverages(rows, group_of, dict.fromkeys(REGIMES, qs), judged)
+        covers = folds.coverages(dict.fromkeys(REGIMES, qs), judged)
         for g in REGIMES:
             if g not in chosen and all(n == 0 or held >= TARGET_COVERAGE * n for _, held, n in (c[g] for c in covers)):
                 chosen[g] = qs
