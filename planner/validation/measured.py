@@ -824,6 +824,11 @@ def _row_inputs(row: Measurement, catalog: Catalog, models: ModelCatalog) -> _Ro
 ROW_INPUTS_MEMO = 16_384
 
 
+def _committed(catalog: Catalog, models: ModelCatalog) -> bool:
+    """Whether `catalog` and `models` are the committed ones, the only inputs the per-row memos may answer for."""
+    return catalog is load_catalog() and models is validation_models()
+
+
 @lru_cache(maxsize=ROW_INPUTS_MEMO)
 def _memo_row_inputs(row: Measurement) -> _RowInputs:
     return _row_inputs(row, load_catalog(), validation_models())
@@ -836,8 +841,7 @@ def predict_row(row: Measurement, catalog: Catalog | None = None, models: ModelC
     with the committed catalog and models: the tuning searches score each row at many trial efficiencies."""
     facts = load_facts()
     catalog, models = catalog or facts.catalog, models or validation_models()
-    committed = catalog is load_catalog() and models is validation_models()
-    inputs = _memo_row_inputs(row) if committed else _row_inputs(row, catalog, models)
+    inputs = _memo_row_inputs(row) if _committed(catalog, models) else _row_inputs(row, catalog, models)
     row, plan = inputs.row, inputs.plan
     e = estimate_gpu(plan, inputs.gpu, inputs.facts, adjust)
     why = exclusion(row, e)
@@ -866,7 +870,7 @@ def priors_result(row: Measurement, catalog: Catalog, models: ModelCatalog) -> R
     """evaluate_row's result for `row` with its runtime's priors (priors_adjust). Memoized on the row with the
     committed catalog and models: leave one source out scores every row so before its folds, and `planner validate`'s
     split report (run_validation, priors) scores the same rows again."""
-    if catalog is not load_catalog() or models is not validation_models():
+    if not _committed(catalog, models):
         return evaluate_row(row, catalog, models, priors_adjust(row))[0]
     return _memo_priors_result(row)
 
@@ -956,7 +960,7 @@ def _row_term(row: Measurement, runtime_id: str, params: dict[str, float], catal
     """One row's |log(predicted / measured)| at `params`. Only the four values its GPU's memory class reads matter
     (adjust_for), so with the committed catalog and models the term is memoized on them: a coordinate search and the
     folds of leave-one-source-out ask the same row at the same values again and again."""
-    if catalog is not load_catalog() or models is not validation_models():
+    if not _committed(catalog, models):
         res, _ = evaluate_row(row, catalog, models, adjust_for(runtime_id, params))
         return abs(math.log(res.predicted / res.measured)) if res.predicted else UNPREDICTED_LOSS
     c = catalog.get(row.gpu).memory_class

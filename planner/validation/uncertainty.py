@@ -368,13 +368,9 @@ def _calibrated_ratios(rows) -> dict[str, float]:
     return out
 
 
-def _range(ratios: list[float], qs: tuple[float, float] = QUANTILES) -> tuple[float, float]:
-    """(low, high) quantiles of the ratios, clamped so that the band contains 1 (the point estimate)."""
-    return _range_sorted(sorted(ratios), qs)
-
-
 def _range_sorted(xs: list[float], qs: tuple[float, float]) -> tuple[float, float]:
-    """_range() of ratios already sorted ascending."""
+    """(low, high) quantiles of ratios already sorted ascending, clamped so that the band contains 1 (the point
+    estimate)."""
     return min(_quantile_sorted(xs, qs[0]), 1.0), max(_quantile_sorted(xs, qs[1]), 1.0)
 
 
